@@ -1,0 +1,85 @@
+// buildApp(config, dependencies): the Fastify instance with its plugins and one route group per API. Never listens.
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Logger } from 'pino';
+import { trustProxyOption, type Config } from './config.js';
+import type { Database } from './db/database.js';
+import { migrationsCurrent, readMigrations } from './db/migrate.js';
+import metrics from './plugins/metrics.js';
+import problemDetails from './plugins/problem-details.js';
+import { validatorCompiler } from './plugins/validation.js';
+import healthRoutes from './routes/ops/health.js';
+
+export interface AppDependencies {
+  db: Database;
+  log: Logger;
+  /** Milliseconds since the epoch; tests move it. */
+  clock?: () => number;
+}
+
+/** An incoming X-Request-Id is honoured only when it is short and plain, so it is safe in logs and headers. */
+const SANE_REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
+
+export function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(message)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+export async function buildApp(config: Config, dependencies: AppDependencies) {
+  const { db, log } = dependencies;
+  const https =
+    config.TLS_CERT_FILE && config.TLS_KEY_FILE
+      ? { cert: readFileSync(config.TLS_CERT_FILE), key: readFileSync(config.TLS_KEY_FILE) }
+      : null;
+  const options: FastifyServerOptions = {
+    loggerInstance: log,
+    bodyLimit: config.BODY_LIMIT,
+    // Fastify accepts a hop count too, though its type omits it.
+    trustProxy: trustProxyOption(config.TRUST_PROXY) as FastifyServerOptions['trustProxy'],
+    requestIdHeader: false,
+    requestIdLogLabel: 'requestId',
+    genReqId(request) {
+      const incoming = request.headers['x-request-id'];
+      return typeof incoming === 'string' && SANE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    },
+    // Node's own limit is 16 KiB; a larger header block gets 431 before it reaches us.
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { maxParamLength: 256, ignoreTrailingSlash: false },
+  };
+  const app = (https ? Fastify({ ...options, https } as FastifyServerOptions) : Fastify(options)) as FastifyInstance;
+  const typed = app.withTypeProvider<TypeBoxTypeProvider>();
+  typed.setValidatorCompiler(validatorCompiler);
+
+  // Contract 7.2: JSON only. Fastify would also parse text/plain; without a parser other types get 415.
+  typed.removeContentTypeParser('text/plain');
+
+  typed.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  await typed.register(problemDetails);
+  await typed.register(metrics, { db });
+
+  const migrations = readMigrations();
+  await typed.register(healthRoutes, {
+    isReady: () =>
+      withTimeout(migrationsCurrent(db, migrations), config.DB_CONNECT_TIMEOUT_MS, 'readiness check timed out'),
+  });
+
+  // The database belongs to the app from here on: closing the app (shutdown, tests) closes it.
+  typed.addHook('onClose', async () => {
+    await db.close();
+  });
+
+  return typed;
+}
+
+export type App = Awaited<ReturnType<typeof buildApp>>;

@@ -1,0 +1,126 @@
+// The service configuration: one TypeBox schema over the environment, validated once at start.
+import { Type, type Static } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+
+/**
+ * Every variable the server and the CLI read. Descriptions feed the README table, so they are the documentation.
+ * Values arrive as strings; `loadConfig` converts them to the declared types before validating.
+ */
+export const ConfigSchema = Type.Object(
+  {
+    PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'TCP port to listen on.' }),
+    HOST: Type.String({ minLength: 1, default: '0.0.0.0', description: 'Interface to listen on.' }),
+    PUBLIC_URL: Type.Optional(
+      Type.String({
+        pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?$',
+        description:
+          'External base address and OAuth issuer, byte for byte (no query or fragment). Default `http://localhost:PORT`.',
+      }),
+    ),
+    DATABASE_URL: Type.Optional(
+      Type.String({
+        pattern: '^postgres(ql)?://',
+        description: 'PostgreSQL connection string. Unset: the embedded PGlite database in `DATA_DIR`.',
+      }),
+    ),
+    DATA_DIR: Type.String({
+      minLength: 1,
+      default: './data',
+      description: 'Directory of the embedded database (and its generated `SECRETS_KEY`) when `DATABASE_URL` is unset.',
+    }),
+    LOG_LEVEL: Type.Union(
+      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
+      { default: 'info', description: 'pino log level.' },
+    ),
+    BODY_LIMIT: Type.Integer({
+      minimum: 1024,
+      maximum: 64 * 1024 * 1024,
+      default: 1024 * 1024,
+      description: 'Largest accepted request body in bytes; larger bodies get `413`.',
+    }),
+    TRUST_PROXY: Type.String({
+      default: 'false',
+      pattern: '^(true|false|[0-9]{1,2}|[0-9a-fA-F.:/, ]+)$',
+      description:
+        '`false`, `true`, a hop count, or a comma-separated list of proxy addresses/CIDRs whose `X-Forwarded-*` headers are trusted.',
+    }),
+    TLS_CERT_FILE: Type.Optional(
+      Type.String({ minLength: 1, description: 'PEM certificate; with `TLS_KEY_FILE` the server speaks HTTPS.' }),
+    ),
+    TLS_KEY_FILE: Type.Optional(Type.String({ minLength: 1, description: 'PEM private key for `TLS_CERT_FILE`.' })),
+    SECRETS_KEY: Type.Optional(
+      Type.String({
+        pattern: '^[0-9a-fA-F]{64}$',
+        description:
+          '64 hex characters: encrypts signing keys at rest. Required with `DATABASE_URL`; generated into `DATA_DIR` otherwise.',
+      }),
+    ),
+    DB_POOL_MAX: Type.Integer({ minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL pool size.' }),
+    DB_CONNECT_TIMEOUT_MS: Type.Integer({
+      minimum: 100,
+      default: 2000,
+      description: 'How long a request waits for a database connection before it answers `503`.',
+    }),
+    DB_STATEMENT_TIMEOUT_MS: Type.Integer({
+      minimum: 100,
+      default: 30000,
+      description: 'PostgreSQL `statement_timeout` for every pooled connection.',
+    }),
+    SHUTDOWN_TIMEOUT_MS: Type.Integer({
+      minimum: 100,
+      default: 10000,
+      description: 'Grace period for in-flight requests on SIGTERM/SIGINT before the process exits anyway.',
+    }),
+  },
+  { additionalProperties: true },
+);
+
+export type Config = Static<typeof ConfigSchema> & { PUBLIC_URL: string };
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+const knownKeys = Object.keys(ConfigSchema.properties) as (keyof typeof ConfigSchema.properties)[];
+
+/** Reads only the variables the schema names; empty strings count as unset (as `docker compose` passes them). */
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  const raw: Record<string, unknown> = {};
+  for (const key of knownKeys) {
+    const value = env[key];
+    if (value !== undefined && value !== '') raw[key] = value;
+  }
+  const converted = Value.Convert(ConfigSchema, Value.Default(ConfigSchema, raw)) as Record<string, unknown>;
+  const problems: string[] = [];
+  for (const error of Value.Errors(ConfigSchema, converted)) {
+    const key = error.path.replace(/^\//, '').split('/')[0] ?? '';
+    problems.push(`${key}=${JSON.stringify(raw[key] ?? null)}: ${error.message}`);
+  }
+  const config = converted as Static<typeof ConfigSchema>;
+  if (problems.length === 0) {
+    if (Boolean(config.TLS_CERT_FILE) !== Boolean(config.TLS_KEY_FILE)) {
+      problems.push('TLS_CERT_FILE and TLS_KEY_FILE: set both to serve HTTPS, or neither');
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(dedupe(problems));
+  // Kept byte for byte: it is the OAuth issuer (RFC 8414 section 3.3 compares it exactly).
+  return { ...config, PUBLIC_URL: config.PUBLIC_URL ?? `http://localhost:${config.PORT}` };
+}
+
+function dedupe(items: string[]): string[] {
+  return [...new Set(items)];
+}
+
+/** Fastify's `trustProxy` option from the `TRUST_PROXY` string. */
+export function trustProxyOption(value: string): boolean | number | string[] {
+  if (value === 'true') return true;
+  if (value === 'false') return false;
+  if (/^[0-9]+$/.test(value)) return Number(value);
+  return value
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean);
+}

@@ -1,0 +1,38 @@
+// The database port: one small interface over PostgreSQL (pg Pool) and the embedded PGlite, with the same SQL on both.
+export interface QueryResult<Row> {
+  rows: Row[];
+  rowCount: number;
+}
+
+export interface Queryable {
+  /** One parameterised statement. */
+  query<Row = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<QueryResult<Row>>;
+}
+
+export interface TransactionScope extends Queryable {
+  /** Several statements without parameters (migrations). */
+  execScript(sql: string): Promise<void>;
+}
+
+export interface PoolStats {
+  total: number;
+  idle: number;
+  waiting: number;
+}
+
+/** A notification handler; `null` means notifications may have been missed (reconnect): drop every cached answer. */
+export type NotificationHandler = (payload: string | null) => void;
+
+export interface Database extends Queryable {
+  readonly kind: 'postgres' | 'pglite';
+  /** Runs `work` in one transaction: COMMIT when it resolves, ROLLBACK when it throws. */
+  transaction<T>(work: (tx: TransactionScope) => Promise<T>): Promise<T>;
+  /** LISTEN on a channel; resolves to an unsubscribe function. */
+  listen(channel: string, onNotification: NotificationHandler): Promise<() => Promise<void>>;
+  stats(): PoolStats;
+  close(): Promise<void>;
+}
+
+/** PostgreSQL's 64-bit integers (ms timestamps, sequence values) fit a JS number well below 2^53. */
+export const INT8_OID = 20;
+export const parseInt8 = (value: string): number => Number(value);

@@ -1,0 +1,164 @@
+// The PostgreSQL adapter of the database port: a pg Pool, plus one dedicated connection for LISTEN.
+import pg from 'pg';
+import type { Logger } from 'pino';
+import { INT8_OID, parseInt8, type Database, type NotificationHandler, type TransactionScope } from './database.js';
+
+export interface PostgresOptions {
+  connectionString: string;
+  poolMax: number;
+  connectTimeoutMs: number;
+  statementTimeoutMs: number;
+  log: Logger;
+}
+
+const typeParsers = {
+  getTypeParser(oid: number, format?: string) {
+    if (oid === INT8_OID) return parseInt8;
+    return pg.types.getTypeParser(oid, format as 'text');
+  },
+} as pg.CustomTypesConfig;
+
+const LISTEN_RETRY_MS = 1000;
+
+export function createPostgresDatabase(options: PostgresOptions): Database {
+  const clientConfig: pg.ClientConfig = {
+    connectionString: options.connectionString,
+    types: typeParsers,
+    connectionTimeoutMillis: options.connectTimeoutMs,
+    statement_timeout: options.statementTimeoutMs,
+    application_name: 'access-credential-service',
+  };
+  const pool = new pg.Pool({ ...clientConfig, max: options.poolMax, idleTimeoutMillis: 30_000 });
+  // An idle client losing its connection (database restart) must not crash the process; the pool replaces it.
+  pool.on('error', (error) => options.log.warn({ err: error }, 'idle database connection lost'));
+
+  const listeners = new Map<string, Set<NotificationHandler>>();
+  let listenClient: pg.Client | null = null;
+  let listenConnecting: Promise<void> | null = null;
+  let closed = false;
+  let retryTimer: NodeJS.Timeout | null = null;
+
+  const notifyAll = (payload: string | null, channel?: string) => {
+    for (const [name, handlers] of listeners) {
+      if (channel !== undefined && name !== channel) continue;
+      for (const handler of handlers) handler(payload);
+    }
+  };
+
+  const scheduleReconnect = () => {
+    if (closed || retryTimer || listeners.size === 0) return;
+    retryTimer = setTimeout(() => {
+      retryTimer = null;
+      void connectListener().catch(() => scheduleReconnect());
+    }, LISTEN_RETRY_MS);
+    retryTimer.unref();
+  };
+
+  const connectListener = async (): Promise<void> => {
+    if (listenClient || closed) return;
+    if (listenConnecting) return listenConnecting;
+    listenConnecting = (async () => {
+      const client = new pg.Client(clientConfig);
+      client.on('error', (error) => {
+        options.log.warn({ err: error }, 'LISTEN connection lost; reconnecting');
+        if (listenClient === client) listenClient = null;
+        void client.end().catch(() => undefined);
+        scheduleReconnect();
+      });
+      client.on('notification', (message) => notifyAll(message.payload ?? '', message.channel));
+      try {
+        await client.connect();
+        for (const channel of listeners.keys()) await client.query(`LISTEN ${quoteIdentifier(channel)}`);
+      } catch (error) {
+        void client.end().catch(() => undefined);
+        throw error;
+      }
+      listenClient = client;
+      // Whatever was sent while we were not listening is lost: tell every handler to drop its cache.
+      notifyAll(null);
+    })().finally(() => {
+      listenConnecting = null;
+    });
+    return listenConnecting;
+  };
+
+  return {
+    kind: 'postgres',
+
+    async query<Row>(text: string, params?: readonly unknown[]) {
+      const result = await pool.query(text, params as unknown[] | undefined);
+      return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
+    },
+
+    async transaction<T>(work: (tx: TransactionScope) => Promise<T>): Promise<T> {
+      const client = await pool.connect();
+      let broken: Error | undefined;
+      try {
+        await client.query('BEGIN');
+        const scope: TransactionScope = {
+          async query<Row>(text: string, params?: readonly unknown[]) {
+            const result = await client.query(text, params as unknown[] | undefined);
+            return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
+          },
+          async execScript(sql: string) {
+            await client.query(sql);
+          },
+        };
+        const value = await work(scope);
+        await client.query('COMMIT');
+        return value;
+      } catch (error) {
+        try {
+          await client.query('ROLLBACK');
+        } catch (rollbackError) {
+          // The connection itself is gone: destroy it rather than hand it back to the pool.
+          broken = rollbackError as Error;
+        }
+        throw error;
+      } finally {
+        client.release(broken);
+      }
+    },
+
+    async listen(channel, onNotification) {
+      let handlers = listeners.get(channel);
+      const isNewChannel = !handlers;
+      if (!handlers) {
+        handlers = new Set();
+        listeners.set(channel, handlers);
+      }
+      handlers.add(onNotification);
+      try {
+        if (!listenClient) await connectListener();
+        else if (isNewChannel) await listenClient.query(`LISTEN ${quoteIdentifier(channel)}`);
+      } catch (error) {
+        options.log.warn({ err: error }, 'LISTEN failed; retrying in the background');
+        scheduleReconnect();
+      }
+      return async () => {
+        handlers.delete(onNotification);
+        if (handlers.size === 0) {
+          listeners.delete(channel);
+          await listenClient?.query(`UNLISTEN ${quoteIdentifier(channel)}`).catch(() => undefined);
+        }
+      };
+    },
+
+    stats() {
+      return { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount };
+    },
+
+    async close() {
+      closed = true;
+      if (retryTimer) clearTimeout(retryTimer);
+      const client = listenClient;
+      listenClient = null;
+      await client?.end().catch(() => undefined);
+      await pool.end();
+    },
+  };
+}
+
+function quoteIdentifier(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}

@@ -1,0 +1,115 @@
+// The error vocabulary: one class per kind of domain error, each with its HTTP status and RFC 9457 problem type.
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export interface ProblemInit {
+  detail?: string;
+  errors?: FieldError[];
+  /** Extra response headers (e.g. `Sunset`, `WWW-Authenticate`). */
+  headers?: Record<string, string>;
+  /** Extra problem members (RFC 9457 section 3.2 extensions). */
+  extensions?: Record<string, unknown>;
+}
+
+/** Problem type URIs are relative references under one namespace, so clients can switch on them. */
+export const PROBLEM_TYPE_BASE = 'https://access-credential-service.dev/problems/';
+
+export class ProblemError extends Error {
+  readonly detail: string | undefined;
+  readonly errors: FieldError[] | undefined;
+  readonly headers: Record<string, string>;
+  readonly extensions: Record<string, unknown>;
+
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    readonly title: string,
+    init: ProblemInit = {},
+  ) {
+    super(init.detail ?? title);
+    this.name = 'ProblemError';
+    this.detail = init.detail;
+    this.errors = init.errors;
+    this.headers = init.headers ?? {};
+    this.extensions = init.extensions ?? {};
+  }
+
+  get type(): string {
+    return PROBLEM_TYPE_BASE + this.code;
+  }
+}
+
+export class BadRequestError extends ProblemError {
+  constructor(detail: string, errors?: FieldError[]) {
+    super(400, 'bad-request', 'Bad Request', { detail, ...(errors ? { errors } : {}) });
+  }
+}
+
+export class ValidationError extends ProblemError {
+  constructor(errors: FieldError[]) {
+    super(400, 'validation', 'Request validation failed', {
+      detail: errors.map((error) => `${error.field}: ${error.message}`).join('; '),
+      errors,
+    });
+  }
+}
+
+export class UnauthorizedError extends ProblemError {
+  constructor(detail: string, wwwAuthenticate: string) {
+    super(401, 'unauthorized', 'Unauthorized', { detail, headers: { 'www-authenticate': wwwAuthenticate } });
+  }
+}
+
+export class ForbiddenError extends ProblemError {
+  constructor(detail: string, headers?: Record<string, string>) {
+    super(403, 'forbidden', 'Forbidden', { detail, ...(headers ? { headers } : {}) });
+  }
+}
+
+export class NotFoundError extends ProblemError {
+  constructor(detail = 'The requested resource does not exist.') {
+    super(404, 'not-found', 'Not Found', { detail });
+  }
+}
+
+export class ConflictError extends ProblemError {
+  constructor(detail: string) {
+    super(409, 'conflict', 'Conflict', { detail });
+  }
+}
+
+export class GoneError extends ProblemError {
+  constructor(detail: string, headers: Record<string, string>, extensions?: Record<string, unknown>) {
+    super(410, 'gone', 'Gone', { detail, headers, ...(extensions ? { extensions } : {}) });
+  }
+}
+
+export class UnprocessableError extends ProblemError {
+  constructor(detail: string, errors?: FieldError[]) {
+    super(422, 'unprocessable', 'Unprocessable Content', { detail, ...(errors ? { errors } : {}) });
+  }
+}
+
+export class ServiceUnavailableError extends ProblemError {
+  constructor(detail = 'The service cannot reach its database right now. Retry shortly.') {
+    super(503, 'unavailable', 'Service Unavailable', { detail, headers: { 'retry-after': '1' } });
+  }
+}
+
+/**
+ * RFC 6749 section 5.2 errors of the OAuth endpoints: rendered as `{error, error_description}`, never as problems.
+ */
+export class OAuthError extends Error {
+  constructor(
+    readonly error: string,
+    readonly description: string,
+    readonly status = 400,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(description);
+    this.name = 'OAuthError';
+  }
+}

@@ -1,0 +1,76 @@
+// Prometheus metrics at GET /metrics: request count and latency by route and status, database pool figures.
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Database } from '../db/database.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    metrics: Registry;
+  }
+  interface FastifyRequest {
+    startTime: bigint;
+  }
+}
+
+export interface MetricsOptions {
+  db: Database;
+}
+
+export default fp(
+  async function metrics(app: FastifyInstance, options: MetricsOptions) {
+    // One registry per app: several apps in one process (tests) must not share counters.
+    const registry = new Registry();
+    collectDefaultMetrics({ register: registry });
+    const requests = new Counter({
+      name: 'http_requests_total',
+      help: 'HTTP requests answered, by method, route pattern and status code.',
+      labelNames: ['method', 'route', 'status'] as const,
+      registers: [registry],
+    });
+    const duration = new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'Time from receiving a request to sending its response, by method, route pattern and status code.',
+      labelNames: ['method', 'route', 'status'] as const,
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: [registry],
+    });
+    const pool = (name: string, help: string, pick: (stats: ReturnType<Database['stats']>) => number) =>
+      new Gauge({
+        name,
+        help,
+        registers: [registry],
+        collect() {
+          this.set(pick(options.db.stats()));
+        },
+      });
+    pool('db_pool_connections', 'Database connections open.', (stats) => stats.total);
+    pool('db_pool_idle_connections', 'Database connections idle.', (stats) => stats.idle);
+    pool('db_pool_waiting_requests', 'Queries waiting for a database connection.', (stats) => stats.waiting);
+
+    app.decorate('metrics', registry);
+    app.decorateRequest('startTime', 0n);
+    app.addHook('onRequest', async (request) => {
+      request.startTime = process.hrtime.bigint();
+    });
+    app.addHook('onResponse', async (request, reply) => {
+      // The route pattern, not the URL: ids must not explode the label cardinality.
+      const labels = {
+        method: request.method,
+        route: request.routeOptions.url ?? 'unmatched',
+        status: String(reply.statusCode),
+      };
+      requests.inc(labels);
+      duration.observe(labels, Number(process.hrtime.bigint() - request.startTime) / 1e9);
+    });
+
+    app.get(
+      '/metrics',
+      async (_request, reply) => {
+        reply.type(registry.contentType);
+        return registry.metrics();
+      },
+    );
+  },
+  { name: 'metrics' },
+);

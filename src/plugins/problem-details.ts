@@ -1,0 +1,153 @@
+// Renders every error as RFC 9457 problem details (contract 7.1): domain errors, validation, framework 4xx, outages.
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { isDatabaseUnavailable } from '../db/errors.js';
+import { PROBLEM_TYPE_BASE, ProblemError, ServiceUnavailableError, type FieldError } from '../errors.js';
+
+interface AjvErrorLike {
+  instancePath?: string;
+  keyword?: string;
+  message?: string;
+  params?: Record<string, unknown>;
+}
+
+const STATUS_TITLES: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  406: 'Not Acceptable',
+  409: 'Conflict',
+  410: 'Gone',
+  413: 'Content Too Large',
+  415: 'Unsupported Media Type',
+  422: 'Unprocessable Content',
+  429: 'Too Many Requests',
+  431: 'Request Header Fields Too Large',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
+
+const STATUS_CODES: Record<number, string> = {
+  400: 'bad-request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not-found',
+  405: 'method-not-allowed',
+  406: 'not-acceptable',
+  409: 'conflict',
+  410: 'gone',
+  413: 'payload-too-large',
+  415: 'unsupported-media-type',
+  422: 'unprocessable',
+  429: 'rate-limited',
+  431: 'headers-too-large',
+  500: 'internal',
+  503: 'unavailable',
+};
+
+/** `/commands/0` → `commands[0]`; a missing or unknown property names itself. */
+export function fieldErrorsFromAjv(errors: AjvErrorLike[], context?: string): FieldError[] {
+  const result: FieldError[] = [];
+  const seen = new Set<string>();
+  for (const error of errors) {
+    let path = (error.instancePath ?? '')
+      .split('/')
+      .filter(Boolean)
+      .map((segment) => segment.replaceAll('~1', '/').replaceAll('~0', '~'))
+      .reduce((acc, segment) => (/^\d+$/.test(segment) ? `${acc}[${segment}]` : acc ? `${acc}.${segment}` : segment), '');
+    let message = error.message ?? 'is invalid';
+    if (error.keyword === 'required' && typeof error.params?.missingProperty === 'string') {
+      path = path ? `${path}.${error.params.missingProperty}` : error.params.missingProperty;
+      message = 'is required';
+    } else if (error.keyword === 'additionalProperties' && typeof error.params?.additionalProperty === 'string') {
+      path = path ? `${path}.${error.params.additionalProperty}` : error.params.additionalProperty;
+      message = 'is not a known field';
+    }
+    if (!path) path = context ?? 'body';
+    const key = `${path}\u0000${message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    result.push({ field: path, message });
+  }
+  return result;
+}
+
+export function problemBody(
+  request: FastifyRequest,
+  status: number,
+  code: string,
+  title: string,
+  extra: { detail?: string | undefined; errors?: FieldError[] | undefined; extensions?: Record<string, unknown> } = {},
+) {
+  return {
+    ...extra.extensions,
+    type: PROBLEM_TYPE_BASE + code,
+    title,
+    status,
+    ...(extra.detail !== undefined ? { detail: extra.detail } : {}),
+    instance: request.url.split('?')[0],
+    requestId: String(request.id),
+    ...(extra.errors && extra.errors.length > 0 ? { errors: extra.errors } : {}),
+  };
+}
+
+export function sendProblem(reply: FastifyReply, error: ProblemError): FastifyReply {
+  for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
+  return reply
+    .code(error.status)
+    .type('application/problem+json')
+    .send(
+      problemBody(reply.request, error.status, error.code, error.title, {
+        detail: error.detail,
+        errors: error.errors,
+        extensions: error.extensions,
+      }),
+    );
+}
+
+/** Maps any thrown error to a ProblemError; unknown errors become a 500 whose detail reveals nothing. */
+export function toProblem(error: FastifyError | Error): ProblemError {
+  if (error instanceof ProblemError) return error;
+  const fastifyError = error as FastifyError & { validation?: AjvErrorLike[]; validationContext?: string };
+  if (fastifyError.validation) {
+    const errors = fieldErrorsFromAjv(fastifyError.validation, fastifyError.validationContext);
+    return new ProblemError(400, 'validation', 'Request validation failed', {
+      detail: errors.map((e) => `${e.field}: ${e.message}`).join('; '),
+      errors,
+    });
+  }
+  if (isDatabaseUnavailable(error)) return new ServiceUnavailableError();
+  const status = fastifyError.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    // Framework client errors (bad JSON, body too large, media type, rate limit) carry safe messages.
+    return new ProblemError(status, STATUS_CODES[status] ?? 'client-error', STATUS_TITLES[status] ?? 'Client Error', {
+      detail: fastifyError.message,
+    });
+  }
+  return new ProblemError(500, 'internal', 'Internal Server Error', {
+    detail: 'An unexpected error occurred. Quote the requestId when reporting it.',
+  });
+}
+
+export default fp(
+  async function problemDetails(app: FastifyInstance) {
+    app.setErrorHandler(function renderProblem(error: FastifyError, request, reply) {
+      const problem = toProblem(error);
+      if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
+      else if (problem.status !== 401 && problem.status !== 404) request.log.info({ code: problem.code }, problem.detail);
+      return sendProblem(reply, problem);
+    });
+
+    app.setNotFoundHandler(function notFound(request, reply) {
+      return sendProblem(
+        reply,
+        new ProblemError(404, 'not-found', 'Not Found', { detail: `No route ${request.method} ${request.url.split('?')[0]}.` }),
+      );
+    });
+  },
+  { name: 'problem-details' },
+);
+
+export { STATUS_CODES, STATUS_TITLES };

@@ -1,0 +1,48 @@
+// Process entry: loadConfig(process.env) → open the database → migrate → buildApp → listen; graceful shutdown.
+import closeWithGrace from 'close-with-grace';
+import { buildApp } from './app.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { migrate } from './db/migrate.js';
+import { openDatabase } from './db/open.js';
+import { createLogger } from './logger.js';
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig(process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(78); // EX_CONFIG
+    }
+    throw error;
+  }
+  const log = createLogger(config.LOG_LEVEL);
+
+  const db = await openDatabase(config, log);
+  let app: Awaited<ReturnType<typeof buildApp>> | undefined;
+  try {
+    const applied = await migrate(db);
+    if (applied.length > 0) log.info({ applied }, 'migrations applied');
+    app = await buildApp(config, { db, log });
+  } catch (error) {
+    await db.close().catch(() => undefined);
+    throw error;
+  }
+  const running = app;
+
+  // SIGTERM/SIGINT: stop accepting, let in-flight requests finish, close the database (the app's onClose).
+  closeWithGrace({ delay: config.SHUTDOWN_TIMEOUT_MS, logger: log }, async ({ signal, err }) => {
+    if (err) log.error({ err }, 'shutting down after an error');
+    else log.info({ signal }, 'shutting down');
+    await running.close();
+  });
+
+  await running.listen({ port: config.PORT, host: config.HOST });
+}
+
+main().catch((error: unknown) => {
+  const message = error instanceof Error ? error.message : String(error);
+  process.stderr.write(`Cannot start: ${message}\n`);
+  process.exit(1);
+});

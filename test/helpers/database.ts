@@ -1,0 +1,55 @@
+// A fresh, migrated database for one test file: a clone of the run's template (PostgreSQL) or of its dump (PGlite).
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import pg from 'pg';
+import { inject } from 'vitest';
+import type { Database } from '../../src/db/database.js';
+import { createPgliteDatabase } from '../../src/db/pglite.js';
+import { createPostgresDatabase } from '../../src/db/postgres.js';
+import { createLogger } from '../../src/logger.js';
+import { adminUrl, postgresTestUrl } from './postgres-url.js';
+
+export interface TestDatabase {
+  db: Database;
+  /** A connection string for this database (PostgreSQL only), for a second app or a spawned server. */
+  url: string | undefined;
+}
+
+let pgliteTemplate: Blob | undefined;
+
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const url = postgresTestUrl();
+  if (!url) {
+    pgliteTemplate ??= new Blob([readFileSync(inject('pgliteDump'))]);
+    return { db: await createPgliteDatabase({ loadDataDir: pgliteTemplate }), url: undefined };
+  }
+  const name = `acs_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name} TEMPLATE ${inject('pgTemplate')}`);
+  } finally {
+    await admin.end();
+  }
+  const databaseUrl = adminUrl(url, name);
+  const db = createPostgresDatabase({
+    connectionString: databaseUrl,
+    poolMax: 10,
+    connectTimeoutMs: 2000,
+    statementTimeoutMs: 30_000,
+    log: createLogger('silent'),
+  });
+  const close = db.close.bind(db);
+  return {
+    url: databaseUrl,
+    db: Object.assign(db, {
+      async close() {
+        await close();
+        const dropper = new pg.Client({ connectionString: url });
+        await dropper.connect();
+        await dropper.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
+        await dropper.end();
+      },
+    }),
+  };
+}
