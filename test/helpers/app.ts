@@ -14,7 +14,12 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function buildTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+export interface TestAppOptions {
+  /** Runs after buildApp and before app.ready(): register extra routes (slow, throwing, echo) for a test. */
+  beforeReady?: (app: App) => void | Promise<void>;
+}
+
+export async function buildTestApp(env: Record<string, string> = {}, options: TestAppOptions = {}): Promise<TestApp> {
   const database = await createTestDatabase();
   const config = loadConfig({ LOG_LEVEL: 'info', PUBLIC_URL: 'http://issuer.test', ...env });
   const logLines: string[] = [];
@@ -24,7 +29,20 @@ export async function buildTestApp(env: Record<string, string> = {}): Promise<Te
       callback();
     },
   });
-  const app = await buildApp(config, { db: database.db, log: createLogger(config.LOG_LEVEL, sink) });
-  await app.ready();
+  let app: App;
+  try {
+    app = await buildApp(config, { db: database.db, log: createLogger(config.LOG_LEVEL, sink) });
+  } catch (error) {
+    await database.db.close();
+    throw error;
+  }
+  try {
+    await options.beforeReady?.(app);
+    await app.ready();
+  } catch (error) {
+    // The app owns the database: closing it closes the database too.
+    await app.close();
+    throw error;
+  }
   return { app, config, database, logLines, close: () => app.close() };
 }
