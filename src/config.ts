@@ -71,6 +71,43 @@ export const ConfigSchema = Type.Object(
       default: 10000,
       description: 'Grace period for in-flight requests on SIGTERM/SIGINT before the process exits anyway.',
     }),
+    ACCESS_TOKEN_TTL_SECONDS: Type.Integer({
+      minimum: 30,
+      maximum: 86400,
+      default: 3600,
+      description: 'Lifetime of access tokens (`expires_in`).',
+    }),
+    REFRESH_TOKEN_TTL_SECONDS: Type.Integer({
+      minimum: 60,
+      default: 30 * 86400,
+      description: 'Lifetime of Access API refresh tokens (the `offline` scope).',
+    }),
+    JWT_ALG: Type.Union([Type.Literal('EdDSA'), Type.Literal('ES256')], {
+      default: 'EdDSA',
+      description: 'Signature algorithm of new signing keys: `EdDSA` (Ed25519) or `ES256` (P-256).',
+    }),
+    BCRYPT_COST: Type.Integer({
+      minimum: 4,
+      maximum: 15,
+      default: 10,
+      description: 'bcrypt cost of user passwords. Keep 10 or more in production; tests lower it.',
+    }),
+    LOCKOUT_THRESHOLD: Type.Integer({
+      minimum: 1,
+      default: 5,
+      description: 'Failed password grants for one `user@tenant` within `LOCKOUT_WINDOW_SECONDS` that lock it.',
+    }),
+    LOCKOUT_WINDOW_SECONDS: Type.Integer({ minimum: 1, default: 900, description: 'Window in which failures count.' }),
+    LOCKOUT_SECONDS: Type.Integer({
+      minimum: 1,
+      default: 900,
+      description: 'How long a locked `user@tenant` is refused, whatever the password.',
+    }),
+    TOKEN_RATE_LIMIT_PER_MINUTE: Type.Integer({
+      minimum: 1,
+      default: 600,
+      description: 'Requests per minute and client IP on the OAuth endpoints; more get `429`.',
+    }),
   },
   { additionalProperties: true },
 );
@@ -86,6 +123,10 @@ export class ConfigError extends Error {
 
 const knownKeys = Object.keys(ConfigSchema.properties) as (keyof typeof ConfigSchema.properties)[];
 
+/** TypeBox's Convert reads `80.5` as 80, `1e3` as 1 and `true` as 1: integers must be written as plain digits. */
+const INTEGER_TEXT = /^\s*[+-]?\d+\s*$/;
+const integerKeys = knownKeys.filter((key) => (ConfigSchema.properties[key] as { type?: unknown }).type === 'integer');
+
 /** Reads only the variables the schema names; empty strings count as unset (as `docker compose` passes them). */
 export function loadConfig(env: Record<string, string | undefined>): Config {
   const raw: Record<string, unknown> = {};
@@ -93,8 +134,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     const value = env[key];
     if (value !== undefined && value !== '') raw[key] = value;
   }
-  const converted = Value.Convert(ConfigSchema, Value.Default(ConfigSchema, raw)) as Record<string, unknown>;
   const problems: string[] = [];
+  for (const key of integerKeys) {
+    const value = raw[key];
+    if (typeof value === 'string' && !INTEGER_TEXT.test(value)) problems.push(`${key}=${JSON.stringify(value)}: Expected integer`);
+  }
+  const converted = Value.Convert(ConfigSchema, Value.Default(ConfigSchema, raw)) as Record<string, unknown>;
   for (const error of Value.Errors(ConfigSchema, converted)) {
     const key = error.path.replace(/^\//, '').split('/')[0] ?? '';
     problems.push(`${key}=${JSON.stringify(raw[key] ?? null)}: ${error.message}`);

@@ -1,0 +1,155 @@
+// loadConfig: defaults, conversion of environment strings, and refusals that name the bad variable.
+import { afterAll, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, trustProxyOption } from '../src/config.js';
+import { killAll, spawnNode } from './helpers/process.js';
+
+/** The ConfigError loadConfig throws for `env`; fails the test when it does not throw one. */
+function configError(env: Record<string, string>): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return error as ConfigError;
+  }
+  throw new Error(`loadConfig accepted ${JSON.stringify(env)}`);
+}
+
+describe('loadConfig', () => {
+  it('applies the documented defaults to an empty environment', () => {
+    const config = loadConfig({});
+    expect(config.PORT).toBe(8080);
+    expect(config.HOST).toBe('0.0.0.0');
+    expect(config.PUBLIC_URL).toBe('http://localhost:8080');
+    expect(config.DATA_DIR).toBe('./data');
+    expect(config.BODY_LIMIT).toBe(1024 * 1024);
+    expect(config.LOG_LEVEL).toBe('info');
+    expect(config.DATABASE_URL).toBeUndefined();
+    expect(config.SECRETS_KEY).toBeUndefined();
+    expect(config.TRUST_PROXY).toBe('false');
+  });
+
+  it('derives the default PUBLIC_URL from PORT', () => {
+    expect(loadConfig({ PORT: '3000' }).PUBLIC_URL).toBe('http://localhost:3000');
+  });
+
+  it('keeps an explicit PUBLIC_URL byte for byte', () => {
+    expect(loadConfig({ PUBLIC_URL: 'https://Auth.Example.com/base/' }).PUBLIC_URL).toBe('https://Auth.Example.com/base/');
+  });
+
+  it('converts numeric strings to numbers', () => {
+    const config = loadConfig({
+      PORT: '3000',
+      BODY_LIMIT: '2048',
+      DB_POOL_MAX: '25',
+      DB_CONNECT_TIMEOUT_MS: '500',
+      DB_STATEMENT_TIMEOUT_MS: '1500',
+      SHUTDOWN_TIMEOUT_MS: '250',
+    });
+    expect(config).toMatchObject({
+      PORT: 3000,
+      BODY_LIMIT: 2048,
+      DB_POOL_MAX: 25,
+      DB_CONNECT_TIMEOUT_MS: 500,
+      DB_STATEMENT_TIMEOUT_MS: 1500,
+      SHUTDOWN_TIMEOUT_MS: 250,
+    });
+    expect(typeof config.PORT).toBe('number');
+  });
+
+  it('reads integers written with surrounding spaces or a sign', () => {
+    expect(loadConfig({ PORT: ' 8081 ', BODY_LIMIT: '+4096' })).toMatchObject({ PORT: 8081, BODY_LIMIT: 4096 });
+  });
+
+  it('accepts a complete valid environment', () => {
+    const key = 'ab'.repeat(32);
+    const config = loadConfig({
+      HOST: '127.0.0.1',
+      DATABASE_URL: 'postgresql://user@db:5432/acs',
+      SECRETS_KEY: key,
+      LOG_LEVEL: 'debug',
+      TLS_CERT_FILE: '/etc/tls/cert.pem',
+      TLS_KEY_FILE: '/etc/tls/key.pem',
+      DATA_DIR: '/var/lib/acs',
+    });
+    expect(config).toMatchObject({
+      HOST: '127.0.0.1',
+      DATABASE_URL: 'postgresql://user@db:5432/acs',
+      SECRETS_KEY: key,
+      LOG_LEVEL: 'debug',
+      TLS_CERT_FILE: '/etc/tls/cert.pem',
+      TLS_KEY_FILE: '/etc/tls/key.pem',
+      DATA_DIR: '/var/lib/acs',
+    });
+  });
+
+  it('treats empty strings as unset and ignores unknown variables', () => {
+    const config = loadConfig({ PORT: '', DATABASE_URL: '', SOMETHING_ELSE: 'x' });
+    expect(config.PORT).toBe(8080);
+    expect(config.DATABASE_URL).toBeUndefined();
+    expect(config).not.toHaveProperty('SOMETHING_ELSE');
+  });
+
+  it.each([
+    ['PORT', { PORT: 'abc' }],
+    ['PORT', { PORT: '70000' }],
+    ['PORT', { PORT: '-1' }],
+    ['PORT', { PORT: '80.5' }],
+    ['PORT', { PORT: '1e3' }],
+    ['PORT', { PORT: '0x50' }],
+    ['SHUTDOWN_TIMEOUT_MS', { SHUTDOWN_TIMEOUT_MS: 'true' }],
+    ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
+    ['BODY_LIMIT', { BODY_LIMIT: '-1' }],
+    ['BODY_LIMIT', { BODY_LIMIT: 'lots' }],
+    ['SECRETS_KEY', { SECRETS_KEY: 'abcd1234' }],
+    ['SECRETS_KEY', { SECRETS_KEY: 'z'.repeat(64) }],
+    ['TLS_CERT_FILE', { TLS_CERT_FILE: '/etc/tls/cert.pem' }],
+    ['TLS_KEY_FILE', { TLS_KEY_FILE: '/etc/tls/key.pem' }],
+    ['DATABASE_URL', { DATABASE_URL: 'mysql://x' }],
+    ['PUBLIC_URL', { PUBLIC_URL: 'https://auth.example.com/?tenant=a' }],
+    ['PUBLIC_URL', { PUBLIC_URL: 'https://auth.example.com/#top' }],
+    ['PUBLIC_URL', { PUBLIC_URL: 'auth.example.com' }],
+    ['DB_POOL_MAX', { DB_POOL_MAX: '0' }],
+    ['TRUST_PROXY', { TRUST_PROXY: 'maybe' }],
+  ])('refuses a bad %s (%j) with a ConfigError naming it', (variable, env) => {
+    const error = configError(env);
+    expect(error.name).toBe('ConfigError');
+    expect(error.message).toContain(variable);
+    expect(error.problems.length).toBeGreaterThan(0);
+    expect(error.problems.every((problem) => problem.includes(variable))).toBe(true);
+  });
+
+  it('reports every bad variable at once, each named once', () => {
+    const error = configError({ PORT: 'abc', LOG_LEVEL: 'loud', BODY_LIMIT: '-1' });
+    for (const variable of ['PORT', 'LOG_LEVEL', 'BODY_LIMIT']) {
+      expect(error.problems.filter((problem) => problem.startsWith(`${variable}=`))).toHaveLength(1);
+    }
+    expect(error.message).toMatch(/^Invalid configuration:/);
+  });
+
+  it('quotes the rejected value so the operator sees what was read', () => {
+    expect(configError({ PORT: 'abc' }).message).toContain('PORT="abc"');
+  });
+});
+
+describe('trustProxyOption', () => {
+  it('maps booleans, hop counts and address lists', () => {
+    expect(trustProxyOption('false')).toBe(false);
+    expect(trustProxyOption('true')).toBe(true);
+    expect(trustProxyOption('2')).toBe(2);
+    expect(trustProxyOption('10.0.0.0/8, 127.0.0.1')).toEqual(['10.0.0.0/8', '127.0.0.1']);
+  });
+});
+
+describe('the server process with a bad variable', () => {
+  afterAll(killAll);
+
+  it('exits non-zero and names the variable on stderr', async () => {
+    const server = spawnNode('src/server.ts', [], { PORT: 'abc' });
+    const exit = await server.waitForExit(15_000);
+    expect(exit.code).not.toBe(0);
+    expect(exit.code).toBe(78); // EX_CONFIG
+    expect(server.stderr()).toMatch(/PORT/);
+    expect(server.stderr()).not.toMatch(/\n\s+at /); // a message, not a stack trace
+    expect(server.stdout()).not.toMatch(/listening/i);
+  });
+});
