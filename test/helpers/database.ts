@@ -23,11 +23,23 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     pgliteTemplate ??= new Blob([readFileSync(inject('pgliteDump'))]);
     return { db: await createPgliteDatabase({ loadDataDir: pgliteTemplate }), url: undefined };
   }
+  return createPostgresTestDatabase(url, inject('pgTemplate'));
+}
+
+/** A database with nothing in it, not even the migrations ledger: for tests of migrating from scratch. */
+export async function createEmptyTestDatabase(): Promise<TestDatabase> {
+  const url = postgresTestUrl();
+  if (!url) return { db: await createPgliteDatabase(), url: undefined };
+  return createPostgresTestDatabase(url);
+}
+
+/** A new database on the test server (a copy of `template`, or empty), dropped when its handle is closed. */
+async function createPostgresTestDatabase(url: string, template?: string): Promise<TestDatabase> {
   const name = `acs_test_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: url });
   await admin.connect();
   try {
-    await admin.query(`CREATE DATABASE ${name} TEMPLATE ${inject('pgTemplate')}`);
+    await admin.query(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ''}`);
   } finally {
     await admin.end();
   }

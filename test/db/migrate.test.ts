@@ -1,0 +1,270 @@
+// The migration runner on temporary migration directories: order, ledger, checksums, rollback, concurrent starts.
+import { createHash } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Database } from '../../src/db/database.js';
+import { MigrationError, migrate, migrationsCurrent, readMigrations } from '../../src/db/migrate.js';
+import { createPostgresDatabase } from '../../src/db/postgres.js';
+import { createLogger } from '../../src/logger.js';
+import { createEmptyTestDatabase, createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { temporaryDirectory } from '../helpers/process.js';
+
+// Versions far above the real migrations/ and tables prefixed `mt_`, so nothing clashes with the schema.
+const directories: { remove(): void }[] = [];
+
+/** A temporary migrations directory holding `files` (name → SQL). */
+function migrationDirectory(files: Record<string, string>): string {
+  const directory = temporaryDirectory('acs-migrations-');
+  directories.push(directory);
+  for (const [name, sql] of Object.entries(files)) writeFileSync(join(directory.path, name), sql);
+  return directory.path;
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+async function ledger(db: Database, from: number, to: number) {
+  const { rows } = await db.query<{ version: number; name: string; checksum: string }>(
+    'SELECT version, name, checksum FROM schema_migrations WHERE version BETWEEN $1 AND $2 ORDER BY version',
+    [from, to],
+  );
+  return rows;
+}
+
+async function tableExists(db: Database, name: string): Promise<boolean> {
+  const { rows } = await db.query<{ exists: boolean }>('SELECT to_regclass($1) IS NOT NULL AS exists', [name]);
+  return rows[0]!.exists;
+}
+
+describe('migrate', () => {
+  let t: TestDatabase;
+  beforeAll(async () => {
+    t = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await t.db.close();
+    for (const directory of directories) directory.remove();
+  });
+
+  it('reads NNN_name.sql files in numeric order, ignoring other files', () => {
+    // Lexically 9100_ sorts before 910_; numerically 910 comes first.
+    const directory = migrationDirectory({
+      '9100_second.sql': 'SELECT 2;',
+      '910_first.sql': 'SELECT 1;',
+      'README.md': 'not a migration',
+    });
+    const migrations = readMigrations(directory);
+    expect(migrations.map((m) => [m.version, m.name])).toEqual([
+      [910, 'first'],
+      [9100, 'second'],
+    ]);
+    expect(migrations[0]!.checksum).toBe(sha256('SELECT 1;'));
+    expect(migrations[0]!.sql).toBe('SELECT 1;');
+  });
+
+  it('applies migrations in numeric order and records each with its checksum', async () => {
+    const files = {
+      '9110_log_more.sql': "INSERT INTO mt_order (label) VALUES ('9110');",
+      '911_create_log.sql': "CREATE TABLE mt_order (n serial PRIMARY KEY, label text NOT NULL);\nINSERT INTO mt_order (label) VALUES ('911');",
+    };
+    const migrations = readMigrations(migrationDirectory(files));
+
+    const applied = await migrate(t.db, migrations);
+
+    expect(applied).toEqual([911, 9110]);
+    const { rows } = await t.db.query<{ label: string }>('SELECT label FROM mt_order ORDER BY n');
+    expect(rows.map((row) => row.label)).toEqual(['911', '9110']);
+    expect(await ledger(t.db, 911, 9110)).toEqual([
+      { version: 911, name: 'create_log', checksum: sha256(files['911_create_log.sql']) },
+      { version: 9110, name: 'log_more', checksum: sha256(files['9110_log_more.sql']) },
+    ]);
+    expect(await migrationsCurrent(t.db, migrations)).toBe(true);
+  });
+
+  it('applies nothing on a second run', async () => {
+    const migrations = readMigrations(
+      migrationDirectory({
+        '920_create.sql': 'CREATE TABLE mt_idempotent (id integer);',
+        '921_insert.sql': 'INSERT INTO mt_idempotent VALUES (1);',
+      }),
+    );
+    expect(await migrate(t.db, migrations)).toEqual([920, 921]);
+    const before = await t.db.query('SELECT version, applied_at FROM schema_migrations WHERE version IN (920, 921) ORDER BY version');
+
+    expect(await migrate(t.db, migrations)).toEqual([]);
+
+    const { rows } = await t.db.query<{ count: number }>('SELECT count(*)::int AS count FROM mt_idempotent');
+    expect(rows[0]!.count).toBe(1);
+    const after = await t.db.query('SELECT version, applied_at FROM schema_migrations WHERE version IN (920, 921) ORDER BY version');
+    expect(after.rows).toEqual(before.rows);
+  });
+
+  it('applies only what is new when a migration is added later', async () => {
+    const first = { '925_create.sql': 'CREATE TABLE mt_added (id integer);' };
+    expect(await migrate(t.db, readMigrations(migrationDirectory(first)))).toEqual([925]);
+    const both = readMigrations(migrationDirectory({ ...first, '926_insert.sql': 'INSERT INTO mt_added VALUES (7);' }));
+    expect(await migrationsCurrent(t.db, both)).toBe(false);
+
+    expect(await migrate(t.db, both)).toEqual([926]);
+
+    expect((await t.db.query('SELECT id FROM mt_added')).rows).toEqual([{ id: 7 }]);
+    expect(await migrationsCurrent(t.db, both)).toBe(true);
+  });
+
+  it('refuses to run when an applied migration was changed, naming it', async () => {
+    const original = readMigrations(
+      migrationDirectory({ '930_create.sql': 'CREATE TABLE mt_changed (id integer);' }),
+    );
+    expect(await migrate(t.db, original)).toEqual([930]);
+    const changed = readMigrations(
+      migrationDirectory({
+        '930_create.sql': 'CREATE TABLE mt_changed (id integer, extra text);',
+        '931_more.sql': 'CREATE TABLE mt_changed_more (id integer);',
+      }),
+    );
+
+    const error = await migrate(t.db, changed).then(
+      () => null,
+      (caught: unknown) => caught,
+    );
+
+    expect(error).toBeInstanceOf(MigrationError);
+    expect((error as Error).message).toMatch(/930_create was changed after it was applied/);
+    expect((error as Error).message).toContain(original[0]!.checksum.slice(0, 12));
+    // Nothing else ran: the check comes before any pending migration is applied.
+    expect(await tableExists(t.db, 'mt_changed_more')).toBe(false);
+    expect(await ledger(t.db, 930, 931)).toEqual([{ version: 930, name: 'create', checksum: original[0]!.checksum }]);
+    expect(await migrationsCurrent(t.db, changed)).toBe(false);
+  });
+
+  it.each([
+    ['no number', 'create_things.sql'],
+    ['a short number', '12_things.sql'],
+    ['upper case', '940_Things.sql'],
+    ['a dash', '940_more-things.sql'],
+    ['no name', '940.sql'],
+  ])('refuses a migration file name with %s', (_case, file) => {
+    const directory = migrationDirectory({ [file]: 'SELECT 1;', '941_fine.sql': 'SELECT 1;' });
+    expect(() => readMigrations(directory)).toThrow(MigrationError);
+    expect(() => readMigrations(directory)).toThrow(`Migration file name ${file} is not NNN_name.sql`);
+  });
+
+  it('refuses two migrations with the same version', () => {
+    const directory = migrationDirectory({ '950_one.sql': 'SELECT 1;', '0950_two.sql': 'SELECT 2;' });
+    expect(() => readMigrations(directory)).toThrow(/Two migrations share the version 950/);
+  });
+
+  it('rolls a failing migration back completely and does not record it', async () => {
+    const migrations = readMigrations(
+      migrationDirectory({
+        '960_good.sql': 'CREATE TABLE mt_good (id integer);',
+        '961_bad.sql': 'CREATE TABLE mt_partial (id integer);\nINSERT INTO mt_partial VALUES (1);\nSELECT * FROM mt_no_such_table;',
+        '962_after.sql': 'CREATE TABLE mt_after (id integer);',
+      }),
+    );
+
+    await expect(migrate(t.db, migrations)).rejects.toThrow(/mt_no_such_table/);
+
+    expect(await tableExists(t.db, 'mt_good')).toBe(true);
+    expect(await tableExists(t.db, 'mt_partial')).toBe(false);
+    expect(await tableExists(t.db, 'mt_after')).toBe(false);
+    expect((await ledger(t.db, 960, 962)).map((row) => row.version)).toEqual([960]);
+    expect(await migrationsCurrent(t.db, migrations)).toBe(false);
+    // The database is still usable after the failed transaction.
+    expect((await t.db.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+  });
+
+  it('finds the repository migrations already applied to a test database (a clone of the migrated template)', async () => {
+    const migrations = readMigrations();
+    expect(migrations.length).toBeGreaterThan(0);
+    expect(await migrationsCurrent(t.db, migrations)).toBe(true);
+    expect(await migrate(t.db, migrations)).toEqual([]);
+  });
+});
+
+describe('migrate on concurrent starts', () => {
+  let t: TestDatabase;
+  const extra: Database[] = [];
+  beforeAll(async () => {
+    // Empty: not even the ledger exists, so the race includes creating it.
+    t = await createEmptyTestDatabase();
+  });
+  afterEach(async () => {
+    await Promise.all(extra.splice(0).map((db) => db.close()));
+  });
+  afterAll(async () => {
+    await t.db.close();
+    for (const directory of directories) directory.remove();
+  });
+
+  /** Another handle on the same database: a second pool on PostgreSQL (another process, in effect), the one PGlite again. */
+  function anotherHandle(): Database {
+    if (!t.url) return t.db;
+    const db = createPostgresDatabase({
+      connectionString: t.url,
+      poolMax: 2,
+      connectTimeoutMs: 5000,
+      statementTimeoutMs: 30_000,
+      log: createLogger('silent'),
+    });
+    extra.push(db);
+    return db;
+  }
+
+  it('creates the ledger and applies each migration once when four instances race on an empty database', async () => {
+    const migrations = readMigrations(
+      migrationDirectory({
+        '980_create.sql': 'CREATE TABLE mt_race (id integer NOT NULL);',
+        '981_insert.sql': 'INSERT INTO mt_race VALUES (1);',
+      }),
+    );
+    expect(await tableExists(t.db, 'schema_migrations')).toBe(false);
+    const handles = [t.db, anotherHandle(), anotherHandle(), anotherHandle()];
+
+    const results = await Promise.all(handles.map((db) => migrate(db, migrations)));
+
+    expect(results.flat().sort((a, b) => a - b)).toEqual([980, 981]);
+    const { rows } = await t.db.query<{ count: number }>('SELECT count(*)::int AS count FROM mt_race');
+    expect(rows[0]!.count).toBe(1);
+    expect((await ledger(t.db, 980, 981)).map((row) => row.version)).toEqual([980, 981]);
+  });
+
+  it('applies each migration exactly once when two instances migrate at the same moment', async () => {
+    const migrations = readMigrations(
+      migrationDirectory({
+        '970_create.sql': 'CREATE TABLE mt_concurrent (id integer NOT NULL);',
+        // Slow enough that the second instance arrives while the first holds the lock.
+        '971_insert.sql': 'SELECT pg_sleep(0.2);\nINSERT INTO mt_concurrent VALUES (1);',
+        '972_insert_more.sql': 'INSERT INTO mt_concurrent VALUES (2);',
+      }),
+    );
+    const other = anotherHandle();
+
+    const [first, second] = await Promise.all([migrate(t.db, migrations), migrate(other, migrations)]);
+
+    // Each version was applied by exactly one of the two.
+    expect([...first, ...second].sort((a, b) => a - b)).toEqual([970, 971, 972]);
+    const { rows } = await t.db.query<{ id: number; count: number }>(
+      'SELECT id, count(*)::int AS count FROM mt_concurrent GROUP BY id ORDER BY id',
+    );
+    expect(rows).toEqual([
+      { id: 1, count: 1 },
+      { id: 2, count: 1 },
+    ]);
+    expect((await ledger(t.db, 970, 972)).map((row) => row.version)).toEqual([970, 971, 972]);
+  });
+});
+
+describe('the repository migrations', () => {
+  it('apply in full to an empty database, and then there is nothing left to do', async () => {
+    const migrations = readMigrations();
+    const t = await createEmptyTestDatabase();
+    try {
+      expect(await migrate(t.db)).toEqual(migrations.map((m) => m.version));
+      expect(await migrationsCurrent(t.db, migrations)).toBe(true);
+      expect(await migrate(t.db)).toEqual([]);
+    } finally {
+      await t.db.close();
+    }
+  });
+});
