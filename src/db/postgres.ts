@@ -36,6 +36,7 @@ export function createPostgresDatabase(options: PostgresOptions): Database {
   let listenClient: pg.Client | null = null;
   let listenConnecting: Promise<void> | null = null;
   let closed = false;
+  let closing: Promise<void> | null = null;
   let retryTimer: NodeJS.Timeout | null = null;
 
   const notifyAll = (payload: string | null, channel?: string) => {
@@ -148,13 +149,17 @@ export function createPostgresDatabase(options: PostgresOptions): Database {
       return { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount };
     },
 
-    async close() {
-      closed = true;
-      if (retryTimer) clearTimeout(retryTimer);
-      const client = listenClient;
-      listenClient = null;
-      await client?.end().catch(() => undefined);
-      await pool.end();
+    // Idempotent, like the PGlite adapter: the app closes its database on close even if someone closed it first.
+    close() {
+      closing ??= (async () => {
+        closed = true;
+        if (retryTimer) clearTimeout(retryTimer);
+        const client = listenClient;
+        listenClient = null;
+        await client?.end().catch(() => undefined);
+        await pool.end();
+      })();
+      return closing;
     },
   };
 }

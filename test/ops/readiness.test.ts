@@ -1,0 +1,160 @@
+// GET /readyz: 503 problem when the database is closed, unreachable, silent, or behind on migrations; never hangs.
+import { createServer, type Server, type Socket } from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp, type App } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { readMigrations } from '../../src/db/migrate.js';
+import { createPostgresDatabase } from '../../src/db/postgres.js';
+import { createLogger } from '../../src/logger.js';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { freePort } from '../helpers/process.js';
+
+const PROBLEM_BASE = 'https://access-credential-service.dev/problems/';
+
+/** An app on a PostgreSQL address that cannot serve it; DB_CONNECT_TIMEOUT_MS bounds every wait. */
+async function appOnUnusableDatabase(connectionString: string): Promise<App> {
+  const config = loadConfig({ DB_CONNECT_TIMEOUT_MS: '500', LOG_LEVEL: 'silent', PUBLIC_URL: 'http://issuer.test' });
+  const log = createLogger('silent');
+  const db = createPostgresDatabase({
+    connectionString,
+    poolMax: 2,
+    connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
+    statementTimeoutMs: 1000,
+    log,
+  });
+  const app = await buildApp(config, { db, log });
+  await app.ready();
+  return app;
+}
+
+async function expectUnready(app: App, withinMs: number) {
+  const started = Date.now();
+  const response = await app.inject({ method: 'GET', url: '/readyz' });
+  expect(Date.now() - started).toBeLessThan(withinMs);
+  expect(response.statusCode).toBe(503);
+  expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
+  expect(response.headers['retry-after']).toMatch(/^\d+$/);
+  expect(response.json()).toMatchObject({
+    type: `${PROBLEM_BASE}unavailable`,
+    status: 503,
+    instance: '/readyz',
+    requestId: response.headers['x-request-id'],
+  });
+  return response;
+}
+
+describe('readiness when the database is closed under the app', () => {
+  it('answers 503 at once, keeps /healthz at 200, and still closes cleanly', async () => {
+    const t = await buildTestApp();
+    expect((await t.app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
+
+    await t.database.db.close();
+
+    await expectUnready(t.app, 2000);
+    expect((await t.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+    // The app closes its database again on close: that must be harmless on both adapters.
+    await expect(t.close()).resolves.toBeUndefined();
+  });
+});
+
+describe('readiness when PostgreSQL is unreachable', () => {
+  let app: App | undefined;
+  let silent: Server | undefined;
+  const sockets = new Set<Socket>();
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+    for (const socket of sockets) socket.destroy();
+    await new Promise<void>((resolve) => (silent ? silent.close(() => resolve()) : resolve()));
+    silent = undefined;
+  });
+
+  it('answers 503 within 2 s when nothing listens on the port, and /healthz stays 200', async () => {
+    app = await appOnUnusableDatabase(`postgres://postgres@127.0.0.1:${await freePort()}/x`);
+    await expectUnready(app, 2000);
+    const health = await app.inject({ method: 'GET', url: '/healthz' });
+    expect(health.statusCode).toBe(200);
+    expect(health.json()).toEqual({ status: 'ok' });
+  });
+
+  it('answers 503 within 2 s when the server accepts connections but never answers', async () => {
+    silent = createServer((socket) => sockets.add(socket));
+    await new Promise<void>((resolve) => silent!.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as { port: number };
+    app = await appOnUnusableDatabase(`postgres://postgres@127.0.0.1:${port}/x`);
+
+    await expectUnready(app, 2000);
+    expect(sockets.size).toBeGreaterThan(0); // it did try, and gave up on time
+    expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+  });
+
+  it('logs why it is not ready, without the connection string password', async () => {
+    const lines: string[] = [];
+    const config = loadConfig({ DB_CONNECT_TIMEOUT_MS: '500', PUBLIC_URL: 'http://issuer.test' });
+    const log = createLogger('info', { write: (line: string) => void lines.push(line) });
+    const db = createPostgresDatabase({
+      connectionString: `postgres://postgres:pw-s3cret@127.0.0.1:${await freePort()}/x`,
+      poolMax: 1,
+      connectTimeoutMs: 500,
+      statementTimeoutMs: 1000,
+      log,
+    });
+    app = await buildApp(config, { db, log });
+    await app.ready();
+
+    await expectUnready(app, 2000);
+
+    expect(lines.some((line) => /readiness check failed/.test(line))).toBe(true);
+    expect(lines.join('')).not.toContain('pw-s3cret');
+  });
+});
+
+describe('readiness and migrations', () => {
+  let t: TestApp;
+  const latest = readMigrations().at(-1)!;
+  beforeAll(async () => {
+    t = await buildTestApp();
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('answers 200 when every migration file is applied', async () => {
+    const response = await t.app.inject({ method: 'GET', url: '/readyz' });
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toEqual({ status: 'ready' });
+  });
+
+  it('answers 503 while a migration file is not applied, and 200 again once it is', async () => {
+    const { rows } = await t.database.db.query<{ version: number; name: string; checksum: string; applied_at: unknown }>(
+      'DELETE FROM schema_migrations WHERE version = $1 RETURNING version, name, checksum, applied_at',
+      [latest.version],
+    );
+    expect(rows).toHaveLength(1);
+
+    const response = await expectUnready(t.app, 2000);
+    expect(response.json().detail).toMatch(/migrations/);
+
+    const row = rows[0]!;
+    await t.database.db.query('INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES ($1, $2, $3, $4)', [
+      row.version,
+      row.name,
+      row.checksum,
+      row.applied_at,
+    ]);
+    expect((await t.app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
+  });
+
+  it('answers 503 when an applied migration no longer matches its file', async () => {
+    await t.database.db.query("UPDATE schema_migrations SET checksum = 'edited' WHERE version = $1", [latest.version]);
+    try {
+      await expectUnready(t.app, 2000);
+    } finally {
+      await t.database.db.query('UPDATE schema_migrations SET checksum = $1 WHERE version = $2', [
+        latest.checksum,
+        latest.version,
+      ]);
+    }
+    expect((await t.app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
+  });
+});
