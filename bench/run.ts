@@ -1,0 +1,361 @@
+// `npm run bench`: build, start the service and its baselines on a fresh database, measure each scenario in turn.
+import { execFileSync, type ExecFileSyncOptionsWithStringEncoding } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { baselines, type BaselineName } from './baselines.js';
+import { captureCommand, ChildServer, freePort, runCommand } from './children.js';
+import { createBenchDatabase, dropAbandonedBenchDatabases } from './database.js';
+import { runLoad, type LoadSettings, type PreparedRequest } from './measure.js';
+import { formatTable, writeReport, type BenchReport, type ResultRow } from './report.js';
+import { scenarios } from './scenarios/index.js';
+import type { MeasuredRequest, RequestSpec, Scenario, ScenarioContext } from './types.js';
+
+const repoRoot = fileURLToPath(new URL('..', import.meta.url));
+const resultsPath = fileURLToPath(new URL('./results/latest.json', import.meta.url));
+const databasePrefix = 'acs_bench_';
+
+interface Settings {
+  connections: number;
+  durationSeconds: number;
+  warmupSeconds: number;
+  adminUrl: string;
+  /** Case-insensitive substrings of scenario names; empty runs them all. */
+  only: string[];
+  readyTimeoutMs: number;
+}
+
+class UsageError extends Error {}
+
+function integer(env: NodeJS.ProcessEnv, key: string, fallback: number, minimum: number): number {
+  const raw = env[key];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < minimum) throw new UsageError(`${key} must be an integer >= ${minimum}`);
+  return value;
+}
+
+function readSettings(env: NodeJS.ProcessEnv): Settings {
+  return {
+    connections: integer(env, 'BENCH_CONNECTIONS', 10, 1),
+    durationSeconds: integer(env, 'BENCH_DURATION', 5, 1),
+    warmupSeconds: integer(env, 'BENCH_WARMUP', 1, 0),
+    adminUrl: env.BENCH_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres',
+    only: (env.BENCH_ONLY ?? '')
+      .split(',')
+      .map((part) => part.trim().toLowerCase())
+      .filter(Boolean),
+    readyTimeoutMs: integer(env, 'BENCH_READY_TIMEOUT_MS', 30_000, 100),
+  };
+}
+
+function log(message: string): void {
+  process.stderr.write(`[bench] ${message}\n`);
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function gitCommit(): { commit: string | null; dirty: boolean } {
+  try {
+    const options: ExecFileSyncOptionsWithStringEncoding = {
+      cwd: repoRoot,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    };
+    const commit = execFileSync('git', ['rev-parse', 'HEAD'], options).trim();
+    const status = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], options);
+    return { commit, dirty: status.trim() !== '' };
+  } catch {
+    return { commit: null, dirty: false };
+  }
+}
+
+/** Encodes an object body as JSON (setting its content type) and applies a scenario's overrides. */
+function prepare(base: RequestSpec, overrides: Partial<RequestSpec> & { requests?: PreparedRequest['requests'] }) {
+  const spec = { ...base, ...overrides, headers: { ...base.headers, ...overrides.headers } };
+  const headers: Record<string, string> = { ...spec.headers };
+  let body: string | undefined;
+  if (typeof spec.body === 'string') body = spec.body;
+  else if (spec.body !== undefined) {
+    body = JSON.stringify(spec.body);
+    if (!Object.keys(headers).some((name) => name.toLowerCase() === 'content-type')) {
+      headers['content-type'] = 'application/json';
+    }
+  }
+  const prepared: PreparedRequest = {
+    method: spec.method,
+    path: spec.path,
+    headers,
+    body,
+    requests: overrides.requests,
+  };
+  return prepared;
+}
+
+async function fetchOnce(url: string, request: PreparedRequest) {
+  const init: RequestInit = { method: request.method, headers: request.headers, signal: AbortSignal.timeout(10_000) };
+  if (request.body !== undefined) init.body = request.body;
+  const response = await fetch(url + request.path, init);
+  const text = await response.text();
+  let body: unknown = text;
+  if ((response.headers.get('content-type') ?? '').includes('json') && text !== '') {
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // Not JSON after all: keep the text.
+    }
+  }
+  return { status: response.status, headers: response.headers, body, text };
+}
+
+interface Target {
+  label: string;
+  server: ChildServer;
+}
+
+async function measureRequest(
+  request: MeasuredRequest,
+  target: Target,
+  context: Omit<ScenarioContext, 'url'>,
+  settings: Settings,
+  signal: AbortSignal,
+): Promise<{ prepared: PreparedRequest; measurement: ResultRow['measurement']; notes: string[] }> {
+  const notes: string[] = [];
+  const overrides = (await request.setup?.({ ...context, url: target.server.url })) ?? {};
+  const prepared = prepare(request, overrides);
+
+  // One request first: a scenario that only collects 401s or 404s would otherwise pass as a fast one.
+  if (prepared.requests === undefined) {
+    const probe = await fetchOnce(target.server.url, prepared);
+    if (probe.status < 200 || probe.status > 299) {
+      notes.push(`probe request answered ${probe.status}: ${probe.text.slice(0, 200)}`);
+    }
+  }
+
+  const printedBefore = target.server.printed().lines;
+  const load = (seconds: number): LoadSettings => ({ connections: settings.connections, duration: seconds });
+  if (settings.warmupSeconds > 0) {
+    await runLoad(target.server.url, prepared, load(settings.warmupSeconds), signal);
+    target.server.assertRunning();
+  }
+  const measurement = await runLoad(target.server.url, prepared, load(settings.durationSeconds), signal);
+  target.server.assertRunning();
+
+  const printed = target.server.printed();
+  if (printed.lines > printedBefore) {
+    const last = (printed.tail.split('\n').pop() ?? '').slice(0, 300);
+    notes.push(`${target.label} printed ${printed.lines - printedBefore} log line(s); the last: ${last}`);
+  }
+  if (measurement.status2xx === 0) notes.push('no 2xx response at all: nothing meaningful was measured');
+  return { prepared, measurement, notes };
+}
+
+async function main(): Promise<number> {
+  let settings: Settings;
+  try {
+    settings = readSettings(process.env);
+  } catch (error) {
+    log(messageOf(error));
+    return 2;
+  }
+  const selected: Scenario[] = scenarios.filter(
+    (scenario) => settings.only.length === 0 || settings.only.some((part) => scenario.name.toLowerCase().includes(part)),
+  );
+  if (selected.length === 0) {
+    log(`BENCH_ONLY matches none of: ${scenarios.map((scenario) => scenario.name).join(', ')}`);
+    return 2;
+  }
+  const names = selected.map((scenario) => scenario.name);
+  const duplicate = names.find((name, index) => names.indexOf(name) !== index);
+  if (duplicate) {
+    log(`two scenarios are named ${JSON.stringify(duplicate)}`);
+    return 2;
+  }
+
+  const controller = new AbortController();
+  const { signal } = controller;
+  let firstSignalAt = 0;
+  const onSignal = (name: NodeJS.Signals) => {
+    if (firstSignalAt === 0) {
+      firstSignalAt = Date.now();
+      log(`${name}: stopping and cleaning up (press again to exit at once)`);
+      controller.abort(new Error(`interrupted by ${name}`));
+      return;
+    }
+    // tsx relays a ctrl-c the process already got from the terminal when a busy event loop acknowledges it late
+    // (30 ms): a repeat within a second is that echo, not a second ctrl-c.
+    if (Date.now() - firstSignalAt < 1000) return;
+    // The exit handler in children.ts kills what is still running; the next run drops the database.
+    log(`${name} again: exiting now (the database ${databasePrefix}${process.pid} may remain until the next run)`);
+    process.exit(130);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  const cleanups: { label: string; run: () => Promise<void> }[] = [];
+  const startedAt = new Date();
+  try {
+    log('building (npm run build)');
+    await runCommand('npm', ['run', '--silent', 'build'], { cwd: repoRoot });
+    signal.throwIfAborted();
+
+    const abandoned = await dropAbandonedBenchDatabases(settings.adminUrl, databasePrefix);
+    if (abandoned.length > 0) log(`dropped databases of killed runs: ${abandoned.join(', ')}`);
+    const database = await createBenchDatabase(settings.adminUrl, `${databasePrefix}${process.pid}`);
+    cleanups.push({ label: `drop database ${database.name}`, run: () => database.drop() });
+    log(`database ${database.name} created`);
+    const dataDir = await mkdtemp(join(tmpdir(), 'acs-bench-'));
+    cleanups.push({ label: `remove ${dataDir}`, run: () => rm(dataDir, { recursive: true, force: true }) });
+
+    const appPort = await freePort();
+    const appEnv: NodeJS.ProcessEnv = {
+      ...process.env,
+      PORT: String(appPort),
+      HOST: '127.0.0.1',
+      PUBLIC_URL: `http://127.0.0.1:${appPort}`,
+      DATABASE_URL: database.url,
+      LOG_LEVEL: 'warn',
+      SECRETS_KEY: randomBytes(32).toString('hex'),
+      DATA_DIR: dataDir,
+    };
+    // The bench speaks plain HTTP.
+    delete appEnv.TLS_CERT_FILE;
+    delete appEnv.TLS_KEY_FILE;
+
+    const common = { cwd: repoRoot, readyTimeoutMs: settings.readyTimeoutMs, signal };
+    log(`starting the service on port ${appPort}`);
+    const app: Target = {
+      label: 'app',
+      server: await ChildServer.start({
+        ...common,
+        label: 'app',
+        command: process.execPath,
+        args: ['dist/server.js'],
+        env: appEnv,
+        port: appPort,
+        readyPath: '/readyz',
+      }),
+    };
+    cleanups.push({ label: 'stop app', run: () => app.server.stop() });
+
+    const needed = [...new Set(selected.map((scenario) => scenario.baseline))];
+    const baselineTargets = new Map<BaselineName, Target>();
+    for (const name of needed) {
+      const definition = baselines[name];
+      const port = await freePort();
+      const launch = definition.launch({ databaseUrl: database.url });
+      const label = `baseline:${name}`;
+      log(`starting ${label} on port ${port} (${definition.description})`);
+      const server = await ChildServer.start({
+        ...common,
+        label,
+        command: launch.command,
+        args: launch.args,
+        env: { ...process.env, ...launch.env, PORT: String(port), HOST: '127.0.0.1' },
+        port,
+        readyPath: definition.readyPath,
+      });
+      cleanups.push({ label: `stop ${label}`, run: () => server.stop() });
+      baselineTargets.set(name, { label, server });
+    }
+
+    const context: Omit<ScenarioContext, 'url'> = {
+      appUrl: app.server.url,
+      databaseUrl: database.url,
+      async request(spec) {
+        const { status, headers, body } = await fetchOnce(spec.url ?? app.server.url, prepare(spec, {}));
+        return { status, headers, body };
+      },
+      cli: (args, input) =>
+        captureCommand(process.execPath, ['dist/cli.js', ...args], {
+          cwd: repoRoot,
+          env: appEnv,
+          ...(input === undefined ? {} : { input }),
+        }),
+    };
+
+    // One after another, never two at once: the machine may have as few as two cores.
+    const rows: ResultRow[] = [];
+    const baselineRate = new Map<BaselineName, number>();
+    const record = async (request: MeasuredRequest, target: Target, baseline: BaselineName) => {
+      log(`measuring ${request.name} on ${target.label} (${settings.warmupSeconds}s warm-up, ${settings.durationSeconds}s)`);
+      const { prepared, measurement, notes } = await measureRequest(request, target, context, settings, signal);
+      const reference = baselineRate.get(baseline);
+      rows.push({
+        name: request.name,
+        target: target.label,
+        baseline,
+        method: prepared.method,
+        path: prepared.path,
+        measurement,
+        ratio: reference ? measurement.requestsPerSecond / reference : null,
+        notes,
+      });
+      return measurement;
+    };
+    for (const [name, target] of baselineTargets) {
+      const measurement = await record(baselines[name].reference, target, name);
+      baselineRate.set(name, measurement.requestsPerSecond);
+      rows[rows.length - 1]!.ratio = 1;
+    }
+    for (const scenario of selected) await record(scenario, app, scenario.baseline);
+
+    const { commit, dirty } = gitCommit();
+    const report: BenchReport & { dirty: boolean } = {
+      startedAt: startedAt.toISOString(),
+      finishedAt: new Date().toISOString(),
+      commit,
+      dirty,
+      environment: {
+        node: process.version,
+        platform: `${process.platform}-${process.arch}`,
+        cpus: cpus().length,
+        cpuModel: cpus()[0]?.model ?? 'unknown',
+      },
+      settings: {
+        connections: settings.connections,
+        durationSeconds: settings.durationSeconds,
+        warmupSeconds: settings.warmupSeconds,
+      },
+      rows,
+    };
+    await writeReport(resultsPath, report);
+
+    const summary = [
+      '',
+      `${settings.connections} connections, ${settings.warmupSeconds}s warm-up + ${settings.durationSeconds}s per row, ` +
+        `node ${process.version}, ${report.environment.cpus} CPUs, commit ${commit?.slice(0, 12) ?? 'unknown'}${dirty ? ' (dirty)' : ''}`,
+      '',
+      formatTable(rows),
+      '',
+    ];
+    for (const row of rows) for (const note of row.notes) summary.push(`note: ${row.name}: ${note}`);
+    summary.push(`results: ${resultsPath}`, '');
+    process.stdout.write(summary.join('\n'));
+
+    return rows.some((row) => row.measurement.status2xx === 0) ? 1 : 0;
+  } catch (error) {
+    if (signal.aborted) {
+      log(messageOf(signal.reason));
+      return 130;
+    }
+    log(`failed: ${messageOf(error)}`);
+    return 1;
+  } finally {
+    for (const cleanup of cleanups.reverse()) {
+      await cleanup.run().catch((error: unknown) => log(`cleanup (${cleanup.label}) failed: ${messageOf(error)}`));
+    }
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    log(`unexpected: ${messageOf(error)}`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,49 @@
+// The shapes a benchmark scenario and its setup context take; scenario files import only from here.
+import type autocannon from 'autocannon';
+import type { BaselineName } from './baselines.js';
+
+export type HttpMethod = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS';
+
+/** One HTTP request, repeated by every connection for the whole measured run. */
+export interface RequestSpec {
+  method: HttpMethod;
+  /** Path and query string, relative to the target's base URL. */
+  path: string;
+  headers?: Record<string, string>;
+  /** A string is sent as is; an object is sent as JSON with `content-type: application/json`. */
+  body?: string | Record<string, unknown>;
+}
+
+/** What `setup` may change: any part of the request, or autocannon's own request sequence for advanced cases. */
+export interface ScenarioOverrides extends Partial<RequestSpec> {
+  /** Passed to autocannon as `requests` (a cycle of requests, each may have `setupRequest`/`onResponse`). */
+  requests?: autocannon.Request[];
+}
+
+/** Given to `setup` before the warm-up: where the target listens and how to prepare data for it. */
+export interface ScenarioContext {
+  /** Base URL of the process the scenario measures, e.g. `http://127.0.0.1:40123`. */
+  url: string;
+  /** The service under test (same as `url` for scenarios that target it). */
+  appUrl: string;
+  /** The run's fresh database, already migrated by the service at start. */
+  databaseUrl: string;
+  /** One request with fetch, body parsed as JSON when it is JSON; for logging in, creating fixtures, ... */
+  request(spec: RequestSpec & { url?: string }): Promise<{ status: number; headers: Headers; body: unknown }>;
+  /** Runs `node dist/cli.js ...args` against the run's database and resolves its standard output. */
+  cli(args: string[], input?: string): Promise<string>;
+}
+
+/** A named request to measure, with optional preparation. */
+export interface MeasuredRequest extends RequestSpec {
+  /** Short and unique: it names the table row and the JSON entry. */
+  name: string;
+  /** Runs once before the warm-up, e.g. to obtain an OAuth token; its result overrides the request above. */
+  setup?(context: ScenarioContext): Promise<ScenarioOverrides | void>;
+}
+
+/** A request against the service under test, compared with one baseline measured in the same run. */
+export interface Scenario extends MeasuredRequest {
+  /** The baseline whose req/s this scenario's req/s is divided by (a key of `baselines` in `bench/baselines.ts`). */
+  baseline: BaselineName;
+}
