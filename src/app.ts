@@ -11,10 +11,15 @@ import metrics from './plugins/metrics.js';
 import problemDetails from './plugins/problem-details.js';
 import { validatorCompiler } from './plugins/validation.js';
 import healthRoutes from './routes/ops/health.js';
+import oauthRoutes from './routes/oauth/index.js';
+import operatorApi from './routes/operator/index.js';
+import { createServices } from './services/index.js';
 
 export interface AppDependencies {
   db: Database;
   log: Logger;
+  /** Encrypts signing keys at rest (resolveSecretsKey). */
+  secretsKey: Buffer;
   /** Milliseconds since the epoch; tests move it. */
   clock?: () => number;
 }
@@ -74,10 +79,21 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
       withTimeout(migrationsCurrent(db, migrations), config.DB_CONNECT_TIMEOUT_MS, 'readiness check timed out'),
   });
 
+  const services = createServices({ db, config, log, secretsKey: dependencies.secretsKey, clock: dependencies.clock });
+  await services.start();
   // The database belongs to the app from here on: closing the app (shutdown, tests) closes it.
   typed.addHook('onClose', async () => {
+    await services.stop();
     await db.close();
   });
+
+  const tokenUrl = `${config.PUBLIC_URL.replace(/\/+$/, '')}/oauth/token`;
+  await typed.register(oauthRoutes, {
+    services,
+    issuer: config.PUBLIC_URL,
+    rateLimitPerMinute: config.TOKEN_RATE_LIMIT_PER_MINUTE,
+  });
+  await typed.register(operatorApi, { services, tokenUrl });
 
   return typed;
 }

@@ -5,10 +5,14 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { Logger } from 'pino';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import type { Database } from './db/database.js';
-import { migrate } from './db/migrate.js';
+import { MigrationError, migrate } from './db/migrate.js';
 import { openDatabase } from './db/open.js';
 import { DataDirInUseError } from './db/pglite.js';
+import { ProblemError } from './errors.js';
 import { createLogger } from './logger.js';
+import { SecretsKeyError, resolveSecretsKey } from './secrets-key.js';
+import { createServices, type Services } from './services/index.js';
+import { splitLogin } from './services/token.service.js';
 
 /** A failure the user can fix: printed without a stack, exit code 1 (2 for usage errors). */
 export class CliError extends Error {
@@ -26,6 +30,8 @@ export interface CliContext {
   log: Logger;
   /** Opens (once) and migrates the database; closed when the command ends. */
   database(): Promise<Database>;
+  /** The services on that database. */
+  services(): Promise<Services>;
   readStdin(): Promise<string>;
   out(text: string): void;
 }
@@ -52,9 +58,108 @@ const commands: Command[] = [
   },
 ];
 
-export function registerCommand(command: Command): void {
-  commands.push(command);
+function print(context: CliContext, json: unknown, value: unknown, text: string): void {
+  context.out(json ? JSON.stringify(value) : text);
 }
+
+const cliAction = (tenantId: string) => ({ tenantId, actor: 'cli', requestId: null });
+
+/** Domain errors (bad names, unknown scopes, conflicts) become CLI errors with the same message. */
+async function asCliErrors<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof ProblemError) {
+      const fields = error.errors?.map((e) => `  ${e.field}: ${e.message}`).join('\n');
+      throw new CliError(fields ? `${error.detail ?? error.title}\n${fields}` : (error.detail ?? error.title));
+    }
+    throw error;
+  }
+}
+
+commands.push(
+  {
+    path: ['tenant', 'create'],
+    summary: 'Create a tenant and its management client; prints the client secret once.',
+    usage: 'tenant create NAME [--json]',
+    options: { json: { type: 'boolean' } },
+    async run({ positionals, values }, context) {
+      const [name, ...rest] = positionals;
+      if (!name || rest.length > 0) throw new CliError('Usage: tenant create NAME [--json]', 2);
+      const services = await context.services();
+      const created = await asCliErrors(() => services.tenants.create(name));
+      print(
+        context,
+        values.json,
+        { tenant: created.tenant.name, clientId: created.clientId, clientSecret: created.clientSecret },
+        `Tenant ${created.tenant.name} created.\nManagement client id:     ${created.clientId}\n` +
+          `Management client secret: ${created.clientSecret}\n(The secret is shown only now.)`,
+      );
+    },
+  },
+  {
+    path: ['client', 'create'],
+    summary: 'Create an OAuth client in a tenant; prints its secret once.',
+    usage: 'client create --tenant NAME --scopes "a b" [--name NAME] [--mobile-device ID | --secured-object ID] [--json]',
+    options: {
+      tenant: { type: 'string' },
+      scopes: { type: 'string' },
+      name: { type: 'string' },
+      'mobile-device': { type: 'string' },
+      'secured-object': { type: 'string' },
+      json: { type: 'boolean' },
+    },
+    async run({ positionals, values }, context) {
+      const tenantName = values.tenant as string | undefined;
+      const scopes = (values.scopes as string | undefined)?.split(/\s+/).filter(Boolean) ?? [];
+      if (!tenantName || scopes.length === 0 || positionals.length > 0) {
+        throw new CliError('client create needs --tenant NAME and --scopes "a b"', 2);
+      }
+      const services = await context.services();
+      const client = await asCliErrors(async () => {
+        const tenant = await services.tenants.byName(tenantName);
+        return services.clients.create(cliAction(tenant.id), {
+          name: (values.name as string | undefined) ?? 'CLI client',
+          scopes,
+          mobileDeviceId: values['mobile-device'] as string | undefined,
+          securedObjectId: values['secured-object'] as string | undefined,
+        });
+      });
+      print(context, values.json, { tenant: tenantName, ...client }, `Client id:     ${client.clientId}\nClient secret: ${client.clientSecret}\n(The secret is shown only now.)`);
+    },
+  },
+  {
+    path: ['user', 'create'],
+    summary: 'Create an Access API user; the password is read from standard input.',
+    usage: 'user create USER@TENANT --password-stdin [--json]',
+    options: { 'password-stdin': { type: 'boolean' }, json: { type: 'boolean' } },
+    async run({ positionals, values }, context) {
+      const [login, ...rest] = positionals;
+      const parts = login ? splitLogin(login) : null;
+      if (!parts || rest.length > 0) throw new CliError('Usage: user create USER@TENANT --password-stdin [--json]', 2);
+      // A password on the command line would land in the shell history and the process list.
+      if (!values['password-stdin']) throw new CliError('Pass the password on standard input with --password-stdin.', 2);
+      const password = (await context.readStdin()).replace(/\r?\n$/, '');
+      const services = await context.services();
+      const user = await asCliErrors(async () => {
+        const tenant = await services.tenants.byName(parts.tenantName);
+        return services.users.create(cliAction(tenant.id), parts.username, password);
+      });
+      print(context, values.json, { tenant: parts.tenantName, ...user }, `User ${user.username}@${parts.tenantName} created (id ${user.id}).`);
+    },
+  },
+  {
+    path: ['keys', 'rotate'],
+    summary: 'Start signing access tokens with a new key; old keys stay published until their tokens expire.',
+    usage: 'keys rotate [--json]',
+    options: { json: { type: 'boolean' } },
+    async run({ values }, context) {
+      const services = await context.services();
+      const rotated = await services.accessTokenKeys.rotate(null);
+      print(context, values.json, rotated, `New signing key ${rotated.kid}; retired: ${rotated.retired.join(', ') || 'none'}.`);
+    },
+  },
+);
 
 function helpText(prefix: string[]): string {
   const matching = commands.filter((command) => prefix.every((word, index) => command.path[index] === word));
@@ -105,6 +210,7 @@ async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
 
 async function main(): Promise<void> {
   let database: Database | undefined;
+  let services: Services | undefined;
   try {
     const config = loadConfig(process.env);
     // Logs go to stderr so that --json output on stdout stays machine-readable.
@@ -119,12 +225,22 @@ async function main(): Promise<void> {
         }
         return database;
       },
+      async services() {
+        services ??= createServices({ db: await this.database(), config, log, secretsKey: resolveSecretsKey(config) });
+        return services;
+      },
       readStdin: () => readAll(process.stdin),
       out: (text) => process.stdout.write(`${text}\n`),
     };
     await runCli(process.argv.slice(2), context);
   } catch (error) {
-    if (error instanceof CliError || error instanceof ConfigError || error instanceof DataDirInUseError) {
+    if (
+      error instanceof CliError ||
+      error instanceof ConfigError ||
+      error instanceof DataDirInUseError ||
+      error instanceof SecretsKeyError ||
+      error instanceof MigrationError
+    ) {
       process.stderr.write(`${error.message}\n`);
       process.exitCode = error instanceof CliError ? error.exitCode : error instanceof ConfigError ? 78 : 1;
     } else {

@@ -5,6 +5,7 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { migrate } from './db/migrate.js';
 import { openDatabase } from './db/open.js';
 import { createLogger } from './logger.js';
+import { resolveSecretsKey } from './secrets-key.js';
 
 async function main(): Promise<void> {
   let config: Config;
@@ -19,12 +20,13 @@ async function main(): Promise<void> {
   }
   const log = createLogger(config.LOG_LEVEL);
 
+  const secretsKey = resolveSecretsKey(config);
   const db = await openDatabase(config, log);
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   try {
     const applied = await migrate(db);
     if (applied.length > 0) log.info({ applied }, 'migrations applied');
-    app = await buildApp(config, { db, log });
+    app = await buildApp(config, { db, log, secretsKey });
   } catch (error) {
     await db.close().catch(() => undefined);
     throw error;

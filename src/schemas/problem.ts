@@ -20,3 +20,28 @@ export const ProblemSchema = Type.Object(
 );
 
 export type Problem = Static<typeof ProblemSchema>;
+
+const PROBLEM_DESCRIPTIONS: Record<number, string> = {
+  400: 'The request is malformed: `errors` names every bad field.',
+  401: 'No valid access token (RFC 6750). `WWW-Authenticate` says why.',
+  403: 'The access token lacks the scope this operation needs.',
+  404: 'No such resource in the caller\'s tenant.',
+  409: 'The request conflicts with the current state (an id in use, an idempotent request still running).',
+  410: 'The interface was removed; the detail names its successor.',
+  413: 'The request body is larger than the configured limit.',
+  415: 'The request body is not JSON.',
+  422: 'The request is well-formed but cannot be carried out; the detail says why.',
+  429: 'Too many requests for this client; `Retry-After` says when to retry.',
+  503: 'The database is unreachable; retry shortly.',
+};
+
+/** A reference to the shared Problem schema with the meaning of one status code, for route `response` maps. */
+export function problemResponse(status: number) {
+  return Type.Unsafe<Problem>({ $ref: 'Problem#', description: PROBLEM_DESCRIPTIONS[status] ?? 'An error.' });
+}
+
+/** The problem responses of an authenticated route: 401, 403, 429 and 503, plus the given codes. */
+export function problemResponses(...statuses: number[]) {
+  const all = [...new Set([...statuses, 401, 403, 429, 503])].sort();
+  return Object.fromEntries(all.map((status) => [status, problemResponse(status)]));
+}

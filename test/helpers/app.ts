@@ -1,4 +1,5 @@
 // Builds the app on a fresh database for a test file; `app.inject` talks to it without a socket.
+import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { buildApp, type App } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
@@ -17,6 +18,8 @@ export interface TestApp {
 export interface TestAppOptions {
   /** Runs after buildApp and before app.ready(): register extra routes (slow, throwing, echo) for a test. */
   beforeReady?: (app: App) => void | Promise<void>;
+  /** Milliseconds since the epoch, for tests that move time (token expiry, lockout windows). */
+  clock?: () => number;
 }
 
 export async function buildTestApp(env: Record<string, string> = {}, options: TestAppOptions = {}): Promise<TestApp> {
@@ -31,7 +34,12 @@ export async function buildTestApp(env: Record<string, string> = {}, options: Te
   });
   let app: App;
   try {
-    app = await buildApp(config, { db: database.db, log: createLogger(config.LOG_LEVEL, sink) });
+    app = await buildApp(config, {
+      db: database.db,
+      log: createLogger(config.LOG_LEVEL, sink),
+      secretsKey: randomBytes(32),
+      ...(options.clock ? { clock: options.clock } : {}),
+    });
   } catch (error) {
     await database.db.close();
     throw error;

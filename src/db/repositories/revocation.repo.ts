@@ -1,0 +1,42 @@
+// SQL for access-token revocations, which every instance mirrors in memory.
+import type { Queryable } from '../database.js';
+
+export type RevocationKind = 'client' | 'user' | 'family' | 'jti';
+
+export interface RevocationRecord {
+  seq: number;
+  kind: RevocationKind;
+  subject: string;
+  expiresAt: number;
+}
+
+/** Channel on which a revocation is announced; every instance reloads what is new. */
+export const REVOCATION_CHANNEL = 'acs_token_revocations';
+
+export async function insertRevocation(
+  db: Queryable,
+  kind: RevocationKind,
+  subject: string,
+  revokedAt: number,
+  expiresAt: number,
+): Promise<void> {
+  await db.query(
+    'INSERT INTO token_revocations (kind, subject, revoked_at, expires_at) VALUES ($1, $2, $3, $4)',
+    [kind, subject, revokedAt, expiresAt],
+  );
+  // Delivered at commit, to every instance listening (PostgreSQL NOTIFY semantics).
+  await db.query('SELECT pg_notify($1, $2)', [REVOCATION_CHANNEL, `${kind}:${subject}`]);
+}
+
+export async function listRevocationsAfter(db: Queryable, seq: number, now: number): Promise<RevocationRecord[]> {
+  const { rows } = await db.query<{ seq: number; kind: RevocationKind; subject: string; expires_at: number }>(
+    'SELECT seq, kind, subject, expires_at FROM token_revocations WHERE seq > $1 AND expires_at > $2 ORDER BY seq',
+    [seq, now],
+  );
+  return rows.map((row) => ({ seq: row.seq, kind: row.kind, subject: row.subject, expiresAt: row.expires_at }));
+}
+
+export async function latestRevocationSeq(db: Queryable): Promise<number> {
+  const { rows } = await db.query<{ seq: number | null }>('SELECT max(seq) AS seq FROM token_revocations');
+  return rows[0]?.seq ?? 0;
+}

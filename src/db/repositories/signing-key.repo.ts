@@ -1,0 +1,80 @@
+// SQL for signing keys (access tokens and ticket credentials).
+import type { Queryable } from '../database.js';
+
+export type KeyPurpose = 'access_token' | 'ticket';
+
+export interface SigningKeyRecord {
+  kid: string;
+  tenantId: string | null;
+  purpose: KeyPurpose;
+  alg: string;
+  publicJwk: Record<string, unknown>;
+  privateJwkEncrypted: Buffer;
+  createdAt: number;
+  retiredAt: number | null;
+}
+
+interface SigningKeyRow {
+  kid: string;
+  tenant_id: string | null;
+  purpose: KeyPurpose;
+  alg: string;
+  public_jwk: Record<string, unknown>;
+  private_jwk_encrypted: Buffer | Uint8Array;
+  created_at: number;
+  retired_at: number | null;
+}
+
+const COLUMNS = 'kid, tenant_id, purpose, alg, public_jwk, private_jwk_encrypted, created_at, retired_at';
+
+const toRecord = (row: SigningKeyRow): SigningKeyRecord => ({
+  kid: row.kid,
+  tenantId: row.tenant_id,
+  purpose: row.purpose,
+  alg: row.alg,
+  publicJwk: row.public_jwk,
+  privateJwkEncrypted: Buffer.from(row.private_jwk_encrypted),
+  createdAt: row.created_at,
+  retiredAt: row.retired_at,
+});
+
+/** Keys still worth knowing: the ones signing now and the retired ones whose tokens may not have expired yet. */
+export async function listLiveKeys(db: Queryable, purpose: KeyPurpose, retiredAfter: number): Promise<SigningKeyRecord[]> {
+  const { rows } = await db.query<SigningKeyRow>(
+    `SELECT ${COLUMNS} FROM signing_keys
+      WHERE purpose = $1 AND (retired_at IS NULL OR retired_at > $2)
+      ORDER BY created_at DESC, kid`,
+    [purpose, retiredAfter],
+  );
+  return rows.map(toRecord);
+}
+
+export async function insertKey(db: Queryable, key: SigningKeyRecord): Promise<void> {
+  await db.query(
+    `INSERT INTO signing_keys (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    [key.kid, key.tenantId, key.purpose, key.alg, JSON.stringify(key.publicJwk), key.privateJwkEncrypted, key.createdAt, key.retiredAt],
+  );
+}
+
+/** Retires every active key of the purpose (and tenant) but `keepKid`. */
+export async function retireKeysExcept(
+  db: Queryable,
+  purpose: KeyPurpose,
+  tenantId: string | null,
+  keepKid: string,
+  now: number,
+): Promise<void> {
+  await db.query(
+    `UPDATE signing_keys SET retired_at = $4
+      WHERE purpose = $1 AND tenant_id IS NOT DISTINCT FROM $2 AND kid <> $3 AND retired_at IS NULL`,
+    [purpose, tenantId, keepKid, now],
+  );
+}
+
+export async function countActiveKeys(db: Queryable, purpose: KeyPurpose, tenantId: string | null): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM signing_keys WHERE purpose = $1 AND tenant_id IS NOT DISTINCT FROM $2 AND retired_at IS NULL',
+    [purpose, tenantId],
+  );
+  return rows[0]?.n ?? 0;
+}

@@ -1,0 +1,83 @@
+// SQL for Access API users. Passwords are stored only as bcrypt hashes.
+import type { Queryable } from '../database.js';
+
+export interface UserRecord {
+  id: string;
+  tenantId: string;
+  username: string;
+  passwordHash: string;
+  createdAt: number;
+}
+
+interface UserRow {
+  id: string;
+  tenant_id: string;
+  username: string;
+  password_hash: string;
+  created_at: number;
+}
+
+const COLUMNS = 'id, tenant_id, username, password_hash, created_at';
+
+const toUser = (row: UserRow): UserRecord => ({
+  id: row.id,
+  tenantId: row.tenant_id,
+  username: row.username,
+  passwordHash: row.password_hash,
+  createdAt: row.created_at,
+});
+
+/** Null when the username is taken in the tenant. */
+export async function insertUser(
+  db: Queryable,
+  user: Omit<UserRecord, 'id'>,
+): Promise<UserRecord | null> {
+  const { rows } = await db.query<UserRow>(
+    `INSERT INTO users (tenant_id, username, password_hash, created_at) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (tenant_id, username) DO NOTHING RETURNING ${COLUMNS}`,
+    [user.tenantId, user.username, user.passwordHash, user.createdAt],
+  );
+  return rows[0] ? toUser(rows[0]) : null;
+}
+
+export async function findUserByLogin(db: Queryable, tenantName: string, username: string): Promise<UserRecord | null> {
+  const { rows } = await db.query<UserRow>(
+    `SELECT u.id, u.tenant_id, u.username, u.password_hash, u.created_at
+       FROM users u JOIN tenants t ON t.id = u.tenant_id
+      WHERE t.name = $1 AND u.username = $2`,
+    [tenantName, username],
+  );
+  return rows[0] ? toUser(rows[0]) : null;
+}
+
+export async function findUserById(db: Queryable, tenantId: string, userId: string): Promise<UserRecord | null> {
+  const { rows } = await db.query<UserRow>(`SELECT ${COLUMNS} FROM users WHERE tenant_id = $1 AND id = $2`, [
+    tenantId,
+    userId,
+  ]);
+  return rows[0] ? toUser(rows[0]) : null;
+}
+
+export async function listUsers(
+  db: Queryable,
+  tenantId: string,
+  after: { createdAt: number; id: string } | null,
+  limit: number,
+): Promise<UserRecord[]> {
+  const { rows } = await db.query<UserRow>(
+    `SELECT ${COLUMNS} FROM users
+      WHERE tenant_id = $1 AND ($2::bigint IS NULL OR (created_at, username) > ($2::bigint, $3::text))
+      ORDER BY created_at, username LIMIT $4`,
+    [tenantId, after?.createdAt ?? null, after?.id ?? '', limit],
+  );
+  return rows.map(toUser);
+}
+
+/** The deleted user's id, or null when there was none. */
+export async function deleteUser(db: Queryable, tenantId: string, username: string): Promise<string | null> {
+  const { rows } = await db.query<{ id: string }>(
+    'DELETE FROM users WHERE tenant_id = $1 AND username = $2 RETURNING id',
+    [tenantId, username],
+  );
+  return rows[0]?.id ?? null;
+}

@@ -1,0 +1,48 @@
+// One OpenAPI document and Swagger UI per API (contract 1), built from the route schemas of that API's context.
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { ProblemSchema } from '../schemas/problem.js';
+
+export interface ApiDocsOptions {
+  title: string;
+  description: string;
+  version: string;
+  /** Where Swagger UI lives, e.g. `/operatorapi/apidocs`. */
+  uiPrefix: string;
+  /** Extra entry paths that redirect to the UI (contract 1: `/operatorapi/apidocs/index.html`). */
+  uiAliases?: string[];
+  /** The OAuth scopes of this API, for the bearer security scheme. */
+  scopes: Record<string, string>;
+  tokenUrl: string;
+}
+
+export default fp(
+  async function apiDocs(app: FastifyInstance, options: ApiDocsOptions) {
+    app.addSchema(ProblemSchema);
+    await app.register(swagger, {
+      openapi: {
+        openapi: '3.0.3',
+        info: { title: options.title, description: options.description, version: options.version },
+        components: {
+          securitySchemes: {
+            bearer: {
+              type: 'oauth2',
+              description: 'An RFC 9068 JWT access token sent as `Authorization: Bearer <token>`.',
+              flows: { clientCredentials: { tokenUrl: options.tokenUrl, scopes: options.scopes } },
+            },
+          },
+        },
+      },
+      refResolver: {
+        buildLocalReference: (json, _baseUri, _fragment, index) => String(json.$id ?? `def-${index}`),
+      },
+    });
+    await app.register(swaggerUi, { routePrefix: options.uiPrefix, staticCSP: true });
+    for (const alias of options.uiAliases ?? []) {
+      app.get(alias, { schema: { hide: true } }, async (_request, reply) => reply.redirect(`${options.uiPrefix}/`));
+    }
+  },
+  { name: 'api-docs' },
+);

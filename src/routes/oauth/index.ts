@@ -1,0 +1,184 @@
+// The authorization server's endpoints: token (RFC 6749), revocation (RFC 7009), introspection (RFC 7662),
+// metadata (RFC 8414) and JWKS (RFC 7517). Errors keep RFC 6749's `{error, error_description}` form.
+import formbody from '@fastify/formbody';
+import rateLimit from '@fastify/rate-limit';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isDatabaseUnavailable } from '../../db/errors.js';
+import { OAuthError } from '../../errors.js';
+import type { Services } from '../../services/index.js';
+import { ALL_SCOPES, parseScopeParameter } from '../../services/scopes.js';
+import { authenticateClient, single, type FormBody } from './client-auth.js';
+
+export interface OAuthRoutesOptions {
+  services: Services;
+  issuer: string;
+  rateLimitPerMinute: number;
+}
+
+const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
+const REALM = 'oauth';
+
+function sendOAuthError(reply: FastifyReply, error: OAuthError): FastifyReply {
+  return reply
+    .code(error.status)
+    .headers({ ...NO_STORE, ...error.headers })
+    .type('application/json')
+    .send({ error: error.error, error_description: error.description });
+}
+
+/** Maps anything thrown in this context to an RFC 6749 5.2 body. */
+function toOAuthError(error: FastifyError): OAuthError {
+  if (error instanceof OAuthError) return error;
+  if (isDatabaseUnavailable(error)) {
+    return new OAuthError('temporarily_unavailable', 'The server cannot reach its database. Retry shortly.', 503, {
+      'retry-after': '1',
+    });
+  }
+  switch (error.statusCode) {
+    case 413:
+      return new OAuthError('invalid_request', 'The request body is too large.', 413);
+    case 415:
+      return new OAuthError(
+        'invalid_request',
+        'The request body must be application/x-www-form-urlencoded (RFC 6749 section 4).',
+      );
+    case 429:
+      return new OAuthError('temporarily_unavailable', 'Too many requests from this address. Retry later.', 429);
+    default:
+      if (typeof error.statusCode === 'number' && error.statusCode < 500) {
+        return new OAuthError('invalid_request', 'The request is malformed.');
+      }
+      return new OAuthError('server_error', 'An unexpected error occurred.', 500);
+  }
+}
+
+/** SECURITY-CHECKLIST 5: credentials and grant parameters travel in the body, never in the URL. */
+function refuseQueryParameters(request: FastifyRequest): void {
+  const query = request.query as Record<string, unknown> | undefined;
+  if (query && Object.keys(query).length > 0) {
+    throw new OAuthError('invalid_request', 'Parameters must be sent in the request body, not in the query string.');
+  }
+}
+
+function formOf(request: FastifyRequest): FormBody {
+  const body = request.body;
+  if (body === undefined || body === null) return {};
+  if (typeof body !== 'object') throw new OAuthError('invalid_request', 'The request body must be a form.');
+  const form = body as FormBody;
+  for (const [name, value] of Object.entries(form)) {
+    if (Array.isArray(value)) throw new OAuthError('invalid_request', `The parameter ${name} is repeated.`);
+  }
+  return form;
+}
+
+function requestedScopes(form: FormBody): string[] | undefined {
+  const scope = single(form, 'scope');
+  if (scope === undefined) return undefined;
+  const scopes = parseScopeParameter(scope);
+  if (!scopes) throw new OAuthError('invalid_scope', 'The scope parameter is malformed (RFC 6749 section 3.3).');
+  return scopes;
+}
+
+function required(form: FormBody, name: string): string {
+  const value = single(form, name);
+  if (value === undefined || value === '') throw new OAuthError('invalid_request', `The parameter ${name} is missing.`);
+  return value;
+}
+
+export default async function oauthRoutes(app: FastifyInstance, options: OAuthRoutesOptions) {
+  const { services, issuer } = options;
+  const base = issuer.replace(/\/+$/, '');
+
+  await app.register(formbody, { bodyLimit: 64 * 1024 });
+  // JSON bodies are not OAuth requests: without a parser they answer 415, rendered as invalid_request.
+  app.removeContentTypeParser('application/json');
+
+  app.setErrorHandler(function renderOAuthError(error: FastifyError, request, reply) {
+    const oauthError = toOAuthError(error);
+    if (oauthError.status >= 500) request.log.error({ err: error }, 'OAuth request failed');
+    return sendOAuthError(reply, oauthError);
+  });
+
+  await app.register(rateLimit, {
+    max: options.rateLimitPerMinute,
+    timeWindow: 60_000,
+    keyGenerator: (request) => request.ip,
+    enableDraftSpec: true,
+    errorResponseBuilder: (_request, context) =>
+      new OAuthError('temporarily_unavailable', `Too many requests. Retry after ${Math.ceil(context.ttl / 1000)} s.`, 429),
+  });
+
+  async function token(request: FastifyRequest, reply: FastifyReply) {
+    refuseQueryParameters(request);
+    const form = formOf(request);
+    const grantType = single(form, 'grant_type');
+    if (!grantType) throw new OAuthError('invalid_request', 'The parameter grant_type is missing.');
+    if (!['client_credentials', 'password', 'refresh_token'].includes(grantType)) {
+      throw new OAuthError('unsupported_grant_type', `The grant type ${grantType} is not supported.`);
+    }
+    const client = await authenticateClient(request, form, services.clients, REALM);
+    const scopes = requestedScopes(form);
+    let body;
+    switch (grantType) {
+      case 'client_credentials':
+        body = await services.tokens.clientCredentials(client, scopes);
+        break;
+      case 'password':
+        body = await services.tokens.password(client, required(form, 'username'), required(form, 'password'), scopes);
+        break;
+      default:
+        body = await services.tokens.refresh(client, required(form, 'refresh_token'), scopes);
+    }
+    return reply.headers(NO_STORE).type('application/json').send(body);
+  }
+
+  const methodNotAllowed = async (_request: FastifyRequest, reply: FastifyReply) => {
+    reply.header('allow', 'POST');
+    return sendOAuthError(reply, new OAuthError('invalid_request', 'Use POST.', 405));
+  };
+
+  // Contract 3.3: both paths accept the same grants (the seed names /oauth/token and /oauth2/token).
+  for (const path of ['/oauth/token', '/oauth2/token']) {
+    app.post(path, token);
+    app.get(path, methodNotAllowed);
+  }
+
+  app.post('/oauth/revoke', async (request, reply) => {
+    refuseQueryParameters(request);
+    const form = formOf(request);
+    const client = await authenticateClient(request, form, services.clients, REALM);
+    await services.tokens.revoke(client, required(form, 'token'));
+    // RFC 7009 2.2: 200 whether or not anything was revoked.
+    return reply.headers(NO_STORE).code(200).send();
+  });
+
+  app.post('/oauth/introspect', async (request, reply) => {
+    refuseQueryParameters(request);
+    const form = formOf(request);
+    const client = await authenticateClient(request, form, services.clients, REALM);
+    return reply.headers(NO_STORE).type('application/json').send(await services.tokens.introspect(client, required(form, 'token')));
+  });
+
+  app.get('/.well-known/oauth-authorization-server', async (_request, reply) => {
+    const authMethods = ['client_secret_basic', 'client_secret_post'];
+    return reply.header('cache-control', 'public, max-age=300').send({
+      issuer,
+      token_endpoint: `${base}/oauth/token`,
+      jwks_uri: `${base}/.well-known/jwks.json`,
+      revocation_endpoint: `${base}/oauth/revoke`,
+      introspection_endpoint: `${base}/oauth/introspect`,
+      grant_types_supported: ['client_credentials', 'password', 'refresh_token'],
+      response_types_supported: ['token'],
+      token_endpoint_auth_methods_supported: authMethods,
+      revocation_endpoint_auth_methods_supported: authMethods,
+      introspection_endpoint_auth_methods_supported: authMethods,
+      scopes_supported: ALL_SCOPES,
+      service_documentation: `${base}/operatorapi/apidocs/index.html`,
+    });
+  });
+
+  app.get('/.well-known/jwks.json', async (_request, reply) => {
+    // Short caching: a rotated key must reach verifiers soon (RFC 7517; rotation keeps old keys published).
+    return reply.header('cache-control', 'public, max-age=60').send({ keys: services.accessTokenKeys.publicJwks() });
+  });
+}

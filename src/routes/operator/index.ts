@@ -1,0 +1,46 @@
+// The Operator API (/operatorapi): its documentation, its bearer check (aud `operatorapi`) and its resources.
+import type { FastifyInstance } from 'fastify';
+import apiDocs from '../../plugins/api-docs.js';
+import bearerAuth from '../../plugins/bearer-auth.js';
+import type { Services } from '../../services/index.js';
+import { OPERATOR_SCOPES } from '../../services/scopes.js';
+import oauthClientRoutes from './oauth-clients.js';
+import userRoutes from './users.js';
+
+export interface OperatorApiOptions {
+  services: Services;
+  tokenUrl: string;
+}
+
+const SCOPE_DESCRIPTIONS: Record<string, string> = {
+  'tokens:create': 'create tickets',
+  'tokens:read': 'list and read tickets',
+  'tokens:delete': 'revoke tickets',
+  'tokens:download': 'a mobile device fetching its own tickets (Device API)',
+  'devices:read': 'list and read mobile devices and secured objects',
+  'devices:write': 'register and remove mobile devices and secured objects',
+  sync: 'download ticket and revocation data for online secured objects (Device API)',
+  'clients:manage': 'manage OAuth clients',
+  'users:manage': 'manage Access API users',
+  'audit:read': 'read the audit trail',
+};
+
+export default async function operatorApi(app: FastifyInstance, options: OperatorApiOptions) {
+  await app.register(apiDocs, {
+    title: 'Operator API',
+    description:
+      'The low-level API of the access credential service: secured objects (locks), mobile devices, tickets ' +
+      '(time-limited tokens that let one device operate one lock), OAuth clients and users. Authenticate with an ' +
+      'access token from `POST /oauth/token` (client credentials).',
+    version: '1.0.0',
+    uiPrefix: '/operatorapi/apidocs',
+    uiAliases: ['/operatorapi/apidocs/index.html'],
+    scopes: Object.fromEntries(OPERATOR_SCOPES.map((scope) => [scope, SCOPE_DESCRIPTIONS[scope] ?? scope])),
+    tokenUrl: options.tokenUrl,
+  });
+  await app.register(async (resources) => {
+    await resources.register(bearerAuth, { audience: 'operatorapi', tokens: options.services.tokens });
+    await resources.register(oauthClientRoutes, { services: options.services, prefix: '/operatorapi' });
+    await resources.register(userRoutes, { services: options.services, prefix: '/operatorapi' });
+  });
+}

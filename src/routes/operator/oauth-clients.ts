@@ -1,0 +1,116 @@
+// /operatorapi/oauthclients: OAuth client management (contract 3.7), scope `clients:manage`.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { ClientIdParams, ClientSchema, ClientWithSecretSchema, NewClientSchema } from '../../schemas/oauth-client.js';
+import { problemResponses } from '../../schemas/problem.js';
+import type { Services } from '../../services/index.js';
+import { actionContext } from '../shared/context.js';
+import { LinkHeader, PageQuery, sendPage } from '../shared/pages.js';
+
+const tags = ['OAuth clients'];
+const security = [{ bearer: ['clients:manage'] }];
+const config = { scope: 'clients:manage' };
+
+const oauthClientRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+  app.post(
+    '/oauthclients',
+    {
+      config,
+      schema: {
+        tags,
+        security,
+        operationId: 'createOAuthClient',
+        summary: 'Create an OAuth client',
+        description:
+          'Creates a client of the caller\'s tenant with any scopes of any API. Bind it to one mobile device or one ' +
+          'secured object to make a Device API client. The secret is in this answer only.',
+        body: NewClientSchema,
+        response: {
+          201: { ...ClientWithSecretSchema, description: 'The client, with its secret.', headers: Type.Object({ location: Type.String() }) },
+          ...problemResponses(400, 413, 415, 422),
+        },
+      },
+    },
+    async (request, reply) => {
+      const client = await services.clients.create(actionContext(request), request.body);
+      return reply.code(201).header('location', `/operatorapi/oauthclients/${encodeURIComponent(client.clientId)}`).send(client);
+    },
+  );
+
+  app.get(
+    '/oauthclients',
+    {
+      config,
+      schema: {
+        tags,
+        security,
+        operationId: 'listOAuthClients',
+        summary: 'List OAuth clients',
+        description: 'The tenant\'s clients, oldest first, without secrets. Pages follow `Link: rel="next"`.',
+        querystring: PageQuery,
+        response: {
+          200: { ...Type.Array(ClientSchema), description: 'A page of clients.', headers: Type.Object({ link: LinkHeader }) },
+          ...problemResponses(400),
+        },
+      },
+    },
+    async (request, reply) =>
+      sendPage(request, reply, await services.clients.list(request.auth.tenantId, request.query.limit, request.query.cursor)),
+  );
+
+  app.get(
+    '/oauthclients/:clientId',
+    {
+      config,
+      schema: {
+        tags,
+        security,
+        operationId: 'getOAuthClient',
+        summary: 'Read an OAuth client',
+        description: 'One client of the tenant, without its secret.',
+        params: ClientIdParams,
+        response: { 200: { ...ClientSchema, description: 'The client.' }, ...problemResponses(404) },
+      },
+    },
+    async (request) => services.clients.get(request.auth.tenantId, request.params.clientId),
+  );
+
+  app.delete(
+    '/oauthclients/:clientId',
+    {
+      config,
+      schema: {
+        tags,
+        security,
+        operationId: 'deleteOAuthClient',
+        summary: 'Delete an OAuth client',
+        description: 'The client can no longer get tokens, and the access tokens it holds stop working within 5 s.',
+        params: ClientIdParams,
+        response: { 204: Type.Null({ description: 'Deleted.' }), ...problemResponses(404) },
+      },
+    },
+    async (request, reply) => {
+      await services.clients.delete(actionContext(request), request.params.clientId);
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.post(
+    '/oauthclients/:clientId/secret',
+    {
+      config,
+      schema: {
+        tags,
+        security,
+        operationId: 'rotateOAuthClientSecret',
+        summary: 'Rotate an OAuth client\'s secret',
+        description: 'A new secret, shown in this answer only; the old one stops working at once.',
+        params: ClientIdParams,
+        response: { 200: { ...ClientWithSecretSchema, description: 'The client with its new secret.' }, ...problemResponses(404) },
+      },
+    },
+    async (request) => services.clients.rotateSecret(actionContext(request), request.params.clientId),
+  );
+};
+
+export default oauthClientRoutes;

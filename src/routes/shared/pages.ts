@@ -1,0 +1,28 @@
+// Page query parameters and the `Link: rel="next"` header (contract 7.3), shared by every list route.
+import { Type, type Static } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Page } from '../../services/pagination.js';
+
+export const PageQuery = Type.Object(
+  {
+    limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Page size, 1 to 1000.' }),
+    cursor: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 512, description: 'Opaque cursor from the `Link: rel="next"` header.' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export type PageQueryType = Static<typeof PageQuery>;
+
+export const LinkHeader = Type.String({ description: 'RFC 8288 `Link: <…>; rel="next"` when more items remain.' });
+
+/** Answers the page's items and, when more remain, a `Link` to the same path and filters with the next cursor. */
+export function sendPage<T>(request: FastifyRequest, reply: FastifyReply, page: Page<T>): T[] {
+  if (page.nextCursor) {
+    const url = new URL(request.url, 'http://placeholder');
+    url.searchParams.set('cursor', page.nextCursor);
+    reply.header('link', `<${url.pathname}${url.search}>; rel="next"`);
+  }
+  return page.items;
+}

@@ -1,0 +1,40 @@
+// Schemas of OAuth client management (contract 3.7).
+import { Type } from '@sinclair/typebox';
+import { ALL_SCOPES } from '../services/scopes.js';
+
+export const ScopeSchema = Type.String({ minLength: 1, maxLength: 64, description: `One of: ${ALL_SCOPES.join(', ')}.` });
+
+export const ClientIdParams = Type.Object({
+  clientId: Type.String({ minLength: 1, maxLength: 128, description: 'The client id.' }),
+});
+
+export const NewClientSchema = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 200, description: 'A name for people.' }),
+    scopes: Type.Array(ScopeSchema, { minItems: 1, maxItems: 32, description: 'The scopes the client may request.' }),
+    mobileDeviceId: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 128, description: 'Binds the client to this mobile device (Device API).' }),
+    ),
+    securedObjectId: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 128, description: 'Binds the client to this secured object (Device API).' }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    examples: [{ name: 'Front desk backend', scopes: ['tokens:create', 'tokens:read', 'devices:read'] }],
+  },
+);
+
+export const ClientSchema = Type.Object({
+  clientId: Type.String({ description: 'The client id (the Basic user name at the token endpoint).' }),
+  name: Type.String(),
+  scopes: Type.Array(Type.String()),
+  mobileDeviceId: Type.Optional(Type.String({ description: 'The mobile device the client is bound to.' })),
+  securedObjectId: Type.Optional(Type.String({ description: 'The secured object the client is bound to.' })),
+  creationDate: Type.Integer({ description: 'Creation time, Unix milliseconds.' }),
+});
+
+export const ClientWithSecretSchema = Type.Composite([
+  ClientSchema,
+  Type.Object({ clientSecret: Type.String({ description: 'The secret: shown in this answer only. Store it safely.' }) }),
+]);

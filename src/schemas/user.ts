@@ -1,0 +1,25 @@
+// Schemas of Access API user management (contract 3.7).
+import { Type } from '@sinclair/typebox';
+import { USERNAME_PATTERN } from '../services/user.service.js';
+
+export const UsernameParams = Type.Object({
+  username: Type.String({ minLength: 1, maxLength: 128, description: 'The username (without `@TENANT`).' }),
+});
+
+export const NewUserSchema = Type.Object(
+  {
+    username: Type.String({ pattern: USERNAME_PATTERN, description: 'Unique in the tenant; no `@`, no white space.' }),
+    password: Type.String({
+      minLength: 8,
+      maxLength: 72,
+      description: 'At least 8 characters and at most 72 bytes (bcrypt reads no more).',
+    }),
+  },
+  { additionalProperties: false, examples: [{ username: 'alice', password: 'correct horse battery' }] },
+);
+
+export const UserSchema = Type.Object({
+  id: Type.String({ description: 'The user id (the `sub` of its access tokens).' }),
+  username: Type.String(),
+  creationDate: Type.Integer({ description: 'Creation time, Unix milliseconds.' }),
+});

@@ -1,0 +1,187 @@
+// OAuth clients (contract 3.7): create, list, read, delete, rotate the secret, and authenticate at the token endpoint.
+import { randomBytes } from 'node:crypto';
+import type { Database, Queryable } from '../db/database.js';
+import { appendAuditEvent } from '../db/repositories/audit.repo.js';
+import {
+  deleteClient,
+  findClient,
+  findTenantClient,
+  insertClient,
+  listClients,
+  updateClientSecret,
+  type ClientRecord,
+} from '../db/repositories/client.repo.js';
+import { BadRequestError, NotFoundError, UnprocessableError } from '../errors.js';
+import type { ActionContext, Clock } from './context.js';
+import { digestsEqual, randomToken, sha256 } from './crypto.js';
+import { decodeCursor, pageOf, type Page } from './pagination.js';
+import type { RevocationService } from './revocation.service.js';
+import { isKnownScope } from './scopes.js';
+
+/** What the API shows of a client: never the secret or its hash (SECURITY-CHECKLIST 36). */
+export interface Client {
+  clientId: string;
+  name: string;
+  scopes: string[];
+  mobileDeviceId?: string;
+  securedObjectId?: string;
+  creationDate: number;
+}
+
+export interface NewClient {
+  name: string;
+  scopes: string[];
+  mobileDeviceId?: string | undefined;
+  securedObjectId?: string | undefined;
+}
+
+export interface AuthenticatedClient {
+  clientId: string;
+  tenantId: string;
+  scopes: string[];
+  mobileDeviceId: string | null;
+  securedObjectId: string | null;
+}
+
+export interface ClientServiceOptions {
+  db: Database;
+  clock: Clock;
+  revocations: RevocationService;
+  /** Access-token lifetime: how long a deleted client's tokens must stay refused. */
+  accessTokenTtlMs: number;
+}
+
+export function toClient(record: ClientRecord): Client {
+  return {
+    clientId: record.clientId,
+    name: record.name,
+    scopes: record.scopes,
+    ...(record.mobileDeviceId !== null ? { mobileDeviceId: record.mobileDeviceId } : {}),
+    ...(record.securedObjectId !== null ? { securedObjectId: record.securedObjectId } : {}),
+    creationDate: record.createdAt,
+  };
+}
+
+/** Compared against when the client id is unknown, so both failures do the same work (SECURITY-CHECKLIST 2). */
+const DUMMY_SECRET_HASH = sha256(randomBytes(32).toString('base64url'));
+
+export function createClientService(options: ClientServiceOptions) {
+  const { db, clock, revocations } = options;
+
+  function validate(input: NewClient): void {
+    const unknown = input.scopes.filter((scope) => !isKnownScope(scope));
+    if (unknown.length > 0) {
+      // Contract 3.7: unknown scopes are a 400.
+      throw new BadRequestError(`Unknown scopes: ${unknown.join(', ')}.`, [
+        { field: 'scopes', message: `unknown scope ${unknown.join(', ')}` },
+      ]);
+    }
+    if (input.mobileDeviceId !== undefined && input.securedObjectId !== undefined) {
+      throw new UnprocessableError('A client is bound to one mobile device or one secured object, not both.', [
+        { field: 'securedObjectId', message: 'cannot be combined with mobileDeviceId' },
+      ]);
+    }
+  }
+
+  return {
+    /** Creates a client in the caller's transaction; the secret is in this answer only. */
+    async createIn(tx: Queryable, context: ActionContext, input: NewClient): Promise<Client & { clientSecret: string }> {
+      validate(input);
+      const clientSecret = randomToken(32);
+      const record: ClientRecord = {
+        clientId: randomToken(16),
+        tenantId: context.tenantId,
+        name: input.name,
+        secretHash: sha256(clientSecret),
+        scopes: [...new Set(input.scopes)],
+        mobileDeviceId: input.mobileDeviceId ?? null,
+        securedObjectId: input.securedObjectId ?? null,
+        createdAt: clock(),
+      };
+      await insertClient(tx, record);
+      await appendAuditEvent(tx, {
+        tenantId: context.tenantId,
+        time: record.createdAt,
+        actor: context.actor,
+        action: 'client.created',
+        target: `client:${record.clientId}`,
+        requestId: context.requestId,
+      });
+      return { ...toClient(record), clientSecret };
+    },
+
+    async create(context: ActionContext, input: NewClient): Promise<Client & { clientSecret: string }> {
+      return db.transaction((tx) => this.createIn(tx, context, input));
+    },
+
+    async get(tenantId: string, clientId: string): Promise<Client> {
+      const record = await findTenantClient(db, tenantId, clientId);
+      if (!record) throw new NotFoundError(`No OAuth client ${clientId}.`);
+      return toClient(record);
+    },
+
+    async list(tenantId: string, limit: number, cursor?: string): Promise<Page<Client>> {
+      const rows = await listClients(db, tenantId, decodeCursor(cursor), limit + 1);
+      return pageOf(rows, limit, (row) => ({ createdAt: row.createdAt, id: row.clientId }), toClient);
+    },
+
+    /** Deletes the client and refuses its access tokens everywhere within seconds (contract 3.4). */
+    async delete(context: ActionContext, clientId: string): Promise<void> {
+      const deleted = await db.transaction(async (tx) => {
+        if (!(await deleteClient(tx, context.tenantId, clientId))) return false;
+        await revocations.record(tx, 'client', clientId, clock() + options.accessTokenTtlMs);
+        await appendAuditEvent(tx, {
+          tenantId: context.tenantId,
+          time: clock(),
+          actor: context.actor,
+          action: 'client.deleted',
+          target: `client:${clientId}`,
+          requestId: context.requestId,
+        });
+        return true;
+      });
+      if (!deleted) throw new NotFoundError(`No OAuth client ${clientId}.`);
+      await revocations.refresh();
+    },
+
+    /** A new secret, shown once; the old one stops working at once. Issued access tokens stay valid. */
+    async rotateSecret(context: ActionContext, clientId: string): Promise<Client & { clientSecret: string }> {
+      const clientSecret = randomToken(32);
+      const record = await db.transaction(async (tx) => {
+        const updated = await updateClientSecret(tx, context.tenantId, clientId, sha256(clientSecret));
+        if (!updated) return null;
+        await appendAuditEvent(tx, {
+          tenantId: context.tenantId,
+          time: clock(),
+          actor: context.actor,
+          action: 'client.secret_rotated',
+          target: `client:${clientId}`,
+          requestId: context.requestId,
+        });
+        return updated;
+      });
+      if (!record) throw new NotFoundError(`No OAuth client ${clientId}.`);
+      return { ...toClient(record), clientSecret };
+    },
+
+    /**
+     * The client if the secret matches, else null. Unknown ids and wrong secrets cost the same: one look-up, one
+     * hash, one constant-time comparison (SECURITY-CHECKLIST 2).
+     */
+    async authenticate(clientId: string, clientSecret: string): Promise<AuthenticatedClient | null> {
+      const record = await findClient(db, clientId);
+      const presented = sha256(clientSecret);
+      const matches = digestsEqual(presented, record ? record.secretHash : DUMMY_SECRET_HASH);
+      if (!record || !matches) return null;
+      return {
+        clientId: record.clientId,
+        tenantId: record.tenantId,
+        scopes: record.scopes,
+        mobileDeviceId: record.mobileDeviceId,
+        securedObjectId: record.securedObjectId,
+      };
+    },
+  };
+}
+
+export type ClientService = ReturnType<typeof createClientService>;

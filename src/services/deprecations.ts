@@ -1,0 +1,70 @@
+// The one registry of removed interfaces (seed section 9, contract 4.4): removal date, successor, and how to answer.
+
+export interface Deprecation {
+  /** Stable key, also the configuration name that keeps the interface alive. */
+  key: string;
+  interface: string;
+  /** Removal date (seed section 9, DD.MM.YYYY), as an ISO date. */
+  removedOn: string;
+  successor: string;
+  /** A link to the successor, for `Link: <…>; rel="successor-version"`, when it is an HTTP resource. */
+  successorLink?: string;
+}
+
+export const DEPRECATIONS = {
+  lockSync: {
+    key: 'lockserver-binary',
+    interface: 'Online secured object synchronisation (GET /tickets/lockserver/binary)',
+    removedOn: '2018-01-01',
+    successor: 'GET /deviceapi/securedobjects/{id}/sync',
+    successorLink: '/deviceapi/securedobjects/{id}/sync',
+  },
+  ticketsByObject: {
+    key: 'tickets-by-object',
+    interface: 'Token retrieval via mobile device or secured object (GET /mobiledevices/{id}/tickets, GET /securedobjects/{id}/tickets)',
+    removedOn: '2018-01-01',
+    successor: 'GET /operatorapi/tickets with the mobileDeviceId or securedObjectId filter',
+    successorLink: '/operatorapi/tickets',
+  },
+  nfcCardChannel: {
+    key: 'nfccard-channel',
+    interface: 'Channel nfccard',
+    removedOn: '2018-02-01',
+    successor: 'channel btlespp',
+  },
+  mobileSdk2: {
+    key: 'mobile-sdk-2',
+    interface: 'Mobile SDK 2.x',
+    removedOn: '2018-04-01',
+    successor: 'Mobile SDK 3.0 or later',
+  },
+  basicAuth: {
+    key: 'basic-auth',
+    interface: 'HTTP Basic authentication for backend services',
+    removedOn: '2019-01-01',
+    successor: 'OAuth 2.0 client credentials: POST /oauth/token, then Authorization: Bearer',
+    successorLink: '/oauth/token',
+  },
+  tokenCardV1: {
+    key: 'token-card-v1',
+    interface: 'Token card v1',
+    removedOn: '2019-03-01',
+    successor: 'token card v2 (GET /v1/residents/{id}/token-card?version=2)',
+  },
+} as const satisfies Record<string, Deprecation>;
+
+/** `2019-01-01` → `01.01.2019`, the form the seed uses. */
+export function seedDate(isoDate: string): string {
+  const [year, month, day] = isoDate.split('-');
+  return `${day}.${month}.${year}`;
+}
+
+/** RFC 8594 `Sunset` is an HTTP-date. */
+export function httpDate(isoDate: string): string {
+  return new Date(`${isoDate}T00:00:00Z`).toUTCString();
+}
+
+/** The sentence every answer about a removed interface starts with. */
+export function removalNotice(deprecation: Deprecation): string {
+  return `${deprecation.interface} was removed on ${seedDate(deprecation.removedOn)}. Use ${deprecation.successor} instead.`;
+}

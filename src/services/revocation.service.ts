@@ -1,0 +1,108 @@
+// Revoked access tokens, mirrored in memory on every instance: a bearer check costs map look-ups, not a query.
+// Freshness: NOTIFY reloads at once; a poll every `pollMs` bounds the delay if a notification is lost.
+import type { Logger } from 'pino';
+import type { Database, Queryable } from '../db/database.js';
+import {
+  REVOCATION_CHANNEL,
+  insertRevocation,
+  listRevocationsAfter,
+  type RevocationKind,
+} from '../db/repositories/revocation.repo.js';
+
+export interface RevocationServiceOptions {
+  db: Database;
+  clock: () => number;
+  log: Logger;
+  /** Safety net behind NOTIFY; contract 3.4 allows 5 s. */
+  pollMs: number;
+}
+
+/** What a bearer check knows of a token. */
+export interface TokenSubjects {
+  clientId: string;
+  userId?: string | undefined;
+  familyId?: string | undefined;
+  jti: string;
+}
+
+export function createRevocationService(options: RevocationServiceOptions) {
+  const { db, clock, log } = options;
+  /** `kind:subject` → when the entry may be forgotten. */
+  const revoked = new Map<string, number>();
+  let lastSeq = 0;
+  let refreshing: Promise<void> | null = null;
+  let refreshAgain = false;
+  let timer: NodeJS.Timeout | null = null;
+  let unlisten: (() => Promise<void>) | null = null;
+
+  const key = (kind: RevocationKind, subject: string) => `${kind}:${subject}`;
+
+  function prune(now: number): void {
+    for (const [entry, expiresAt] of revoked) if (expiresAt <= now) revoked.delete(entry);
+  }
+
+  async function loadNew(): Promise<void> {
+    const now = clock();
+    const rows = await listRevocationsAfter(db, lastSeq, now);
+    for (const row of rows) {
+      revoked.set(key(row.kind, row.subject), Math.max(row.expiresAt, revoked.get(key(row.kind, row.subject)) ?? 0));
+      lastSeq = Math.max(lastSeq, row.seq);
+    }
+    prune(now);
+  }
+
+  /** Coalesces concurrent calls; a call during a load schedules one more so nothing committed meanwhile is missed. */
+  function refresh(): Promise<void> {
+    if (refreshing) {
+      refreshAgain = true;
+      return refreshing;
+    }
+    refreshing = (async () => {
+      do {
+        refreshAgain = false;
+        await loadNew();
+      } while (refreshAgain);
+    })().finally(() => {
+      refreshing = null;
+    });
+    return refreshing;
+  }
+
+  return {
+    async start(): Promise<void> {
+      await refresh();
+      unlisten = await db.listen(REVOCATION_CHANNEL, () => {
+        refresh().catch((error: unknown) => log.warn({ err: error }, 'revocation reload failed'));
+      });
+      timer = setInterval(() => {
+        refresh().catch((error: unknown) => log.warn({ err: error }, 'revocation poll failed'));
+      }, options.pollMs);
+      timer.unref();
+    },
+
+    async stop(): Promise<void> {
+      if (timer) clearInterval(timer);
+      timer = null;
+      await unlisten?.().catch(() => undefined);
+    },
+
+    refresh,
+
+    /** Records a revocation in the caller's transaction; call `refresh()` after the commit. */
+    async record(tx: Queryable, kind: RevocationKind, subject: string, expiresAt: number): Promise<void> {
+      await insertRevocation(tx, kind, subject, clock(), expiresAt);
+    },
+
+    isRevoked(token: TokenSubjects): boolean {
+      if (revoked.size === 0) return false;
+      return (
+        revoked.has(key('client', token.clientId)) ||
+        revoked.has(key('jti', token.jti)) ||
+        (token.userId !== undefined && revoked.has(key('user', token.userId))) ||
+        (token.familyId !== undefined && revoked.has(key('family', token.familyId)))
+      );
+    },
+  };
+}
+
+export type RevocationService = ReturnType<typeof createRevocationService>;

@@ -1,0 +1,59 @@
+// The scope vocabulary (contract 3.6) and which API each scope belongs to.
+
+/** Scopes of the Operator API and the Device API (client credentials grant). */
+export const OPERATOR_SCOPES = [
+  'tokens:create',
+  'tokens:read',
+  'tokens:delete',
+  'tokens:download',
+  'devices:read',
+  'devices:write',
+  'sync',
+  'clients:manage',
+  'users:manage',
+  'audit:read',
+] as const;
+
+/** Scopes of the Access API (password and refresh grants). `devices:read` belongs to both. */
+export const ACCESS_SCOPES = [
+  'offline',
+  'nfc-token-writer',
+  'device-groups:write',
+  'device-groups:read',
+  'devices:read',
+  'access-permissions:read',
+  'access-permissions:write',
+] as const;
+
+export const ALL_SCOPES: readonly string[] = [...new Set<string>([...OPERATOR_SCOPES, ...ACCESS_SCOPES])];
+
+/** Scopes that reach the Device API: a token holding one also gets `aud: deviceapi` (contract 3.4). */
+export const DEVICE_SCOPES: readonly string[] = ['sync', 'tokens:download'];
+
+/** What `tenant create` gives the management client (contract 2). */
+export const MANAGEMENT_SCOPES = [
+  'tokens:create',
+  'tokens:read',
+  'tokens:delete',
+  'devices:read',
+  'devices:write',
+  'clients:manage',
+  'users:manage',
+  'audit:read',
+];
+
+const operatorSet = new Set<string>(OPERATOR_SCOPES);
+const accessSet = new Set<string>(ACCESS_SCOPES);
+const allSet = new Set<string>(ALL_SCOPES);
+
+export const isKnownScope = (scope: string): boolean => allSet.has(scope);
+export const isOperatorScope = (scope: string): boolean => operatorSet.has(scope);
+export const isAccessScope = (scope: string): boolean => accessSet.has(scope);
+
+/** RFC 6749 3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E ), separated by single spaces. */
+export function parseScopeParameter(value: string): string[] | null {
+  if (!/^[\x21\x23-\x5B\x5D-\x7E]+( [\x21\x23-\x5B\x5D-\x7E]+)*$/.test(value)) return null;
+  return [...new Set(value.split(' '))];
+}
+
+export type Api = 'operatorapi' | 'accessapi' | 'deviceapi';
