@@ -13,7 +13,7 @@ import { validatorCompiler } from './plugins/validation.js';
 import healthRoutes from './routes/ops/health.js';
 import oauthRoutes from './routes/oauth/index.js';
 import operatorApi from './routes/operator/index.js';
-import { createServices } from './services/index.js';
+import { createServices, type Services } from './services/index.js';
 
 export interface AppDependencies {
   db: Database;
@@ -81,6 +81,8 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
 
   const services = createServices({ db, config, log, secretsKey: dependencies.secretsKey, clock: dependencies.clock });
   await services.start();
+  // Tests and the CLI reach the services the same way the routes do.
+  typed.decorate('services', services);
   // The database belongs to the app from here on: closing the app (shutdown, tests) closes it.
   typed.addHook('onClose', async () => {
     await services.stop();
@@ -99,3 +101,9 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
 }
 
 export type App = Awaited<ReturnType<typeof buildApp>>;
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    services: Services;
+  }
+}
