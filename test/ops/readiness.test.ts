@@ -1,30 +1,47 @@
 // GET /readyz: 503 problem when the database is closed, unreachable, silent, or behind on migrations; never hangs.
+import { randomBytes } from 'node:crypto';
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type App } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
+import type { Database } from '../../src/db/database.js';
 import { readMigrations } from '../../src/db/migrate.js';
 import { createPostgresDatabase } from '../../src/db/postgres.js';
 import { createLogger } from '../../src/logger.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { freePort } from '../helpers/process.js';
 
 const PROBLEM_BASE = 'https://access-credential-service.dev/problems/';
 
-/** An app on a PostgreSQL address that cannot serve it; DB_CONNECT_TIMEOUT_MS bounds every wait. */
-async function appOnUnusableDatabase(connectionString: string): Promise<App> {
-  const config = loadConfig({ DB_CONNECT_TIMEOUT_MS: '500', LOG_LEVEL: 'silent', PUBLIC_URL: 'http://issuer.test' });
+/** A Database whose connection can be swapped under a running app, to take PostgreSQL away after start. */
+function swappableDatabase(initial: Database) {
+  let current = initial;
+  const db: Database = {
+    get kind() {
+      return current.kind;
+    },
+    query: <Row>(text: string, params?: readonly unknown[]) => current.query<Row>(text, params),
+    transaction: (work) => current.transaction(work),
+    listen: (channel, onNotification) => current.listen(channel, onNotification),
+    stats: () => current.stats(),
+    close: () => current.close(),
+  };
+  return {
+    db,
+    /** Routes every later query to `next`; returns the previous connection. */
+    swap(next: Database): Database {
+      const previous = current;
+      current = next;
+      return previous;
+    },
+  };
+}
+
+/** A pg pool on an address that cannot serve; its connect timeout is what bounds the wait. */
+function unusablePostgres(connectionString: string): Database {
   const log = createLogger('silent');
-  const db = createPostgresDatabase({
-    connectionString,
-    poolMax: 2,
-    connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
-    statementTimeoutMs: 1000,
-    log,
-  });
-  const app = await buildApp(config, { db, log });
-  await app.ready();
-  return app;
+  return createPostgresDatabase({ connectionString, poolMax: 2, connectTimeoutMs: 500, statementTimeoutMs: 1000, log });
 }
 
 async function expectUnready(app: App, withinMs: number) {
@@ -57,31 +74,61 @@ describe('readiness when the database is closed under the app', () => {
   });
 });
 
-describe('readiness when PostgreSQL is unreachable', () => {
-  let app: App | undefined;
+// buildApp needs the database while it starts (services load their keys), so the outage starts after the build:
+// the app's database is swapped for a pg pool on an address that refuses or never answers.
+describe('readiness when PostgreSQL becomes unreachable', () => {
+  let database: TestDatabase;
+  let swappable: ReturnType<typeof swappableDatabase>;
+  let app: App;
+  const lines: string[] = [];
   let silent: Server | undefined;
   const sockets = new Set<Socket>();
+  const unusable: Database[] = [];
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    swappable = swappableDatabase(database.db);
+    const config = loadConfig({ DB_CONNECT_TIMEOUT_MS: '500', LOG_LEVEL: 'info', PUBLIC_URL: 'http://issuer.test' });
+    const log = createLogger(config.LOG_LEVEL, { write: (line: string) => void lines.push(line) });
+    app = await buildApp(config, { db: swappable.db, log, secretsKey: randomBytes(32) });
+    await app.ready();
+  });
   afterEach(async () => {
-    await app?.close();
-    app = undefined;
+    // Back on the working database after each outage.
+    swappable.swap(database.db);
+    await Promise.all(unusable.splice(0).map((db) => db.close()));
     for (const socket of sockets) socket.destroy();
     await new Promise<void>((resolve) => (silent ? silent.close(() => resolve()) : resolve()));
     silent = undefined;
   });
+  afterAll(async () => {
+    await app.close();
+  });
 
-  it('answers 503 within 2 s when nothing listens on the port, and /healthz stays 200', async () => {
-    app = await appOnUnusableDatabase(`postgres://postgres@127.0.0.1:${await freePort()}/x`);
+  function outage(connectionString: string): void {
+    const db = unusablePostgres(connectionString);
+    unusable.push(db);
+    swappable.swap(db);
+  }
+
+  it('answers 503 within 2 s when nothing listens on the port, keeps /healthz at 200, and recovers', async () => {
+    expect((await app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
+    outage(`postgres://postgres@127.0.0.1:${await freePort()}/x`);
+
     await expectUnready(app, 2000);
     const health = await app.inject({ method: 'GET', url: '/healthz' });
     expect(health.statusCode).toBe(200);
     expect(health.json()).toEqual({ status: 'ok' });
+
+    swappable.swap(database.db);
+    expect((await app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
   });
 
   it('answers 503 within 2 s when the server accepts connections but never answers', async () => {
     silent = createServer((socket) => sockets.add(socket));
     await new Promise<void>((resolve) => silent!.listen(0, '127.0.0.1', resolve));
     const { port } = silent.address() as { port: number };
-    app = await appOnUnusableDatabase(`postgres://postgres@127.0.0.1:${port}/x`);
+    outage(`postgres://postgres@127.0.0.1:${port}/x`);
 
     await expectUnready(app, 2000);
     expect(sockets.size).toBeGreaterThan(0); // it did try, and gave up on time
@@ -89,22 +136,14 @@ describe('readiness when PostgreSQL is unreachable', () => {
   });
 
   it('logs why it is not ready, without the connection string password', async () => {
-    const lines: string[] = [];
-    const config = loadConfig({ DB_CONNECT_TIMEOUT_MS: '500', PUBLIC_URL: 'http://issuer.test' });
-    const log = createLogger('info', { write: (line: string) => void lines.push(line) });
-    const db = createPostgresDatabase({
-      connectionString: `postgres://postgres:pw-s3cret@127.0.0.1:${await freePort()}/x`,
-      poolMax: 1,
-      connectTimeoutMs: 500,
-      statementTimeoutMs: 1000,
-      log,
-    });
-    app = await buildApp(config, { db, log });
-    await app.ready();
+    const before = lines.length;
+    outage(`postgres://postgres:pw-s3cret@127.0.0.1:${await freePort()}/x`);
 
     await expectUnready(app, 2000);
 
-    expect(lines.some((line) => /readiness check failed/.test(line))).toBe(true);
+    const written = lines.slice(before).join('');
+    expect(written).toMatch(/readiness check failed/);
+    expect(written).toMatch(/ECONNREFUSED/);
     expect(lines.join('')).not.toContain('pw-s3cret');
   });
 });

@@ -1,0 +1,107 @@
+// Request logs: JSON lines carrying the request id, with credentials from headers and query strings redacted.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { redactUrl } from '../../src/logger.js';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
+
+const SECRETS = ['secret-token-123', 'leak123', 'leak456', 'pw-789', 'rt-000'];
+
+interface LogLine {
+  level: number;
+  msg: string;
+  requestId?: string;
+  req?: { method: string; url: string };
+  res?: { statusCode: number };
+}
+
+describe('request logging', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await buildTestApp({ LOG_LEVEL: 'trace' }, {
+      beforeReady(app) {
+        app.get('/test/fail', async () => {
+          throw new Error('downstream refused');
+        });
+        app.post('/test/login', async () => ({ ok: true }));
+      },
+    });
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  const parsed = (): LogLine[] => t.logLines.map((line) => JSON.parse(line) as LogLine);
+  const linesOf = (requestId: string) => parsed().filter((line) => line.requestId === requestId);
+
+  it.each([
+    ['a matched route', '/healthz', 200],
+    ['an unknown route', '/nothing/here', 404],
+    ['a failing route', '/test/fail', 500],
+  ])('keeps bearer tokens and query-string secrets out of the logs on %s', async (_case, path, status) => {
+    const response = await t.app.inject({
+      method: 'GET',
+      url: `${path}?access_token=leak123&client_secret=leak456&password=pw-789&refresh_token=rt-000&page=2`,
+      headers: { authorization: 'Bearer secret-token-123', cookie: 'session=secret-token-123' },
+    });
+    expect(response.statusCode).toBe(status);
+
+    const requestId = String(response.headers['x-request-id']);
+    const lines = linesOf(requestId);
+    expect(lines.length).toBeGreaterThanOrEqual(2); // incoming request, request completed
+    const all = t.logLines.join('');
+    for (const secret of SECRETS) expect(all).not.toContain(secret);
+
+    const incoming = lines.find((line) => line.req)!;
+    expect(incoming.req!.url).toBe(`${path}?access_token=[Redacted]&client_secret=[Redacted]&password=[Redacted]&refresh_token=[Redacted]&page=2`);
+    expect(lines.find((line) => line.res)?.res?.statusCode).toBe(status);
+  });
+
+  it('keeps secrets in a malformed JSON body out of the logs and the answer', async () => {
+    for (const payload of ['{"client_secret":"leak456" x}', '{"password":"pw-789",', '{"a":1}rt-000']) {
+      const response = await t.app.inject({
+        method: 'POST',
+        url: '/test/login',
+        headers: { 'content-type': 'application/json' },
+        payload,
+      });
+      expect(response.statusCode).toBe(400);
+      for (const secret of SECRETS) expect(response.body).not.toContain(secret);
+      expect(linesOf(String(response.headers['x-request-id'])).length).toBeGreaterThanOrEqual(2);
+    }
+    const all = t.logLines.join('');
+    for (const secret of SECRETS) expect(all).not.toContain(secret);
+  });
+
+  it('puts the request id on every line a request writes', async () => {
+    const response = await t.app.inject({ method: 'GET', url: '/test/fail', headers: { 'x-request-id': 'trace-me-1' } });
+    expect(response.headers['x-request-id']).toBe('trace-me-1');
+    const lines = linesOf('trace-me-1');
+    expect(lines.map((line) => line.msg)).toEqual(expect.arrayContaining(['incoming request', 'request failed', 'request completed']));
+    expect(lines.every((line) => typeof line.level === 'number')).toBe(true);
+  });
+
+  it('writes one JSON object per line', () => {
+    expect(t.logLines.length).toBeGreaterThan(0);
+    for (const line of t.logLines) {
+      expect(line.endsWith('\n')).toBe(true);
+      expect(() => JSON.parse(line)).not.toThrow();
+    }
+  });
+
+  it('redacts secret fields an application logs by mistake', async () => {
+    const before = t.logLines.length;
+    t.app.log.info({ client_secret: 'leak456', body: { password: 'pw-789' }, nested: { deeper: { refresh_token: 'rt-000' } } }, 'oops');
+    const line = t.logLines.slice(before).join('');
+    expect(line).toContain('oops');
+    for (const secret of SECRETS) expect(line).not.toContain(secret);
+    expect(line).toContain('[Redacted]');
+  });
+});
+
+describe('redactUrl', () => {
+  it('masks credential parameters wherever they sit, keeping the others', () => {
+    expect(redactUrl('/x?a=1&Access_Token=abc&b=2#frag')).toBe('/x?a=1&Access_Token=[Redacted]&b=2#frag');
+    expect(redactUrl('/x?token=abc')).toBe('/x?token=[Redacted]');
+    expect(redactUrl('/x?tokens=abc')).toBe('/x?tokens=abc');
+    expect(redactUrl('/x/access_token=abc')).toBe('/x/access_token=abc');
+  });
+});
