@@ -1,0 +1,37 @@
+# Container image of the service: compiled in a build stage, run on node:20 slim with production dependencies only.
+ARG NODE_IMAGE=node:20-bookworm-slim
+
+# ---- build: all dependencies, TypeScript → dist/
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+# ---- runtime: production dependencies (bcrypt loads its prebuilt binary), dist/ and migrations/, non-root
+FROM ${NODE_IMAGE} AS runtime
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/dist ./dist
+# Applied at start; dist/db/migrate.js reads them from ../../migrations, i.e. /app/migrations.
+COPY migrations ./migrations
+
+# The embedded database (used when DATABASE_URL is unset) and its generated SECRETS_KEY live in DATA_DIR.
+RUN mkdir -p /data && chown node:node /data
+ENV HOST=0.0.0.0 \
+    PORT=8080 \
+    DATA_DIR=/data
+VOLUME ["/data"]
+
+# The official image's unprivileged user (uid 1000); the application files stay root-owned and read-only to it.
+USER node
+EXPOSE 8080
+
+# Slim images have no curl: Node's fetch does the probe. Liveness only; /readyz also checks the database.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+
+CMD ["node", "dist/server.js"]
