@@ -1,7 +1,7 @@
 // buildApp(config, dependencies): the Fastify instance with its plugins and one route group per API. Never listens.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from 'pino';
 import { trustProxyOption, type Config } from './config.js';
@@ -49,7 +49,7 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
     // Fastify accepts a hop count too, though its type omits it.
     trustProxy: trustProxyOption(config.TRUST_PROXY) as FastifyServerOptions['trustProxy'],
     requestIdHeader: false,
-    requestIdLogLabel: 'requestId',
+    logController: new LogController({ requestIdLogLabel: 'requestId' }),
     genReqId(request) {
       const incoming = request.headers['x-request-id'];
       return typeof incoming === 'string' && SANE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
