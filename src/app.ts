@@ -89,7 +89,8 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
     await db.close();
   });
 
-  const tokenUrl = `${config.PUBLIC_URL.replace(/\/+$/, '')}/oauth/token`;
+  // Relative (OpenAPI 3.0.3 allows it): the documents stay the same whatever PUBLIC_URL is, so they can be committed.
+  const tokenUrl = '/oauth/token';
   await typed.register(oauthRoutes, {
     services,
     issuer: config.PUBLIC_URL,
