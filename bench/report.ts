@@ -21,7 +21,16 @@ export interface BenchReport {
   startedAt: string;
   finishedAt: string;
   commit: string | null;
-  environment: { node: string; platform: string; cpus: number; cpuModel: string };
+  /** Tracked files differed from the commit: the numbers are for uncommitted code. */
+  dirty: boolean;
+  environment: {
+    node: string;
+    platform: string;
+    cpus: number;
+    cpuModel: string;
+    /** One-minute load average before the first row: well above 0, other processes were competing. */
+    loadAverageBefore: number;
+  };
   settings: { connections: number; durationSeconds: number; warmupSeconds: number };
   rows: ResultRow[];
 }

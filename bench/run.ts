@@ -2,7 +2,7 @@
 import { execFileSync, type ExecFileSyncOptionsWithStringEncoding } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { baselines, type BaselineName } from './baselines.js';
@@ -278,6 +278,8 @@ async function main(): Promise<number> {
         }),
     };
 
+    // Other work on the machine (tests, a compiler) skews the rows it overlaps: the load is reported with them.
+    const loadBefore = loadavg()[0] ?? 0;
     // One after another, never two at once: the machine may have as few as two cores.
     const rows: ResultRow[] = [];
     const baselineRate = new Map<BaselineName, number>();
@@ -305,7 +307,7 @@ async function main(): Promise<number> {
     for (const scenario of selected) await record(scenario, app, scenario.baseline);
 
     const { commit, dirty } = gitCommit();
-    const report: BenchReport & { dirty: boolean } = {
+    const report: BenchReport = {
       startedAt: startedAt.toISOString(),
       finishedAt: new Date().toISOString(),
       commit,
@@ -315,6 +317,7 @@ async function main(): Promise<number> {
         platform: `${process.platform}-${process.arch}`,
         cpus: cpus().length,
         cpuModel: cpus()[0]?.model ?? 'unknown',
+        loadAverageBefore: Number(loadBefore.toFixed(2)),
       },
       settings: {
         connections: settings.connections,
@@ -328,7 +331,8 @@ async function main(): Promise<number> {
     const summary = [
       '',
       `${settings.connections} connections, ${settings.warmupSeconds}s warm-up + ${settings.durationSeconds}s per row, ` +
-        `node ${process.version}, ${report.environment.cpus} CPUs, commit ${commit?.slice(0, 12) ?? 'unknown'}${dirty ? ' (dirty)' : ''}`,
+        `node ${process.version}, ${report.environment.cpus} CPUs (load average ${loadBefore.toFixed(2)} before), ` +
+        `commit ${commit?.slice(0, 12) ?? 'unknown'}${dirty ? ' (dirty)' : ''}`,
       '',
       formatTable(rows),
       '',
