@@ -177,15 +177,13 @@ export function createKeyService(options: KeyServiceOptions) {
 
     /** A new key signs from now on; the old ones stay published until what they signed has expired. */
     async rotate(tenantId: string | null = null): Promise<{ kid: string; retired: string[] }> {
-      const before = [...keys.values()].filter((key) => key.tenantId === tenantId && key.retiredAt === null);
-      const kid = await db.transaction(async (tx) => {
+      const rotated = await db.transaction(async (tx) => {
         await tx.query('SELECT pg_advisory_xact_lock($1)', [KEY_GENERATION_LOCK]);
-        const created = await generate(tx, tenantId);
-        await retireKeysExcept(tx, purpose, tenantId, created, clock());
-        return created;
+        const kid = await generate(tx, tenantId);
+        return { kid, retired: await retireKeysExcept(tx, purpose, tenantId, kid, clock()) };
       });
       await reload();
-      return { kid, retired: before.map((key) => key.kid) };
+      return rotated;
     },
   };
 }

@@ -56,19 +56,21 @@ export async function insertKey(db: Queryable, key: SigningKeyRecord): Promise<v
   );
 }
 
-/** Retires every active key of the purpose (and tenant) but `keepKid`. */
+/** Retires every active key of the purpose (and tenant) but `keepKid`; returns the retired kids. */
 export async function retireKeysExcept(
   db: Queryable,
   purpose: KeyPurpose,
   tenantId: string | null,
   keepKid: string,
   now: number,
-): Promise<void> {
-  await db.query(
+): Promise<string[]> {
+  const { rows } = await db.query<{ kid: string }>(
     `UPDATE signing_keys SET retired_at = $4
-      WHERE purpose = $1 AND tenant_id IS NOT DISTINCT FROM $2 AND kid <> $3 AND retired_at IS NULL`,
+      WHERE purpose = $1 AND tenant_id IS NOT DISTINCT FROM $2 AND kid <> $3 AND retired_at IS NULL
+      RETURNING kid`,
     [purpose, tenantId, keepKid, now],
   );
+  return rows.map((row) => row.kid);
 }
 
 export async function countActiveKeys(db: Queryable, purpose: KeyPurpose, tenantId: string | null): Promise<number> {
