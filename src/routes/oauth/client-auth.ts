@@ -64,7 +64,14 @@ export async function authenticateClient(
     if (!formId || !formSecret) throw invalidClient(realm);
     credentials = { clientId: formId, clientSecret: formSecret };
   }
-  if (credentials.clientId.length > 256 || credentials.clientSecret.length > 512) throw invalidClient(realm);
+  // No client id or secret holds a NUL, and PostgreSQL text cannot: looked up, it would be a 500 instead of a 401.
+  if (
+    credentials.clientId.length > 256 ||
+    credentials.clientSecret.length > 512 ||
+    credentials.clientId.includes('\u0000')
+  ) {
+    throw invalidClient(realm);
+  }
   const client = await clients.authenticate(credentials.clientId, credentials.clientSecret);
   if (!client) throw invalidClient(realm);
   return client;
