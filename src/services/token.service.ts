@@ -280,6 +280,11 @@ export function createTokenService(options: TokenServiceOptions) {
       const parts = splitLogin(login);
       if (!parts) throw new OAuthError('invalid_request', 'The username must have the form USER@TENANT.');
       const scopes = grantScopes(requested, grantable);
+      if (login.includes('\u0000')) {
+        // PostgreSQL text cannot hold NUL, so no such login exists; looking it up would fail with a 500.
+        await users.spendComparison(password);
+        throw new OAuthError('invalid_grant', INVALID_LOGIN);
+      }
 
       const now = clock();
       const failures = await findLoginFailure(db, login);
