@@ -1,0 +1,287 @@
+// SECURITY-CHECKLIST B (10–14): the password grant with `user@tenant` logins (contract 3.2).
+import bcrypt from 'bcrypt';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BadRequestError } from '../../src/errors.js';
+import { splitLogin } from '../../src/services/token.service.js';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
+import {
+  bearer,
+  clientToken,
+  createClient,
+  createTenant,
+  createUser,
+  passwordGrant,
+  type ClientFixture,
+  type TenantFixture,
+} from '../helpers/oauth.js';
+import { decodeJwt, expectOAuthError, expectSimilarDurations, stableHeaders } from '../helpers/security.js';
+
+const PASSWORD = 'correct horse battery';
+const INVALID_LOGIN = 'The username or password is wrong.';
+const ACCESS_SCOPES = ['offline', 'devices:read', 'device-groups:read'];
+
+describe('SECURITY-CHECKLIST B: password grant', () => {
+  let t: TestApp;
+  let skew = 0;
+  let acme: TenantFixture;
+  let globex: TenantFixture;
+  let acmeApp: ClientFixture;
+  let globexApp: ClientFixture;
+
+  beforeAll(async () => {
+    t = await buildTestApp(
+      {
+        BCRYPT_COST: '4',
+        LOCKOUT_THRESHOLD: '3',
+        LOCKOUT_WINDOW_SECONDS: '60',
+        LOCKOUT_SECONDS: '60',
+        TOKEN_RATE_LIMIT_PER_MINUTE: '100000',
+      },
+      { clock: () => Date.now() + skew },
+    );
+    acme = await createTenant(t.app, 'acme');
+    globex = await createTenant(t.app, 'globex');
+    acmeApp = await createClient(t.app, acme, ACCESS_SCOPES);
+    globexApp = await createClient(t.app, globex, ACCESS_SCOPES);
+    for (const name of ['alice', 'carol', 'dave', 'erin', 'frank']) await createUser(t.app, acme, name, PASSWORD);
+    await createUser(t.app, globex, 'dave', PASSWORD);
+    await createUser(t.app, globex, 'gina', PASSWORD);
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  const failuresOf = async (login: string) =>
+    (
+      await t.database.db.query<{ failures: number; locked_until: number | null }>(
+        'SELECT failures, locked_until FROM login_failures WHERE login = $1',
+        [login],
+      )
+    ).rows[0] ?? null;
+
+  it('B10: wrong password, unknown user, unknown tenant, another tenant\'s user → all 400 invalid_grant, same answer', async () => {
+    const wrongPassword = await passwordGrant(t.app, acmeApp, 'carol@acme', 'wrong password');
+    const unknownUser = await passwordGrant(t.app, acmeApp, 'nobody@acme', 'wrong password');
+    const unknownTenant = await passwordGrant(t.app, acmeApp, 'carol@no-such-tenant', 'wrong password');
+    // A user that exists, with its right password, but in another tenant than the client's.
+    const foreignUser = await passwordGrant(t.app, acmeApp, 'gina@globex', PASSWORD);
+    for (const response of [wrongPassword, unknownUser, unknownTenant, foreignUser]) {
+      expectOAuthError(response, 400, 'invalid_grant', INVALID_LOGIN);
+      expect(response.body).toBe(wrongPassword.body);
+      expect(stableHeaders(response)).toEqual(stableHeaders(wrongPassword));
+    }
+    // Every one counts as a failure of its login string, whether or not it exists (nothing is revealed).
+    for (const login of ['carol@acme', 'nobody@acme', 'carol@no-such-tenant', 'gina@globex']) {
+      expect(await failuresOf(login)).toEqual({ failures: 1, locked_until: null });
+    }
+  });
+
+  it('B11: repeated failures lock one user@tenant; the locked answer equals a bad-password answer; it unlocks later', async () => {
+    const badAnswers = [];
+    for (let i = 0; i < 3; i++) badAnswers.push(await passwordGrant(t.app, acmeApp, 'dave@acme', `wrong ${i}`));
+    for (const response of badAnswers) expectOAuthError(response, 400, 'invalid_grant', INVALID_LOGIN);
+    const locked = await failuresOf('dave@acme');
+    expect(locked?.failures).toBe(3);
+    expect(locked?.locked_until).toBeGreaterThan(Date.now() + skew + 50_000);
+
+    // Locked: the right password gets exactly the bad-password answer.
+    const lockedAnswer = await passwordGrant(t.app, acmeApp, 'dave@acme', PASSWORD);
+    expectOAuthError(lockedAnswer, 400, 'invalid_grant', INVALID_LOGIN);
+    expect(lockedAnswer.body).toBe(badAnswers[0]!.body);
+    expect(stableHeaders(lockedAnswer)).toEqual(stableHeaders(badAnswers[0]!));
+    const { rows: audit } = await t.database.db.query<{ action: string }>(
+      'SELECT action FROM audit_events WHERE target = $1',
+      ['login:dave@acme'],
+    );
+    expect(audit.map((row) => row.action)).toContain('token.refused_locked');
+
+    // The same name in another tenant is another login, not locked.
+    const otherTenant = await passwordGrant(t.app, globexApp, 'dave@globex', PASSWORD);
+    expect(otherTenant.statusCode, otherTenant.body).toBe(200);
+
+    // After LOCKOUT_SECONDS the right password works again and the failures are forgotten.
+    skew += 61_000;
+    const unlocked = await passwordGrant(t.app, acmeApp, 'dave@acme', PASSWORD);
+    expect(unlocked.statusCode, unlocked.body).toBe(200);
+    expect(await failuresOf('dave@acme')).toBeNull();
+  });
+
+  it('B11: success resets the failure count', async () => {
+    for (let i = 0; i < 2; i++) expectOAuthError(await passwordGrant(t.app, acmeApp, 'erin@acme', 'nope'), 400, 'invalid_grant');
+    expect((await failuresOf('erin@acme'))?.failures).toBe(2);
+    expect((await passwordGrant(t.app, acmeApp, 'erin@acme', PASSWORD)).statusCode).toBe(200);
+    expect(await failuresOf('erin@acme')).toBeNull();
+    // Two more failures: 2, not 4, so still below the threshold of 3.
+    for (let i = 0; i < 2; i++) expectOAuthError(await passwordGrant(t.app, acmeApp, 'erin@acme', 'nope'), 400, 'invalid_grant');
+    expect(await failuresOf('erin@acme')).toEqual({ failures: 2, locked_until: null });
+    expect((await passwordGrant(t.app, acmeApp, 'erin@acme', PASSWORD)).statusCode).toBe(200);
+  });
+
+  it('B11: repeated failures are slowed down before they are refused', async () => {
+    const started = Date.now();
+    expectOAuthError(await passwordGrant(t.app, acmeApp, 'frank@acme', 'nope'), 400, 'invalid_grant');
+    const first = Date.now() - started;
+    const secondStarted = Date.now();
+    expectOAuthError(await passwordGrant(t.app, acmeApp, 'frank@acme', 'nope'), 400, 'invalid_grant');
+    // token.service.ts: the second failure waits 200 ms.
+    expect(Date.now() - secondStarted).toBeGreaterThanOrEqual(195);
+    expect(first).toBeLessThan(Date.now() - secondStarted);
+  });
+
+  it('B11: the OAuth endpoints limit requests per IP: 429 with Retry-After', async () => {
+    const limited = await buildTestApp({ BCRYPT_COST: '4', TOKEN_RATE_LIMIT_PER_MINUTE: '3' });
+    try {
+      const tenant = await createTenant(limited.app, 'acme');
+      const client = await createClient(limited.app, tenant, ACCESS_SCOPES);
+      await createUser(limited.app, tenant, 'alice', PASSWORD);
+      const attempt = (remoteAddress: string) =>
+        limited.app.inject({
+          method: 'POST',
+          url: '/oauth2/token',
+          remoteAddress,
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          payload: new URLSearchParams({
+            grant_type: 'password',
+            username: 'alice@acme',
+            password: 'wrong',
+            client_id: client.clientId,
+            client_secret: client.clientSecret,
+          }).toString(),
+        });
+      for (let i = 0; i < 3; i++) expect((await attempt('203.0.113.7')).statusCode).toBe(400);
+      const refused = await attempt('203.0.113.7');
+      expectOAuthError(refused, 429, 'temporarily_unavailable');
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+      expect(Number(refused.headers['retry-after'])).toBeLessThanOrEqual(60);
+      // Another address is not affected.
+      expect((await attempt('198.51.100.9')).statusCode).toBe(400);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it('B12: the username is split on the last @', () => {
+    expect(splitLogin('alice@acme')).toEqual({ username: 'alice', tenantName: 'acme' });
+    expect(splitLogin('first.last@example.com@acme')).toEqual({ username: 'first.last@example.com', tenantName: 'acme' });
+    for (const login of ['@acme', 'alice@', '@', 'alice', '', 'alice@acme@']) expect(splitLogin(login)).toBeNull();
+  });
+
+  it('B12: a username holding @ logs in as USER@TENANT split on the last @', async () => {
+    // The API refuses `@` in new usernames; a user imported with one must still log in unambiguously.
+    const hash = await bcrypt.hash(PASSWORD, 4);
+    const { rows } = await t.database.db.query<{ id: string }>(
+      'INSERT INTO users (tenant_id, username, password_hash, created_at) VALUES ($1, $2, $3, $4) RETURNING id',
+      [acme.tenantId, 'first.last@example.com', hash, Date.now()],
+    );
+    const response = await passwordGrant(t.app, acmeApp, 'first.last@example.com@acme', PASSWORD);
+    expect(response.statusCode, response.body).toBe(200);
+    expect(decodeJwt(response.json().access_token as string).payload.sub).toBe(rows[0]!.id);
+  });
+
+  it('B12: empty or odd parts → 400 invalid_request or invalid_grant, never 500', async () => {
+    for (const login of ['@acme', 'alice@', '@', 'alice', 'alice@acme@', ' @ ']) {
+      const response = await passwordGrant(t.app, acmeApp, login, PASSWORD);
+      expect(response.statusCode, `${login}: ${response.body}`).toBe(400);
+      expect(['invalid_request', 'invalid_grant']).toContain(response.json().error);
+    }
+    const empty = await passwordGrant(t.app, acmeApp, '', PASSWORD);
+    expectOAuthError(empty, 400, 'invalid_request');
+    for (const login of ['ali\u0000ce@acme', 'alice@ac\u0000me', `${'x'.repeat(5000)}@acme`, 'alice@ACME', 'alice@acme ']) {
+      const response = await passwordGrant(t.app, acmeApp, login, PASSWORD);
+      expectOAuthError(response, 400, 'invalid_grant', INVALID_LOGIN);
+    }
+    const nulPassword = await passwordGrant(t.app, acmeApp, 'alice@acme', 'correct\u0000horse');
+    expectOAuthError(nulPassword, 400, 'invalid_grant', INVALID_LOGIN);
+  });
+
+  it('B13: offline → a refresh token; without it none; an unknown or ungranted scope → invalid_scope', async () => {
+    const offline = await passwordGrant(t.app, acmeApp, 'alice@acme', PASSWORD, 'devices:read offline');
+    expect(offline.statusCode).toBe(200);
+    expect(offline.headers['cache-control']).toBe('no-store');
+    expect(Object.keys(offline.json()).sort()).toEqual(['access_token', 'expires_in', 'refresh_token', 'scope', 'token_type']);
+    expect(offline.json()).toMatchObject({ token_type: 'Bearer', expires_in: 3600, scope: 'devices:read offline' });
+    expect(offline.json().refresh_token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+
+    const online = await passwordGrant(t.app, acmeApp, 'alice@acme', PASSWORD, 'devices:read');
+    expect(online.statusCode).toBe(200);
+    expect(Object.keys(online.json()).sort()).toEqual(['access_token', 'expires_in', 'scope', 'token_type']);
+    expect(online.json().scope).toBe('devices:read');
+    expect(decodeJwt(online.json().access_token as string).payload.aud).toBe('accessapi');
+
+    // No scope asked: all the client's Access API scopes, `offline` included.
+    const all = await passwordGrant(t.app, acmeApp, 'alice@acme', PASSWORD);
+    expect(all.json().scope).toBe(ACCESS_SCOPES.join(' '));
+    expect(all.json()).toHaveProperty('refresh_token');
+
+    const { rows } = await t.database.db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM refresh_tokens r JOIN users u ON u.id = r.user_id WHERE u.username = $1',
+      ['alice'],
+    );
+    expect(rows[0]!.n).toBe(2);
+
+    expectOAuthError(await passwordGrant(t.app, acmeApp, 'alice@acme', PASSWORD, 'devices:read no-such-scope'), 400, 'invalid_scope', 'Unknown scope: no-such-scope.');
+    // Known scopes the client does not hold, or of another API, are refused too.
+    expectOAuthError(await passwordGrant(t.app, acmeApp, 'alice@acme', PASSWORD, 'access-permissions:write'), 400, 'invalid_scope');
+    expectOAuthError(await passwordGrant(t.app, acmeApp, 'alice@acme', PASSWORD, 'clients:manage'), 400, 'invalid_scope');
+  });
+
+  it('B14: passwords longer than 72 bytes are refused at creation, never truncated', async () => {
+    const admin = await clientToken(t.app, { clientId: acme.clientId, clientSecret: acme.clientSecret });
+    const create = (username: string, password: string) =>
+      t.app.inject({ method: 'POST', url: '/operatorapi/users', headers: bearer(admin), payload: { username, password } });
+
+    const ascii = await create('long-ascii', 'a'.repeat(73));
+    expect(ascii.statusCode).toBe(400);
+    expect(ascii.headers['content-type']).toMatch(/^application\/problem\+json/);
+    // 25 characters, 75 bytes in UTF-8: short in characters, too long for bcrypt.
+    const multiByte = await create('long-utf8', '€'.repeat(25));
+    expect(multiByte.statusCode).toBe(400);
+    expect(multiByte.json()).toMatchObject({ status: 400, errors: [{ field: 'password', message: 'longer than 72 bytes' }] });
+    // The service refuses it too (the CLI's path).
+    await expect(
+      t.app.services.users.create({ tenantId: acme.tenantId, actor: 'cli', requestId: null }, 'long-cli', 'b'.repeat(80)),
+    ).rejects.toBeInstanceOf(BadRequestError);
+    const { rows } = await t.database.db.query('SELECT username FROM users WHERE username LIKE $1', ['long-%']);
+    expect(rows).toEqual([]);
+
+    // Exactly 72 bytes is fine, and only those 72 bytes log in: no silent truncation of longer input either.
+    const exact = `${'€'.repeat(23)}abc`;
+    expect(Buffer.byteLength(exact)).toBe(72);
+    expect((await create('exact72', exact)).statusCode).toBe(201);
+    expect((await passwordGrant(t.app, acmeApp, 'exact72@acme', exact)).statusCode).toBe(200);
+    expectOAuthError(await passwordGrant(t.app, acmeApp, 'exact72@acme', `${exact}x`), 400, 'invalid_grant', INVALID_LOGIN);
+  });
+});
+
+describe('SECURITY-CHECKLIST B10: timing of failed logins', () => {
+  let t: TestApp;
+  let client: ClientFixture;
+  const ROUNDS = 30;
+  const ATTEMPTS = 3;
+
+  beforeAll(async () => {
+    // A realistic bcrypt cost (≈ 15 ms here): a skipped comparison for unknown users would stand out clearly.
+    t = await buildTestApp({ BCRYPT_COST: '8', TOKEN_RATE_LIMIT_PER_MINUTE: '100000', LOCKOUT_THRESHOLD: '100' });
+    const tenant = await createTenant(t.app, 'acme');
+    client = await createClient(t.app, tenant, ACCESS_SCOPES);
+    // One user per measured wrong-password attempt, so no login is slowed down by an earlier failure.
+    for (let i = 0; i < ROUNDS * ATTEMPTS; i++) await createUser(t.app, tenant, `user${i}`, PASSWORD);
+    for (let i = 0; i < 5; i++) await createUser(t.app, tenant, `user${1_000_000 + i}`, PASSWORD);
+  }, 120_000);
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('B10: wrong password, unknown user and unknown tenant take a similar time (median of 30 interleaved requests each)', async () => {
+    const medians = await expectSimilarDurations(
+      {
+        wrongPassword: (i: number) => passwordGrant(t.app, client, `user${i}@acme`, 'wrong password'),
+        unknownUser: (i: number) => passwordGrant(t.app, client, `ghost${i}@acme`, 'wrong password'),
+        unknownTenant: (i: number) => passwordGrant(t.app, client, `user${i}@tenant${i}`, 'wrong password'),
+      },
+      { rounds: ROUNDS, attempts: ATTEMPTS },
+    );
+    // The comparison is meaningful only if a bcrypt check dominates the answer.
+    expect(Math.min(...Object.values(medians))).toBeGreaterThan(3);
+  }, 120_000);
+});
