@@ -1,9 +1,12 @@
 // A fresh, migrated database for one test file: a clone of the run's template (PostgreSQL) or of its dump (PGlite).
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 import { inject } from 'vitest';
 import type { Database } from '../../src/db/database.js';
+import { migrate } from '../../src/db/migrate.js';
 import { createPgliteDatabase } from '../../src/db/pglite.js';
 import { createPostgresDatabase } from '../../src/db/postgres.js';
 import { createLogger } from '../../src/logger.js';
@@ -31,6 +34,35 @@ export async function createEmptyTestDatabase(): Promise<TestDatabase> {
   const url = postgresTestUrl();
   if (!url) return { db: await createPgliteDatabase(), url: undefined };
   return createPostgresTestDatabase(url);
+}
+
+let migratedDump: Promise<Blob> | undefined;
+
+/** A dump of a migrated PGlite database: the run's template, or (PostgreSQL runs) one made once per file. */
+function pgliteMigratedDump(): Promise<Blob> {
+  migratedDump ??= (async () => {
+    const file = inject('pgliteDump');
+    if (file) return new Blob([readFileSync(file)]);
+    const db = await createPgliteDatabase();
+    try {
+      await migrate(db);
+      return await db.dump();
+    } finally {
+      await db.close();
+    }
+  })();
+  return migratedDump;
+}
+
+/**
+ * A DATA_DIR holding a migrated embedded database, for spawned servers and CLI runs that need not start from
+ * nothing: loading the dump takes a second where a first start (initdb, migrations) takes several.
+ */
+export async function createSeededDataDir(): Promise<{ path: string; remove(): void }> {
+  const path = mkdtempSync(join(tmpdir(), 'acs-data-'));
+  const db = await createPgliteDatabase({ dataDir: path, loadDataDir: await pgliteMigratedDump() });
+  await db.close();
+  return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
 }
 
 /** A new database on the test server (a copy of `template`, or empty), dropped when its handle is closed. */

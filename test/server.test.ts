@@ -1,0 +1,327 @@
+// The real server process over HTTP: probes, graceful shutdown, the embedded DATA_DIR lock, restarts that keep data.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import type { Queryable } from '../src/db/database.js';
+import { readMigrations } from '../src/db/migrate.js';
+import { DataDirInUseError, acquireDataDirLock, createPgliteDatabase } from '../src/db/pglite.js';
+import { buildTestApp } from './helpers/app.js';
+import { createEmptyTestDatabase, createSeededDataDir, createTestDatabase } from './helpers/database.js';
+import { postgresTestUrl } from './helpers/postgres-url.js';
+import { freePort, killAll, spawnNode, temporaryDirectory, waitForUrl, type Child } from './helpers/process.js';
+
+const SECRETS_KEY = '0123456789abcdef'.repeat(4);
+const START_MS = 30_000;
+const STOP_MS = 10_000;
+const usePostgres = postgresTestUrl() !== undefined;
+
+interface Running {
+  child: Child;
+  port: number;
+  base: string;
+}
+
+/** Starts `node --import tsx src/server.ts` on a free port and waits until /healthz answers. */
+async function startServer(store: Record<string, string>): Promise<Running> {
+  const port = await freePort();
+  const child = spawnNode('src/server.ts', [], {
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'info',
+    SHUTDOWN_TIMEOUT_MS: '5000',
+    ...store,
+  });
+  const base = `http://127.0.0.1:${port}`;
+  const health = await waitForUrl(`${base}/healthz`, START_MS, child);
+  expect(health.status).toBe(200);
+  return { child, port, base };
+}
+
+async function stopServer(server: Running): Promise<void> {
+  server.child.process.kill('SIGTERM');
+  const exit = await server.child.waitForExit(STOP_MS);
+  expect(exit).toEqual({ code: 0, signal: null });
+}
+
+/** Where a spawned server keeps its data: a DATA_DIR, or a PostgreSQL database. */
+interface Store {
+  env: Record<string, string>;
+  dataDir: string | undefined;
+  /** Runs `work` on the store: while no server holds it (embedded), or at any time (PostgreSQL). */
+  use<T>(work: (db: Queryable) => Promise<T>): Promise<T>;
+  remove(): Promise<void>;
+}
+
+const stores: Store[] = [];
+
+/**
+ * A store for one test. `fresh`: nothing in it, so the server's first start applies every migration itself;
+ * otherwise already migrated (a seeded DATA_DIR, a clone of the template database), which starts faster.
+ */
+async function newStore(fresh: boolean): Promise<Store> {
+  let store: Store;
+  if (usePostgres) {
+    const database = fresh ? await createEmptyTestDatabase() : await createTestDatabase();
+    store = {
+      env: { DATABASE_URL: database.url!, SECRETS_KEY },
+      dataDir: undefined,
+      use: (work) => work(database.db),
+      remove: () => database.db.close(),
+    };
+  } else {
+    const directory = fresh ? temporaryDirectory('acs-server-') : await createSeededDataDir();
+    store = {
+      env: { DATA_DIR: directory.path },
+      dataDir: directory.path,
+      async use(work) {
+        // Opening it takes the DATA_DIR lock: this also proves the server released it.
+        const db = await createPgliteDatabase({ dataDir: directory.path });
+        try {
+          return await work(db);
+        } finally {
+          await db.close();
+        }
+      },
+      remove: async () => directory.remove(),
+    };
+  }
+  stores.push(store);
+  return store;
+}
+
+afterEach(async () => {
+  await killAll();
+});
+afterAll(async () => {
+  await killAll();
+  for (const store of stores) await store.remove();
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe(`the real server (${usePostgres ? 'PostgreSQL' : 'embedded PGlite'})`, () => {
+  it('serves the probes over HTTP, then exits 0 on SIGTERM, closing its port and releasing DATA_DIR', async () => {
+    const store = await newStore(false);
+    const server = await startServer(store.env);
+
+    const health = await fetch(`${server.base}/healthz`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toEqual({ status: 'ok' });
+    expect(health.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    const ready = await fetch(`${server.base}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ status: 'ready' });
+    const missing = await fetch(`${server.base}/nothing`, { headers: { 'x-request-id': 'over-the-wire-1' } });
+    expect(missing.status).toBe(404);
+    expect(missing.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(missing.headers.get('x-request-id')).toBe('over-the-wire-1');
+    expect(await missing.json()).toMatchObject({ status: 404, requestId: 'over-the-wire-1' });
+    if (store.dataDir) {
+      expect(readFileSync(join(store.dataDir, 'server.lock'), 'utf8')).toBe(String(server.child.pid));
+    }
+
+    const stopping = Date.now();
+    await stopServer(server);
+
+    expect(Date.now() - stopping).toBeLessThan(STOP_MS);
+    await expect(fetch(`${server.base}/healthz`)).rejects.toThrow();
+    expect(server.child.stdout()).toMatch(/"signal":"SIGTERM".*"msg":"shutting down"/);
+    expect(server.child.stderr()).not.toMatch(/Error|Cannot/);
+    if (store.dataDir) expect(existsSync(join(store.dataDir, 'server.lock'))).toBe(false);
+  }, 60_000);
+
+  it('answers a request in flight at SIGTERM, then exits 0 without waiting out SHUTDOWN_TIMEOUT_MS', async () => {
+    // No route is slow, so the request is kept in flight by its body: headers now, the rest after the signal.
+    const store = await newStore(false);
+    const server = await startServer({ ...store.env, SHUTDOWN_TIMEOUT_MS: '4000' });
+    const socket = connect(server.port, '127.0.0.1');
+    let received = '';
+    socket.setEncoding('utf8').on('data', (chunk: string) => (received += chunk));
+    const socketClosed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    try {
+      // A first request on the same keep-alive connection proves the server reads from it.
+      socket.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+      const deadline = Date.now() + 5000;
+      while (!received.includes('{"status":"ok"}') && Date.now() < deadline) await sleep(20);
+      expect(received).toMatch(/^HTTP\/1\.1 200 /);
+      received = '';
+      const body = '{"probe":"in flight"}';
+      socket.write(
+        `POST /in-flight HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 5)}`,
+      );
+      await sleep(200); // the server has the headers: the request is in flight, waiting for its body
+
+      server.child.process.kill('SIGTERM');
+      await server.child.waitForOutput(/shutting down/, 5000);
+      const signalled = Date.now();
+      socket.write(body.slice(5));
+
+      const exit = await server.child.waitForExit(STOP_MS);
+      await Promise.race([socketClosed, sleep(1000)]);
+      expect(received).toMatch(/^HTTP\/1\.1 404 /); // answered, not cut off
+      expect(exit).toEqual({ code: 0, signal: null }); // a graceful exit, not the SHUTDOWN_TIMEOUT_MS one
+      expect(Date.now() - signalled).toBeLessThan(3000);
+      // RFC 9112 section 9.6: a server about to close says so, so the client does not send another request on it.
+      expect(received).toMatch(/^connection: close\r$/im);
+    } finally {
+      socket.destroy();
+    }
+  }, 60_000);
+
+  it('keeps its data across a restart and does not apply migrations twice', async () => {
+    const store = await newStore(true);
+    const versions = readMigrations().map((migration) => migration.version);
+
+    const first = await startServer(store.env);
+    expect((await fetch(`${first.base}/readyz`)).status).toBe(200);
+    await stopServer(first);
+    const appliedLine = first.child
+      .stdout()
+      .split('\n')
+      .find((line) => line.includes('"msg":"migrations applied"'));
+    expect(appliedLine).toBeDefined();
+    expect(JSON.parse(appliedLine!).applied).toEqual(versions);
+
+    // Data written between the runs must still be there after the next one.
+    const ledgerBefore = await store.use(async (db) => {
+      await db.query('CREATE TABLE restart_probe (note text NOT NULL)');
+      await db.query("INSERT INTO restart_probe VALUES ('written between runs')");
+      return (await db.query('SELECT version, checksum, applied_at FROM schema_migrations ORDER BY version')).rows;
+    });
+    expect(ledgerBefore.map((row) => row.version)).toEqual(versions);
+
+    const second = await startServer(store.env);
+    expect((await fetch(`${second.base}/readyz`)).status).toBe(200);
+    await stopServer(second);
+
+    expect(second.child.stdout()).toMatch(/Server listening/);
+    expect(second.child.stdout()).not.toMatch(/migrations applied/);
+    await store.use(async (db) => {
+      expect((await db.query('SELECT note FROM restart_probe')).rows).toEqual([{ note: 'written between runs' }]);
+      const ledgerAfter = await db.query('SELECT version, checksum, applied_at FROM schema_migrations ORDER BY version');
+      expect(ledgerAfter.rows).toEqual(ledgerBefore);
+    });
+  }, 90_000);
+});
+
+describe('the embedded database lock', () => {
+  it('refuses a second server on the same DATA_DIR while the first keeps serving', async () => {
+    const directory = await createSeededDataDir();
+    try {
+      const first = await startServer({ DATA_DIR: directory.path });
+      const lockFile = join(directory.path, 'server.lock');
+      expect(readFileSync(lockFile, 'utf8')).toBe(String(first.child.pid));
+
+      const second = spawnNode('src/server.ts', [], {
+        PORT: String(await freePort()),
+        HOST: '127.0.0.1',
+        DATA_DIR: directory.path,
+      });
+      const exit = await second.waitForExit(START_MS);
+
+      expect(exit.code).not.toBe(0);
+      expect(exit.code).not.toBeNull();
+      expect(second.stderr()).toMatch(/in use by process \d+/);
+      expect(second.stderr()).toContain(String(first.child.pid));
+      expect(second.stderr()).not.toMatch(/\n\s+at /);
+      // The refused server left the lock and the database alone.
+      expect(readFileSync(lockFile, 'utf8')).toBe(String(first.child.pid));
+      const ready = await fetch(`${first.base}/readyz`);
+      expect(ready.status).toBe(200);
+      await stopServer(first);
+    } finally {
+      await killAll();
+      directory.remove();
+    }
+  }, 60_000);
+
+  it('takes over the lock of a server that crashed, and its data is intact', async () => {
+    const directory = await createSeededDataDir();
+    try {
+      const crashed = await startServer({ DATA_DIR: directory.path });
+      crashed.child.process.kill('SIGKILL');
+      expect((await crashed.child.waitForExit(STOP_MS)).signal).toBe('SIGKILL');
+      const lockFile = join(directory.path, 'server.lock');
+      // A dead holder's lock stays behind...
+      expect(readFileSync(lockFile, 'utf8')).toBe(String(crashed.child.pid));
+
+      const next = await startServer({ DATA_DIR: directory.path });
+
+      // ...and the next server takes it over without re-applying anything.
+      expect(readFileSync(lockFile, 'utf8')).toBe(String(next.child.pid));
+      expect((await fetch(`${next.base}/readyz`)).status).toBe(200);
+      expect(next.child.stdout()).not.toMatch(/migrations applied/);
+      await stopServer(next);
+    } finally {
+      await killAll();
+      directory.remove();
+    }
+  }, 60_000);
+
+  it('treats a lock naming a process that no longer exists as stale, and refuses one naming a live process', () => {
+    const directory = temporaryDirectory('acs-stale-');
+    const lockFile = join(directory.path, 'server.lock');
+    try {
+      const gone = spawnSync(process.execPath, ['-e', '']);
+      expect(gone.status).toBe(0);
+      writeFileSync(lockFile, String(gone.pid));
+
+      const release = acquireDataDirLock(directory.path);
+      expect(readFileSync(lockFile, 'utf8')).toBe(String(process.pid));
+      release();
+      expect(existsSync(lockFile)).toBe(false);
+
+      // pid 1 always exists: its lock is honoured.
+      writeFileSync(lockFile, '1');
+      expect(() => acquireDataDirLock(directory.path)).toThrow(DataDirInUseError);
+      expect(readFileSync(lockFile, 'utf8')).toBe('1');
+    } finally {
+      directory.remove();
+    }
+  });
+});
+
+describe('graceful shutdown in process', () => {
+  it('lets an in-flight request finish, then closes the connection and the database', async () => {
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => (entered = resolve));
+    const t = await buildTestApp(
+      {},
+      {
+        beforeReady(app) {
+          app.get('/test/slow', async () => {
+            entered();
+            await new Promise((resolve) => setTimeout(resolve, 300));
+            return { finished: true };
+          });
+        },
+      },
+    );
+    const address = await t.app.listen({ port: 0, host: '127.0.0.1' });
+
+    const inFlight = fetch(`${address}/test/slow`);
+    await inside;
+    const closeStarted = Date.now();
+    const closing = t.app.close();
+
+    const response = await inFlight;
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ finished: true });
+    // The keep-alive connection that carried it must not hold the close open (the client would keep it ~72 s)...
+    const closed = await Promise.race([closing.then(() => true), sleep(3000).then(() => false)]);
+    if (!closed) {
+      // Finish the close before failing, so no socket or database outlives the test.
+      t.app.server.closeAllConnections();
+      await closing;
+    }
+    expect(closed, 'app.close() still waiting 3 s after the in-flight request was answered').toBe(true);
+    // ...and the answer says the connection ends (RFC 9112 section 9.6), so the client opens a new one.
+    expect(response.headers.get('connection')).toBe('close');
+    expect(Date.now() - closeStarted).toBeGreaterThanOrEqual(200); // it waited for the request
+    await expect(fetch(`${address}/healthz`)).rejects.toThrow();
+    await expect(t.database.db.query('SELECT 1')).rejects.toThrow();
+  });
+});
