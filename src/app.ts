@@ -13,6 +13,7 @@ import { validatorCompiler } from './plugins/validation.js';
 import healthRoutes from './routes/ops/health.js';
 import oauthRoutes from './routes/oauth/index.js';
 import operatorApi from './routes/operator/index.js';
+import removedInterfaceRoutes from './routes/ops/removed-interfaces.js';
 import { createServices, type Services } from './services/index.js';
 
 export interface AppDependencies {
@@ -96,7 +97,8 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
     issuer: config.PUBLIC_URL,
     rateLimitPerMinute: config.TOKEN_RATE_LIMIT_PER_MINUTE,
   });
-  await typed.register(operatorApi, { services, tokenUrl });
+  await typed.register(operatorApi, { services, tokenUrl, rateLimitPerMinute: config.API_RATE_LIMIT_PER_MINUTE });
+  await typed.register(removedInterfaceRoutes);
 
   return typed;
 }

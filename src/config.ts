@@ -108,6 +108,17 @@ export const ConfigSchema = Type.Object(
       default: 600,
       description: 'Requests per minute and client IP on the OAuth endpoints; more get `429`.',
     }),
+    API_RATE_LIMIT_PER_MINUTE: Type.Integer({
+      minimum: 1,
+      default: 6000,
+      description: 'Requests per minute and OAuth client on the Operator, Access and Device APIs; more get `429`.',
+    }),
+    DEPRECATED_INTERFACES_ENABLED: Type.String({
+      default: '',
+      pattern: '^[a-z0-9, -]*$',
+      description:
+        'Comma-separated removed interfaces to keep alive (with `Deprecation` and `Sunset` headers): `tickets-by-object`, `nfccard-channel`.',
+    }),
   },
   { additionalProperties: true },
 );

@@ -2,6 +2,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Database, Queryable } from '../db/database.js';
 import { appendAuditEvent } from '../db/repositories/audit.repo.js';
+import { findMobileDevice } from '../db/repositories/mobile-device.repo.js';
+import { findSecuredObject } from '../db/repositories/secured-object.repo.js';
 import {
   deleteClient,
   findClient,
@@ -87,6 +89,17 @@ export function createClientService(options: ClientServiceOptions) {
     /** Creates a client in the caller's transaction; the secret is in this answer only. */
     async createIn(tx: Queryable, context: ActionContext, input: NewClient): Promise<Client & { clientSecret: string }> {
       validate(input);
+      // A bound client reaches only its device's or lock's data (contract 3.7): it must exist in the tenant.
+      if (input.mobileDeviceId !== undefined && !(await findMobileDevice(tx, context.tenantId, input.mobileDeviceId))) {
+        throw new UnprocessableError(`No mobile device ${input.mobileDeviceId} in this tenant.`, [
+          { field: 'mobileDeviceId', message: 'no such mobile device' },
+        ]);
+      }
+      if (input.securedObjectId !== undefined && !(await findSecuredObject(tx, context.tenantId, input.securedObjectId))) {
+        throw new UnprocessableError(`No secured object ${input.securedObjectId} in this tenant.`, [
+          { field: 'securedObjectId', message: 'no such secured object' },
+        ]);
+      }
       const clientSecret = randomToken(32);
       const record: ClientRecord = {
         clientId: randomToken(16),

@@ -68,3 +68,15 @@ export function httpDate(isoDate: string): string {
 export function removalNotice(deprecation: Deprecation): string {
   return `${deprecation.interface} was removed on ${seedDate(deprecation.removedOn)}. Use ${deprecation.successor} instead.`;
 }
+
+/**
+ * Headers for a removed interface: `Sunset` (RFC 8594) and the successor link, plus `Deprecation` (RFC 9745) while
+ * an operator keeps it alive.
+ */
+export function deprecationHeaders(deprecation: Deprecation, alive: boolean, successorLink?: string): Record<string, string> {
+  const headers: Record<string, string> = { sunset: httpDate(deprecation.removedOn) };
+  const link = successorLink ?? deprecation.successorLink;
+  if (link) headers.link = `<${link}>; rel="successor-version"`;
+  if (alive) headers.deprecation = `@${Math.floor(Date.parse(`${deprecation.removedOn}T00:00:00Z`) / 1000)}`;
+  return headers;
+}

@@ -9,6 +9,12 @@ import { createRevocationService } from './revocation.service.js';
 import { createTenantService } from './tenant.service.js';
 import { createTokenService } from './token.service.js';
 import { createUserService } from './user.service.js';
+import { createAuditService } from './audit.service.js';
+import { createIdempotencyService } from './idempotency.service.js';
+import { createMobileDeviceService } from './mobile-device.service.js';
+import { createSecuredObjectService } from './secured-object.service.js';
+import { createTicketService } from './ticket.service.js';
+import { parseRevivedInterfaces } from './vocabulary.js';
 
 export interface ServiceDependencies {
   db: Database;
@@ -20,6 +26,8 @@ export interface ServiceDependencies {
 
 /** How often each instance re-reads revocations if a NOTIFY was lost: well inside contract 3.4's 5 s. */
 const REVOCATION_POLL_MS = 2000;
+/** Contract 4.3: Idempotency-Key records are kept per tenant for 24 h. */
+const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 
 export function createServices({ db, config, log, secretsKey, clock = Date.now }: ServiceDependencies) {
   const accessTokenTtlMs = config.ACCESS_TOKEN_TTL_SECONDS * 1000;
@@ -35,6 +43,12 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now }
   const clients = createClientService({ db, clock, revocations, accessTokenTtlMs });
   const users = createUserService({ db, clock, bcryptCost: config.BCRYPT_COST, revocations, accessTokenTtlMs });
   const tenants = createTenantService({ db, clock, clients });
+  const revived = parseRevivedInterfaces(config.DEPRECATED_INTERFACES_ENABLED);
+  const securedObjects = createSecuredObjectService({ db, clock, revived });
+  const mobileDevices = createMobileDeviceService({ db, clock });
+  const tickets = createTicketService({ db, clock, revived });
+  const audit = createAuditService({ db });
+  const idempotency = createIdempotencyService({ db, clock, log, ttlMs: IDEMPOTENCY_TTL_MS });
   const tokens = createTokenService({
     db,
     clock,
@@ -60,12 +74,20 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now }
     users,
     tenants,
     tokens,
+    revived,
+    securedObjects,
+    mobileDevices,
+    tickets,
+    audit,
+    idempotency,
     /** Loads keys (generating the first one) and starts following revocations. */
     async start(): Promise<void> {
       await accessTokenKeys.ensureKey(null);
       await revocations.start();
+      idempotency.start();
     },
     async stop(): Promise<void> {
+      idempotency.stop();
       await revocations.stop();
     },
   };

@@ -4,12 +4,19 @@ import apiDocs from '../../plugins/api-docs.js';
 import bearerAuth from '../../plugins/bearer-auth.js';
 import type { Services } from '../../services/index.js';
 import { OPERATOR_SCOPES } from '../../services/scopes.js';
+import clientRateLimit from '../../plugins/client-rate-limit.js';
+import idempotency from '../../plugins/idempotency.js';
+import auditRoutes from './audit-events.js';
+import mobileDeviceRoutes from './mobile-devices.js';
 import oauthClientRoutes from './oauth-clients.js';
+import securedObjectRoutes from './secured-objects.js';
+import ticketRoutes from './tickets.js';
 import userRoutes from './users.js';
 
 export interface OperatorApiOptions {
   services: Services;
   tokenUrl: string;
+  rateLimitPerMinute: number;
 }
 
 const SCOPE_DESCRIPTIONS: Record<string, string> = {
@@ -39,8 +46,12 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
     tokenUrl: options.tokenUrl,
   });
   await app.register(async (resources) => {
-    await resources.register(bearerAuth, { audience: 'operatorapi', tokens: options.services.tokens });
-    await resources.register(oauthClientRoutes, { services: options.services, prefix: '/operatorapi' });
-    await resources.register(userRoutes, { services: options.services, prefix: '/operatorapi' });
+    const { services } = options;
+    await resources.register(bearerAuth, { audience: 'operatorapi', tokens: services.tokens });
+    await resources.register(clientRateLimit, { perMinute: options.rateLimitPerMinute });
+    await resources.register(idempotency, { idempotency: services.idempotency });
+    for (const routes of [securedObjectRoutes, mobileDeviceRoutes, ticketRoutes, oauthClientRoutes, userRoutes, auditRoutes]) {
+      await resources.register(routes, { services, prefix: '/operatorapi' });
+    }
   });
 }

@@ -1,0 +1,85 @@
+// SQL for Idempotency-Key records (contract 4.3): reserve, complete, release, replay.
+import type { Queryable } from '../database.js';
+
+export interface IdempotencyRecord {
+  requestHash: Buffer;
+  createdAt: number;
+  expiresAt: number;
+  response: { status: number; headers: Record<string, string>; body: string } | null;
+}
+
+interface IdempotencyRow {
+  request_hash: Buffer | Uint8Array;
+  created_at: number;
+  expires_at: number;
+  response_status: number | null;
+  response_headers: Record<string, string> | null;
+  response_body: string | null;
+}
+
+/**
+ * Reserves the key for this request, atomically: true when this request owns it now (new, or the old record had
+ * expired). Of concurrent requests with one key exactly one gets true.
+ */
+export async function reserveIdempotencyKey(
+  db: Queryable,
+  tenantId: string,
+  key: string,
+  requestHash: Buffer,
+  now: number,
+  expiresAt: number,
+): Promise<boolean> {
+  const { rows } = await db.query(
+    `INSERT INTO idempotency_keys AS k (tenant_id, key, request_hash, created_at, expires_at)
+     VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (tenant_id, key) DO UPDATE
+       SET request_hash = EXCLUDED.request_hash, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at,
+           response_status = NULL, response_headers = NULL, response_body = NULL
+       WHERE k.expires_at <= EXCLUDED.created_at
+     RETURNING 1`,
+    [tenantId, key, requestHash, now, expiresAt],
+  );
+  return rows.length > 0;
+}
+
+export async function findIdempotencyKey(db: Queryable, tenantId: string, key: string): Promise<IdempotencyRecord | null> {
+  const { rows } = await db.query<IdempotencyRow>(
+    `SELECT request_hash, created_at, expires_at, response_status, response_headers, response_body
+       FROM idempotency_keys WHERE tenant_id = $1 AND key = $2`,
+    [tenantId, key],
+  );
+  const row = rows[0];
+  if (!row) return null;
+  return {
+    requestHash: Buffer.from(row.request_hash),
+    createdAt: row.created_at,
+    expiresAt: row.expires_at,
+    response:
+      row.response_status === null
+        ? null
+        : { status: row.response_status, headers: row.response_headers ?? {}, body: row.response_body ?? '' },
+  };
+}
+
+export async function completeIdempotencyKey(
+  db: Queryable,
+  tenantId: string,
+  key: string,
+  response: { status: number; headers: Record<string, string>; body: string },
+): Promise<void> {
+  await db.query(
+    `UPDATE idempotency_keys SET response_status = $3, response_headers = $4, response_body = $5
+      WHERE tenant_id = $1 AND key = $2`,
+    [tenantId, key, response.status, JSON.stringify(response.headers), response.body],
+  );
+}
+
+/** Forgets a reservation whose request failed without an answer worth replaying (5xx), so a retry runs again. */
+export async function releaseIdempotencyKey(db: Queryable, tenantId: string, key: string): Promise<void> {
+  await db.query('DELETE FROM idempotency_keys WHERE tenant_id = $1 AND key = $2 AND response_status IS NULL', [tenantId, key]);
+}
+
+export async function deleteExpiredIdempotencyKeys(db: Queryable, now: number): Promise<number> {
+  const { rowCount } = await db.query('DELETE FROM idempotency_keys WHERE expires_at <= $1', [now]);
+  return rowCount;
+}

@@ -1,0 +1,64 @@
+// SQL for mobile devices.
+import type { Queryable } from '../database.js';
+import type { KeysetPosition } from '../../services/pagination.js';
+
+export interface MobileDeviceRecord {
+  tenantId: string;
+  id: string;
+  name: string | null;
+  createdAt: number;
+}
+
+interface MobileDeviceRow {
+  tenant_id: string;
+  id: string;
+  name: string | null;
+  created_at: number;
+}
+
+const COLUMNS = 'tenant_id, id, name, created_at';
+
+const toRecord = (row: MobileDeviceRow): MobileDeviceRecord => ({
+  tenantId: row.tenant_id,
+  id: row.id,
+  name: row.name,
+  createdAt: row.created_at,
+});
+
+/** Null when the id is taken in the tenant. */
+export async function insertMobileDevice(db: Queryable, device: MobileDeviceRecord): Promise<MobileDeviceRecord | null> {
+  const { rows } = await db.query<MobileDeviceRow>(
+    `INSERT INTO mobile_devices (${COLUMNS}) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (tenant_id, id) DO NOTHING RETURNING ${COLUMNS}`,
+    [device.tenantId, device.id, device.name, device.createdAt],
+  );
+  return rows[0] ? toRecord(rows[0]) : null;
+}
+
+export async function findMobileDevice(db: Queryable, tenantId: string, id: string): Promise<MobileDeviceRecord | null> {
+  const { rows } = await db.query<MobileDeviceRow>(`SELECT ${COLUMNS} FROM mobile_devices WHERE tenant_id = $1 AND id = $2`, [
+    tenantId,
+    id,
+  ]);
+  return rows[0] ? toRecord(rows[0]) : null;
+}
+
+export async function listMobileDevices(
+  db: Queryable,
+  tenantId: string,
+  after: KeysetPosition | null,
+  limit: number,
+): Promise<MobileDeviceRecord[]> {
+  const { rows } = await db.query<MobileDeviceRow>(
+    `SELECT ${COLUMNS} FROM mobile_devices
+      WHERE tenant_id = $1 AND ($2::bigint IS NULL OR (created_at, id) > ($2::bigint, $3::text))
+      ORDER BY created_at, id LIMIT $4`,
+    [tenantId, after?.createdAt ?? null, after?.id ?? '', limit],
+  );
+  return rows.map(toRecord);
+}
+
+export async function deleteMobileDevice(db: Queryable, tenantId: string, id: string): Promise<boolean> {
+  const { rowCount } = await db.query('DELETE FROM mobile_devices WHERE tenant_id = $1 AND id = $2', [tenantId, id]);
+  return rowCount > 0;
+}

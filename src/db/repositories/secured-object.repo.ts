@@ -1,0 +1,70 @@
+// SQL for secured objects (locks).
+import type { Queryable } from '../database.js';
+import type { KeysetPosition } from '../../services/pagination.js';
+
+export interface SecuredObjectRecord {
+  tenantId: string;
+  id: string;
+  channels: string[];
+  localName: string;
+  uuid: string;
+  createdAt: number;
+}
+
+interface SecuredObjectRow {
+  tenant_id: string;
+  id: string;
+  channels: string[];
+  local_name: string;
+  uuid: string;
+  created_at: number;
+}
+
+const COLUMNS = 'tenant_id, id, channels, local_name, uuid, created_at';
+
+const toRecord = (row: SecuredObjectRow): SecuredObjectRecord => ({
+  tenantId: row.tenant_id,
+  id: row.id,
+  channels: row.channels,
+  localName: row.local_name,
+  uuid: row.uuid,
+  createdAt: row.created_at,
+});
+
+/** Null when the id is taken in the tenant. */
+export async function insertSecuredObject(db: Queryable, object: SecuredObjectRecord): Promise<SecuredObjectRecord | null> {
+  const { rows } = await db.query<SecuredObjectRow>(
+    `INSERT INTO secured_objects (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (tenant_id, id) DO NOTHING RETURNING ${COLUMNS}`,
+    [object.tenantId, object.id, object.channels, object.localName, object.uuid, object.createdAt],
+  );
+  return rows[0] ? toRecord(rows[0]) : null;
+}
+
+export async function findSecuredObject(db: Queryable, tenantId: string, id: string): Promise<SecuredObjectRecord | null> {
+  const { rows } = await db.query<SecuredObjectRow>(`SELECT ${COLUMNS} FROM secured_objects WHERE tenant_id = $1 AND id = $2`, [
+    tenantId,
+    id,
+  ]);
+  return rows[0] ? toRecord(rows[0]) : null;
+}
+
+export async function listSecuredObjects(
+  db: Queryable,
+  tenantId: string,
+  after: KeysetPosition | null,
+  limit: number,
+): Promise<SecuredObjectRecord[]> {
+  const { rows } = await db.query<SecuredObjectRow>(
+    `SELECT ${COLUMNS} FROM secured_objects
+      WHERE tenant_id = $1 AND ($2::bigint IS NULL OR (created_at, id) > ($2::bigint, $3::text))
+      ORDER BY created_at, id LIMIT $4`,
+    [tenantId, after?.createdAt ?? null, after?.id ?? '', limit],
+  );
+  return rows.map(toRecord);
+}
+
+export async function deleteSecuredObject(db: Queryable, tenantId: string, id: string): Promise<boolean> {
+  const { rowCount } = await db.query('DELETE FROM secured_objects WHERE tenant_id = $1 AND id = $2', [tenantId, id]);
+  return rowCount > 0;
+}

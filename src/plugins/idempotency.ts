@@ -1,0 +1,69 @@
+// Idempotency-Key on the creates of an API (contract 4.3): routes opt in with `config: { idempotent: true }`.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { BadRequestError } from '../errors.js';
+import { requestFingerprint, type IdempotencyService } from '../services/idempotency.service.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Honour `Idempotency-Key` on this route. */
+    idempotent?: boolean;
+  }
+  interface FastifyRequest {
+    idempotencyKey: string | null;
+  }
+}
+
+/** Printable ASCII without spaces at the ends, at most 255 characters (the IETF draft's and Stripe's bound). */
+const KEY_PATTERN = /^[\x21-\x7e]([\x20-\x7e]{0,253}[\x21-\x7e])?$/;
+
+/** Headers a replay repeats; the rest (dates, request ids) belong to the new exchange. */
+const REPLAYED_HEADERS = ['location', 'content-type'];
+
+export default fp(
+  async function idempotency(app: FastifyInstance, options: { idempotency: IdempotencyService }) {
+    const service = options.idempotency;
+    app.decorateRequest('idempotencyKey', null);
+
+    app.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
+      if (!request.routeOptions.config.idempotent) return;
+      const header = request.headers['idempotency-key'];
+      if (header === undefined) return;
+      if (typeof header !== 'string' || !KEY_PATTERN.test(header)) {
+        throw new BadRequestError('Idempotency-Key must be 1 to 255 printable ASCII characters.', [
+          { field: 'Idempotency-Key', message: 'is invalid' },
+        ]);
+      }
+      const fingerprint = requestFingerprint(request.method, request.url, request.body);
+      const outcome = await service.begin(request.auth.tenantId, header, fingerprint);
+      if (outcome.kind === 'replay') {
+        const { status, headers, body } = outcome.response;
+        return reply.code(status).headers({ ...headers, 'idempotent-replayed': 'true' }).send(body);
+      }
+      request.idempotencyKey = header;
+    });
+
+    app.addHook('onSend', async (request, reply, payload) => {
+      const key = request.idempotencyKey;
+      if (key === null) return payload;
+      request.idempotencyKey = null;
+      if (reply.statusCode >= 500) {
+        // Nothing worth replaying happened: let a retry run again.
+        await service.release(request.auth.tenantId, key);
+        return payload;
+      }
+      const headers: Record<string, string> = {};
+      for (const name of REPLAYED_HEADERS) {
+        const value = reply.getHeader(name);
+        if (value !== undefined) headers[name] = String(value);
+      }
+      await service.complete(request.auth.tenantId, key, {
+        status: reply.statusCode,
+        headers,
+        body: typeof payload === 'string' ? payload : String(payload ?? ''),
+      });
+      return payload;
+    });
+  },
+  { name: 'idempotency' },
+);

@@ -1,0 +1,36 @@
+// /operatorapi/audit-events: the tenant's audit trail (contract 7.5), scope `audit:read`.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { AuditEventSchema, AuditQuery } from '../../schemas/operator.js';
+import { problemResponses } from '../../schemas/problem.js';
+import type { Services } from '../../services/index.js';
+import { LinkHeader, sendPage } from '../shared/pages.js';
+
+const auditRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+  app.get(
+    '/audit-events',
+    {
+      config: { scope: 'audit:read' },
+      schema: {
+        tags: ['Audit'],
+        security: [{ bearer: ['audit:read'] }],
+        operationId: 'listAuditEvents',
+        summary: 'List audit events',
+        description:
+          'Every change in the tenant (clients, users, devices, locks, tickets, groups, permissions, downloads), in ' +
+          'append order, filtered by target, action and time range `[from, to)`. Pages follow `Link: rel="next"`.',
+        querystring: AuditQuery,
+        response: {
+          200: { ...Type.Array(AuditEventSchema), description: 'A page of audit events.', headers: Type.Object({ link: LinkHeader }) },
+          ...problemResponses(400),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { limit, cursor, ...filter } = request.query;
+      return sendPage(request, reply, await services.audit.list(request.auth.tenantId, filter, limit, cursor));
+    },
+  );
+};
+
+export default auditRoutes;

@@ -1,0 +1,128 @@
+// /operatorapi/securedobjects: locks (contract 4.1), plus the removed ticket-id listing (contract 4.4).
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { NewSecuredObjectSchema, ObjectIdParams, SecuredObjectSchema } from '../../schemas/operator.js';
+import { problemResponses } from '../../schemas/problem.js';
+import { DEPRECATIONS } from '../../services/deprecations.js';
+import type { Services } from '../../services/index.js';
+import { actionContext } from '../shared/context.js';
+import { LinkHeader, PageQuery, sendPage } from '../shared/pages.js';
+import { removedInterface } from '../shared/removed.js';
+
+const tags = ['Secured objects'];
+
+const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+  app.post(
+    '/securedobjects',
+    {
+      config: { scope: 'devices:write', idempotent: true },
+      schema: {
+        tags,
+        security: [{ bearer: ['devices:write'] }],
+        operationId: 'registerSecuredObject',
+        summary: 'Register a secured object (lock)',
+        description:
+          'Registers a lock with its Bluetooth LE local name and service UUID. Without an `id` the server makes one. ' +
+          'Send `Idempotency-Key` to make retries safe.',
+        headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ description: 'Makes the request safe to retry (24 h).' })) }),
+        body: NewSecuredObjectSchema,
+        response: {
+          201: { ...SecuredObjectSchema, description: 'The secured object.', headers: Type.Object({ location: Type.String() }) },
+          ...problemResponses(400, 409, 413, 415, 422),
+        },
+      },
+    },
+    async (request, reply) => {
+      const object = await services.securedObjects.register(actionContext(request), request.body);
+      return reply.code(201).header('location', `/operatorapi/securedobjects/${encodeURIComponent(object.id)}`).send(object);
+    },
+  );
+
+  app.get(
+    '/securedobjects',
+    {
+      config: { scope: 'devices:read' },
+      schema: {
+        tags,
+        security: [{ bearer: ['devices:read'] }],
+        operationId: 'listSecuredObjects',
+        summary: 'List secured objects',
+        description: 'The tenant\'s locks, oldest first. Pages follow `Link: rel="next"`.',
+        querystring: PageQuery,
+        response: {
+          200: { ...Type.Array(SecuredObjectSchema), description: 'A page of secured objects.', headers: Type.Object({ link: LinkHeader }) },
+          ...problemResponses(400),
+        },
+      },
+    },
+    async (request, reply) =>
+      sendPage(request, reply, await services.securedObjects.list(request.auth.tenantId, request.query.limit, request.query.cursor)),
+  );
+
+  app.get(
+    '/securedobjects/:id',
+    {
+      config: { scope: 'devices:read' },
+      schema: {
+        tags,
+        security: [{ bearer: ['devices:read'] }],
+        operationId: 'getSecuredObject',
+        summary: 'Read a secured object',
+        description: 'One lock with its channels and their addresses (seed 2.1).',
+        params: ObjectIdParams,
+        response: { 200: { ...SecuredObjectSchema, description: 'The secured object.' }, ...problemResponses(404) },
+      },
+    },
+    async (request) => services.securedObjects.get(request.auth.tenantId, request.params.id),
+  );
+
+  app.delete(
+    '/securedobjects/:id',
+    {
+      config: { scope: 'devices:write' },
+      schema: {
+        tags,
+        security: [{ bearer: ['devices:write'] }],
+        operationId: 'removeSecuredObject',
+        summary: 'Remove a secured object',
+        description: 'Removes the lock; every ticket for it becomes `REVOKED` in the same transaction.',
+        params: ObjectIdParams,
+        response: { 204: Type.Null({ description: 'Removed.' }), ...problemResponses(404) },
+      },
+    },
+    async (request, reply) => {
+      await services.securedObjects.remove(actionContext(request), request.params.id);
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.get(
+    '/securedobjects/:id/tickets',
+    {
+      config: { scope: 'tokens:read' },
+      schema: {
+        tags,
+        security: [{ bearer: ['tokens:read'] }],
+        operationId: 'listTicketIdsOfSecuredObjectRemoved',
+        summary: 'Ticket ids of a secured object (removed 01.01.2018)',
+        description:
+          'Removed on 01.01.2018: answers `410 Gone` naming `GET /operatorapi/tickets?securedObjectId=`. An operator ' +
+          'can keep it alive (`DEPRECATED_INTERFACES_ENABLED=tickets-by-object`); it then lists the ticket ids, with ' +
+          '`Deprecation` and `Sunset` headers.',
+        deprecated: true,
+        params: ObjectIdParams,
+        response: { 200: { ...Type.Array(Type.String()), description: 'The ids of the lock\'s tickets.' }, ...problemResponses(404, 410) },
+      },
+    },
+    async (request, reply) => {
+      const successor = `/operatorapi/tickets?securedObjectId=${encodeURIComponent(request.params.id)}`;
+      removedInterface(reply, services.revived, DEPRECATIONS.ticketsByObject, successor);
+      await services.securedObjects.get(request.auth.tenantId, request.params.id);
+      const ids: string[] = [];
+      for await (const ticket of services.tickets.all(request.auth.tenantId, { securedObjectId: request.params.id })) ids.push(ticket.id);
+      return ids;
+    },
+  );
+};
+
+export default securedObjectRoutes;

@@ -1,0 +1,102 @@
+// /operatorapi/tickets: issue, read, page and revoke tickets (contract 4.3).
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { NewTicketSchema, TicketQuery, TicketSchema } from '../../schemas/operator.js';
+import { problemResponses } from '../../schemas/problem.js';
+import type { Services } from '../../services/index.js';
+import { actionContext } from '../shared/context.js';
+import { LinkHeader, sendPage } from '../shared/pages.js';
+
+const tags = ['Tickets'];
+const TicketIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 256, description: 'The ticket id.' }) });
+
+const ticketRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+  app.post(
+    '/tickets',
+    {
+      config: { scope: 'tokens:create', idempotent: true },
+      schema: {
+        tags,
+        security: [{ bearer: ['tokens:create'] }],
+        operationId: 'createTicket',
+        summary: 'Issue a ticket',
+        description:
+          'Lets one mobile device send the listed commands to one secured object over the listed channels within ' +
+          '[beginDate, endDate). `400` names every malformed field; `422` says why a well-formed ticket cannot be issued ' +
+          '(unknown lock or device, dates, commands, a channel the lock does not support, `nfccard`). With ' +
+          '`Idempotency-Key`, a repeat answers the first response and issues nothing.',
+        headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ description: 'Makes the request safe to retry (24 h).' })) }),
+        body: NewTicketSchema,
+        response: {
+          201: { ...TicketSchema, description: 'The ticket.', headers: Type.Object({ location: Type.String() }) },
+          ...problemResponses(400, 409, 413, 415, 422),
+        },
+      },
+    },
+    async (request, reply) => {
+      const ticket = await services.tickets.create(actionContext(request), request.body);
+      return reply.code(201).header('location', `/operatorapi/tickets/${ticket.id}`).send(ticket);
+    },
+  );
+
+  app.get(
+    '/tickets',
+    {
+      config: { scope: 'tokens:read' },
+      schema: {
+        tags,
+        security: [{ bearer: ['tokens:read'] }],
+        operationId: 'listTickets',
+        summary: 'List tickets',
+        description:
+          'The tenant\'s tickets in creation order, filtered by mobile device, secured object and status. Pages follow ' +
+          '`Link: rel="next"` and stay stable while tickets are added.',
+        querystring: TicketQuery,
+        response: {
+          200: { ...Type.Array(TicketSchema), description: 'A page of tickets.', headers: Type.Object({ link: LinkHeader }) },
+          ...problemResponses(400),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { limit, cursor, ...filter } = request.query;
+      return sendPage(request, reply, await services.tickets.list(request.auth.tenantId, filter, limit, cursor));
+    },
+  );
+
+  app.get(
+    '/tickets/:id',
+    {
+      config: { scope: 'tokens:read' },
+      schema: {
+        tags,
+        security: [{ bearer: ['tokens:read'] }],
+        operationId: 'getTicket',
+        summary: 'Read a ticket',
+        description: 'One ticket with its current status.',
+        params: TicketIdParams,
+        response: { 200: { ...TicketSchema, description: 'The ticket.' }, ...problemResponses(404) },
+      },
+    },
+    async (request) => services.tickets.get(request.auth.tenantId, request.params.id),
+  );
+
+  app.delete(
+    '/tickets/:id',
+    {
+      config: { scope: 'tokens:delete' },
+      schema: {
+        tags,
+        security: [{ bearer: ['tokens:delete'] }],
+        operationId: 'revokeTicket',
+        summary: 'Revoke a ticket',
+        description: 'The ticket becomes `REVOKED`; revoking it again answers the same ticket.',
+        params: TicketIdParams,
+        response: { 200: { ...TicketSchema, description: 'The revoked ticket.' }, ...problemResponses(404) },
+      },
+    },
+    async (request) => services.tickets.revoke(actionContext(request), request.params.id),
+  );
+};
+
+export default ticketRoutes;

@@ -1,0 +1,134 @@
+// Schemas of the Operator API's resources (contract 4): secured objects, mobile devices, tickets, audit events.
+import { Type } from '@sinclair/typebox';
+
+/** Operator-chosen ids: URL-safe unreserved characters (RFC 3986 2.3), 1 to 128 of them. */
+export const ID_PATTERN = '^[A-Za-z0-9._~-]{1,128}$';
+const Millis = (description: string) => Type.Integer({ minimum: 0, maximum: 8640000000000000, description });
+
+export const ObjectIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 256, description: 'The id.' }) });
+
+export const NewSecuredObjectSchema = Type.Object(
+  {
+    id: Type.Optional(Type.String({ pattern: ID_PATTERN, description: 'Your id for the lock; the server makes one when absent.' })),
+    channels: Type.Array(Type.String({ maxLength: 32 }), {
+      maxItems: 8,
+      description: 'Channels the lock supports: `btlespp` (Bluetooth LE). `nfccard` was removed on 01.02.2018.',
+    }),
+    localName: Type.String({
+      minLength: 1,
+      maxLength: 64,
+      pattern: '^[^/\\s]+$',
+      description: 'The Bluetooth LE local name (no `/`, no white space).',
+    }),
+    uuid: Type.String({
+      pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$',
+      description: 'The Bluetooth LE service UUID.',
+    }),
+  },
+  {
+    additionalProperties: false,
+    examples: [{ id: 'front-door', channels: ['btlespp'], localName: 'LOCK-0042', uuid: '7d8a0c1e-4b7f-4d5e-9a41-3c2b1f0e9d8c' }],
+  },
+);
+
+export const SecuredObjectSchema = Type.Object({
+  id: Type.String({ description: 'The secured object id.' }),
+  channels: Type.Array(Type.String(), { description: 'Channels the lock supports.' }),
+  urls: Type.Array(Type.String(), { description: 'One address per channel: `btlespp://<localName>/<uuid>` (seed 2.1).' }),
+  creationTime: Type.Integer({ description: 'Creation time, Unix milliseconds.' }),
+});
+
+export const NewMobileDeviceSchema = Type.Object(
+  {
+    id: Type.Optional(Type.String({ pattern: ID_PATTERN, description: 'Your id for the device; the server makes one when absent.' })),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'A name for people.' })),
+  },
+  { additionalProperties: false, examples: [{ id: 'phone-alice-1', name: "Alice's phone" }] },
+);
+
+export const MobileDeviceSchema = Type.Object({
+  id: Type.String({ description: 'The mobile device id.' }),
+  name: Type.Optional(Type.String()),
+  creationTime: Type.Integer({ description: 'Creation time, Unix milliseconds.' }),
+});
+
+export const NewTicketSchema = Type.Object(
+  {
+    securedObjectId: Type.String({ minLength: 1, maxLength: 128, description: 'The lock the ticket opens.' }),
+    mobileDeviceId: Type.String({ minLength: 1, maxLength: 128, description: 'The device the ticket is issued to.' }),
+    beginDate: Millis('Start of validity, Unix milliseconds (0: since 1970).'),
+    endDate: Millis('End of validity (exclusive), Unix milliseconds; must be in the future.'),
+    commands: Type.Array(Type.String({ maxLength: 16 }), {
+      maxItems: 8,
+      description: 'Permitted commands: `tokn`, `open`, `clos`.',
+    }),
+    channels: Type.Array(Type.String({ maxLength: 32 }), {
+      maxItems: 8,
+      description: 'Channels the ticket may be used over; each must be supported by the lock.',
+    }),
+  },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        securedObjectId: 'front-door',
+        mobileDeviceId: 'phone-alice-1',
+        beginDate: 1767225600000,
+        endDate: 1798761600000,
+        commands: ['open'],
+        channels: ['btlespp'],
+      },
+    ],
+  },
+);
+
+export const TicketStatusSchema = Type.Union([Type.Literal('VALID'), Type.Literal('REVOKED'), Type.Literal('EXPIRED')], {
+  description: '`VALID`, `REVOKED` (revocationDate set) or `EXPIRED` (endDate passed, not revoked).',
+});
+
+export const TicketSchema = Type.Object({
+  id: Type.String({ description: 'The ticket id.' }),
+  securedObjectId: Type.String(),
+  mobileDeviceId: Type.String(),
+  beginDate: Type.Integer({ description: 'Start of validity, Unix milliseconds.' }),
+  endDate: Type.Integer({ description: 'End of validity (exclusive), Unix milliseconds.' }),
+  creationDate: Type.Integer({ description: 'Creation time, Unix milliseconds.' }),
+  commands: Type.Array(Type.String()),
+  channels: Type.Array(Type.String()),
+  status: TicketStatusSchema,
+  revocationDate: Type.Optional(Type.Integer({ description: 'When it was revoked; absent while not revoked.' })),
+  downloadDate: Type.Optional(Type.Integer({ description: 'When the device first downloaded it; absent before.' })),
+  accessPermissionId: Type.Optional(Type.String({ description: 'The Access API permission that made it, if any.' })),
+});
+
+export const TicketQuery = Type.Object(
+  {
+    mobileDeviceId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'Only this device\'s tickets.' })),
+    securedObjectId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'Only this lock\'s tickets.' })),
+    status: Type.Optional(TicketStatusSchema),
+    limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Page size, 1 to 1000.' }),
+    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'Opaque cursor from `Link: rel="next"`.' })),
+  },
+  { additionalProperties: false },
+);
+
+export const AuditEventSchema = Type.Object({
+  id: Type.String({ description: 'Event id; ids grow in append order.' }),
+  time: Type.Integer({ description: 'When, Unix milliseconds.' }),
+  actor: Type.String({ description: '`client:<id>`, `user:<id>` or `cli`.' }),
+  action: Type.String({ description: 'What happened, e.g. `ticket.created`.' }),
+  target: Type.String({ description: 'What it happened to, e.g. `ticket:<id>`.' }),
+  requestId: Type.Optional(Type.String({ description: 'The X-Request-Id of the request that made the change.' })),
+});
+
+export const AuditQuery = Type.Object(
+  {
+    target: Type.Optional(Type.String({ minLength: 1, maxLength: 300, description: 'Only events about this target, e.g. `ticket:<id>`.' })),
+    action: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Only this action, e.g. `ticket.revoked`.' })),
+    from: Type.Optional(Millis('Only events at or after this time, Unix milliseconds.')),
+    to: Type.Optional(Millis('Only events before this time, Unix milliseconds.')),
+    limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Page size, 1 to 1000.' }),
+    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'Opaque cursor from `Link: rel="next"`.' })),
+  },
+  { additionalProperties: false },
+);

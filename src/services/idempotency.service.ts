@@ -1,0 +1,92 @@
+// Idempotency-Key (contract 4.3): the first response to a key is replayed to repeats of the same request for 24 h.
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Database } from '../db/database.js';
+import {
+  completeIdempotencyKey,
+  deleteExpiredIdempotencyKeys,
+  findIdempotencyKey,
+  releaseIdempotencyKey,
+  reserveIdempotencyKey,
+} from '../db/repositories/idempotency.repo.js';
+import { ConflictError, UnprocessableError } from '../errors.js';
+import type { Clock } from './context.js';
+
+export interface StoredResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+export type IdempotencyOutcome = { kind: 'proceed' } | { kind: 'replay'; response: StoredResponse };
+
+export interface IdempotencyServiceOptions {
+  db: Database;
+  clock: Clock;
+  log: Logger;
+  ttlMs: number;
+}
+
+/** JSON with sorted keys: the same body in another key order is the same request. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([key, item]) => `${JSON.stringify(key)}:${canonicalJson(item)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+export function requestFingerprint(method: string, path: string, body: unknown): Buffer {
+  return createHash('sha256').update(`${method} ${path}\n${canonicalJson(body ?? null)}`).digest();
+}
+
+const SWEEP_INTERVAL_MS = 15 * 60_000;
+
+export function createIdempotencyService({ db, clock, log, ttlMs }: IdempotencyServiceOptions) {
+  let timer: NodeJS.Timeout | null = null;
+
+  return {
+    /**
+     * Reserves the key, or tells how to answer a repeat: the stored response, 422 for another request under the
+     * same key, 409 while the first is still running.
+     */
+    async begin(tenantId: string, key: string, fingerprint: Buffer): Promise<IdempotencyOutcome> {
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const now = clock();
+        if (await reserveIdempotencyKey(db, tenantId, key, fingerprint, now, now + ttlMs)) return { kind: 'proceed' };
+        const existing = await findIdempotencyKey(db, tenantId, key);
+        if (!existing) continue; // released between the two statements: try to reserve again
+        if (!existing.requestHash.equals(fingerprint)) {
+          throw new UnprocessableError(
+            'This Idempotency-Key was used with a different request. Use a new key for a new request.',
+            [{ field: 'Idempotency-Key', message: 'reused with a different request' }],
+          );
+        }
+        if (!existing.response) {
+          throw new ConflictError('A request with this Idempotency-Key is still being processed. Retry shortly.');
+        }
+        return { kind: 'replay', response: existing.response };
+      }
+      throw new ConflictError('A request with this Idempotency-Key is still being processed. Retry shortly.');
+    },
+
+    complete: (tenantId: string, key: string, response: StoredResponse) => completeIdempotencyKey(db, tenantId, key, response),
+
+    release: (tenantId: string, key: string) => releaseIdempotencyKey(db, tenantId, key),
+
+    start(): void {
+      timer = setInterval(() => {
+        deleteExpiredIdempotencyKeys(db, clock()).catch((error: unknown) => log.warn({ err: error }, 'idempotency sweep failed'));
+      }, SWEEP_INTERVAL_MS);
+      timer.unref();
+    },
+
+    stop(): void {
+      if (timer) clearInterval(timer);
+      timer = null;
+    },
+  };
+}
+
+export type IdempotencyService = ReturnType<typeof createIdempotencyService>;

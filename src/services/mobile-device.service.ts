@@ -1,0 +1,90 @@
+// Mobile devices (contract 4.2): register, read, page, remove (which revokes their tickets).
+import { randomUUID } from 'node:crypto';
+import type { Database } from '../db/database.js';
+import { appendAuditEvent } from '../db/repositories/audit.repo.js';
+import {
+  deleteMobileDevice,
+  findMobileDevice,
+  insertMobileDevice,
+  listMobileDevices,
+  type MobileDeviceRecord,
+} from '../db/repositories/mobile-device.repo.js';
+import { revokeTicketsOf } from '../db/repositories/ticket.repo.js';
+import { ConflictError, NotFoundError } from '../errors.js';
+import type { ActionContext, Clock } from './context.js';
+import { decodeCursor, pageOf, type Page } from './pagination.js';
+
+export interface MobileDevice {
+  id: string;
+  name?: string;
+  creationTime: number;
+}
+
+export function toMobileDevice(record: MobileDeviceRecord): MobileDevice {
+  return { id: record.id, ...(record.name !== null ? { name: record.name } : {}), creationTime: record.createdAt };
+}
+
+export interface MobileDeviceServiceOptions {
+  db: Database;
+  clock: Clock;
+}
+
+export function createMobileDeviceService({ db, clock }: MobileDeviceServiceOptions) {
+  return {
+    async register(context: ActionContext, input: { id?: string | undefined; name?: string | undefined }): Promise<MobileDevice> {
+      const record: MobileDeviceRecord = {
+        tenantId: context.tenantId,
+        id: input.id ?? randomUUID(),
+        name: input.name ?? null,
+        createdAt: clock(),
+      };
+      const created = await db.transaction(async (tx) => {
+        const inserted = await insertMobileDevice(tx, record);
+        if (!inserted) return null;
+        await appendAuditEvent(tx, {
+          tenantId: context.tenantId,
+          time: record.createdAt,
+          actor: context.actor,
+          action: 'mobile_device.created',
+          target: `mobile_device:${record.id}`,
+          requestId: context.requestId,
+        });
+        return inserted;
+      });
+      if (!created) throw new ConflictError(`The mobile device id ${record.id} is in use.`);
+      return toMobileDevice(created);
+    },
+
+    async get(tenantId: string, id: string): Promise<MobileDevice> {
+      const record = await findMobileDevice(db, tenantId, id);
+      if (!record) throw new NotFoundError(`No mobile device ${id}.`);
+      return toMobileDevice(record);
+    },
+
+    async list(tenantId: string, limit: number, cursor?: string): Promise<Page<MobileDevice>> {
+      const rows = await listMobileDevices(db, tenantId, decodeCursor(cursor), limit + 1);
+      return pageOf(rows, limit, (row) => ({ createdAt: row.createdAt, id: row.id }), toMobileDevice);
+    },
+
+    /** Removes the device and, in the same transaction, revokes every ticket issued to it (contract 4.2). */
+    async remove(context: ActionContext, id: string): Promise<void> {
+      const removed = await db.transaction(async (tx) => {
+        if (!(await deleteMobileDevice(tx, context.tenantId, id))) return false;
+        const now = clock();
+        await revokeTicketsOf(tx, context.tenantId, 'mobile_device_id', id, now, context);
+        await appendAuditEvent(tx, {
+          tenantId: context.tenantId,
+          time: now,
+          actor: context.actor,
+          action: 'mobile_device.deleted',
+          target: `mobile_device:${id}`,
+          requestId: context.requestId,
+        });
+        return true;
+      });
+      if (!removed) throw new NotFoundError(`No mobile device ${id}.`);
+    },
+  };
+}
+
+export type MobileDeviceService = ReturnType<typeof createMobileDeviceService>;

@@ -1,0 +1,110 @@
+// Secured objects (locks, contract 4.1): register, read, page, remove (which revokes their tickets).
+import { randomUUID } from 'node:crypto';
+import type { Database } from '../db/database.js';
+import { appendAuditEvent } from '../db/repositories/audit.repo.js';
+import {
+  deleteSecuredObject,
+  findSecuredObject,
+  insertSecuredObject,
+  listSecuredObjects,
+  type SecuredObjectRecord,
+} from '../db/repositories/secured-object.repo.js';
+import { revokeTicketsOf } from '../db/repositories/ticket.repo.js';
+import { ConflictError, NotFoundError, UnprocessableError } from '../errors.js';
+import type { ActionContext, Clock } from './context.js';
+import { decodeCursor, pageOf, type Page } from './pagination.js';
+import { channelErrors, type RevivedInterfaces } from './vocabulary.js';
+
+export interface SecuredObject {
+  id: string;
+  channels: string[];
+  urls: string[];
+  creationTime: number;
+}
+
+export interface NewSecuredObject {
+  id?: string | undefined;
+  channels: string[];
+  localName: string;
+  uuid: string;
+}
+
+/** Seed 2.1: one address per channel; `btlespp://<localName>/<UUID>` for Bluetooth LE. */
+export function toSecuredObject(record: SecuredObjectRecord): SecuredObject {
+  return {
+    id: record.id,
+    channels: record.channels,
+    urls: record.channels.map((channel) => `${channel}://${record.localName}/${record.uuid}`),
+    creationTime: record.createdAt,
+  };
+}
+
+export interface SecuredObjectServiceOptions {
+  db: Database;
+  clock: Clock;
+  revived: RevivedInterfaces;
+}
+
+export function createSecuredObjectService({ db, clock, revived }: SecuredObjectServiceOptions) {
+  return {
+    async register(context: ActionContext, input: NewSecuredObject): Promise<SecuredObject> {
+      const errors = channelErrors('channels', input.channels, revived);
+      if (errors.length > 0) throw new UnprocessableError('The secured object cannot be registered.', errors);
+      const record: SecuredObjectRecord = {
+        tenantId: context.tenantId,
+        id: input.id ?? randomUUID(),
+        channels: [...new Set(input.channels)],
+        localName: input.localName,
+        uuid: input.uuid.toLowerCase(),
+        createdAt: clock(),
+      };
+      const created = await db.transaction(async (tx) => {
+        const inserted = await insertSecuredObject(tx, record);
+        if (!inserted) return null;
+        await appendAuditEvent(tx, {
+          tenantId: context.tenantId,
+          time: record.createdAt,
+          actor: context.actor,
+          action: 'secured_object.created',
+          target: `secured_object:${record.id}`,
+          requestId: context.requestId,
+        });
+        return inserted;
+      });
+      if (!created) throw new ConflictError(`The secured object id ${record.id} is in use.`);
+      return toSecuredObject(created);
+    },
+
+    async get(tenantId: string, id: string): Promise<SecuredObject> {
+      const record = await findSecuredObject(db, tenantId, id);
+      if (!record) throw new NotFoundError(`No secured object ${id}.`);
+      return toSecuredObject(record);
+    },
+
+    async list(tenantId: string, limit: number, cursor?: string): Promise<Page<SecuredObject>> {
+      const rows = await listSecuredObjects(db, tenantId, decodeCursor(cursor), limit + 1);
+      return pageOf(rows, limit, (row) => ({ createdAt: row.createdAt, id: row.id }), toSecuredObject);
+    },
+
+    /** Removes the lock and, in the same transaction, revokes every ticket for it (contract 4.1). */
+    async remove(context: ActionContext, id: string): Promise<void> {
+      const removed = await db.transaction(async (tx) => {
+        if (!(await deleteSecuredObject(tx, context.tenantId, id))) return false;
+        const now = clock();
+        await revokeTicketsOf(tx, context.tenantId, 'secured_object_id', id, now, context);
+        await appendAuditEvent(tx, {
+          tenantId: context.tenantId,
+          time: now,
+          actor: context.actor,
+          action: 'secured_object.deleted',
+          target: `secured_object:${id}`,
+          requestId: context.requestId,
+        });
+        return true;
+      });
+      if (!removed) throw new NotFoundError(`No secured object ${id}.`);
+    },
+  };
+}
+
+export type SecuredObjectService = ReturnType<typeof createSecuredObjectService>;

@@ -1,0 +1,163 @@
+// Tickets (contract 4.3): one mobile device may send the listed commands to one lock over the listed channels
+// within [beginDate, endDate). Create, read, page, revoke; the status is derived, never stored.
+import { randomUUID } from 'node:crypto';
+import type { Database } from '../db/database.js';
+import { appendAuditEvent } from '../db/repositories/audit.repo.js';
+import {
+  createTicket,
+  findTicket,
+  listTickets,
+  revokeTicket,
+  type TicketFilter,
+  type TicketRecord,
+  type TicketStatus,
+} from '../db/repositories/ticket.repo.js';
+import { BadRequestError, NotFoundError, UnprocessableError, type FieldError } from '../errors.js';
+import type { ActionContext, Clock } from './context.js';
+import { decodeCursor, pageOf, type Page } from './pagination.js';
+import { channelErrors, commandErrors, type RevivedInterfaces } from './vocabulary.js';
+
+/** A ticket as the APIs show it: fields that do not apply are absent, never null (contract 4.3). */
+export interface Ticket {
+  id: string;
+  securedObjectId: string;
+  mobileDeviceId: string;
+  beginDate: number;
+  endDate: number;
+  creationDate: number;
+  commands: string[];
+  channels: string[];
+  status: TicketStatus;
+  revocationDate?: number;
+  downloadDate?: number;
+  accessPermissionId?: string;
+}
+
+export interface NewTicket {
+  securedObjectId: string;
+  mobileDeviceId: string;
+  beginDate: number;
+  endDate: number;
+  commands: string[];
+  channels: string[];
+}
+
+export function ticketStatus(record: Pick<TicketRecord, 'revokedAt' | 'endDate'>, now: number): TicketStatus {
+  if (record.revokedAt !== null) return 'REVOKED';
+  return record.endDate <= now ? 'EXPIRED' : 'VALID';
+}
+
+export function toTicket(record: TicketRecord & { accessPermissionId?: string | null }, now: number): Ticket {
+  return {
+    id: record.id,
+    securedObjectId: record.securedObjectId,
+    mobileDeviceId: record.mobileDeviceId,
+    beginDate: record.beginDate,
+    endDate: record.endDate,
+    creationDate: record.createdAt,
+    commands: record.commands,
+    channels: record.channels,
+    status: ticketStatus(record, now),
+    ...(record.revokedAt !== null ? { revocationDate: record.revokedAt } : {}),
+    ...(record.downloadedAt !== null ? { downloadDate: record.downloadedAt } : {}),
+    ...(record.accessPermissionId ? { accessPermissionId: record.accessPermissionId } : {}),
+  };
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Validity checks that need no database (contract 4.3's 422 cases), all reported at once. */
+export function validityErrors(input: Omit<NewTicket, 'securedObjectId' | 'mobileDeviceId'>, now: number, revived: RevivedInterfaces): FieldError[] {
+  const errors = [...commandErrors('commands', input.commands), ...channelErrors('channels', input.channels, revived)];
+  if (input.beginDate >= input.endDate) errors.push({ field: 'endDate', message: 'must be after beginDate' });
+  else if (input.endDate <= now) errors.push({ field: 'endDate', message: 'is already past' });
+  return errors;
+}
+
+export interface TicketServiceOptions {
+  db: Database;
+  clock: Clock;
+  revived: RevivedInterfaces;
+}
+
+export function createTicketService({ db, clock, revived }: TicketServiceOptions) {
+  return {
+    async create(context: ActionContext, input: NewTicket): Promise<Ticket> {
+      const now = clock();
+      const commands = [...new Set(input.commands)];
+      const channels = [...new Set(input.channels)];
+      const errors = validityErrors({ ...input, commands, channels }, now, revived);
+      if (errors.length > 0) throw new UnprocessableError('The ticket cannot be issued.', errors);
+
+      const outcome = await createTicket(
+        db,
+        { ...input, commands, channels, id: randomUUID(), tenantId: context.tenantId, createdAt: now },
+        context,
+      );
+      if (outcome.created) return toTicket(outcome.created, now);
+      const reasons: FieldError[] = [];
+      if (outcome.lockChannels === null) {
+        reasons.push({ field: 'securedObjectId', message: `no secured object ${input.securedObjectId} in this tenant` });
+      }
+      if (!outcome.deviceExists) {
+        reasons.push({ field: 'mobileDeviceId', message: `no mobile device ${input.mobileDeviceId} in this tenant` });
+      }
+      if (outcome.lockChannels !== null) {
+        channels.forEach((channel, index) => {
+          if (!outcome.lockChannels!.includes(channel)) {
+            reasons.push({ field: `channels[${index}]`, message: `the secured object does not support ${channel}` });
+          }
+        });
+      }
+      throw new UnprocessableError('The ticket cannot be issued.', reasons);
+    },
+
+    async get(tenantId: string, id: string): Promise<Ticket> {
+      const record = UUID.test(id) ? await findTicket(db, tenantId, id) : null;
+      if (!record) throw new NotFoundError(`No ticket ${id}.`);
+      return toTicket(record, clock());
+    },
+
+    async list(tenantId: string, filter: TicketFilter, limit: number, cursor?: string): Promise<Page<Ticket>> {
+      const after = decodeCursor(cursor);
+      if (after && !UUID.test(after.id)) throw new BadRequestError('The cursor is not one this server issued.', [{ field: 'cursor', message: 'is invalid' }]);
+      const now = clock();
+      const rows = await listTickets(db, tenantId, filter, now, after, limit + 1);
+      return pageOf(rows, limit, (row) => ({ createdAt: row.createdAt, id: row.id }), (row) => toTicket(row, now));
+    },
+
+    /** Every ticket matching the filter, page by page (for the removed listings an operator kept alive). */
+    async *all(tenantId: string, filter: TicketFilter): AsyncGenerator<Ticket> {
+      let cursor: string | undefined;
+      do {
+        const page = await this.list(tenantId, filter, 1000, cursor);
+        yield* page.items;
+        cursor = page.nextCursor ?? undefined;
+      } while (cursor);
+    },
+
+    /** DELETE is idempotent: the second call answers the same REVOKED ticket (contract 4.3). */
+    async revoke(context: ActionContext, id: string): Promise<Ticket> {
+      if (!UUID.test(id)) throw new NotFoundError(`No ticket ${id}.`);
+      const now = clock();
+      const result = await db.transaction(async (tx) => {
+        const revoked = await revokeTicket(tx, context.tenantId, id, now);
+        if (revoked?.revokedNow) {
+          await appendAuditEvent(tx, {
+            tenantId: context.tenantId,
+            time: now,
+            actor: context.actor,
+            action: 'ticket.revoked',
+            target: `ticket:${id}`,
+            requestId: context.requestId,
+          });
+        }
+        return revoked;
+      });
+      if (!result) throw new NotFoundError(`No ticket ${id}.`);
+      return toTicket(result.ticket, now);
+    },
+  };
+}
+
+export type TicketService = ReturnType<typeof createTicketService>;
