@@ -1,5 +1,5 @@
 // Helpers for the SECURITY-CHECKLIST tests: RFC 6749 error assertions, crafted JWTs, timing medians, an Access API probe.
-import { randomUUID } from 'node:crypto';
+import { KeyObject, randomUUID, sign as signWithKeyObject, webcrypto } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { LightMyRequestResponse } from 'fastify';
 import { SignJWT, type JWTPayload } from 'jose';
@@ -126,6 +126,24 @@ export async function craftAccessToken(
 }
 
 export const b64url = (value: string | Buffer) => Buffer.from(value).toString('base64url');
+
+/**
+ * A compact JWS over exactly the given header and payload text, signed with the server's real key: for headers
+ * and payloads that jose would refuse to produce (unknown `crit`, a payload that is not JSON).
+ */
+export async function signRaw(app: App, header: Record<string, unknown> | string, payload: string): Promise<string> {
+  const key = await app.services.accessTokenKeys.signingKey();
+  const headerText = typeof header === 'string' ? header : JSON.stringify(withoutUndefined({ alg: key.alg, kid: key.kid, typ: 'at+jwt', ...header }));
+  const input = Buffer.from(`${b64url(headerText)}.${b64url(payload)}`);
+  let signature: Buffer;
+  if (key.privateKey instanceof KeyObject) {
+    signature = signWithKeyObject(key.alg === 'EdDSA' ? null : 'sha256', input, { key: key.privateKey, dsaEncoding: 'ieee-p1363' });
+  } else {
+    const algorithm = key.alg === 'EdDSA' ? { name: 'Ed25519' } : { name: 'ECDSA', hash: 'SHA-256' };
+    signature = Buffer.from(await webcrypto.subtle.sign(algorithm, key.privateKey as webcrypto.CryptoKey, input));
+  }
+  return `${input.toString()}.${b64url(signature)}`;
+}
 
 /** Decoded header and payload of a compact JWS, without verifying it. */
 export function decodeJwt(token: string): { header: Record<string, unknown>; payload: Record<string, unknown> } {

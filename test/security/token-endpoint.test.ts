@@ -264,6 +264,7 @@ describe('SECURITY-CHECKLIST A: token endpoint and client authentication', () =>
     );
     expectOAuthError(await tokenRequest(t.app, operatorOnly, { grant_type: 'refresh_token', refresh_token: 'x' }), 400, 'unauthorized_client');
     // A client bound to one device is a Device API client, even with Access API scopes.
+    await t.app.services.mobileDevices.register({ tenantId: tenant.tenantId, actor: 'cli', requestId: null }, { id: 'phone-1' });
     const bound = await createClient(t.app, tenant, ['tokens:download', 'devices:read'], { mobileDeviceId: 'phone-1' });
     expectOAuthError(
       await tokenRequest(t.app, bound, { grant_type: 'password', username: 'alice@acme', password: 'correct horse battery' }, '/oauth2/token'),
