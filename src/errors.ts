@@ -93,6 +93,11 @@ export class UnprocessableError extends ProblemError {
   }
 }
 
+/** A summary followed by every field's reason, so the detail alone says why (contract 4.3: "the detail says so"). */
+export function detailWithReasons(summary: string, errors: FieldError[]): string {
+  return errors.length === 0 ? `${summary}.` : `${summary}: ${errors.map((error) => `${error.field}: ${error.message}`).join('; ')}`;
+}
+
 export class ServiceUnavailableError extends ProblemError {
   constructor(detail = 'The service cannot reach its database right now. Retry shortly.') {
     super(503, 'unavailable', 'Service Unavailable', { detail, headers: { 'retry-after': '1' } });

@@ -10,7 +10,7 @@ import {
   type SecuredObjectRecord,
 } from '../db/repositories/secured-object.repo.js';
 import { revokeTicketsOf } from '../db/repositories/ticket.repo.js';
-import { ConflictError, NotFoundError, UnprocessableError } from '../errors.js';
+import { ConflictError, NotFoundError, UnprocessableError, detailWithReasons } from '../errors.js';
 import type { ActionContext, Clock } from './context.js';
 import { decodeCursor, pageOf, type Page } from './pagination.js';
 import { channelErrors, type RevivedInterfaces } from './vocabulary.js';
@@ -49,7 +49,7 @@ export function createSecuredObjectService({ db, clock, revived }: SecuredObject
   return {
     async register(context: ActionContext, input: NewSecuredObject): Promise<SecuredObject> {
       const errors = channelErrors('channels', input.channels, revived);
-      if (errors.length > 0) throw new UnprocessableError('The secured object cannot be registered.', errors);
+      if (errors.length > 0) throw new UnprocessableError(detailWithReasons('The secured object cannot be registered', errors), errors);
       const record: SecuredObjectRecord = {
         tenantId: context.tenantId,
         id: input.id ?? randomUUID(),

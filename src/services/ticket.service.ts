@@ -12,7 +12,7 @@ import {
   type TicketRecord,
   type TicketStatus,
 } from '../db/repositories/ticket.repo.js';
-import { BadRequestError, NotFoundError, UnprocessableError, type FieldError } from '../errors.js';
+import { BadRequestError, NotFoundError, UnprocessableError, detailWithReasons, type FieldError } from '../errors.js';
 import type { ActionContext, Clock } from './context.js';
 import { decodeCursor, pageOf, type Page } from './pagination.js';
 import { channelErrors, commandErrors, type RevivedInterfaces } from './vocabulary.js';
@@ -87,7 +87,7 @@ export function createTicketService({ db, clock, revived }: TicketServiceOptions
       const commands = [...new Set(input.commands)];
       const channels = [...new Set(input.channels)];
       const errors = validityErrors({ ...input, commands, channels }, now, revived);
-      if (errors.length > 0) throw new UnprocessableError('The ticket cannot be issued.', errors);
+      if (errors.length > 0) throw new UnprocessableError(detailWithReasons('The ticket cannot be issued', errors), errors);
 
       const outcome = await createTicket(
         db,
@@ -109,7 +109,7 @@ export function createTicketService({ db, clock, revived }: TicketServiceOptions
           }
         });
       }
-      throw new UnprocessableError('The ticket cannot be issued.', reasons);
+      throw new UnprocessableError(detailWithReasons('The ticket cannot be issued', reasons), reasons);
     },
 
     async get(tenantId: string, id: string): Promise<Ticket> {
