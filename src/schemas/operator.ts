@@ -1,8 +1,11 @@
 // Schemas of the Operator API's resources (contract 4): secured objects, mobile devices, tickets, audit events.
 import { Type } from '@sinclair/typebox';
 
-/** Operator-chosen ids: URL-safe unreserved characters (RFC 3986 2.3), 1 to 128 of them. */
-export const ID_PATTERN = '^[A-Za-z0-9._~-]{1,128}$';
+/**
+ * Operator-chosen ids: URL-safe unreserved characters (RFC 3986 2.3), 1 to 128 of them, but not `.` or `..`: clients
+ * remove those dot segments from a path (RFC 3986 5.2.4), so `/securedobjects/..` could never be reached.
+ */
+export const ID_PATTERN = '^(?!\\.\\.?$)[A-Za-z0-9._~-]{1,128}$';
 const Millis = (description: string) => Type.Integer({ minimum: 0, maximum: 8640000000000000, description });
 
 export const ObjectIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 256, description: 'The id.' }) });
