@@ -126,11 +126,15 @@ export interface TicketFilter {
   status?: TicketStatus | undefined;
 }
 
-/** Status as a predicate on stored columns ($2 is "now"): the derived status is never stored, so never stale. */
-const STATUS_PREDICATES: Record<TicketStatus, string> = {
-  VALID: 'revoked_at IS NULL AND end_date > $2',
-  REVOKED: 'revoked_at IS NOT NULL',
-  EXPIRED: 'revoked_at IS NULL AND end_date <= $2',
+/**
+ * Status as a predicate on stored columns, given the placeholder of "now": the derived status is never stored, so
+ * never stale. "now" is bound only when a predicate uses it: PostgreSQL refuses a parameter no clause mentions
+ * ("could not determine data type of parameter").
+ */
+const STATUS_PREDICATES: Record<TicketStatus, (now: () => string) => string> = {
+  VALID: (now) => `revoked_at IS NULL AND end_date > ${now()}`,
+  REVOKED: () => 'revoked_at IS NOT NULL',
+  EXPIRED: (now) => `revoked_at IS NULL AND end_date <= ${now()}`,
 };
 
 export async function listTickets(
@@ -141,7 +145,7 @@ export async function listTickets(
   after: KeysetPosition | null,
   limit: number,
 ): Promise<TicketRecord[]> {
-  const params: unknown[] = [tenantId, now, limit];
+  const params: unknown[] = [tenantId, limit];
   const conditions = ['tenant_id = $1'];
   if (filter.mobileDeviceId !== undefined) {
     params.push(filter.mobileDeviceId);
@@ -151,13 +155,20 @@ export async function listTickets(
     params.push(filter.securedObjectId);
     conditions.push(`secured_object_id = $${params.length}`);
   }
-  if (filter.status) conditions.push(STATUS_PREDICATES[filter.status]);
+  if (filter.status) {
+    conditions.push(
+      STATUS_PREDICATES[filter.status](() => {
+        params.push(now);
+        return `$${params.length}::bigint`;
+      }),
+    );
+  }
   if (after) {
     params.push(after.createdAt, after.id);
     conditions.push(`(created_at, id) > ($${params.length - 1}::bigint, $${params.length}::uuid)`);
   }
   const { rows } = await db.query<TicketRow>(
-    `SELECT ${TICKET_COLUMNS} FROM tickets WHERE ${conditions.join(' AND ')} ORDER BY created_at, id LIMIT $3`,
+    `SELECT ${TICKET_COLUMNS} FROM tickets WHERE ${conditions.join(' AND ')} ORDER BY created_at, id LIMIT $2`,
     params,
   );
   return rows.map(toTicketRecord);
