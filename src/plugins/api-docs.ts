@@ -16,6 +16,8 @@ export interface ApiDocsOptions {
   /** The OAuth scopes of this API, for the bearer security scheme. */
   scopes: Record<string, string>;
   tokenUrl: string;
+  /** The OAuth flow that gets this API's tokens: client credentials (default) or password (the Access API). */
+  flow?: 'clientCredentials' | 'password';
 }
 
 export default fp(
@@ -30,7 +32,7 @@ export default fp(
             bearer: {
               type: 'oauth2',
               description: 'An RFC 9068 JWT access token sent as `Authorization: Bearer <token>`.',
-              flows: { clientCredentials: { tokenUrl: options.tokenUrl, scopes: options.scopes } },
+              flows: { [options.flow ?? 'clientCredentials']: { tokenUrl: options.tokenUrl, scopes: options.scopes } },
             },
           },
         },

@@ -15,6 +15,9 @@ import { createMobileDeviceService } from './mobile-device.service.js';
 import { createSecuredObjectService } from './secured-object.service.js';
 import { createTicketService } from './ticket.service.js';
 import { parseRevivedInterfaces } from './vocabulary.js';
+import { LOCK_GROUPS, RESIDENTS } from '../db/repositories/group.repo.js';
+import { createAccessPermissionService } from './access-permission.service.js';
+import { createGroupService } from './group.service.js';
 
 export interface ServiceDependencies {
   db: Database;
@@ -49,6 +52,9 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now }
   const tickets = createTicketService({ db, clock, revived });
   const audit = createAuditService({ db });
   const idempotency = createIdempotencyService({ db, clock, log, ttlMs: IDEMPOTENCY_TTL_MS });
+  const residents = createGroupService({ db, clock, kind: RESIDENTS });
+  const lockGroups = createGroupService({ db, clock, kind: LOCK_GROUPS });
+  const accessPermissions = createAccessPermissionService({ db, clock, revived });
   const tokens = createTokenService({
     db,
     clock,
@@ -80,6 +86,9 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now }
     tickets,
     audit,
     idempotency,
+    residents,
+    lockGroups,
+    accessPermissions,
     /** Loads keys (generating the first one) and starts following revocations. */
     async start(): Promise<void> {
       await accessTokenKeys.ensureKey(null);

@@ -16,11 +16,18 @@ export function encodeCursor(position: KeysetPosition): string {
   return Buffer.from(JSON.stringify([position.createdAt, position.id]), 'utf8').toString('base64url');
 }
 
-export function decodeCursor(cursor: string | undefined): KeysetPosition | null {
+/** The position a cursor names; `isValidId` checks the id's form (UUIDs for server-made ids). */
+export function decodeCursor(cursor: string | undefined, isValidId: (id: string) => boolean = () => true): KeysetPosition | null {
   if (cursor === undefined) return null;
   try {
     const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Array.isArray(value) && value.length === 2 && Number.isSafeInteger(value[0]) && typeof value[1] === 'string') {
+    if (
+      Array.isArray(value) &&
+      value.length === 2 &&
+      Number.isSafeInteger(value[0]) &&
+      typeof value[1] === 'string' &&
+      isValidId(value[1])
+    ) {
       return { createdAt: value[0] as number, id: value[1] };
     }
   } catch {

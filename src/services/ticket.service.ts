@@ -12,8 +12,9 @@ import {
   type TicketRecord,
   type TicketStatus,
 } from '../db/repositories/ticket.repo.js';
-import { BadRequestError, NotFoundError, UnprocessableError, detailWithReasons, type FieldError } from '../errors.js';
+import { NotFoundError, UnprocessableError, detailWithReasons, type FieldError } from '../errors.js';
 import type { ActionContext, Clock } from './context.js';
+import { isUuid } from './identifiers.js';
 import { decodeCursor, pageOf, type Page } from './pagination.js';
 import { channelErrors, commandErrors, type RevivedInterfaces } from './vocabulary.js';
 
@@ -47,7 +48,7 @@ export function ticketStatus(record: Pick<TicketRecord, 'revokedAt' | 'endDate'>
   return record.endDate <= now ? 'EXPIRED' : 'VALID';
 }
 
-export function toTicket(record: TicketRecord & { accessPermissionId?: string | null }, now: number): Ticket {
+export function toTicket(record: TicketRecord, now: number): Ticket {
   return {
     id: record.id,
     securedObjectId: record.securedObjectId,
@@ -60,11 +61,9 @@ export function toTicket(record: TicketRecord & { accessPermissionId?: string | 
     status: ticketStatus(record, now),
     ...(record.revokedAt !== null ? { revocationDate: record.revokedAt } : {}),
     ...(record.downloadedAt !== null ? { downloadDate: record.downloadedAt } : {}),
-    ...(record.accessPermissionId ? { accessPermissionId: record.accessPermissionId } : {}),
+    ...(record.accessPermissionId !== null ? { accessPermissionId: record.accessPermissionId } : {}),
   };
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Validity checks that need no database (contract 4.3's 422 cases), all reported at once. */
 export function validityErrors(input: Omit<NewTicket, 'securedObjectId' | 'mobileDeviceId'>, now: number, revived: RevivedInterfaces): FieldError[] {
@@ -113,14 +112,13 @@ export function createTicketService({ db, clock, revived }: TicketServiceOptions
     },
 
     async get(tenantId: string, id: string): Promise<Ticket> {
-      const record = UUID.test(id) ? await findTicket(db, tenantId, id) : null;
+      const record = isUuid(id) ? await findTicket(db, tenantId, id) : null;
       if (!record) throw new NotFoundError(`No ticket ${id}.`);
       return toTicket(record, clock());
     },
 
     async list(tenantId: string, filter: TicketFilter, limit: number, cursor?: string): Promise<Page<Ticket>> {
-      const after = decodeCursor(cursor);
-      if (after && !UUID.test(after.id)) throw new BadRequestError('The cursor is not one this server issued.', [{ field: 'cursor', message: 'is invalid' }]);
+      const after = decodeCursor(cursor, isUuid);
       const now = clock();
       const rows = await listTickets(db, tenantId, filter, now, after, limit + 1);
       return pageOf(rows, limit, (row) => ({ createdAt: row.createdAt, id: row.id }), (row) => toTicket(row, now));
@@ -138,7 +136,7 @@ export function createTicketService({ db, clock, revived }: TicketServiceOptions
 
     /** DELETE is idempotent: the second call answers the same REVOKED ticket (contract 4.3). */
     async revoke(context: ActionContext, id: string): Promise<Ticket> {
-      if (!UUID.test(id)) throw new NotFoundError(`No ticket ${id}.`);
+      if (!isUuid(id)) throw new NotFoundError(`No ticket ${id}.`);
       const now = clock();
       const result = await db.transaction(async (tx) => {
         const revoked = await revokeTicket(tx, context.tenantId, id, now);

@@ -66,3 +66,20 @@ export async function listAuditEvents(
     ...(row.request_id !== null ? { requestId: row.request_id } : {}),
   }));
 }
+
+/** Several events of one change, in one statement. */
+export async function appendAuditEvents(db: Queryable, events: AuditEventInput[]): Promise<void> {
+  if (events.length === 0) return;
+  await db.query(
+    `INSERT INTO audit_events (tenant_id, time, actor, action, target, request_id)
+     SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[])`,
+    [
+      events.map((e) => e.tenantId),
+      events.map((e) => e.time),
+      events.map((e) => e.actor),
+      events.map((e) => e.action),
+      events.map((e) => e.target),
+      events.map((e) => e.requestId),
+    ],
+  );
+}

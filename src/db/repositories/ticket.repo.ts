@@ -14,9 +14,11 @@ export interface TicketRecord {
   channels: string[];
   revokedAt: number | null;
   downloadedAt: number | null;
+  /** The Access API permission that made it; null for tickets made through the Operator API. */
+  accessPermissionId: string | null;
 }
 
-interface TicketRow {
+export interface TicketRow {
   id: string;
   tenant_id: string;
   secured_object_id: string;
@@ -28,10 +30,11 @@ interface TicketRow {
   channels: string[];
   revoked_at: number | null;
   downloaded_at: number | null;
+  access_permission_id: string | null;
 }
 
 export const TICKET_COLUMNS =
-  'id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at, commands, channels, revoked_at, downloaded_at';
+  'id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at, commands, channels, revoked_at, downloaded_at, access_permission_id';
 
 export function toTicketRecord(row: TicketRow): TicketRecord {
   return {
@@ -46,6 +49,7 @@ export function toTicketRecord(row: TicketRow): TicketRecord {
     channels: row.channels,
     revokedAt: row.revoked_at,
     downloadedAt: row.downloaded_at,
+    accessPermissionId: row.access_permission_id,
   };
 }
 

@@ -1,0 +1,274 @@
+// SQL for access permissions and the tickets they expand into: every fan-out is one set-based statement.
+import type { Queryable } from '../database.js';
+import type { KeysetPosition } from '../../services/pagination.js';
+import { TICKET_COLUMNS, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';
+import type { GroupKind } from './group.repo.js';
+
+export interface AccessPermissionRecord {
+  tenantId: string;
+  id: string;
+  residentId: string;
+  lockGroupId: string;
+  beginDate: number;
+  endDate: number;
+  commands: string[];
+  channels: string[];
+  createdAt: number;
+}
+
+interface AccessPermissionRow {
+  tenant_id: string;
+  id: string;
+  resident_id: string;
+  lock_group_id: string;
+  begin_date: number;
+  end_date: number;
+  commands: string[];
+  channels: string[];
+  created_at: number;
+  token_count: number;
+}
+
+const COLUMNS = 'tenant_id, id, resident_id, lock_group_id, begin_date, end_date, commands, channels, created_at';
+
+/** The live tickets a permission holds now (the partial unique index answers it without the table). */
+const TOKEN_COUNT = `(SELECT count(*)::int FROM tickets t
+   WHERE t.access_permission_id = p.id AND t.revoked_at IS NULL) AS token_count`;
+
+const toRecord = (row: AccessPermissionRow): AccessPermissionRecord & { tokenCount: number } => ({
+  tenantId: row.tenant_id,
+  id: row.id,
+  residentId: row.resident_id,
+  lockGroupId: row.lock_group_id,
+  beginDate: row.begin_date,
+  endDate: row.end_date,
+  commands: row.commands,
+  channels: row.channels,
+  createdAt: row.created_at,
+  tokenCount: row.token_count,
+});
+
+export async function insertAccessPermission(db: Queryable, permission: AccessPermissionRecord): Promise<void> {
+  await db.query(`INSERT INTO access_permissions (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, [
+    permission.tenantId,
+    permission.id,
+    permission.residentId,
+    permission.lockGroupId,
+    permission.beginDate,
+    permission.endDate,
+    permission.commands,
+    permission.channels,
+    permission.createdAt,
+  ]);
+}
+
+/** Locks of the group that do not support every one of `channels`. */
+export async function locksLackingChannels(
+  db: Queryable,
+  tenantId: string,
+  lockGroupId: string,
+  channels: string[],
+): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT so.id FROM lock_group_objects lgo
+       JOIN secured_objects so ON so.tenant_id = lgo.tenant_id AND so.id = lgo.secured_object_id
+      WHERE lgo.tenant_id = $1 AND lgo.lock_group_id = $2 AND NOT so.channels @> $3::text[]
+      ORDER BY so.id LIMIT 20`,
+    [tenantId, lockGroupId, channels],
+  );
+  return rows.map((row) => row.id);
+}
+
+/** Permissions reaching the lock group whose channels the given locks do not all support. */
+export async function permissionsUnsupportedBy(
+  db: Queryable,
+  tenantId: string,
+  lockGroupId: string,
+  securedObjectIds: string[],
+): Promise<{ permissionId: string; securedObjectId: string }[]> {
+  const { rows } = await db.query<{ permission_id: string; secured_object_id: string }>(
+    `SELECT p.id AS permission_id, so.id AS secured_object_id
+       FROM access_permissions p
+       JOIN secured_objects so ON so.tenant_id = p.tenant_id AND so.id = ANY ($3::text[])
+      WHERE p.tenant_id = $1 AND p.lock_group_id = $2 AND NOT so.channels @> p.channels
+      ORDER BY so.id, p.id LIMIT 20`,
+    [tenantId, lockGroupId, securedObjectIds],
+  );
+  return rows.map((row) => ({ permissionId: row.permission_id, securedObjectId: row.secured_object_id }));
+}
+
+const INSERT_TICKETS = `INSERT INTO tickets (id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at,
+                        commands, channels, access_permission_id)`;
+const ON_DUPLICATE = `ON CONFLICT (access_permission_id, mobile_device_id, secured_object_id)
+   WHERE access_permission_id IS NOT NULL AND revoked_at IS NULL DO NOTHING`;
+
+/**
+ * Seed section 1: one ticket per (device in the resident) × (lock in the lock group), in one INSERT … SELECT: the
+ * pairs never travel through Node. Returns how many tickets were issued.
+ */
+export async function expandAccessPermission(db: Queryable, permission: AccessPermissionRecord, now: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `${INSERT_TICKETS}
+     SELECT gen_random_uuid(), $1, lgo.secured_object_id, rd.mobile_device_id, $5, $6, $7, $8, $9, $2
+       FROM resident_devices rd
+       JOIN lock_group_objects lgo ON lgo.tenant_id = rd.tenant_id AND lgo.lock_group_id = $4
+      WHERE rd.tenant_id = $1 AND rd.resident_id = $3
+     ${ON_DUPLICATE}`,
+    [
+      permission.tenantId,
+      permission.id,
+      permission.residentId,
+      permission.lockGroupId,
+      permission.beginDate,
+      permission.endDate,
+      now,
+      permission.commands,
+      permission.channels,
+    ],
+  );
+  return rowCount;
+}
+
+/**
+ * Membership stays true (contract 5): new members of a group get the tickets of every permission reaching it —
+ * new devices of a resident for every lock of its permissions' lock groups, new locks of a lock group for every
+ * device of its permissions' residents. One statement; returns how many tickets were issued.
+ */
+export async function issueForNewMembers(
+  db: Queryable,
+  kind: GroupKind,
+  tenantId: string,
+  groupId: string,
+  memberIds: string[],
+  now: number,
+): Promise<number> {
+  if (memberIds.length === 0) return 0;
+  const pairs =
+    kind.table === 'residents'
+      ? `SELECT p.id, p.begin_date, p.end_date, p.commands, p.channels, new.member_id AS mobile_device_id, lgo.secured_object_id
+           FROM access_permissions p
+           JOIN lock_group_objects lgo ON lgo.tenant_id = p.tenant_id AND lgo.lock_group_id = p.lock_group_id
+           CROSS JOIN unnest($3::text[]) AS new (member_id)
+          WHERE p.tenant_id = $1 AND p.resident_id = $2`
+      : `SELECT p.id, p.begin_date, p.end_date, p.commands, p.channels, rd.mobile_device_id, new.member_id AS secured_object_id
+           FROM access_permissions p
+           JOIN resident_devices rd ON rd.tenant_id = p.tenant_id AND rd.resident_id = p.resident_id
+           CROSS JOIN unnest($3::text[]) AS new (member_id)
+          WHERE p.tenant_id = $1 AND p.lock_group_id = $2`;
+  const { rowCount } = await db.query(
+    `${INSERT_TICKETS}
+     SELECT gen_random_uuid(), $1, pair.secured_object_id, pair.mobile_device_id, pair.begin_date, pair.end_date, $4,
+            pair.commands, pair.channels, pair.id
+       FROM (${pairs}) AS pair
+     ${ON_DUPLICATE}`,
+    [tenantId, groupId, memberIds, now],
+  );
+  return rowCount;
+}
+
+/** A member leaving a group loses the tickets of the permissions reaching that group (and only those). */
+export async function revokeForLeavingMember(
+  db: Queryable,
+  kind: GroupKind,
+  tenantId: string,
+  groupId: string,
+  memberId: string,
+  now: number,
+): Promise<number> {
+  const { rowCount } = await db.query(
+    `UPDATE tickets SET revoked_at = $4
+      WHERE tenant_id = $1 AND ${kind.memberColumn} = $3 AND revoked_at IS NULL
+        AND access_permission_id IN (SELECT id FROM access_permissions WHERE tenant_id = $1 AND ${kind.groupColumn} = $2)`,
+    [tenantId, groupId, memberId, now],
+  );
+  return rowCount;
+}
+
+/** Revokes every live ticket of the permissions selected by `column = id` (one permission, or a group's). */
+export async function revokePermissionTickets(
+  db: Queryable,
+  tenantId: string,
+  column: 'id' | 'resident_id' | 'lock_group_id',
+  id: string,
+  now: number,
+): Promise<number> {
+  const { rowCount } = await db.query(
+    `UPDATE tickets SET revoked_at = $3
+      WHERE tenant_id = $1 AND revoked_at IS NULL
+        AND access_permission_id IN (SELECT p.id FROM access_permissions p WHERE p.tenant_id = $1 AND p.${column} = $2)`,
+    [tenantId, id, now],
+  );
+  return rowCount;
+}
+
+/** Deletes the permissions selected by `column = id`; returns their ids. */
+export async function deletePermissions(
+  db: Queryable,
+  tenantId: string,
+  column: 'id' | 'resident_id' | 'lock_group_id',
+  id: string,
+): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `DELETE FROM access_permissions WHERE tenant_id = $1 AND ${column} = $2 RETURNING id`,
+    [tenantId, id],
+  );
+  return rows.map((row) => row.id);
+}
+
+export async function findAccessPermission(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+): Promise<(AccessPermissionRecord & { tokenCount: number }) | null> {
+  const { rows } = await db.query<AccessPermissionRow>(
+    `SELECT ${COLUMNS.split(', ').map((c) => `p.${c}`).join(', ')}, ${TOKEN_COUNT}
+       FROM access_permissions p WHERE p.tenant_id = $1 AND p.id = $2`,
+    [tenantId, id],
+  );
+  return rows[0] ? toRecord(rows[0]) : null;
+}
+
+export async function listAccessPermissions(
+  db: Queryable,
+  tenantId: string,
+  filter: { residentId?: string | undefined; lockGroupId?: string | undefined },
+  after: KeysetPosition | null,
+  limit: number,
+): Promise<(AccessPermissionRecord & { tokenCount: number })[]> {
+  const { rows } = await db.query<AccessPermissionRow>(
+    `SELECT ${COLUMNS.split(', ').map((c) => `p.${c}`).join(', ')}, ${TOKEN_COUNT}
+       FROM access_permissions p
+      WHERE p.tenant_id = $1
+        AND ($2::uuid IS NULL OR p.resident_id = $2::uuid)
+        AND ($3::uuid IS NULL OR p.lock_group_id = $3::uuid)
+        AND ($4::bigint IS NULL OR (p.created_at, p.id) > ($4::bigint, $5::uuid))
+      ORDER BY p.created_at, p.id LIMIT $6`,
+    [
+      tenantId,
+      filter.residentId ?? null,
+      filter.lockGroupId ?? null,
+      after?.createdAt ?? null,
+      after?.id ?? '00000000-0000-0000-0000-000000000000',
+      limit,
+    ],
+  );
+  return rows.map(toRecord);
+}
+
+/** The tickets a permission made, in creation order (keyset). */
+export async function listPermissionTickets(
+  db: Queryable,
+  tenantId: string,
+  permissionId: string,
+  after: KeysetPosition | null,
+  limit: number,
+): Promise<TicketRecord[]> {
+  const { rows } = await db.query<TicketRow>(
+    `SELECT ${TICKET_COLUMNS} FROM tickets
+      WHERE tenant_id = $1 AND access_permission_id = $2
+        AND ($3::bigint IS NULL OR (created_at, id) > ($3::bigint, $4::uuid))
+      ORDER BY created_at, id LIMIT $5`,
+    [tenantId, permissionId, after?.createdAt ?? null, after?.id ?? '00000000-0000-0000-0000-000000000000', limit],
+  );
+  return rows.map(toTicketRecord);
+}

@@ -1,0 +1,163 @@
+// SQL for the Access API's two kinds of group: residents (of mobile devices) and lock groups (of secured objects).
+// They share one shape, so one set of statements serves both, parameterised by the table names below.
+import type { Queryable } from '../database.js';
+import type { KeysetPosition } from '../../services/pagination.js';
+
+export interface GroupKind {
+  /** The group table: `residents` or `lock_groups`. */
+  table: 'residents' | 'lock_groups';
+  /** The membership table and its columns. */
+  members: 'resident_devices' | 'lock_group_objects';
+  groupColumn: 'resident_id' | 'lock_group_id';
+  memberColumn: 'mobile_device_id' | 'secured_object_id';
+  /** The table the members live in (for existence checks). */
+  memberTable: 'mobile_devices' | 'secured_objects';
+}
+
+export const RESIDENTS: GroupKind = {
+  table: 'residents',
+  members: 'resident_devices',
+  groupColumn: 'resident_id',
+  memberColumn: 'mobile_device_id',
+  memberTable: 'mobile_devices',
+};
+
+export const LOCK_GROUPS: GroupKind = {
+  table: 'lock_groups',
+  members: 'lock_group_objects',
+  groupColumn: 'lock_group_id',
+  memberColumn: 'secured_object_id',
+  memberTable: 'secured_objects',
+};
+
+export interface GroupRecord {
+  id: string;
+  name: string;
+  createdAt: number;
+  memberIds: string[];
+}
+
+interface GroupRow {
+  id: string;
+  name: string;
+  created_at: number;
+  member_ids: string[] | null;
+}
+
+const toRecord = (row: GroupRow): GroupRecord => ({
+  id: row.id,
+  name: row.name,
+  createdAt: row.created_at,
+  memberIds: row.member_ids ?? [],
+});
+
+function selectGroups(kind: GroupKind, where: string): string {
+  return `SELECT g.id, g.name, g.created_at,
+            ARRAY(SELECT m.${kind.memberColumn} FROM ${kind.members} m
+                   WHERE m.tenant_id = g.tenant_id AND m.${kind.groupColumn} = g.id
+                   ORDER BY m.${kind.memberColumn}) AS member_ids
+       FROM ${kind.table} g WHERE ${where}`;
+}
+
+export async function insertGroup(
+  db: Queryable,
+  kind: GroupKind,
+  group: { tenantId: string; id: string; name: string; createdAt: number },
+): Promise<void> {
+  await db.query(`INSERT INTO ${kind.table} (tenant_id, id, name, created_at) VALUES ($1, $2, $3, $4)`, [
+    group.tenantId,
+    group.id,
+    group.name,
+    group.createdAt,
+  ]);
+}
+
+export async function findGroup(db: Queryable, kind: GroupKind, tenantId: string, id: string): Promise<GroupRecord | null> {
+  const { rows } = await db.query<GroupRow>(selectGroups(kind, 'g.tenant_id = $1 AND g.id = $2'), [tenantId, id]);
+  return rows[0] ? toRecord(rows[0]) : null;
+}
+
+/**
+ * Locks the group row for the rest of the transaction. Membership changes take it FOR UPDATE, permission creation
+ * FOR SHARE: the two serialise per group, so a device joining while a permission is created gets its tickets
+ * from whichever commits second.
+ */
+export async function lockGroup(
+  db: Queryable,
+  kind: GroupKind,
+  tenantId: string,
+  id: string,
+  mode: 'UPDATE' | 'SHARE',
+): Promise<boolean> {
+  const { rows } = await db.query(`SELECT 1 FROM ${kind.table} WHERE tenant_id = $1 AND id = $2 FOR ${mode}`, [tenantId, id]);
+  return rows.length > 0;
+}
+
+export async function listGroups(
+  db: Queryable,
+  kind: GroupKind,
+  tenantId: string,
+  after: KeysetPosition | null,
+  limit: number,
+): Promise<GroupRecord[]> {
+  const { rows } = await db.query<GroupRow>(
+    `${selectGroups(kind, 'g.tenant_id = $1 AND ($2::bigint IS NULL OR (g.created_at, g.id) > ($2::bigint, $3::uuid))')}
+      ORDER BY g.created_at, g.id LIMIT $4`,
+    [tenantId, after?.createdAt ?? null, after?.id ?? '00000000-0000-0000-0000-000000000000', limit],
+  );
+  return rows.map(toRecord);
+}
+
+export async function renameGroup(db: Queryable, kind: GroupKind, tenantId: string, id: string, name: string): Promise<boolean> {
+  const { rowCount } = await db.query(`UPDATE ${kind.table} SET name = $3 WHERE tenant_id = $1 AND id = $2`, [tenantId, id, name]);
+  return rowCount > 0;
+}
+
+export async function deleteGroup(db: Queryable, kind: GroupKind, tenantId: string, id: string): Promise<boolean> {
+  const { rowCount } = await db.query(`DELETE FROM ${kind.table} WHERE tenant_id = $1 AND id = $2`, [tenantId, id]);
+  return rowCount > 0;
+}
+
+/** The ids among `memberIds` that do not exist in the tenant (devices or locks). */
+export async function missingMembers(db: Queryable, kind: GroupKind, tenantId: string, memberIds: string[]): Promise<string[]> {
+  if (memberIds.length === 0) return [];
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT wanted.id FROM unnest($2::text[]) AS wanted (id)
+      WHERE NOT EXISTS (SELECT 1 FROM ${kind.memberTable} x WHERE x.tenant_id = $1 AND x.id = wanted.id)`,
+    [tenantId, memberIds],
+  );
+  return rows.map((row) => row.id);
+}
+
+/** Adds members (set-based); returns the ids that were not members before. */
+export async function addMembers(
+  db: Queryable,
+  kind: GroupKind,
+  tenantId: string,
+  groupId: string,
+  memberIds: string[],
+): Promise<string[]> {
+  if (memberIds.length === 0) return [];
+  const { rows } = await db.query<{ member_id: string }>(
+    `INSERT INTO ${kind.members} (tenant_id, ${kind.groupColumn}, ${kind.memberColumn})
+     SELECT $1, $2, member_id FROM unnest($3::text[]) AS added (member_id)
+     ON CONFLICT DO NOTHING
+     RETURNING ${kind.memberColumn} AS member_id`,
+    [tenantId, groupId, memberIds],
+  );
+  return rows.map((row) => row.member_id);
+}
+
+export async function removeMember(
+  db: Queryable,
+  kind: GroupKind,
+  tenantId: string,
+  groupId: string,
+  memberId: string,
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `DELETE FROM ${kind.members} WHERE tenant_id = $1 AND ${kind.groupColumn} = $2 AND ${kind.memberColumn} = $3`,
+    [tenantId, groupId, memberId],
+  );
+  return rowCount > 0;
+}

@@ -1,0 +1,56 @@
+// /v1/mobiledevices and /v1/securedobjects (contract 5): what the property-management app may group.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { MobileDeviceSchema, SecuredObjectSchema } from '../../schemas/operator.js';
+import { problemResponses } from '../../schemas/problem.js';
+import type { Services } from '../../services/index.js';
+import { LinkHeader, PageQuery, sendPage } from '../shared/pages.js';
+
+const config = { scope: 'devices:read' };
+const security = [{ bearer: ['devices:read'] }];
+
+const deviceListingRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+  app.get(
+    '/mobiledevices',
+    {
+      config,
+      schema: {
+        tags: ['Devices'],
+        security,
+        operationId: 'listMobileDevicesForAccess',
+        summary: 'List mobile devices',
+        description: 'The tenant\'s mobile devices (registered through the Operator API), oldest first.',
+        querystring: PageQuery,
+        response: {
+          200: { ...Type.Array(MobileDeviceSchema), description: 'A page of mobile devices.', headers: Type.Object({ link: LinkHeader }) },
+          ...problemResponses(400),
+        },
+      },
+    },
+    async (request, reply) =>
+      sendPage(request, reply, await services.mobileDevices.list(request.auth.tenantId, request.query.limit, request.query.cursor)),
+  );
+
+  app.get(
+    '/securedobjects',
+    {
+      config,
+      schema: {
+        tags: ['Devices'],
+        security,
+        operationId: 'listSecuredObjectsForAccess',
+        summary: 'List secured objects',
+        description: 'The tenant\'s secured objects (locks), oldest first.',
+        querystring: PageQuery,
+        response: {
+          200: { ...Type.Array(SecuredObjectSchema), description: 'A page of secured objects.', headers: Type.Object({ link: LinkHeader }) },
+          ...problemResponses(400),
+        },
+      },
+    },
+    async (request, reply) =>
+      sendPage(request, reply, await services.securedObjects.list(request.auth.tenantId, request.query.limit, request.query.cursor)),
+  );
+};
+
+export default deviceListingRoutes;

@@ -1,0 +1,52 @@
+// The Access API (/v1): its documentation, its bearer check (aud `accessapi`) and its resources.
+import type { FastifyInstance } from 'fastify';
+import apiDocs from '../../plugins/api-docs.js';
+import bearerAuth from '../../plugins/bearer-auth.js';
+import clientRateLimit from '../../plugins/client-rate-limit.js';
+import idempotency from '../../plugins/idempotency.js';
+import type { Services } from '../../services/index.js';
+import { ACCESS_SCOPES } from '../../services/scopes.js';
+import accessPermissionRoutes from './access-permissions.js';
+import deviceListingRoutes from './devices.js';
+import groupRoutes, { lockGroupRoutes, residentRoutes } from './groups.js';
+
+export interface AccessApiOptions {
+  services: Services;
+  tokenUrl: string;
+  rateLimitPerMinute: number;
+}
+
+const SCOPE_DESCRIPTIONS: Record<string, string> = {
+  offline: 'a refresh token with the access token',
+  'nfc-token-writer': 'write token cards',
+  'device-groups:write': 'create and change residents and lock groups',
+  'device-groups:read': 'read residents and lock groups',
+  'devices:read': 'list mobile devices and secured objects',
+  'access-permissions:read': 'read access permissions and their tickets',
+  'access-permissions:write': 'grant and withdraw access permissions',
+};
+
+export default async function accessApi(app: FastifyInstance, options: AccessApiOptions) {
+  await app.register(apiDocs, {
+    title: 'Access API',
+    description:
+      'The high-level API of the access credential service for property-management apps: residents (all devices ' +
+      'of one person), lock groups, and access permissions that grant a resident a lock group in one call. ' +
+      'Authenticate with an access token from `POST /oauth2/token` (password grant, username `USER@TENANT`).',
+    version: '1.0.0',
+    uiPrefix: '/v1/swagger-ui',
+    scopes: Object.fromEntries(ACCESS_SCOPES.map((scope) => [scope, SCOPE_DESCRIPTIONS[scope] ?? scope])),
+    tokenUrl: options.tokenUrl,
+    flow: 'password',
+  });
+  await app.register(async (resources) => {
+    const { services } = options;
+    await resources.register(bearerAuth, { audience: 'accessapi', tokens: services.tokens });
+    await resources.register(clientRateLimit, { perMinute: options.rateLimitPerMinute });
+    await resources.register(idempotency, { idempotency: services.idempotency });
+    await resources.register(groupRoutes, { ...residentRoutes(services.residents), prefix: '/v1' });
+    await resources.register(groupRoutes, { ...lockGroupRoutes(services.lockGroups), prefix: '/v1' });
+    await resources.register(accessPermissionRoutes, { services, prefix: '/v1' });
+    await resources.register(deviceListingRoutes, { services, prefix: '/v1' });
+  });
+}

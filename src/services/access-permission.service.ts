@@ -1,0 +1,165 @@
+// Access permissions (contract 5): resident × lock group, expanded into one ticket per device × lock in one
+// transaction (seed section 1: a user with 2 devices and 5 locks gets 10 tickets from one call).
+import { randomUUID } from 'node:crypto';
+import type { Database } from '../db/database.js';
+import {
+  deletePermissions,
+  expandAccessPermission,
+  findAccessPermission,
+  insertAccessPermission,
+  listAccessPermissions,
+  listPermissionTickets,
+  locksLackingChannels,
+  revokePermissionTickets,
+  type AccessPermissionRecord,
+} from '../db/repositories/access-permission.repo.js';
+import { appendAuditEvent } from '../db/repositories/audit.repo.js';
+import { LOCK_GROUPS, RESIDENTS, lockGroup } from '../db/repositories/group.repo.js';
+import { NotFoundError, UnprocessableError, type FieldError } from '../errors.js';
+import type { ActionContext, Clock } from './context.js';
+import { isUuid } from './identifiers.js';
+import { decodeCursor, pageOf, type Page } from './pagination.js';
+import { toTicket, validityErrors, type Ticket } from './ticket.service.js';
+import type { RevivedInterfaces } from './vocabulary.js';
+
+export interface AccessPermission {
+  id: string;
+  residentId: string;
+  lockGroupId: string;
+  beginDate: number;
+  endDate: number;
+  commands: string[];
+  channels: string[];
+  creationDate: number;
+  /** The live (unrevoked) tickets it holds. */
+  tokenCount: number;
+}
+
+export interface NewAccessPermission {
+  residentId: string;
+  lockGroupId: string;
+  beginDate: number;
+  endDate: number;
+  commands: string[];
+  channels: string[];
+}
+
+const toAccessPermission = (record: AccessPermissionRecord & { tokenCount: number }): AccessPermission => ({
+  id: record.id,
+  residentId: record.residentId,
+  lockGroupId: record.lockGroupId,
+  beginDate: record.beginDate,
+  endDate: record.endDate,
+  commands: record.commands,
+  channels: record.channels,
+  creationDate: record.createdAt,
+  tokenCount: record.tokenCount,
+});
+
+export interface AccessPermissionServiceOptions {
+  db: Database;
+  clock: Clock;
+  revived: RevivedInterfaces;
+}
+
+export function createAccessPermissionService({ db, clock, revived }: AccessPermissionServiceOptions) {
+  const notFound = (id: string) => new NotFoundError(`No access permission ${id}.`);
+
+  return {
+    /** All or nothing: the permission and every ticket it makes commit together, or nothing does. */
+    async create(context: ActionContext, input: NewAccessPermission): Promise<AccessPermission> {
+      const now = clock();
+      const record: AccessPermissionRecord = {
+        ...input,
+        commands: [...new Set(input.commands)],
+        channels: [...new Set(input.channels)],
+        tenantId: context.tenantId,
+        id: randomUUID(),
+        createdAt: now,
+      };
+      const errors: FieldError[] = validityErrors(record, now, revived);
+      if (errors.length > 0) throw new UnprocessableError('The access permission cannot be granted.', errors);
+
+      const tokenCount = await db.transaction(async (tx) => {
+        // FOR SHARE on both groups: membership changes (FOR UPDATE) wait for this grant, or it waits for them.
+        const missing: FieldError[] = [];
+        if (!isUuid(input.residentId) || !(await lockGroup(tx, RESIDENTS, context.tenantId, input.residentId, 'SHARE'))) {
+          missing.push({ field: 'residentId', message: `no resident ${input.residentId} in this tenant` });
+        }
+        if (!isUuid(input.lockGroupId) || !(await lockGroup(tx, LOCK_GROUPS, context.tenantId, input.lockGroupId, 'SHARE'))) {
+          missing.push({ field: 'lockGroupId', message: `no lock group ${input.lockGroupId} in this tenant` });
+        }
+        if (missing.length > 0) throw new UnprocessableError('The access permission cannot be granted.', missing);
+        const lacking = await locksLackingChannels(tx, context.tenantId, input.lockGroupId, record.channels);
+        if (lacking.length > 0) {
+          throw new UnprocessableError('The access permission cannot be granted.', [
+            { field: 'channels', message: `not supported by the secured objects ${lacking.join(', ')}` },
+          ]);
+        }
+        await insertAccessPermission(tx, record);
+        const issued = await expandAccessPermission(tx, record, now);
+        await appendAuditEvent(tx, {
+          tenantId: context.tenantId,
+          time: now,
+          actor: context.actor,
+          action: 'access_permission.created',
+          target: `access_permission:${record.id}`,
+          requestId: context.requestId,
+        });
+        return issued;
+      });
+      return toAccessPermission({ ...record, tokenCount });
+    },
+
+    async get(tenantId: string, id: string): Promise<AccessPermission> {
+      const record = isUuid(id) ? await findAccessPermission(db, tenantId, id) : null;
+      if (!record) throw notFound(id);
+      return toAccessPermission(record);
+    },
+
+    async list(
+      tenantId: string,
+      filter: { residentId?: string | undefined; lockGroupId?: string | undefined },
+      limit: number,
+      cursor?: string,
+    ): Promise<Page<AccessPermission>> {
+      const after = decodeCursor(cursor, isUuid);
+      // A filter id that is not a UUID matches nothing.
+      if ((filter.residentId && !isUuid(filter.residentId)) || (filter.lockGroupId && !isUuid(filter.lockGroupId))) {
+        return { items: [], nextCursor: null };
+      }
+      const rows = await listAccessPermissions(db, tenantId, filter, after, limit + 1);
+      return pageOf(rows, limit, (row) => ({ createdAt: row.createdAt, id: row.id }), toAccessPermission);
+    },
+
+    async tokens(tenantId: string, id: string, limit: number, cursor?: string): Promise<Page<Ticket>> {
+      await this.get(tenantId, id);
+      const after = decodeCursor(cursor, isUuid);
+      const now = clock();
+      const rows = await listPermissionTickets(db, tenantId, id, after, limit + 1);
+      return pageOf(rows, limit, (row) => ({ createdAt: row.createdAt, id: row.id }), (row) => toTicket(row, now));
+    },
+
+    /** Every ticket the permission made becomes REVOKED, and the permission is gone (contract 5). */
+    async delete(context: ActionContext, id: string): Promise<void> {
+      if (!isUuid(id)) throw notFound(id);
+      const deleted = await db.transaction(async (tx) => {
+        const now = clock();
+        await revokePermissionTickets(tx, context.tenantId, 'id', id, now);
+        if ((await deletePermissions(tx, context.tenantId, 'id', id)).length === 0) return false;
+        await appendAuditEvent(tx, {
+          tenantId: context.tenantId,
+          time: now,
+          actor: context.actor,
+          action: 'access_permission.deleted',
+          target: `access_permission:${id}`,
+          requestId: context.requestId,
+        });
+        return true;
+      });
+      if (!deleted) throw notFound(id);
+    },
+  };
+}
+
+export type AccessPermissionService = ReturnType<typeof createAccessPermissionService>;
