@@ -8,6 +8,8 @@ const redactPaths = [
   'req.headers.authorization',
   'req.headers.cookie',
   'headers.authorization',
+  // A failed query's bound parameters (PGlite errors carry them) can hold password and secret hashes.
+  'err.params',
   ...SECRET_FIELDS.flatMap((field) => [field, `*.${field}`, `*.*.${field}`]),
 ];
 
