@@ -14,6 +14,7 @@ import {
   type AccessPermissionRecord,
 } from '../db/repositories/access-permission.repo.js';
 import { appendAuditEvent } from '../db/repositories/audit.repo.js';
+import { nextChangeSeq } from '../db/repositories/change-log.repo.js';
 import { LOCK_GROUPS, RESIDENTS, lockGroup } from '../db/repositories/group.repo.js';
 import { NotFoundError, UnprocessableError, type FieldError } from '../errors.js';
 import type { ActionContext, Clock } from './context.js';
@@ -81,6 +82,7 @@ export function createAccessPermissionService({ db, clock, revived }: AccessPerm
       if (errors.length > 0) throw new UnprocessableError('The access permission cannot be granted.', errors);
 
       const tokenCount = await db.transaction(async (tx) => {
+        const seq = await nextChangeSeq(tx, context.tenantId);
         // FOR SHARE on both groups: membership changes (FOR UPDATE) wait for this grant, or it waits for them.
         const missing: FieldError[] = [];
         if (!isUuid(input.residentId) || !(await lockGroup(tx, RESIDENTS, context.tenantId, input.residentId, 'SHARE'))) {
@@ -97,7 +99,7 @@ export function createAccessPermissionService({ db, clock, revived }: AccessPerm
           ]);
         }
         await insertAccessPermission(tx, record);
-        const issued = await expandAccessPermission(tx, record, now);
+        const issued = await expandAccessPermission(tx, record, now, seq);
         await appendAuditEvent(tx, {
           tenantId: context.tenantId,
           time: now,
@@ -144,8 +146,9 @@ export function createAccessPermissionService({ db, clock, revived }: AccessPerm
     async delete(context: ActionContext, id: string): Promise<void> {
       if (!isUuid(id)) throw notFound(id);
       const deleted = await db.transaction(async (tx) => {
+        const seq = await nextChangeSeq(tx, context.tenantId);
         const now = clock();
-        await revokePermissionTickets(tx, context.tenantId, 'id', id, now);
+        await revokePermissionTickets(tx, context.tenantId, 'id', id, now, seq);
         if ((await deletePermissions(tx, context.tenantId, 'id', id)).length === 0) return false;
         await appendAuditEvent(tx, {
           tenantId: context.tenantId,

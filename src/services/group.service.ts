@@ -10,6 +10,7 @@ import {
   revokePermissionTickets,
 } from '../db/repositories/access-permission.repo.js';
 import { appendAuditEvent, appendAuditEvents } from '../db/repositories/audit.repo.js';
+import { nextChangeSeq } from '../db/repositories/change-log.repo.js';
 import {
   addMembers,
   deleteGroup,
@@ -120,8 +121,9 @@ export function createGroupService({ db, clock, kind }: GroupServiceOptions) {
     async delete(context: ActionContext, id: string): Promise<void> {
       if (!isUuid(id)) throw notFound(id);
       const deleted = await db.transaction(async (tx) => {
+        const seq = await nextChangeSeq(tx, context.tenantId);
         if (!(await lockGroup(tx, kind, context.tenantId, id, 'UPDATE'))) return false;
-        await revokePermissionTickets(tx, context.tenantId, words.permissionColumn, id, clock());
+        await revokePermissionTickets(tx, context.tenantId, words.permissionColumn, id, clock(), seq);
         const permissionIds = await deletePermissions(tx, context.tenantId, words.permissionColumn, id);
         await appendAuditEvents(
           tx,
@@ -138,6 +140,7 @@ export function createGroupService({ db, clock, kind }: GroupServiceOptions) {
     async addMember(context: ActionContext, id: string, memberId: string): Promise<GroupRecord> {
       if (!isUuid(id)) throw notFound(id);
       await db.transaction(async (tx) => {
+        const seq = await nextChangeSeq(tx, context.tenantId);
         if (!(await lockGroup(tx, kind, context.tenantId, id, 'UPDATE'))) throw notFound(id);
         if ((await missingMembers(tx, kind, context.tenantId, [memberId])).length > 0) {
           throw new NotFoundError(`No ${words.memberNoun} ${memberId}.`);
@@ -152,7 +155,7 @@ export function createGroupService({ db, clock, kind }: GroupServiceOptions) {
         }
         const added = await addMembers(tx, kind, context.tenantId, id, [memberId]);
         if (added.length === 0) return;
-        await issueForNewMembers(tx, kind, context.tenantId, id, added, clock());
+        await issueForNewMembers(tx, kind, context.tenantId, id, added, clock(), seq);
         await appendAuditEvent(tx, event(context, `${words.auditPrefix}.member_added`, membership(id, memberId)));
       });
       return current(context.tenantId, id);
@@ -162,11 +165,12 @@ export function createGroupService({ db, clock, kind }: GroupServiceOptions) {
     async removeMember(context: ActionContext, id: string, memberId: string): Promise<GroupRecord> {
       if (!isUuid(id)) throw notFound(id);
       await db.transaction(async (tx) => {
+        const seq = await nextChangeSeq(tx, context.tenantId);
         if (!(await lockGroup(tx, kind, context.tenantId, id, 'UPDATE'))) throw notFound(id);
         if (!(await removeMember(tx, kind, context.tenantId, id, memberId))) {
           throw new NotFoundError(`The ${words.memberNoun} ${memberId} is not a member of ${words.noun} ${id}.`);
         }
-        await revokeForLeavingMember(tx, kind, context.tenantId, id, memberId, clock());
+        await revokeForLeavingMember(tx, kind, context.tenantId, id, memberId, clock(), seq);
         await appendAuditEvent(tx, event(context, `${words.auditPrefix}.member_removed`, membership(id, memberId)));
       });
       return current(context.tenantId, id);

@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.js';
 import { appendAuditEvent } from '../db/repositories/audit.repo.js';
+import { nextChangeSeq } from '../db/repositories/change-log.repo.js';
 import {
   deleteMobileDevice,
   findMobileDevice,
@@ -69,9 +70,10 @@ export function createMobileDeviceService({ db, clock }: MobileDeviceServiceOpti
     /** Removes the device and, in the same transaction, revokes every ticket issued to it (contract 4.2). */
     async remove(context: ActionContext, id: string): Promise<void> {
       const removed = await db.transaction(async (tx) => {
+        const seq = await nextChangeSeq(tx, context.tenantId);
         if (!(await deleteMobileDevice(tx, context.tenantId, id))) return false;
         const now = clock();
-        await revokeTicketsOf(tx, context.tenantId, 'mobile_device_id', id, now, context);
+        await revokeTicketsOf(tx, context.tenantId, 'mobile_device_id', id, now, seq, context);
         await appendAuditEvent(tx, {
           tenantId: context.tenantId,
           time: now,

@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.js';
 import { appendAuditEvent } from '../db/repositories/audit.repo.js';
+import { nextChangeSeq } from '../db/repositories/change-log.repo.js';
 import {
   deleteSecuredObject,
   findSecuredObject,
@@ -89,9 +90,10 @@ export function createSecuredObjectService({ db, clock, revived }: SecuredObject
     /** Removes the lock and, in the same transaction, revokes every ticket for it (contract 4.1). */
     async remove(context: ActionContext, id: string): Promise<void> {
       const removed = await db.transaction(async (tx) => {
+        const seq = await nextChangeSeq(tx, context.tenantId);
         if (!(await deleteSecuredObject(tx, context.tenantId, id))) return false;
         const now = clock();
-        await revokeTicketsOf(tx, context.tenantId, 'secured_object_id', id, now, context);
+        await revokeTicketsOf(tx, context.tenantId, 'secured_object_id', id, now, seq, context);
         await appendAuditEvent(tx, {
           tenantId: context.tenantId,
           time: now,

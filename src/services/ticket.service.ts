@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.js';
 import { appendAuditEvent } from '../db/repositories/audit.repo.js';
+import { nextChangeSeq } from '../db/repositories/change-log.repo.js';
 import {
   createTicket,
   findTicket,
@@ -139,7 +140,8 @@ export function createTicketService({ db, clock, revived }: TicketServiceOptions
       if (!isUuid(id)) throw new NotFoundError(`No ticket ${id}.`);
       const now = clock();
       const result = await db.transaction(async (tx) => {
-        const revoked = await revokeTicket(tx, context.tenantId, id, now);
+        const seq = await nextChangeSeq(tx, context.tenantId);
+        const revoked = await revokeTicket(tx, context.tenantId, id, now, seq);
         if (revoked?.revokedNow) {
           await appendAuditEvent(tx, {
             tenantId: context.tenantId,

@@ -60,7 +60,11 @@ describe('OAuth client management', () => {
     expect(await auditActions(`client:${body.clientId}`)).toEqual(['client.created']);
   });
 
-  it('creates a client bound to a mobile device', async () => {
+  it('creates a client bound to a mobile device that exists in the tenant', async () => {
+    const unknown = await create({ name: 'phone', scopes: ['tokens:download'], mobileDeviceId: 'phone-1' });
+    expect(unknown.statusCode).toBe(422);
+    const registered = await t.app.inject({ method: 'POST', url: '/operatorapi/mobiledevices', headers: bearer(token), payload: { id: 'phone-1' } });
+    expect(registered.statusCode).toBe(201);
     const response = await create({ name: 'phone', scopes: ['tokens:download'], mobileDeviceId: 'phone-1' });
     expect(response.statusCode).toBe(201);
     expect(response.json()).toMatchObject({ mobileDeviceId: 'phone-1' });

@@ -98,7 +98,7 @@ export async function permissionsUnsupportedBy(
 }
 
 const INSERT_TICKETS = `INSERT INTO tickets (id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at,
-                        commands, channels, access_permission_id)`;
+                        commands, channels, access_permission_id, change_seq)`;
 const ON_DUPLICATE = `ON CONFLICT (access_permission_id, mobile_device_id, secured_object_id)
    WHERE access_permission_id IS NOT NULL AND revoked_at IS NULL DO NOTHING`;
 
@@ -106,10 +106,15 @@ const ON_DUPLICATE = `ON CONFLICT (access_permission_id, mobile_device_id, secur
  * Seed section 1: one ticket per (device in the resident) × (lock in the lock group), in one INSERT … SELECT: the
  * pairs never travel through Node. Returns how many tickets were issued.
  */
-export async function expandAccessPermission(db: Queryable, permission: AccessPermissionRecord, now: number): Promise<number> {
+export async function expandAccessPermission(
+  db: Queryable,
+  permission: AccessPermissionRecord,
+  now: number,
+  seq: number,
+): Promise<number> {
   const { rowCount } = await db.query(
     `${INSERT_TICKETS}
-     SELECT gen_random_uuid(), $1, lgo.secured_object_id, rd.mobile_device_id, $5, $6, $7, $8, $9, $2
+     SELECT gen_random_uuid(), $1, lgo.secured_object_id, rd.mobile_device_id, $5, $6, $7, $8, $9, $2, $10
        FROM resident_devices rd
        JOIN lock_group_objects lgo ON lgo.tenant_id = rd.tenant_id AND lgo.lock_group_id = $4
       WHERE rd.tenant_id = $1 AND rd.resident_id = $3
@@ -124,6 +129,7 @@ export async function expandAccessPermission(db: Queryable, permission: AccessPe
       now,
       permission.commands,
       permission.channels,
+      seq,
     ],
   );
   return rowCount;
@@ -141,6 +147,7 @@ export async function issueForNewMembers(
   groupId: string,
   memberIds: string[],
   now: number,
+  seq: number,
 ): Promise<number> {
   if (memberIds.length === 0) return 0;
   const pairs =
@@ -158,10 +165,10 @@ export async function issueForNewMembers(
   const { rowCount } = await db.query(
     `${INSERT_TICKETS}
      SELECT gen_random_uuid(), $1, pair.secured_object_id, pair.mobile_device_id, pair.begin_date, pair.end_date, $4,
-            pair.commands, pair.channels, pair.id
+            pair.commands, pair.channels, pair.id, $5
        FROM (${pairs}) AS pair
      ${ON_DUPLICATE}`,
-    [tenantId, groupId, memberIds, now],
+    [tenantId, groupId, memberIds, now, seq],
   );
   return rowCount;
 }
@@ -174,12 +181,13 @@ export async function revokeForLeavingMember(
   groupId: string,
   memberId: string,
   now: number,
+  seq: number,
 ): Promise<number> {
   const { rowCount } = await db.query(
-    `UPDATE tickets SET revoked_at = $4
+    `UPDATE tickets SET revoked_at = $4, change_seq = $5
       WHERE tenant_id = $1 AND ${kind.memberColumn} = $3 AND revoked_at IS NULL
         AND access_permission_id IN (SELECT id FROM access_permissions WHERE tenant_id = $1 AND ${kind.groupColumn} = $2)`,
-    [tenantId, groupId, memberId, now],
+    [tenantId, groupId, memberId, now, seq],
   );
   return rowCount;
 }
@@ -191,12 +199,13 @@ export async function revokePermissionTickets(
   column: 'id' | 'resident_id' | 'lock_group_id',
   id: string,
   now: number,
+  seq: number,
 ): Promise<number> {
   const { rowCount } = await db.query(
-    `UPDATE tickets SET revoked_at = $3
+    `UPDATE tickets SET revoked_at = $3, change_seq = $4
       WHERE tenant_id = $1 AND revoked_at IS NULL
         AND access_permission_id IN (SELECT p.id FROM access_permissions p WHERE p.tenant_id = $1 AND p.${column} = $2)`,
-    [tenantId, id, now],
+    [tenantId, id, now, seq],
   );
   return rowCount;
 }

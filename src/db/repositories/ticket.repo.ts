@@ -1,5 +1,6 @@
 // SQL for tickets: create (one statement with its audit event), read, page with filters, revoke.
 import type { Queryable } from '../database.js';
+import { NEXT_CHANGE_SEQ_CTE } from './change-log.repo.js';
 import type { KeysetPosition } from '../../services/pagination.js';
 
 export interface TicketRecord {
@@ -75,19 +76,23 @@ export type CreateTicketOutcome =
   | { created: null; lockChannels: string[] | null; deviceExists: boolean };
 
 /**
- * One statement, so one round trip and atomic on its own: it locks the lock and device rows (FOR SHARE, so a
+ * One statement, so one round trip and atomic on its own. It takes the tenant's next change number first (the
+ * change log's lock order, see change-log.repo.ts), then locks the lock and device rows (FOR SHARE, so a
  * concurrent removal waits or wins cleanly), inserts the ticket only when both exist and the lock supports every
  * channel, and appends the `ticket.created` audit event (contract 7.5). When nothing was inserted it says why.
  */
 export async function createTicket(db: Queryable, ticket: NewTicket, audit: AuditStamp): Promise<CreateTicketOutcome> {
   const { rows } = await db.query<TicketRow & { lock_channels: string[] | null; device_exists: boolean }>(
-    `WITH lock AS (
-       SELECT channels FROM secured_objects WHERE tenant_id = $2 AND id = $3 FOR SHARE
+    `WITH seq AS (${NEXT_CHANGE_SEQ_CTE('$2')}
+     ), lock AS (
+       -- Reading seq orders the counter's lock before the row locks below.
+       SELECT so.channels FROM secured_objects so, seq WHERE so.tenant_id = $2 AND so.id = $3 FOR SHARE OF so
      ), device AS (
-       SELECT 1 FROM mobile_devices WHERE tenant_id = $2 AND id = $4 FOR SHARE
+       SELECT 1 FROM mobile_devices md, seq WHERE md.tenant_id = $2 AND md.id = $4 FOR SHARE OF md
      ), inserted AS (
-       INSERT INTO tickets (id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at, commands, channels)
-       SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 FROM lock, device WHERE lock.channels @> $9::text[]
+       INSERT INTO tickets (id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at, commands,
+                            channels, change_seq)
+       SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, seq.last_seq FROM lock, device, seq WHERE lock.channels @> $9::text[]
        RETURNING ${TICKET_COLUMNS}
      ), audited AS (
        INSERT INTO audit_events (tenant_id, time, actor, action, target, request_id)
@@ -178,16 +183,18 @@ export async function listTickets(
   return rows.map(toTicketRecord);
 }
 
-/** Sets revocationDate once; returns the ticket and whether this call revoked it. */
+/** Sets revocationDate once, stamped with change `seq`; returns the ticket and whether this call revoked it. */
 export async function revokeTicket(
   db: Queryable,
   tenantId: string,
   id: string,
   now: number,
+  seq: number,
 ): Promise<{ ticket: TicketRecord; revokedNow: boolean } | null> {
   const { rows } = await db.query<TicketRow>(
-    `UPDATE tickets SET revoked_at = $3 WHERE tenant_id = $1 AND id = $2 AND revoked_at IS NULL RETURNING ${TICKET_COLUMNS}`,
-    [tenantId, id, now],
+    `UPDATE tickets SET revoked_at = $3, change_seq = $4
+      WHERE tenant_id = $1 AND id = $2 AND revoked_at IS NULL RETURNING ${TICKET_COLUMNS}`,
+    [tenantId, id, now, seq],
   );
   if (rows[0]) return { ticket: toTicketRecord(rows[0]), revokedNow: true };
   const existing = await findTicket(db, tenantId, id);
@@ -204,17 +211,19 @@ export async function revokeTicketsOf(
   column: 'secured_object_id' | 'mobile_device_id',
   id: string,
   now: number,
+  seq: number,
   audit: AuditStamp,
 ): Promise<number> {
   const { rows } = await db.query<{ revoked: number }>(
     `WITH revoked AS (
-       UPDATE tickets SET revoked_at = $3 WHERE tenant_id = $1 AND ${column} = $2 AND revoked_at IS NULL RETURNING id
+       UPDATE tickets SET revoked_at = $3, change_seq = $6
+        WHERE tenant_id = $1 AND ${column} = $2 AND revoked_at IS NULL RETURNING id
      ), audited AS (
        INSERT INTO audit_events (tenant_id, time, actor, action, target, request_id)
        SELECT $1, $3, $4, 'ticket.revoked', 'ticket:' || id, $5 FROM revoked
      )
      SELECT count(*)::int AS revoked FROM revoked`,
-    [tenantId, id, now, audit.actor, audit.requestId],
+    [tenantId, id, now, audit.actor, audit.requestId, seq],
   );
   return rows[0]?.revoked ?? 0;
 }
