@@ -1,14 +1,14 @@
 // The command line as a process: help, usage errors, `migrate`, and refusing a DATA_DIR a server holds.
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { readMigrations } from '../src/db/migrate.js';
 import { createPgliteDatabase } from '../src/db/pglite.js';
 import { createEmptyTestDatabase, createSeededDataDir } from './helpers/database.js';
 import { postgresTestUrl } from './helpers/postgres-url.js';
-import { freePort, killAll, spawnNode, temporaryDirectory, waitForUrl, type Child } from './helpers/process.js';
+import { freePort, killAll, spawnNode, temporaryDirectory, waitForUrl } from './helpers/process.js';
 
-const RUN_MS = 30_000;
+const RUN_MS = 60_000;
 const usePostgres = postgresTestUrl() !== undefined;
 const cleanups: (() => unknown)[] = [];
 
@@ -19,16 +19,15 @@ async function cli(args: string[], env: Record<string, string> = {}) {
   return { code: exit.code, stdout: child.stdout(), stderr: child.stderr() };
 }
 
-afterEach(async () => {
-  await killAll();
-});
+// Not afterEach: the concurrent tests below would kill each other's processes.
 afterAll(async () => {
   await killAll();
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
 
-describe('cli help and usage errors', () => {
-  it('prints the usage on --help and exits 0', async () => {
+// Each of these is a separate short process: run them side by side.
+describe.concurrent('cli help and usage errors', () => {
+  it('prints the usage on --help and exits 0', async ({ expect }) => {
     const result = await cli(['--help']);
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^Usage: /);
@@ -36,14 +35,14 @@ describe('cli help and usage errors', () => {
     expect(result.stderr).toBe('');
   });
 
-  it('prints a command usage on COMMAND --help', async () => {
+  it('prints a command usage on COMMAND --help', async ({ expect }) => {
     const result = await cli(['migrate', '--help']);
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('migrate [--json]');
     expect(result.stderr).toBe('');
   });
 
-  it('refuses an unknown command on stderr with a non-zero exit', async () => {
+  it('refuses an unknown command on stderr with a non-zero exit', async ({ expect }) => {
     const result = await cli(['frobnicate']);
     expect(result.code).not.toBe(0);
     expect(result.code).toBe(2); // usage error
@@ -52,14 +51,14 @@ describe('cli help and usage errors', () => {
     expect(result.stdout).toBe('');
   });
 
-  it('refuses an unknown option, naming it', async () => {
+  it('refuses an unknown option, naming it', async ({ expect }) => {
     const result = await cli(['migrate', '--frobnicate']);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('--frobnicate');
     expect(result.stdout).toBe('');
   });
 
-  it('refuses a bad configuration with exit code 78, naming the variable', async () => {
+  it('refuses a bad configuration with exit code 78, naming the variable', async ({ expect }) => {
     const result = await cli(['migrate'], { LOG_LEVEL: 'loud' });
     expect(result.code).toBe(78);
     expect(result.stderr).toContain('LOG_LEVEL');
@@ -68,7 +67,7 @@ describe('cli help and usage errors', () => {
 });
 
 describe(`cli migrate (${usePostgres ? 'PostgreSQL' : 'embedded PGlite'})`, () => {
-  it('applies every migration to a fresh database, prints them as JSON, and applies nothing the next time', async () => {
+  it('applies every migration to a fresh database, prints them as JSON, then has nothing left to do', async () => {
     const versions = readMigrations().map((migration) => migration.version);
     let env: Record<string, string>;
     let ledger: () => Promise<number[]>;
@@ -98,44 +97,42 @@ describe(`cli migrate (${usePostgres ? 'PostgreSQL' : 'embedded PGlite'})`, () =
 
     const first = await cli(['migrate', '--json'], env);
     const second = await cli(['migrate', '--json'], env);
+    const third = await cli(['migrate'], env);
 
     expect(first.code, first.stderr).toBe(0);
     expect(await ledger()).toEqual(versions);
     expect(second.code, second.stderr).toBe(0);
     expect(JSON.parse(second.stdout)).toEqual({ applied: [] });
     expect(second.stdout.trim().split('\n')).toHaveLength(1); // nothing but the JSON on stdout
+    expect(third.code, third.stderr).toBe(0);
+    expect(third.stdout).toBe('Up to date.\n');
+    // The first run reports what it applied.
     expect(JSON.parse(first.stdout)).toEqual({ applied: versions });
-  }, 90_000);
-
-  it('says "Up to date." without --json when there is nothing to apply', async () => {
-    const directory = await createSeededDataDir();
-    cleanups.push(() => directory.remove());
-    const result = await cli(['migrate'], { DATA_DIR: directory.path });
-    expect(result.code, result.stderr).toBe(0);
-    expect(result.stdout).toBe('Up to date.\n');
-  }, 60_000);
+  }, 180_000);
 });
 
 describe('cli on an embedded DATA_DIR a server holds', () => {
-  let server: Child | undefined;
-
   it('refuses to run, says the database is in use, and leaves the server serving', async () => {
     const directory = await createSeededDataDir();
     cleanups.push(() => directory.remove());
     const port = await freePort();
-    server = spawnNode('src/server.ts', [], { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: directory.path });
-    expect((await waitForUrl(`http://127.0.0.1:${port}/readyz`, RUN_MS, server)).status).toBe(200);
+    const server = spawnNode('src/server.ts', [], { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: directory.path });
+    try {
+      expect((await waitForUrl(`http://127.0.0.1:${port}/readyz`, RUN_MS, server)).status).toBe(200);
 
-    const result = await cli(['migrate', '--json'], { DATA_DIR: directory.path });
+      const result = await cli(['migrate', '--json'], { DATA_DIR: directory.path });
 
-    expect(result.code).not.toBe(0);
-    expect(result.stderr).toMatch(/in use by process \d+/);
-    expect(result.stderr).toContain(String(server.pid));
-    expect(result.stdout).toBe('');
-    expect(readFileSync(join(directory.path, 'server.lock'), 'utf8')).toBe(String(server.pid));
-    expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
+      expect(result.code).not.toBe(0);
+      expect(result.stderr).toMatch(/in use by process \d+/);
+      expect(result.stderr).toContain(String(server.pid));
+      expect(result.stdout).toBe('');
+      expect(readFileSync(join(directory.path, 'server.lock'), 'utf8')).toBe(String(server.pid));
+      expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
 
-    server.process.kill('SIGTERM');
-    expect((await server.waitForExit(10_000)).code).toBe(0);
-  }, 60_000);
+      server.process.kill('SIGTERM');
+      expect((await server.waitForExit(10_000)).code).toBe(0);
+    } finally {
+      await server.kill();
+    }
+  }, 120_000);
 });

@@ -13,7 +13,7 @@ import { postgresTestUrl } from './helpers/postgres-url.js';
 import { freePort, killAll, spawnNode, temporaryDirectory, waitForUrl, type Child } from './helpers/process.js';
 
 const SECRETS_KEY = '0123456789abcdef'.repeat(4);
-const START_MS = 30_000;
+const START_MS = 60_000;
 const STOP_MS = 10_000;
 const usePostgres = postgresTestUrl() !== undefined;
 
@@ -130,7 +130,7 @@ describe(`the real server (${usePostgres ? 'PostgreSQL' : 'embedded PGlite'})`, 
     expect(server.child.stdout()).toMatch(/"signal":"SIGTERM".*"msg":"shutting down"/);
     expect(server.child.stderr()).not.toMatch(/Error|Cannot/);
     if (store.dataDir) expect(existsSync(join(store.dataDir, 'server.lock'))).toBe(false);
-  }, 60_000);
+  }, 120_000);
 
   it('answers a request in flight at SIGTERM, then exits 0 without waiting out SHUTDOWN_TIMEOUT_MS', async () => {
     // No route is slow, so the request is kept in flight by its body: headers now, the rest after the signal.
@@ -169,7 +169,7 @@ describe(`the real server (${usePostgres ? 'PostgreSQL' : 'embedded PGlite'})`, 
     } finally {
       socket.destroy();
     }
-  }, 60_000);
+  }, 120_000);
 
   it('keeps its data across a restart and does not apply migrations twice', async () => {
     const store = await newStore(true);
@@ -204,7 +204,7 @@ describe(`the real server (${usePostgres ? 'PostgreSQL' : 'embedded PGlite'})`, 
       const ledgerAfter = await db.query('SELECT version, checksum, applied_at FROM schema_migrations ORDER BY version');
       expect(ledgerAfter.rows).toEqual(ledgerBefore);
     });
-  }, 90_000);
+  }, 180_000);
 });
 
 describe('the embedded database lock', () => {
@@ -236,7 +236,7 @@ describe('the embedded database lock', () => {
       await killAll();
       directory.remove();
     }
-  }, 60_000);
+  }, 120_000);
 
   it('takes over the lock of a server that crashed, and its data is intact', async () => {
     const directory = await createSeededDataDir();
@@ -259,7 +259,7 @@ describe('the embedded database lock', () => {
       await killAll();
       directory.remove();
     }
-  }, 60_000);
+  }, 120_000);
 
   it('treats a lock naming a process that no longer exists as stale, and refuses one naming a live process', () => {
     const directory = temporaryDirectory('acs-stale-');

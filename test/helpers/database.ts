@@ -6,7 +6,6 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { inject } from 'vitest';
 import type { Database } from '../../src/db/database.js';
-import { migrate } from '../../src/db/migrate.js';
 import { createPgliteDatabase } from '../../src/db/pglite.js';
 import { createPostgresDatabase } from '../../src/db/postgres.js';
 import { createLogger } from '../../src/logger.js';
@@ -36,31 +35,14 @@ export async function createEmptyTestDatabase(): Promise<TestDatabase> {
   return createPostgresTestDatabase(url);
 }
 
-let migratedDump: Promise<Blob> | undefined;
-
-/** A dump of a migrated PGlite database: the run's template, or (PostgreSQL runs) one made once per file. */
-function pgliteMigratedDump(): Promise<Blob> {
-  migratedDump ??= (async () => {
-    const file = inject('pgliteDump');
-    if (file) return new Blob([readFileSync(file)]);
-    const db = await createPgliteDatabase();
-    try {
-      await migrate(db);
-      return await db.dump();
-    } finally {
-      await db.close();
-    }
-  })();
-  return migratedDump;
-}
-
 /**
  * A DATA_DIR holding a migrated embedded database, for spawned servers and CLI runs that need not start from
  * nothing: loading the dump takes a second where a first start (initdb, migrations) takes several.
  */
 export async function createSeededDataDir(): Promise<{ path: string; remove(): void }> {
   const path = mkdtempSync(join(tmpdir(), 'acs-data-'));
-  const db = await createPgliteDatabase({ dataDir: path, loadDataDir: await pgliteMigratedDump() });
+  pgliteTemplate ??= new Blob([readFileSync(inject('pgliteDump'))]);
+  const db = await createPgliteDatabase({ dataDir: path, loadDataDir: pgliteTemplate });
   await db.close();
   return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
 }

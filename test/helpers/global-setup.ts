@@ -18,6 +18,16 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject) {
+  // Always: PGlite runs clone it, and spawned servers and CLI runs on an embedded DATA_DIR are seeded from it.
+  const directory = mkdtempSync(join(tmpdir(), 'acs-test-'));
+  const removeDirectory = () => rmSync(directory, { recursive: true, force: true });
+  const file = join(directory, 'template.tar');
+  const pglite = await createPgliteDatabase();
+  await migrate(pglite);
+  writeFileSync(file, Buffer.from(await (await pglite.dump()).arrayBuffer()));
+  await pglite.close();
+  project.provide('pgliteDump', file);
+
   const url = postgresTestUrl();
   if (url) {
     const template = `acs_template_${process.pid}`;
@@ -35,20 +45,12 @@ export default async function setup(project: TestProject) {
     await migrate(db);
     await db.close();
     project.provide('pgTemplate', template);
-    project.provide('pgliteDump', '');
     return async () => {
       await admin.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`).catch(() => undefined);
       await admin.end();
+      removeDirectory();
     };
   }
-  const db = await createPgliteDatabase();
-  await migrate(db);
-  const dump = await db.dump();
-  await db.close();
-  const directory = mkdtempSync(join(tmpdir(), 'acs-test-'));
-  const file = join(directory, 'template.tar');
-  writeFileSync(file, Buffer.from(await dump.arrayBuffer()));
   project.provide('pgTemplate', '');
-  project.provide('pgliteDump', file);
-  return () => rmSync(directory, { recursive: true, force: true });
+  return removeDirectory;
 }
