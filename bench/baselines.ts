@@ -1,5 +1,7 @@
 // The named baselines: reference servers started as child processes, each with the request it is measured on.
+import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { basicAuthorization, newTicketBody } from './requests.js';
 import type { MeasuredRequest } from './types.js';
 
 export interface BaselineLaunch {
@@ -20,10 +22,15 @@ export interface BaselineDefinition {
 }
 
 const helloWorldServer = fileURLToPath(new URL('./baseline-server.mjs', import.meta.url));
+const oidcProviderServer = fileURLToPath(new URL('./baseline-oidc-provider.mjs', import.meta.url));
+const insertServer = fileURLToPath(new URL('./baseline-insert.mjs', import.meta.url));
+
+/** The one client of the oidc-provider baseline: its secret is made per run and handed to the server. */
+const oidcClient = { id: 'bench', secret: randomBytes(32).toString('base64url') };
 
 /**
- * Add a baseline to `definitions` (e.g. a bare Fastify route doing the same INSERT, or node-oidc-provider's token
- * endpoint) and name it in a scenario's `baseline`. Only the baselines some selected scenario names are started.
+ * Add a baseline to `definitions` and name it in a scenario's `baseline`. Only the baselines some selected scenario
+ * names are started.
  */
 const definitions = {
   hello: {
@@ -31,6 +38,41 @@ const definitions = {
     launch: () => ({ command: process.execPath, args: [helloWorldServer] }),
     readyPath: '/',
     reference: { name: 'hello-world GET /', method: 'GET', path: '/' },
+  },
+  'oidc-provider': {
+    description: 'node-oidc-provider, client_credentials grant, JWT access tokens, in-memory (bench/baseline-oidc-provider.mjs)',
+    launch: () => ({
+      command: process.execPath,
+      args: [oidcProviderServer],
+      env: { OIDC_CLIENT_ID: oidcClient.id, OIDC_CLIENT_SECRET: oidcClient.secret },
+    }),
+    readyPath: '/.well-known/openid-configuration',
+    reference: {
+      name: 'oidc-provider POST /token (client_credentials)',
+      method: 'POST',
+      path: '/token',
+      headers: {
+        authorization: basicAuthorization(oidcClient.id, oidcClient.secret),
+        'content-type': 'application/x-www-form-urlencoded',
+      },
+      // Its resource server has one scope; asked for, it lands in the token as the service's scopes do.
+      body: 'grant_type=client_credentials&scope=api%3Aread',
+    },
+  },
+  insert: {
+    description: 'bare Fastify + pg Pool: the INSERT INTO tickets ... RETURNING of a new ticket (bench/baseline-insert.mjs)',
+    launch: ({ databaseUrl }) => ({
+      command: process.execPath,
+      args: [insertServer],
+      env: { DATABASE_URL: databaseUrl },
+    }),
+    readyPath: '/',
+    reference: {
+      name: 'insert POST /tickets',
+      method: 'POST',
+      path: '/tickets',
+      body: newTicketBody('BENCH', 'bench-device'),
+    },
   },
 } satisfies Record<string, BaselineDefinition>;
 
