@@ -2,6 +2,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Measurement } from './measure.js';
+import type { MicroResult } from './micro.js';
 
 export interface ResultRow {
   name: string;
@@ -13,6 +14,9 @@ export interface ResultRow {
   measurement: Measurement;
   /** req/s divided by the baseline's req/s in this run; null when the baseline was not measured. */
   ratio: number | null;
+  /** The ratio the scenario aims for (at least), and whether this run reached it; null without a goal. */
+  goalRatio: number | null;
+  goalMet: boolean | null;
   /** Anything odd seen while measuring: an unexpected status in the probe request, server output, ... */
   notes: string[];
 }
@@ -31,8 +35,30 @@ export interface BenchReport {
     /** One-minute load average before the first row: well above 0, other processes were competing. */
     loadAverageBefore: number;
   };
-  settings: { connections: number; durationSeconds: number; warmupSeconds: number };
+  settings: {
+    connections: number;
+    durationSeconds: number;
+    warmupSeconds: number;
+    microIterations: number;
+    microWarmupIterations: number;
+  };
   rows: ResultRow[];
+  /** p50 of one row over p50 of another (e.g. one page at two table sizes). */
+  comparisons: ComparisonResult[];
+  /** In-process micro-benchmarks. */
+  micro: MicroResult[];
+}
+
+export interface ComparisonResult {
+  name: string;
+  numerator: string;
+  denominator: string;
+  numeratorP50Ms: number;
+  denominatorP50Ms: number;
+  /** numeratorP50Ms / denominatorP50Ms. */
+  p50Ratio: number;
+  goalAtMost: number | null;
+  goalMet: boolean | null;
 }
 
 function fixed(value: number, digits: number): string {
@@ -40,7 +66,7 @@ function fixed(value: number, digits: number): string {
 }
 
 export function formatTable(rows: ResultRow[]): string {
-  const header = ['scenario', 'target', 'req/s', 'p50 ms', 'p99 ms', 'err/non-2xx', 'vs baseline'];
+  const header = ['scenario', 'target', 'req/s', 'p50 ms', 'p99 ms', 'err/non-2xx', 'vs baseline', 'goal'];
   const body = rows.map((row) => {
     const m = row.measurement;
     return [
@@ -51,14 +77,49 @@ export function formatTable(rows: ResultRow[]): string {
       fixed(m.latencyP99Ms, 2),
       `${m.errors}/${m.non2xx}`,
       row.ratio === null ? '-' : `${fixed(row.ratio, 2)} x ${row.baseline}`,
+      row.goalRatio === null ? '' : `≥ ${fixed(row.goalRatio, 2)} ${row.goalMet ? 'met' : 'missed'}`,
     ];
   });
   const widths = header.map((title, column) => Math.max(title.length, ...body.map((cells) => cells[column]!.length)));
   // Text columns left-aligned, numbers right-aligned.
+  const left = (column: number) => column < 2 || column === header.length - 1;
   const align = (cells: string[]) =>
-    cells.map((cell, column) => (column < 2 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ');
+    cells
+      .map((cell, column) => (left(column) ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!)))
+      .join('  ')
+      .trimEnd();
   const rule = widths.map((width) => '-'.repeat(width)).join('  ');
   return [align(header), rule, ...body.map(align)].join('\n');
+}
+
+function goalText(goal: string, met: boolean | null): string {
+  return met === null ? '' : ` (goal ${goal}: ${met ? 'met' : 'missed'})`;
+}
+
+/** One line per comparison whose two rows both ran. */
+export function formatComparisons(comparisons: ComparisonResult[]): string[] {
+  return comparisons.map(
+    (comparison) =>
+      `${comparison.name}: ${fixed(comparison.p50Ratio, 2)} ` +
+      `(${fixed(comparison.numeratorP50Ms, 2)} ms / ${fixed(comparison.denominatorP50Ms, 2)} ms)` +
+      goalText(`≤ ${comparison.goalAtMost}`, comparison.goalMet),
+  );
+}
+
+/** The micro-benchmarks section: mean cost per operation and operations per second. */
+export function formatMicro(results: MicroResult[]): string[] {
+  if (results.length === 0) return [];
+  const lines = ['micro-benchmarks (in-process, one operation at a time):'];
+  for (const result of results) {
+    lines.push(
+      `  ${result.name}: ${fixed(result.meanMicros, 1)} µs per call, ${result.perSecond} calls/s ` +
+        `(p50 ${fixed(result.p50Micros, 1)} µs, p99 ${fixed(result.p99Micros, 1)} µs, ${result.iterations} calls ` +
+        `after ${result.warmupIterations} warm-up)` +
+        goalText(`< ${result.goalMeanMicros} µs`, result.goalMet),
+      `    ${result.description}`,
+    );
+  }
+  return lines;
 }
 
 export async function writeReport(path: string, report: BenchReport): Promise<void> {

@@ -9,9 +9,18 @@ import { baselines, type BaselineName } from './baselines.js';
 import { captureCommand, ChildServer, freePort, runCommand } from './children.js';
 import { createBenchDatabase, dropAbandonedBenchDatabases } from './database.js';
 import { runLoad, type LoadSettings, type PreparedRequest } from './measure.js';
-import { formatTable, writeReport, type BenchReport, type ResultRow } from './report.js';
-import { scenarios } from './scenarios/index.js';
-import type { MeasuredRequest, RequestSpec, Scenario, ScenarioContext } from './types.js';
+import { runMicro, type MicroResult } from './micro.js';
+import {
+  formatComparisons,
+  formatMicro,
+  formatTable,
+  writeReport,
+  type BenchReport,
+  type ComparisonResult,
+  type ResultRow,
+} from './report.js';
+import { comparisons, microBenchmarks, scenarios } from './scenarios/index.js';
+import type { MeasuredRequest, MicroBenchmark, RequestSpec, Scenario, ScenarioContext } from './types.js';
 
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 const resultsPath = fileURLToPath(new URL('./results/latest.json', import.meta.url));
@@ -25,6 +34,8 @@ interface Settings {
   /** Case-insensitive substrings of scenario names; empty runs them all. */
   only: string[];
   readyTimeoutMs: number;
+  microIterations: number;
+  microWarmupIterations: number;
 }
 
 class UsageError extends Error {}
@@ -48,6 +59,8 @@ function readSettings(env: NodeJS.ProcessEnv): Settings {
       .map((part) => part.trim().toLowerCase())
       .filter(Boolean),
     readyTimeoutMs: integer(env, 'BENCH_READY_TIMEOUT_MS', 30_000, 100),
+    microIterations: integer(env, 'BENCH_MICRO_ITERATIONS', 5000, 1),
+    microWarmupIterations: integer(env, 'BENCH_MICRO_WARMUP', 1000, 0),
   };
 }
 
@@ -162,14 +175,16 @@ async function main(): Promise<number> {
     log(messageOf(error));
     return 2;
   }
-  const selected: Scenario[] = scenarios.filter(
-    (scenario) => settings.only.length === 0 || settings.only.some((part) => scenario.name.toLowerCase().includes(part)),
-  );
-  if (selected.length === 0) {
-    log(`BENCH_ONLY matches none of: ${scenarios.map((scenario) => scenario.name).join(', ')}`);
+  const isSelected = (name: string) =>
+    settings.only.length === 0 || settings.only.some((part) => name.toLowerCase().includes(part));
+  const selected: Scenario[] = scenarios.filter((scenario) => isSelected(scenario.name));
+  const selectedMicro: MicroBenchmark[] = microBenchmarks.filter((benchmark) => isSelected(benchmark.name));
+  if (selected.length === 0 && selectedMicro.length === 0) {
+    const all = [...scenarios, ...microBenchmarks].map((item) => item.name);
+    log(`BENCH_ONLY matches none of: ${all.join(', ')}`);
     return 2;
   }
-  const names = selected.map((scenario) => scenario.name);
+  const names = [...selected, ...selectedMicro].map((item) => item.name);
   const duplicate = names.find((name, index) => names.indexOf(name) !== index);
   if (duplicate) {
     log(`two scenarios are named ${JSON.stringify(duplicate)}`);
@@ -223,6 +238,8 @@ async function main(): Promise<number> {
       DATA_DIR: dataDir,
       // One client IP sends everything: the per-IP limit on the OAuth endpoints would turn the runs into 429s.
       TOKEN_RATE_LIMIT_PER_MINUTE: process.env.TOKEN_RATE_LIMIT_PER_MINUTE || '1000000000',
+      // One client sends every Operator API request of a row: its per-client limit would turn them into 429s too.
+      API_RATE_LIMIT_PER_MINUTE: process.env.API_RATE_LIMIT_PER_MINUTE || '1000000000',
     };
     // The bench speaks plain HTTP.
     delete appEnv.TLS_CERT_FILE;
@@ -285,10 +302,11 @@ async function main(): Promise<number> {
     // One after another, never two at once: the machine may have as few as two cores.
     const rows: ResultRow[] = [];
     const baselineRate = new Map<BaselineName, number>();
-    const record = async (request: MeasuredRequest, target: Target, baseline: BaselineName) => {
+    const record = async (request: MeasuredRequest, target: Target, baseline: BaselineName, goalRatio?: number) => {
       log(`measuring ${request.name} on ${target.label} (${settings.warmupSeconds}s warm-up, ${settings.durationSeconds}s)`);
       const { prepared, measurement, notes } = await measureRequest(request, target, context, settings, signal);
       const reference = baselineRate.get(baseline);
+      const ratio = reference ? measurement.requestsPerSecond / reference : null;
       rows.push({
         name: request.name,
         target: target.label,
@@ -296,7 +314,9 @@ async function main(): Promise<number> {
         method: prepared.method,
         path: prepared.path,
         measurement,
-        ratio: reference ? measurement.requestsPerSecond / reference : null,
+        ratio,
+        goalRatio: goalRatio ?? null,
+        goalMet: goalRatio === undefined || ratio === null ? null : ratio >= goalRatio,
         notes,
       });
       return measurement;
@@ -306,7 +326,47 @@ async function main(): Promise<number> {
       baselineRate.set(name, measurement.requestsPerSecond);
       rows[rows.length - 1]!.ratio = 1;
     }
-    for (const scenario of selected) await record(scenario, app, scenario.baseline);
+    for (const scenario of selected) await record(scenario, app, scenario.baseline, scenario.goalRatio);
+
+    const comparisonResults: ComparisonResult[] = [];
+    for (const comparison of comparisons) {
+      const numerator = rows.find((row) => row.target === 'app' && row.name === comparison.numerator);
+      const denominator = rows.find((row) => row.target === 'app' && row.name === comparison.denominator);
+      if (!numerator || !denominator) continue;
+      const p50Ratio = numerator.measurement.latencyP50Ms / denominator.measurement.latencyP50Ms;
+      comparisonResults.push({
+        name: comparison.name,
+        numerator: comparison.numerator,
+        denominator: comparison.denominator,
+        numeratorP50Ms: numerator.measurement.latencyP50Ms,
+        denominatorP50Ms: denominator.measurement.latencyP50Ms,
+        p50Ratio: Math.round(p50Ratio * 1000) / 1000,
+        goalAtMost: comparison.goalAtMost ?? null,
+        goalMet: comparison.goalAtMost === undefined ? null : p50Ratio <= comparison.goalAtMost,
+      });
+    }
+
+    // After every row, so that nothing is under load meanwhile; in this process, on the service's own modules.
+    const microResults: MicroResult[] = [];
+    const microFailures: string[] = [];
+    for (const benchmark of selectedMicro) {
+      log(
+        `measuring ${benchmark.name} (${settings.microWarmupIterations} warm-up calls, ${settings.microIterations} calls)`,
+      );
+      try {
+        microResults.push(
+          await runMicro(
+            benchmark,
+            { databaseUrl: database.url },
+            { iterations: settings.microIterations, warmupIterations: settings.microWarmupIterations },
+            signal,
+          ),
+        );
+      } catch (error) {
+        signal.throwIfAborted();
+        microFailures.push(`note: ${benchmark.name}: failed: ${messageOf(error)}`);
+      }
+    }
 
     const { commit, dirty } = gitCommit();
     const report: BenchReport = {
@@ -325,8 +385,12 @@ async function main(): Promise<number> {
         connections: settings.connections,
         durationSeconds: settings.durationSeconds,
         warmupSeconds: settings.warmupSeconds,
+        microIterations: settings.microIterations,
+        microWarmupIterations: settings.microWarmupIterations,
       },
       rows,
+      comparisons: comparisonResults,
+      micro: microResults,
     };
     await writeReport(resultsPath, report);
 
@@ -336,14 +400,16 @@ async function main(): Promise<number> {
         `node ${process.version}, ${report.environment.cpus} CPUs (load average ${loadBefore.toFixed(2)} before), ` +
         `commit ${commit?.slice(0, 12) ?? 'unknown'}${dirty ? ' (dirty)' : ''}`,
       '',
-      formatTable(rows),
-      '',
+      ...(rows.length > 0 ? [formatTable(rows), ''] : []),
     ];
+    const extra = [...formatComparisons(comparisonResults), ...formatMicro(microResults)];
+    if (extra.length > 0) summary.push(...extra, '');
     for (const row of rows) for (const note of row.notes) summary.push(`note: ${row.name}: ${note}`);
+    summary.push(...microFailures);
     summary.push(`results: ${resultsPath}`, '');
     process.stdout.write(summary.join('\n'));
 
-    return rows.some((row) => row.measurement.status2xx === 0) ? 1 : 0;
+    return rows.some((row) => row.measurement.status2xx === 0) || microFailures.length > 0 ? 1 : 0;
   } catch (error) {
     if (signal.aborted) {
       log(messageOf(signal.reason));

@@ -46,4 +46,31 @@ export interface MeasuredRequest extends RequestSpec {
 export interface Scenario extends MeasuredRequest {
   /** The baseline whose req/s this scenario's req/s is divided by (a key of `baselines` in `bench/baselines.ts`). */
   baseline: BaselineName;
+  /** The ratio to the baseline this row aims for (at least); shown as met or missed, never asserted. */
+  goalRatio?: number;
+}
+
+/**
+ * The p50 latency of one row divided by that of another row of the same run, e.g. the same request at two table
+ * sizes. Printed under the table when both rows ran.
+ */
+export interface Comparison {
+  name: string;
+  /** Scenario names. */
+  numerator: string;
+  denominator: string;
+  /** The ratio this comparison aims for (at most); shown as met or missed, never asserted. */
+  goalAtMost?: number;
+}
+
+/** One operation timed in-process, many times in a row (no HTTP): see `bench/micro.ts`. */
+export interface MicroBenchmark {
+  /** Short and unique; BENCH_ONLY selects it like a scenario. */
+  name: string;
+  /** What one operation is, for the report. */
+  description: string;
+  /** The mean cost per operation this benchmark aims for (below), in microseconds; never asserted. */
+  goalMeanMicros?: number;
+  /** Builds what the operation needs (untimed); the runner then times `operation` and finally calls `close`. */
+  prepare(context: { databaseUrl: string }): Promise<{ operation(): Promise<unknown>; close(): Promise<void> }>;
 }
