@@ -1,8 +1,10 @@
 // Every benchmark scenario, in the order they run: add a file in bench/scenarios/ and list its array here.
 import type { Comparison, MicroBenchmark, Scenario } from '../types.js';
+import { oauthTokenScenarios } from './oauth-token.js';
 import { opsScenarios } from './ops.js';
+import { ticketScenarios } from './tickets.js';
 
-export const scenarios: Scenario[] = [...opsScenarios];
+export const scenarios: Scenario[] = [...opsScenarios, ...oauthTokenScenarios, ...ticketScenarios];
 
 /** p50 ratios between two rows, printed under the table when both ran. */
 export const comparisons: Comparison[] = [];
