@@ -2,12 +2,19 @@
 import type { Comparison, MicroBenchmark, Scenario } from '../types.js';
 import { oauthTokenScenarios } from './oauth-token.js';
 import { opsScenarios } from './ops.js';
+import { ticketPageComparisons, ticketPageScenarios } from './ticket-pages.js';
 import { ticketScenarios } from './tickets.js';
 
-export const scenarios: Scenario[] = [...opsScenarios, ...oauthTokenScenarios, ...ticketScenarios];
+export const scenarios: Scenario[] = [
+  ...opsScenarios,
+  ...oauthTokenScenarios,
+  ...ticketScenarios,
+  // Last: their set-up empties the tickets table and then fills it with a million rows.
+  ...ticketPageScenarios,
+];
 
 /** p50 ratios between two rows, printed under the table when both ran. */
-export const comparisons: Comparison[] = [];
+export const comparisons: Comparison[] = [...ticketPageComparisons];
 
 /** In-process measurements, run after every row (nothing else is measured meanwhile). */
 export const microBenchmarks: MicroBenchmark[] = [];
