@@ -4,6 +4,7 @@ import { oauthTokenScenarios } from './oauth-token.js';
 import { opsScenarios } from './ops.js';
 import { ticketPageComparisons, ticketPageScenarios } from './ticket-pages.js';
 import { ticketScenarios } from './tickets.js';
+import { verifyAccessTokenBenchmarks } from './verify-access-token.js';
 
 export const scenarios: Scenario[] = [
   ...opsScenarios,
@@ -17,4 +18,4 @@ export const scenarios: Scenario[] = [
 export const comparisons: Comparison[] = [...ticketPageComparisons];
 
 /** In-process measurements, run after every row (nothing else is measured meanwhile). */
-export const microBenchmarks: MicroBenchmark[] = [];
+export const microBenchmarks: MicroBenchmark[] = [...verifyAccessTokenBenchmarks];
