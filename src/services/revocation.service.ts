@@ -25,6 +25,12 @@ export interface TokenSubjects {
   jti: string;
 }
 
+/**
+ * Revocations of the last minute are read again on every load: one committed after a higher-numbered one was loaded
+ * (two concurrent deletions) would otherwise be skipped for good. A minute covers any transaction that commits at all.
+ */
+const LATE_COMMIT_WINDOW_MS = 60_000;
+
 export function createRevocationService(options: RevocationServiceOptions) {
   const { db, clock, log } = options;
   /** `kind:subject` → when the entry may be forgotten. */
@@ -43,7 +49,7 @@ export function createRevocationService(options: RevocationServiceOptions) {
 
   async function loadNew(): Promise<void> {
     const now = clock();
-    const rows = await listRevocationsAfter(db, lastSeq, now);
+    const rows = await listRevocationsAfter(db, lastSeq, now, now - LATE_COMMIT_WINDOW_MS);
     for (const row of rows) {
       revoked.set(key(row.kind, row.subject), Math.max(row.expiresAt, revoked.get(key(row.kind, row.subject)) ?? 0));
       lastSeq = Math.max(lastSeq, row.seq);

@@ -1,5 +1,6 @@
 // SECURITY-CHECKLIST A (1–9): the token endpoint and client authentication (RFC 6749 2.3, 3.1, 5.1, 5.2, Appendix B).
 import { randomBytes } from 'node:crypto';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { createPostgresDatabase } from '../../src/db/postgres.js';
@@ -369,6 +370,49 @@ describe('SECURITY-CHECKLIST A: token endpoint and client authentication', () =>
       } finally {
         await other.close();
       }
+    });
+
+    it('A9: a deletion that commits after a later revocation (out of sequence order) still stops the tokens within 5 s', async () => {
+      const doomed = await createClient(t.app, tenant, ['clients:manage']);
+      const doomedToken = await clientToken(t.app, doomed);
+      const probe = async () =>
+        (await t.app.inject({ method: 'GET', url: '/operatorapi/oauthclients', headers: bearer(doomedToken) })).statusCode;
+      expect(await probe()).toBe(200);
+
+      // Another instance deletes the client in a transaction that takes its revocation number first but commits last,
+      // as two concurrent deletions can do.
+      const slow = new pg.Client({ connectionString: t.database.url! });
+      await slow.connect();
+      try {
+        await slow.query('BEGIN');
+        await slow.query('DELETE FROM oauth_clients WHERE client_id = $1', [doomed.clientId]);
+        await slow.query(
+          "INSERT INTO token_revocations (kind, subject, revoked_at, expires_at) VALUES ('client', $1, $2, $3)",
+          [doomed.clientId, Date.now(), Date.now() + 3_600_000],
+        );
+        await slow.query("SELECT pg_notify('acs_token_revocations', $1)", [`client:${doomed.clientId}`]);
+        // Meanwhile this instance revokes another token: a higher number, committed and loaded first.
+        const bystander = await createClient(t.app, tenant, ['tokens:read']);
+        const bystanderToken = await clientToken(t.app, bystander);
+        const revoked = await t.app.inject({
+          method: 'POST',
+          url: '/oauth/revoke',
+          headers: { ...FORM, authorization: basic(bystander.clientId, bystander.clientSecret) },
+          payload: form({ token: bystanderToken }),
+        });
+        expect(revoked.statusCode).toBe(200);
+        await slow.query('COMMIT');
+      } finally {
+        await slow.end();
+      }
+      const committedAt = Date.now();
+      let status = await probe();
+      while (status === 200 && Date.now() - committedAt < 6000) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        status = await probe();
+      }
+      expect(status).toBe(401);
+      expect(Date.now() - committedAt).toBeLessThan(5000);
     });
   });
 });

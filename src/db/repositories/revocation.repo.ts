@@ -28,10 +28,21 @@ export async function insertRevocation(
   await db.query('SELECT pg_notify($1, $2)', [REVOCATION_CHANNEL, `${kind}:${subject}`]);
 }
 
-export async function listRevocationsAfter(db: Queryable, seq: number, now: number): Promise<RevocationRecord[]> {
+/**
+ * Unexpired revocations numbered after `seq`, and also those revoked after `recentSince` whatever their number:
+ * sequence numbers are taken at insert but become visible at commit, so a slow transaction can commit a lower number
+ * after a higher one was read.
+ */
+export async function listRevocationsAfter(
+  db: Queryable,
+  seq: number,
+  now: number,
+  recentSince: number,
+): Promise<RevocationRecord[]> {
   const { rows } = await db.query<{ seq: number; kind: RevocationKind; subject: string; expires_at: number }>(
-    'SELECT seq, kind, subject, expires_at FROM token_revocations WHERE seq > $1 AND expires_at > $2 ORDER BY seq',
-    [seq, now],
+    `SELECT seq, kind, subject, expires_at FROM token_revocations
+      WHERE (seq > $1 OR revoked_at > $3) AND expires_at > $2 ORDER BY seq`,
+    [seq, now, recentSince],
   );
   return rows.map((row) => ({ seq: row.seq, kind: row.kind, subject: row.subject, expiresAt: row.expires_at }));
 }
