@@ -7,7 +7,7 @@ import { DEPRECATIONS } from '../../services/deprecations.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
 import { LinkHeader, PageQuery, sendPage } from '../shared/pages.js';
-import { removedInterface } from '../shared/removed.js';
+import { markRevivedChannels, removedInterface } from '../shared/removed.js';
 
 const tags = ['Secured objects'];
 
@@ -34,6 +34,7 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
     },
     async (request, reply) => {
       const object = await services.securedObjects.register(actionContext(request), request.body);
+      markRevivedChannels(reply, object.channels);
       return reply.code(201).header('location', `/operatorapi/securedobjects/${encodeURIComponent(object.id)}`).send(object);
     },
   );

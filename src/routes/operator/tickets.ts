@@ -6,6 +6,7 @@ import { problemResponses } from '../../schemas/problem.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
 import { LinkHeader, sendPage } from '../shared/pages.js';
+import { markRevivedChannels } from '../shared/removed.js';
 
 const tags = ['Tickets'];
 const TicketIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 256, description: 'The ticket id.' }) });
@@ -35,6 +36,7 @@ const ticketRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (a
     },
     async (request, reply) => {
       const ticket = await services.tickets.create(actionContext(request), request.body);
+      markRevivedChannels(reply, ticket.channels);
       return reply.code(201).header('location', `/operatorapi/tickets/${ticket.id}`).send(ticket);
     },
   );
