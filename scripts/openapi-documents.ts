@@ -11,6 +11,7 @@ import type { Database } from '../src/db/database.js';
 export const OPENAPI_DOCUMENTS = [
   { file: 'operatorapi.json', path: '/operatorapi/apidocs/json' },
   { file: 'accessapi.json', path: '/v1/swagger-ui/json' },
+  { file: 'deviceapi.json', path: '/deviceapi/apidocs/json' },
 ] as const;
 
 /** Builds the app on `db` (a fresh in-memory database when none is given; the app closes it). */

@@ -13,6 +13,7 @@ import { validatorCompiler } from './plugins/validation.js';
 import healthRoutes from './routes/ops/health.js';
 import oauthRoutes from './routes/oauth/index.js';
 import accessApi from './routes/access/index.js';
+import deviceApi from './routes/device/index.js';
 import operatorApi from './routes/operator/index.js';
 import removedInterfaceRoutes from './routes/ops/removed-interfaces.js';
 import { createServices, type Services } from './services/index.js';
@@ -100,6 +101,7 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
   });
   await typed.register(operatorApi, { services, tokenUrl, rateLimitPerMinute: config.API_RATE_LIMIT_PER_MINUTE });
   await typed.register(accessApi, { services, tokenUrl: '/oauth2/token', rateLimitPerMinute: config.API_RATE_LIMIT_PER_MINUTE });
+  await typed.register(deviceApi, { services, tokenUrl, rateLimitPerMinute: config.API_RATE_LIMIT_PER_MINUTE });
   await typed.register(removedInterfaceRoutes);
 
   return typed;

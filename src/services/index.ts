@@ -18,6 +18,8 @@ import { parseRevivedInterfaces } from './vocabulary.js';
 import { LOCK_GROUPS, RESIDENTS } from '../db/repositories/group.repo.js';
 import { createAccessPermissionService } from './access-permission.service.js';
 import { createGroupService } from './group.service.js';
+import { createCredentialService } from './credential.service.js';
+import { createDeviceService } from './device.service.js';
 
 export interface ServiceDependencies {
   db: Database;
@@ -29,6 +31,10 @@ export interface ServiceDependencies {
 
 /** How often each instance re-reads revocations if a NOTIFY was lost: well inside contract 3.4's 5 s. */
 const REVOCATION_POLL_MS = 2000;
+/** How often each instance re-reads the signing keys (new ones from another instance, retirements). */
+const KEY_REFRESH_MS = 60_000;
+/** Retired ticket-signing keys stay published for ten years: tickets may last that long. */
+const TICKET_KEY_RETENTION_MS = 10 * 365 * 86400_000;
 /** Contract 4.3: Idempotency-Key records are kept per tenant for 24 h. */
 const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 
@@ -43,6 +49,16 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now }
     purpose: 'access_token',
     retentionMs: accessTokenTtlMs,
   });
+  const ticketKeys = createKeyService({
+    db,
+    secretsKey,
+    clock,
+    alg: config.JWT_ALG,
+    purpose: 'ticket',
+    // Locks check credentials offline for as long as a ticket lasts: retired ticket keys stay published.
+    retentionMs: TICKET_KEY_RETENTION_MS,
+  });
+  const credentials = createCredentialService({ issuer: config.PUBLIC_URL, keys: ticketKeys, clock });
   const clients = createClientService({ db, clock, revocations, accessTokenTtlMs });
   const users = createUserService({ db, clock, bcryptCost: config.BCRYPT_COST, revocations, accessTokenTtlMs });
   const tenants = createTenantService({ db, clock, clients });
@@ -55,6 +71,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now }
   const residents = createGroupService({ db, clock, kind: RESIDENTS });
   const lockGroups = createGroupService({ db, clock, kind: LOCK_GROUPS });
   const accessPermissions = createAccessPermissionService({ db, clock, revived });
+  const devices = createDeviceService({ db, clock, credentials });
   const tokens = createTokenService({
     db,
     clock,
@@ -89,14 +106,21 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now }
     residents,
     lockGroups,
     accessPermissions,
+    ticketKeys,
+    credentials,
+    devices,
     /** Loads keys (generating the first one) and starts following revocations. */
     async start(): Promise<void> {
       await accessTokenKeys.ensureKey(null);
+      await accessTokenKeys.start(KEY_REFRESH_MS);
+      await ticketKeys.start(KEY_REFRESH_MS);
       await revocations.start();
       idempotency.start();
     },
     async stop(): Promise<void> {
       idempotency.stop();
+      accessTokenKeys.stop();
+      ticketKeys.stop();
       await revocations.stop();
     },
   };

@@ -54,6 +54,7 @@ export function createKeyService(options: KeyServiceOptions) {
   let keys = new Map<string, LoadedKey>();
   let lastReload = 0;
   let reloading: Promise<void> | null = null;
+  let refreshTimer: NodeJS.Timeout | null = null;
 
   const aadOf = (kid: string) => `signing-key:${kid}`;
 
@@ -133,8 +134,16 @@ export function createKeyService(options: KeyServiceOptions) {
   }
 
   return {
-    async init(): Promise<void> {
+    /** Loads the keys and re-reads them every `refreshMs`, so keys made by another instance get published here. */
+    async start(refreshMs: number): Promise<void> {
       await reload();
+      refreshTimer = setInterval(() => void reload().catch(() => undefined), refreshMs);
+      refreshTimer.unref();
+    },
+
+    stop(): void {
+      if (refreshTimer) clearInterval(refreshTimer);
+      refreshTimer = null;
     },
 
     ensureKey,

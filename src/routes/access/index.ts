@@ -9,6 +9,7 @@ import { ACCESS_SCOPES } from '../../services/scopes.js';
 import accessPermissionRoutes from './access-permissions.js';
 import deviceListingRoutes from './devices.js';
 import groupRoutes, { lockGroupRoutes, residentRoutes } from './groups.js';
+import tokenCardRoutes from './token-card.js';
 
 export interface AccessApiOptions {
   services: Services;
@@ -48,5 +49,6 @@ export default async function accessApi(app: FastifyInstance, options: AccessApi
     await resources.register(groupRoutes, { ...lockGroupRoutes(services.lockGroups), prefix: '/v1' });
     await resources.register(accessPermissionRoutes, { services, prefix: '/v1' });
     await resources.register(deviceListingRoutes, { services, prefix: '/v1' });
+    await resources.register(tokenCardRoutes, { services, prefix: '/v1' });
   });
 }

@@ -179,6 +179,9 @@ export default async function oauthRoutes(app: FastifyInstance, options: OAuthRo
 
   app.get('/.well-known/jwks.json', async (_request, reply) => {
     // Short caching: a rotated key must reach verifiers soon (RFC 7517; rotation keeps old keys published).
-    return reply.header('cache-control', 'public, max-age=60').send({ keys: services.accessTokenKeys.publicJwks() });
+    // Access-token keys and every tenant's ticket-credential keys (contract 6.3): locks verify credentials with these.
+    return reply
+      .header('cache-control', 'public, max-age=60')
+      .send({ keys: [...services.accessTokenKeys.publicJwks(), ...services.ticketKeys.publicJwks()] });
   });
 }

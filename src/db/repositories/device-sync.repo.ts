@@ -1,0 +1,109 @@
+// SQL for the Device API: a device's valid tickets with their download stamp, and a lock's changes since a cursor.
+import type { Queryable } from '../database.js';
+import type { KeysetPosition } from '../../services/pagination.js';
+import { TICKET_COLUMNS, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';
+
+export interface CredentialedTicket extends TicketRecord {
+  credential: string | null;
+}
+
+const toCredentialed = (row: TicketRow & { credential: string | null }): CredentialedTicket => ({
+  ...toTicketRecord(row),
+  credential: row.credential,
+});
+
+/** A device's VALID tickets (not revoked, not expired) in creation order, with any cached credential. */
+export async function listValidTicketsOfDevice(
+  db: Queryable,
+  tenantId: string,
+  mobileDeviceId: string,
+  now: number,
+  after: KeysetPosition | null,
+  limit: number,
+): Promise<CredentialedTicket[]> {
+  const { rows } = await db.query<TicketRow & { credential: string | null }>(
+    `SELECT ${TICKET_COLUMNS}, credential FROM tickets
+      WHERE tenant_id = $1 AND mobile_device_id = $2 AND revoked_at IS NULL AND end_date > $3
+        AND ($4::bigint IS NULL OR (created_at, id) > ($4::bigint, $5::uuid))
+      ORDER BY created_at, id LIMIT $6`,
+    [tenantId, mobileDeviceId, now, after?.createdAt ?? null, after?.id ?? '00000000-0000-0000-0000-000000000000', limit],
+  );
+  return rows.map(toCredentialed);
+}
+
+/**
+ * Stores the credentials signed now (a concurrent download's stored one wins) and sets `downloadDate` on first
+ * download, appending one `ticket.downloaded` audit event per ticket downloaded for the first time. The rows are
+ * locked first, so of two concurrent downloads exactly one stamps each ticket. Returns the stored state.
+ */
+export async function recordDownload(
+  db: Queryable,
+  tenantId: string,
+  ticketIds: string[],
+  credentials: (string | null)[],
+  now: number,
+  audit: { actor: string; requestId: string | null },
+): Promise<Map<string, { credential: string; downloadedAt: number }>> {
+  if (ticketIds.length === 0) return new Map();
+  const { rows } = await db.query<{ id: string; credential: string; downloaded_at: number }>(
+    `WITH before AS (
+       SELECT id, downloaded_at FROM tickets WHERE tenant_id = $1 AND id = ANY ($2::uuid[]) FOR UPDATE
+     ), updated AS (
+       UPDATE tickets t SET credential = coalesce(t.credential, v.credential), downloaded_at = coalesce(t.downloaded_at, $4)
+         FROM unnest($2::uuid[], $3::text[]) AS v (id, credential), before b
+        WHERE t.tenant_id = $1 AND t.id = v.id AND b.id = v.id
+        RETURNING t.id, t.credential, t.downloaded_at
+     ), audited AS (
+       INSERT INTO audit_events (tenant_id, time, actor, action, target, request_id)
+       SELECT $1, $4, $5, 'ticket.downloaded', 'ticket:' || b.id, $6 FROM before b WHERE b.downloaded_at IS NULL
+     )
+     SELECT id, credential, downloaded_at FROM updated`,
+    [tenantId, ticketIds, credentials, now, audit.actor, audit.requestId],
+  );
+  return new Map(rows.map((row) => [row.id, { credential: row.credential, downloadedAt: row.downloaded_at }]));
+}
+
+export interface SyncPosition {
+  seq: number;
+  id: string;
+}
+
+/**
+ * A lock's tickets changed after `position` (created or revoked), skipping those already expired: the lock no
+ * longer needs them. An index range scan on (tenant, lock, change_seq, id): nothing new costs next to nothing.
+ */
+export async function listLockChanges(
+  db: Queryable,
+  tenantId: string,
+  securedObjectId: string,
+  position: SyncPosition,
+  now: number,
+  limit: number,
+): Promise<(TicketRecord & { changeSeq: number })[]> {
+  const { rows } = await db.query<TicketRow & { change_seq: number }>(
+    `SELECT ${TICKET_COLUMNS}, change_seq FROM tickets
+      WHERE tenant_id = $1 AND secured_object_id = $2 AND (change_seq, id) > ($3::bigint, $4::uuid) AND end_date > $5
+      ORDER BY change_seq, id LIMIT $6`,
+    [tenantId, securedObjectId, position.seq, position.id, now, limit],
+  );
+  return rows.map((row) => ({ ...toTicketRecord(row), changeSeq: row.change_seq }));
+}
+
+/** The VALID tickets of every device of a resident (for its token card), at most `limit`. */
+export async function listValidTicketsOfResident(
+  db: Queryable,
+  tenantId: string,
+  residentId: string,
+  now: number,
+  limit: number,
+): Promise<CredentialedTicket[]> {
+  const { rows } = await db.query<TicketRow & { credential: string | null }>(
+    `SELECT ${TICKET_COLUMNS.split(', ').map((column) => `t.${column}`).join(', ')}, t.credential
+       FROM resident_devices rd
+       JOIN tickets t ON t.tenant_id = rd.tenant_id AND t.mobile_device_id = rd.mobile_device_id
+      WHERE rd.tenant_id = $1 AND rd.resident_id = $2 AND t.revoked_at IS NULL AND t.end_date > $3
+      ORDER BY t.created_at, t.id LIMIT $4`,
+    [tenantId, residentId, now, limit],
+  );
+  return rows.map(toCredentialed);
+}

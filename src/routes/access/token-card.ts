@@ -1,0 +1,55 @@
+// GET /v1/residents/{id}/token-card (contract 5): the data for a v2 token card; v1 cards were removed on 01.03.2019.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { GoneError } from '../../errors.js';
+import { GroupIdParams } from '../../schemas/access.js';
+import { problemResponses } from '../../schemas/problem.js';
+import { DEPRECATIONS, deprecationHeaders, removalNotice } from '../../services/deprecations.js';
+import type { Services } from '../../services/index.js';
+import { actionContext } from '../shared/context.js';
+
+const tokenCardRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+  app.get(
+    '/residents/:id/token-card',
+    {
+      config: { scope: 'nfc-token-writer' },
+      schema: {
+        tags: ['Residents'],
+        security: [{ bearer: ['nfc-token-writer'] }],
+        operationId: 'getResidentTokenCard',
+        summary: 'Token card data for a resident',
+        description:
+          'The data to write on a v2 token card (C SDK 3.6 and later): base64 of `{"version":2,"credentials":[…]}` ' +
+          'with the credentials of the resident\'s valid tickets. `version=1` answers `410`: v1 cards were removed on ' +
+          '01.03.2019.',
+        params: GroupIdParams,
+        querystring: Type.Object(
+          { version: Type.Integer({ minimum: 1, maximum: 2, description: 'The card format: 2 (1 was removed).' }) },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: {
+            ...Type.Object({
+              version: Type.Literal(2),
+              cardData: Type.String({ description: 'Base64 of the card contents.' }),
+            }),
+            description: 'The card data.',
+          },
+          ...problemResponses(400, 404, 410, 422),
+        },
+      },
+    },
+    async (request) => {
+      if (request.query.version === 1) {
+        const deprecation = DEPRECATIONS.tokenCardV1;
+        throw new GoneError(removalNotice(deprecation), deprecationHeaders(deprecation, false, `/v1/residents/${request.params.id}/token-card?version=2`), {
+          successor: deprecation.successor,
+        });
+      }
+      await services.residents.get(request.auth.tenantId, request.params.id);
+      return services.devices.tokenCard(actionContext(request), request.params.id);
+    },
+  );
+};
+
+export default tokenCardRoutes;

@@ -1,0 +1,130 @@
+// The Device API (contract 6): a phone downloads its valid tickets with credentials; an online lock syncs the
+// tickets and revocations that concern it through the tenant's change log.
+import type { Database } from '../db/database.js';
+import {
+  listLockChanges,
+  listValidTicketsOfDevice,
+  listValidTicketsOfResident,
+  recordDownload,
+  type SyncPosition,
+} from '../db/repositories/device-sync.repo.js';
+import { findMobileDevice } from '../db/repositories/mobile-device.repo.js';
+import { findSecuredObject } from '../db/repositories/secured-object.repo.js';
+import { BadRequestError, NotFoundError, UnprocessableError } from '../errors.js';
+import type { ActionContext, Clock } from './context.js';
+import type { CredentialService } from './credential.service.js';
+import { isUuid } from './identifiers.js';
+import { decodeCursor, encodeCursor, type Page } from './pagination.js';
+import { toTicket, type Ticket } from './ticket.service.js';
+
+export interface DownloadedTicket extends Ticket {
+  credential: string;
+}
+
+export interface SyncAnswer {
+  tokens: Ticket[];
+  revocations: { tokenId: string; revocationDate: number }[];
+  /** Pass it back to get only what changed after this answer. */
+  cursor: string;
+  /** True when the answer was cut at `limit`: ask again with the cursor at once. */
+  more: boolean;
+}
+
+const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
+/** What fits the card format (v2, C SDK 3.6+); more is refused rather than silently cut. */
+const MAX_CARD_CREDENTIALS = 1000;
+
+export function encodeSyncCursor(position: SyncPosition): string {
+  return Buffer.from(`${position.seq}:${position.id}`, 'utf8').toString('base64url');
+}
+
+export function decodeSyncCursor(cursor: string | undefined): SyncPosition {
+  if (cursor === undefined) return { seq: 0, id: ZERO_UUID };
+  const [seq, id] = Buffer.from(cursor, 'base64url').toString('utf8').split(':');
+  const value = Number(seq);
+  if (!Number.isSafeInteger(value) || value < 0 || !id || !isUuid(id)) {
+    throw new BadRequestError('The cursor is not one this server issued.', [{ field: 'cursor', message: 'is invalid' }]);
+  }
+  return { seq: value, id };
+}
+
+export interface DeviceServiceOptions {
+  db: Database;
+  clock: Clock;
+  credentials: CredentialService;
+}
+
+export function createDeviceService({ db, clock, credentials }: DeviceServiceOptions) {
+  return {
+    /**
+     * Contract 6.1: the device's VALID tickets, each with its credential. Credentials are signed on first
+     * download and cached (a 100k-ticket permission signs nothing until its devices ask); the first download
+     * sets `downloadDate` once and is audited.
+     */
+    async download(context: ActionContext, mobileDeviceId: string, limit: number, cursor?: string): Promise<Page<DownloadedTicket>> {
+      if (!(await findMobileDevice(db, context.tenantId, mobileDeviceId))) throw new NotFoundError(`No mobile device ${mobileDeviceId}.`);
+      const now = clock();
+      const rows = await listValidTicketsOfDevice(db, context.tenantId, mobileDeviceId, now, decodeCursor(cursor, isUuid), limit + 1);
+      const page = rows.slice(0, limit);
+      const signed = await Promise.all(page.map((row) => (row.credential === null ? credentials.sign(row) : Promise.resolve(null))));
+      const stored = await recordDownload(
+        db,
+        context.tenantId,
+        page.map((row) => row.id),
+        signed,
+        now,
+        context,
+      );
+      const items: DownloadedTicket[] = [];
+      for (const row of page) {
+        const state = stored.get(row.id);
+        if (!state) continue; // removed between the two statements
+        items.push({ ...toTicket({ ...row, downloadedAt: state.downloadedAt }, now), credential: state.credential });
+      }
+      const last = page[page.length - 1];
+      return { items, nextCursor: rows.length > limit && last ? encodeCursor({ createdAt: last.createdAt, id: last.id }) : null };
+    },
+
+    /**
+     * Contract 5: a token card (v2) holds the credentials of the resident's VALID tickets, as base64 of
+     * `{"version":2,"credentials":[…]}`. Writing a card is its devices' download: credentials are cached and
+     * first downloads stamped as in 6.1.
+     */
+    async tokenCard(context: ActionContext, residentId: string): Promise<{ version: 2; cardData: string }> {
+      const now = clock();
+      const rows = await listValidTicketsOfResident(db, context.tenantId, residentId, now, MAX_CARD_CREDENTIALS + 1);
+      if (rows.length > MAX_CARD_CREDENTIALS) {
+        throw new UnprocessableError(`A token card holds at most ${MAX_CARD_CREDENTIALS} credentials; this resident has more valid tickets.`);
+      }
+      const signed = await Promise.all(rows.map((row) => (row.credential === null ? credentials.sign(row) : Promise.resolve(null))));
+      const stored = await recordDownload(db, context.tenantId, rows.map((row) => row.id), signed, now, context);
+      const cardCredentials = rows.flatMap((row) => {
+        const state = stored.get(row.id);
+        return state ? [state.credential] : [];
+      });
+      const cardData = Buffer.from(JSON.stringify({ version: 2, credentials: cardCredentials }), 'utf8').toString('base64');
+      return { version: 2, cardData };
+    },
+
+    /** Contract 6.2: no cursor, everything current; with one, only what changed after it. */
+    async sync(tenantId: string, securedObjectId: string, limit: number, cursor?: string): Promise<SyncAnswer> {
+      const position = decodeSyncCursor(cursor);
+      if (!(await findSecuredObject(db, tenantId, securedObjectId))) throw new NotFoundError(`No secured object ${securedObjectId}.`);
+      const now = clock();
+      const rows = await listLockChanges(db, tenantId, securedObjectId, position, now, limit + 1);
+      const more = rows.length > limit;
+      const changes = more ? rows.slice(0, limit) : rows;
+      const last = changes[changes.length - 1];
+      return {
+        tokens: changes.filter((row) => row.revokedAt === null).map((row) => toTicket(row, now)),
+        revocations: changes
+          .filter((row) => row.revokedAt !== null)
+          .map((row) => ({ tokenId: row.id, revocationDate: row.revokedAt! })),
+        cursor: last ? encodeSyncCursor({ seq: last.changeSeq, id: last.id }) : (cursor ?? encodeSyncCursor(position)),
+        more,
+      };
+    },
+  };
+}
+
+export type DeviceService = ReturnType<typeof createDeviceService>;
