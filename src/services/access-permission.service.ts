@@ -16,7 +16,7 @@ import {
 import { appendAuditEvent } from '../db/repositories/audit.repo.js';
 import { nextChangeSeq } from '../db/repositories/change-log.repo.js';
 import { LOCK_GROUPS, RESIDENTS, lockGroup } from '../db/repositories/group.repo.js';
-import { NotFoundError, UnprocessableError, type FieldError } from '../errors.js';
+import { NotFoundError, UnprocessableError, detailWithReasons, type FieldError } from '../errors.js';
 import type { ActionContext, Clock } from './context.js';
 import { isUuid } from './identifiers.js';
 import { decodeCursor, pageOf, type Page } from './pagination.js';
@@ -65,6 +65,8 @@ export interface AccessPermissionServiceOptions {
 
 export function createAccessPermissionService({ db, clock, revived }: AccessPermissionServiceOptions) {
   const notFound = (id: string) => new NotFoundError(`No access permission ${id}.`);
+  /** Contract 4.3: the detail itself says why (removed channel, dates, unknown groups, a lock lacking a channel). */
+  const refused = (errors: FieldError[]) => new UnprocessableError(detailWithReasons('The access permission cannot be granted', errors), errors);
 
   return {
     /** All or nothing: the permission and every ticket it makes commit together, or nothing does. */
@@ -79,7 +81,7 @@ export function createAccessPermissionService({ db, clock, revived }: AccessPerm
         createdAt: now,
       };
       const errors: FieldError[] = validityErrors(record, now, revived);
-      if (errors.length > 0) throw new UnprocessableError('The access permission cannot be granted.', errors);
+      if (errors.length > 0) throw refused(errors);
 
       const tokenCount = await db.transaction(async (tx) => {
         const seq = await nextChangeSeq(tx, context.tenantId);
@@ -91,12 +93,10 @@ export function createAccessPermissionService({ db, clock, revived }: AccessPerm
         if (!isUuid(input.lockGroupId) || !(await lockGroup(tx, LOCK_GROUPS, context.tenantId, input.lockGroupId, 'SHARE'))) {
           missing.push({ field: 'lockGroupId', message: `no lock group ${input.lockGroupId} in this tenant` });
         }
-        if (missing.length > 0) throw new UnprocessableError('The access permission cannot be granted.', missing);
+        if (missing.length > 0) throw refused(missing);
         const lacking = await locksLackingChannels(tx, context.tenantId, input.lockGroupId, record.channels);
         if (lacking.length > 0) {
-          throw new UnprocessableError('The access permission cannot be granted.', [
-            { field: 'channels', message: `not supported by the secured objects ${lacking.join(', ')}` },
-          ]);
+          throw refused([{ field: 'channels', message: `not supported by the secured objects ${lacking.join(', ')}` }]);
         }
         await insertAccessPermission(tx, record);
         const issued = await expandAccessPermission(tx, record, now, seq);
