@@ -25,8 +25,7 @@ export default fp(
     const service = options.idempotency;
     app.decorateRequest('idempotencyKey', null);
 
-    app.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
-      if (!request.routeOptions.config.idempotent) return;
+    async function reserve(request: FastifyRequest, reply: FastifyReply) {
       const header = request.headers['idempotency-key'];
       if (header === undefined) return;
       if (typeof header !== 'string' || !KEY_PATTERN.test(header)) {
@@ -41,6 +40,14 @@ export default fp(
         return reply.code(status).headers({ ...headers, 'idempotent-replayed': 'true' }).send(body);
       }
       request.idempotencyKey = header;
+    }
+
+    // A route-level preHandler, appended after the ones plugins registered earlier added (the per-client rate limit):
+    // a request refused with 429 must not reserve its key, or the retry the key exists for would replay the 429.
+    app.addHook('onRoute', (route) => {
+      if (!(route.config as { idempotent?: boolean } | undefined)?.idempotent) return;
+      const existing = route.preHandler;
+      route.preHandler = [...(existing === undefined ? [] : Array.isArray(existing) ? existing : [existing]), reserve];
     });
 
     app.addHook('onSend', async (request, reply, payload) => {
