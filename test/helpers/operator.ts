@@ -72,9 +72,19 @@ export async function ticket(t: TestApp, token: string, securedObjectId: string,
   return response.json();
 }
 
+export interface TableCounts {
+  tickets: number;
+  revoked_tickets: number;
+  secured_objects: number;
+  mobile_devices: number;
+  audit_events: number;
+  idempotency_keys: number;
+  oauth_clients: number;
+}
+
 /** Row counts of every table an Operator API change touches (all tenants), and how many tickets are revoked. */
-export async function tableCounts(t: TestApp): Promise<Record<string, number>> {
-  const { rows } = await t.database.db.query<Record<string, number>>(
+export async function tableCounts(t: TestApp): Promise<TableCounts> {
+  const { rows } = await t.database.db.query<TableCounts>(
     `SELECT (SELECT count(*) FROM tickets)::int AS tickets,
             (SELECT count(*) FROM tickets WHERE revoked_at IS NOT NULL)::int AS revoked_tickets,
             (SELECT count(*) FROM secured_objects)::int AS secured_objects,
