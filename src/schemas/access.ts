@@ -1,5 +1,6 @@
 // Schemas of the Access API (contract 5): residents, lock groups, access permissions.
 import { Type } from '@sinclair/typebox';
+import { defaultsOptional } from './query.js';
 import { NewTicketSchema } from './operator.js';
 
 export const GroupIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, description: 'The group id.' }) });
@@ -71,12 +72,14 @@ export const AccessPermissionSchema = Type.Object({
   tokenCount: Type.Integer({ description: 'The live (unrevoked) tickets it holds: one per device × lock.' }),
 });
 
-export const AccessPermissionQuery = Type.Object(
-  {
-    residentId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Only this resident\'s permissions.' })),
-    lockGroupId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Only this lock group\'s permissions.' })),
-    limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Page size, 1 to 1000.' }),
-    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'Opaque cursor from `Link: rel="next"`.' })),
-  },
-  { additionalProperties: false },
+export const AccessPermissionQuery = defaultsOptional(
+  Type.Object(
+    {
+      residentId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Only this resident\'s permissions.' })),
+      lockGroupId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Only this lock group\'s permissions.' })),
+      limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Page size, 1 to 1000.' }),
+      cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'Opaque cursor from `Link: rel="next"`.' })),
+    },
+    { additionalProperties: false },
+  ),
 );

@@ -1,5 +1,6 @@
 // Schemas of the Device API (contract 6): downloaded tickets with credentials, and lock sync answers.
 import { Type } from '@sinclair/typebox';
+import { defaultsOptional } from './query.js';
 import { TicketSchema } from './operator.js';
 
 export const DownloadedTicketSchema = Type.Composite([
@@ -13,14 +14,16 @@ export const DownloadedTicketSchema = Type.Composite([
   }),
 ]);
 
-export const SyncQuery = Type.Object(
-  {
-    cursor: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 200, description: 'The cursor of the previous answer: only changes after it.' }),
-    ),
-    limit: Type.Integer({ minimum: 1, maximum: 1000, default: 1000, description: 'Most changes in one answer, 1 to 1000.' }),
-  },
-  { additionalProperties: false },
+export const SyncQuery = defaultsOptional(
+  Type.Object(
+    {
+      cursor: Type.Optional(
+        Type.String({ minLength: 1, maxLength: 200, description: 'The cursor of the previous answer: only changes after it.' }),
+      ),
+      limit: Type.Integer({ minimum: 1, maximum: 1000, default: 1000, description: 'Most changes in one answer, 1 to 1000.' }),
+    },
+    { additionalProperties: false },
+  ),
 );
 
 export const SyncAnswerSchema = Type.Object({

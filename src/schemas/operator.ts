@@ -1,5 +1,6 @@
 // Schemas of the Operator API's resources (contract 4): secured objects, mobile devices, tickets, audit events.
 import { Type } from '@sinclair/typebox';
+import { defaultsOptional } from './query.js';
 
 /**
  * Operator-chosen ids: URL-safe unreserved characters (RFC 3986 2.3), 1 to 128 of them, but not `.` or `..`: clients
@@ -104,15 +105,17 @@ export const TicketSchema = Type.Object({
   accessPermissionId: Type.Optional(Type.String({ description: 'The Access API permission that made it, if any.' })),
 });
 
-export const TicketQuery = Type.Object(
-  {
-    mobileDeviceId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'Only this device\'s tickets.' })),
-    securedObjectId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'Only this lock\'s tickets.' })),
-    status: Type.Optional(TicketStatusSchema),
-    limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Page size, 1 to 1000.' }),
-    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'Opaque cursor from `Link: rel="next"`.' })),
-  },
-  { additionalProperties: false },
+export const TicketQuery = defaultsOptional(
+  Type.Object(
+    {
+      mobileDeviceId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'Only this device\'s tickets.' })),
+      securedObjectId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'Only this lock\'s tickets.' })),
+      status: Type.Optional(TicketStatusSchema),
+      limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Page size, 1 to 1000.' }),
+      cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'Opaque cursor from `Link: rel="next"`.' })),
+    },
+    { additionalProperties: false },
+  ),
 );
 
 export const AuditEventSchema = Type.Object({
@@ -124,14 +127,16 @@ export const AuditEventSchema = Type.Object({
   requestId: Type.Optional(Type.String({ description: 'The X-Request-Id of the request that made the change.' })),
 });
 
-export const AuditQuery = Type.Object(
-  {
-    target: Type.Optional(Type.String({ minLength: 1, maxLength: 300, description: 'Only events about this target, e.g. `ticket:<id>`.' })),
-    action: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Only this action, e.g. `ticket.revoked`.' })),
-    from: Type.Optional(Millis('Only events at or after this time, Unix milliseconds.')),
-    to: Type.Optional(Millis('Only events before this time, Unix milliseconds.')),
-    limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Page size, 1 to 1000.' }),
-    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'Opaque cursor from `Link: rel="next"`.' })),
-  },
-  { additionalProperties: false },
+export const AuditQuery = defaultsOptional(
+  Type.Object(
+    {
+      target: Type.Optional(Type.String({ minLength: 1, maxLength: 300, description: 'Only events about this target, e.g. `ticket:<id>`.' })),
+      action: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Only this action, e.g. `ticket.revoked`.' })),
+      from: Type.Optional(Millis('Only events at or after this time, Unix milliseconds.')),
+      to: Type.Optional(Millis('Only events before this time, Unix milliseconds.')),
+      limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Page size, 1 to 1000.' }),
+      cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'Opaque cursor from `Link: rel="next"`.' })),
+    },
+    { additionalProperties: false },
+  ),
 );

@@ -1,16 +1,19 @@
 // Page query parameters and the `Link: rel="next"` header (contract 7.3), shared by every list route.
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { defaultsOptional } from '../../schemas/query.js';
 import type { Page } from '../../services/pagination.js';
 
-export const PageQuery = Type.Object(
-  {
-    limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Page size, 1 to 1000.' }),
-    cursor: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 512, description: 'Opaque cursor from the `Link: rel="next"` header.' }),
-    ),
-  },
-  { additionalProperties: false },
+export const PageQuery = defaultsOptional(
+  Type.Object(
+    {
+      limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Page size, 1 to 1000.' }),
+      cursor: Type.Optional(
+        Type.String({ minLength: 1, maxLength: 512, description: 'Opaque cursor from the `Link: rel="next"` header.' }),
+      ),
+    },
+    { additionalProperties: false },
+  ),
 );
 
 export type PageQueryType = Static<typeof PageQuery>;

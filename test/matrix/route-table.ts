@@ -1,0 +1,180 @@
+// The protected routes, read from the OpenAPI documents the server serves, with fixtures to fill them: the scope and
+// tenant-isolation matrices are generated from this table, so a new route is covered without a new test.
+import type { App } from '../../src/app.js';
+import { ACCESS_SCOPES, OPERATOR_SCOPES } from '../../src/services/scopes.js';
+import { bearer, clientToken, createClient, createUser, passwordGrant, tokenRequest, type TenantFixture } from '../helpers/oauth.js';
+
+export type ApiName = 'operatorapi' | 'accessapi' | 'deviceapi';
+
+export interface RouteEntry {
+  api: ApiName;
+  method: string;
+  /** OpenAPI path template, e.g. `/v1/residents/{id}`. */
+  path: string;
+  scope: string;
+  parameters: string[];
+  requiredQuery: string[];
+  exampleBody: unknown;
+}
+
+const DOCUMENTS: Record<ApiName, string> = {
+  operatorapi: '/operatorapi/apidocs/json',
+  accessapi: '/v1/swagger-ui/json',
+  deviceapi: '/deviceapi/apidocs/json',
+};
+
+export const API_SCOPES: Record<ApiName, readonly string[]> = {
+  operatorapi: OPERATOR_SCOPES,
+  accessapi: ACCESS_SCOPES,
+  deviceapi: ['tokens:download', 'sync'],
+};
+
+interface Operation {
+  security?: { bearer?: string[] }[];
+  parameters?: { name: string; in: string; required?: boolean }[];
+  requestBody?: { content?: Record<string, { schema?: { examples?: unknown[] }; example?: unknown }> };
+}
+
+export async function routeTable(app: App): Promise<RouteEntry[]> {
+  const routes: RouteEntry[] = [];
+  for (const [api, url] of Object.entries(DOCUMENTS) as [ApiName, string][]) {
+    const document = (await app.inject({ url })).json() as { paths: Record<string, Record<string, Operation>> };
+    for (const [path, operations] of Object.entries(document.paths)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        const scope = operation.security?.[0]?.bearer?.[0];
+        if (!scope) throw new Error(`${method} ${path} declares no scope`);
+        const content = operation.requestBody?.content?.['application/json'];
+        routes.push({
+          api,
+          method: method.toUpperCase(),
+          path,
+          scope,
+          parameters: (operation.parameters ?? []).filter((p) => p.in === 'path').map((p) => p.name),
+          requiredQuery: (operation.parameters ?? []).filter((p) => p.in === 'query' && p.required).map((p) => p.name),
+          // @fastify/swagger moves a schema's first example to the media type's `example`.
+          exampleBody: content?.example ?? content?.schema?.examples?.[0],
+        });
+      }
+    }
+  }
+  // Deleting runs last, so the fixtures the other routes use still exist.
+  return routes.sort((a, b) => Number(a.method === 'DELETE') - Number(b.method === 'DELETE'));
+}
+
+/** One tenant's data: an id of every kind of resource a route can name. */
+export interface TenantData {
+  tenant: TenantFixture;
+  lockId: string;
+  deviceId: string;
+  ticketId: string;
+  clientId: string;
+  username: string;
+  residentId: string;
+  lockGroupId: string;
+  permissionId: string;
+}
+
+/** The collection a path parameter follows names the kind of id it takes. */
+const KIND_BY_COLLECTION: Record<string, keyof Omit<TenantData, 'tenant'>> = {
+  securedobjects: 'lockId',
+  mobiledevices: 'deviceId',
+  tickets: 'ticketId',
+  oauthclients: 'clientId',
+  users: 'username',
+  residents: 'residentId',
+  'lock-groups': 'lockGroupId',
+  'access-permissions': 'permissionId',
+};
+
+const QUERY_VALUES: Record<string, string> = { version: '2' };
+
+/** The concrete URL of a route for a tenant's data; fails loudly for a parameter nobody taught it. */
+export function urlFor(route: RouteEntry, data: TenantData): string {
+  const segments = route.path.split('/');
+  const filled = segments.map((segment, index) => {
+    const match = /^\{(.+)\}$/.exec(segment);
+    if (!match) return segment;
+    const collection = segments[index - 1] ?? '';
+    const kind = KIND_BY_COLLECTION[collection];
+    if (!kind) throw new Error(`No fixture for {${match[1]}} after /${collection}/ in ${route.path}: teach test/matrix/route-table.ts`);
+    return encodeURIComponent(data[kind]);
+  });
+  const query = route.requiredQuery.map((name) => {
+    const value = QUERY_VALUES[name];
+    if (value === undefined) throw new Error(`No value for the required query parameter ${name} of ${route.path}`);
+    return `${name}=${encodeURIComponent(value)}`;
+  });
+  return filled.join('/') + (query.length > 0 ? `?${query.join('&')}` : '');
+}
+
+/** Creates one of every resource in the tenant through the APIs, with a management token. */
+export async function seedTenant(app: App, tenant: TenantFixture, suffix: string): Promise<TenantData> {
+  const operator = bearer(await clientToken(app, tenant));
+  const post = async (url: string, headers: Record<string, string>, payload: object) => {
+    const response = await app.inject({ method: 'POST', url, headers, payload });
+    if (response.statusCode !== 201) throw new Error(`seeding ${url}: ${response.statusCode} ${response.body}`);
+    return response.json();
+  };
+  const lock = await post('/operatorapi/securedobjects', operator, {
+    id: `lock-${suffix}`,
+    channels: ['btlespp'],
+    localName: `L${suffix}`,
+    uuid: '7d8a0c1e-4b7f-4d5e-9a41-3c2b1f0e9d8c',
+  });
+  const device = await post('/operatorapi/mobiledevices', operator, { id: `phone-${suffix}` });
+  const ticket = await post('/operatorapi/tickets', operator, {
+    securedObjectId: lock.id,
+    mobileDeviceId: device.id,
+    beginDate: 0,
+    endDate: Date.now() + 365 * 86_400_000,
+    commands: ['open'],
+    channels: ['btlespp'],
+  });
+  const client = await createClient(app, tenant, ['tokens:read']);
+  const username = `user-${suffix}`;
+  await createUser(app, tenant, username, 'long enough pass');
+  const access = bearer(await accessToken(app, tenant, [...ACCESS_SCOPES]));
+  const resident = await post('/v1/residents', access, { name: 'Resident', mobileDeviceIds: [device.id] });
+  const group = await post('/v1/lock-groups', access, { name: 'Group', securedObjectIds: [lock.id] });
+  const permission = await post('/v1/access-permissions', access, {
+    residentId: resident.id,
+    lockGroupId: group.id,
+    beginDate: 0,
+    endDate: Date.now() + 365 * 86_400_000,
+    commands: ['open'],
+    channels: ['btlespp'],
+  });
+  return {
+    tenant,
+    lockId: lock.id,
+    deviceId: device.id,
+    ticketId: ticket.id,
+    clientId: client.clientId,
+    username,
+    residentId: resident.id,
+    lockGroupId: group.id,
+    permissionId: permission.id,
+  };
+}
+
+let accessUsers = 0;
+
+/** An Access API token with exactly `scopes`, through the password grant. */
+export async function accessToken(app: App, tenant: TenantFixture, scopes: string[]): Promise<string> {
+  const client = await createClient(app, tenant, [...ACCESS_SCOPES]);
+  const username = `scoped-${++accessUsers}`;
+  await createUser(app, tenant, username, 'long enough pass');
+  const response = await passwordGrant(app, client, `${username}@${tenant.name}`, 'long enough pass', scopes.join(' '));
+  if (response.statusCode !== 200) throw new Error(`password grant: ${response.body}`);
+  return response.json().access_token;
+}
+
+/** A token of the API with exactly one scope (for the Device API's download, a client bound to `deviceId`). */
+export async function tokenWithScope(app: App, tenant: TenantFixture, api: ApiName, scope: string, deviceId: string): Promise<string> {
+  if (api === 'accessapi') return accessToken(app, tenant, [scope]);
+  const binding = api === 'deviceapi' && scope === 'tokens:download' ? { mobileDeviceId: deviceId } : {};
+  const client = await createClient(app, tenant, [scope], binding);
+  const response = await tokenRequest(app, client, { grant_type: 'client_credentials', scope });
+  if (response.statusCode !== 200) throw new Error(`client credentials for ${scope}: ${response.body}`);
+  return response.json().access_token;
+}
