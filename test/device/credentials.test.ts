@@ -1,0 +1,179 @@
+// Ticket credentials (contract 6.3): the compact JWS's header and claims, verification against the JWKS by kid,
+// per-tenant ticket keys apart from the access-token key, and neither kind of JWT accepted as the other.
+import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LockSimulator } from '../../src/simulator/lock-simulator.js';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { accessToken, download, jwks, payloadOf, phoneToken, verifyCredential } from '../helpers/device.js';
+import { bearer, clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';
+import { HOUR, device, expectProblem, lock, ticket } from '../helpers/operator.js';
+
+const DAY = 24 * HOUR;
+/** JWK members that hold private key material (RFC 7518 6.2.2, 6.3.2, 6.4; RFC 8037 2). */
+const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
+
+describe('ticket credentials', () => {
+  const now = Date.UTC(2026, 2, 3, 8, 30, 0, 0);
+  let t: TestApp;
+  let acme: TenantFixture;
+  let other: TenantFixture;
+  let operator: string;
+  let otherOperator: string;
+
+  beforeAll(async () => {
+    t = await buildTestApp({ BCRYPT_COST: '4' }, { clock: () => now });
+    acme = await createTenant(t.app, 'acme');
+    other = await createTenant(t.app, 'other');
+    operator = await clientToken(t.app, acme);
+    otherOperator = await clientToken(t.app, other);
+    await lock(t, operator, 'door');
+    await device(t, operator, 'phone');
+    await lock(t, otherOperator, 'their-door');
+    await device(t, otherOperator, 'their-phone');
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('has header {alg, kid, typ: "ticket+jwt"} and the payload of contract 6.3, seconds around the exact milliseconds', async () => {
+    // Dates that are not whole seconds: nbf rounds down and exp up, so the JWT window covers the ticket's.
+    const beginDate = now - 1500;
+    const endDate = now + DAY + 1;
+    const issued = await ticket(t, operator, 'door', 'phone', { beginDate, endDate, commands: ['open', 'clos', 'open'], channels: ['btlespp'] });
+    const [downloaded] = await download(t, await phoneToken(t, acme, 'phone'), 'phone');
+    expect(downloaded!.id).toBe(issued.id);
+    const credential = downloaded!.credential;
+
+    const header = decodeProtectedHeader(credential);
+    expect(header).toEqual({ alg: 'EdDSA', kid: expect.any(String), typ: 'ticket+jwt' });
+    expect(payloadOf(credential)).toEqual({
+      iss: 'http://issuer.test',
+      jti: issued.id,
+      sub: 'phone',
+      aud: 'door',
+      nbf: Math.floor(beginDate / 1000),
+      exp: Math.ceil(endDate / 1000),
+      beginDate,
+      endDate,
+      cmd: ['open', 'clos'],
+      chn: ['btlespp'],
+      iat: Math.floor(now / 1000),
+    });
+  });
+
+  it('verifies with jose against the public key the JWKS publishes under its kid', async () => {
+    await device(t, operator, 'phone-verify');
+    await ticket(t, operator, 'door', 'phone-verify');
+    const [downloaded] = await download(t, await phoneToken(t, acme, 'phone-verify'), 'phone-verify');
+    const credential = downloaded!.credential;
+    const keys = await jwks(t);
+    const { kid } = decodeProtectedHeader(credential);
+    const published = keys.keys.filter((key) => key.kid === kid);
+    expect(published).toEqual([{ kty: 'OKP', crv: 'Ed25519', x: expect.any(String), kid, alg: 'EdDSA', use: 'sig' }]);
+
+    const payload = await verifyCredential(t, credential, { securedObjectId: 'door', at: now });
+    expect(payload.jti).toBe(downloaded!.id);
+    // A credential is for one lock: another audience does not verify.
+    await expect(
+      jwtVerify(credential, createLocalJWKSet(keys), { audience: 'gate', typ: 'ticket+jwt', currentDate: new Date(now) }),
+    ).rejects.toThrow(/aud/);
+    // Without the key the JWKS publishes, nothing verifies.
+    const others = { keys: keys.keys.filter((key) => key.kid !== kid) };
+    await expect(jwtVerify(credential, createLocalJWKSet(others), { currentDate: new Date(now) })).rejects.toThrow();
+  });
+
+  it('publishes no private key member in the JWKS', async () => {
+    await download(t, await phoneToken(t, other, 'their-phone'), 'their-phone');
+    const response = await t.app.inject({ url: '/.well-known/jwks.json' });
+    expect(response.statusCode).toBe(200);
+    const { keys } = response.json() as { keys: Record<string, unknown>[] };
+    expect(keys.length).toBeGreaterThanOrEqual(2);
+    for (const key of keys) {
+      for (const member of PRIVATE_MEMBERS) expect(key, `${String(key.kid)}.${member}`).not.toHaveProperty(member);
+    }
+    expect(response.body).not.toMatch(/"d"\s*:/);
+  });
+
+  it('signs with a per-tenant ticket key, apart from the access-token key and from every other tenant\'s', async () => {
+    await ticket(t, otherOperator, 'their-door', 'their-phone');
+    const phone = await phoneToken(t, acme, 'phone');
+    const [ours] = await download(t, phone, 'phone');
+    const [theirs] = await download(t, await phoneToken(t, other, 'their-phone'), 'their-phone');
+    const ourKid = decodeProtectedHeader(ours!.credential).kid;
+    const theirKid = decodeProtectedHeader(theirs!.credential).kid;
+    const accessKid = decodeProtectedHeader(phone).kid;
+    expect(decodeProtectedHeader(phone).typ).toBe('at+jwt');
+    expect(new Set([ourKid, theirKid, accessKid]).size).toBe(3);
+    const published = (await jwks(t)).keys.map((key) => key.kid);
+    for (const kid of [ourKid, theirKid, accessKid]) expect(published).toContain(kid);
+
+    const { rows } = await t.database.db.query<{ kid: string; tenant_id: string | null; purpose: string }>(
+      'SELECT kid, tenant_id, purpose FROM signing_keys WHERE kid = ANY ($1::text[]) ORDER BY purpose, tenant_id',
+      [[ourKid, theirKid, accessKid]],
+    );
+    expect(rows).toEqual(
+      expect.arrayContaining([
+        { kid: accessKid, tenant_id: null, purpose: 'access_token' },
+        { kid: ourKid, tenant_id: acme.tenantId, purpose: 'ticket' },
+        { kid: theirKid, tenant_id: other.tenantId, purpose: 'ticket' },
+      ]),
+    );
+    // The other tenant's public key does not verify our credential.
+    const keys = await jwks(t);
+    const theirsOnly = { keys: keys.keys.filter((key) => key.kid === theirKid).map((key) => ({ ...key, kid: ourKid })) };
+    await expect(jwtVerify(ours!.credential, createLocalJWKSet(theirsOnly), { currentDate: new Date(now) })).rejects.toThrow();
+  });
+
+  it('keeps issued credentials verifiable after the tenant\'s ticket key rotates; new ones use the new key', async () => {
+    await device(t, operator, 'phone-rotation');
+    await ticket(t, operator, 'door', 'phone-rotation');
+    const token = await phoneToken(t, acme, 'phone-rotation');
+    const [before] = await download(t, token, 'phone-rotation');
+    const { kid: newKid } = await t.app.services.ticketKeys.rotate(acme.tenantId);
+    expect(newKid).not.toBe(decodeProtectedHeader(before!.credential).kid);
+
+    await ticket(t, operator, 'door', 'phone-rotation');
+    const [same, fresh] = await download(t, token, 'phone-rotation');
+    expect(same!.credential).toBe(before!.credential);
+    expect(decodeProtectedHeader(fresh!.credential).kid).toBe(newKid);
+    await verifyCredential(t, before!.credential, { securedObjectId: 'door', at: now });
+    await verifyCredential(t, fresh!.credential, { securedObjectId: 'door', at: now });
+  });
+
+  it('refuses a credential presented as a Bearer token with 401 on every API', async () => {
+    await ticket(t, operator, 'door', 'phone');
+    const [downloaded] = await download(t, await phoneToken(t, acme, 'phone'), 'phone');
+    const credential = downloaded!.credential;
+    for (const [url, realm] of [
+      ['/operatorapi/tickets', 'operatorapi'],
+      ['/operatorapi/securedobjects/door', 'operatorapi'],
+      ['/v1/residents', 'accessapi'],
+      ['/deviceapi/mobiledevices/phone/tickets', 'deviceapi'],
+      ['/deviceapi/securedobjects/door/sync', 'deviceapi'],
+    ] as const) {
+      const response = await t.app.inject({ url, headers: bearer(credential) });
+      expectProblem(response, 401);
+      expect(response.headers['www-authenticate'], url).toBe(`Bearer realm="${realm}", error="invalid_token"`);
+    }
+    // Introspection does not take it for an access token either (RFC 7662: inactive).
+    const management = await createClient(t.app, acme, ['tokens:read']);
+    const introspected = await t.app.inject({
+      method: 'POST',
+      url: '/oauth/introspect',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams({ token: credential, client_id: management.clientId, client_secret: management.clientSecret }).toString(),
+    });
+    expect(introspected.statusCode, introspected.body).toBe(200);
+    expect(introspected.json()).toEqual({ active: false });
+  });
+
+  it('is never confused with an access token by a lock: the simulator refuses every access token', async () => {
+    const lockSimulator = new LockSimulator('door', await jwks(t), 'http://issuer.test');
+    const management = await clientToken(t.app, acme);
+    const deviceToken = await phoneToken(t, acme, 'phone');
+    const userToken = await accessToken(t, acme, ['devices:read']);
+    for (const token of [management, deviceToken, userToken]) {
+      expect(await lockSimulator.decide(token, 'open', now)).toEqual({ decision: 'deny', reason: 'not a ticket credential' });
+    }
+  });
+});
