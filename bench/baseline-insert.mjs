@@ -20,6 +20,10 @@ const {
   Date.now(),
 ]);
 
+// tickets.change_seq is NOT NULL (migrations/005): an increasing number, as the service stamps; here from memory,
+// since the service's per-tenant change counter is part of what the comparison is about, not of the bare INSERT.
+let changeSeq = 0;
+
 const app = Fastify({ logger: false });
 
 app.get('/', async () => ({ ready: true }));
@@ -27,8 +31,9 @@ app.get('/', async () => ({ ready: true }));
 app.post('/tickets', async (request, reply) => {
   const body = request.body;
   const { rows } = await pool.query(
-    `INSERT INTO tickets (id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at, commands, channels)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+    `INSERT INTO tickets (id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at, commands,
+                          channels, change_seq)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
      RETURNING id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at, commands, channels,
                revoked_at, downloaded_at`,
     [
@@ -41,6 +46,7 @@ app.post('/tickets', async (request, reply) => {
       Date.now(),
       body.commands,
       body.channels,
+      ++changeSeq,
     ],
   );
   return reply.code(201).send(rows[0]);
