@@ -316,7 +316,8 @@ async function main(): Promise<number> {
         measurement,
         ratio,
         goalRatio: goalRatio ?? null,
-        goalMet: goalRatio === undefined || ratio === null ? null : ratio >= goalRatio,
+        // Judged on the two decimals the table shows, so that a row never reads "0.60 … ≥ 0.60 missed".
+        goalMet: goalRatio === undefined || ratio === null ? null : Math.round(ratio * 100) / 100 >= goalRatio,
         notes,
       });
       return measurement;
@@ -342,7 +343,7 @@ async function main(): Promise<number> {
         denominatorP50Ms: denominator.measurement.latencyP50Ms,
         p50Ratio: Math.round(p50Ratio * 1000) / 1000,
         goalAtMost: comparison.goalAtMost ?? null,
-        goalMet: comparison.goalAtMost === undefined ? null : p50Ratio <= comparison.goalAtMost,
+        goalMet: comparison.goalAtMost === undefined ? null : Math.round(p50Ratio * 100) / 100 <= comparison.goalAtMost,
       });
     }
 
