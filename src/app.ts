@@ -73,6 +73,16 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
     reply.header('x-request-id', request.id);
   });
 
+  // Graceful shutdown: idle keep-alive sockets are closed at once (forceCloseConnections: 'idle'); a socket busy
+  // with a request when close() starts is told to close after its response, so close() does not wait on it.
+  let closing = false;
+  typed.addHook('preClose', async () => {
+    closing = true;
+  });
+  typed.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('connection', 'close');
+  });
+
   await typed.register(problemDetails);
   await typed.register(metrics, { db });
 

@@ -30,6 +30,8 @@ export interface CliContext {
   log: Logger;
   /** Opens (once) and migrates the database; closed when the command ends. */
   database(): Promise<Database>;
+  /** The migrations `database()` applied, once it has run. */
+  appliedMigrations?: number[];
   /** The services on that database. */
   services(): Promise<Services>;
   readStdin(): Promise<string>;
@@ -51,8 +53,8 @@ const commands: Command[] = [
     usage: 'migrate [--json]',
     options: { json: { type: 'boolean' } },
     async run({ values }, context) {
-      const db = await context.database();
-      const applied = await migrate(db);
+      await context.database();
+      const applied = context.appliedMigrations ?? [];
       context.out(values.json ? JSON.stringify({ applied }) : applied.length ? `Applied: ${applied.join(', ')}` : 'Up to date.');
     },
   },
@@ -221,7 +223,7 @@ async function main(): Promise<void> {
       async database() {
         if (!database) {
           database = await openDatabase(config, log);
-          await migrate(database);
+          this.appliedMigrations = await migrate(database);
         }
         return database;
       },

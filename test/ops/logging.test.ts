@@ -33,7 +33,7 @@ describe('request logging', () => {
   const linesOf = (requestId: string) => parsed().filter((line) => line.requestId === requestId);
 
   it.each([
-    ['a matched route', '/healthz', 200],
+    ['a matched route', '/metrics', 200],
     ['an unknown route', '/nothing/here', 404],
     ['a failing route', '/test/fail', 500],
   ])('keeps bearer tokens and query-string secrets out of the logs on %s', async (_case, path, status) => {

@@ -12,9 +12,11 @@ export interface HealthRoutesOptions {
 const Status = Type.Object({ status: Type.String({ description: '`ok` or `ready`.' }) });
 
 const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = async (app, options) => {
+  // Probes run every few seconds: their request lines would drown the log (warnings still show).
   app.get(
     '/healthz',
     {
+      logLevel: 'warn',
       schema: { summary: 'Liveness probe', response: { 200: Status } },
     },
     async () => ({ status: 'ok' }),
@@ -23,6 +25,7 @@ const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = async (app,
   app.get(
     '/readyz',
     {
+      logLevel: 'warn',
       schema: { summary: 'Readiness probe', response: { 200: Status, 503: ProblemSchema } },
     },
     async (request) => {
