@@ -113,17 +113,35 @@ describe('CLI commands', () => {
     expect(noTenant.stderr).toContain('No tenant nowhere');
   });
 
-  it('client create binds a client to a secured object and refuses unknown scopes', async () => {
-    const result = await cli(['client', 'create', '--tenant', 'acme', '--scopes', 'sync', '--secured-object', 'lock-1', '--json']);
-    expect(result.code).toBe(0);
-    bound = JSON.parse(result.stdout);
-    expect(bound).toMatchObject({ tenant: 'acme', scopes: ['sync'], securedObjectId: 'lock-1' });
-
+  it('client create refuses unknown scopes and a binding to a lock the tenant does not have', async () => {
+    const unknownLock = await cli(['client', 'create', '--tenant', 'acme', '--scopes', 'sync', '--secured-object', 'lock-1', '--json']);
+    expect(unknownLock.code).toBe(1);
+    expect(unknownLock.stderr).toContain('No secured object lock-1');
     const unknown = await cli(['client', 'create', '--tenant', 'acme', '--scopes', 'sync doors:kick']);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('doors:kick');
     const missing = await cli(['client', 'create', '--scopes', 'sync']);
     expect(missing.code).toBe(2);
+  });
+
+  it('client create binds a client to a registered secured object', async () => {
+    const app = await appOnCliDatabase();
+    try {
+      const management = (await tokenRequest(app, tenant, { grant_type: 'client_credentials' })).json().access_token;
+      const registered = await app.inject({
+        method: 'POST',
+        url: '/operatorapi/securedobjects',
+        headers: { authorization: `Bearer ${management}` },
+        payload: { id: 'lock-1', channels: ['btlespp'], localName: 'L1', uuid: '7d8a0c1e-4b7f-4d5e-9a41-3c2b1f0e9d8c' },
+      });
+      expect(registered.statusCode).toBe(201);
+    } finally {
+      await app.close();
+    }
+    const result = await cli(['client', 'create', '--tenant', 'acme', '--scopes', 'sync', '--secured-object', 'lock-1', '--json']);
+    expect(result.code).toBe(0);
+    bound = JSON.parse(result.stdout);
+    expect(bound).toMatchObject({ tenant: 'acme', scopes: ['sync'], securedObjectId: 'lock-1' });
   });
 
   it('keys rotate prints the new key and the retired one', async () => {
