@@ -42,7 +42,8 @@ const LEAKS: [string, RegExp][] = [
   ['stack frame', /\bat (?:async )?[\w.<>[\] ]*\(?(?:file:\/\/|\/|node:)[^)\s]*:\d+:\d+/],
   ['source path', /(?:\/work\/|node_modules|\.ts:\d+|\.js:\d+)/],
   ['SQL', /\b(?:SELECT\s.+\sFROM|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|ON CONFLICT|RETURNING)\b/i],
-  ['database message', /(?:relation "|syntax error at|violates .* constraint|invalid byte sequence|duplicate key|SQLSTATE|pg_|PGlite)/i],
+  // Driver and server wording; case-sensitive and anchored, since random ids can hold any short letter sequence.
+  ['database message', /(?:relation "|syntax error at or near|violates \w+ constraint|invalid byte sequence for encoding|duplicate key value|SQLSTATE|\bpg_[a-z_]+\(|\bPGlite\b)/],
   ['column name', /\b(?:secret_hash|password_hash|token_hash|private_jwk_encrypted)\b/],
   ['bcrypt hash', /\$2[aby]?\$\d{2}\$[./A-Za-z0-9]{53}/],
 ];
