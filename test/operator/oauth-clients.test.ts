@@ -1,4 +1,5 @@
 // /operatorapi/oauthclients (contract 3.7): create, list, read, delete, rotate; scope, tenant and audit checks.
+import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { bearer, clientToken, createClient, createTenant, tokenRequest, type TenantFixture } from '../helpers/oauth.js';
@@ -152,7 +153,7 @@ describe('OAuth client management', () => {
     const seen: string[] = [];
     let url: string | undefined = '/operatorapi/oauthclients?limit=2';
     while (url) {
-      const response = await t.app.inject({ url, headers: bearer(pageToken) });
+      const response: LightMyRequestResponse = await t.app.inject({ url, headers: bearer(pageToken) });
       expect(response.statusCode).toBe(200);
       seen.push(...response.json().map((c: { clientId: string }) => c.clientId));
       url = /<([^>]+)>; rel="next"/.exec(String(response.headers.link ?? ''))?.[1];
