@@ -402,6 +402,12 @@ describe('SECURITY-CHECKLIST D: bearer JWT at every API', () => {
     const missingRefs = await call(admin, 'POST', '/operatorapi/tickets', { ...ticketBody, securedObjectId: 'nope', mobileDeviceId: 'nope' });
     expect(forged.statusCode).toBe(422);
     expect(missingRefs.statusCode).toBe(422);
+    // Filters by another tenant's ids find nothing.
+    for (const filter of ['mobileDeviceId=globex-phone', 'securedObjectId=globex-door']) {
+      const listed = await call(admin, 'GET', `/operatorapi/tickets?${filter}`);
+      expect(listed.statusCode, listed.body).toBe(200);
+      expect(listed.json()).toEqual([]);
+    }
     // Globex's data is untouched.
     const still = await call(globexAdmin, 'GET', `/operatorapi/tickets/${ticketId}`);
     expect(still.json()).toMatchObject({ id: ticketId, status: 'VALID' });
