@@ -23,3 +23,12 @@ export function uniqueViolation(error: unknown): string | null {
   }
   return null;
 }
+
+/**
+ * Text PostgreSQL cannot store (U+0000, invalid encodings): SQLSTATE 22021 and 22P05. The request is at fault, so it
+ * is a 400, whichever field carried it.
+ */
+export function isUnstorableText(error: unknown): boolean {
+  const code = error && typeof error === 'object' ? (error as { code?: unknown }).code : undefined;
+  return code === '22021' || code === '22P05';
+}

@@ -1,7 +1,7 @@
 // Renders every error as RFC 9457 problem details (contract 7.1): domain errors, validation, framework 4xx, outages.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { isDatabaseUnavailable } from '../db/errors.js';
+import { isDatabaseUnavailable, isUnstorableText } from '../db/errors.js';
 import { PROBLEM_TYPE_BASE, ProblemError, ServiceUnavailableError, type FieldError } from '../errors.js';
 
 interface AjvErrorLike {
@@ -119,6 +119,11 @@ export function toProblem(error: FastifyError | Error): ProblemError {
     });
   }
   if (isDatabaseUnavailable(error)) return new ServiceUnavailableError();
+  if (isUnstorableText(error)) {
+    return new ProblemError(400, 'bad-request', 'Bad Request', {
+      detail: 'The request holds a character the service cannot store (such as U+0000).',
+    });
+  }
   const status = fastifyError.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
     // Framework client errors (bad JSON, body too large, media type, rate limit) carry safe messages.

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Database, Queryable } from '../db/database.js';
 import {
   REVOCATION_CHANNEL,
+  deleteExpiredRevocations,
   insertRevocation,
   listRevocationsAfter,
   type RevocationKind,
@@ -30,6 +31,9 @@ export interface TokenSubjects {
  * (two concurrent deletions) would otherwise be skipped for good. A minute covers any transaction that commits at all.
  */
 const LATE_COMMIT_WINDOW_MS = 60_000;
+
+/** With a 2 s poll, about every 10 minutes. */
+const PRUNE_EVERY_POLLS = 300;
 
 export function createRevocationService(options: RevocationServiceOptions) {
   const { db, clock, log } = options;
@@ -80,8 +84,13 @@ export function createRevocationService(options: RevocationServiceOptions) {
       unlisten = await db.listen(REVOCATION_CHANNEL, () => {
         refresh().catch((error: unknown) => log.warn({ err: error }, 'revocation reload failed'));
       });
+      let polls = 0;
       timer = setInterval(() => {
         refresh().catch((error: unknown) => log.warn({ err: error }, 'revocation poll failed'));
+        // Now and then, drop what has expired so the table does not grow forever.
+        if (++polls % PRUNE_EVERY_POLLS === 0) {
+          deleteExpiredRevocations(db, clock()).catch((error: unknown) => log.warn({ err: error }, 'revocation prune failed'));
+        }
       }, options.pollMs);
       timer.unref();
     },

@@ -47,7 +47,8 @@ export async function listRevocationsAfter(
   return rows.map((row) => ({ seq: row.seq, kind: row.kind, subject: row.subject, expiresAt: row.expires_at }));
 }
 
-export async function latestRevocationSeq(db: Queryable): Promise<number> {
-  const { rows } = await db.query<{ seq: number | null }>('SELECT max(seq) AS seq FROM token_revocations');
-  return rows[0]?.seq ?? 0;
+/** Forgets revocations no token can outlive any more. */
+export async function deleteExpiredRevocations(db: Queryable, now: number): Promise<number> {
+  const { rowCount } = await db.query('DELETE FROM token_revocations WHERE expires_at <= $1', [now]);
+  return rowCount;
 }

@@ -3,7 +3,7 @@
 import formbody from '@fastify/formbody';
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isDatabaseUnavailable } from '../../db/errors.js';
+import { isDatabaseUnavailable, isUnstorableText } from '../../db/errors.js';
 import { OAuthError } from '../../errors.js';
 import type { Services } from '../../services/index.js';
 import { ALL_SCOPES, parseScopeParameter } from '../../services/scopes.js';
@@ -29,6 +29,7 @@ function sendOAuthError(reply: FastifyReply, error: OAuthError): FastifyReply {
 /** Maps anything thrown in this context to an RFC 6749 5.2 body. */
 function toOAuthError(error: FastifyError): OAuthError {
   if (error instanceof OAuthError) return error;
+  if (isUnstorableText(error)) return new OAuthError('invalid_request', 'The request holds a character the server cannot store.');
   if (isDatabaseUnavailable(error)) {
     return new OAuthError('temporarily_unavailable', 'The server cannot reach its database. Retry shortly.', 503, {
       'retry-after': '1',
