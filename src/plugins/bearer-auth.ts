@@ -54,7 +54,7 @@ export default fp(
       const header = request.headers.authorization;
       if (header === undefined || header.trim() === '') {
         throw new UnauthorizedError(
-          'This API requires an access token: Authorization: Bearer <token> (obtain one from POST /oauth/token).',
+          `This API requires an access token: Authorization: Bearer <token> (obtain one from POST ${options.audience === 'accessapi' ? '/oauth2/token' : '/oauth/token'}).`,
           bearerChallenge(realm),
         );
       }
