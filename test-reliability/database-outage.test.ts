@@ -1,0 +1,146 @@
+// PostgreSQL goes away under load and comes back: quick 503s meanwhile, recovery without a restart, no lost ticket.
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { killAll } from '../test/helpers/process.js';
+import { createPrivateCluster, privateClusterAvailable, type PrivateCluster } from './helpers/cluster.js';
+import { SECRETS_KEY, call, cli, sleep, startServer, token, type Reply, type Server } from './helpers/server.js';
+
+const CONNECT_TIMEOUT_MS = 1000;
+const WORKERS = 4;
+const DAY = 86_400_000;
+
+interface Sample extends Reply {
+  startedAt: number;
+}
+
+describe.skipIf(!privateClusterAvailable())('a PostgreSQL outage under load (private cluster)', () => {
+  let cluster: PrivateCluster | undefined;
+  let server: Server;
+  let bearer: string;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    cluster = await createPrivateCluster();
+    env = { DATABASE_URL: cluster.url(), SECRETS_KEY, DB_CONNECT_TIMEOUT_MS: String(CONNECT_TIMEOUT_MS) };
+    server = await startServer(env);
+    const tenant = await cli(['tenant', 'create', 'outage'], env);
+    bearer = await token(server.base, { clientId: tenant.clientId!, clientSecret: tenant.clientSecret! }, { grant_type: 'client_credentials' });
+    const lock = await call(server.base, 'POST', '/operatorapi/securedobjects', bearer, {
+      id: 'lock-1',
+      channels: ['btlespp'],
+      localName: 'door',
+      uuid: '6f2a2d7e-1c3b-4d5e-8f90-a1b2c3d4e5f6',
+    });
+    expect(lock.status).toBe(201);
+    const device = await call(server.base, 'POST', '/operatorapi/mobiledevices', bearer, { id: 'phone-1' });
+    expect(device.status).toBe(201);
+  }, 180_000);
+
+  afterAll(async () => {
+    await killAll();
+    cluster?.destroy();
+  }, 60_000);
+
+  const ticketBody = () => ({
+    securedObjectId: 'lock-1',
+    mobileDeviceId: 'phone-1',
+    beginDate: Date.now(),
+    endDate: Date.now() + DAY,
+    commands: ['open'],
+    channels: ['btlespp'],
+  });
+
+  it('answers 503 quickly while the database is down, recovers within 5 s of its return, and keeps every acknowledged ticket', async () => {
+    const samples: Sample[] = [];
+    const acknowledged: string[] = [];
+    let running = true;
+    const worker = async () => {
+      while (running) {
+        const startedAt = Date.now();
+        const reply = await call(server.base, 'POST', '/operatorapi/tickets', bearer, ticketBody(), {}, 15_000);
+        samples.push({ ...reply, startedAt });
+        if (reply.status >= 200 && reply.status < 300) acknowledged.push((reply.body as { id: string }).id);
+        // Outage answers come fast: a short pause keeps the loop from spinning.
+        if (reply.status !== 201) await sleep(20);
+      }
+    };
+    const load = Array.from({ length: WORKERS }, () => worker());
+    try {
+      await sleep(2000);
+      const beforeOutage = acknowledged.length;
+      expect(beforeOutage).toBeGreaterThan(0);
+
+      cluster!.stop('fast');
+      const down = Date.now();
+      await sleep(3000);
+      const readyDuringOutage = await call(server.base, 'GET', '/readyz', bearer, undefined, {}, 10_000);
+
+      cluster!.start();
+      const up = Date.now();
+      let recoveredReady: number | undefined;
+      let recoveredWrite: number | undefined;
+      while (Date.now() - up < 10_000 && (recoveredReady === undefined || recoveredWrite === undefined)) {
+        if (recoveredReady === undefined) {
+          const ready = await call(server.base, 'GET', '/readyz', bearer, undefined, {}, 5000);
+          if (ready.status === 200) recoveredReady = Date.now() - up;
+        }
+        if (recoveredWrite === undefined && samples.some((sample) => sample.startedAt >= up && sample.status === 201)) {
+          recoveredWrite = Math.min(...samples.filter((s) => s.startedAt >= up && s.status === 201).map((s) => s.startedAt + s.ms)) - up;
+        }
+        await sleep(50);
+      }
+      await sleep(1000);
+      running = false;
+      await Promise.all(load);
+
+      const duringOutage = samples.filter((sample) => sample.startedAt >= down && sample.startedAt + sample.ms < up);
+      const slowest = Math.max(...duringOutage.map((sample) => sample.ms));
+      process.stdout.write(
+        `[outage] acknowledged before: ${beforeOutage}; during the outage: ${duringOutage.length} requests, ` +
+          `statuses ${JSON.stringify(countBy(duringOutage.map((s) => s.status)))}, slowest ${slowest} ms; ` +
+          `after the restart: /readyz 200 in ${recoveredReady} ms, first 201 in ${recoveredWrite} ms; ` +
+          `total acknowledged ${acknowledged.length} of ${samples.length} requests\n`,
+      );
+
+      expect(server.child.process.exitCode).toBeNull();
+      expect(readyDuringOutage.status).toBe(503);
+      expect(duringOutage.length).toBeGreaterThan(10);
+      for (const sample of duringOutage) {
+        expect(sample.status, JSON.stringify(sample.body)).toBe(503);
+        expect(sample.contentType).toMatch(/^application\/problem\+json/);
+        expect(sample.body).toMatchObject({ status: 503 });
+        expect(sample.ms).toBeLessThan(2 * CONNECT_TIMEOUT_MS);
+      }
+      expect(recoveredReady).toBeDefined();
+      expect(recoveredReady!).toBeLessThan(5000);
+      expect(recoveredWrite).toBeDefined();
+      expect(recoveredWrite!).toBeLessThan(5000);
+      // Nothing but 201 and 503: no 500, no hang, no dropped connection.
+      expect(new Set(samples.map((sample) => sample.status))).toEqual(new Set([201, 503]));
+
+      // Every acknowledged ticket survived, once.
+      const db = new pg.Client({ connectionString: cluster!.url() });
+      await db.connect();
+      try {
+        const { rows } = await db.query<{ id: string }>('SELECT id FROM tickets WHERE id = ANY($1::uuid[])', [acknowledged]);
+        expect(rows.length).toBe(new Set(acknowledged).size);
+        expect(new Set(acknowledged).size).toBe(acknowledged.length);
+      } finally {
+        await db.end();
+      }
+      for (const id of acknowledged.slice(0, 20)) {
+        const read = await call(server.base, 'GET', `/operatorapi/tickets/${id}`, bearer);
+        expect(read.status).toBe(200);
+      }
+    } finally {
+      running = false;
+      await Promise.all(load);
+    }
+  }, 120_000);
+});
+
+function countBy(values: number[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const value of values) counts[value] = (counts[value] ?? 0) + 1;
+  return counts;
+}
