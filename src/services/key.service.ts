@@ -106,6 +106,15 @@ export function createKeyService(options: KeyServiceOptions) {
     return reloading;
   }
 
+  /**
+   * A reload that sees a key this instance has just committed. A reload already running may have read before the
+   * commit, so it is waited for and a new one read after it (joining it would leave the new key unknown here).
+   */
+  async function reloadAfterWrite(): Promise<void> {
+    if (reloading) await reloading.catch(() => undefined);
+    return reload();
+  }
+
   function privateKeyOf(key: LoadedKey): Promise<Key> {
     key.privateKey ??= importJWK(
       JSON.parse(decrypt(secretsKey, key.record.privateJwkEncrypted, aadOf(key.kid))) as JWK,
@@ -130,7 +139,7 @@ export function createKeyService(options: KeyServiceOptions) {
       await tx.query('SELECT pg_advisory_xact_lock($1)', [KEY_GENERATION_LOCK]);
       if ((await countActiveKeys(tx, purpose, tenantId)) === 0) await generate(tx, tenantId);
     });
-    await reload();
+    await reloadAfterWrite();
   }
 
   return {
@@ -191,7 +200,7 @@ export function createKeyService(options: KeyServiceOptions) {
         const kid = await generate(tx, tenantId);
         return { kid, retired: await retireKeysExcept(tx, purpose, tenantId, kid, clock()) };
       });
-      await reload();
+      await reloadAfterWrite();
       return rotated;
     },
   };

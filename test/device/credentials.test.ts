@@ -132,12 +132,64 @@ describe('ticket credentials', () => {
     const { kid: newKid } = await t.app.services.ticketKeys.rotate(acme.tenantId);
     expect(newKid).not.toBe(decodeProtectedHeader(before!.credential).kid);
 
-    await ticket(t, operator, 'door', 'phone-rotation');
-    const [same, fresh] = await download(t, token, 'phone-rotation');
+    const later = await ticket(t, operator, 'door', 'phone-rotation');
+    const after = await download(t, token, 'phone-rotation');
+    const same = after.find((item) => item.id === before!.id);
+    const fresh = after.find((item) => item.id === later.id);
     expect(same!.credential).toBe(before!.credential);
     expect(decodeProtectedHeader(fresh!.credential).kid).toBe(newKid);
     await verifyCredential(t, before!.credential, { securedObjectId: 'door', at: now });
     await verifyCredential(t, fresh!.credential, { securedObjectId: 'door', at: now });
+  });
+
+  /**
+   * Runs `action` while a reload of the ticket keys is in flight: its read happened first, its answer arrives 300 ms
+   * later (a slow database, or the periodic refresh of another instance's keys landing at the wrong moment).
+   */
+  async function duringSlowKeyReload<T>(action: () => Promise<T>): Promise<T> {
+    const db = t.database.db;
+    const query = db.query;
+    let slowed = false;
+    db.query = (async (text: string, params?: readonly unknown[]) => {
+      const result = await query.call(db, text, params);
+      if (!slowed && text.includes('FROM signing_keys') && params?.[0] === 'ticket') {
+        slowed = true;
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      }
+      return result;
+    }) as typeof query;
+    try {
+      const refresh = t.app.services.ticketKeys.reload();
+      const result = await action();
+      await refresh;
+      expect(slowed).toBe(true);
+      return result;
+    } finally {
+      db.query = query;
+    }
+  }
+
+  it('makes a tenant\'s first ticket key and signs with it even while a key reload is in flight', async () => {
+    const fresh = await createTenant(t.app, 'fresh');
+    const freshOperator = await clientToken(t.app, fresh);
+    await lock(t, freshOperator, 'door');
+    await device(t, freshOperator, 'phone');
+    await ticket(t, freshOperator, 'door', 'phone');
+    const token = await phoneToken(t, fresh, 'phone');
+
+    // The reload in flight read before the key existed: joining it would leave the new key unknown (500).
+    const response = await duringSlowKeyReload(() => t.app.inject({ url: '/deviceapi/mobiledevices/phone/tickets', headers: bearer(token) }));
+    expect(response.statusCode, response.body).toBe(200);
+    await verifyCredential(t, response.json()[0].credential, { securedObjectId: 'door', at: now });
+  });
+
+  it('signs with the rotated key at once even while a key reload is in flight', async () => {
+    await device(t, operator, 'phone-rotated-late');
+    const token = await phoneToken(t, acme, 'phone-rotated-late');
+    const { kid } = await duringSlowKeyReload(() => t.app.services.ticketKeys.rotate(acme.tenantId));
+    await ticket(t, operator, 'door', 'phone-rotated-late');
+    const [downloaded] = await download(t, token, 'phone-rotated-late');
+    expect(decodeProtectedHeader(downloaded!.credential).kid).toBe(kid);
   });
 
   it('refuses a credential presented as a Bearer token with 401 on every API', async () => {
