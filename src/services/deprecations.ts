@@ -17,7 +17,8 @@ export const DEPRECATIONS = {
     interface: 'Online secured object synchronisation (GET /tickets/lockserver/binary)',
     removedOn: '2018-01-01',
     successor: 'GET /deviceapi/securedobjects/{id}/sync',
-    successorLink: '/deviceapi/securedobjects/{id}/sync',
+    // A Link target must be a URI, not a template: the Device API's documentation describes the sync endpoint.
+    successorLink: '/deviceapi/apidocs/index.html',
   },
   ticketsByObject: {
     key: 'tickets-by-object',

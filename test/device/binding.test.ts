@@ -196,7 +196,7 @@ describe('removed interfaces of the Device API', () => {
       expect(problem.detail).toContain('removed on 01.01.2018');
       expect(problem.detail).toContain('GET /deviceapi/securedobjects/{id}/sync');
       expect(response.headers.sunset).toBe(SUNSET_2018_01_01);
-      expect(response.headers.link).toBe('</deviceapi/securedobjects/{id}/sync>; rel="successor-version"');
+      expect(response.headers.link).toBe('</deviceapi/apidocs/index.html>; rel="successor-version"');
     }
   });
 });

@@ -98,7 +98,7 @@ describe('removed interfaces, not revived', () => {
         expect(problem.detail).toContain('GET /deviceapi/securedobjects/{id}/sync');
         expect(problem.successor).toBe('GET /deviceapi/securedobjects/{id}/sync');
         expect(response.headers.sunset).toBe(SUNSET_2018_01_01);
-        expect(response.headers.link).toBe('</deviceapi/securedobjects/{id}/sync>; rel="successor-version"');
+        expect(response.headers.link).toBe('</deviceapi/apidocs/index.html>; rel="successor-version"');
         expect(response.headers.deprecation).toBeUndefined();
       }
     },
