@@ -1,4 +1,7 @@
 // PostgreSQL goes away under load and comes back: quick 503s meanwhile, recovery without a restart, no lost ticket.
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { killAll } from '../test/helpers/process.js';
@@ -6,6 +9,7 @@ import { createPrivateCluster, privateClusterAvailable, type PrivateCluster } fr
 import { SECRETS_KEY, call, cli, sleep, startServer, token, type Reply, type Server } from './helpers/server.js';
 
 const CONNECT_TIMEOUT_MS = 1000;
+const STATEMENT_TIMEOUT_MS = 5000;
 const WORKERS = 4;
 const DAY = 86_400_000;
 
@@ -21,7 +25,12 @@ describe.skipIf(!privateClusterAvailable())('a PostgreSQL outage under load (pri
 
   beforeAll(async () => {
     cluster = await createPrivateCluster();
-    env = { DATABASE_URL: cluster.url(), SECRETS_KEY, DB_CONNECT_TIMEOUT_MS: String(CONNECT_TIMEOUT_MS) };
+    env = {
+      DATABASE_URL: cluster.url(),
+      SECRETS_KEY,
+      DB_CONNECT_TIMEOUT_MS: String(CONNECT_TIMEOUT_MS),
+      DB_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS),
+    };
     server = await startServer(env);
     const tenant = await cli(['tenant', 'create', 'outage'], env);
     bearer = await token(server.base, { clientId: tenant.clientId!, clientSecret: tenant.clientSecret! }, { grant_type: 'client_credentials' });
@@ -142,6 +151,85 @@ describe.skipIf(!privateClusterAvailable())('a PostgreSQL outage under load (pri
         expect(read.body).toMatchObject({ id, status: 'VALID' });
       }
     } finally {
+      running = false;
+      await Promise.all(load);
+    }
+  }, 180_000);
+
+  it('answers 503 within a bounded time while the database is frozen (answers nothing, closes nothing), then recovers', async () => {
+    // SIGSTOP on every process of the cluster: connections stay open but nothing answers, as in a network partition.
+    // statement_timeout cannot help (the server enforces it); the client-side limit must.
+    const samples: Sample[] = [];
+    const acknowledged: string[] = [];
+    let running = true;
+    const worker = async () => {
+      while (running) {
+        const startedAt = Date.now();
+        const reply = await call(server.base, 'POST', '/operatorapi/tickets', bearer, ticketBody(), {}, 30_000);
+        samples.push({ ...reply, startedAt });
+        if (reply.status >= 200 && reply.status < 300) acknowledged.push((reply.body as { id: string }).id);
+        if (reply.status !== 201) await sleep(20);
+      }
+    };
+    const load = Array.from({ length: WORKERS }, () => worker());
+    const postmaster = readFileSync(join(cluster!.directory, 'postmaster.pid'), 'utf8').split('\n')[0]!;
+    let processes: string[] = [];
+    let frozen = false;
+    try {
+      await sleep(1500);
+      // The postmaster first, so it forks no new backend; then every backend it has now.
+      execFileSync('kill', ['-STOP', postmaster]);
+      processes = [postmaster, ...execFileSync('pgrep', ['-P', postmaster], { encoding: 'utf8' }).trim().split('\n')];
+      execFileSync('kill', ['-STOP', ...processes]);
+      frozen = true;
+      const frozenAt = Date.now();
+      await sleep(12_000);
+      const readyWhileFrozen = await call(server.base, 'GET', '/readyz', bearer, undefined, {}, 10_000);
+      execFileSync('kill', ['-CONT', ...processes]);
+      frozen = false;
+      const thawedAt = Date.now();
+      let recovered: number | undefined;
+      while (Date.now() - thawedAt < 10_000 && recovered === undefined) {
+        const ready = await call(server.base, 'GET', '/readyz', bearer, undefined, {}, 5000);
+        const written = samples.filter((sample) => sample.startedAt >= thawedAt && sample.status === 201);
+        if (ready.status === 200 && written.length > 0) recovered = Date.now() - thawedAt;
+        else await sleep(50);
+      }
+      await sleep(500);
+      running = false;
+      await Promise.all(load);
+
+      // Started and answered while frozen (one waiting for a connection at the thaw may rightly succeed).
+      const duringFreeze = samples.filter((sample) => sample.startedAt >= frozenAt && sample.startedAt + sample.ms < thawedAt);
+      const bound = STATEMENT_TIMEOUT_MS + 3 * CONNECT_TIMEOUT_MS;
+      process.stdout.write(
+        `[freeze 12 s] ${duringFreeze.length} requests started and answered while frozen, statuses ` +
+          `${JSON.stringify(countBy(duringFreeze.map((s) => s.status)))}, slowest ${Math.max(...duringFreeze.map((s) => s.ms))} ms ` +
+          `(bound ${bound} ms); recovered ${recovered} ms after the thaw\n`,
+      );
+      expect(server.child.process.exitCode).toBeNull();
+      expect(readyWhileFrozen.status).toBe(503);
+      expect(duringFreeze.length).toBeGreaterThan(4);
+      for (const sample of duringFreeze) {
+        expect(sample.status, JSON.stringify(sample.body)).toBe(503);
+        expect(sample.ms).toBeLessThan(bound);
+      }
+      // Whatever was in flight when it froze also ended within the bound, not with the thaw.
+      for (const sample of samples) expect(sample.ms).toBeLessThan(bound);
+      expect(new Set(samples.map((sample) => sample.status))).toEqual(new Set([201, 503]));
+      expect(recovered).toBeDefined();
+      expect(recovered!).toBeLessThan(5000);
+
+      const db = new pg.Client({ connectionString: cluster!.url() });
+      await db.connect();
+      try {
+        const { rows } = await db.query<{ id: string }>('SELECT id FROM tickets WHERE id = ANY($1::uuid[])', [acknowledged]);
+        expect(rows.length).toBe(acknowledged.length);
+      } finally {
+        await db.end();
+      }
+    } finally {
+      if (frozen) execFileSync('kill', ['-CONT', ...processes]);
       running = false;
       await Promise.all(load);
     }

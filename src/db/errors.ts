@@ -9,7 +9,7 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH'].includes(code)) return true;
   }
   if (typeof message === 'string') {
-    return /timeout exceeded when trying to connect|Connection terminated|connection timeout|Client has encountered a connection error|PGlite is closed/i.test(
+    return /timeout exceeded when trying to connect|Query read timeout|Connection terminated|connection timeout|Client has encountered a connection error|PGlite is closed/i.test(
       message,
     );
   }

@@ -26,6 +26,10 @@ export function createPostgresDatabase(options: PostgresOptions): Database {
     types: typeParsers,
     connectionTimeoutMillis: options.connectTimeoutMs,
     statement_timeout: options.statementTimeoutMs,
+    // statement_timeout is enforced by the server: a server that stops answering (frozen, or cut off without a reset)
+    // enforces nothing, and a request would wait for it forever. The client gives up a little after the server would.
+    query_timeout: options.statementTimeoutMs + options.connectTimeoutMs,
+    keepAlive: true,
     application_name: 'access-credential-service',
   };
   const pool = new pg.Pool({ ...clientConfig, max: options.poolMax, idleTimeoutMillis: 30_000 });
@@ -109,6 +113,11 @@ export function createPostgresDatabase(options: PostgresOptions): Database {
         await client.query('COMMIT');
         return value;
       } catch (error) {
+        if (isQueryReadTimeout(error)) {
+          // The server never answered: a ROLLBACK would queue behind the lost query. Dropping the connection rolls back.
+          broken = error as Error;
+          throw error;
+        }
         try {
           await client.query('ROLLBACK');
         } catch (rollbackError) {
@@ -162,6 +171,11 @@ export function createPostgresDatabase(options: PostgresOptions): Database {
       return closing;
     },
   };
+}
+
+/** pg's client-side `query_timeout` error. */
+function isQueryReadTimeout(error: unknown): boolean {
+  return error instanceof Error && error.message === 'Query read timeout';
 }
 
 function quoteIdentifier(name: string): string {
