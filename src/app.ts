@@ -8,7 +8,8 @@ import { trustProxyOption, type Config } from './config.js';
 import type { Database } from './db/database.js';
 import { migrationsCurrent, readMigrations } from './db/migrate.js';
 import metrics from './plugins/metrics.js';
-import problemDetails from './plugins/problem-details.js';
+import problemDetails, { sendProblem } from './plugins/problem-details.js';
+import { ProblemError } from './errors.js';
 import { validatorCompiler } from './plugins/validation.js';
 import healthRoutes from './routes/ops/health.js';
 import oauthRoutes from './routes/oauth/index.js';
@@ -61,6 +62,14 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { maxParamLength: 256, ignoreTrailingSlash: false },
+    // Errors the router raises before any hook or error handler runs (a path that does not decode, a path parameter
+    // over maxParamLength): without this Fastify answers its own JSON, not a problem detail (contract 7.1).
+    frameworkErrors(error, request, reply) {
+      reply.header('x-request-id', request.id);
+      const status = error.statusCode === 414 ? 414 : 400;
+      const detail = status === 414 ? 'A path parameter is too long.' : 'The request path is not a valid URL component.';
+      return sendProblem(reply, new ProblemError(status, status === 414 ? 'uri-too-long' : 'bad-request', status === 414 ? 'URI Too Long' : 'Bad Request', { detail }));
+    },
   };
   const app = (https ? Fastify({ ...options, https } as FastifyServerOptions) : Fastify(options)) as FastifyInstance;
   const typed = app.withTypeProvider<TypeBoxTypeProvider>();
