@@ -149,7 +149,7 @@ export function createAccessPermissionService({ db, clock, revived }: AccessPerm
         const seq = await nextChangeSeq(tx, context.tenantId);
         const now = clock();
         await revokePermissionTickets(tx, context.tenantId, 'id', id, now, seq);
-        if ((await deletePermissions(tx, context.tenantId, 'id', id)).length === 0) return false;
+        if ((await deletePermissions(tx, context.tenantId, 'id', id)).length === 0) throw notFound(id);
         await appendAuditEvent(tx, {
           tenantId: context.tenantId,
           time: now,

@@ -122,7 +122,7 @@ export function createGroupService({ db, clock, kind }: GroupServiceOptions) {
       if (!isUuid(id)) throw notFound(id);
       const deleted = await db.transaction(async (tx) => {
         const seq = await nextChangeSeq(tx, context.tenantId);
-        if (!(await lockGroup(tx, kind, context.tenantId, id, 'UPDATE'))) return false;
+        if (!(await lockGroup(tx, kind, context.tenantId, id, 'UPDATE'))) throw notFound(id);
         await revokePermissionTickets(tx, context.tenantId, words.permissionColumn, id, clock(), seq);
         const permissionIds = await deletePermissions(tx, context.tenantId, words.permissionColumn, id);
         await appendAuditEvents(

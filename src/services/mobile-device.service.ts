@@ -71,7 +71,7 @@ export function createMobileDeviceService({ db, clock }: MobileDeviceServiceOpti
     async remove(context: ActionContext, id: string): Promise<void> {
       const removed = await db.transaction(async (tx) => {
         const seq = await nextChangeSeq(tx, context.tenantId);
-        if (!(await deleteMobileDevice(tx, context.tenantId, id))) return false;
+        if (!(await deleteMobileDevice(tx, context.tenantId, id))) throw new NotFoundError(`No mobile device ${id}.`);
         const now = clock();
         await revokeTicketsOf(tx, context.tenantId, 'mobile_device_id', id, now, seq, context);
         await appendAuditEvent(tx, {

@@ -91,7 +91,7 @@ export function createSecuredObjectService({ db, clock, revived }: SecuredObject
     async remove(context: ActionContext, id: string): Promise<void> {
       const removed = await db.transaction(async (tx) => {
         const seq = await nextChangeSeq(tx, context.tenantId);
-        if (!(await deleteSecuredObject(tx, context.tenantId, id))) return false;
+        if (!(await deleteSecuredObject(tx, context.tenantId, id))) throw new NotFoundError(`No secured object ${id}.`);
         const now = clock();
         await revokeTicketsOf(tx, context.tenantId, 'secured_object_id', id, now, seq, context);
         await appendAuditEvent(tx, {

@@ -142,6 +142,7 @@ export function createTicketService({ db, clock, revived }: TicketServiceOptions
       const result = await db.transaction(async (tx) => {
         const seq = await nextChangeSeq(tx, context.tenantId);
         const revoked = await revokeTicket(tx, context.tenantId, id, now, seq);
+        if (!revoked) throw new NotFoundError(`No ticket ${id}.`);
         if (revoked?.revokedNow) {
           await appendAuditEvent(tx, {
             tenantId: context.tenantId,
