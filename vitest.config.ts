@@ -6,7 +6,8 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/helpers/global-setup.ts'],
     pool: 'forks',
-    testTimeout: 30_000,
+    // Generous: some files spawn the real server and CLI, which take seconds each on a loaded 2-core machine.
+    testTimeout: 120_000,
     hookTimeout: 60_000,
     teardownTimeout: 30_000,
   },
