@@ -202,12 +202,21 @@ export function createTokenService(options: TokenServiceOptions) {
     await revocations.refresh();
   }
 
-  async function verify(token: string, audience?: Api): Promise<AccessTokenClaims> {
+  /**
+   * Tokens whose signature and claims were checked already, by their exact string: an operator backend reuses one
+   * token for an hour, so the signature is checked once, not on every request. Expiry, audience and revocation are
+   * still checked on every use; a different string (any changed byte) is a different key.
+   */
+  const verified = new Map<string, AccessTokenClaims>();
+  const VERIFIED_CACHE_SIZE = 10_000;
+
+  async function verifySignatureAndClaims(token: string): Promise<AccessTokenClaims> {
+    const known = verified.get(token);
+    if (known && clock() < known.expiresAt) return known;
     let payload: JWTPayload;
     try {
       ({ payload } = await jwtVerify(token, getKey, {
         issuer,
-        ...(audience ? { audience } : {}),
         algorithms: ACCESS_TOKEN_ALGORITHMS,
         typ: ACCESS_TOKEN_TYPE,
         requiredClaims: ['iss', 'sub', 'aud', 'exp', 'iat', 'jti'],
@@ -240,6 +249,15 @@ export function createTokenService(options: TokenServiceOptions) {
       expiresAt: claims.exp! * 1000,
       issuedAt: claims.iat! * 1000,
     };
+    if (verified.size >= VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value!);
+    verified.set(token, result);
+    return result;
+  }
+
+  async function verify(token: string, audience?: Api): Promise<AccessTokenClaims> {
+    const result = await verifySignatureAndClaims(token);
+    // RFC 9068 4: a token is accepted only by the API named in its `aud`.
+    if (audience && !result.audience.includes(audience)) throw new InvalidAccessTokenError('wrong audience');
     if (revocations.isRevoked({ clientId: result.clientId, userId: result.userId, familyId: result.familyId, jti: result.tokenId })) {
       throw new InvalidAccessTokenError('revoked');
     }
