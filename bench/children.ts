@@ -111,6 +111,11 @@ export class ChildServer {
   private readonly exited: Promise<void>;
   private stopping = false;
 
+  /** The process id, to read the server's memory. */
+  get pid(): number {
+    return this.child.pid ?? -1;
+  }
+
   private constructor(readonly launch: ServerLaunch) {
     this.url = `http://127.0.0.1:${launch.port}`;
     this.child = spawn(launch.command, launch.args, {

@@ -2,6 +2,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Measurement } from './measure.js';
+import type { ScaleResult } from './scale.js';
 import type { MicroResult } from './micro.js';
 
 export interface ResultRow {
@@ -47,6 +48,8 @@ export interface BenchReport {
   comparisons: ComparisonResult[];
   /** In-process micro-benchmarks. */
   micro: MicroResult[];
+  /** Large single operations next to bare SQL (bench/scale.ts). */
+  scale: ScaleResult[];
 }
 
 export interface ComparisonResult {

@@ -10,6 +10,7 @@ import { captureCommand, ChildServer, freePort, runCommand } from './children.js
 import { createBenchDatabase, dropAbandonedBenchDatabases } from './database.js';
 import { runLoad, type LoadSettings, type PreparedRequest } from './measure.js';
 import { runMicro, type MicroResult } from './micro.js';
+import { formatScale, runScaleBenchmarks, type ScaleResult } from './scale.js';
 import {
   formatComparisons,
   formatMicro,
@@ -35,6 +36,8 @@ interface Settings {
   only: string[];
   readyTimeoutMs: number;
   microIterations: number;
+  /** How often each scale run (100k-ticket grant, joins) repeats; the median is reported. */
+  scaleRuns: number;
   microWarmupIterations: number;
 }
 
@@ -60,6 +63,7 @@ function readSettings(env: NodeJS.ProcessEnv): Settings {
       .filter(Boolean),
     readyTimeoutMs: integer(env, 'BENCH_READY_TIMEOUT_MS', 30_000, 100),
     microIterations: integer(env, 'BENCH_MICRO_ITERATIONS', 5000, 1),
+    scaleRuns: integer(env, 'BENCH_SCALE_RUNS', 3, 1),
     microWarmupIterations: integer(env, 'BENCH_MICRO_WARMUP', 1000, 0),
   };
 }
@@ -179,8 +183,9 @@ async function main(): Promise<number> {
     settings.only.length === 0 || settings.only.some((part) => name.toLowerCase().includes(part));
   const selected: Scenario[] = scenarios.filter((scenario) => isSelected(scenario.name));
   const selectedMicro: MicroBenchmark[] = microBenchmarks.filter((benchmark) => isSelected(benchmark.name));
-  if (selected.length === 0 && selectedMicro.length === 0) {
-    const all = [...scenarios, ...microBenchmarks].map((item) => item.name);
+  const scaleSelected = isSelected('scale');
+  if (selected.length === 0 && selectedMicro.length === 0 && !scaleSelected) {
+    const all = [...scenarios, ...microBenchmarks].map((item) => item.name).concat('scale');
     log(`BENCH_ONLY matches none of: ${all.join(', ')}`);
     return 2;
   }
@@ -369,6 +374,18 @@ async function main(): Promise<number> {
       }
     }
 
+    // Scale runs last: they add a 100,000-ticket grant and a 100,000-ticket lock to the database.
+    const scaleResults: ScaleResult[] = [];
+    if (scaleSelected) {
+      log(`scale runs (${settings.scaleRuns} each): a 100,000-ticket grant, device joins, a full lock sync, a 500-ticket download`);
+      try {
+        scaleResults.push(...(await runScaleBenchmarks({ ...context, appPid: app.server.pid, runs: settings.scaleRuns })));
+      } catch (error) {
+        signal.throwIfAborted();
+        microFailures.push(`note: scale runs failed: ${messageOf(error)}`);
+      }
+    }
+
     const { commit, dirty } = gitCommit();
     const report: BenchReport = {
       startedAt: startedAt.toISOString(),
@@ -392,6 +409,7 @@ async function main(): Promise<number> {
       rows,
       comparisons: comparisonResults,
       micro: microResults,
+      scale: scaleResults,
     };
     await writeReport(resultsPath, report);
 
@@ -403,7 +421,11 @@ async function main(): Promise<number> {
       '',
       ...(rows.length > 0 ? [formatTable(rows), ''] : []),
     ];
-    const extra = [...formatComparisons(comparisonResults), ...formatMicro(microResults)];
+    const extra = [
+      ...formatComparisons(comparisonResults),
+      ...formatMicro(microResults),
+      ...(scaleResults.length > 0 ? [formatScale(scaleResults)] : []),
+    ];
     if (extra.length > 0) summary.push(...extra, '');
     for (const row of rows) for (const note of row.notes) summary.push(`note: ${row.name}: ${note}`);
     summary.push(...microFailures);

@@ -3,6 +3,7 @@ import type { Comparison, MicroBenchmark, Scenario } from '../types.js';
 import { oauthTokenScenarios } from './oauth-token.js';
 import { opsScenarios } from './ops.js';
 import { ticketPageComparisons, ticketPageScenarios } from './ticket-pages.js';
+import { lockSyncScenarios } from './lock-sync.js';
 import { ticketScenarios } from './tickets.js';
 import { verifyAccessTokenBenchmarks } from './verify-access-token.js';
 
@@ -10,6 +11,7 @@ export const scenarios: Scenario[] = [
   ...opsScenarios,
   ...oauthTokenScenarios,
   ...ticketScenarios,
+  ...lockSyncScenarios,
   // Last: their set-up empties the tickets table and then fills it with a million rows.
   ...ticketPageScenarios,
 ];

@@ -9,7 +9,6 @@ import {
   type SyncPosition,
 } from '../db/repositories/device-sync.repo.js';
 import { findMobileDevice } from '../db/repositories/mobile-device.repo.js';
-import { findSecuredObject } from '../db/repositories/secured-object.repo.js';
 import { BadRequestError, NotFoundError, UnprocessableError } from '../errors.js';
 import type { ActionContext, Clock } from './context.js';
 import type { CredentialService } from './credential.service.js';
@@ -109,9 +108,9 @@ export function createDeviceService({ db, clock, credentials }: DeviceServiceOpt
     /** Contract 6.2: no cursor, everything current; with one, only what changed after it. */
     async sync(tenantId: string, securedObjectId: string, limit: number, cursor?: string): Promise<SyncAnswer> {
       const position = decodeSyncCursor(cursor);
-      if (!(await findSecuredObject(db, tenantId, securedObjectId))) throw new NotFoundError(`No secured object ${securedObjectId}.`);
       const now = clock();
       const rows = await listLockChanges(db, tenantId, securedObjectId, position, now, limit + 1);
+      if (!rows) throw new NotFoundError(`No secured object ${securedObjectId}.`);
       const more = rows.length > limit;
       const changes = more ? rows.slice(0, limit) : rows;
       const last = changes[changes.length - 1];

@@ -194,7 +194,8 @@ describe('the tenant change log', () => {
     const revoked = rows.filter((row) => row.revoked_at !== null).map((row) => row.id).sort();
     expect(valid.length).toBeGreaterThan(20);
     expect(revoked.length).toBeGreaterThan(10);
-    expect(syncs).toBeGreaterThan(1);
+    // At least one sync ran while the writes were under way (how many depends on the machine and the database).
+    expect(syncs).toBeGreaterThanOrEqual(1);
 
     const lockValid = [...seenTokens].filter((id) => !seenRevoked.has(id)).sort();
     expect(lockValid).toEqual(valid);

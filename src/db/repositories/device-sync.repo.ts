@@ -70,7 +70,8 @@ export interface SyncPosition {
 
 /**
  * A lock's tickets changed after `position` (created or revoked), skipping those already expired: the lock no
- * longer needs them. An index range scan on (tenant, lock, change_seq, id): nothing new costs next to nothing.
+ * longer needs them. Null when the lock does not exist. One round trip: the lock row and an index range scan on
+ * (tenant, lock, change_seq, id), so nothing new costs next to nothing.
  */
 export async function listLockChanges(
   db: Queryable,
@@ -79,14 +80,20 @@ export async function listLockChanges(
   position: SyncPosition,
   now: number,
   limit: number,
-): Promise<(TicketRecord & { changeSeq: number })[]> {
-  const { rows } = await db.query<TicketRow & { change_seq: number }>(
-    `SELECT ${TICKET_COLUMNS}, change_seq FROM tickets
-      WHERE tenant_id = $1 AND secured_object_id = $2 AND (change_seq, id) > ($3::bigint, $4::uuid) AND end_date > $5
-      ORDER BY change_seq, id LIMIT $6`,
+): Promise<(TicketRecord & { changeSeq: number })[] | null> {
+  const { rows } = await db.query<TicketRow & { change_seq: number; lock_id: string }>(
+    `SELECT so.id AS lock_id, t.* FROM secured_objects so
+       LEFT JOIN LATERAL (
+         SELECT ${TICKET_COLUMNS}, change_seq FROM tickets
+          WHERE tenant_id = so.tenant_id AND secured_object_id = so.id
+            AND (change_seq, id) > ($3::bigint, $4::uuid) AND end_date > $5
+          ORDER BY change_seq, id LIMIT $6
+       ) t ON true
+      WHERE so.tenant_id = $1 AND so.id = $2`,
     [tenantId, securedObjectId, position.seq, position.id, now, limit],
   );
-  return rows.map((row) => ({ ...toTicketRecord(row), changeSeq: row.change_seq }));
+  if (rows.length === 0) return null;
+  return rows.filter((row) => row.id !== null).map((row) => ({ ...toTicketRecord(row), changeSeq: row.change_seq }));
 }
 
 /** The VALID tickets of every device of a resident (for its token card), at most `limit`. */

@@ -1,0 +1,344 @@
+// Scale runs: one large operation timed on the service next to the bare SQL doing the same rows, in the same run.
+// Access API grant fan-out and membership joins (issue 5), lock full sync and phone download (issue 6).
+import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import pg from 'pg';
+import { basicAuthorization } from './requests.js';
+import { createTenant, type TenantCredentials } from './scenarios/fixtures.js';
+import type { ScenarioContext } from './types.js';
+
+export interface ScaleResult {
+  name: string;
+  description: string;
+  /** Median seconds of the service's operation. */
+  serviceSeconds: number;
+  /** Median seconds of the bare SQL reference, when there is one. */
+  baselineSeconds: number | null;
+  ratio: number | null;
+  goalRatio: number | null;
+  goalMet: boolean | null;
+  /** Anything else worth reporting (requests, rows, memory). */
+  details: Record<string, number | string>;
+}
+
+export interface ScaleContext extends Omit<ScenarioContext, 'url'> {
+  /** The service's process id, to read its memory from /proc. */
+  appPid: number;
+  runs: number;
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const round = (value: number, digits = 3) => Math.round(value * 10 ** digits) / 10 ** digits;
+
+/** Resident set size and its peak (VmHWM) of a process, in MiB; Linux only, zero elsewhere. */
+export function memoryOf(pid: number): { rssMb: number; peakMb: number } {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const field = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0) / 1024;
+    return { rssMb: round(field('VmRSS'), 1), peakMb: round(field('VmHWM'), 1) };
+  } catch {
+    return { rssMb: 0, peakMb: 0 };
+  }
+}
+
+async function timed<T>(work: () => Promise<T>): Promise<{ seconds: number; value: T }> {
+  const started = performance.now();
+  const value = await work();
+  return { seconds: (performance.now() - started) / 1000, value };
+}
+
+async function expectOk(
+  context: ScaleContext,
+  spec: Parameters<ScenarioContext['request']>[0],
+  status: number,
+): Promise<{ status: number; headers: Headers; body: unknown }> {
+  const response = await context.request({ url: context.appUrl, ...spec });
+  if (response.status !== status) {
+    throw new Error(`${spec.method} ${spec.path} answered ${response.status}, not ${status}: ${JSON.stringify(response.body).slice(0, 300)}`);
+  }
+  return response;
+}
+
+async function clientToken(context: ScaleContext, id: string, secret: string, path = '/oauth/token', form = 'grant_type=client_credentials') {
+  const response = await expectOk(
+    context,
+    {
+      method: 'POST',
+      path,
+      headers: { authorization: basicAuthorization(id, secret), 'content-type': 'application/x-www-form-urlencoded' },
+      body: form,
+    },
+    200,
+  );
+  return (response.body as { access_token: string }).access_token;
+}
+
+interface ScaleTenant {
+  credentials: TenantCredentials;
+  tenantId: string;
+  operator: Record<string, string>;
+  access: Record<string, string>;
+}
+
+/** A tenant with an Operator API token and an Access API token (password grant), made through the CLI. */
+async function scaleTenant(context: ScaleContext, db: pg.Client, name: string): Promise<ScaleTenant> {
+  const credentials = await createTenant({ ...context, url: context.appUrl }, name);
+  const { rows } = await db.query<{ id: string }>('SELECT id FROM tenants WHERE name = $1', [name]);
+  const accessClient = JSON.parse(
+    await context.cli([
+      'client',
+      'create',
+      '--tenant',
+      name,
+      '--scopes',
+      'device-groups:write device-groups:read access-permissions:write access-permissions:read',
+      '--json',
+    ]),
+  ) as { clientId: string; clientSecret: string };
+  await context.cli(['user', 'create', `bench@${name}`, '--password-stdin'], 'bench password 1\n');
+  const accessToken = await clientToken(
+    context,
+    accessClient.clientId,
+    accessClient.clientSecret,
+    '/oauth2/token',
+    `grant_type=password&username=${encodeURIComponent(`bench@${name}`)}&password=${encodeURIComponent('bench password 1')}`,
+  );
+  return {
+    credentials,
+    tenantId: rows[0]!.id,
+    operator: { authorization: `Bearer ${await clientToken(context, credentials.clientId, credentials.clientSecret)}` },
+    access: { authorization: `Bearer ${accessToken}` },
+  };
+}
+
+/** Devices and locks straight into their tables (set-up, not measured). */
+async function seedDevicesAndLocks(db: pg.Client, tenantId: string, prefix: string, devices: number, locks: number, now: number) {
+  await db.query(
+    `INSERT INTO mobile_devices (tenant_id, id, name, created_at)
+     SELECT $1, $2 || '-d' || n, NULL, $3::bigint FROM generate_series(1, $4) AS n`,
+    [tenantId, prefix, now, devices],
+  );
+  await db.query(
+    `INSERT INTO secured_objects (tenant_id, id, channels, local_name, uuid, created_at)
+     SELECT $1, $2 || '-l' || n, '{btlespp}', 'L' || n, '7d8a0c1e-4b7f-4d5e-9a41-3c2b1f0e9d8c', $3::bigint FROM generate_series(1, $4) AS n`,
+    [tenantId, prefix, now, locks],
+  );
+}
+
+const ids = (prefix: string, kind: 'd' | 'l', count: number) => Array.from({ length: count }, (_, i) => `${prefix}-${kind}${i + 1}`);
+
+/** The reference: the same tickets by one bare INSERT … SELECT (same table, same indexes), in its own transaction. */
+async function bareFanOut(db: pg.Client, tenantId: string, residentId: string, lockGroupId: string, deviceFilter: string | null) {
+  const fakePermission = (await db.query<{ id: string }>('SELECT gen_random_uuid() AS id')).rows[0]!.id;
+  const result = await timed(async () => {
+    await db.query('BEGIN');
+    const inserted = await db.query(
+      `INSERT INTO tickets (id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at, commands,
+                            channels, access_permission_id, change_seq)
+       SELECT gen_random_uuid(), $1, lgo.secured_object_id, rd.mobile_device_id, 0, 4102444800000, $4::bigint, '{open}', '{btlespp}', $5, 0
+         FROM resident_devices rd
+         JOIN lock_group_objects lgo ON lgo.tenant_id = rd.tenant_id AND lgo.lock_group_id = $3
+        WHERE rd.tenant_id = $1 AND rd.resident_id = $2 AND ($6::text IS NULL OR rd.mobile_device_id = $6)`,
+      [tenantId, residentId, lockGroupId, Date.now(), fakePermission, deviceFilter],
+    );
+    await db.query('COMMIT');
+    return inserted.rowCount ?? 0;
+  });
+  await db.query('DELETE FROM tickets WHERE access_permission_id = $1', [fakePermission]);
+  return result;
+}
+
+async function grantFanOut(context: ScaleContext, db: pg.Client, runs: number): Promise<ScaleResult[]> {
+  const devices = 100;
+  const locks = 1000;
+  const tenant = await scaleTenant(context, db, `scale-grant-${process.pid}`);
+  await seedDevicesAndLocks(db, tenant.tenantId, 'g', devices + runs, locks, Date.now());
+  const resident = (await expectOk(context, { method: 'POST', path: '/v1/residents', headers: tenant.access, body: { name: 'Scale', mobileDeviceIds: ids('g', 'd', devices) } }, 201)).body as { id: string };
+  const group = (await expectOk(context, { method: 'POST', path: '/v1/lock-groups', headers: tenant.access, body: { name: 'Scale', securedObjectIds: ids('g', 'l', locks) } }, 201)).body as { id: string };
+  await db.query('ANALYZE');
+
+  const memoryBefore = memoryOf(context.appPid);
+  const service: number[] = [];
+  const bare: number[] = [];
+  let tokenCount = 0;
+  // Alternating, each run cleaned up after, so both sides meet a table of the same size.
+  for (let run = 0; run < runs; run++) {
+    const reference = await bareFanOut(db, tenant.tenantId, resident.id, group.id, null);
+    bare.push(reference.seconds);
+    const granted = await timed(() =>
+      expectOk(
+        context,
+        {
+          method: 'POST',
+          path: '/v1/access-permissions',
+          headers: tenant.access,
+          body: { residentId: resident.id, lockGroupId: group.id, beginDate: 0, endDate: 4102444800000, commands: ['open'], channels: ['btlespp'] },
+        },
+        201,
+      ),
+    );
+    service.push(granted.seconds);
+    const permission = granted.value.body as { id: string; tokenCount: number };
+    tokenCount = permission.tokenCount;
+    await db.query('DELETE FROM tickets WHERE access_permission_id = $1', [permission.id]);
+    await db.query('DELETE FROM access_permissions WHERE id = $1', [permission.id]);
+  }
+  const memoryAfter = memoryOf(context.appPid);
+
+  // One device joining a resident whose permission reaches 1,000 locks: 1,000 new tickets.
+  const granted = (
+    await expectOk(
+      context,
+      {
+        method: 'POST',
+        path: '/v1/access-permissions',
+        headers: tenant.access,
+        body: { residentId: resident.id, lockGroupId: group.id, beginDate: 0, endDate: 4102444800000, commands: ['open'], channels: ['btlespp'] },
+      },
+      201,
+    )
+  ).body as { id: string };
+  const joins: number[] = [];
+  const bareJoins: number[] = [];
+  for (let run = 0; run < runs; run++) {
+    const deviceId = `g-d${devices + run + 1}`;
+    const joined = await timed(() =>
+      expectOk(context, { method: 'PUT', path: `/v1/residents/${resident.id}/mobiledevices/${deviceId}`, headers: tenant.access }, 200),
+    );
+    joins.push(joined.seconds);
+    bareJoins.push((await bareFanOut(db, tenant.tenantId, resident.id, group.id, deviceId)).seconds);
+  }
+  const { rows } = await db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM tickets WHERE access_permission_id = $1 AND revoked_at IS NULL',
+    [granted.id],
+  );
+
+  const fanOut = median(service);
+  const fanOutBare = median(bare);
+  const join = median(joins);
+  const joinBare = median(bareJoins);
+  return [
+    {
+      name: 'grant 100 devices × 1,000 locks',
+      description: 'POST /v1/access-permissions making 100,000 tickets vs the bare INSERT … SELECT of the same rows',
+      serviceSeconds: round(fanOut),
+      baselineSeconds: round(fanOutBare),
+      ratio: round(fanOut / fanOutBare, 2),
+      goalRatio: 1.5,
+      goalMet: fanOut / fanOutBare <= 1.5,
+      details: {
+        tickets: tokenCount,
+        runs,
+        serverRssBeforeMb: memoryBefore.rssMb,
+        serverRssAfterMb: memoryAfter.rssMb,
+        serverPeakRssMb: memoryAfter.peakMb,
+      },
+    },
+    {
+      name: 'device joins a resident (1,000 locks)',
+      description: 'PUT /v1/residents/{id}/mobiledevices/{id} making 1,000 tickets vs the bare INSERT … SELECT of those rows',
+      serviceSeconds: round(join),
+      baselineSeconds: round(joinBare),
+      ratio: round(join / joinBare, 2),
+      goalRatio: 1.5,
+      goalMet: join / joinBare <= 1.5,
+      details: { runs, liveTicketsAfter: rows[0]!.n },
+    },
+  ];
+}
+
+async function lockSyncAndDownload(context: ScaleContext, db: pg.Client): Promise<ScaleResult[]> {
+  const tenant = await scaleTenant(context, db, `scale-sync-${process.pid}`);
+  const now = Date.now();
+  await seedDevicesAndLocks(db, tenant.tenantId, 's', 1, 1, now);
+  // 100,000 tickets for one lock (different devices) and 500 for one phone, stamped as one change.
+  await db.query('INSERT INTO tenant_change_counters (tenant_id, last_seq) VALUES ($1, 1) ON CONFLICT (tenant_id) DO UPDATE SET last_seq = 1', [tenant.tenantId]);
+  await db.query(
+    `INSERT INTO tickets (id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at, commands, channels, change_seq)
+     SELECT gen_random_uuid(), $1, 's-l1', 'other-' || n, 0, 4102444800000, $2::bigint, '{open}', '{btlespp}', 1 FROM generate_series(1, 100000) AS n`,
+    [tenant.tenantId, now],
+  );
+  await db.query(
+    `INSERT INTO tickets (id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at, commands, channels, change_seq)
+     SELECT gen_random_uuid(), $1, 's-l1', 's-d1', 0, 4102444800000, $2::bigint + n, '{open}', '{btlespp}', 1 FROM generate_series(1, 500) AS n`,
+    [tenant.tenantId, now],
+  );
+  await db.query('ANALYZE tickets');
+
+  const lockClient = JSON.parse(await context.cli(['client', 'create', '--tenant', tenant.credentials.tenant, '--scopes', 'sync', '--secured-object', 's-l1', '--json'])) as {
+    clientId: string;
+    clientSecret: string;
+  };
+  const phoneClient = JSON.parse(
+    await context.cli(['client', 'create', '--tenant', tenant.credentials.tenant, '--scopes', 'tokens:download', '--mobile-device', 's-d1', '--json']),
+  ) as { clientId: string; clientSecret: string };
+  const lockHeaders = { authorization: `Bearer ${await clientToken(context, lockClient.clientId, lockClient.clientSecret)}` };
+  const phoneHeaders = { authorization: `Bearer ${await clientToken(context, phoneClient.clientId, phoneClient.clientSecret)}` };
+
+  const memoryBefore = memoryOf(context.appPid);
+  let requests = 0;
+  let tokens = 0;
+  const sync = await timed(async () => {
+    let cursor: string | undefined;
+    for (;;) {
+      const query = `?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+      const response = await expectOk(context, { method: 'GET', path: `/deviceapi/securedobjects/s-l1/sync${query}`, headers: lockHeaders }, 200);
+      requests++;
+      const body = response.body as { tokens: unknown[]; cursor: string };
+      tokens += body.tokens.length;
+      cursor = body.cursor;
+      if (!(response.headers.get('link') ?? '').includes('rel="next"')) break;
+    }
+  });
+  const memoryAfter = memoryOf(context.appPid);
+
+  const first = await timed(() => expectOk(context, { method: 'GET', path: '/deviceapi/mobiledevices/s-d1/tickets?limit=500', headers: phoneHeaders }, 200));
+  const second = await timed(() => expectOk(context, { method: 'GET', path: '/deviceapi/mobiledevices/s-d1/tickets?limit=500', headers: phoneHeaders }, 200));
+  return [
+    {
+      name: 'full sync of a lock with 100,500 tickets',
+      description: 'GET /deviceapi/securedobjects/{id}/sync without a cursor, then page by page (limit 1000) to the end',
+      serviceSeconds: round(sync.seconds),
+      baselineSeconds: null,
+      ratio: null,
+      goalRatio: null,
+      goalMet: null,
+      details: { requests, tokens, serverRssBeforeMb: memoryBefore.rssMb, serverRssAfterMb: memoryAfter.rssMb, serverPeakRssMb: memoryAfter.peakMb },
+    },
+    {
+      name: 'phone downloads 500 tickets',
+      description: 'GET /deviceapi/mobiledevices/{id}/tickets?limit=500: first download signs 500 credentials, the second reuses them',
+      serviceSeconds: round(first.seconds),
+      baselineSeconds: null,
+      ratio: null,
+      goalRatio: null,
+      goalMet: null,
+      details: { tickets: (first.value.body as unknown[]).length, secondDownloadSeconds: round(second.seconds) },
+    },
+  ];
+}
+
+export async function runScaleBenchmarks(context: ScaleContext): Promise<ScaleResult[]> {
+  const db = new pg.Client({ connectionString: context.databaseUrl });
+  await db.connect();
+  try {
+    return [...(await grantFanOut(context, db, context.runs)), ...(await lockSyncAndDownload(context, db))];
+  } finally {
+    await db.end();
+  }
+}
+
+export function formatScale(results: ScaleResult[]): string {
+  const lines = ['scale runs (median of the runs; the reference is bare SQL in the same run):'];
+  for (const result of results) {
+    const ratio =
+      result.ratio === null
+        ? ''
+        : `  vs bare SQL ${result.baselineSeconds} s = ${result.ratio} x (goal <= ${result.goalRatio}: ${result.goalMet ? 'met' : 'NOT met'})`;
+    const details = Object.entries(result.details)
+      .map(([key, value]) => `${key}=${value}`)
+      .join(' ');
+    lines.push(`  ${result.name}: ${result.serviceSeconds} s${ratio}`, `    ${details}`);
+  }
+  return lines.join('\n');
+}
