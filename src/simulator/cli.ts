@@ -9,6 +9,27 @@ const USAGE = `Usage: npm run --silent simulate -- --url URL --client-id ID --cl
 Fetches the JWKS, syncs the lock through the client (scope sync, bound to the lock or unbound), then prints one
 JSON decision per credential (from the arguments, or one per line on standard input).`;
 
+/** The options that take a value. */
+const VALUE_OPTIONS = new Set(['--url', '--client-id', '--client-secret', '--secured-object', '--command', '--at']);
+
+/**
+ * `--option value` as `--option=value`: client ids and secrets are base64url, so one in 64 of each starts with `-`,
+ * which parseArgs would otherwise refuse as an ambiguous option argument.
+ */
+function joinOptionValues(args: string[]): string[] {
+  const joined: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === '--') {
+      joined.push(...args.slice(i));
+      break;
+    }
+    if (VALUE_OPTIONS.has(arg) && i + 1 < args.length) joined.push(`${arg}=${args[++i]!}`);
+    else joined.push(arg);
+  }
+  return joined;
+}
+
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(Buffer.from(chunk as Buffer));
@@ -17,6 +38,7 @@ async function readStdin(): Promise<string> {
 
 async function main(): Promise<number> {
   const { values, positionals } = parseArgs({
+    args: joinOptionValues(process.argv.slice(2)),
     options: {
       url: { type: 'string' },
       'client-id': { type: 'string' },

@@ -207,6 +207,15 @@ describe.concurrent('the simulator command line', () => {
       await t.close();
     });
 
+    it('takes a client id and secret that start with a dash (base64url), as the usage shows them', async ({ expect }) => {
+      const child = spawnNode('src/simulator/cli.ts', ['--url', base, '--client-id', '-not-a-client', '--client-secret', '-secret', '--secured-object', 'door', 'x']);
+      const exit = await child.waitForExit(60_000);
+      // Parsed, sent, and refused by the server: not a usage error.
+      expect(child.stderr()).not.toMatch(/ambiguous|Usage/);
+      expect(child.stderr()).toContain('token request failed: 401');
+      expect(exit.code).toBe(1);
+    }, 120_000);
+
     it('prints {"decision":"open"} for a downloaded credential, then "revoked" once the lock has synced the revocation', async ({ expect }) => {
       const acme = await createTenant(t.app, 'acme');
       const operator = await clientToken(t.app, acme);
