@@ -52,5 +52,34 @@ export async function buildTestApp(env: Record<string, string> = {}, options: Te
     await app.close();
     throw error;
   }
-  return { app, config, database, logLines, close: () => app.close() };
+  return {
+    app,
+    config,
+    database,
+    logLines,
+    async close() {
+      await app.close();
+      assertNoSecretsLogged(logLines);
+    },
+  };
+}
+
+/**
+ * Issue 7 ("logs"): every test file's logs are swept when its app closes, so the whole suite runs with its logs
+ * checked. Whatever the test did, no line may hold a JWT (access token or ticket credential), a bcrypt hash, an
+ * HTTP Basic or Bearer credential, or a form-encoded secret.
+ */
+const SECRET_SHAPES: [string, RegExp][] = [
+  ['a JWT (access token or credential)', /eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/],
+  ['a bcrypt hash', /\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}/],
+  ['an Authorization credential', /(Basic|Bearer) [A-Za-z0-9+/=._~-]{16,}/],
+  ['a form-encoded secret', /(client_secret|password|refresh_token)=(?!\[Redacted\])[^&\s"]+/],
+];
+
+export function assertNoSecretsLogged(lines: string[]): void {
+  for (const line of lines) {
+    for (const [what, shape] of SECRET_SHAPES) {
+      if (shape.test(line)) throw new Error(`A log line holds ${what}: ${line.slice(0, 300)}`);
+    }
+  }
 }
