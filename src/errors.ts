@@ -48,15 +48,6 @@ export class BadRequestError extends ProblemError {
   }
 }
 
-export class ValidationError extends ProblemError {
-  constructor(errors: FieldError[]) {
-    super(400, 'validation', 'Request validation failed', {
-      detail: errors.map((error) => `${error.field}: ${error.message}`).join('; '),
-      errors,
-    });
-  }
-}
-
 export class UnauthorizedError extends ProblemError {
   constructor(detail: string, wwwAuthenticate: string) {
     super(401, 'unauthorized', 'Unauthorized', { detail, headers: { 'www-authenticate': wwwAuthenticate } });

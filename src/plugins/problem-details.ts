@@ -155,4 +155,3 @@ export default fp(
   { name: 'problem-details' },
 );
 
-export { STATUS_CODES, STATUS_TITLES };

@@ -6,6 +6,7 @@ import {
   listValidTicketsOfDevice,
   listValidTicketsOfResident,
   recordDownload,
+  type CredentialedTicket,
   type SyncPosition,
 } from '../db/repositories/device-sync.repo.js';
 import { findMobileDevice } from '../db/repositories/mobile-device.repo.js';
@@ -54,6 +55,20 @@ export interface DeviceServiceOptions {
 }
 
 export function createDeviceService({ db, clock, credentials }: DeviceServiceOptions) {
+  /**
+   * Hands tickets to a device (a phone's download, or a token card written for it): signs the credentials not
+   * cached yet, stores them and stamps the first download (audited once), and answers the stored state.
+   */
+  async function deliver(context: ActionContext, rows: CredentialedTicket[], now: number): Promise<DownloadedTicket[]> {
+    const signed = await Promise.all(rows.map((row) => (row.credential === null ? credentials.sign(row) : Promise.resolve(null))));
+    const stored = await recordDownload(db, context.tenantId, rows.map((row) => row.id), signed, now, context);
+    return rows.flatMap((row) => {
+      const state = stored.get(row.id);
+      // Absent: removed between the two statements.
+      return state ? [{ ...toTicket({ ...row, downloadedAt: state.downloadedAt }, now), credential: state.credential }] : [];
+    });
+  }
+
   return {
     /**
      * Contract 6.1: the device's VALID tickets, each with its credential. Credentials are signed on first
@@ -65,21 +80,7 @@ export function createDeviceService({ db, clock, credentials }: DeviceServiceOpt
       const now = clock();
       const rows = await listValidTicketsOfDevice(db, context.tenantId, mobileDeviceId, now, decodeCursor(cursor, isUuid), limit + 1);
       const page = rows.slice(0, limit);
-      const signed = await Promise.all(page.map((row) => (row.credential === null ? credentials.sign(row) : Promise.resolve(null))));
-      const stored = await recordDownload(
-        db,
-        context.tenantId,
-        page.map((row) => row.id),
-        signed,
-        now,
-        context,
-      );
-      const items: DownloadedTicket[] = [];
-      for (const row of page) {
-        const state = stored.get(row.id);
-        if (!state) continue; // removed between the two statements
-        items.push({ ...toTicket({ ...row, downloadedAt: state.downloadedAt }, now), credential: state.credential });
-      }
+      const items = await deliver(context, page, now);
       const last = page[page.length - 1];
       return { items, nextCursor: rows.length > limit && last ? encodeCursor({ createdAt: last.createdAt, id: last.id }) : null };
     },
@@ -95,12 +96,7 @@ export function createDeviceService({ db, clock, credentials }: DeviceServiceOpt
       if (rows.length > MAX_CARD_CREDENTIALS) {
         throw new UnprocessableError(`A token card holds at most ${MAX_CARD_CREDENTIALS} credentials; this resident has more valid tickets.`);
       }
-      const signed = await Promise.all(rows.map((row) => (row.credential === null ? credentials.sign(row) : Promise.resolve(null))));
-      const stored = await recordDownload(db, context.tenantId, rows.map((row) => row.id), signed, now, context);
-      const cardCredentials = rows.flatMap((row) => {
-        const state = stored.get(row.id);
-        return state ? [state.credential] : [];
-      });
+      const cardCredentials = (await deliver(context, rows, now)).map((ticket) => ticket.credential);
       const cardData = Buffer.from(JSON.stringify({ version: 2, credentials: cardCredentials }), 'utf8').toString('base64');
       return { version: 2, cardData };
     },

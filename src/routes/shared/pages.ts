@@ -1,5 +1,5 @@
 // Page query parameters and the `Link: rel="next"` header (contract 7.3), shared by every list route.
-import { Type, type Static } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { defaultsOptional } from '../../schemas/query.js';
 import type { Page } from '../../services/pagination.js';
@@ -15,8 +15,6 @@ export const PageQuery = defaultsOptional(
     { additionalProperties: false },
   ),
 );
-
-export type PageQueryType = Static<typeof PageQuery>;
 
 export const LinkHeader = Type.String({ description: 'RFC 8288 `Link: <…>; rel="next"` when more items remain.' });
 
