@@ -202,6 +202,8 @@ export function createTokenService(options: TokenServiceOptions) {
     await revocations.refresh();
   }
 
+  const looksLikeJwt = (token: string) => /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(token);
+
   /**
    * Tokens whose signature and claims were checked already, by their exact string: an operator backend reuses one
    * token for an hour, so the signature is checked once, not on every request. Expiry, audience and revocation are
@@ -211,6 +213,8 @@ export function createTokenService(options: TokenServiceOptions) {
   const VERIFIED_CACHE_SIZE = 10_000;
 
   async function verifySignatureAndClaims(token: string): Promise<AccessTokenClaims> {
+    // RFC 7515 7.1: unpadded base64url only. A padded or base64 spelling of a valid token is refused, not decoded.
+    if (!looksLikeJwt(token)) throw new InvalidAccessTokenError('not a compact JWS');
     const known = verified.get(token);
     if (known && clock() < known.expiresAt) return known;
     let payload: JWTPayload;
@@ -263,8 +267,6 @@ export function createTokenService(options: TokenServiceOptions) {
     }
     return result;
   }
-
-  const looksLikeJwt = (token: string) => /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(token);
 
   return {
     /** Contract 3.1 and 3.4: Operator API scopes; `deviceapi` joins the audience with `sync`/`tokens:download`. */

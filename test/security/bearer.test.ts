@@ -214,6 +214,7 @@ describe('SECURITY-CHECKLIST D: bearer JWT at every API', () => {
       'one part': header,
       'four parts': `${valid}.${signature}`,
       'signature as base64 (+ /)': `${header}.${payload}.${Buffer.from(signature, 'base64url').toString('base64')}`,
+      'signature with base64 padding': `${header}.${payload}.${signature}==`,
       'header with base64 padding': `${header}==.${payload}.${signature}`,
       'payload with base64 padding': `${header}.${payload}=.${signature}`,
       'not base64 at all': '!!!.???.***',
