@@ -5,15 +5,19 @@ import type { Database } from '../db/database.js';
 import { appendAuditEvent } from '../db/repositories/audit.repo.js';
 import { nextChangeSeq } from '../db/repositories/change-log.repo.js';
 import {
-  createTicket,
+  createTickets,
   findTicket,
   listTickets,
   revokeTicket,
+  type AuditStamp,
+  type CreateTicketOutcome,
+  type NewTicket as NewTicketRecord,
   type TicketFilter,
   type TicketRecord,
   type TicketStatus,
 } from '../db/repositories/ticket.repo.js';
 import { NotFoundError, UnprocessableError, detailWithReasons, type FieldError } from '../errors.js';
+import { createKeyedBatcher } from './batching.js';
 import type { ActionContext, Clock } from './context.js';
 import { isUuid } from './identifiers.js';
 import { decodeCursor, pageOf, type Page } from './pagination.js';
@@ -80,7 +84,16 @@ export interface TicketServiceOptions {
   revived: RevivedInterfaces;
 }
 
+/** Bounds one statement's size; ten concurrent writers of one tenant make batches of about ten. */
+const MAX_TICKETS_PER_BATCH = 100;
+
 export function createTicketService({ db, clock, revived }: TicketServiceOptions) {
+  // Concurrent creates of one tenant share one statement and one commit (see batching.ts).
+  const issuing = createKeyedBatcher<Omit<NewTicketRecord, 'tenantId'> & { audit: AuditStamp }, CreateTicketOutcome>(
+    (tenantId, tickets) => createTickets(db, tenantId, tickets),
+    MAX_TICKETS_PER_BATCH,
+  );
+
   return {
     async create(context: ActionContext, input: NewTicket): Promise<Ticket> {
       const now = clock();
@@ -89,11 +102,14 @@ export function createTicketService({ db, clock, revived }: TicketServiceOptions
       const errors = validityErrors({ ...input, commands, channels }, now, revived);
       if (errors.length > 0) throw new UnprocessableError(detailWithReasons('The ticket cannot be issued', errors), errors);
 
-      const outcome = await createTicket(
-        db,
-        { ...input, commands, channels, id: randomUUID(), tenantId: context.tenantId, createdAt: now },
-        context,
-      );
+      const outcome = await issuing.submit(context.tenantId, {
+        ...input,
+        commands,
+        channels,
+        id: randomUUID(),
+        createdAt: now,
+        audit: { actor: context.actor, requestId: context.requestId },
+      });
       if (outcome.created) return toTicket(outcome.created, now);
       const reasons: FieldError[] = [];
       if (outcome.lockChannels === null) {

@@ -200,7 +200,11 @@ describe('the tenant change log', () => {
     const lockValid = [...seenTokens].filter((id) => !seenRevoked.has(id)).sort();
     expect(lockValid).toEqual(valid);
     expect([...seenRevoked].sort()).toEqual(revoked);
-    expect(await changeCounter(t, noisy.tenantId)).toBe(12);
+    // noisy's 6 revocations took a change each; its 6 creates at least one, fewer when they overlapped and were
+    // written together (one statement, one change number: src/services/batching.ts).
+    const noisyChanges = await changeCounter(t, noisy.tenantId);
+    expect(noisyChanges).toBeGreaterThanOrEqual(7);
+    expect(noisyChanges).toBeLessThanOrEqual(12);
   });
 
   // PostgreSQL only: PGlite has one connection, so a transaction held open by the test would block the app.

@@ -76,47 +76,71 @@ export type CreateTicketOutcome =
   | { created: null; lockChannels: string[] | null; deviceExists: boolean };
 
 /**
- * One statement, so one round trip and atomic on its own. It takes the tenant's next change number first (the
- * change log's lock order, see change-log.repo.ts), then locks the lock and device rows (FOR SHARE, so a
- * concurrent removal waits or wins cleanly), inserts the ticket only when both exist and the lock supports every
- * channel, and appends the `ticket.created` audit event (contract 7.5). When nothing was inserted it says why.
+ * Issues several tickets of one tenant in one statement, so one round trip and one commit, atomic on its own. It
+ * takes the tenant's next change number first (the change log's lock order, see change-log.repo.ts), then locks
+ * the named lock and device rows (FOR SHARE, so a concurrent removal waits or wins cleanly), inserts each ticket
+ * whose lock and device exist and whose lock supports every channel, and appends one `ticket.created` audit event
+ * per ticket (contract 7.5). Answers in input order; where nothing was inserted, the outcome says why.
  */
-export async function createTicket(db: Queryable, ticket: NewTicket, audit: AuditStamp): Promise<CreateTicketOutcome> {
-  const { rows } = await db.query<TicketRow & { lock_channels: string[] | null; device_exists: boolean }>(
-    `WITH seq AS (${NEXT_CHANGE_SEQ_CTE('$2')}
+export async function createTickets(
+  db: Queryable,
+  tenantId: string,
+  tickets: (Omit<NewTicket, 'tenantId'> & { audit: AuditStamp })[],
+): Promise<CreateTicketOutcome[]> {
+  const input = tickets.map((ticket, ordinal) => ({
+    ordinal,
+    id: ticket.id,
+    secured_object_id: ticket.securedObjectId,
+    mobile_device_id: ticket.mobileDeviceId,
+    begin_date: ticket.beginDate,
+    end_date: ticket.endDate,
+    created_at: ticket.createdAt,
+    commands: ticket.commands,
+    channels: ticket.channels,
+    actor: ticket.audit.actor,
+    request_id: ticket.audit.requestId,
+  }));
+  const { rows } = await db.query<
+    TicketRow & { ordinal: number; lock_channels: string[] | null; device_exists: boolean; created: boolean }
+  >(
+    `WITH seq AS (${NEXT_CHANGE_SEQ_CTE('$1')}
+     ), input AS (
+       SELECT * FROM jsonb_to_recordset($2::jsonb) AS i (ordinal int, id uuid, secured_object_id text, mobile_device_id text,
+         begin_date bigint, end_date bigint, created_at bigint, commands text[], channels text[], actor text, request_id text)
      ), lock AS (
        -- Reading seq orders the counter's lock before the row locks below.
-       SELECT so.channels FROM secured_objects so, seq WHERE so.tenant_id = $2 AND so.id = $3 FOR SHARE OF so
+       SELECT so.id, so.channels FROM secured_objects so, seq
+        WHERE so.tenant_id = $1 AND so.id IN (SELECT secured_object_id FROM input) FOR SHARE OF so
      ), device AS (
-       SELECT 1 FROM mobile_devices md, seq WHERE md.tenant_id = $2 AND md.id = $4 FOR SHARE OF md
+       SELECT md.id FROM mobile_devices md, seq
+        WHERE md.tenant_id = $1 AND md.id IN (SELECT mobile_device_id FROM input) FOR SHARE OF md
      ), inserted AS (
        INSERT INTO tickets (id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at, commands,
                             channels, change_seq)
-       SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, seq.last_seq FROM lock, device, seq WHERE lock.channels @> $9::text[]
+       SELECT i.id, $1, i.secured_object_id, i.mobile_device_id, i.begin_date, i.end_date, i.created_at, i.commands,
+              i.channels, seq.last_seq
+         FROM input i JOIN lock ON lock.id = i.secured_object_id JOIN device ON device.id = i.mobile_device_id, seq
+        WHERE lock.channels @> i.channels
        RETURNING ${TICKET_COLUMNS}
      ), audited AS (
        INSERT INTO audit_events (tenant_id, time, actor, action, target, request_id)
-       SELECT tenant_id, created_at, $10, 'ticket.created', 'ticket:' || id, $11 FROM inserted
+       SELECT $1, i.created_at, i.actor, 'ticket.created', 'ticket:' || i.id, i.request_id
+         FROM inserted JOIN input i ON i.id = inserted.id
      )
-     SELECT inserted.*, (SELECT channels FROM lock) AS lock_channels, EXISTS (SELECT 1 FROM device) AS device_exists
-       FROM (SELECT 1) AS one LEFT JOIN inserted ON true`,
-    [
-      ticket.id,
-      ticket.tenantId,
-      ticket.securedObjectId,
-      ticket.mobileDeviceId,
-      ticket.beginDate,
-      ticket.endDate,
-      ticket.createdAt,
-      ticket.commands,
-      ticket.channels,
-      audit.actor,
-      audit.requestId,
-    ],
+     SELECT i.ordinal, inserted.*, inserted.id IS NOT NULL AS created, lock.channels AS lock_channels,
+            device.id IS NOT NULL AS device_exists
+       FROM input i
+       LEFT JOIN inserted ON inserted.id = i.id
+       LEFT JOIN lock ON lock.id = i.secured_object_id
+       LEFT JOIN device ON device.id = i.mobile_device_id
+      ORDER BY i.ordinal`,
+    [tenantId, JSON.stringify(input)],
   );
-  const row = rows[0]!;
-  if (row.id) return { created: toTicketRecord(row) };
-  return { created: null, lockChannels: row.lock_channels, deviceExists: row.device_exists };
+  return rows.map((row) =>
+    row.created
+      ? { created: toTicketRecord(row) }
+      : { created: null, lockChannels: row.lock_channels, deviceExists: row.device_exists },
+  );
 }
 
 export async function findTicket(db: Queryable, tenantId: string, id: string): Promise<TicketRecord | null> {
