@@ -61,21 +61,35 @@ describe.skipIf(!privateClusterAvailable())('a PostgreSQL outage under load (pri
     channels: ['btlespp'],
   });
 
-  it('answers 503 quickly while the database is down, recovers within 5 s of its return, and keeps every acknowledged ticket', async () => {
+  /** WORKERS loops issuing tickets until `stop()`: every answer with its timing, and the ids of those acknowledged. */
+  function ticketLoad(timeoutMs: number) {
     const samples: Sample[] = [];
     const acknowledged: string[] = [];
     let running = true;
     const worker = async () => {
       while (running) {
         const startedAt = Date.now();
-        const reply = await call(server.base, 'POST', '/operatorapi/tickets', bearer, ticketBody(), {}, 15_000);
+        const reply = await call(server.base, 'POST', '/operatorapi/tickets', bearer, ticketBody(), {}, timeoutMs);
         samples.push({ ...reply, startedAt });
         if (reply.status >= 200 && reply.status < 300) acknowledged.push((reply.body as { id: string }).id);
         // Outage answers come fast: a short pause keeps the loop from spinning.
         if (reply.status !== 201) await sleep(20);
       }
     };
-    const load = Array.from({ length: WORKERS }, () => worker());
+    const workers = Array.from({ length: WORKERS }, () => worker());
+    return {
+      samples,
+      acknowledged,
+      async stop() {
+        running = false;
+        await Promise.all(workers);
+      },
+    };
+  }
+
+  it('answers 503 quickly while the database is down, recovers within 5 s of its return, and keeps every acknowledged ticket', async () => {
+    const load = ticketLoad(15_000);
+    const { samples, acknowledged } = load;
     try {
       // Two faults in a row: an operator's restart (fast: sessions told to end) and a crash (immediate: no goodbye).
       for (const mode of ['fast', 'immediate'] as const) {
@@ -129,8 +143,7 @@ describe.skipIf(!privateClusterAvailable())('a PostgreSQL outage under load (pri
         expect(recoveredWrite!).toBeLessThan(5000);
       }
       await sleep(1000);
-      running = false;
-      await Promise.all(load);
+      await load.stop();
 
       process.stdout.write(`[outage] total: ${acknowledged.length} tickets acknowledged of ${samples.length} requests\n`);
       // Nothing but 201 and 503: no 500, no hang, no dropped connection.
@@ -153,27 +166,15 @@ describe.skipIf(!privateClusterAvailable())('a PostgreSQL outage under load (pri
         expect(read.body).toMatchObject({ id, status: 'VALID' });
       }
     } finally {
-      running = false;
-      await Promise.all(load);
+      await load.stop();
     }
   }, 180_000);
 
   it('answers 503 within a bounded time while the database is frozen (answers nothing, closes nothing), then recovers', async () => {
     // SIGSTOP on every process of the cluster: connections stay open but nothing answers, as in a network partition.
     // statement_timeout cannot help (the server enforces it); the client-side limit must.
-    const samples: Sample[] = [];
-    const acknowledged: string[] = [];
-    let running = true;
-    const worker = async () => {
-      while (running) {
-        const startedAt = Date.now();
-        const reply = await call(server.base, 'POST', '/operatorapi/tickets', bearer, ticketBody(), {}, 30_000);
-        samples.push({ ...reply, startedAt });
-        if (reply.status >= 200 && reply.status < 300) acknowledged.push((reply.body as { id: string }).id);
-        if (reply.status !== 201) await sleep(20);
-      }
-    };
-    const load = Array.from({ length: WORKERS }, () => worker());
+    const load = ticketLoad(30_000);
+    const { samples, acknowledged } = load;
     const postmaster = readFileSync(join(cluster!.directory, 'postmaster.pid'), 'utf8').split('\n')[0]!;
     let processes: string[] = [];
     let frozen = false;
@@ -198,8 +199,7 @@ describe.skipIf(!privateClusterAvailable())('a PostgreSQL outage under load (pri
         else await sleep(50);
       }
       await sleep(500);
-      running = false;
-      await Promise.all(load);
+      await load.stop();
 
       // Started and answered while frozen (one waiting for a connection at the thaw may rightly succeed).
       const duringFreeze = samples.filter((sample) => sample.startedAt >= frozenAt && sample.startedAt + sample.ms < thawedAt);
@@ -232,8 +232,7 @@ describe.skipIf(!privateClusterAvailable())('a PostgreSQL outage under load (pri
       }
     } finally {
       if (frozen) execFileSync('kill', ['-CONT', ...processes]);
-      running = false;
-      await Promise.all(load);
+      await load.stop();
     }
   }, 180_000);
 });

@@ -10,6 +10,16 @@ interface Pending<Item, Result> {
   reject: (error: unknown) => void;
 }
 
+export interface KeyedBatcherOptions {
+  /**
+   * Errors after which the items still queued for the key are rejected with the same error instead of being written
+   * in a next batch. For "the database did not answer": a queued item would otherwise wait out the failed batch's
+   * timeout and then its own, twice the bound a caller was promised; none of them was started, so failing them is
+   * honest, and the callers' retries start fresh batches.
+   */
+  shedQueuedOn?: (error: unknown) => boolean;
+}
+
 /**
  * `write` gets the key and up to `maxBatch` items and answers one result per item, in order. If it throws, every
  * item of that batch is rejected with the error (they shared one transaction, so none of them was written).
@@ -17,6 +27,7 @@ interface Pending<Item, Result> {
 export function createKeyedBatcher<Item, Result>(
   write: (key: string, items: Item[]) => Promise<Result[]>,
   maxBatch: number,
+  options: KeyedBatcherOptions = {},
 ) {
   const queues = new Map<string, Pending<Item, Result>[]>();
 
@@ -28,7 +39,8 @@ export function createKeyedBatcher<Item, Result>(
         if (results.length !== batch.length) throw new Error(`A batch of ${batch.length} answered ${results.length} results`);
         batch.forEach((pending, index) => pending.resolve(results[index]!));
       } catch (error) {
-        for (const pending of batch) pending.reject(error);
+        const shed = options.shedQueuedOn?.(error) ? queue.splice(0) : [];
+        for (const pending of [...batch, ...shed]) pending.reject(error);
       }
     }
     queues.delete(key);

@@ -2,6 +2,7 @@
 // within [beginDate, endDate). Create, read, page, revoke; the status is derived, never stored.
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.js';
+import { isDatabaseUnavailable } from '../db/errors.js';
 import { appendAuditEvent } from '../db/repositories/audit.repo.js';
 import { nextChangeSeq } from '../db/repositories/change-log.repo.js';
 import {
@@ -92,6 +93,7 @@ export function createTicketService({ db, clock, revived }: TicketServiceOptions
   const issuing = createKeyedBatcher<Omit<NewTicketRecord, 'tenantId'> & { audit: AuditStamp }, CreateTicketOutcome>(
     (tenantId, tickets) => createTickets(db, tenantId, tickets),
     MAX_TICKETS_PER_BATCH,
+    { shedQueuedOn: isDatabaseUnavailable },
   );
 
   return {

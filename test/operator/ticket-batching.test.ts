@@ -85,6 +85,44 @@ describe('the keyed batcher', () => {
     expect(await batcher.submit('acme', 7)).toBe(14);
   });
 
+  it('on an error it sheds by, rejects the items queued behind the failed batch at once, unwritten, then starts afresh', async () => {
+    const writer = recordingWriter();
+    const unanswered = new Error('Query read timeout');
+    let fail = true;
+    const batcher = createKeyedBatcher(
+      async (key: string, items: number[]) => {
+        const results = await writer.write(key, items);
+        if (fail) throw unanswered;
+        return results;
+      },
+      100,
+      { shedQueuedOn: (error) => error === unanswered },
+    );
+    writer.hold();
+    const first = batcher.submit('acme', 1);
+    const queued = [batcher.submit('acme', 2), batcher.submit('acme', 3)];
+    writer.release();
+    for (const outcome of await Promise.allSettled([first, ...queued])) {
+      expect(outcome).toEqual({ status: 'rejected', reason: unanswered });
+    }
+    // The queued items never reached the writer: one batch was attempted, not two.
+    expect(writer.batches).toEqual([{ key: 'acme', items: [1] }]);
+    fail = false;
+    expect(await batcher.submit('acme', 4)).toBe(8);
+  });
+
+  it('does not shed on other errors: the queued items are written in the next batch', async () => {
+    const writer = recordingWriter();
+    const batcher = createKeyedBatcher(writer.write, 100, { shedQueuedOn: () => false });
+    writer.hold();
+    const failing = batcher.submit('acme', -1);
+    const queued = batcher.submit('acme', 5);
+    writer.release();
+    await expect(failing).rejects.toThrow('batch refused');
+    expect(await queued).toBe(10);
+    expect(writer.batches.map((batch) => batch.items)).toEqual([[-1], [5]]);
+  });
+
   it('refuses a writer that answers the wrong number of results', async () => {
     const batcher = createKeyedBatcher(async () => [1, 2], 100);
     await expect(batcher.submit('acme', 1)).rejects.toThrow('A batch of 1 answered 2 results');
