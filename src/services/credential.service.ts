@@ -1,6 +1,6 @@
 // Ticket credentials (contract 6.3): the compact JWS a lock checks offline, signed with the tenant's ticket key.
-import { SignJWT } from 'jose';
 import type { TicketRecord } from '../db/repositories/ticket.repo.js';
+import { signCompactJws } from './jws.js';
 import type { KeyService } from './key.service.js';
 
 /** Distinct from access tokens' `at+jwt`: neither is ever accepted as the other (RFC 8725 3.11). */
@@ -17,21 +17,19 @@ export function createCredentialService({ issuer, keys, clock }: CredentialServi
     /** Signs one ticket. `nbf`/`exp` are whole seconds around the exact `beginDate`/`endDate` (ms). */
     async sign(ticket: TicketRecord): Promise<string> {
       const signing = await keys.signingKey(ticket.tenantId);
-      return new SignJWT({
+      return signCompactJws(signing, CREDENTIAL_TYPE, {
         beginDate: ticket.beginDate,
         endDate: ticket.endDate,
         cmd: ticket.commands,
         chn: ticket.channels,
-      })
-        .setProtectedHeader({ alg: signing.alg, kid: signing.kid, typ: CREDENTIAL_TYPE })
-        .setIssuer(issuer)
-        .setJti(ticket.id)
-        .setSubject(ticket.mobileDeviceId)
-        .setAudience(ticket.securedObjectId)
-        .setNotBefore(Math.floor(ticket.beginDate / 1000))
-        .setExpirationTime(Math.ceil(ticket.endDate / 1000))
-        .setIssuedAt(Math.floor(clock() / 1000))
-        .sign(signing.privateKey);
+        iss: issuer,
+        jti: ticket.id,
+        sub: ticket.mobileDeviceId,
+        aud: ticket.securedObjectId,
+        nbf: Math.floor(ticket.beginDate / 1000),
+        exp: Math.ceil(ticket.endDate / 1000),
+        iat: Math.floor(clock() / 1000),
+      });
     },
   };
 }

@@ -1,5 +1,5 @@
 // Signing keys: generated on first start, private halves encrypted at rest, rotated without breaking issued tokens.
-import { randomUUID } from 'node:crypto';
+import { createPrivateKey, randomUUID, type JsonWebKey, type KeyObject as NodeKeyObject } from 'node:crypto';
 import { exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK, type KeyObject } from 'jose';
 import type { Database, Queryable } from '../db/database.js';
 import {
@@ -11,8 +11,9 @@ import {
   type SigningKeyRecord,
 } from '../db/repositories/signing-key.repo.js';
 import { decrypt, encrypt } from './crypto.js';
+import type { SigningAlgorithm, SigningKey } from './jws.js';
 
-export type SigningAlgorithm = 'EdDSA' | 'ES256';
+export type { SigningAlgorithm, SigningKey } from './jws.js';
 
 type Key = CryptoKey | KeyObject | Uint8Array;
 
@@ -22,16 +23,10 @@ interface LoadedKey {
   alg: SigningAlgorithm;
   publicJwk: JWK;
   publicKey: Key;
-  /** Decrypted lazily: most keys only ever verify. */
-  privateKey: Promise<Key> | null;
+  /** Decrypted lazily: most keys only ever verify. A node:crypto key, for `signCompactJws`. */
+  privateKey: NodeKeyObject | null;
   record: SigningKeyRecord;
   retiredAt: number | null;
-}
-
-export interface SigningKey {
-  kid: string;
-  alg: SigningAlgorithm;
-  privateKey: Key;
 }
 
 export interface KeyServiceOptions {
@@ -115,11 +110,11 @@ export function createKeyService(options: KeyServiceOptions) {
     return reload();
   }
 
-  function privateKeyOf(key: LoadedKey): Promise<Key> {
-    key.privateKey ??= importJWK(
-      JSON.parse(decrypt(secretsKey, key.record.privateJwkEncrypted, aadOf(key.kid))) as JWK,
-      key.alg,
-    ) as Promise<Key>;
+  function privateKeyOf(key: LoadedKey): NodeKeyObject {
+    key.privateKey ??= createPrivateKey({
+      key: JSON.parse(decrypt(secretsKey, key.record.privateJwkEncrypted, aadOf(key.kid))) as JsonWebKey,
+      format: 'jwk',
+    });
     return key.privateKey;
   }
 
@@ -166,7 +161,7 @@ export function createKeyService(options: KeyServiceOptions) {
         key = activeKey(tenantId);
       }
       if (!key) throw new Error('No signing key is available');
-      return { kid: key.kid, alg: key.alg, privateKey: await privateKeyOf(key) };
+      return { kid: key.kid, alg: key.alg, privateKey: privateKeyOf(key) };
     },
 
     /** The public key for a `kid`, reloading (rate-limited) when another instance may have rotated. */

@@ -1,7 +1,7 @@
 // The OAuth 2.0 grants (contract 3.1–3.4), access-token issuing and verification, revocation and introspection.
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { SignJWT, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { Logger } from 'pino';
 import type { Database, Queryable } from '../db/database.js';
 import { appendAuditEvent } from '../db/repositories/audit.repo.js';
@@ -21,6 +21,7 @@ import { OAuthError } from '../errors.js';
 import type { AuthenticatedClient } from './client.service.js';
 import type { Clock } from './context.js';
 import { randomToken, sha256 } from './crypto.js';
+import { signCompactJws } from './jws.js';
 import type { KeyService } from './key.service.js';
 import type { RevocationService } from './revocation.service.js';
 import { DEVICE_SCOPES, isAccessScope, isKnownScope, isOperatorScope, type Api } from './scopes.js';
@@ -139,9 +140,7 @@ export function createTokenService(options: TokenServiceOptions) {
       ...(input.client.securedObjectId ? { secured_object_id: input.client.securedObjectId } : {}),
     };
     const signing = await keys.signingKey();
-    const token = await new SignJWT(claims)
-      .setProtectedHeader({ alg: signing.alg, kid: signing.kid, typ: ACCESS_TOKEN_TYPE })
-      .sign(signing.privateKey);
+    const token = await signCompactJws(signing, ACCESS_TOKEN_TYPE, claims);
     return { token, claims };
   }
 
