@@ -1,4 +1,5 @@
 // The PostgreSQL adapter of the database port: a pg Pool, plus one dedicated connection for LISTEN.
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { INT8_OID, parseInt8, type Database, type NotificationHandler, type TransactionScope } from './database.js';
@@ -19,6 +20,22 @@ const typeParsers = {
 } as pg.CustomTypesConfig;
 
 const LISTEN_RETRY_MS = 1000;
+
+/**
+ * Parameterised statements run as named prepared statements: each connection parses and plans one the first time
+ * and then only binds and executes it. The service's statements are a fixed set of texts (filters pick among a few
+ * variants), and on a shared machine the server's parse and plan cost as much CPU as the query itself.
+ */
+const statementNames = new Map<string, string>();
+function statement(text: string, params: readonly unknown[] | undefined): pg.QueryConfig | string {
+  if (params === undefined || params.length === 0) return text;
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    name = `acs_${createHash('sha256').update(text).digest('base64url').slice(0, 22)}`;
+    statementNames.set(text, name);
+  }
+  return { name, text, values: params as unknown[] };
+}
 
 export function createPostgresDatabase(options: PostgresOptions): Database {
   const clientConfig: pg.ClientConfig = {
@@ -91,7 +108,7 @@ export function createPostgresDatabase(options: PostgresOptions): Database {
     kind: 'postgres',
 
     async query<Row>(text: string, params?: readonly unknown[]) {
-      const result = await pool.query(text, params as unknown[] | undefined);
+      const result = await pool.query(statement(text, params));
       return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
     },
 
@@ -102,7 +119,7 @@ export function createPostgresDatabase(options: PostgresOptions): Database {
         await client.query('BEGIN');
         const scope: TransactionScope = {
           async query<Row>(text: string, params?: readonly unknown[]) {
-            const result = await client.query(text, params as unknown[] | undefined);
+            const result = await client.query(statement(text, params));
             return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
           },
           async execScript(sql: string) {
