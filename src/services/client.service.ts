@@ -64,11 +64,39 @@ export function toClient(record: ClientRecord): Client {
   };
 }
 
+/**
+ * Authenticated clients are kept in memory, so the token endpoint answers a known client without a query. An entry
+ * is dropped when any instance deletes the client or rotates its secret (the revocation feed), and re-read after a
+ * while anyway; a presented secret that does not match the entry is always checked against the database.
+ */
+const CLIENT_CACHE_MAX_AGE_MS = 60_000;
+const CLIENT_CACHE_MAX_ENTRIES = 10_000;
+
+interface CachedClient {
+  client: AuthenticatedClient;
+  secretHash: Buffer;
+  loadedAt: number;
+}
+
 /** Compared against when the client id is unknown, so both failures do the same work (SECURITY-CHECKLIST 2). */
 const DUMMY_SECRET_HASH = sha256(randomBytes(32).toString('base64url'));
 
 export function createClientService(options: ClientServiceOptions) {
   const { db, clock, revocations } = options;
+  const cache = new Map<string, CachedClient>();
+  /** Bumped by every invalidation: a look-up that overlapped one does not fill the cache with what it read. */
+  let cacheGeneration = 0;
+  revocations.onClientChanged((clientId) => {
+    cache.delete(clientId);
+    cacheGeneration++;
+  });
+
+  function remember(clientId: string, entry: CachedClient): void {
+    cache.delete(clientId);
+    // Map order is insertion order: the first key is the entry loaded longest ago.
+    if (cache.size >= CLIENT_CACHE_MAX_ENTRIES) cache.delete(cache.keys().next().value as string);
+    cache.set(clientId, entry);
+  }
 
   function validate(input: NewClient): void {
     const unknown = input.scopes.filter((scope) => !isKnownScope(scope));
@@ -163,6 +191,8 @@ export function createClientService(options: ClientServiceOptions) {
       const record = await db.transaction(async (tx) => {
         const updated = await updateClientSecret(tx, context.tenantId, clientId, sha256(clientSecret));
         if (!updated) return null;
+        // Other instances drop their cached copy of the old secret (revocation feed, contract 3.4's 5 s).
+        await revocations.record(tx, 'client-secret', clientId, clock() + options.accessTokenTtlMs);
         await appendAuditEvent(tx, {
           tenantId: context.tenantId,
           time: clock(),
@@ -174,25 +204,40 @@ export function createClientService(options: ClientServiceOptions) {
         return updated;
       });
       if (!record) throw new NotFoundError(`No OAuth client ${clientId}.`);
+      await revocations.refresh();
       return { ...toClient(record), clientSecret };
     },
 
     /**
-     * The client if the secret matches, else null. Unknown ids and wrong secrets cost the same: one look-up, one
-     * hash, one constant-time comparison (SECURITY-CHECKLIST 2).
+     * The client if the secret matches, else null. A known client presenting its secret is answered from the cache;
+     * unknown ids and wrong secrets cost the same: one look-up, one hash, one constant-time comparison
+     * (SECURITY-CHECKLIST 2).
      */
     async authenticate(clientId: string, clientSecret: string): Promise<AuthenticatedClient | null> {
-      const record = await findClient(db, clientId);
       const presented = sha256(clientSecret);
+      const cached = cache.get(clientId);
+      if (
+        cached &&
+        clock() - cached.loadedAt < CLIENT_CACHE_MAX_AGE_MS &&
+        digestsEqual(presented, cached.secretHash)
+      ) {
+        return cached.client;
+      }
+      // Every failure takes this path, whether the id is unknown or the secret wrong: one look-up, one constant-time
+      // comparison (SECURITY-CHECKLIST 2). A secret rotated on another instance is found here at once.
+      const generation = cacheGeneration;
+      const record = await findClient(db, clientId);
       const matches = digestsEqual(presented, record ? record.secretHash : DUMMY_SECRET_HASH);
       if (!record || !matches) return null;
-      return {
+      const client: AuthenticatedClient = {
         clientId: record.clientId,
         tenantId: record.tenantId,
         scopes: record.scopes,
         mobileDeviceId: record.mobileDeviceId,
         securedObjectId: record.securedObjectId,
       };
+      if (generation === cacheGeneration) remember(clientId, { client, secretHash: record.secretHash, loadedAt: clock() });
+      return client;
     },
   };
 }

@@ -44,6 +44,8 @@ export function createRevocationService(options: RevocationServiceOptions) {
   let refreshAgain = false;
   let timer: NodeJS.Timeout | null = null;
   let unlisten: (() => Promise<void>) | null = null;
+  /** Told of every deleted client and rotated secret this instance learns of (again for the late-commit window). */
+  const clientChangeListeners: ((clientId: string) => void)[] = [];
 
   const key = (kind: RevocationKind, subject: string) => `${kind}:${subject}`;
 
@@ -55,8 +57,13 @@ export function createRevocationService(options: RevocationServiceOptions) {
     const now = clock();
     const rows = await listRevocationsAfter(db, lastSeq, now, now - LATE_COMMIT_WINDOW_MS);
     for (const row of rows) {
-      revoked.set(key(row.kind, row.subject), Math.max(row.expiresAt, revoked.get(key(row.kind, row.subject)) ?? 0));
       lastSeq = Math.max(lastSeq, row.seq);
+      if (row.kind === 'client' || row.kind === 'client-secret') {
+        for (const listener of clientChangeListeners) listener(row.subject);
+      }
+      if (row.kind === 'client-secret') continue;
+      const entry = key(row.kind, row.subject);
+      revoked.set(entry, Math.max(row.expiresAt, revoked.get(entry) ?? 0));
     }
     prune(now);
   }
@@ -106,6 +113,11 @@ export function createRevocationService(options: RevocationServiceOptions) {
     /** Records a revocation in the caller's transaction; call `refresh()` after the commit. */
     async record(tx: Queryable, kind: RevocationKind, subject: string, expiresAt: number): Promise<void> {
       await insertRevocation(tx, kind, subject, clock(), expiresAt);
+    },
+
+    /** Calls `listener` with the id of every client deleted or given a new secret, on any instance. */
+    onClientChanged(listener: (clientId: string) => void): void {
+      clientChangeListeners.push(listener);
     },
 
     isRevoked(token: TokenSubjects): boolean {

@@ -10,6 +10,8 @@ export interface TestApp {
   app: App;
   config: Config;
   database: TestDatabase;
+  /** Decrypts the signing keys: a second instance on the same database needs it to sign. */
+  secretsKey: Buffer;
   /** Every log line the app wrote, for asserting that no secret reaches the logs. */
   logLines: string[];
   close(): Promise<void>;
@@ -32,12 +34,13 @@ export async function buildTestApp(env: Record<string, string> = {}, options: Te
       callback();
     },
   });
+  const secretsKey = randomBytes(32);
   let app: App;
   try {
     app = await buildApp(config, {
       db: database.db,
       log: createLogger(config.LOG_LEVEL, sink),
-      secretsKey: randomBytes(32),
+      secretsKey,
       ...(options.clock ? { clock: options.clock } : {}),
     });
   } catch (error) {
@@ -56,6 +59,7 @@ export async function buildTestApp(env: Record<string, string> = {}, options: Te
     app,
     config,
     database,
+    secretsKey,
     logLines,
     async close() {
       await app.close();

@@ -365,8 +365,44 @@ describe('SECURITY-CHECKLIST A: token endpoint and client authentication', () =>
         const elapsed = Date.now() - deletedAt;
         expect(status).toBe(401);
         expect(elapsed).toBeLessThan(5000);
-        // And the other instance refuses the client itself at once (no cache of client credentials).
+        // And the other instance refuses the client itself.
         expectOAuthError(await tokenRequest(other, doomed, { grant_type: 'client_credentials' }), 401, 'invalid_client');
+      } finally {
+        await other.close();
+      }
+    });
+
+    it('A9: a secret rotated on one instance is refused by another that cached the client within 5 s; the new one works at once', async () => {
+      const other = await buildApp(t.config, {
+        db: createPostgresDatabase({
+          connectionString: t.database.url!,
+          poolMax: 4,
+          connectTimeoutMs: 2000,
+          statementTimeoutMs: 30_000,
+          log: createLogger('silent'),
+        }),
+        log: createLogger('silent'),
+        secretsKey: t.secretsKey,
+      });
+      try {
+        await other.ready();
+        const rotating = await createClient(t.app, tenant, ['tokens:read']);
+        // The other instance authenticates the client once and so keeps it (with the old secret) in its cache.
+        expect((await tokenRequest(other, rotating, { grant_type: 'client_credentials' })).statusCode).toBe(200);
+
+        const admin = await clientToken(t.app, { clientId: tenant.clientId, clientSecret: tenant.clientSecret });
+        const rotated = await t.app.inject({ method: 'POST', url: `/operatorapi/oauthclients/${rotating.clientId}/secret`, headers: bearer(admin) });
+        expect(rotated.statusCode).toBe(200);
+        const next = { clientId: rotating.clientId, clientSecret: rotated.json().clientSecret as string };
+        const rotatedAt = Date.now();
+        expect((await tokenRequest(other, next, { grant_type: 'client_credentials' })).statusCode).toBe(200);
+        let status = 200;
+        while (status === 200 && Date.now() - rotatedAt < 6000) {
+          status = (await tokenRequest(other, rotating, { grant_type: 'client_credentials' })).statusCode;
+          if (status === 200) await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        expect(status).toBe(401);
+        expect(Date.now() - rotatedAt).toBeLessThan(5000);
       } finally {
         await other.close();
       }

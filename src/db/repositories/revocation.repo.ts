@@ -1,7 +1,8 @@
 // SQL for access-token revocations, which every instance mirrors in memory.
 import type { Queryable } from '../database.js';
 
-export type RevocationKind = 'client' | 'user' | 'family' | 'jti';
+/** `client-secret` is no token revocation: it tells every instance that a client's secret changed. */
+export type RevocationKind = 'client' | 'user' | 'family' | 'jti' | 'client-secret';
 
 export interface RevocationRecord {
   seq: number;
