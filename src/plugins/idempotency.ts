@@ -20,6 +20,11 @@ const KEY_PATTERN = /^[\x21-\x7e]([\x20-\x7e]{0,253}[\x21-\x7e])?$/;
 /** Headers a replay repeats; the rest (dates, request ids) belong to the new exchange. */
 const REPLAYED_HEADERS = ['location', 'content-type'];
 
+/** A route option that takes one hook or several, as a list. */
+function hookList<Hook>(hooks: Hook | Hook[] | undefined): Hook[] {
+  return hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks];
+}
+
 export default fp(
   async function idempotency(app: FastifyInstance, options: { idempotency: IdempotencyService }) {
     const service = options.idempotency;
@@ -42,15 +47,8 @@ export default fp(
       request.idempotencyKey = header;
     }
 
-    // A route-level preHandler, appended after the ones plugins registered earlier added (the per-client rate limit):
-    // a request refused with 429 must not reserve its key, or the retry the key exists for would replay the 429.
-    app.addHook('onRoute', (route) => {
-      if (!(route.config as { idempotent?: boolean } | undefined)?.idempotent) return;
-      const existing = route.preHandler;
-      route.preHandler = [...(existing === undefined ? [] : Array.isArray(existing) ? existing : [existing]), reserve];
-    });
-
-    app.addHook('onSend', async (request, reply, payload) => {
+    /** Stores the answer under the key `reserve` took; a 5xx frees the key instead, so a retry runs again. */
+    async function complete(request: FastifyRequest, reply: FastifyReply, payload: unknown) {
       const key = request.idempotencyKey;
       if (key === null) return payload;
       request.idempotencyKey = null;
@@ -70,6 +68,15 @@ export default fp(
         body: typeof payload === 'string' ? payload : String(payload ?? ''),
       });
       return payload;
+    }
+
+    // A route-level preHandler, appended after the ones plugins registered earlier added (the per-client rate limit):
+    // a request refused with 429 must not reserve its key, or the retry the key exists for would replay the 429.
+    app.addHook('onRoute', (route) => {
+      if (!(route.config as { idempotent?: boolean } | undefined)?.idempotent) return;
+      route.preHandler = [...hookList(route.preHandler), reserve];
+      // Only these routes pay for the onSend hook; every other answer of the API skips it.
+      route.onSend = [...hookList(route.onSend), complete];
     });
   },
   { name: 'idempotency' },

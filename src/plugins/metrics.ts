@@ -50,10 +50,11 @@ export default fp(
 
     app.decorate('metrics', registry);
     app.decorateRequest('startTime', 0n);
-    app.addHook('onRequest', async (request) => {
+    app.addHook('onRequest', (request, _reply, done) => {
       request.startTime = process.hrtime.bigint();
+      done();
     });
-    app.addHook('onResponse', async (request, reply) => {
+    app.addHook('onResponse', (request, reply, done) => {
       // The route pattern, not the URL: ids must not explode the label cardinality.
       const labels = {
         method: request.method,
@@ -62,6 +63,7 @@ export default fp(
       };
       requests.inc(labels);
       duration.observe(labels, Number(process.hrtime.bigint() - request.startTime) / 1e9);
+      done();
     });
 
     app.get(
