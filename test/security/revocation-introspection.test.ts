@@ -183,6 +183,20 @@ describe('SECURITY-CHECKLIST E: revocation and introspection', () => {
     expectOAuthError(await oauthPost('/oauth/introspect', acmeAdmin, {}), 400, 'invalid_request');
   });
 
+  it('E32/E33: GET on the revocation and introspection endpoints → 405 with Allow: POST, and nothing revoked', async () => {
+    const token = await clientToken(t.app, acmeOther);
+    for (const url of ['/oauth/revoke', '/oauth/introspect']) {
+      const get = await t.app.inject({
+        method: 'GET',
+        url: `${url}?token=${token}`,
+        headers: { authorization: basic(acmeOther.clientId, acmeOther.clientSecret) },
+      });
+      expectOAuthError(get, 405, 'invalid_request');
+      expect(get.headers.allow).toBe('POST');
+    }
+    expect(await operatorProbe(token)).toBe(200);
+  });
+
   it('E33: an active token is described (the control for the inactive cases)', async () => {
     const token = await clientToken(t.app, acmeOther);
     const response = await introspect(acmeAdmin, token);

@@ -139,10 +139,10 @@ export default async function oauthRoutes(app: FastifyInstance, options: OAuthRo
   };
 
   // Contract 3.3: both paths accept the same grants (the seed names /oauth/token and /oauth2/token).
-  for (const path of ['/oauth/token', '/oauth2/token']) {
-    app.post(path, token);
-    app.get(path, methodNotAllowed);
-  }
+  for (const path of ['/oauth/token', '/oauth2/token']) app.post(path, token);
+  // RFC 6749 3.2, RFC 7009 2.1, RFC 7662 2.1: POST only. A GET (a credential in a URL is what clients get wrong)
+  // is told so, in the OAuth error format, rather than answered as an unknown path.
+  for (const path of ['/oauth/token', '/oauth2/token', '/oauth/revoke', '/oauth/introspect']) app.get(path, methodNotAllowed);
 
   app.post('/oauth/revoke', async (request, reply) => {
     refuseQueryParameters(request);
