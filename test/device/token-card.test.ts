@@ -150,4 +150,36 @@ describe('GET /v1/residents/{id}/token-card', () => {
     expect(expectProblem(await card(theirWriter, 'not-a-uuid'), 404).status).toBe(404);
     expect(await deviceTicketRows(t, acme.tenantId)).toEqual(before);
   });
+  it('refuses a card for more than 1000 valid tickets with 422 and stamps nothing; at exactly 1000 it is written', async () => {
+    await device(t, operator, 'bulk-card');
+    const bulk = await v1('POST', '/v1/residents', { name: 'Bulk', mobileDeviceIds: ['bulk-card'] });
+    // 1001 valid tickets of the resident's device, seeded in one statement (issuing them one by one adds nothing here).
+    await t.database.db.query(
+      `INSERT INTO tickets (id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at, commands,
+                            channels, change_seq)
+       SELECT gen_random_uuid(), $1, 'door', 'bulk-card', $2::bigint, $3::bigint, $2::bigint + n, '{open}', '{btlespp}', 1 FROM generate_series(1, 1001) AS n`,
+      [acme.tenantId, now, now + DAY],
+    );
+    const stamped = async () =>
+      (
+        await t.database.db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM tickets
+            WHERE tenant_id = $1 AND mobile_device_id = 'bulk-card' AND (downloaded_at IS NOT NULL OR credential IS NOT NULL)`,
+          [acme.tenantId],
+        )
+      ).rows[0]!.n;
+
+    const refused = await card(writer, bulk.id);
+    expect(expectProblem(refused, 422).detail).toContain('at most 1000 credentials');
+    expect(await stamped()).toBe(0);
+
+    await t.database.db.query(
+      `UPDATE tickets SET revoked_at = $2 WHERE id = (SELECT id FROM tickets WHERE tenant_id = $1 AND mobile_device_id = 'bulk-card' LIMIT 1)`,
+      [acme.tenantId, now],
+    );
+    const written = await card(writer, bulk.id);
+    expect(written.statusCode, written.body).toBe(200);
+    expect(decodeCard(written.json().cardData).credentials).toHaveLength(1000);
+    expect(await stamped()).toBe(1000);
+  });
 });
