@@ -6,13 +6,7 @@ import { migrate } from '../src/db/migrate.js';
 import { createPgliteDatabase } from '../src/db/pglite.js';
 import { createLogger } from '../src/logger.js';
 import type { Database } from '../src/db/database.js';
-
-/** Each API's committed file name and the path its document is served at. */
-export const OPENAPI_DOCUMENTS = [
-  { file: 'operatorapi.json', path: '/operatorapi/apidocs/json' },
-  { file: 'accessapi.json', path: '/v1/swagger-ui/json' },
-  { file: 'deviceapi.json', path: '/deviceapi/apidocs/json' },
-] as const;
+import { OPENAPI_DOCUMENTS } from './openapi-files.js';
 
 /** Builds the app on `db` (a fresh in-memory database when none is given; the app closes it). */
 export async function servedDocuments(given?: Database): Promise<Map<string, unknown>> {

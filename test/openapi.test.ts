@@ -1,7 +1,8 @@
 // The committed OpenAPI documents in openapi/ equal what the server serves (DEVELOPERS.md: docs are part of the work).
 import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { OPENAPI_DOCUMENTS, formatDocument, servedDocuments } from '../scripts/openapi-documents.js';
+import { formatDocument, servedDocuments } from '../scripts/openapi-documents.js';
+import { OPENAPI_DOCUMENTS } from '../scripts/openapi-files.js';
 import { createTestDatabase } from './helpers/database.js';
 
 describe('OpenAPI documents', () => {

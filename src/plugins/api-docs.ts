@@ -13,6 +13,8 @@ export interface ApiDocsOptions {
   uiPrefix: string;
   /** Extra entry paths that redirect to the UI (contract 1: `/operatorapi/apidocs/index.html`). */
   uiAliases?: string[];
+  /** The tag of every operation of this API, with what it groups: Swagger UI shows the description above the group. */
+  tags: { name: string; description: string }[];
   /** The OAuth scopes of this API, for the bearer security scheme. */
   scopes: Record<string, string>;
   tokenUrl: string;
@@ -26,7 +28,16 @@ export default fp(
     await app.register(swagger, {
       openapi: {
         openapi: '3.0.3',
-        info: { title: options.title, description: options.description, version: options.version },
+        info: {
+          title: options.title,
+          description: options.description,
+          version: options.version,
+          license: { name: 'Apache-2.0', url: 'https://www.apache.org/licenses/LICENSE-2.0' },
+        },
+        // Relative (OpenAPI 3.0.3 section 4.7.5): the server that serves the document; the paths hold the API prefix.
+        // An absolute PUBLIC_URL would make the committed documents differ between deployments.
+        servers: [{ url: '/', description: 'The server this document is served by.' }],
+        tags: options.tags,
         components: {
           securitySchemes: {
             bearer: {

@@ -1,5 +1,6 @@
 // The RFC 9457 problem details body every API answers errors with (contract 7.1).
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { ResponseHeaders } from './responses.js';
 
 export const FieldErrorSchema = Type.Object({
   field: Type.String({ description: 'The offending field, as a path into the request (`commands[0]`, `limit`).' }),
@@ -24,24 +25,52 @@ export type Problem = Static<typeof ProblemSchema>;
 const PROBLEM_DESCRIPTIONS: Record<number, string> = {
   400: 'The request is malformed: `errors` names every bad field.',
   401: 'No valid access token (RFC 6750). `WWW-Authenticate` says why.',
-  403: 'The access token lacks the scope this operation needs.',
+  403: 'The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource.',
   404: 'No such resource in the caller\'s tenant.',
   409: 'The request conflicts with the current state (an id in use, an idempotent request still running).',
-  410: 'The interface was removed; the detail names its successor.',
+  410: 'The interface was removed; the detail and `successor` name its successor.',
   413: 'The request body is larger than the configured limit.',
+  414: 'A path parameter is longer than 256 characters.',
   415: 'The request body is not JSON.',
   422: 'The request is well-formed but cannot be carried out; the detail says why.',
   429: 'Too many requests for this client; `Retry-After` says when to retry.',
-  503: 'The database is unreachable; retry shortly.',
+  500: 'An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it.',
+  503: 'The database is unreachable or the server is shutting down; retry shortly.',
 };
 
-/** A reference to the shared Problem schema with the meaning of one status code, for route `response` maps. */
+/** The headers a problem answer carries, by status code. */
+const PROBLEM_HEADERS: Record<number, Record<string, TSchema>> = {
+  401: { 'WWW-Authenticate': ResponseHeaders.bearerChallenge },
+  403: { 'WWW-Authenticate': ResponseHeaders.bearerChallenge },
+  410: { Sunset: ResponseHeaders.sunset, Link: ResponseHeaders.successorLink },
+  // contract 7.4: the per-client limit answers the RateLimit fields on every answer, and Retry-After on the 429.
+  429: {
+    'Retry-After': ResponseHeaders.retryAfter,
+    'RateLimit-Limit': ResponseHeaders.rateLimitLimit,
+    'RateLimit-Remaining': ResponseHeaders.rateLimitRemaining,
+    'RateLimit-Reset': ResponseHeaders.rateLimitReset,
+  },
+  503: { 'Retry-After': ResponseHeaders.retryAfter },
+};
+
+/**
+ * The response of one problem status code for route `response` maps: its meaning, its headers, and the shared Problem
+ * schema as `application/problem+json`, the media type every problem answer is sent with (RFC 9457 section 3).
+ */
 export function problemResponse(status: number) {
-  return Type.Unsafe<Problem>({ $ref: 'Problem#', description: PROBLEM_DESCRIPTIONS[status] ?? 'An error.' });
+  const headers = PROBLEM_HEADERS[status];
+  return {
+    description: PROBLEM_DESCRIPTIONS[status] ?? 'An error.',
+    ...(headers ? { headers } : {}),
+    content: { 'application/problem+json': { schema: Type.Unsafe<Problem>({ $ref: 'Problem#' }) } },
+  };
 }
 
-/** The problem responses of an authenticated route: 401, 403, 429 and 503, plus the given codes. */
+/**
+ * The problem responses of an authenticated route: those any route can answer (400: every route validates its input;
+ * 401, 403: the bearer check; 429: the rate limit; 500; 503) plus the given codes.
+ */
 export function problemResponses(...statuses: number[]) {
-  const all = [...new Set([...statuses, 401, 403, 429, 503])].sort();
+  const all = [...new Set([...statuses, 400, 401, 403, 429, 500, 503])].sort();
   return Object.fromEntries(all.map((status) => [status, problemResponse(status)]));
 }

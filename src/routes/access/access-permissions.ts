@@ -4,9 +4,10 @@ import { Type } from '@sinclair/typebox';
 import { AccessPermissionQuery, AccessPermissionSchema, GroupIdParams, NewAccessPermissionSchema } from '../../schemas/access.js';
 import { TicketSchema } from '../../schemas/operator.js';
 import { problemResponses } from '../../schemas/problem.js';
+import { createdResponse, pageResponse } from '../../schemas/responses.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
-import { LinkHeader, PageQuery, sendPage } from '../shared/pages.js';
+import { PageQuery, sendPage } from '../shared/pages.js';
 
 const tags = ['Access permissions'];
 const write = { scope: 'access-permissions:write' };
@@ -29,8 +30,8 @@ const accessPermissionRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
         headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ description: 'Makes the request safe to retry (24 h).' })) }),
         body: NewAccessPermissionSchema,
         response: {
-          201: { ...AccessPermissionSchema, description: 'The access permission.', headers: Type.Object({ location: Type.String() }) },
-          ...problemResponses(400, 409, 413, 415, 422),
+          201: createdResponse(AccessPermissionSchema, 'The access permission.'),
+          ...problemResponses(409, 413, 415, 422),
         },
       },
     },
@@ -52,8 +53,8 @@ const accessPermissionRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
         description: 'The tenant\'s access permissions, oldest first, filtered by resident or lock group.',
         querystring: AccessPermissionQuery,
         response: {
-          200: { ...Type.Array(AccessPermissionSchema), description: 'A page of access permissions.', headers: Type.Object({ link: LinkHeader }) },
-          ...problemResponses(400),
+          200: pageResponse(AccessPermissionSchema, 'A page of access permissions.'),
+          ...problemResponses(),
         },
       },
     },
@@ -74,7 +75,7 @@ const accessPermissionRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
         summary: 'Read an access permission',
         description: 'One access permission with the number of live tickets it holds.',
         params: GroupIdParams,
-        response: { 200: { ...AccessPermissionSchema, description: 'The access permission.' }, ...problemResponses(404) },
+        response: { 200: { ...AccessPermissionSchema, description: 'The access permission.' }, ...problemResponses(404, 414) },
       },
     },
     async (request) => services.accessPermissions.get(request.auth.tenantId, request.params.id),
@@ -93,8 +94,8 @@ const accessPermissionRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
         params: GroupIdParams,
         querystring: PageQuery,
         response: {
-          200: { ...Type.Array(TicketSchema), description: 'A page of tickets.', headers: Type.Object({ link: LinkHeader }) },
-          ...problemResponses(400, 404),
+          200: pageResponse(TicketSchema, 'A page of tickets.'),
+          ...problemResponses(404, 414),
         },
       },
     },
@@ -117,7 +118,7 @@ const accessPermissionRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
         summary: 'Delete an access permission',
         description: 'Every ticket the permission made becomes `REVOKED`, in one transaction.',
         params: GroupIdParams,
-        response: { 204: Type.Null({ description: 'Deleted.' }), ...problemResponses(404) },
+        response: { 204: Type.Null({ description: 'Deleted.' }), ...problemResponses(404, 413, 414, 415) },
       },
     },
     async (request, reply) => {

@@ -1,10 +1,10 @@
 // /v1/mobiledevices and /v1/securedobjects (contract 5): what the property-management app may group.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from '@sinclair/typebox';
 import { MobileDeviceSchema, SecuredObjectSchema } from '../../schemas/operator.js';
 import { problemResponses } from '../../schemas/problem.js';
+import { pageResponse } from '../../schemas/responses.js';
 import type { Services } from '../../services/index.js';
-import { LinkHeader, PageQuery, sendPage } from '../shared/pages.js';
+import { PageQuery, sendPage } from '../shared/pages.js';
 
 const config = { scope: 'devices:read' };
 const security = [{ bearer: ['devices:read'] }];
@@ -22,8 +22,8 @@ const deviceListingRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
         description: 'The tenant\'s mobile devices (registered through the Operator API), oldest first.',
         querystring: PageQuery,
         response: {
-          200: { ...Type.Array(MobileDeviceSchema), description: 'A page of mobile devices.', headers: Type.Object({ link: LinkHeader }) },
-          ...problemResponses(400),
+          200: pageResponse(MobileDeviceSchema, 'A page of mobile devices.'),
+          ...problemResponses(),
         },
       },
     },
@@ -43,8 +43,8 @@ const deviceListingRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
         description: 'The tenant\'s secured objects (locks), oldest first.',
         querystring: PageQuery,
         response: {
-          200: { ...Type.Array(SecuredObjectSchema), description: 'A page of secured objects.', headers: Type.Object({ link: LinkHeader }) },
-          ...problemResponses(400),
+          200: pageResponse(SecuredObjectSchema, 'A page of secured objects.'),
+          ...problemResponses(),
         },
       },
     },

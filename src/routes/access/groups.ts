@@ -3,10 +3,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type TObject } from '@sinclair/typebox';
 import { GroupIdParams, LockGroupSchema, NewLockGroupSchema, NewResidentSchema, RenameSchema, ResidentSchema } from '../../schemas/access.js';
 import { problemResponses } from '../../schemas/problem.js';
+import { createdResponse, pageResponse } from '../../schemas/responses.js';
 import type { GroupRecord } from '../../db/repositories/group.repo.js';
 import type { GroupService } from '../../services/group.service.js';
 import { actionContext } from '../shared/context.js';
-import { LinkHeader, PageQuery, sendPage } from '../shared/pages.js';
+import { PageQuery, sendPage } from '../shared/pages.js';
 
 interface GroupRoutesOptions {
   service: GroupService;
@@ -50,8 +51,8 @@ const groupRoutes: FastifyPluginAsyncTypebox<GroupRoutesOptions> = async (app, o
         headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ description: 'Makes the request safe to retry (24 h).' })) }),
         body: options.newSchema,
         response: {
-          201: { ...options.schema, description: `The ${noun}.`, headers: Type.Object({ location: Type.String() }) },
-          ...problemResponses(400, 409, 413, 415, 422),
+          201: createdResponse(options.schema, `The ${noun}.`),
+          ...problemResponses(409, 413, 415, 422),
         },
       },
     },
@@ -74,8 +75,8 @@ const groupRoutes: FastifyPluginAsyncTypebox<GroupRoutesOptions> = async (app, o
         description: `The tenant's ${noun}s with their member ids, oldest first. Pages follow \`Link: rel="next"\`.`,
         querystring: PageQuery,
         response: {
-          200: { ...Type.Array(options.schema), description: `A page of ${noun}s.`, headers: Type.Object({ link: LinkHeader }) },
-          ...problemResponses(400),
+          200: pageResponse(options.schema, `A page of ${noun}s.`),
+          ...problemResponses(),
         },
       },
     },
@@ -96,7 +97,7 @@ const groupRoutes: FastifyPluginAsyncTypebox<GroupRoutesOptions> = async (app, o
         summary: `Read a ${noun}`,
         description: `One ${noun} with its member ids.`,
         params: GroupIdParams,
-        response: { 200: { ...options.schema, description: `The ${noun}.` }, ...problemResponses(404) },
+        response: { 200: { ...options.schema, description: `The ${noun}.` }, ...problemResponses(404, 414) },
       },
     },
     async (request) => present(await service.get(request.auth.tenantId, request.params.id)),
@@ -114,7 +115,7 @@ const groupRoutes: FastifyPluginAsyncTypebox<GroupRoutesOptions> = async (app, o
         description: `Changes the ${noun}'s name; members and tickets stay as they are.`,
         params: GroupIdParams,
         body: RenameSchema,
-        response: { 200: { ...options.schema, description: `The ${noun}.` }, ...problemResponses(400, 404, 413, 415) },
+        response: { 200: { ...options.schema, description: `The ${noun}.` }, ...problemResponses(404, 413, 414, 415) },
       },
     },
     async (request) => present(await service.rename(actionContext(request), request.params.id, request.body.name)),
@@ -131,7 +132,7 @@ const groupRoutes: FastifyPluginAsyncTypebox<GroupRoutesOptions> = async (app, o
         summary: `Delete a ${noun}`,
         description: `Deletes the ${noun} and its access permissions; every ticket they made becomes \`REVOKED\`.`,
         params: GroupIdParams,
-        response: { 204: Type.Null({ description: 'Deleted.' }), ...problemResponses(404) },
+        response: { 204: Type.Null({ description: 'Deleted.' }), ...problemResponses(404, 413, 414, 415) },
       },
     },
     async (request, reply) => {
@@ -153,7 +154,7 @@ const groupRoutes: FastifyPluginAsyncTypebox<GroupRoutesOptions> = async (app, o
           `Adds the member (idempotent). It gets a ticket for every pair its ${noun}'s access permissions reach, in the ` +
           'same transaction.',
         params: MemberParams,
-        response: { 200: { ...options.schema, description: `The ${noun}.` }, ...problemResponses(404, 422) },
+        response: { 200: { ...options.schema, description: `The ${noun}.` }, ...problemResponses(404, 413, 414, 415, 422) },
       },
     },
     async (request) => present(await service.addMember(actionContext(request), request.params.id as string, memberOf(request.params))),
@@ -170,7 +171,7 @@ const groupRoutes: FastifyPluginAsyncTypebox<GroupRoutesOptions> = async (app, o
         summary: `Remove a member from a ${noun}`,
         description: `Removes the member; the tickets this ${noun}'s access permissions gave it become \`REVOKED\`.`,
         params: MemberParams,
-        response: { 200: { ...options.schema, description: `The ${noun}.` }, ...problemResponses(404) },
+        response: { 200: { ...options.schema, description: `The ${noun}.` }, ...problemResponses(404, 413, 414, 415) },
       },
     },
     async (request) => present(await service.removeMember(actionContext(request), request.params.id as string, memberOf(request.params))),

@@ -36,6 +36,12 @@ export default async function accessApi(app: FastifyInstance, options: AccessApi
       'Authenticate with an access token from `POST /oauth2/token` (password grant, username `USER@TENANT`).',
     version: '1.0.0',
     uiPrefix: '/v1/swagger-ui',
+    tags: [
+      { name: 'Residents', description: 'People, each with all of their mobile devices, and their token cards.' },
+      { name: 'Lock groups', description: 'Secured objects granted together.' },
+      { name: 'Access permissions', description: 'A resident\'s access to a lock group: one ticket per device and lock.' },
+      { name: 'Devices', description: 'The mobile devices and secured objects residents and lock groups are made of.' },
+    ],
     scopes: Object.fromEntries(ACCESS_SCOPES.map((scope) => [scope, SCOPE_DESCRIPTIONS[scope] ?? scope])),
     tokenUrl: options.tokenUrl,
     flow: 'password',

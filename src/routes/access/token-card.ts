@@ -35,7 +35,7 @@ const tokenCardRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async
             }),
             description: 'The card data.',
           },
-          ...problemResponses(400, 404, 410, 422),
+          ...problemResponses(404, 410, 414, 422),
         },
       },
     },

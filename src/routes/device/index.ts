@@ -1,7 +1,6 @@
 // The Device API (/deviceapi, contract 6): phones download their tickets, online locks sync. Clients bound to one
 // device or lock reach only its data.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ForbiddenError, GoneError, NotFoundError } from '../../errors.js';
 import apiDocs from '../../plugins/api-docs.js';
@@ -10,10 +9,11 @@ import clientRateLimit from '../../plugins/client-rate-limit.js';
 import { DownloadedTicketSchema, SyncAnswerSchema, SyncQuery } from '../../schemas/device.js';
 import { ObjectIdParams } from '../../schemas/operator.js';
 import { problemResponses } from '../../schemas/problem.js';
+import { pageResponse, ResponseHeaders, withHeaders } from '../../schemas/responses.js';
 import { DEPRECATIONS, deprecationHeaders, removalNotice } from '../../services/deprecations.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
-import { LinkHeader, PageQuery, sendPage } from '../shared/pages.js';
+import { PageQuery, sendPage } from '../shared/pages.js';
 
 export interface DeviceApiOptions {
   services: Services;
@@ -59,8 +59,8 @@ const deviceRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (a
         params: ObjectIdParams,
         querystring: PageQuery,
         response: {
-          200: { ...Type.Array(DownloadedTicketSchema), description: 'A page of tickets with credentials.', headers: Type.Object({ link: LinkHeader }) },
-          ...problemResponses(400, 404, 410),
+          200: pageResponse(DownloadedTicketSchema, 'A page of tickets with credentials.'),
+          ...problemResponses(404, 410, 414),
         },
       },
     },
@@ -88,8 +88,8 @@ const deviceRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (a
         params: ObjectIdParams,
         querystring: SyncQuery,
         response: {
-          200: { ...SyncAnswerSchema, description: 'The changes and the cursor to continue from.', headers: Type.Object({ link: LinkHeader }) },
-          ...problemResponses(400, 404, 410),
+          200: withHeaders(SyncAnswerSchema, 'The changes and the cursor to continue from.', { Link: ResponseHeaders.nextPage }),
+          ...problemResponses(404, 410, 414),
         },
       },
     },
@@ -113,6 +113,10 @@ export default async function deviceApi(app: FastifyInstance, options: DeviceApi
     version: '1.0.0',
     uiPrefix: '/deviceapi/apidocs',
     uiAliases: ['/deviceapi/apidocs/index.html'],
+    tags: [
+      { name: 'Mobile devices', description: 'A phone downloading its tickets.' },
+      { name: 'Secured objects', description: 'An online lock syncing its tickets and revocations.' },
+    ],
     scopes: { 'tokens:download': 'a mobile device fetching its own tickets', sync: 'an online lock syncing its tickets and revocations' },
     tokenUrl: options.tokenUrl,
   });

@@ -1,10 +1,10 @@
 // /operatorapi/audit-events: the tenant's audit trail (contract 7.5), scope `audit:read`.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from '@sinclair/typebox';
 import { AuditEventSchema, AuditQuery } from '../../schemas/operator.js';
 import { problemResponses } from '../../schemas/problem.js';
+import { pageResponse } from '../../schemas/responses.js';
 import type { Services } from '../../services/index.js';
-import { LinkHeader, sendPage } from '../shared/pages.js';
+import { sendPage } from '../shared/pages.js';
 
 const auditRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   app.get(
@@ -21,8 +21,8 @@ const auditRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (ap
           'append order, filtered by target, action and time range `[from, to)`. Pages follow `Link: rel="next"`.',
         querystring: AuditQuery,
         response: {
-          200: { ...Type.Array(AuditEventSchema), description: 'A page of audit events.', headers: Type.Object({ link: LinkHeader }) },
-          ...problemResponses(400),
+          200: pageResponse(AuditEventSchema, 'A page of audit events.'),
+          ...problemResponses(),
         },
       },
     },

@@ -42,6 +42,14 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
     version: '1.0.0',
     uiPrefix: '/operatorapi/apidocs',
     uiAliases: ['/operatorapi/apidocs/index.html'],
+    tags: [
+      { name: 'Secured objects', description: 'Locks, each with the channels it supports and the address of each.' },
+      { name: 'Mobile devices', description: 'Phones and cards that tickets are issued to.' },
+      { name: 'Tickets', description: 'Time-limited permissions for one mobile device to operate one secured object.' },
+      { name: 'OAuth clients', description: 'The backends and devices that get access tokens from `POST /oauth/token`.' },
+      { name: 'Users', description: 'The people who log in to the Access API.' },
+      { name: 'Audit', description: 'The record of every change in the tenant.' },
+    ],
     scopes: Object.fromEntries(OPERATOR_SCOPES.map((scope) => [scope, SCOPE_DESCRIPTIONS[scope] ?? scope])),
     tokenUrl: options.tokenUrl,
   });

@@ -3,11 +3,12 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { MobileDeviceSchema, NewMobileDeviceSchema, ObjectIdParams, TicketSchema } from '../../schemas/operator.js';
 import { problemResponses } from '../../schemas/problem.js';
+import { createdResponse, deprecatedResponse, pageResponse } from '../../schemas/responses.js';
 import { DEPRECATIONS } from '../../services/deprecations.js';
 import type { Services } from '../../services/index.js';
 import type { Ticket } from '../../services/ticket.service.js';
 import { actionContext } from '../shared/context.js';
-import { LinkHeader, PageQuery, sendPage } from '../shared/pages.js';
+import { PageQuery, sendPage } from '../shared/pages.js';
 import { removedInterface } from '../shared/removed.js';
 
 const tags = ['Mobile devices'];
@@ -26,8 +27,8 @@ const mobileDeviceRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
         headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ description: 'Makes the request safe to retry (24 h).' })) }),
         body: NewMobileDeviceSchema,
         response: {
-          201: { ...MobileDeviceSchema, description: 'The mobile device.', headers: Type.Object({ location: Type.String() }) },
-          ...problemResponses(400, 409, 413, 415, 422),
+          201: createdResponse(MobileDeviceSchema, 'The mobile device.'),
+          ...problemResponses(409, 413, 415, 422),
         },
       },
     },
@@ -49,8 +50,8 @@ const mobileDeviceRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
         description: 'The tenant\'s mobile devices, oldest first. Pages follow `Link: rel="next"`.',
         querystring: PageQuery,
         response: {
-          200: { ...Type.Array(MobileDeviceSchema), description: 'A page of mobile devices.', headers: Type.Object({ link: LinkHeader }) },
-          ...problemResponses(400),
+          200: pageResponse(MobileDeviceSchema, 'A page of mobile devices.'),
+          ...problemResponses(),
         },
       },
     },
@@ -69,7 +70,7 @@ const mobileDeviceRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
         summary: 'Read a mobile device',
         description: 'One mobile device of the tenant.',
         params: ObjectIdParams,
-        response: { 200: { ...MobileDeviceSchema, description: 'The mobile device.' }, ...problemResponses(404) },
+        response: { 200: { ...MobileDeviceSchema, description: 'The mobile device.' }, ...problemResponses(404, 414) },
       },
     },
     async (request) => services.mobileDevices.get(request.auth.tenantId, request.params.id),
@@ -86,7 +87,7 @@ const mobileDeviceRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
         summary: 'Remove a mobile device',
         description: 'Removes the device; every ticket issued to it becomes `REVOKED` in the same transaction.',
         params: ObjectIdParams,
-        response: { 204: Type.Null({ description: 'Removed.' }), ...problemResponses(404) },
+        response: { 204: Type.Null({ description: 'Removed.' }), ...problemResponses(404, 413, 414, 415) },
       },
     },
     async (request, reply) => {
@@ -110,7 +111,10 @@ const mobileDeviceRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
           'with `Deprecation` and `Sunset` headers.',
         deprecated: true,
         params: ObjectIdParams,
-        response: { 200: { ...Type.Array(TicketSchema), description: 'The device\'s tickets.' }, ...problemResponses(404, 410) },
+        response: {
+          200: deprecatedResponse(Type.Array(TicketSchema), 'The device\'s tickets (only while an operator keeps this interface alive).'),
+          ...problemResponses(404, 410, 414),
+        },
       },
     },
     async (request, reply) => {

@@ -3,9 +3,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { ClientIdParams, ClientSchema, ClientWithSecretSchema, NewClientSchema } from '../../schemas/oauth-client.js';
 import { problemResponses } from '../../schemas/problem.js';
+import { createdResponse, pageResponse } from '../../schemas/responses.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
-import { LinkHeader, PageQuery, sendPage } from '../shared/pages.js';
+import { PageQuery, sendPage } from '../shared/pages.js';
 
 const tags = ['OAuth clients'];
 const security = [{ bearer: ['clients:manage'] }];
@@ -26,8 +27,8 @@ const oauthClientRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
           'secured object to make a Device API client. The secret is in this answer only.',
         body: NewClientSchema,
         response: {
-          201: { ...ClientWithSecretSchema, description: 'The client, with its secret.', headers: Type.Object({ location: Type.String() }) },
-          ...problemResponses(400, 413, 415, 422),
+          201: createdResponse(ClientWithSecretSchema, 'The client, with its secret.'),
+          ...problemResponses(413, 415, 422),
         },
       },
     },
@@ -49,8 +50,8 @@ const oauthClientRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
         description: 'The tenant\'s clients, oldest first, without secrets. Pages follow `Link: rel="next"`.',
         querystring: PageQuery,
         response: {
-          200: { ...Type.Array(ClientSchema), description: 'A page of clients.', headers: Type.Object({ link: LinkHeader }) },
-          ...problemResponses(400),
+          200: pageResponse(ClientSchema, 'A page of clients.'),
+          ...problemResponses(),
         },
       },
     },
@@ -69,7 +70,7 @@ const oauthClientRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
         summary: 'Read an OAuth client',
         description: 'One client of the tenant, without its secret.',
         params: ClientIdParams,
-        response: { 200: { ...ClientSchema, description: 'The client.' }, ...problemResponses(404) },
+        response: { 200: { ...ClientSchema, description: 'The client.' }, ...problemResponses(404, 414) },
       },
     },
     async (request) => services.clients.get(request.auth.tenantId, request.params.clientId),
@@ -86,7 +87,7 @@ const oauthClientRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
         summary: 'Delete an OAuth client',
         description: 'The client can no longer get tokens, and the access tokens it holds stop working within 5 s.',
         params: ClientIdParams,
-        response: { 204: Type.Null({ description: 'Deleted.' }), ...problemResponses(404) },
+        response: { 204: Type.Null({ description: 'Deleted.' }), ...problemResponses(404, 413, 414, 415) },
       },
     },
     async (request, reply) => {
@@ -106,7 +107,7 @@ const oauthClientRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
         summary: 'Rotate an OAuth client\'s secret',
         description: 'A new secret, shown in this answer only; the old one stops working at once.',
         params: ClientIdParams,
-        response: { 200: { ...ClientWithSecretSchema, description: 'The client with its new secret.' }, ...problemResponses(404) },
+        response: { 200: { ...ClientWithSecretSchema, description: 'The client with its new secret.' }, ...problemResponses(404, 413, 414, 415) },
       },
     },
     async (request) => services.clients.rotateSecret(actionContext(request), request.params.clientId),

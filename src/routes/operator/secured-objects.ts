@@ -3,10 +3,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { NewSecuredObjectSchema, ObjectIdParams, SecuredObjectSchema } from '../../schemas/operator.js';
 import { problemResponses } from '../../schemas/problem.js';
+import { createdResponse, deprecatedResponse, pageResponse } from '../../schemas/responses.js';
 import { DEPRECATIONS } from '../../services/deprecations.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
-import { LinkHeader, PageQuery, sendPage } from '../shared/pages.js';
+import { PageQuery, sendPage } from '../shared/pages.js';
 import { markRevivedChannels, removedInterface } from '../shared/removed.js';
 
 const tags = ['Secured objects'];
@@ -27,8 +28,8 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
         headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ description: 'Makes the request safe to retry (24 h).' })) }),
         body: NewSecuredObjectSchema,
         response: {
-          201: { ...SecuredObjectSchema, description: 'The secured object.', headers: Type.Object({ location: Type.String() }) },
-          ...problemResponses(400, 409, 413, 415, 422),
+          201: createdResponse(SecuredObjectSchema, 'The secured object.'),
+          ...problemResponses(409, 413, 415, 422),
         },
       },
     },
@@ -51,8 +52,8 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
         description: 'The tenant\'s locks, oldest first. Pages follow `Link: rel="next"`.',
         querystring: PageQuery,
         response: {
-          200: { ...Type.Array(SecuredObjectSchema), description: 'A page of secured objects.', headers: Type.Object({ link: LinkHeader }) },
-          ...problemResponses(400),
+          200: pageResponse(SecuredObjectSchema, 'A page of secured objects.'),
+          ...problemResponses(),
         },
       },
     },
@@ -71,7 +72,7 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
         summary: 'Read a secured object',
         description: 'One lock with its channels and their addresses (seed 2.1).',
         params: ObjectIdParams,
-        response: { 200: { ...SecuredObjectSchema, description: 'The secured object.' }, ...problemResponses(404) },
+        response: { 200: { ...SecuredObjectSchema, description: 'The secured object.' }, ...problemResponses(404, 414) },
       },
     },
     async (request) => services.securedObjects.get(request.auth.tenantId, request.params.id),
@@ -88,7 +89,7 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
         summary: 'Remove a secured object',
         description: 'Removes the lock; every ticket for it becomes `REVOKED` in the same transaction.',
         params: ObjectIdParams,
-        response: { 204: Type.Null({ description: 'Removed.' }), ...problemResponses(404) },
+        response: { 204: Type.Null({ description: 'Removed.' }), ...problemResponses(404, 413, 414, 415) },
       },
     },
     async (request, reply) => {
@@ -112,7 +113,10 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
           '`Deprecation` and `Sunset` headers.',
         deprecated: true,
         params: ObjectIdParams,
-        response: { 200: { ...Type.Array(Type.String()), description: 'The ids of the lock\'s tickets.' }, ...problemResponses(404, 410) },
+        response: {
+          200: deprecatedResponse(Type.Array(Type.String()), 'The ids of the lock\'s tickets (only while an operator keeps this interface alive).'),
+          ...problemResponses(404, 410, 414),
+        },
       },
     },
     async (request, reply) => {

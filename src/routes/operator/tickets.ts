@@ -3,9 +3,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { NewTicketSchema, TicketQuery, TicketSchema } from '../../schemas/operator.js';
 import { problemResponses } from '../../schemas/problem.js';
+import { createdResponse, pageResponse } from '../../schemas/responses.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
-import { LinkHeader, sendPage } from '../shared/pages.js';
+import { sendPage } from '../shared/pages.js';
 import { markRevivedChannels } from '../shared/removed.js';
 
 const tags = ['Tickets'];
@@ -29,8 +30,8 @@ const ticketRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (a
         headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ description: 'Makes the request safe to retry (24 h).' })) }),
         body: NewTicketSchema,
         response: {
-          201: { ...TicketSchema, description: 'The ticket.', headers: Type.Object({ location: Type.String() }) },
-          ...problemResponses(400, 409, 413, 415, 422),
+          201: createdResponse(TicketSchema, 'The ticket.'),
+          ...problemResponses(409, 413, 415, 422),
         },
       },
     },
@@ -55,8 +56,8 @@ const ticketRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (a
           '`Link: rel="next"` and stay stable while tickets are added.',
         querystring: TicketQuery,
         response: {
-          200: { ...Type.Array(TicketSchema), description: 'A page of tickets.', headers: Type.Object({ link: LinkHeader }) },
-          ...problemResponses(400),
+          200: pageResponse(TicketSchema, 'A page of tickets.'),
+          ...problemResponses(),
         },
       },
     },
@@ -77,7 +78,7 @@ const ticketRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (a
         summary: 'Read a ticket',
         description: 'One ticket with its current status.',
         params: TicketIdParams,
-        response: { 200: { ...TicketSchema, description: 'The ticket.' }, ...problemResponses(404) },
+        response: { 200: { ...TicketSchema, description: 'The ticket.' }, ...problemResponses(404, 414) },
       },
     },
     async (request) => services.tickets.get(request.auth.tenantId, request.params.id),
@@ -94,7 +95,7 @@ const ticketRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (a
         summary: 'Revoke a ticket',
         description: 'The ticket becomes `REVOKED`; revoking it again answers the same ticket.',
         params: TicketIdParams,
-        response: { 200: { ...TicketSchema, description: 'The revoked ticket.' }, ...problemResponses(404) },
+        response: { 200: { ...TicketSchema, description: 'The revoked ticket.' }, ...problemResponses(404, 413, 414, 415) },
       },
     },
     async (request) => services.tickets.revoke(actionContext(request), request.params.id),

@@ -2,10 +2,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { problemResponses } from '../../schemas/problem.js';
+import { createdResponse, pageResponse } from '../../schemas/responses.js';
 import { NewUserSchema, UserSchema, UsernameParams } from '../../schemas/user.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
-import { LinkHeader, PageQuery, sendPage } from '../shared/pages.js';
+import { PageQuery, sendPage } from '../shared/pages.js';
 
 const tags = ['Users'];
 const security = [{ bearer: ['users:manage'] }];
@@ -26,8 +27,8 @@ const userRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app
           'stored as a bcrypt hash; passwords over 72 bytes are refused, never truncated.',
         body: NewUserSchema,
         response: {
-          201: { ...UserSchema, description: 'The user.', headers: Type.Object({ location: Type.String() }) },
-          ...problemResponses(400, 409, 413, 415),
+          201: createdResponse(UserSchema, 'The user.'),
+          ...problemResponses(409, 413, 415),
         },
       },
     },
@@ -49,8 +50,8 @@ const userRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app
         description: 'The tenant\'s users, oldest first. Pages follow `Link: rel="next"`.',
         querystring: PageQuery,
         response: {
-          200: { ...Type.Array(UserSchema), description: 'A page of users.', headers: Type.Object({ link: LinkHeader }) },
-          ...problemResponses(400),
+          200: pageResponse(UserSchema, 'A page of users.'),
+          ...problemResponses(),
         },
       },
     },
@@ -69,7 +70,7 @@ const userRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app
         summary: 'Delete an Access API user',
         description: 'Its refresh tokens stop working at once and its access tokens within 5 s.',
         params: UsernameParams,
-        response: { 204: Type.Null({ description: 'Deleted.' }), ...problemResponses(404) },
+        response: { 204: Type.Null({ description: 'Deleted.' }), ...problemResponses(404, 413, 414, 415) },
       },
     },
     async (request, reply) => {

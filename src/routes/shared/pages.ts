@@ -16,8 +16,6 @@ export const PageQuery = defaultsOptional(
   ),
 );
 
-export const LinkHeader = Type.String({ description: 'RFC 8288 `Link: <…>; rel="next"` when more items remain.' });
-
 /** Answers the page's items and, when more remain, a `Link` to the same path and filters with the next cursor. */
 export function sendPage<T>(request: FastifyRequest, reply: FastifyReply, page: Page<T>): T[] {
   if (page.nextCursor) {
