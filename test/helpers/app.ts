@@ -5,6 +5,7 @@ import { buildApp, type App } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
+import { validateInjectedResponses, type OpenApiResponseValidator } from './openapi-response-validator.js';
 
 export interface TestApp {
   app: App;
@@ -22,6 +23,12 @@ export interface TestAppOptions {
   beforeReady?: (app: App) => void | Promise<void>;
   /** Milliseconds since the epoch, for tests that move time (token expiry, lockout windows). */
   clock?: () => number;
+  /**
+   * Every `app.inject` answer to an operation of the committed OpenAPI documents (or of the given validators' documents)
+   * is validated against them: status, media type, body schema; a mismatch rejects the inject (issue 8: any mismatch
+   * between a response and its schema fails). Default: on; TEST_VALIDATE_RESPONSES=0 turns it off for a run.
+   */
+  validateResponses?: boolean | OpenApiResponseValidator[];
 }
 
 export async function buildTestApp(env: Record<string, string> = {}, options: TestAppOptions = {}): Promise<TestApp> {
@@ -50,6 +57,8 @@ export async function buildTestApp(env: Record<string, string> = {}, options: Te
   try {
     await options.beforeReady?.(app);
     await app.ready();
+    const validateResponses = options.validateResponses ?? process.env.TEST_VALIDATE_RESPONSES !== '0';
+    if (validateResponses) validateInjectedResponses(app, validateResponses === true ? undefined : validateResponses);
   } catch (error) {
     // The app owns the database: closing it closes the database too.
     await app.close();
