@@ -5,6 +5,23 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { ProblemSchema } from '../schemas/problem.js';
 
+/**
+ * sha256 of the inline <style> in Swagger UI's top-bar logo (an SVG, swagger-ui-dist 5.34), which `style-src` must
+ * allow. After an upgrade, test/ecosystem/swagger-ui.test.ts fails with chromium's CSP error, which names the new hash.
+ */
+const SWAGGER_LOGO_STYLE_HASH = "'sha256-RL3ie0nH+Lzz2YNqQN83mnU0J1ot4QL7b99vMdIX99w='";
+
+/**
+ * The plugin's static CSP, adjusted. Its `upgrade-insecure-requests` makes a browser that opened the UI over plain
+ * HTTP at any host but loopback (`http://acs.internal:8080`) fetch the UI's own scripts over https: a blank page.
+ * Every asset and request of the UI is same-origin, so over https nothing needs upgrading either.
+ */
+function docsContentSecurityPolicy(header: string): string {
+  return header
+    .replace(/\s*upgrade-insecure-requests;?/, '')
+    .replace("style-src 'self' https:", `style-src 'self' https: ${SWAGGER_LOGO_STYLE_HASH}`);
+}
+
 export interface ApiDocsOptions {
   title: string;
   description: string;
@@ -52,7 +69,7 @@ export default fp(
         buildLocalReference: (json, _baseUri, _fragment, index) => String(json.$id ?? `def-${index}`),
       },
     });
-    await app.register(swaggerUi, { routePrefix: options.uiPrefix, staticCSP: true });
+    await app.register(swaggerUi, { routePrefix: options.uiPrefix, staticCSP: true, transformStaticCSP: docsContentSecurityPolicy });
     for (const alias of options.uiAliases ?? []) {
       app.get(alias, { schema: { hide: true } }, async (_request, reply) => reply.redirect(`${options.uiPrefix}/`));
     }
