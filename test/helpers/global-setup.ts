@@ -1,4 +1,6 @@
-// Runs once per test run: migrates a template database that every test file clones (PostgreSQL or PGlite).
+// Runs once per test run: builds dist/ and migrates a template database that every test file clones (PostgreSQL
+// or PGlite).
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +20,9 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject) {
+  // Tests run `npm start`, `npm run cli` and `npm run simulate`, whose pre-scripts build dist/. Built once here, those
+  // builds find nothing to emit (incremental), so two test files never write dist/ at the same time.
+  execFileSync('npm', ['run', '--silent', 'build'], { stdio: 'inherit' });
   // Always: PGlite runs clone it, and spawned servers and CLI runs on an embedded DATA_DIR are seeded from it.
   const directory = mkdtempSync(join(tmpdir(), 'acs-test-'));
   const removeDirectory = () => rmSync(directory, { recursive: true, force: true });
