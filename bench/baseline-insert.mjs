@@ -1,32 +1,12 @@
 // Baseline for issuing tickets: a bare Fastify route doing the service's INSERT INTO tickets on the run's database.
 import { randomUUID } from 'node:crypto';
-import process from 'node:process';
-import Fastify from 'fastify';
-import pg from 'pg';
+import { databaseBaseline } from './baseline-database.mjs';
 
-const databaseUrl = process.env.DATABASE_URL;
-if (!databaseUrl) throw new Error('DATABASE_URL is required');
-
-// PostgreSQL bigint (ms timestamps) as numbers, as the service reads them.
-pg.types.setTypeParser(20, (value) => Number(value));
-// The service's default pool size (DB_POOL_MAX=10), or the size the run gives the service.
-const pool = new pg.Pool({ connectionString: databaseUrl, max: Number(process.env.DB_POOL_MAX || 10) });
-
-// tickets has a foreign key to tenants only: one tenant of its own, so nothing else needs to exist.
-const {
-  rows: [tenant],
-} = await pool.query('INSERT INTO tenants (name, created_at) VALUES ($1, $2) RETURNING id', [
-  `bench-baseline-insert-${process.pid}`,
-  Date.now(),
-]);
+const { pool, tenantId, app, listen } = await databaseBaseline('insert');
 
 // tickets.change_seq is NOT NULL (migrations/005): an increasing number, as the service stamps; here from memory,
 // since the service's per-tenant change counter is part of what the comparison is about, not of the bare INSERT.
 let changeSeq = 0;
-
-const app = Fastify({ logger: false });
-
-app.get('/', async () => ({ ready: true }));
 
 app.post('/tickets', async (request, reply) => {
   const body = request.body;
@@ -38,7 +18,7 @@ app.post('/tickets', async (request, reply) => {
                revoked_at, downloaded_at`,
     [
       randomUUID(),
-      tenant.id,
+      tenantId,
       body.securedObjectId,
       body.mobileDeviceId,
       body.beginDate,
@@ -52,17 +32,4 @@ app.post('/tickets', async (request, reply) => {
   return reply.code(201).send(rows[0]);
 });
 
-// The bench stops its children with SIGTERM; a terminal ctrl-c sends SIGINT to the whole group.
-for (const signal of ['SIGTERM', 'SIGINT']) {
-  process.once(signal, () => {
-    app
-      .close()
-      .then(() => pool.end())
-      .then(
-        () => process.exit(0),
-        () => process.exit(1),
-      );
-  });
-}
-
-await app.listen({ port: Number(process.env.PORT ?? 3000), host: process.env.HOST ?? '127.0.0.1' });
+await listen();

@@ -1,5 +1,5 @@
 // The named baselines: reference servers started as child processes, each with the request it is measured on.
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { basicAuthorization, newTicketBody } from './requests.js';
 import type { MeasuredRequest } from './types.js';
@@ -24,6 +24,10 @@ export interface BaselineDefinition {
 const helloWorldServer = fileURLToPath(new URL('./baseline-server.mjs', import.meta.url));
 const oidcProviderServer = fileURLToPath(new URL('./baseline-oidc-provider.mjs', import.meta.url));
 const insertServer = fileURLToPath(new URL('./baseline-insert.mjs', import.meta.url));
+const selectServer = fileURLToPath(new URL('./baseline-select.mjs', import.meta.url));
+
+/** The ticket the select baseline inserts at start and reads on every request. */
+const selectTicketId = randomUUID();
 
 /** The one client of the oidc-provider baseline: its secret is made per run and handed to the server. */
 const oidcClient = { id: 'bench', secret: randomBytes(32).toString('base64url') };
@@ -73,6 +77,16 @@ const definitions = {
       path: '/tickets',
       body: newTicketBody('BENCH', 'bench-device'),
     },
+  },
+  select: {
+    description: 'bare Fastify + pg Pool: the SELECT of one ticket by tenant and id, prepared (bench/baseline-select.mjs)',
+    launch: ({ databaseUrl }) => ({
+      command: process.execPath,
+      args: [selectServer],
+      env: { DATABASE_URL: databaseUrl, TICKET_ID: selectTicketId },
+    }),
+    readyPath: '/',
+    reference: { name: 'select GET /tickets/{id}', method: 'GET', path: `/tickets/${selectTicketId}` },
   },
 } satisfies Record<string, BaselineDefinition>;
 

@@ -156,6 +156,18 @@ async function grantFanOut(context: ScaleContext, db: pg.Client, runs: number): 
   const resident = (await expectOk(context, { method: 'POST', path: '/v1/residents', headers: tenant.access, body: { name: 'Scale', mobileDeviceIds: ids('g', 'd', devices) } }, 201)).body as { id: string };
   const group = (await expectOk(context, { method: 'POST', path: '/v1/lock-groups', headers: tenant.access, body: { name: 'Scale', securedObjectIds: ids('g', 'l', locks) } }, 201)).body as { id: string };
   await db.query('ANALYZE');
+  /** The resident's permission for the lock group: devices × locks tickets. */
+  const grant = () =>
+    expectOk(
+      context,
+      {
+        method: 'POST',
+        path: '/v1/access-permissions',
+        headers: tenant.access,
+        body: { residentId: resident.id, lockGroupId: group.id, beginDate: 0, endDate: 4102444800000, commands: ['open'], channels: ['btlespp'] },
+      },
+      201,
+    );
 
   const memoryBefore = memoryOf(context.appPid);
   const service: number[] = [];
@@ -165,18 +177,7 @@ async function grantFanOut(context: ScaleContext, db: pg.Client, runs: number): 
   for (let run = 0; run < runs; run++) {
     const reference = await bareFanOut(db, tenant.tenantId, resident.id, group.id, null);
     bare.push(reference.seconds);
-    const granted = await timed(() =>
-      expectOk(
-        context,
-        {
-          method: 'POST',
-          path: '/v1/access-permissions',
-          headers: tenant.access,
-          body: { residentId: resident.id, lockGroupId: group.id, beginDate: 0, endDate: 4102444800000, commands: ['open'], channels: ['btlespp'] },
-        },
-        201,
-      ),
-    );
+    const granted = await timed(grant);
     service.push(granted.seconds);
     const permission = granted.value.body as { id: string; tokenCount: number };
     tokenCount = permission.tokenCount;
@@ -186,18 +187,7 @@ async function grantFanOut(context: ScaleContext, db: pg.Client, runs: number): 
   const memoryAfter = memoryOf(context.appPid);
 
   // One device joining a resident whose permission reaches 1,000 locks: 1,000 new tickets.
-  const granted = (
-    await expectOk(
-      context,
-      {
-        method: 'POST',
-        path: '/v1/access-permissions',
-        headers: tenant.access,
-        body: { residentId: resident.id, lockGroupId: group.id, beginDate: 0, endDate: 4102444800000, commands: ['open'], channels: ['btlespp'] },
-      },
-      201,
-    )
-  ).body as { id: string };
+  const granted = (await grant()).body as { id: string };
   const joins: number[] = [];
   const bareJoins: number[] = [];
   for (let run = 0; run < runs; run++) {

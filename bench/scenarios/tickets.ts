@@ -17,6 +17,19 @@ export const ticketScenarios: Scenario[] = [
     },
   },
   {
+    // The same read against the ceiling of any route answering from PostgreSQL here: no goal, it says how much of
+    // the gap to hello-world is the database round trip itself.
+    name: 'GET /operatorapi/tickets/{id} (vs bare select)',
+    method: 'GET',
+    path: '/operatorapi/tickets/{id}',
+    baseline: 'select',
+    async setup(context) {
+      const fixture = await operatorFixture(context, 'bench-get-ticket-select');
+      const id = await issueTicket(context, fixture);
+      return { path: `/operatorapi/tickets/${id}`, headers: fixture.headers };
+    },
+  },
+  {
     // Every request issues a new ticket (no Idempotency-Key): bearer check, validation, one INSERT with its audit event.
     name: 'POST /operatorapi/tickets',
     method: 'POST',
