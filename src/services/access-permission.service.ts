@@ -36,14 +36,7 @@ export interface AccessPermission {
   tokenCount: number;
 }
 
-export interface NewAccessPermission {
-  residentId: string;
-  lockGroupId: string;
-  beginDate: number;
-  endDate: number;
-  commands: string[];
-  channels: string[];
-}
+export type NewAccessPermission = Omit<AccessPermission, 'id' | 'creationDate' | 'tokenCount'>;
 
 const toAccessPermission = (record: AccessPermissionRecord & { tokenCount: number }): AccessPermission => ({
   id: record.id,

@@ -54,17 +54,8 @@ export function toTicketRecord(row: TicketRow): TicketRecord {
   };
 }
 
-export interface NewTicket {
-  id: string;
-  tenantId: string;
-  securedObjectId: string;
-  mobileDeviceId: string;
-  beginDate: number;
-  endDate: number;
-  createdAt: number;
-  commands: string[];
-  channels: string[];
-}
+/** A ticket as it is written: not yet revoked or downloaded, and made outside any access permission. */
+export type NewTicket = Omit<TicketRecord, 'revokedAt' | 'downloadedAt' | 'accessPermissionId'>;
 
 export interface AuditStamp {
   actor: string;
