@@ -31,7 +31,7 @@ export interface ServiceDependencies {
 
 /** How often each instance re-reads revocations if a NOTIFY was lost: well inside contract 3.4's 5 s. */
 const REVOCATION_POLL_MS = 2000;
-/** How often each instance re-reads the signing keys (new ones from another instance, retirements). */
+/** Safety net behind the keys' NOTIFY: how often each instance re-reads the signing keys anyway. */
 const KEY_REFRESH_MS = 60_000;
 /** Retired ticket-signing keys stay published for ten years: tickets may last that long. */
 const TICKET_KEY_RETENTION_MS = 10 * 365 * 86400_000;
@@ -119,8 +119,8 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now }
     },
     async stop(): Promise<void> {
       idempotency.stop();
-      accessTokenKeys.stop();
-      ticketKeys.stop();
+      await accessTokenKeys.stop();
+      await ticketKeys.stop();
       await revocations.stop();
     },
   };

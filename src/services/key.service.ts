@@ -7,6 +7,7 @@ import {
   insertKey,
   listLiveKeys,
   retireKeysExcept,
+  SIGNING_KEYS_CHANNEL,
   type KeyPurpose,
   type SigningKeyRecord,
 } from '../db/repositories/signing-key.repo.js';
@@ -50,6 +51,7 @@ export function createKeyService(options: KeyServiceOptions) {
   let lastReload = 0;
   let reloading: Promise<void> | null = null;
   let refreshTimer: NodeJS.Timeout | null = null;
+  let unlisten: (() => Promise<void>) | null = null;
 
   const aadOf = (kid: string) => `signing-key:${kid}`;
 
@@ -138,16 +140,24 @@ export function createKeyService(options: KeyServiceOptions) {
   }
 
   return {
-    /** Loads the keys and re-reads them every `refreshMs`, so keys made by another instance get published here. */
+    /**
+     * Loads the keys and follows keys made elsewhere (another instance, the CLI): at once on their NOTIFY, and by a
+     * re-read every `refreshMs` in case a notification was lost (a dropped listening connection).
+     */
     async start(refreshMs: number): Promise<void> {
       await reload();
+      unlisten = await db.listen(SIGNING_KEYS_CHANNEL, (notified) => {
+        if (notified === purpose) void reloadAfterWrite().catch(() => undefined);
+      });
       refreshTimer = setInterval(() => void reload().catch(() => undefined), refreshMs);
       refreshTimer.unref();
     },
 
-    stop(): void {
+    async stop(): Promise<void> {
       if (refreshTimer) clearInterval(refreshTimer);
       refreshTimer = null;
+      await unlisten?.().catch(() => undefined);
+      unlisten = null;
     },
 
     ensureKey,

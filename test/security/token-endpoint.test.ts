@@ -450,5 +450,44 @@ describe('SECURITY-CHECKLIST A: token endpoint and client authentication', () =>
       expect(status).toBe(401);
       expect(Date.now() - committedAt).toBeLessThan(5000);
     });
+
+    it('a signing key rotated on one instance is published and signs on another at once (NOTIFY), not after its 60 s re-read', async () => {
+      const other = await buildApp(t.config, {
+        db: createPostgresDatabase({
+          connectionString: t.database.url!,
+          poolMax: 4,
+          connectTimeoutMs: 2000,
+          statementTimeoutMs: 30_000,
+          log: createLogger('silent'),
+        }),
+        log: createLogger('silent'),
+        secretsKey: t.secretsKey,
+      });
+      try {
+        await other.ready();
+        const credentials = { clientId: tenant.clientId, clientSecret: tenant.clientSecret };
+        const jwksKids = async () =>
+          ((await other.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json() as { keys: { kid: string }[] }).keys.map(
+            (key) => key.kid,
+          );
+        const oldKid = decodeJwt(await clientToken(other, credentials)).header.kid as string;
+
+        const { kid: newKid } = await t.app.services.accessTokenKeys.rotate(null);
+        expect(newKid).not.toBe(oldKid);
+        const rotatedAt = Date.now();
+        let kid = oldKid;
+        while (kid !== newKid && Date.now() - rotatedAt < 5000) {
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          kid = decodeJwt(await clientToken(other, credentials)).header.kid as string;
+        }
+        // The periodic re-read runs every 60 s: within 2 s only the notification can have told the other instance.
+        expect(kid).toBe(newKid);
+        expect(Date.now() - rotatedAt).toBeLessThan(2000);
+        // Both keys are published there: tokens the old key signed still verify.
+        expect(await jwksKids()).toEqual(expect.arrayContaining([oldKid, newKid]));
+      } finally {
+        await other.close();
+      }
+    });
   });
 });

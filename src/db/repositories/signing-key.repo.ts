@@ -3,6 +3,9 @@ import type { Queryable } from '../database.js';
 
 export type KeyPurpose = 'access_token' | 'ticket';
 
+/** Told the purpose whenever a key is added: every instance re-reads that purpose's keys at once. */
+export const SIGNING_KEYS_CHANNEL = 'acs_signing_keys';
+
 export interface SigningKeyRecord {
   kid: string;
   tenantId: string | null;
@@ -54,6 +57,9 @@ export async function insertKey(db: Queryable, key: SigningKeyRecord): Promise<v
     `INSERT INTO signing_keys (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
     [key.kid, key.tenantId, key.purpose, key.alg, JSON.stringify(key.publicJwk), key.privateJwkEncrypted, key.createdAt, key.retiredAt],
   );
+  // Delivered at commit, to every instance listening (PostgreSQL NOTIFY semantics): a key rotated on one instance
+  // (or by the CLI) is published and signs on the others without waiting for their periodic re-read.
+  await db.query('SELECT pg_notify($1, $2)', [SIGNING_KEYS_CHANNEL, key.purpose]);
 }
 
 /** Retires every active key of the purpose (and tenant) but `keepKid`; returns the retired kids. */
