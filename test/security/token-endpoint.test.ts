@@ -332,20 +332,23 @@ describe('SECURITY-CHECKLIST A: token endpoint and client authentication', () =>
   });
 
   describe.runIf(Boolean(process.env.TEST_DATABASE_URL))('A9 across two instances on one PostgreSQL database', () => {
-    it('A9: a client deleted on one instance has its tokens refused by another within 5 s', async () => {
-      const url = t.database.url!;
-      const other = await buildApp(t.config, {
+    /** A second server on this test's database, as another instance behind the same load balancer. */
+    const anotherInstance = (secretsKey: Buffer) =>
+      buildApp(t.config, {
         db: createPostgresDatabase({
-          connectionString: url,
+          connectionString: t.database.url!,
           poolMax: 4,
           connectTimeoutMs: 2000,
           statementTimeoutMs: 30_000,
           log: createLogger('silent'),
         }),
         log: createLogger('silent'),
-        // Verifying needs only the public keys in the database; this instance never signs.
-        secretsKey: randomBytes(32),
+        secretsKey,
       });
+
+    it('A9: a client deleted on one instance has its tokens refused by another within 5 s', async () => {
+      // Verifying needs only the public keys in the database; this instance never signs.
+      const other = await anotherInstance(randomBytes(32));
       try {
         await other.ready();
         const doomed = await createClient(t.app, tenant, ['clients:manage']);
@@ -373,17 +376,7 @@ describe('SECURITY-CHECKLIST A: token endpoint and client authentication', () =>
     });
 
     it('A9: a secret rotated on one instance is refused by another that cached the client within 5 s; the new one works at once', async () => {
-      const other = await buildApp(t.config, {
-        db: createPostgresDatabase({
-          connectionString: t.database.url!,
-          poolMax: 4,
-          connectTimeoutMs: 2000,
-          statementTimeoutMs: 30_000,
-          log: createLogger('silent'),
-        }),
-        log: createLogger('silent'),
-        secretsKey: t.secretsKey,
-      });
+      const other = await anotherInstance(t.secretsKey);
       try {
         await other.ready();
         const rotating = await createClient(t.app, tenant, ['tokens:read']);
@@ -452,17 +445,7 @@ describe('SECURITY-CHECKLIST A: token endpoint and client authentication', () =>
     });
 
     it('a signing key rotated on one instance is published and signs on another at once (NOTIFY), not after its 60 s re-read', async () => {
-      const other = await buildApp(t.config, {
-        db: createPostgresDatabase({
-          connectionString: t.database.url!,
-          poolMax: 4,
-          connectTimeoutMs: 2000,
-          statementTimeoutMs: 30_000,
-          log: createLogger('silent'),
-        }),
-        log: createLogger('silent'),
-        secretsKey: t.secretsKey,
-      });
+      const other = await anotherInstance(t.secretsKey);
       try {
         await other.ready();
         const credentials = { clientId: tenant.clientId, clientSecret: tenant.clientSecret };
