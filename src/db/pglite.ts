@@ -46,7 +46,7 @@ export function acquireDataDirLock(dataDir: string): () => void {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       const holder = Number.parseInt(readFileSafe(lockPath), 10);
-      if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && isAlive(holder)) {
+      if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && isProcessAlive(holder)) {
         throw new DataDirInUseError(absolute, holder);
       }
       rmSync(lockPath, { force: true });
@@ -63,7 +63,8 @@ function readFileSafe(path: string): string {
   }
 }
 
-function isAlive(pid: number): boolean {
+/** Whether a process with this pid runs (EPERM: it does, as another user's). */
+export function isProcessAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -10,9 +10,8 @@ import {
   findTicket,
   listTickets,
   revokeTicket,
-  type AuditStamp,
   type CreateTicketOutcome,
-  type NewTicket as NewTicketRecord,
+  type TicketInBatch,
   type TicketFilter,
   type TicketRecord,
   type TicketStatus,
@@ -90,7 +89,7 @@ const MAX_TICKETS_PER_BATCH = 100;
 
 export function createTicketService({ db, clock, revived }: TicketServiceOptions) {
   // Concurrent creates of one tenant share one statement and one commit (see batching.ts).
-  const issuing = createKeyedBatcher<Omit<NewTicketRecord, 'tenantId'> & { audit: AuditStamp }, CreateTicketOutcome>(
+  const issuing = createKeyedBatcher<TicketInBatch, CreateTicketOutcome>(
     (tenantId, tickets) => createTickets(db, tenantId, tickets),
     MAX_TICKETS_PER_BATCH,
     { shedQueuedOn: isDatabaseUnavailable },

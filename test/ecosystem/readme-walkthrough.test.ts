@@ -4,6 +4,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { isProcessAlive } from '../../src/db/pglite.js';
 import { postgresTestUrl } from '../helpers/postgres-url.js';
 import { ROOT, childEnv, freePort, temporaryDirectory } from '../helpers/process.js';
 
@@ -74,15 +75,6 @@ function descendants(pid: number): number[] {
   return found;
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('the README walkthrough blocks', () => {
@@ -138,12 +130,12 @@ describe('the README walkthrough blocks', () => {
         const lockFile = directory && join(directory.path, 'data', 'server.lock');
         if (!lockFile || !existsSync(lockFile)) return undefined;
         const pid = Number.parseInt(readFileSync(lockFile, 'utf8'), 10);
-        return Number.isInteger(pid) && pid > 0 && isAlive(pid) ? pid : undefined;
+        return Number.isInteger(pid) && pid > 0 && isProcessAlive(pid) ? pid : undefined;
       };
 
       afterAll(async () => {
         // Whatever happened, nothing the tour started outlives this file.
-        const leftovers = [...(bashPid !== undefined && isAlive(bashPid) ? [bashPid, ...descendants(bashPid)] : []), serverPid()];
+        const leftovers = [...(bashPid !== undefined && isProcessAlive(bashPid) ? [bashPid, ...descendants(bashPid)] : []), serverPid()];
         for (const pid of leftovers) {
           try {
             if (pid !== undefined) process.kill(pid, 'SIGKILL');

@@ -62,6 +62,9 @@ export interface AuditStamp {
   requestId: string | null;
 }
 
+/** One ticket of a tenant's batch (`createTickets`), with the audit stamp of the request that asked for it. */
+export type TicketInBatch = Omit<NewTicket, 'tenantId'> & { audit: AuditStamp };
+
 export type CreateTicketOutcome =
   | { created: TicketRecord }
   | { created: null; lockChannels: string[] | null; deviceExists: boolean };
@@ -76,7 +79,7 @@ export type CreateTicketOutcome =
 export async function createTickets(
   db: Queryable,
   tenantId: string,
-  tickets: (Omit<NewTicket, 'tenantId'> & { audit: AuditStamp })[],
+  tickets: TicketInBatch[],
 ): Promise<CreateTicketOutcome[]> {
   const input = tickets.map((ticket, ordinal) => ({
     ordinal,
