@@ -27,8 +27,11 @@ async function expectStatus(
   return response;
 }
 
-/** An Operator API access token from `POST /oauth/token` (client credentials, HTTP Basic, every scope). */
-export async function accessToken(context: ScenarioContext, credentials: TenantCredentials): Promise<string> {
+/** An access token from `POST /oauth/token` (client credentials, HTTP Basic, every scope of the client). */
+export async function accessToken(
+  context: ScenarioContext,
+  credentials: Pick<TenantCredentials, 'clientId' | 'clientSecret'>,
+): Promise<string> {
   const response = await expectStatus(
     context,
     {

@@ -1,7 +1,6 @@
 // Scenario for lock sync with nothing new (contract 6.2): the request an online lock repeats all day.
-import { basicAuthorization } from '../requests.js';
 import type { Scenario, ScenarioContext } from '../types.js';
-import { issueTicket, operatorFixture } from './fixtures.js';
+import { accessToken, issueTicket, operatorFixture } from './fixtures.js';
 
 /** A lock-bound client's token and the cursor of its first sync: what every measured request then repeats. */
 async function syncedLock(context: ScenarioContext, tenantName: string) {
@@ -20,17 +19,7 @@ async function syncedLock(context: ScenarioContext, tenantName: string) {
       '--json',
     ]),
   ) as { clientId: string; clientSecret: string };
-  const token = await context.request({
-    url: context.appUrl,
-    method: 'POST',
-    path: '/oauth/token',
-    headers: {
-      authorization: basicAuthorization(lockClient.clientId, lockClient.clientSecret),
-      'content-type': 'application/x-www-form-urlencoded',
-    },
-    body: 'grant_type=client_credentials',
-  });
-  const headers = { authorization: `Bearer ${(token.body as { access_token: string }).access_token}` };
+  const headers = { authorization: `Bearer ${await accessToken(context, lockClient)}` };
   const path = `/deviceapi/securedobjects/${encodeURIComponent(fixture.securedObjectId)}/sync`;
   const first = await context.request({ url: context.appUrl, method: 'GET', path, headers });
   const cursor = (first.body as { cursor: string }).cursor;

@@ -1,7 +1,14 @@
 // Scenarios for tickets: read one (GET /operatorapi/tickets/{id}) and issue one (POST /operatorapi/tickets).
 import { newTicketBody } from '../requests.js';
-import type { Scenario } from '../types.js';
+import type { Scenario, ScenarioContext } from '../types.js';
 import { issueTicket, operatorFixture } from './fixtures.js';
+
+/** A tenant of its own with one ticket: the request reads that ticket. */
+async function ticketToRead(context: ScenarioContext, tenantName: string) {
+  const fixture = await operatorFixture(context, tenantName);
+  const id = await issueTicket(context, fixture);
+  return { path: `/operatorapi/tickets/${id}`, headers: fixture.headers };
+}
 
 export const ticketScenarios: Scenario[] = [
   {
@@ -10,11 +17,7 @@ export const ticketScenarios: Scenario[] = [
     path: '/operatorapi/tickets/{id}',
     baseline: 'hello',
     goalRatio: 0.25,
-    async setup(context) {
-      const fixture = await operatorFixture(context, 'bench-get-ticket');
-      const id = await issueTicket(context, fixture);
-      return { path: `/operatorapi/tickets/${id}`, headers: fixture.headers };
-    },
+    setup: (context) => ticketToRead(context, 'bench-get-ticket'),
   },
   {
     // The same read against the ceiling of any route answering from PostgreSQL here: no goal, it says how much of
@@ -23,11 +26,7 @@ export const ticketScenarios: Scenario[] = [
     method: 'GET',
     path: '/operatorapi/tickets/{id}',
     baseline: 'select',
-    async setup(context) {
-      const fixture = await operatorFixture(context, 'bench-get-ticket-select');
-      const id = await issueTicket(context, fixture);
-      return { path: `/operatorapi/tickets/${id}`, headers: fixture.headers };
-    },
+    setup: (context) => ticketToRead(context, 'bench-get-ticket-select'),
   },
   {
     // Every request issues a new ticket (no Idempotency-Key): bearer check, validation, one INSERT with its audit event.
