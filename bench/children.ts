@@ -1,6 +1,5 @@
 // Child processes for the bench: the build, the servers under test, their readiness and their shutdown.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Every child still running; killed synchronously if the bench itself exits unexpectedly. */
@@ -70,22 +69,6 @@ export function captureCommand(
       else reject(new Error(`${command} ${args.join(' ')} failed (${signal ?? `exit code ${code}`}): ${stderr.trim()}`));
     });
     child.stdin.end(options.input ?? '');
-  });
-}
-
-/** A port nobody listens on right now (the kernel picks it; a tiny race with other programs is accepted). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => {
-        if (address && typeof address === 'object') resolve(address.port);
-        else reject(new Error('could not obtain a free port'));
-      });
-    });
   });
 }
 

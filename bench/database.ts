@@ -1,5 +1,6 @@
 // A throw-away PostgreSQL database per bench run: created before the servers start, dropped (FORCE) at the end.
 import pg from 'pg';
+import { isProcessAlive } from '../src/db/pglite.js';
 
 export interface BenchDatabase {
   name: string;
@@ -38,22 +39,12 @@ export async function dropAbandonedBenchDatabases(adminUrl: string, prefix: stri
     const dropped: string[] = [];
     for (const { datname } of rows) {
       const pid = Number(datname.slice(prefix.length));
-      if (!Number.isInteger(pid) || pid <= 0 || isAlive(pid)) continue;
+      if (!Number.isInteger(pid) || pid <= 0 || isProcessAlive(pid)) continue;
       await client.query(`DROP DATABASE IF EXISTS ${identifier(datname)} WITH (FORCE)`);
       dropped.push(datname);
     }
     return dropped;
   });
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it exists but belongs to someone else.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 export async function createBenchDatabase(adminUrl: string, name: string): Promise<BenchDatabase> {

@@ -6,7 +6,8 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { baselines, type BaselineName } from './baselines.js';
-import { captureCommand, ChildServer, freePort, runCommand } from './children.js';
+import { freePort } from '../test/helpers/process.js';
+import { captureCommand, ChildServer, runCommand } from './children.js';
 import { createBenchDatabase, dropAbandonedBenchDatabases } from './database.js';
 import { runLoad, type LoadSettings, type PreparedRequest } from './measure.js';
 import { runMicro, type MicroResult } from './micro.js';
@@ -171,33 +172,32 @@ async function measureRequest(
   return { prepared, measurement, notes };
 }
 
-async function main(): Promise<number> {
-  let settings: Settings;
-  try {
-    settings = readSettings(process.env);
-  } catch (error) {
-    log(messageOf(error));
-    return 2;
-  }
+interface Selection {
+  scenarios: Scenario[];
+  micro: MicroBenchmark[];
+  scale: boolean;
+}
+
+/** What BENCH_ONLY selects; a message when it selects nothing or two items share a name. */
+function select(settings: Settings): Selection | string {
   const isSelected = (name: string) =>
     settings.only.length === 0 || settings.only.some((part) => name.toLowerCase().includes(part));
-  const selected: Scenario[] = scenarios.filter((scenario) => isSelected(scenario.name));
-  const selectedMicro: MicroBenchmark[] = microBenchmarks.filter((benchmark) => isSelected(benchmark.name));
-  const scaleSelected = isSelected('scale');
-  if (selected.length === 0 && selectedMicro.length === 0 && !scaleSelected) {
+  const selection: Selection = {
+    scenarios: scenarios.filter((scenario) => isSelected(scenario.name)),
+    micro: microBenchmarks.filter((benchmark) => isSelected(benchmark.name)),
+    scale: isSelected('scale'),
+  };
+  if (selection.scenarios.length === 0 && selection.micro.length === 0 && !selection.scale) {
     const all = [...scenarios, ...microBenchmarks].map((item) => item.name).concat('scale');
-    log(`BENCH_ONLY matches none of: ${all.join(', ')}`);
-    return 2;
+    return `BENCH_ONLY matches none of: ${all.join(', ')}`;
   }
-  const names = [...selected, ...selectedMicro].map((item) => item.name);
+  const names = [...selection.scenarios, ...selection.micro].map((item) => item.name);
   const duplicate = names.find((name, index) => names.indexOf(name) !== index);
-  if (duplicate) {
-    log(`two scenarios are named ${JSON.stringify(duplicate)}`);
-    return 2;
-  }
+  return duplicate ? `two scenarios are named ${JSON.stringify(duplicate)}` : selection;
+}
 
-  const controller = new AbortController();
-  const { signal } = controller;
+/** The first ctrl-c (or SIGTERM) aborts the run and cleans up; a second one, later than its echo, exits at once. */
+function abortOnSignals(controller: AbortController): void {
   let firstSignalAt = 0;
   const onSignal = (name: NodeJS.Signals) => {
     if (firstSignalAt === 0) {
@@ -215,176 +215,244 @@ async function main(): Promise<number> {
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+}
 
-  const cleanups: { label: string; run: () => Promise<void> }[] = [];
+type Cleanups = { label: string; run: () => Promise<void> }[];
+
+interface Servers {
+  app: Target;
+  baselines: Map<BaselineName, Target>;
+  context: Omit<ScenarioContext, 'url'>;
+}
+
+/** The run's database, the service on it and every baseline the selected scenarios name; each registers its cleanup. */
+async function startServers(settings: Settings, selection: Selection, signal: AbortSignal, cleanups: Cleanups): Promise<Servers> {
+  const abandoned = await dropAbandonedBenchDatabases(settings.adminUrl, databasePrefix);
+  if (abandoned.length > 0) log(`dropped databases of killed runs: ${abandoned.join(', ')}`);
+  const database = await createBenchDatabase(settings.adminUrl, `${databasePrefix}${process.pid}`);
+  cleanups.push({ label: `drop database ${database.name}`, run: () => database.drop() });
+  log(`database ${database.name} created`);
+  const dataDir = await mkdtemp(join(tmpdir(), 'acs-bench-'));
+  cleanups.push({ label: `remove ${dataDir}`, run: () => rm(dataDir, { recursive: true, force: true }) });
+
+  const appPort = await freePort();
+  const appEnv: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: String(appPort),
+    HOST: '127.0.0.1',
+    PUBLIC_URL: `http://127.0.0.1:${appPort}`,
+    DATABASE_URL: database.url,
+    LOG_LEVEL: 'warn',
+    SECRETS_KEY: randomBytes(32).toString('hex'),
+    DATA_DIR: dataDir,
+    // One client IP sends everything: the per-IP limit on the OAuth endpoints would turn the runs into 429s.
+    TOKEN_RATE_LIMIT_PER_MINUTE: process.env.TOKEN_RATE_LIMIT_PER_MINUTE || '1000000000',
+    // One client sends every Operator API request of a row: its per-client limit would turn them into 429s too.
+    API_RATE_LIMIT_PER_MINUTE: process.env.API_RATE_LIMIT_PER_MINUTE || '1000000000',
+  };
+  // The bench speaks plain HTTP.
+  delete appEnv.TLS_CERT_FILE;
+  delete appEnv.TLS_KEY_FILE;
+
+  const common = { cwd: repoRoot, readyTimeoutMs: settings.readyTimeoutMs, signal };
+  log(`starting the service on port ${appPort}`);
+  const appServer = await ChildServer.start({
+    ...common,
+    label: 'app',
+    command: process.execPath,
+    args: ['dist/server.js'],
+    env: appEnv,
+    port: appPort,
+    readyPath: '/readyz',
+  });
+  cleanups.push({ label: 'stop app', run: () => appServer.stop() });
+
+  const baselineTargets = new Map<BaselineName, Target>();
+  for (const name of new Set(selection.scenarios.map((scenario) => scenario.baseline))) {
+    const definition = baselines[name];
+    const port = await freePort();
+    const launch = definition.launch({ databaseUrl: database.url });
+    const label = `baseline:${name}`;
+    log(`starting ${label} on port ${port} (${definition.description})`);
+    const server = await ChildServer.start({
+      ...common,
+      label,
+      command: launch.command,
+      args: launch.args,
+      env: { ...process.env, ...launch.env, PORT: String(port), HOST: '127.0.0.1' },
+      port,
+      readyPath: definition.readyPath,
+    });
+    cleanups.push({ label: `stop ${label}`, run: () => server.stop() });
+    baselineTargets.set(name, { label, server });
+  }
+
+  const context: Omit<ScenarioContext, 'url'> = {
+    appUrl: appServer.url,
+    databaseUrl: database.url,
+    async request(spec) {
+      const { status, headers, body } = await fetchOnce(spec.url ?? appServer.url, prepare(spec, {}));
+      return { status, headers, body };
+    },
+    cli: (args, input) =>
+      captureCommand(process.execPath, ['dist/cli.js', ...args], {
+        cwd: repoRoot,
+        env: appEnv,
+        ...(input === undefined ? {} : { input }),
+      }),
+  };
+  return { app: { label: 'app', server: appServer }, baselines: baselineTargets, context };
+}
+
+/** Every baseline's reference first (ratio 1), then each scenario against its baseline, one at a time. */
+async function measureRows(servers: Servers, selection: Selection, settings: Settings, signal: AbortSignal): Promise<ResultRow[]> {
+  // One after another, never two at once: the machine may have as few as two cores.
+  const rows: ResultRow[] = [];
+  const baselineRate = new Map<BaselineName, number>();
+  const record = async (request: MeasuredRequest, target: Target, baseline: BaselineName, goalRatio?: number) => {
+    log(`measuring ${request.name} on ${target.label} (${settings.warmupSeconds}s warm-up, ${settings.durationSeconds}s)`);
+    const { prepared, measurement, notes } = await measureRequest(request, target, servers.context, settings, signal);
+    const reference = baselineRate.get(baseline);
+    const ratio = reference ? measurement.requestsPerSecond / reference : null;
+    rows.push({
+      name: request.name,
+      target: target.label,
+      baseline,
+      method: prepared.method,
+      path: prepared.path,
+      measurement,
+      ratio,
+      goalRatio: goalRatio ?? null,
+      // Judged on the two decimals the table shows, so that a row never reads "0.60 … ≥ 0.60 missed".
+      goalMet: goalRatio === undefined || ratio === null ? null : Math.round(ratio * 100) / 100 >= goalRatio,
+      notes,
+    });
+    return measurement;
+  };
+  for (const [name, target] of servers.baselines) {
+    const measurement = await record(baselines[name].reference, target, name);
+    baselineRate.set(name, measurement.requestsPerSecond);
+    rows[rows.length - 1]!.ratio = 1;
+  }
+  for (const scenario of selection.scenarios) await record(scenario, servers.app, scenario.baseline, scenario.goalRatio);
+  return rows;
+}
+
+/** The p50 ratios of the comparisons whose two rows both ran. */
+function compareRows(rows: ResultRow[]): ComparisonResult[] {
+  const results: ComparisonResult[] = [];
+  for (const comparison of comparisons) {
+    const numerator = rows.find((row) => row.target === 'app' && row.name === comparison.numerator);
+    const denominator = rows.find((row) => row.target === 'app' && row.name === comparison.denominator);
+    if (!numerator || !denominator) continue;
+    const p50Ratio = numerator.measurement.latencyP50Ms / denominator.measurement.latencyP50Ms;
+    results.push({
+      name: comparison.name,
+      numerator: comparison.numerator,
+      denominator: comparison.denominator,
+      numeratorP50Ms: numerator.measurement.latencyP50Ms,
+      denominatorP50Ms: denominator.measurement.latencyP50Ms,
+      p50Ratio: Math.round(p50Ratio * 1000) / 1000,
+      goalAtMost: comparison.goalAtMost ?? null,
+      goalMet: comparison.goalAtMost === undefined ? null : Math.round(p50Ratio * 100) / 100 <= comparison.goalAtMost,
+    });
+  }
+  return results;
+}
+
+/**
+ * After every row, so that nothing is under load meanwhile: the in-process micro-benchmarks, then the scale runs
+ * (last: they add a 100,000-ticket grant and a 100,000-ticket lock to the database). A failure is a note, not an end.
+ */
+async function runInProcess(
+  servers: Servers,
+  selection: Selection,
+  settings: Settings,
+  signal: AbortSignal,
+): Promise<{ micro: MicroResult[]; scale: ScaleResult[]; failures: string[] }> {
+  const micro: MicroResult[] = [];
+  const scale: ScaleResult[] = [];
+  const failures: string[] = [];
+  for (const benchmark of selection.micro) {
+    log(`measuring ${benchmark.name} (${settings.microWarmupIterations} warm-up calls, ${settings.microIterations} calls)`);
+    try {
+      micro.push(
+        await runMicro(
+          benchmark,
+          { databaseUrl: servers.context.databaseUrl },
+          { iterations: settings.microIterations, warmupIterations: settings.microWarmupIterations },
+          signal,
+        ),
+      );
+    } catch (error) {
+      signal.throwIfAborted();
+      failures.push(`note: ${benchmark.name}: failed: ${messageOf(error)}`);
+    }
+  }
+  if (selection.scale) {
+    log(`scale runs (${settings.scaleRuns} each): a 100,000-ticket grant, device joins, a full lock sync, a 500-ticket download`);
+    try {
+      scale.push(...(await runScaleBenchmarks({ ...servers.context, appPid: servers.app.server.pid, runs: settings.scaleRuns })));
+    } catch (error) {
+      signal.throwIfAborted();
+      failures.push(`note: scale runs failed: ${messageOf(error)}`);
+    }
+  }
+  return { micro, scale, failures };
+}
+
+/** The printed summary: settings, the table, comparisons, micro and scale results, notes, where the JSON is. */
+function summary(report: BenchReport, failures: string[]): string {
+  const { settings, environment, rows } = report;
+  const lines = [
+    '',
+    `${settings.connections} connections, ${settings.warmupSeconds}s warm-up + ${settings.durationSeconds}s per row, ` +
+      `node ${environment.node}, ${environment.cpus} CPUs (load average ${environment.loadAverageBefore.toFixed(2)} before), ` +
+      `commit ${report.commit?.slice(0, 12) ?? 'unknown'}${report.dirty ? ' (dirty)' : ''}`,
+    '',
+    ...(rows.length > 0 ? [formatTable(rows), ''] : []),
+  ];
+  const extra = [
+    ...formatComparisons(report.comparisons),
+    ...formatMicro(report.micro),
+    ...(report.scale.length > 0 ? [formatScale(report.scale)] : []),
+  ];
+  if (extra.length > 0) lines.push(...extra, '');
+  for (const row of rows) for (const note of row.notes) lines.push(`note: ${row.name}: ${note}`);
+  lines.push(...failures, `results: ${resultsPath}`, '');
+  return lines.join('\n');
+}
+
+async function main(): Promise<number> {
+  let settings: Settings;
+  try {
+    settings = readSettings(process.env);
+  } catch (error) {
+    log(messageOf(error));
+    return 2;
+  }
+  const selection = select(settings);
+  if (typeof selection === 'string') {
+    log(selection);
+    return 2;
+  }
+
+  const controller = new AbortController();
+  const { signal } = controller;
+  abortOnSignals(controller);
+
+  const cleanups: Cleanups = [];
   const startedAt = new Date();
   try {
     log('building (npm run build)');
     await runCommand('npm', ['run', '--silent', 'build'], { cwd: repoRoot });
     signal.throwIfAborted();
-
-    const abandoned = await dropAbandonedBenchDatabases(settings.adminUrl, databasePrefix);
-    if (abandoned.length > 0) log(`dropped databases of killed runs: ${abandoned.join(', ')}`);
-    const database = await createBenchDatabase(settings.adminUrl, `${databasePrefix}${process.pid}`);
-    cleanups.push({ label: `drop database ${database.name}`, run: () => database.drop() });
-    log(`database ${database.name} created`);
-    const dataDir = await mkdtemp(join(tmpdir(), 'acs-bench-'));
-    cleanups.push({ label: `remove ${dataDir}`, run: () => rm(dataDir, { recursive: true, force: true }) });
-
-    const appPort = await freePort();
-    const appEnv: NodeJS.ProcessEnv = {
-      ...process.env,
-      PORT: String(appPort),
-      HOST: '127.0.0.1',
-      PUBLIC_URL: `http://127.0.0.1:${appPort}`,
-      DATABASE_URL: database.url,
-      LOG_LEVEL: 'warn',
-      SECRETS_KEY: randomBytes(32).toString('hex'),
-      DATA_DIR: dataDir,
-      // One client IP sends everything: the per-IP limit on the OAuth endpoints would turn the runs into 429s.
-      TOKEN_RATE_LIMIT_PER_MINUTE: process.env.TOKEN_RATE_LIMIT_PER_MINUTE || '1000000000',
-      // One client sends every Operator API request of a row: its per-client limit would turn them into 429s too.
-      API_RATE_LIMIT_PER_MINUTE: process.env.API_RATE_LIMIT_PER_MINUTE || '1000000000',
-    };
-    // The bench speaks plain HTTP.
-    delete appEnv.TLS_CERT_FILE;
-    delete appEnv.TLS_KEY_FILE;
-
-    const common = { cwd: repoRoot, readyTimeoutMs: settings.readyTimeoutMs, signal };
-    log(`starting the service on port ${appPort}`);
-    const app: Target = {
-      label: 'app',
-      server: await ChildServer.start({
-        ...common,
-        label: 'app',
-        command: process.execPath,
-        args: ['dist/server.js'],
-        env: appEnv,
-        port: appPort,
-        readyPath: '/readyz',
-      }),
-    };
-    cleanups.push({ label: 'stop app', run: () => app.server.stop() });
-
-    const needed = [...new Set(selected.map((scenario) => scenario.baseline))];
-    const baselineTargets = new Map<BaselineName, Target>();
-    for (const name of needed) {
-      const definition = baselines[name];
-      const port = await freePort();
-      const launch = definition.launch({ databaseUrl: database.url });
-      const label = `baseline:${name}`;
-      log(`starting ${label} on port ${port} (${definition.description})`);
-      const server = await ChildServer.start({
-        ...common,
-        label,
-        command: launch.command,
-        args: launch.args,
-        env: { ...process.env, ...launch.env, PORT: String(port), HOST: '127.0.0.1' },
-        port,
-        readyPath: definition.readyPath,
-      });
-      cleanups.push({ label: `stop ${label}`, run: () => server.stop() });
-      baselineTargets.set(name, { label, server });
-    }
-
-    const context: Omit<ScenarioContext, 'url'> = {
-      appUrl: app.server.url,
-      databaseUrl: database.url,
-      async request(spec) {
-        const { status, headers, body } = await fetchOnce(spec.url ?? app.server.url, prepare(spec, {}));
-        return { status, headers, body };
-      },
-      cli: (args, input) =>
-        captureCommand(process.execPath, ['dist/cli.js', ...args], {
-          cwd: repoRoot,
-          env: appEnv,
-          ...(input === undefined ? {} : { input }),
-        }),
-    };
+    const servers = await startServers(settings, selection, signal, cleanups);
 
     // Other work on the machine (tests, a compiler) skews the rows it overlaps: the load is reported with them.
     const loadBefore = loadavg()[0] ?? 0;
-    // One after another, never two at once: the machine may have as few as two cores.
-    const rows: ResultRow[] = [];
-    const baselineRate = new Map<BaselineName, number>();
-    const record = async (request: MeasuredRequest, target: Target, baseline: BaselineName, goalRatio?: number) => {
-      log(`measuring ${request.name} on ${target.label} (${settings.warmupSeconds}s warm-up, ${settings.durationSeconds}s)`);
-      const { prepared, measurement, notes } = await measureRequest(request, target, context, settings, signal);
-      const reference = baselineRate.get(baseline);
-      const ratio = reference ? measurement.requestsPerSecond / reference : null;
-      rows.push({
-        name: request.name,
-        target: target.label,
-        baseline,
-        method: prepared.method,
-        path: prepared.path,
-        measurement,
-        ratio,
-        goalRatio: goalRatio ?? null,
-        // Judged on the two decimals the table shows, so that a row never reads "0.60 … ≥ 0.60 missed".
-        goalMet: goalRatio === undefined || ratio === null ? null : Math.round(ratio * 100) / 100 >= goalRatio,
-        notes,
-      });
-      return measurement;
-    };
-    for (const [name, target] of baselineTargets) {
-      const measurement = await record(baselines[name].reference, target, name);
-      baselineRate.set(name, measurement.requestsPerSecond);
-      rows[rows.length - 1]!.ratio = 1;
-    }
-    for (const scenario of selected) await record(scenario, app, scenario.baseline, scenario.goalRatio);
-
-    const comparisonResults: ComparisonResult[] = [];
-    for (const comparison of comparisons) {
-      const numerator = rows.find((row) => row.target === 'app' && row.name === comparison.numerator);
-      const denominator = rows.find((row) => row.target === 'app' && row.name === comparison.denominator);
-      if (!numerator || !denominator) continue;
-      const p50Ratio = numerator.measurement.latencyP50Ms / denominator.measurement.latencyP50Ms;
-      comparisonResults.push({
-        name: comparison.name,
-        numerator: comparison.numerator,
-        denominator: comparison.denominator,
-        numeratorP50Ms: numerator.measurement.latencyP50Ms,
-        denominatorP50Ms: denominator.measurement.latencyP50Ms,
-        p50Ratio: Math.round(p50Ratio * 1000) / 1000,
-        goalAtMost: comparison.goalAtMost ?? null,
-        goalMet: comparison.goalAtMost === undefined ? null : Math.round(p50Ratio * 100) / 100 <= comparison.goalAtMost,
-      });
-    }
-
-    // After every row, so that nothing is under load meanwhile; in this process, on the service's own modules.
-    const microResults: MicroResult[] = [];
-    const microFailures: string[] = [];
-    for (const benchmark of selectedMicro) {
-      log(
-        `measuring ${benchmark.name} (${settings.microWarmupIterations} warm-up calls, ${settings.microIterations} calls)`,
-      );
-      try {
-        microResults.push(
-          await runMicro(
-            benchmark,
-            { databaseUrl: database.url },
-            { iterations: settings.microIterations, warmupIterations: settings.microWarmupIterations },
-            signal,
-          ),
-        );
-      } catch (error) {
-        signal.throwIfAborted();
-        microFailures.push(`note: ${benchmark.name}: failed: ${messageOf(error)}`);
-      }
-    }
-
-    // Scale runs last: they add a 100,000-ticket grant and a 100,000-ticket lock to the database.
-    const scaleResults: ScaleResult[] = [];
-    if (scaleSelected) {
-      log(`scale runs (${settings.scaleRuns} each): a 100,000-ticket grant, device joins, a full lock sync, a 500-ticket download`);
-      try {
-        scaleResults.push(...(await runScaleBenchmarks({ ...context, appPid: app.server.pid, runs: settings.scaleRuns })));
-      } catch (error) {
-        signal.throwIfAborted();
-        microFailures.push(`note: scale runs failed: ${messageOf(error)}`);
-      }
-    }
+    const rows = await measureRows(servers, selection, settings, signal);
+    const inProcess = await runInProcess(servers, selection, settings, signal);
 
     const { commit, dirty } = gitCommit();
     const report: BenchReport = {
@@ -407,32 +475,14 @@ async function main(): Promise<number> {
         microWarmupIterations: settings.microWarmupIterations,
       },
       rows,
-      comparisons: comparisonResults,
-      micro: microResults,
-      scale: scaleResults,
+      comparisons: compareRows(rows),
+      micro: inProcess.micro,
+      scale: inProcess.scale,
     };
     await writeReport(resultsPath, report);
+    process.stdout.write(summary(report, inProcess.failures));
 
-    const summary = [
-      '',
-      `${settings.connections} connections, ${settings.warmupSeconds}s warm-up + ${settings.durationSeconds}s per row, ` +
-        `node ${process.version}, ${report.environment.cpus} CPUs (load average ${loadBefore.toFixed(2)} before), ` +
-        `commit ${commit?.slice(0, 12) ?? 'unknown'}${dirty ? ' (dirty)' : ''}`,
-      '',
-      ...(rows.length > 0 ? [formatTable(rows), ''] : []),
-    ];
-    const extra = [
-      ...formatComparisons(comparisonResults),
-      ...formatMicro(microResults),
-      ...(scaleResults.length > 0 ? [formatScale(scaleResults)] : []),
-    ];
-    if (extra.length > 0) summary.push(...extra, '');
-    for (const row of rows) for (const note of row.notes) summary.push(`note: ${row.name}: ${note}`);
-    summary.push(...microFailures);
-    summary.push(`results: ${resultsPath}`, '');
-    process.stdout.write(summary.join('\n'));
-
-    return rows.some((row) => row.measurement.status2xx === 0) || microFailures.length > 0 ? 1 : 0;
+    return rows.some((row) => row.measurement.status2xx === 0) || inProcess.failures.length > 0 ? 1 : 0;
   } catch (error) {
     if (signal.aborted) {
       log(messageOf(signal.reason));

@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
+import { NEXT_CHANGE_SEQ_CTE } from '../src/db/repositories/change-log.repo.js';
 import { basicAuthorization } from './requests.js';
 import { createTenant, type TenantCredentials } from './scenarios/fixtures.js';
 import type { ScenarioContext } from './types.js';
@@ -242,16 +243,17 @@ async function lockSyncAndDownload(context: ScaleContext, db: pg.Client): Promis
   const now = Date.now();
   await seedDevicesAndLocks(db, tenant.tenantId, 's', 1, 1, now);
   // 100,000 tickets for one lock (different devices) and 500 for one phone, stamped as one change.
-  await db.query('INSERT INTO tenant_change_counters (tenant_id, last_seq) VALUES ($1, 1) ON CONFLICT (tenant_id) DO UPDATE SET last_seq = 1', [tenant.tenantId]);
+  const { rows: change } = await db.query<{ last_seq: string }>(NEXT_CHANGE_SEQ_CTE('$1'), [tenant.tenantId]);
+  const seq = Number(change[0]!.last_seq);
   await db.query(
     `INSERT INTO tickets (id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at, commands, channels, change_seq)
-     SELECT gen_random_uuid(), $1, 's-l1', 'other-' || n, 0, 4102444800000, $2::bigint, '{open}', '{btlespp}', 1 FROM generate_series(1, 100000) AS n`,
-    [tenant.tenantId, now],
+     SELECT gen_random_uuid(), $1, 's-l1', 'other-' || n, 0, 4102444800000, $2::bigint, '{open}', '{btlespp}', $3::bigint FROM generate_series(1, 100000) AS n`,
+    [tenant.tenantId, now, seq],
   );
   await db.query(
     `INSERT INTO tickets (id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at, commands, channels, change_seq)
-     SELECT gen_random_uuid(), $1, 's-l1', 's-d1', 0, 4102444800000, $2::bigint + n, '{open}', '{btlespp}', 1 FROM generate_series(1, 500) AS n`,
-    [tenant.tenantId, now],
+     SELECT gen_random_uuid(), $1, 's-l1', 's-d1', 0, 4102444800000, $2::bigint + n, '{open}', '{btlespp}', $3::bigint FROM generate_series(1, 500) AS n`,
+    [tenant.tenantId, now, seq],
   );
   await db.query('ANALYZE tickets');
 

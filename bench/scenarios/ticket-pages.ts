@@ -1,6 +1,7 @@
 // Scenarios for keyset pages: the same page of 100 tickets from the middle of 10k, then of 1M tickets.
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
+import { NEXT_CHANGE_SEQ_CTE } from '../../src/db/repositories/change-log.repo.js';
 import type { Comparison, Scenario, ScenarioContext } from '../types.js';
 import { operatorFixture, type OperatorFixture } from './fixtures.js';
 
@@ -38,12 +39,7 @@ async function withClient<T>(databaseUrl: string, work: (client: pg.Client) => P
 
 /** Like every ticket write of the service, a seeding takes the tenant's next change number (migrations/005). */
 async function nextChangeSeq(client: pg.Client, tenantId: string): Promise<number> {
-  const { rows } = await client.query<{ last_seq: string }>(
-    `INSERT INTO tenant_change_counters AS c (tenant_id, last_seq) VALUES ($1, 1)
-     ON CONFLICT (tenant_id) DO UPDATE SET last_seq = c.last_seq + 1
-     RETURNING last_seq`,
-    [tenantId],
-  );
+  const { rows } = await client.query<{ last_seq: string }>(NEXT_CHANGE_SEQ_CTE('$1'), [tenantId]);
   return Number(rows[0]!.last_seq);
 }
 
