@@ -1,0 +1,75 @@
+// A ticket's derived status, its wire shape and the checks that need no database (contract 4.3), without an app.
+import { describe, expect, it } from 'vitest';
+import type { TicketRecord } from '../../../src/db/repositories/ticket.repo.js';
+import { ticketStatus, toTicket, validityErrors } from '../../../src/services/ticket.service.js';
+import { parseRevivedInterfaces } from '../../../src/services/vocabulary.js';
+
+const NOW = 1_767_225_600_000;
+
+const record: TicketRecord = {
+  id: '75df36ab-c701-4ac6-9e82-8e95d7efe237',
+  tenantId: '0b6c2f4e-1d3a-4e5f-8a7b-9c0d1e2f3a4b',
+  securedObjectId: 'front-door',
+  mobileDeviceId: 'phone-1',
+  beginDate: 0,
+  endDate: NOW + 1000,
+  createdAt: NOW - 1000,
+  commands: ['open'],
+  channels: ['btlespp'],
+  revokedAt: null,
+  downloadedAt: null,
+  accessPermissionId: null,
+};
+
+describe('ticketStatus', () => {
+  it('is VALID until endDate, EXPIRED from endDate on ([beginDate, endDate) is half-open), REVOKED whenever revoked', () => {
+    expect(ticketStatus(record, NOW)).toBe('VALID');
+    expect(ticketStatus(record, NOW + 999)).toBe('VALID');
+    expect(ticketStatus(record, NOW + 1000)).toBe('EXPIRED');
+    expect(ticketStatus({ ...record, revokedAt: NOW }, NOW)).toBe('REVOKED');
+    expect(ticketStatus({ ...record, revokedAt: NOW }, NOW + 5000)).toBe('REVOKED');
+  });
+});
+
+describe('toTicket', () => {
+  it('leaves out the fields that do not apply, never null, and never shows the tenant', () => {
+    const ticket = toTicket(record, NOW);
+    expect(ticket).toEqual({
+      id: record.id,
+      securedObjectId: 'front-door',
+      mobileDeviceId: 'phone-1',
+      beginDate: 0,
+      endDate: NOW + 1000,
+      creationDate: NOW - 1000,
+      commands: ['open'],
+      channels: ['btlespp'],
+      status: 'VALID',
+    });
+  });
+
+  it('shows revocationDate, downloadDate and accessPermissionId when they apply', () => {
+    const ticket = toTicket({ ...record, revokedAt: NOW, downloadedAt: NOW - 10, accessPermissionId: 'p1' }, NOW);
+    expect(ticket).toMatchObject({ status: 'REVOKED', revocationDate: NOW, downloadDate: NOW - 10, accessPermissionId: 'p1' });
+  });
+});
+
+describe('validityErrors', () => {
+  const none = parseRevivedInterfaces('');
+  const valid = { beginDate: 0, endDate: NOW + 1, commands: ['open'], channels: ['btlespp'] };
+
+  it('finds nothing wrong with a valid ticket', () => {
+    expect(validityErrors(valid, NOW, none)).toEqual([]);
+  });
+
+  it('reports every problem at once: commands, channels and dates', () => {
+    expect(validityErrors({ beginDate: 5, endDate: 5, commands: ['fly'], channels: [] }, NOW, none)).toEqual([
+      { field: 'commands[0]', message: 'unknown command fly; allowed: tokn, open, clos' },
+      { field: 'channels', message: 'must name at least one channel' },
+      { field: 'endDate', message: 'must be after beginDate' },
+    ]);
+  });
+
+  it('refuses an endDate that is already past, the present included', () => {
+    expect(validityErrors({ ...valid, endDate: NOW }, NOW, none)).toEqual([{ field: 'endDate', message: 'is already past' }]);
+  });
+});
