@@ -123,6 +123,119 @@ describe('the keyed batcher', () => {
     expect(writer.batches.map((batch) => batch.items)).toEqual([[-1], [5]]);
   });
 
+  /**
+   * A writer over a pretend table: a batch is one transaction, so it commits all its items or, when it holds a
+   * refused item, none. `committed` counts how often each item was written.
+   */
+  function transactionalWriter(refused: number) {
+    const writer = recordingWriter();
+    const committed = new Map<number, number>();
+    return {
+      ...writer,
+      committed,
+      async write(key: string, items: number[]): Promise<number[]> {
+        const results = await writer.write(key, items);
+        if (items.includes(refused)) throw Object.assign(new Error(`item ${refused} refused`), { code: '23514' });
+        for (const item of items) committed.set(item, (committed.get(item) ?? 0) + 1);
+        return results;
+      },
+    };
+  }
+
+  it('with retryAloneOn, writes the items of a failed batch one by one: only the refused item fails, the others are written once', async () => {
+    const writer = transactionalWriter(3);
+    const batcher = createKeyedBatcher(writer.write, 100, { shedQueuedOn: () => false, retryAloneOn: () => true });
+    writer.hold();
+    const first = batcher.submit('acme', 1);
+    const batch = [2, 3, 4, 5].map((item) => batcher.submit('acme', item));
+    writer.release();
+    expect(await first).toBe(2);
+    const outcomes = await Promise.allSettled(batch);
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    expect(outcomes.map((outcome) => (outcome.status === 'fulfilled' ? outcome.value : (outcome.reason as Error).message))).toEqual([
+      4,
+      'item 3 refused',
+      8,
+      10,
+    ]);
+    // The failed batch wrote nothing; each item was then tried alone, in order.
+    expect(writer.batches.map((written) => written.items)).toEqual([[1], [2, 3, 4, 5], [2], [3], [4], [5]]);
+    expect([...writer.committed.entries()].sort()).toEqual([
+      [1, 1],
+      [2, 1],
+      [4, 1],
+      [5, 1],
+    ]);
+    expect(await batcher.submit('acme', 6)).toBe(12);
+  });
+
+  it('does not retry alone on an error it sheds by: the batch and the queue fail at once, nothing is written again', async () => {
+    const unanswered = Object.assign(new Error('Connection terminated'), { code: '57P01' });
+    const writer = recordingWriter();
+    let fail = true;
+    const batcher = createKeyedBatcher(
+      async (key: string, items: number[]) => {
+        const results = await writer.write(key, items);
+        if (fail) throw unanswered;
+        return results;
+      },
+      100,
+      { shedQueuedOn: (error) => error === unanswered, retryAloneOn: (error) => error !== unanswered },
+    );
+    writer.hold();
+    const first = batcher.submit('acme', 1);
+    const queued = [batcher.submit('acme', 2), batcher.submit('acme', 3)];
+    writer.release();
+    for (const outcome of await Promise.allSettled([first, ...queued])) {
+      expect(outcome).toEqual({ status: 'rejected', reason: unanswered });
+    }
+    expect(writer.batches).toEqual([{ key: 'acme', items: [1] }]);
+    fail = false;
+    expect(await batcher.submit('acme', 4)).toBe(8);
+  });
+
+  it('does not retry alone when retryAloneOn says no: every item of the batch fails with its error, as without the option', async () => {
+    const writer = transactionalWriter(3);
+    const batcher = createKeyedBatcher(writer.write, 100, { retryAloneOn: () => false });
+    writer.hold();
+    const first = batcher.submit('acme', 1);
+    const batch = [2, 3].map((item) => batcher.submit('acme', item));
+    writer.release();
+    expect(await first).toBe(2);
+    for (const outcome of await Promise.allSettled(batch)) expect(outcome).toMatchObject({ status: 'rejected', reason: { message: 'item 3 refused' } });
+    expect(writer.batches.map((written) => written.items)).toEqual([[1], [2, 3]]);
+    expect(writer.committed.get(2)).toBeUndefined();
+  });
+
+  it('while retrying alone, an error it sheds by fails the rest of the batch and the queue at once, unwritten', async () => {
+    const unanswered = Object.assign(new Error('Connection terminated'), { code: '57P01' });
+    const writer = transactionalWriter(3);
+    const batcher = createKeyedBatcher(
+      async (key: string, items: number[]) => {
+        // The database goes away just as 3 is retried alone.
+        if (items.length === 1 && items[0] === 3) {
+          writer.batches.push({ key, items: [3] });
+          throw unanswered;
+        }
+        return writer.write(key, items);
+      },
+      4,
+      { shedQueuedOn: (error) => error === unanswered, retryAloneOn: (error) => error !== unanswered },
+    );
+    writer.hold();
+    const first = batcher.submit('acme', 1);
+    const batch = [2, 3, 4, 5].map((item) => batcher.submit('acme', item));
+    const queued = batcher.submit('acme', 6);
+    writer.release();
+    expect(await first).toBe(2);
+    const outcomes = await Promise.allSettled([...batch, queued]);
+    expect(outcomes[0]).toEqual({ status: 'fulfilled', value: 4 });
+    for (const outcome of outcomes.slice(1)) expect(outcome).toEqual({ status: 'rejected', reason: unanswered });
+    // 4, 5 and the queued 6 were never tried again.
+    expect(writer.batches.map((written) => written.items)).toEqual([[1], [2, 3, 4, 5], [2], [3]]);
+    expect([...writer.committed.keys()].sort()).toEqual([1, 2]);
+  });
+
   it('refuses a writer that answers the wrong number of results', async () => {
     const batcher = createKeyedBatcher(async () => [1, 2], 100);
     await expect(batcher.submit('acme', 1)).rejects.toThrow('A batch of 1 answered 2 results');
