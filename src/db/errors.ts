@@ -16,6 +16,14 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return false;
 }
 
+/**
+ * SQLSTATE 57014: the statement was cancelled, by `statement_timeout` or a cancel request. The database is up but did
+ * not finish in time; nothing says the statement's rows were at fault.
+ */
+export function isStatementCanceled(error: unknown): boolean {
+  return Boolean(error && typeof error === 'object' && (error as { code?: unknown }).code === '57014');
+}
+
 /** The constraint a unique violation (SQLSTATE 23505) hit, or null for any other error. */
 export function uniqueViolation(error: unknown): string | null {
   if (error && typeof error === 'object' && (error as { code?: unknown }).code === '23505') {
