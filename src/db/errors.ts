@@ -1,4 +1,4 @@
-// Classifies driver errors: which mean "the database is unavailable" (503) and which are constraint violations.
+// Classifies driver errors ("the database is unavailable" (503), constraint violations) and checks for text it cannot store.
 
 /** SQLSTATE classes and driver codes that mean the database cannot serve right now (not the client's fault). */
 export function isDatabaseUnavailable(error: unknown): boolean {
@@ -16,6 +16,14 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return false;
 }
 
+/**
+ * SQLSTATE 57014: the statement was cancelled, by `statement_timeout` or a cancel request. The database is up but did
+ * not finish in time; nothing says the statement's rows were at fault.
+ */
+export function isStatementCanceled(error: unknown): boolean {
+  return Boolean(error && typeof error === 'object' && (error as { code?: unknown }).code === '57014');
+}
+
 /** The constraint a unique violation (SQLSTATE 23505) hit, or null for any other error. */
 export function uniqueViolation(error: unknown): string | null {
   if (error && typeof error === 'object' && (error as { code?: unknown }).code === '23505') {
@@ -31,4 +39,43 @@ export function uniqueViolation(error: unknown): string | null {
 export function isUnstorableText(error: unknown): boolean {
   const code = error && typeof error === 'object' ? (error as { code?: unknown }).code : undefined;
   return code === '22021' || code === '22P05';
+}
+
+/**
+ * The error the database raises for text it cannot store, raised before the text reaches it (`assertStorableText`).
+ * It carries the database's own SQLSTATE (22P05, untranslatable character), so every renderer answers it exactly as it
+ * answers the database's refusal (`isUnstorableText`): a 400 problem on the APIs, `invalid_request` on OAuth.
+ */
+export class UnstorableTextError extends Error {
+  readonly code = '22P05';
+
+  constructor() {
+    super('The value holds text PostgreSQL cannot store (U+0000 or a lone UTF-16 surrogate).');
+    this.name = 'UnstorableTextError';
+  }
+}
+
+/**
+ * Lone UTF-16 surrogates (`\p{Cs}` under the `u` flag matches only unpaired ones) have no UTF-8 form: PostgreSQL's
+ * json parser refuses their escapes (SQLSTATE 22P02), and as plain parameters the driver would store U+FFFD instead.
+ */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * Whether any string in `value`, nested arrays and objects included, holds text PostgreSQL cannot store: U+0000,
+ * which its text types cannot hold, or a lone surrogate.
+ */
+export function holdsUnstorableText(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('\u0000') || LONE_SURROGATE.test(value);
+  if (Array.isArray(value)) return value.some(holdsUnstorableText);
+  if (value !== null && typeof value === 'object') return Object.values(value).some(holdsUnstorableText);
+  return false;
+}
+
+/**
+ * Throws `UnstorableTextError` when `value` holds text PostgreSQL cannot store. For values written in a statement
+ * shared with other requests' rows (services/batching.ts): the database's refusal would fail them all (checklist G47).
+ */
+export function assertStorableText(value: unknown): void {
+  if (holdsUnstorableText(value)) throw new UnstorableTextError();
 }

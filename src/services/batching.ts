@@ -18,11 +18,20 @@ export interface KeyedBatcherOptions {
    * honest, and the callers' retries start fresh batches.
    */
   shedQueuedOn?: (error: unknown) => boolean;
+  /**
+   * Errors after which the items of a failed batch (of more than one) are written again one by one, each its own
+   * batch of one, so that an item the writer refuses fails only itself and not the others that happened to share
+   * its batch (checklist G47). Only for writers whose batch is all or nothing (one transaction): a failed batch
+   * wrote none of its items, so each is written exactly once. `shedQueuedOn` is asked first: an error it sheds by
+   * is never retried, and one met while retrying fails the items not yet retried and the queue, as above.
+   */
+  retryAloneOn?: (error: unknown) => boolean;
 }
 
 /**
  * `write` gets the key and up to `maxBatch` items and answers one result per item, in order. If it throws, every
- * item of that batch is rejected with the error (they shared one transaction, so none of them was written).
+ * item of that batch is rejected with the error (they shared one transaction, so none of them was written), unless
+ * `retryAloneOn` has them written again one by one.
  */
 export function createKeyedBatcher<Item, Result>(
   write: (key: string, items: Item[]) => Promise<Result[]>,
@@ -31,16 +40,42 @@ export function createKeyedBatcher<Item, Result>(
 ) {
   const queues = new Map<string, Pending<Item, Result>[]>();
 
+  /** Writes one batch and settles its items; answers the error when it failed, or null. */
+  async function writeBatch(key: string, batch: Pending<Item, Result>[]): Promise<unknown> {
+    try {
+      const results = await write(key, batch.map((pending) => pending.item));
+      if (results.length !== batch.length) throw new Error(`A batch of ${batch.length} answered ${results.length} results`);
+      batch.forEach((pending, index) => pending.resolve(results[index]!));
+      return null;
+    } catch (error) {
+      return error ?? new Error('The batch failed');
+    }
+  }
+
+  /** Rejects `failed` with `error`, and with it the items queued for the key when the error is one to shed by. */
+  function fail(failed: Pending<Item, Result>[], error: unknown, queue: Pending<Item, Result>[]): void {
+    const shed = options.shedQueuedOn?.(error) ? queue.splice(0) : [];
+    for (const pending of [...failed, ...shed]) pending.reject(error);
+  }
+
   async function drain(key: string, queue: Pending<Item, Result>[]): Promise<void> {
     while (queue.length > 0) {
       const batch = queue.splice(0, maxBatch);
-      try {
-        const results = await write(key, batch.map((pending) => pending.item));
-        if (results.length !== batch.length) throw new Error(`A batch of ${batch.length} answered ${results.length} results`);
-        batch.forEach((pending, index) => pending.resolve(results[index]!));
-      } catch (error) {
-        const shed = options.shedQueuedOn?.(error) ? queue.splice(0) : [];
-        for (const pending of [...batch, ...shed]) pending.reject(error);
+      const error = await writeBatch(key, batch);
+      if (error === null) continue;
+      if (batch.length === 1 || options.shedQueuedOn?.(error) || !options.retryAloneOn?.(error)) {
+        fail(batch, error, queue);
+        continue;
+      }
+      // The batch wrote nothing: each item alone now, so only the one the writer refuses fails.
+      for (const [index, pending] of batch.entries()) {
+        const alone = await writeBatch(key, [pending]);
+        if (alone === null) continue;
+        if (options.shedQueuedOn?.(alone)) {
+          fail(batch.slice(index), alone, queue);
+          break;
+        }
+        pending.reject(alone);
       }
     }
     queues.delete(key);
