@@ -449,9 +449,9 @@ export function createTokenService(options: TokenServiceOptions) {
       ) {
         return inactive;
       }
+      // No token_type: RFC 7662 2.2 means an access token type (RFC 6749 7.1), and a refresh token has none.
       return {
         active: true,
-        token_type: 'refresh_token',
         scope: record.scopes.join(' '),
         client_id: record.clientId,
         sub: record.userId,

@@ -207,8 +207,29 @@ describe('SECURITY-CHECKLIST E: revocation and introspection', () => {
     const response = await introspect(acmeResourceServer, token);
     expect(response.statusCode).toBe(200);
     expect(response.json()).toMatchObject({ active: true, client_id: acmeOther.clientId, token_type: 'Bearer', tenant: acme.tenantId });
+  });
+
+  it('RFC 7662 2.2: a refresh token is described without token_type (an access token type, RFC 6749 7.1)', async () => {
     const session = await login(acmeAccess);
-    expect((await introspect(acmeResourceServer, session.refresh)).json()).toMatchObject({ active: true, token_type: 'refresh_token' });
+    const { rows } = await t.database.db.query<{ user_id: string; created_at: string; expires_at: string }>(
+      'SELECT user_id, created_at, expires_at FROM refresh_tokens WHERE client_id = $1 ORDER BY created_at DESC LIMIT 1',
+      [acmeAccess.clientId],
+    );
+    const row = rows[0]!;
+    const described = await introspect(acmeResourceServer, session.refresh);
+    expect(described.json()).toEqual({
+      active: true,
+      scope: 'offline devices:read',
+      client_id: acmeAccess.clientId,
+      sub: row.user_id,
+      iss: t.config.PUBLIC_URL,
+      exp: Math.floor(Number(row.expires_at) / 1000),
+      iat: Math.floor(Number(row.created_at) / 1000),
+      tenant: acme.tenantId,
+    });
+    expect((await introspect(acmeAccess, session.refresh)).json()).not.toHaveProperty('token_type');
+    // The access token of the same login keeps its type.
+    expect((await introspect(acmeAccess, session.access)).json()).toMatchObject({ active: true, token_type: 'Bearer' });
   });
 
   it('E33: expired, revoked, foreign or garbage → exactly {"active":false}', async () => {
