@@ -308,8 +308,10 @@ describe('SECURITY-CHECKLIST E34: authorization server metadata', () => {
         );
         expect(metadata.scopes_supported).not.toEqual(expect.arrayContaining(['events:read']));
         expect(metadata.scopes_supported).not.toEqual(expect.arrayContaining(['webhooks:manage']));
-        // No endpoint the server does not have.
+        // No endpoint the server does not have, and so no response type: those belong to the authorization endpoint
+        // (RFC 6749 3.1.1); ["token"] would announce the implicit flow.
         expect(metadata).not.toHaveProperty('authorization_endpoint');
+        expect(metadata.response_types_supported).toEqual([]);
 
         // The tokens carry the same issuer, byte for byte, and the server accepts them.
         const tenant = await createTenant(t.app, 'acme');
