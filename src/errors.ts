@@ -49,8 +49,9 @@ export class BadRequestError extends ProblemError {
 }
 
 export class UnauthorizedError extends ProblemError {
-  constructor(detail: string, wwwAuthenticate: string) {
-    super(401, 'unauthorized', 'Unauthorized', { detail, headers: { 'www-authenticate': wwwAuthenticate } });
+  /** `headers`: more than the challenge, such as the `Sunset` and `Link` of removed HTTP Basic (contract 3.5, 4.4). */
+  constructor(detail: string, wwwAuthenticate: string, headers: Record<string, string> = {}) {
+    super(401, 'unauthorized', 'Unauthorized', { detail, headers: { ...headers, 'www-authenticate': wwwAuthenticate } });
   }
 }
 

@@ -2,7 +2,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { ForbiddenError, UnauthorizedError } from '../errors.js';
-import { DEPRECATIONS, removalNotice } from '../services/deprecations.js';
+import { DEPRECATIONS, deprecationHeaders, removalNotice } from '../services/deprecations.js';
 import type { Api } from '../services/scopes.js';
 import { InvalidAccessTokenError, type AccessTokenClaims, type TokenService } from '../services/token.service.js';
 
@@ -60,7 +60,10 @@ export default fp(
       }
       if (/^Basic(\s|$)/i.test(header)) {
         // Contract 3.5: Basic was removed on 01.01.2019; it carries no bearer token, so the challenge has no error code.
-        throw new UnauthorizedError(removalNotice(DEPRECATIONS.basicAuth), bearerChallenge(realm));
+        // Like every removed interface (contract 4.4) the answer names the date (`Sunset`, RFC 8594) and the successor
+        // (`Link: </oauth/token>; rel="successor-version"`).
+        const basicAuth = DEPRECATIONS.basicAuth;
+        throw new UnauthorizedError(removalNotice(basicAuth), bearerChallenge(realm), deprecationHeaders(basicAuth, false));
       }
       const match = BEARER.exec(header);
       if (!match) {

@@ -24,7 +24,9 @@ export type Problem = Static<typeof ProblemSchema>;
 
 const PROBLEM_DESCRIPTIONS: Record<number, string> = {
   400: 'The request is malformed: `errors` names every bad field.',
-  401: 'No valid access token (RFC 6750). `WWW-Authenticate` says why.',
+  401:
+    'No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` ' +
+    'and `Link` to its successor, `POST /oauth/token`.',
   403: 'The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource.',
   404: 'No such resource in the caller\'s tenant.',
   409: 'The request conflicts with the current state (an id in use, an idempotent request still running).',
@@ -40,7 +42,8 @@ const PROBLEM_DESCRIPTIONS: Record<number, string> = {
 
 /** The headers a problem answer carries, by status code. */
 const PROBLEM_HEADERS: Record<number, Record<string, TSchema>> = {
-  401: { 'WWW-Authenticate': ResponseHeaders.bearerChallenge },
+  // contract 3.5, 4.4: HTTP Basic is a removed interface, answered like the others with its date and successor.
+  401: { 'WWW-Authenticate': ResponseHeaders.bearerChallenge, Sunset: ResponseHeaders.sunset, Link: ResponseHeaders.successorLink },
   403: { 'WWW-Authenticate': ResponseHeaders.bearerChallenge },
   410: { Sunset: ResponseHeaders.sunset, Link: ResponseHeaders.successorLink },
   // contract 7.4: the per-client limit answers the RateLimit fields on every answer, and Retry-After on the 429.

@@ -24,7 +24,7 @@ import { randomToken, sha256 } from './crypto.js';
 import { signCompactJws } from './jws.js';
 import type { KeyService } from './key.service.js';
 import type { RevocationService } from './revocation.service.js';
-import { DEVICE_SCOPES, isAccessScope, isKnownScope, isOperatorScope, type Api } from './scopes.js';
+import { DEVICE_SCOPES, INTROSPECTION_SCOPE, isAccessScope, isKnownScope, isOperatorScope, type Api } from './scopes.js';
 import type { UserService } from './user.service.js';
 
 export interface TokenServiceOptions {
@@ -403,9 +403,20 @@ export function createTokenService(options: TokenServiceOptions) {
       await revokeFamily(record, null, `client:${client.clientId}`);
     },
 
-    /** RFC 7662: `{active: false}` for anything expired, revoked, foreign or unknown. */
+    /**
+     * RFC 7662: `{active: false}` for anything expired, revoked, unknown, or that this client may not learn about.
+     * Contract 3.3 (RFC 7662 section 4 leaves the choice to the server): a client learns about the tokens issued to
+     * itself; one holding `tokens:introspect`, a resource server, about any token of its tenant. A client bound to a
+     * device or lock never learns about another client's token, scope or not: its secret lives on an end user's phone
+     * or in a door (SECURITY-CHECKLIST G44). Refusals look exactly like an inactive token, so nobody learns that a
+     * token exists from being refused.
+     */
     async introspect(client: AuthenticatedClient, token: string): Promise<Record<string, unknown>> {
       const inactive = { active: false };
+      const bound = Boolean(client.mobileDeviceId || client.securedObjectId);
+      const seesTenant = !bound && client.scopes.includes(INTROSPECTION_SCOPE);
+      const mayLearnAbout = (issuedTo: { tenantId: string; clientId: string }) =>
+        issuedTo.tenantId === client.tenantId && (issuedTo.clientId === client.clientId || seesTenant);
       if (looksLikeJwt(token)) {
         let claims: AccessTokenClaims;
         try {
@@ -413,7 +424,7 @@ export function createTokenService(options: TokenServiceOptions) {
         } catch {
           return inactive;
         }
-        if (claims.tenantId !== client.tenantId) return inactive;
+        if (!mayLearnAbout(claims)) return inactive;
         return {
           active: true,
           token_type: 'Bearer',
@@ -431,16 +442,16 @@ export function createTokenService(options: TokenServiceOptions) {
       const record = await findRefreshToken(db, sha256(token));
       if (
         !record ||
-        record.tenantId !== client.tenantId ||
+        !mayLearnAbout(record) ||
         record.usedAt !== null ||
         record.revokedAt !== null ||
         record.expiresAt <= clock()
       ) {
         return inactive;
       }
+      // No token_type: RFC 7662 2.2 means an access token type (RFC 6749 7.1), and a refresh token has none.
       return {
         active: true,
-        token_type: 'refresh_token',
         scope: record.scopes.join(' '),
         client_id: record.clientId,
         sub: record.userId,

@@ -1,7 +1,7 @@
 // Removed interfaces (contract 4.4, seed 9): 410 with Sunset and a successor link, or kept alive by configuration.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';
+import { basic, clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';
 import {
   LOCK_UUID,
   call,
@@ -18,6 +18,7 @@ import {
 
 const SUNSET_2018_01_01 = 'Mon, 01 Jan 2018 00:00:00 GMT';
 const SUNSET_2018_02_01 = 'Thu, 01 Feb 2018 00:00:00 GMT';
+const SUNSET_2019_01_01 = 'Tue, 01 Jan 2019 00:00:00 GMT';
 /** RFC 9745: the Deprecation header is a structured-field date, `@` and Unix seconds. */
 const DEPRECATED_2018_01_01 = `@${Date.UTC(2018, 0, 1) / 1000}`;
 const DEPRECATED_2018_02_01 = `@${Date.UTC(2018, 1, 1) / 1000}`;
@@ -103,6 +104,30 @@ describe('removed interfaces, not revived', () => {
       }
     },
   );
+
+  it.each([
+    ['/operatorapi/oauthclients', 'operatorapi'],
+    ['/v1/residents', 'accessapi'],
+    ['/deviceapi/mobiledevices/phone/tickets', 'deviceapi'],
+  ])('HTTP Basic on %s answers 401 naming POST /oauth/token, with Sunset and the successor link (contract 3.5)', async (url, realm) => {
+    await expectNothingChanged(f.t, async () => {
+      // The management client's real id and secret, as a backend of 2018 sent them.
+      const response = await call(f.t, null, { method: 'GET', url, headers: { authorization: basic(f.acme.clientId, f.acme.clientSecret) } });
+      const problem = expectProblem(response, 401);
+      expect(problem.detail).toContain('removed on 01.01.2019');
+      expect(problem.detail).toContain('POST /oauth/token');
+      // RFC 6750 3: no bearer token was sent, so the challenge carries no error code.
+      expect(response.headers['www-authenticate']).toBe(`Bearer realm="${realm}"`);
+      expect(response.headers.sunset).toBe(SUNSET_2019_01_01);
+      expect(response.headers.link).toBe('</oauth/token>; rel="successor-version"');
+      expect(response.headers.deprecation).toBeUndefined();
+    });
+    // A 401 for a missing token is no removed interface: neither header.
+    const missing = await call(f.t, null, { method: 'GET', url });
+    expectProblem(missing, 401);
+    expect(missing.headers.sunset).toBeUndefined();
+    expect(missing.headers.link).toBeUndefined();
+  });
 
   it('refuses channel nfccard for locks and tickets (422, removed on 01.02.2018)', async () => {
     await expectNothingChanged(f.t, async () => {

@@ -430,6 +430,8 @@ describe('SECURITY-CHECKLIST D: bearer JWT at every API', () => {
     }
   });
 
+  const response401Headers = (response: LightMyRequestResponse) => ({ sunset: response.headers.sunset, link: response.headers.link });
+
   it('D29: no token → 401 with WWW-Authenticate: Bearer realm=… and no error code', async () => {
     for (const authorization of [undefined, '', '   ']) {
       const response = await get(authorization);
@@ -439,11 +441,20 @@ describe('SECURITY-CHECKLIST D: bearer JWT at every API', () => {
       expect(response.json()).toMatchObject({ status: 401, title: 'Unauthorized' });
       expect(response.json().detail).toContain('POST /oauth/token');
     }
-    // HTTP Basic (removed 01.01.2019, contract 3.5) carries no bearer token either: no error code, a pointer to /oauth/token.
-    const basicAuth = await get(`Basic ${Buffer.from(`${acme.clientId}:${acme.clientSecret}`).toString('base64')}`);
-    expect(basicAuth.statusCode).toBe(401);
-    expect(basicAuth.headers['www-authenticate']).toBe('Bearer realm="operatorapi"');
-    expect(basicAuth.json().detail).toContain('POST /oauth/token');
+    expect(response401Headers(await get(undefined))).toEqual({ sunset: undefined, link: undefined });
+    // HTTP Basic (removed 01.01.2019, contract 3.5) carries no bearer token either: no error code, a pointer to
+    // /oauth/token, and the Sunset and successor Link of every removed interface (contract 4.4), in any spelling.
+    const credentials = Buffer.from(`${acme.clientId}:${acme.clientSecret}`).toString('base64');
+    for (const authorization of [`Basic ${credentials}`, `basic ${credentials}`, 'BASIC', 'Basic ']) {
+      const basicAuth = await get(authorization);
+      expect(basicAuth.statusCode, authorization).toBe(401);
+      expect(basicAuth.headers['www-authenticate']).toBe('Bearer realm="operatorapi"');
+      expect(basicAuth.json().detail).toContain('POST /oauth/token');
+      expect(response401Headers(basicAuth), authorization).toEqual({
+        sunset: 'Tue, 01 Jan 2019 00:00:00 GMT',
+        link: '</oauth/token>; rel="successor-version"',
+      });
+    }
   });
 
   it('D30: a token in ?access_token= or in the body is not accepted', async () => {

@@ -17,7 +17,9 @@ import {
   type ClientFixture,
   type TenantFixture,
 } from '../helpers/oauth.js';
-import { ACCESS_API_PROBE, craftAccessToken, expectOAuthError, registerAccessApiProbe } from '../helpers/security.js';
+import { device, expectNothingChanged, lock } from '../helpers/operator.js';
+import { ACCESS_API_PROBE, craftAccessToken, decodeJwt, expectOAuthError, registerAccessApiProbe } from '../helpers/security.js';
+import { MANAGEMENT_SCOPES } from '../../src/services/scopes.js';
 
 const PASSWORD = 'correct horse battery';
 const INACTIVE = '{"active":false}';
@@ -33,6 +35,8 @@ describe('SECURITY-CHECKLIST E: revocation and introspection', () => {
   let acmeAccess2: ClientFixture;
   let globexClient: ClientFixture;
   let globexAccess: ClientFixture;
+  /** Holds tokens:introspect (contract 3.3): what it is told inactive is inactive for every client of the tenant. */
+  let acmeResourceServer: ClientFixture;
 
   beforeAll(async () => {
     t = await buildTestApp(
@@ -47,6 +51,7 @@ describe('SECURITY-CHECKLIST E: revocation and introspection', () => {
     acmeAccess2 = await createClient(t.app, acme, ['offline', 'devices:read']);
     globexClient = await createClient(t.app, globex, ['clients:manage']);
     globexAccess = await createClient(t.app, globex, ['offline', 'devices:read']);
+    acmeResourceServer = await createClient(t.app, acme, ['tokens:introspect']);
     await createUser(t.app, acme, 'alice', PASSWORD);
     await createUser(t.app, globex, 'gina', PASSWORD);
   });
@@ -199,36 +204,57 @@ describe('SECURITY-CHECKLIST E: revocation and introspection', () => {
 
   it('E33: an active token is described (the control for the inactive cases)', async () => {
     const token = await clientToken(t.app, acmeOther);
-    const response = await introspect(acmeAdmin, token);
+    const response = await introspect(acmeResourceServer, token);
     expect(response.statusCode).toBe(200);
     expect(response.json()).toMatchObject({ active: true, client_id: acmeOther.clientId, token_type: 'Bearer', tenant: acme.tenantId });
+  });
+
+  it('RFC 7662 2.2: a refresh token is described without token_type (an access token type, RFC 6749 7.1)', async () => {
     const session = await login(acmeAccess);
-    expect((await introspect(acmeAdmin, session.refresh)).json()).toMatchObject({ active: true, token_type: 'refresh_token' });
+    const { rows } = await t.database.db.query<{ user_id: string; created_at: string; expires_at: string }>(
+      'SELECT user_id, created_at, expires_at FROM refresh_tokens WHERE client_id = $1 ORDER BY created_at DESC LIMIT 1',
+      [acmeAccess.clientId],
+    );
+    const row = rows[0]!;
+    const described = await introspect(acmeResourceServer, session.refresh);
+    expect(described.json()).toEqual({
+      active: true,
+      scope: 'offline devices:read',
+      client_id: acmeAccess.clientId,
+      sub: row.user_id,
+      iss: t.config.PUBLIC_URL,
+      exp: Math.floor(Number(row.expires_at) / 1000),
+      iat: Math.floor(Number(row.created_at) / 1000),
+      tenant: acme.tenantId,
+    });
+    expect((await introspect(acmeAccess, session.refresh)).json()).not.toHaveProperty('token_type');
+    // The access token of the same login keeps its type.
+    expect((await introspect(acmeAccess, session.access)).json()).toMatchObject({ active: true, token_type: 'Bearer' });
   });
 
   it('E33: expired, revoked, foreign or garbage → exactly {"active":false}', async () => {
     // Revoked access token, and refresh tokens revoked, used, and of a revoked family.
     const revokedAccess = await clientToken(t.app, acmeOther);
     expectRevokeOk(await revoke(acmeOther, revokedAccess));
-    expectInactive(await introspect(acmeAdmin, revokedAccess), 'revoked access token');
+    expectInactive(await introspect(acmeResourceServer, revokedAccess), 'revoked access token');
     const revokedSession = await login(acmeAccess);
     expectRevokeOk(await revoke(acmeAccess, revokedSession.refresh));
-    expectInactive(await introspect(acmeAdmin, revokedSession.refresh), 'revoked refresh token');
-    expectInactive(await introspect(acmeAdmin, revokedSession.access), 'access token of a revoked family');
+    expectInactive(await introspect(acmeResourceServer, revokedSession.refresh), 'revoked refresh token');
+    expectInactive(await introspect(acmeResourceServer, revokedSession.access), 'access token of a revoked family');
     const usedSession = await login(acmeAccess);
     expect((await refresh(acmeAccess, usedSession.refresh)).statusCode).toBe(200);
-    expectInactive(await introspect(acmeAdmin, usedSession.refresh), 'used refresh token');
+    expectInactive(await introspect(acmeResourceServer, usedSession.refresh), 'used refresh token');
 
     // Foreign: another tenant's access and refresh tokens.
-    expectInactive(await introspect(acmeAdmin, await clientToken(t.app, globexClient)), 'another tenant\'s access token');
-    expectInactive(await introspect(acmeAdmin, (await login(globexAccess, 'gina@globex')).refresh), 'another tenant\'s refresh token');
+    expectInactive(await introspect(acmeResourceServer, await clientToken(t.app, globexClient)), 'another tenant\'s access token');
+    expectInactive(await introspect(acmeResourceServer, (await login(globexAccess, 'gina@globex')).refresh), 'another tenant\'s refresh token');
     // A token signed by our key claiming another tenant is still that tenant's.
     const crafted = await craftAccessToken(t.app, t.config.PUBLIC_URL, { clientId: globex.clientId, tenantId: globex.tenantId, scope: 'clients:manage' });
-    expectInactive(await introspect(acmeAdmin, crafted), 'crafted token of another tenant');
+    expectInactive(await introspect(acmeResourceServer, crafted), 'crafted token of another tenant');
 
     // Garbage.
     for (const token of ['garbage', 'a.b.c', 'eyJhbGciOiJub25lIn0.eyJqdGkiOiJ4In0.', randomBytes(32).toString('base64url'), '\u0000', 'x'.repeat(10_000)]) {
-      expectInactive(await introspect(acmeAdmin, token), `garbage ${token.slice(0, 20)}`);
+      expectInactive(await introspect(acmeResourceServer, token), `garbage ${token.slice(0, 20)}`);
     }
 
     // Expired: access tokens after an hour, refresh tokens after REFRESH_TOKEN_TTL_SECONDS (30 days).
@@ -236,18 +262,18 @@ describe('SECURITY-CHECKLIST E: revocation and introspection', () => {
     const session = await login(acmeAccess);
     skew += 3601 * 1000;
     try {
-      expectInactive(await introspect(acmeAdmin, access), 'expired access token');
-      expectInactive(await introspect(acmeAdmin, session.access), 'expired user access token');
+      expectInactive(await introspect(acmeResourceServer, access), 'expired access token');
+      expectInactive(await introspect(acmeResourceServer, session.access), 'expired user access token');
     } finally {
       skew -= 3601 * 1000;
     }
     skew += 31 * 86_400_000;
     try {
-      expectInactive(await introspect(acmeAdmin, session.refresh), 'expired refresh token');
+      expectInactive(await introspect(acmeResourceServer, session.refresh), 'expired refresh token');
     } finally {
       skew -= 31 * 86_400_000;
     }
-    expect((await introspect(acmeAdmin, session.refresh)).json().active).toBe(true);
+    expect((await introspect(acmeResourceServer, session.refresh)).json().active).toBe(true);
   });
 });
 
@@ -277,11 +303,15 @@ describe('SECURITY-CHECKLIST E34: authorization server metadata', () => {
           expect.arrayContaining([
             'tokens:create', 'tokens:read', 'tokens:delete', 'tokens:download', 'devices:read', 'devices:write', 'sync',
             'clients:manage', 'users:manage', 'audit:read', 'offline', 'nfc-token-writer', 'device-groups:write',
-            'device-groups:read', 'access-permissions:read', 'access-permissions:write',
+            'device-groups:read', 'access-permissions:read', 'access-permissions:write', 'tokens:introspect',
           ]),
         );
-        // No endpoint the server does not have.
+        expect(metadata.scopes_supported).not.toEqual(expect.arrayContaining(['events:read']));
+        expect(metadata.scopes_supported).not.toEqual(expect.arrayContaining(['webhooks:manage']));
+        // No endpoint the server does not have, and so no response type: those belong to the authorization endpoint
+        // (RFC 6749 3.1.1); ["token"] would announce the implicit flow.
         expect(metadata).not.toHaveProperty('authorization_endpoint');
+        expect(metadata.response_types_supported).toEqual([]);
 
         // The tokens carry the same issuer, byte for byte, and the server accepts them.
         const tenant = await createTenant(t.app, 'acme');
@@ -305,4 +335,187 @@ describe('SECURITY-CHECKLIST E34: authorization server metadata', () => {
       }
     });
   }
+});
+
+describe('Contract 3.3, 3.6 and SECURITY-CHECKLIST G44: tokens:introspect', () => {
+  let t: TestApp;
+  let acme: TenantFixture;
+  let acmeAdmin: ClientFixture;
+  let management: string;
+  /** Clients of acme, by what they are; each introspects the same tokens below. */
+  let plain: ClientFixture;
+  let app: ClientFixture;
+  let phone: ClientFixture;
+  let resourceServer: ClientFixture;
+  let phoneWithIntrospect: ClientFixture;
+  let lockWithIntrospect: ClientFixture;
+  /** Another tenant's resource server. */
+  let globexResourceServer: ClientFixture;
+  let aliceId: string;
+
+  beforeAll(async () => {
+    t = await buildTestApp({ BCRYPT_COST: '4', TOKEN_RATE_LIMIT_PER_MINUTE: '100000' });
+    acme = await createTenant(t.app, 'acme');
+    const globex = await createTenant(t.app, 'globex');
+    acmeAdmin = { clientId: acme.clientId, clientSecret: acme.clientSecret };
+    management = await clientToken(t.app, acmeAdmin);
+    await device(t, management, 'phone-1');
+    await lock(t, management, 'door-1');
+    plain = await createClient(t.app, acme, ['devices:read']);
+    app = await createClient(t.app, acme, ['offline', 'devices:read']);
+    // Its secret lives on an end user's phone (contract 3.7).
+    phone = await createClient(t.app, acme, ['tokens:download'], { mobileDeviceId: 'phone-1' });
+    resourceServer = await createOverApi(['tokens:introspect']);
+    phoneWithIntrospect = await createClient(t.app, acme, ['tokens:download', 'tokens:introspect'], { mobileDeviceId: 'phone-1' });
+    lockWithIntrospect = await createClient(t.app, acme, ['sync', 'tokens:introspect'], { securedObjectId: 'door-1' });
+    globexResourceServer = await createClient(t.app, globex, ['tokens:introspect']);
+    aliceId = (await createUser(t.app, acme, 'alice', PASSWORD)).id;
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  /** A client made over POST /operatorapi/oauthclients, as a tenant's administrator makes a resource server. */
+  async function createOverApi(scopes: string[], binding: Record<string, string> = {}): Promise<ClientFixture> {
+    const response = await t.app.inject({
+      method: 'POST',
+      url: '/operatorapi/oauthclients',
+      headers: bearer(management),
+      payload: { name: 'resource server', scopes, ...binding },
+    });
+    expect(response.statusCode, response.body).toBe(201);
+    expect(response.json()).toMatchObject({ scopes, ...binding });
+    const { rows } = await t.database.db.query<{ scopes: string[] }>('SELECT scopes FROM oauth_clients WHERE client_id = $1', [
+      response.json().clientId,
+    ]);
+    expect(rows).toEqual([{ scopes }]);
+    return { clientId: response.json().clientId as string, clientSecret: response.json().clientSecret as string };
+  }
+
+  it('POST /operatorapi/oauthclients gives tokens:introspect; the token endpoint never puts it into an access token', async () => {
+    const introspectOnly = await createOverApi(['tokens:introspect']);
+    // A permission at the introspection endpoint, not an API scope: a client with nothing else has no grant to use.
+    expectOAuthError(await tokenRequest(t.app, introspectOnly, { grant_type: 'client_credentials' }), 400, 'unauthorized_client');
+    expectOAuthError(
+      await tokenRequest(t.app, introspectOnly, { grant_type: 'client_credentials', scope: 'tokens:introspect' }),
+      400,
+      'unauthorized_client',
+    );
+
+    const withApiScope = await createOverApi(['tokens:read', 'tokens:introspect']);
+    const granted = await tokenRequest(t.app, withApiScope, { grant_type: 'client_credentials' });
+    expect(granted.statusCode, granted.body).toBe(200);
+    expect(granted.json().scope).toBe('tokens:read');
+    const { payload } = decodeJwt(granted.json().access_token as string);
+    expect(payload.scope).toBe('tokens:read');
+    expectOAuthError(
+      await tokenRequest(t.app, withApiScope, { grant_type: 'client_credentials', scope: 'tokens:read tokens:introspect' }),
+      400,
+      'invalid_scope',
+      'The client may not request: tokens:introspect.',
+    );
+    // The scopes of a later issue stay unknown (contract 3.6 lists them with events and webhooks).
+    for (const scope of ['events:read', 'webhooks:manage']) {
+      const refused = await t.app.inject({
+        method: 'POST',
+        url: '/operatorapi/oauthclients',
+        headers: bearer(management),
+        payload: { name: 'too early', scopes: [scope] },
+      });
+      expect(refused.statusCode, scope).toBe(400);
+    }
+  });
+
+  const introspect = (client: ClientFixture, token: string) =>
+    t.app.inject({
+      method: 'POST',
+      url: '/oauth/introspect',
+      headers: { authorization: basic(client.clientId, client.clientSecret), 'content-type': 'application/x-www-form-urlencoded' },
+      payload: form({ token }),
+    });
+
+  /** Who asks, and whether it is told: `true` → the token's claims, `false` → exactly {"active":false}. */
+  type Row = [who: string, client: () => ClientFixture, told: boolean];
+
+  async function expectMatrix(token: string, rows: Row[], claims: Record<string, unknown>) {
+    // Introspection only reads: no row of any table changes, whatever the answer.
+    await expectNothingChanged(t, async () => {
+      for (const [who, client, told] of rows) {
+        const response = await introspect(client(), token);
+        expect(response.statusCode, who).toBe(200);
+        expect(response.headers['cache-control'], who).toBe('no-store');
+        if (told) expect(response.json(), who).toMatchObject({ active: true, ...claims });
+        else expect(response.body, who).toBe(INACTIVE);
+      }
+    });
+  }
+
+  it("G44: the tenant's management token is described to its own client and to a resource server, to no one else", async () => {
+    const { payload } = decodeJwt(management);
+    const claims = {
+      active: true,
+      token_type: 'Bearer',
+      scope: MANAGEMENT_SCOPES.join(' '),
+      client_id: acme.clientId,
+      sub: acme.clientId,
+      aud: 'operatorapi',
+      iss: t.config.PUBLIC_URL,
+      exp: payload.exp,
+      iat: payload.iat,
+      jti: payload.jti,
+      tenant: acme.tenantId,
+    };
+    await expectMatrix(
+      management,
+      [
+        ['the issuing client itself', () => acmeAdmin, true],
+        ['a plain other client of the tenant', () => plain, false],
+        ['an Access API client of the tenant', () => app, false],
+        ['a phone-bound client', () => phone, false],
+        ['a client holding tokens:introspect', () => resourceServer, true],
+        ['a phone-bound client holding tokens:introspect', () => phoneWithIntrospect, false],
+        ['a lock-bound client holding tokens:introspect', () => lockWithIntrospect, false],
+        ["another tenant's client holding tokens:introspect", () => globexResourceServer, false],
+      ],
+      claims,
+    );
+    // The full answer, not only its start: every claim of the token, nothing else.
+    expect((await introspect(resourceServer, management)).json()).toEqual(claims);
+    expect((await introspect(acmeAdmin, management)).json()).toEqual(claims);
+    // Still a working token: nobody's question changed it.
+    expect((await t.app.inject({ url: '/operatorapi/oauthclients', headers: bearer(management) })).statusCode).toBe(200);
+  });
+
+  it("G44: another client's refresh token is described to its own client and to a resource server, to no one else", async () => {
+    const login = await passwordGrant(t.app, app, 'alice@acme', PASSWORD, 'offline devices:read');
+    expect(login.statusCode, login.body).toBe(200);
+    const refreshToken = login.json().refresh_token as string;
+    await expectMatrix(
+      refreshToken,
+      [
+        ['the issuing client itself', () => app, true],
+        ["the tenant's management client", () => acmeAdmin, false],
+        ['a plain other client of the tenant', () => plain, false],
+        ['a phone-bound client', () => phone, false],
+        ['a client holding tokens:introspect', () => resourceServer, true],
+        ['a phone-bound client holding tokens:introspect', () => phoneWithIntrospect, false],
+        ['a lock-bound client holding tokens:introspect', () => lockWithIntrospect, false],
+        ["another tenant's client holding tokens:introspect", () => globexResourceServer, false],
+      ],
+      { scope: 'offline devices:read', client_id: app.clientId, sub: aliceId, iss: t.config.PUBLIC_URL, tenant: acme.tenantId },
+    );
+    // Introspection did not consume it: it still refreshes, once.
+    const refreshed = await tokenRequest(t.app, app, { grant_type: 'refresh_token', refresh_token: refreshToken }, '/oauth2/token');
+    expect(refreshed.statusCode, refreshed.body).toBe(200);
+  });
+
+  it('G44: a bound client learns about its own token, never about another client of its device, tokens:introspect or not', async () => {
+    const phoneToken = await clientToken(t.app, phone);
+    const own = await introspect(phone, phoneToken);
+    expect(own.json()).toMatchObject({ active: true, client_id: phone.clientId, scope: 'tokens:download', aud: 'deviceapi' });
+    // Same tenant, same phone, tokens:introspect held: still another client's token.
+    expect((await introspect(phoneWithIntrospect, phoneToken)).body).toBe(INACTIVE);
+    expect((await introspect(lockWithIntrospect, phoneToken)).body).toBe(INACTIVE);
+    expect((await introspect(resourceServer, phoneToken)).json()).toMatchObject({ active: true, client_id: phone.clientId });
+  });
 });

@@ -169,7 +169,9 @@ export default async function oauthRoutes(app: FastifyInstance, options: OAuthRo
       revocation_endpoint: `${base}/oauth/revoke`,
       introspection_endpoint: `${base}/oauth/introspect`,
       grant_types_supported: ['client_credentials', 'password', 'refresh_token'],
-      response_types_supported: ['token'],
+      // RFC 8414 2 requires the member; response types belong to an authorization endpoint (RFC 6749 3.1.1), and
+      // there is none: ["token"] would announce the implicit flow.
+      response_types_supported: [],
       token_endpoint_auth_methods_supported: authMethods,
       revocation_endpoint_auth_methods_supported: authMethods,
       introspection_endpoint_auth_methods_supported: authMethods,

@@ -361,11 +361,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -480,11 +484,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -615,11 +623,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -722,11 +734,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -869,11 +885,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1006,11 +1026,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1152,11 +1176,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1291,11 +1319,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1410,11 +1442,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1545,11 +1581,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1652,11 +1692,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1799,11 +1843,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1936,11 +1984,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2082,11 +2134,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2230,11 +2286,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2367,11 +2427,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2507,11 +2571,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2614,11 +2682,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2769,11 +2841,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2888,11 +2964,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2992,11 +3072,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3091,11 +3175,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {

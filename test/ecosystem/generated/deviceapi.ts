@@ -139,11 +139,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -301,11 +305,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -400,11 +400,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -525,11 +529,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -661,11 +669,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -768,11 +780,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -901,11 +917,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1033,11 +1053,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1147,11 +1171,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1280,11 +1308,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1387,11 +1419,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1541,11 +1577,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1694,11 +1734,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1839,11 +1883,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1987,11 +2035,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2117,11 +2169,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2259,11 +2315,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2385,11 +2445,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2514,11 +2578,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2621,11 +2689,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2761,11 +2833,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2898,11 +2974,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3009,11 +3089,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3125,11 +3209,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3277,11 +3365,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. */
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
             401: {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
