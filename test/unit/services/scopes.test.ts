@@ -38,6 +38,12 @@ describe('the scope vocabulary (contract 3.6)', () => {
     expect(isOperatorScope('offline')).toBe(false);
   });
 
+  it('keeps tokens:introspect out of both APIs: a permission at the introspection endpoint, never in an access token', () => {
+    expect(isKnownScope('tokens:introspect')).toBe(true);
+    expect(isOperatorScope('tokens:introspect') || isAccessScope('tokens:introspect')).toBe(false);
+    expect(MANAGEMENT_SCOPES).not.toContain('tokens:introspect');
+  });
+
   it('gives the management client Operator API scopes only, none of the Device API', () => {
     for (const scope of MANAGEMENT_SCOPES) expect(isOperatorScope(scope)).toBe(true);
     expect(MANAGEMENT_SCOPES.filter((scope) => DEVICE_SCOPES.includes(scope))).toEqual([]);
