@@ -17,8 +17,9 @@ export interface User {
 /** bcrypt reads at most 72 bytes: longer passwords are refused, never silently truncated (SECURITY-CHECKLIST 14). */
 export const MAX_PASSWORD_BYTES = 72;
 export const MIN_PASSWORD_LENGTH = 8;
+export const MAX_USERNAME_LENGTH = 128;
 /** Usernames may not hold `@` (it separates the tenant in `USER@TENANT`) or white space. */
-export const USERNAME_PATTERN = '^[^@\\s]{1,128}$';
+export const USERNAME_PATTERN = `^[^@\\s]{1,${MAX_USERNAME_LENGTH}}$`;
 
 export interface UserServiceOptions {
   db: Database;
