@@ -8,6 +8,7 @@ import { appendAuditEvent } from '../db/repositories/audit.repo.js';
 import {
   clearLoginAttempts,
   countLoginAttempt,
+  deleteStaleLoginAttempts,
 } from '../db/repositories/login-failure.repo.js';
 import {
   consumeRefreshToken,
@@ -75,6 +76,8 @@ const ACCESS_TOKEN_ALGORITHMS = ['EdDSA', 'ES256'];
 const ACCESS_TOKEN_TYPE = 'at+jwt';
 const INVALID_LOGIN = 'The username or password is wrong.';
 const INVALID_REFRESH = 'The refresh token is invalid, expired, revoked or was issued to another client.';
+/** How often rows of the lockout whose window and lock have both passed are deleted. */
+const LOGIN_FAILURE_SWEEP_MS = 15 * 60_000;
 
 interface IssueInput {
   client: AuthenticatedClient;
@@ -113,6 +116,7 @@ function grantScopes(requested: string[] | undefined, grantable: string[]): stri
 export function createTokenService(options: TokenServiceOptions) {
   const { db, clock, keys, users, revocations, issuer } = options;
   const ttlMs = options.accessTokenTtlSeconds * 1000;
+  let sweep: NodeJS.Timeout | null = null;
 
   const getKey: JWTVerifyGetKey = async (header) => {
     if (typeof header.kid !== 'string' || header.kid.length > 100) throw new InvalidAccessTokenError('unknown key');
@@ -198,6 +202,12 @@ export function createTokenService(options: TokenServiceOptions) {
       }
     });
     await revocations.refresh();
+  }
+
+  /** Deletes the lockout rows whose window and lock have both passed: they count for nothing any more. */
+  function pruneLoginFailures(): Promise<number> {
+    const now = clock();
+    return deleteStaleLoginAttempts(db, now, now - options.lockout.windowMs);
   }
 
   const looksLikeJwt = (token: string) => /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(token);
@@ -468,6 +478,20 @@ export function createTokenService(options: TokenServiceOptions) {
       return verify(token, audience);
     },
 
+    pruneLoginFailures,
+
+    /** Starts the periodic prune: without it every guessed username would stay in the table for good. */
+    start(): void {
+      sweep = setInterval(() => {
+        pruneLoginFailures().catch((error: unknown) => options.log.warn({ err: error }, 'login failure prune failed'));
+      }, LOGIN_FAILURE_SWEEP_MS);
+      sweep.unref();
+    },
+
+    stop(): void {
+      if (sweep) clearInterval(sweep);
+      sweep = null;
+    },
   };
 }
 

@@ -444,6 +444,52 @@ describe('SECURITY-CHECKLIST G40, G41: the lockout under concurrent and cross-te
     expectOAuthError(await passwordGrant(t.app, acmeApp, `${'z'.repeat(128)}@acme`, 'wrong password'), 400, 'invalid_grant');
     expect(await attemptsOf(t, `${'z'.repeat(128)}@acme`)).toEqual({ attempts: 1, locked_until: null });
   });
+
+  it('7c: the prune step removes rows whose window and lock have both passed, and only those', async () => {
+    expectOAuthError(await passwordGrant(t.app, acmeApp, 'lena@acme', 'wrong password'), 400, 'invalid_grant');
+    await burst(acmeApp, 'olga@acme', THRESHOLD);
+    expect(await attemptsOf(t, 'lena@acme')).toEqual({ attempts: 1, locked_until: null });
+    expect((await attemptsOf(t, 'olga@acme'))?.locked_until).toEqual(expect.any(Number));
+
+    // Nothing has passed yet.
+    await t.app.services.tokens.pruneLoginFailures();
+    expect(await attemptsOf(t, 'lena@acme')).not.toBeNull();
+
+    // The window has passed: lena's row goes, olga's lock stays.
+    skew += 61_000;
+    await t.app.services.tokens.pruneLoginFailures();
+    expect(await attemptsOf(t, 'lena@acme')).toBeNull();
+    expect((await attemptsOf(t, 'olga@acme'))?.locked_until).toEqual(expect.any(Number));
+    expectOAuthError(await passwordGrant(t.app, acmeApp, 'olga@acme', PASSWORD), 400, 'invalid_grant', INVALID_LOGIN);
+
+    // The lock has passed too: olga's row goes, and every row left is one whose window or lock is still running.
+    skew += LOCK_MS;
+    await t.app.services.tokens.pruneLoginFailures();
+    expect(await attemptsOf(t, 'olga@acme')).toBeNull();
+    const { rows } = await t.database.db.query<{ n: number }>('SELECT count(*)::int AS n FROM login_failures');
+    expect(rows[0]!.n).toBe(0);
+    expect((await passwordGrant(t.app, acmeApp, 'olga@acme', PASSWORD)).statusCode).toBe(200);
+  });
+
+  it('7c: the started service runs the prune every 15 minutes', async () => {
+    expectOAuthError(await passwordGrant(t.app, acmeApp, 'lena@acme', 'wrong password'), 400, 'invalid_grant');
+    skew += 61_000;
+    // The service started with the app: restart it under fake interval timers to move its 15 minutes.
+    t.app.services.tokens.stop();
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      t.app.services.tokens.start();
+      vi.advanceTimersByTime(14 * 60_000);
+      await sleep(50);
+      expect(await attemptsOf(t, 'lena@acme')).not.toBeNull();
+      vi.advanceTimersByTime(60_000);
+      await vi.waitFor(async () => expect(await attemptsOf(t, 'lena@acme')).toBeNull());
+    } finally {
+      t.app.services.tokens.stop();
+      vi.useRealTimers();
+      t.app.services.tokens.start();
+    }
+  });
 });
 
 describe('7c: migration 007 keys the lockout by tenant and username', () => {

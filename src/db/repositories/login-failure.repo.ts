@@ -20,7 +20,10 @@ export interface LoginAttemptInput {
   lockedUntil: number;
 }
 
-/** A row starts over when its lock has ended, or, never locked, when its window has passed. */
+/**
+ * A row starts over when its lock has ended, or, never locked, when its window has passed. Both this statement and
+ * the prune below use it, so a pruned row is exactly one that the next attempt would have restarted.
+ */
 const STALE = 'CASE WHEN f.locked_until IS NOT NULL THEN f.locked_until <= $1 ELSE f.first_attempt_at < $2 END';
 
 /**
@@ -53,4 +56,10 @@ export async function countLoginAttempt(db: Queryable, input: LoginAttemptInput)
 
 export async function clearLoginAttempts(db: Queryable, tenantId: string, username: string): Promise<void> {
   await db.query('DELETE FROM login_failures WHERE tenant_id = $1 AND username = $2', [tenantId, username]);
+}
+
+/** Deletes the rows whose window and lock have both passed (they count for nothing any more); returns how many. */
+export async function deleteStaleLoginAttempts(db: Queryable, now: number, windowStart: number): Promise<number> {
+  const { rowCount } = await db.query(`DELETE FROM login_failures f WHERE ${STALE}`, [now, windowStart]);
+  return rowCount;
 }
