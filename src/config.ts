@@ -95,9 +95,9 @@ export const ConfigSchema = Type.Object(
     LOCKOUT_THRESHOLD: Type.Integer({
       minimum: 1,
       default: 5,
-      description: 'Failed password grants for one `user@tenant` within `LOCKOUT_WINDOW_SECONDS` that lock it.',
+      description: 'Password-grant attempts for one `user@tenant` within `LOCKOUT_WINDOW_SECONDS` (counted before the password is checked; a success clears them) that lock it.',
     }),
-    LOCKOUT_WINDOW_SECONDS: Type.Integer({ minimum: 1, default: 900, description: 'Window in which failures count.' }),
+    LOCKOUT_WINDOW_SECONDS: Type.Integer({ minimum: 1, default: 900, description: 'Window in which attempts count.' }),
     LOCKOUT_SECONDS: Type.Integer({
       minimum: 1,
       default: 900,

@@ -116,8 +116,10 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now }
       await ticketKeys.start(KEY_REFRESH_MS);
       await revocations.start();
       idempotency.start();
+      tokens.start();
     },
     async stop(): Promise<void> {
+      tokens.stop();
       idempotency.stop();
       await accessTokenKeys.stop();
       await ticketKeys.stop();

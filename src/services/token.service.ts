@@ -6,9 +6,9 @@ import type { Logger } from 'pino';
 import type { Database, Queryable } from '../db/database.js';
 import { appendAuditEvent } from '../db/repositories/audit.repo.js';
 import {
-  clearLoginFailures,
-  findLoginFailure,
-  recordLoginFailure,
+  clearLoginAttempts,
+  countLoginAttempt,
+  deleteStaleLoginAttempts,
 } from '../db/repositories/login-failure.repo.js';
 import {
   consumeRefreshToken,
@@ -25,7 +25,7 @@ import { signCompactJws } from './jws.js';
 import type { KeyService } from './key.service.js';
 import type { RevocationService } from './revocation.service.js';
 import { DEVICE_SCOPES, INTROSPECTION_SCOPE, isAccessScope, isKnownScope, isOperatorScope, type Api } from './scopes.js';
-import type { UserService } from './user.service.js';
+import { MAX_USERNAME_LENGTH, type UserService } from './user.service.js';
 
 export interface TokenServiceOptions {
   db: Database;
@@ -76,6 +76,8 @@ const ACCESS_TOKEN_ALGORITHMS = ['EdDSA', 'ES256'];
 const ACCESS_TOKEN_TYPE = 'at+jwt';
 const INVALID_LOGIN = 'The username or password is wrong.';
 const INVALID_REFRESH = 'The refresh token is invalid, expired, revoked or was issued to another client.';
+/** How often rows of the lockout whose window and lock have both passed are deleted. */
+const LOGIN_FAILURE_SWEEP_MS = 15 * 60_000;
 
 interface IssueInput {
   client: AuthenticatedClient;
@@ -114,6 +116,7 @@ function grantScopes(requested: string[] | undefined, grantable: string[]): stri
 export function createTokenService(options: TokenServiceOptions) {
   const { db, clock, keys, users, revocations, issuer } = options;
   const ttlMs = options.accessTokenTtlSeconds * 1000;
+  let sweep: NodeJS.Timeout | null = null;
 
   const getKey: JWTVerifyGetKey = async (header) => {
     if (typeof header.kid !== 'string' || header.kid.length > 100) throw new InvalidAccessTokenError('unknown key');
@@ -199,6 +202,12 @@ export function createTokenService(options: TokenServiceOptions) {
       }
     });
     await revocations.refresh();
+  }
+
+  /** Deletes the lockout rows whose window and lock have both passed: they count for nothing any more. */
+  function pruneLoginFailures(): Promise<number> {
+    const now = clock();
+    return deleteStaleLoginAttempts(db, now, now - options.lockout.windowMs);
   }
 
   const looksLikeJwt = (token: string) => /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(token);
@@ -305,36 +314,49 @@ export function createTokenService(options: TokenServiceOptions) {
         throw new OAuthError('invalid_grant', INVALID_LOGIN);
       }
 
-      const now = clock();
-      const failures = await findLoginFailure(db, login);
-      if (failures?.lockedUntil && failures.lockedUntil > now) {
+      // A username the API never accepts (src/schemas/user.ts) names nobody and is not stored.
+      if (parts.username.length > MAX_USERNAME_LENGTH) {
         await users.spendComparison(password);
-        await appendAuditEvent(db, {
-          tenantId: client.tenantId,
-          time: now,
-          actor: `client:${client.clientId}`,
-          action: 'token.refused_locked',
-          target: `login:${login}`,
-          requestId: null,
-        });
+        throw new OAuthError('invalid_grant', INVALID_LOGIN);
+      }
+      // The attempt counts before the password is checked, atomically, so a burst of parallel guesses cannot slip
+      // past the threshold (G40): beyond it the answer is the same, after the same work, without looking.
+      // Contract 3.2: a client names only users of its own tenant. Another tenant's login is not counted (null): it
+      // is as wrong as a bad password, costs a comparison too, and never counts against that user (G41).
+      const now = clock();
+      const { threshold } = options.lockout;
+      const attempt = await countLoginAttempt(db, {
+        tenantId: client.tenantId,
+        tenantName: parts.tenantName,
+        username: parts.username,
+        now,
+        windowStart: now - options.lockout.windowMs,
+        threshold,
+        lockedUntil: now + options.lockout.durationMs,
+      });
+      if (!attempt || attempt.attempts > threshold) {
+        await users.spendLookupAndComparison(parts.tenantName, parts.username, password);
         throw new OAuthError('invalid_grant', INVALID_LOGIN);
       }
       const user = await users.verifyPassword(parts.tenantName, parts.username, password);
-      // A user of another tenant than the client's is as unknown as a missing one.
       if (!user || user.tenantId !== client.tenantId) {
-        const count = await recordLoginFailure(
-          db,
-          login,
-          now,
-          now - options.lockout.windowMs,
-          options.lockout.threshold,
-          now + options.lockout.durationMs,
-        );
+        if (attempt.attempts === threshold) {
+          // Exactly one attempt reaches the threshold: the user's tenant sees the lock once (contract 7.5).
+          await appendAuditEvent(db, {
+            tenantId: client.tenantId,
+            time: now,
+            actor: `client:${client.clientId}`,
+            action: 'login.locked',
+            target: `login:${parts.username}@${parts.tenantName}`,
+            requestId: null,
+          });
+        }
         // Slowed down before refused (contract 3.2): 200 ms, 400 ms, … up to 2 s.
-        if (count >= 2) await sleep(Math.min(100 * 2 ** (count - 1), 2000));
+        if (attempt.attempts >= 2) await sleep(Math.min(100 * 2 ** (attempt.attempts - 1), 2000));
         throw new OAuthError('invalid_grant', INVALID_LOGIN);
       }
-      if (failures) await clearLoginFailures(db, login);
+      // Success resets the count (SECURITY-CHECKLIST 11), including a lock this very attempt started.
+      await clearLoginAttempts(db, client.tenantId, parts.username);
 
       const familyId = randomUUID();
       const { token } = await issue({ client, subject: user.id, audience: ['accessapi'], scopes, userId: user.id, familyId });
@@ -465,6 +487,21 @@ export function createTokenService(options: TokenServiceOptions) {
     /** The bearer check (contract 3.4, RFC 9068 section 4): signature, `typ`, `iss`, `aud`, `exp`, revocation. */
     verifyAccessToken(token: string, audience: Api): Promise<AccessTokenClaims> {
       return verify(token, audience);
+    },
+
+    pruneLoginFailures,
+
+    /** Starts the periodic prune: without it every guessed username would stay in the table for good. */
+    start(): void {
+      sweep = setInterval(() => {
+        pruneLoginFailures().catch((error: unknown) => options.log.warn({ err: error }, 'login failure prune failed'));
+      }, LOGIN_FAILURE_SWEEP_MS);
+      sweep.unref();
+    },
+
+    stop(): void {
+      if (sweep) clearInterval(sweep);
+      sweep = null;
     },
   };
 }

@@ -17,8 +17,9 @@ export interface User {
 /** bcrypt reads at most 72 bytes: longer passwords are refused, never silently truncated (SECURITY-CHECKLIST 14). */
 export const MAX_PASSWORD_BYTES = 72;
 export const MIN_PASSWORD_LENGTH = 8;
+export const MAX_USERNAME_LENGTH = 128;
 /** Usernames may not hold `@` (it separates the tenant in `USER@TENANT`) or white space. */
-export const USERNAME_PATTERN = '^[^@\\s]{1,128}$';
+export const USERNAME_PATTERN = `^[^@\\s]{1,${MAX_USERNAME_LENGTH}}$`;
 
 export interface UserServiceOptions {
   db: Database;
@@ -109,6 +110,15 @@ export function createUserService(options: UserServiceOptions) {
 
     /** Spends the time of one comparison without a user (a locked login must look like a wrong password). */
     async spendComparison(password: string): Promise<void> {
+      await bcrypt.compare(password, await dummyHash);
+    },
+
+    /**
+     * The work of `verifyPassword` without its answer: the look-up and one comparison against no hash. A login refused
+     * before the password is checked (locked, or another tenant's) then takes as long as a wrong password does.
+     */
+    async spendLookupAndComparison(tenantName: string, username: string, password: string): Promise<void> {
+      await findUserByLogin(db, tenantName, username);
       await bcrypt.compare(password, await dummyHash);
     },
   };

@@ -1,46 +1,65 @@
-// SQL for password-grant failures per `user@tenant` (brute-force lockout, contract 3.2).
+// SQL for password-grant attempts per user of a tenant (brute-force lockout, contract 3.2).
 import type { Queryable } from '../database.js';
 
-export interface LoginFailureRecord {
-  failures: number;
+export interface LoginAttempt {
+  /** This attempt's number in the window, at most `threshold + 1`: above the threshold means refused unchecked. */
+  attempts: number;
   lockedUntil: number | null;
 }
 
-export async function findLoginFailure(db: Queryable, login: string): Promise<LoginFailureRecord | null> {
-  const { rows } = await db.query<{ failures: number; locked_until: number | null }>(
-    'SELECT failures, locked_until FROM login_failures WHERE login = $1',
-    [login],
-  );
-  return rows[0] ? { failures: rows[0].failures, lockedUntil: rows[0].locked_until } : null;
+export interface LoginAttemptInput {
+  /** The client's tenant, and the tenant name its login names: only a match is counted. */
+  tenantId: string;
+  tenantName: string;
+  username: string;
+  now: number;
+  /** Attempts whose window started before this no longer count. */
+  windowStart: number;
+  threshold: number;
+  /** The end of the lock that the attempt reaching `threshold` starts. */
+  lockedUntil: number;
 }
 
 /**
- * Counts one failure atomically; a window older than `windowStart` starts over. Locks once `threshold` is reached.
- * Returns the new count.
+ * A row starts over when its lock has ended, or, never locked, when its window has passed. Both this statement and
+ * the prune below use it, so a pruned row is exactly one that the next attempt would have restarted.
  */
-export async function recordLoginFailure(
-  db: Queryable,
-  login: string,
-  now: number,
-  windowStart: number,
-  threshold: number,
-  lockedUntil: number,
-): Promise<number> {
-  const { rows } = await db.query<{ failures: number }>(
-    `INSERT INTO login_failures AS f (login, failures, first_failure_at, locked_until)
-     VALUES ($1, 1, $2, CASE WHEN 1 >= $4 THEN $5::bigint END)
-     ON CONFLICT (login) DO UPDATE SET
-       failures = CASE WHEN f.first_failure_at < $3 THEN 1 ELSE f.failures + 1 END,
-       first_failure_at = CASE WHEN f.first_failure_at < $3 THEN $2 ELSE f.first_failure_at END,
+const STALE = 'CASE WHEN f.locked_until IS NOT NULL THEN f.locked_until <= $1 ELSE f.first_attempt_at < $2 END';
+
+/**
+ * Counts one attempt, before its password is checked, in one statement: concurrent attempts on the same row are
+ * serialised by the upsert, so each gets its own number and at most `threshold` of them are ever numbered within it
+ * (contract 3.2, SECURITY-CHECKLIST 40). The attempt that reaches the threshold starts the lock; if its password is
+ * right, the caller clears the row. Null, and nothing counted, when `tenantName` is not the name of `tenantId`: the
+ * same statement decides both, so a login of another tenant costs the same round trip as one of the client's own.
+ */
+export async function countLoginAttempt(db: Queryable, input: LoginAttemptInput): Promise<LoginAttempt | null> {
+  const { rows } = await db.query<{ attempts: number; locked_until: number | null }>(
+    `INSERT INTO login_failures AS f (tenant_id, username, attempts, first_attempt_at, locked_until)
+     SELECT t.id, $4::text, 1, $1::bigint, CASE WHEN $5::int <= 1 THEN $6::bigint END
+       FROM tenants t
+      WHERE t.id = $3 AND t.name = $7
+     ON CONFLICT (tenant_id, username) DO UPDATE SET
+       attempts = CASE WHEN ${STALE} THEN 1 ELSE LEAST(f.attempts + 1, $5::int + 1) END,
+       first_attempt_at = CASE WHEN ${STALE} THEN $1 ELSE f.first_attempt_at END,
        locked_until = CASE
-         WHEN (CASE WHEN f.first_failure_at < $3 THEN 1 ELSE f.failures + 1 END) >= $4 THEN $5::bigint
-         ELSE f.locked_until END
-     RETURNING failures`,
-    [login, now, windowStart, threshold, lockedUntil],
+         WHEN ${STALE} THEN CASE WHEN $5::int <= 1 THEN $6::bigint END
+         WHEN f.locked_until IS NOT NULL THEN f.locked_until
+         WHEN f.attempts + 1 >= $5::int THEN $6::bigint
+       END
+     RETURNING attempts, locked_until`,
+    [input.now, input.windowStart, input.tenantId, input.username, input.threshold, input.lockedUntil, input.tenantName],
   );
-  return rows[0]?.failures ?? 1;
+  const row = rows[0];
+  return row ? { attempts: row.attempts, lockedUntil: row.locked_until } : null;
 }
 
-export async function clearLoginFailures(db: Queryable, login: string): Promise<void> {
-  await db.query('DELETE FROM login_failures WHERE login = $1', [login]);
+export async function clearLoginAttempts(db: Queryable, tenantId: string, username: string): Promise<void> {
+  await db.query('DELETE FROM login_failures WHERE tenant_id = $1 AND username = $2', [tenantId, username]);
+}
+
+/** Deletes the rows whose window and lock have both passed (they count for nothing any more); returns how many. */
+export async function deleteStaleLoginAttempts(db: Queryable, now: number, windowStart: number): Promise<number> {
+  const { rowCount } = await db.query(`DELETE FROM login_failures f WHERE ${STALE}`, [now, windowStart]);
+  return rowCount;
 }
