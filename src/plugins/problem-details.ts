@@ -1,5 +1,6 @@
 // Renders every error as RFC 9457 problem details (contract 7.1): domain errors, validation, framework 4xx, outages.
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { validateHeaderName, validateHeaderValue } from 'node:http';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
 import { isDatabaseUnavailable, isUnstorableText } from '../db/errors.js';
 import { PROBLEM_TYPE_BASE, ProblemError, ServiceUnavailableError, type FieldError } from '../errors.js';
@@ -136,8 +137,45 @@ export function toProblem(error: FastifyError | Error): ProblemError {
   });
 }
 
+/** The reply's headers Node would refuse to write (RFC 9110 section 5.5: no CR, LF, NUL or other controls). */
+function unwritableHeaders(reply: FastifyReply): string[] {
+  const refused: string[] = [];
+  for (const [name, value] of Object.entries(reply.getHeaders())) {
+    if (value === undefined) continue;
+    try {
+      validateHeaderName(name);
+      for (const item of Array.isArray(value) ? value : [value]) validateHeaderValue(name, String(item));
+    } catch {
+      refused.push(name);
+    }
+  }
+  return refused;
+}
+
+/**
+ * Node throws ERR_INVALID_CHAR only when the head is written, after every hook and error handler, and Fastify then
+ * answers its own JSON without X-Request-Id. This last onSend check drops such a header first. The values written into
+ * headers are the service's own, ids from the request (percent-encoded by routes/shared/headers.ts) and the sanitised
+ * request id, so a value that still cannot be written came from the request: a success turns into a 400 problem; an
+ * answer that already is an error keeps its status and body, without the header (SECURITY-CHECKLIST G45).
+ */
+const dropUnwritableHeaders: onSendHookHandler = (request, reply, payload, done) => {
+  const refused = unwritableHeaders(reply);
+  if (refused.length === 0) return done(null, payload);
+  for (const name of refused) reply.removeHeader(name);
+  request.log.warn({ headers: refused }, 'a response header could not be written; it was left out');
+  if (reply.statusCode >= 400) return done(null, payload);
+  done(
+    new ProblemError(400, 'bad-request', 'Bad Request', {
+      detail: 'The request holds a value that cannot be written in a response header.',
+    }),
+  );
+};
+
 export default fp(
   async function problemDetails(app: FastifyInstance) {
+    app.addHook('onSend', dropUnwritableHeaders);
+
     app.setErrorHandler(function renderProblem(error: FastifyError, request, reply) {
       const problem = toProblem(error);
       if (problem.status >= 500) request.log.error({ err: error }, 'request failed');

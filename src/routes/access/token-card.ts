@@ -7,6 +7,7 @@ import { problemResponses } from '../../schemas/problem.js';
 import { DEPRECATIONS, deprecationHeaders, removalNotice } from '../../services/deprecations.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
+import { resourcePath } from '../shared/headers.js';
 
 const tokenCardRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   app.get(
@@ -42,7 +43,7 @@ const tokenCardRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async
     async (request) => {
       if (request.query.version === 1) {
         const deprecation = DEPRECATIONS.tokenCardV1;
-        throw new GoneError(removalNotice(deprecation), deprecationHeaders(deprecation, false, `/v1/residents/${request.params.id}/token-card?version=2`), {
+        throw new GoneError(removalNotice(deprecation), deprecationHeaders(deprecation, false, resourcePath`/v1/residents/${request.params.id}/token-card?version=2`), {
           successor: deprecation.successor,
         });
       }

@@ -6,6 +6,7 @@ import { problemResponses } from '../../schemas/problem.js';
 import { createdResponse, pageResponse } from '../../schemas/responses.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
+import { resourcePath } from '../shared/headers.js';
 import { PageQuery, sendPage } from '../shared/pages.js';
 
 const tags = ['OAuth clients'];
@@ -34,7 +35,7 @@ const oauthClientRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
     },
     async (request, reply) => {
       const client = await services.clients.create(actionContext(request), request.body);
-      return reply.code(201).header('location', `/operatorapi/oauthclients/${encodeURIComponent(client.clientId)}`).send(client);
+      return reply.code(201).header('location', resourcePath`/operatorapi/oauthclients/${client.clientId}`).send(client);
     },
   );
 
