@@ -83,6 +83,9 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
   // Callback-style hooks where nothing is awaited: an async hook costs a promise on every request.
   typed.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    // RFC 9111 section 5.2.2.5 (as RFC 6749 section 5.1 does for tokens): an answer holding a secret or credential
+    // is never stored by a cache. Routes declare it with `config.noStore`.
+    if (request.routeOptions.config.noStore) reply.header('cache-control', 'no-store');
     done();
   });
 
@@ -136,5 +139,9 @@ export type App = Awaited<ReturnType<typeof buildApp>>;
 declare module 'fastify' {
   interface FastifyInstance {
     services: Services;
+  }
+  interface FastifyContextConfig {
+    /** The answer holds a secret or credential: `Cache-Control: no-store` (RFC 9111 section 5.2.2.5). */
+    noStore?: boolean;
   }
 }

@@ -1,9 +1,9 @@
-// Response headers (SECURITY-CHECKLIST G45, contract 7.1): ids in Location and Link are percent-encoded, and a header
-// that cannot be written answers a problem.
+// Response headers (SECURITY-CHECKLIST G45, contract 7.1): ids in Location and Link are percent-encoded, a header
+// that cannot be written answers a problem, and secrets are never cached.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GoneError } from '../../src/errors.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { accessToken, phoneToken } from '../helpers/device.js';
+import { accessToken, download, phoneToken } from '../helpers/device.js';
 import { bearer, clientToken, createTenant, type TenantFixture } from '../helpers/oauth.js';
 import { call, device, expectProblem, lock, ticket } from '../helpers/operator.js';
 
@@ -135,6 +135,44 @@ describe('response headers', () => {
       expect(response.headers.link).toBeUndefined();
       const lines = logOf(t, String(response.headers['x-request-id']));
       expect(lines.filter((line) => line.level >= 50)).toEqual([]);
+    });
+  });
+
+  describe('RFC 9111 5.2.2.5: answers holding secrets or credentials are never stored', () => {
+    it('client create and secret rotation answer Cache-Control: no-store', async () => {
+      const admin = await clientToken(t.app, acme);
+      const created = await call(t, admin, { method: 'POST', url: '/operatorapi/oauthclients', payload: { name: 'desk', scopes: ['tokens:read'] } });
+      expect(created.statusCode, created.body).toBe(201);
+      expect(created.json().clientSecret).toEqual(expect.any(String));
+      expect(created.headers['cache-control']).toBe('no-store');
+      const rotated = await call(t, admin, { method: 'POST', url: `/operatorapi/oauthclients/${created.json().clientId}/secret` });
+      expect(rotated.statusCode, rotated.body).toBe(200);
+      expect(rotated.json().clientSecret).not.toBe(created.json().clientSecret);
+      expect(rotated.headers['cache-control']).toBe('no-store');
+      // A read without a secret keeps the default.
+      const read = await call(t, admin, { method: 'GET', url: `/operatorapi/oauthclients/${created.json().clientId}` });
+      expect(read.json()).not.toHaveProperty('clientSecret');
+      expect(read.headers['cache-control']).toBeUndefined();
+    });
+
+    it('the phone\'s ticket download and the token card answer Cache-Control: no-store', async () => {
+      await lock(t, operator, 'front-door');
+      await device(t, operator, 'phone-1');
+      const issued = await ticket(t, operator, 'front-door', 'phone-1');
+      const phone = await phoneToken(t, acme, 'phone-1');
+      const downloaded = await t.app.inject({ url: '/deviceapi/mobiledevices/phone-1/tickets', headers: bearer(phone) });
+      expect(downloaded.statusCode, downloaded.body).toBe(200);
+      expect(downloaded.json()).toEqual([expect.objectContaining({ id: issued.id, credential: expect.any(String) })]);
+      expect(downloaded.headers['cache-control']).toBe('no-store');
+      expect(await download(t, phone, 'phone-1')).toHaveLength(1);
+
+      const resident = await t.app.inject({ method: 'POST', url: '/v1/residents', headers: bearer(writer), payload: { name: 'Alice', mobileDeviceIds: ['phone-1'] } });
+      expect(resident.statusCode, resident.body).toBe(201);
+      const card = await t.app.inject({ url: `/v1/residents/${resident.json().id}/token-card?version=2`, headers: bearer(writer) });
+      expect(card.statusCode, card.body).toBe(200);
+      const contents = JSON.parse(Buffer.from(card.json().cardData, 'base64').toString('utf8'));
+      expect(contents.credentials).toHaveLength(1);
+      expect(card.headers['cache-control']).toBe('no-store');
     });
   });
 });
