@@ -12,7 +12,10 @@ export const ResponseHeaders = {
   successorLink: Type.String({
     description: 'RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives.',
   }),
-  noStore: Type.Literal('no-store', {
+  // An enum, not Type.Literal: OpenAPI 3.0 has no `const`.
+  noStore: Type.Unsafe<'no-store'>({
+    type: 'string',
+    enum: ['no-store'],
     description: 'RFC 9111 section 5.2.2.5: the answer holds a secret or credential, so no cache may store it.',
   }),
   sunset: Type.String({ description: 'RFC 8594: the HTTP-date the interface was removed on.' }),
