@@ -1,5 +1,5 @@
 // Renders every error as RFC 9457 problem details (contract 7.1): domain errors, validation, framework 4xx, outages.
-import { validateHeaderName, validateHeaderValue } from 'node:http';
+import { STATUS_CODES as HTTP_REASONS, validateHeaderName, validateHeaderValue } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
 import { isDatabaseUnavailable, isUnstorableText } from '../db/errors.js';
@@ -19,9 +19,11 @@ const STATUS_TITLES: Record<number, string> = {
   404: 'Not Found',
   405: 'Method Not Allowed',
   406: 'Not Acceptable',
+  408: 'Request Timeout',
   409: 'Conflict',
   410: 'Gone',
   413: 'Content Too Large',
+  414: 'URI Too Long',
   415: 'Unsupported Media Type',
   422: 'Unprocessable Content',
   429: 'Too Many Requests',
@@ -37,9 +39,11 @@ const STATUS_CODES: Record<number, string> = {
   404: 'not-found',
   405: 'method-not-allowed',
   406: 'not-acceptable',
+  408: 'request-timeout',
   409: 'conflict',
   410: 'gone',
   413: 'payload-too-large',
+  414: 'uri-too-long',
   415: 'unsupported-media-type',
   422: 'unprocessable',
   429: 'rate-limited',
@@ -135,6 +139,25 @@ export function toProblem(error: FastifyError | Error): ProblemError {
   return new ProblemError(500, 'internal', 'Internal Server Error', {
     detail: 'An unexpected error occurred. Quote the requestId when reporting it.',
   });
+}
+
+/**
+ * A complete HTTP/1.1 answer for a request Node's parser refused before Fastify saw it (a header block over the
+ * parser's limit, a malformed request line, a timeout): still a problem with its requestId and X-Request-Id
+ * (contract 7.1). No `instance`: the request line was never read.
+ */
+export function rawProblemAnswer(status: number, detail: string, requestId: string): string {
+  const body = JSON.stringify({
+    type: PROBLEM_TYPE_BASE + (STATUS_CODES[status] ?? 'client-error'),
+    title: STATUS_TITLES[status] ?? 'Client Error',
+    status,
+    detail,
+    requestId,
+  });
+  return (
+    `HTTP/1.1 ${status} ${HTTP_REASONS[status] ?? 'Client Error'}\r\nContent-Type: application/problem+json\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`
+  );
 }
 
 /** The reply's headers Node would refuse to write (RFC 9110 section 5.5: no CR, LF, NUL or other controls). */

@@ -1,5 +1,6 @@
 // Response headers (SECURITY-CHECKLIST G45, contract 7.1): ids in Location and Link are percent-encoded, a header
-// that cannot be written answers a problem, and secrets are never cached.
+// that cannot be written answers a problem, secrets are never cached, and over-long requests answer problems too.
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GoneError } from '../../src/errors.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
@@ -14,6 +15,30 @@ const V1_SUNSET = 'Fri, 01 Mar 2019 00:00:00 GMT';
 /** The log lines of one request, parsed. */
 function logOf(t: TestApp, requestId: string): { level: number; msg?: string; err?: { stack?: string } }[] {
   return t.logLines.map((line) => JSON.parse(line)).filter((entry) => entry.requestId === requestId);
+}
+
+/** Sends raw bytes over a socket and collects the whole answer (the server closes after a parser error). */
+function rawRequest(port: number, request: string): Promise<{ status: number; headers: Record<string, string>; body: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let text = '';
+    socket.setTimeout(10_000, () => socket.destroy(new Error('no answer within 10 s')));
+    socket.on('data', (chunk) => {
+      text += chunk.toString('latin1');
+    });
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const [head = '', body = ''] = text.split('\r\n\r\n', 2);
+      const [statusLine = '', ...lines] = head.split('\r\n');
+      const headers: Record<string, string> = {};
+      for (const line of lines) {
+        const colon = line.indexOf(':');
+        headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+      }
+      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(statusLine)?.[1] ?? 0), headers, body });
+    });
+    socket.write(request);
+  });
 }
 
 describe('response headers', () => {
@@ -173,6 +198,49 @@ describe('response headers', () => {
       const contents = JSON.parse(Buffer.from(card.json().cardData, 'base64').toString('utf8'));
       expect(contents.credentials).toHaveLength(1);
       expect(card.headers['cache-control']).toBe('no-store');
+    });
+  });
+
+  describe('over-long requests over a real socket (RFC 9110 15.5.15, RFC 6585 5)', () => {
+    let port: number;
+    beforeAll(async () => {
+      await t.app.listen({ port: 0, host: '127.0.0.1' });
+      const address = t.app.server.address();
+      port = typeof address === 'object' && address ? address.port : 0;
+    });
+
+    function expectSocketProblem(answer: { status: number; headers: Record<string, string>; body: string }, status: number) {
+      expect(answer.status, answer.body).toBe(status);
+      expect(answer.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(answer.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+      const body = JSON.parse(answer.body);
+      expect(body).toMatchObject({ status, type: expect.stringContaining('/problems/'), title: expect.any(String), detail: expect.any(String) });
+      expect(body.requestId).toBe(answer.headers['x-request-id']);
+      expect(Number(answer.headers['content-length'])).toBe(Buffer.byteLength(answer.body));
+    }
+
+    it('a 20,000-character query answers 414 problem+json with X-Request-Id', async () => {
+      const answer = await rawRequest(port, `GET /operatorapi/tickets?status=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${operator}\r\nConnection: close\r\n\r\n`);
+      expectSocketProblem(answer, 414);
+    });
+
+    it('a 20 KB header block answers 431 problem+json with X-Request-Id', async () => {
+      // No `Connection: close` from the client: the server closes after refusing it (rawRequest waits for that).
+      const answer = await rawRequest(port, `GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Padding: ${'a'.repeat(20 * 1024)}\r\n\r\n`);
+      expectSocketProblem(answer, 431);
+      expect(answer.headers.connection).toBe('close');
+    });
+
+    it('a header block over the parser\'s own limit answers 431 problem+json with X-Request-Id', async () => {
+      const answer = await rawRequest(port, `GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Padding: ${'a'.repeat(80 * 1024)}\r\n\r\n`);
+      expectSocketProblem(answer, 431);
+    });
+
+    it('a path parameter over the router\'s limit still answers 414, and a normal request still works', async () => {
+      const answer = await rawRequest(port, `GET /operatorapi/tickets/${'x'.repeat(300)} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${operator}\r\nConnection: close\r\n\r\n`);
+      expectSocketProblem(answer, 414);
+      const ok = await rawRequest(port, `GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nX-Padding: ${'a'.repeat(1024)}\r\n\r\n`);
+      expect(ok.status).toBe(200);
     });
   });
 });
