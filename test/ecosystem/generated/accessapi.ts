@@ -383,6 +383,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests for this client; `Retry-After` says when to retry. */
             429: {
                 headers: {
@@ -394,6 +403,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -520,6 +538,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The request body is not JSON. */
             415: {
                 headers: {
@@ -549,6 +576,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -646,7 +682,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -666,6 +702,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -762,7 +807,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -791,6 +836,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -909,7 +963,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -938,6 +992,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1046,7 +1109,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -1084,6 +1147,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1192,7 +1264,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -1221,6 +1293,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1313,6 +1394,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests for this client; `Retry-After` says when to retry. */
             429: {
                 headers: {
@@ -1324,6 +1414,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1450,6 +1549,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The request body is not JSON. */
             415: {
                 headers: {
@@ -1479,6 +1587,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1576,7 +1693,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -1596,6 +1713,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1692,7 +1818,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -1721,6 +1847,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1839,7 +1974,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -1868,6 +2003,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1976,7 +2120,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -2014,6 +2158,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2122,7 +2275,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -2151,6 +2304,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2252,6 +2414,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests for this client; `Retry-After` says when to retry. */
             429: {
                 headers: {
@@ -2263,6 +2434,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2407,6 +2587,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The request body is not JSON. */
             415: {
                 headers: {
@@ -2436,6 +2625,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2538,7 +2736,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -2558,6 +2756,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2654,7 +2861,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -2683,6 +2890,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2800,7 +3016,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -2820,6 +3036,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2910,6 +3135,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests for this client; `Retry-After` says when to retry. */
             429: {
                 headers: {
@@ -2921,6 +3155,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -3014,6 +3257,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests for this client; `Retry-After` says when to retry. */
             429: {
                 headers: {
@@ -3025,6 +3277,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -3071,6 +3332,8 @@ export interface operations {
             /** @description The card data. */
             200: {
                 headers: {
+                    /** @description RFC 9111 section 5.2.2.5: the answer holds a secret or credential, so no cache may store it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3135,7 +3398,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -3164,6 +3427,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

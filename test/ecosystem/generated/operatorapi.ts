@@ -422,6 +422,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests for this client; `Retry-After` says when to retry. */
             429: {
                 headers: {
@@ -433,6 +442,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -565,6 +583,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The request body is not JSON. */
             415: {
                 headers: {
@@ -594,6 +621,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -692,7 +728,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -712,6 +748,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -808,7 +853,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -837,6 +882,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -945,7 +999,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -965,6 +1019,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1055,6 +1118,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests for this client; `Retry-After` says when to retry. */
             429: {
                 headers: {
@@ -1066,6 +1138,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1187,6 +1268,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The request body is not JSON. */
             415: {
                 headers: {
@@ -1216,6 +1306,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1311,7 +1410,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -1331,6 +1430,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1427,7 +1535,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -1456,6 +1564,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1585,7 +1702,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -1605,6 +1722,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1716,6 +1842,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests for this client; `Retry-After` says when to retry. */
             429: {
                 headers: {
@@ -1727,6 +1862,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1879,6 +2023,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The request body is not JSON. */
             415: {
                 headers: {
@@ -1908,6 +2061,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2018,7 +2180,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -2038,6 +2200,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2157,7 +2328,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -2186,6 +2357,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2281,6 +2461,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests for this client; `Retry-After` says when to retry. */
             429: {
                 headers: {
@@ -2292,6 +2481,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2357,6 +2555,8 @@ export interface operations {
                 headers: {
                     /** @description The path of the created resource (RFC 9110 section 10.2.2). */
                     Location?: string;
+                    /** @description RFC 9111 section 5.2.2.5: the answer holds a secret or credential, so no cache may store it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2416,6 +2616,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The request body is not JSON. */
             415: {
                 headers: {
@@ -2445,6 +2654,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2545,7 +2763,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -2565,6 +2783,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2661,7 +2888,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -2690,6 +2917,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2733,6 +2969,8 @@ export interface operations {
             /** @description The client with its new secret. */
             200: {
                 headers: {
+                    /** @description RFC 9111 section 5.2.2.5: the answer holds a secret or credential, so no cache may store it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2801,7 +3039,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -2830,6 +3068,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2920,6 +3167,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests for this client; `Retry-After` says when to retry. */
             429: {
                 headers: {
@@ -2931,6 +3187,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -3049,6 +3314,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The request body is not JSON. */
             415: {
                 headers: {
@@ -3069,6 +3343,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -3165,7 +3448,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -3194,6 +3477,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -3299,6 +3591,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests for this client; `Retry-After` says when to retry. */
             429: {
                 headers: {
@@ -3310,6 +3611,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
