@@ -1,6 +1,7 @@
 // buildApp(config, dependencies): the Fastify instance with its plugins and one route group per API. Never listens.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from 'pino';
@@ -9,7 +10,7 @@ import type { Database } from './db/database.js';
 import { migrationsCurrent, readMigrations } from './db/migrate.js';
 import { lazyChildLogger } from './logger.js';
 import metrics from './plugins/metrics.js';
-import problemDetails, { sendProblem } from './plugins/problem-details.js';
+import problemDetails, { rawProblemAnswer, sendProblem } from './plugins/problem-details.js';
 import { ProblemError } from './errors.js';
 import { validatorCompiler } from './plugins/validation.js';
 import healthRoutes from './routes/ops/health.js';
@@ -32,6 +33,43 @@ export interface AppDependencies {
 /** An incoming X-Request-Id is honoured only when it is short and plain, so it is safe in logs and headers. */
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
+/**
+ * Request size limits, checked in the first hook so their answers are problems with X-Request-Id (contract 7.1):
+ * a request target over 8 KiB answers 414 (RFC 9112 section 3 asks servers to take at least 8000 octets), header
+ * fields over 16 KiB answer 431 (RFC 6585 section 5; Node's default limit). Node's parser gets the sum plus room, so
+ * it refuses only what is far beyond both; that refusal is a problem too (answerClientError).
+ */
+const MAX_URL_LENGTH = 8 * 1024;
+const MAX_HEADER_FIELDS_SIZE = 16 * 1024;
+const PARSER_MAX_HEADER_SIZE = 32 * 1024;
+
+/** The size of the request's header fields as sent: `name: value` and CRLF each. */
+function headerFieldsSize(rawHeaders: string[]): number {
+  let size = 0;
+  for (const part of rawHeaders) size += part.length + 2;
+  return size;
+}
+
+/**
+ * Fastify's clientErrorHandler: Node's parser refused the request before any route, hook or request id existed
+ * (header block over the parser's limit, malformed request line, timeout). Without this Fastify writes its own JSON.
+ * A client's mistake, so no stack at error level.
+ */
+function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoException, socket: Socket): void {
+  // A reset connection has nobody to answer (https://nodejs.org/api/http.html#event-clienterror).
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, detail] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'The request line and header fields are too large.']
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'The request did not arrive in time.']
+        : [400, 'The request is not valid HTTP/1.1.'];
+  const requestId = randomUUID();
+  this.log.info({ requestId, code: error.code }, 'the HTTP parser refused a request');
+  if (socket.writable) socket.write(rawProblemAnswer(status, detail, requestId));
+  socket.destroy(error);
+}
+
 export function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   return Promise.race([
@@ -46,7 +84,7 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
   const { db, log } = dependencies;
   const https =
     config.TLS_CERT_FILE && config.TLS_KEY_FILE
-      ? { cert: readFileSync(config.TLS_CERT_FILE), key: readFileSync(config.TLS_KEY_FILE) }
+      ? { cert: readFileSync(config.TLS_CERT_FILE), key: readFileSync(config.TLS_KEY_FILE), maxHeaderSize: PARSER_MAX_HEADER_SIZE }
       : null;
   const options: FastifyServerOptions = {
     loggerInstance: log,
@@ -60,7 +98,7 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
       const incoming = request.headers['x-request-id'];
       return typeof incoming === 'string' && SANE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
-    // Node's own limit is 16 KiB; a larger header block gets 431 before it reaches us.
+    clientErrorHandler: answerClientError,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { maxParamLength: 256, ignoreTrailingSlash: false },
@@ -73,7 +111,12 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
       return sendProblem(reply, new ProblemError(status, status === 414 ? 'uri-too-long' : 'bad-request', status === 414 ? 'URI Too Long' : 'Bad Request', { detail }));
     },
   };
-  const app = (https ? Fastify({ ...options, https } as FastifyServerOptions) : Fastify(options)) as FastifyInstance;
+  // Node's parser refuses a header block over maxHeaderSize with 431 before Fastify; the tighter limits are ours (above).
+  const app = (
+    https
+      ? Fastify({ ...options, https } as FastifyServerOptions)
+      : Fastify({ ...options, http: { maxHeaderSize: PARSER_MAX_HEADER_SIZE } } as FastifyServerOptions)
+  ) as FastifyInstance;
   const typed = app.withTypeProvider<TypeBoxTypeProvider>();
   typed.setValidatorCompiler(validatorCompiler);
 
@@ -83,6 +126,22 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
   // Callback-style hooks where nothing is awaited: an async hook costs a promise on every request.
   typed.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    // RFC 9111 section 5.2.2.5 (as RFC 6749 section 5.1 does for tokens): an answer holding a secret or credential
+    // is never stored by a cache. Routes declare it with `config.noStore`.
+    if (request.routeOptions.config.noStore) reply.header('cache-control', 'no-store');
+    // An over-long request is refused and its connection closed, as Node's parser does with the ones it refuses.
+    if (request.url.length > MAX_URL_LENGTH) {
+      reply.header('connection', 'close');
+      return done(new ProblemError(414, 'uri-too-long', 'URI Too Long', { detail: `The request target is longer than ${MAX_URL_LENGTH} characters.` }));
+    }
+    if (headerFieldsSize(request.raw.rawHeaders) > MAX_HEADER_FIELDS_SIZE) {
+      reply.header('connection', 'close');
+      return done(
+        new ProblemError(431, 'headers-too-large', 'Request Header Fields Too Large', {
+          detail: `The header fields are larger than ${MAX_HEADER_FIELDS_SIZE} bytes.`,
+        }),
+      );
+    }
     done();
   });
 
@@ -136,5 +195,9 @@ export type App = Awaited<ReturnType<typeof buildApp>>;
 declare module 'fastify' {
   interface FastifyInstance {
     services: Services;
+  }
+  interface FastifyContextConfig {
+    /** The answer holds a secret or credential: `Cache-Control: no-store` (RFC 9111 section 5.2.2.5). */
+    noStore?: boolean;
   }
 }

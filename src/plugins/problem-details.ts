@@ -1,5 +1,6 @@
 // Renders every error as RFC 9457 problem details (contract 7.1): domain errors, validation, framework 4xx, outages.
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { STATUS_CODES as HTTP_REASONS, validateHeaderName, validateHeaderValue } from 'node:http';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
 import { isDatabaseUnavailable, isUnstorableText } from '../db/errors.js';
 import { PROBLEM_TYPE_BASE, ProblemError, ServiceUnavailableError, type FieldError } from '../errors.js';
@@ -18,9 +19,11 @@ const STATUS_TITLES: Record<number, string> = {
   404: 'Not Found',
   405: 'Method Not Allowed',
   406: 'Not Acceptable',
+  408: 'Request Timeout',
   409: 'Conflict',
   410: 'Gone',
   413: 'Content Too Large',
+  414: 'URI Too Long',
   415: 'Unsupported Media Type',
   422: 'Unprocessable Content',
   429: 'Too Many Requests',
@@ -36,9 +39,11 @@ const STATUS_CODES: Record<number, string> = {
   404: 'not-found',
   405: 'method-not-allowed',
   406: 'not-acceptable',
+  408: 'request-timeout',
   409: 'conflict',
   410: 'gone',
   413: 'payload-too-large',
+  414: 'uri-too-long',
   415: 'unsupported-media-type',
   422: 'unprocessable',
   429: 'rate-limited',
@@ -136,8 +141,64 @@ export function toProblem(error: FastifyError | Error): ProblemError {
   });
 }
 
+/**
+ * A complete HTTP/1.1 answer for a request Node's parser refused before Fastify saw it (a header block over the
+ * parser's limit, a malformed request line, a timeout): still a problem with its requestId and X-Request-Id
+ * (contract 7.1). No `instance`: the request line was never read.
+ */
+export function rawProblemAnswer(status: number, detail: string, requestId: string): string {
+  const body = JSON.stringify({
+    type: PROBLEM_TYPE_BASE + (STATUS_CODES[status] ?? 'client-error'),
+    title: STATUS_TITLES[status] ?? 'Client Error',
+    status,
+    detail,
+    requestId,
+  });
+  return (
+    `HTTP/1.1 ${status} ${HTTP_REASONS[status] ?? 'Client Error'}\r\nContent-Type: application/problem+json\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`
+  );
+}
+
+/** The reply's headers Node would refuse to write (RFC 9110 section 5.5: no CR, LF, NUL or other controls). */
+function unwritableHeaders(reply: FastifyReply): string[] {
+  const refused: string[] = [];
+  for (const [name, value] of Object.entries(reply.getHeaders())) {
+    if (value === undefined) continue;
+    try {
+      validateHeaderName(name);
+      for (const item of Array.isArray(value) ? value : [value]) validateHeaderValue(name, String(item));
+    } catch {
+      refused.push(name);
+    }
+  }
+  return refused;
+}
+
+/**
+ * Node throws ERR_INVALID_CHAR only when the head is written, after every hook and error handler, and Fastify then
+ * answers its own JSON without X-Request-Id. This last onSend check drops such a header first. The values written into
+ * headers are the service's own, ids from the request (percent-encoded by routes/shared/headers.ts) and the sanitised
+ * request id, so a value that still cannot be written came from the request: a success turns into a 400 problem; an
+ * answer that already is an error keeps its status and body, without the header (SECURITY-CHECKLIST G45).
+ */
+const dropUnwritableHeaders: onSendHookHandler = (request, reply, payload, done) => {
+  const refused = unwritableHeaders(reply);
+  if (refused.length === 0) return done(null, payload);
+  for (const name of refused) reply.removeHeader(name);
+  request.log.warn({ headers: refused }, 'a response header could not be written; it was left out');
+  if (reply.statusCode >= 400) return done(null, payload);
+  done(
+    new ProblemError(400, 'bad-request', 'Bad Request', {
+      detail: 'The request holds a value that cannot be written in a response header.',
+    }),
+  );
+};
+
 export default fp(
   async function problemDetails(app: FastifyInstance) {
+    app.addHook('onSend', dropUnwritableHeaders);
+
     app.setErrorHandler(function renderProblem(error: FastifyError, request, reply) {
       const problem = toProblem(error);
       if (problem.status >= 500) request.log.error({ err: error }, 'request failed');

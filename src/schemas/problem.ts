@@ -32,10 +32,11 @@ const PROBLEM_DESCRIPTIONS: Record<number, string> = {
   409: 'The request conflicts with the current state (an id in use, an idempotent request still running).',
   410: 'The interface was removed; the detail and `successor` name its successor.',
   413: 'The request body is larger than the configured limit.',
-  414: 'A path parameter is longer than 256 characters.',
+  414: 'The request target is longer than 8 KiB, or a path parameter longer than 256 characters.',
   415: 'The request body is not JSON.',
   422: 'The request is well-formed but cannot be carried out; the detail says why.',
   429: 'Too many requests for this client; `Retry-After` says when to retry.',
+  431: 'The request\'s header fields are larger than 16 KiB.',
   500: 'An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it.',
   503: 'The database is unreachable or the server is shutting down; retry shortly.',
 };
@@ -71,9 +72,10 @@ export function problemResponse(status: number) {
 
 /**
  * The problem responses of an authenticated route: those any route can answer (400: every route validates its input;
- * 401, 403: the bearer check; 429: the rate limit; 500; 503) plus the given codes.
+ * 401, 403: the bearer check; 414, 431: the request size limits in app.ts; 429: the rate limit; 500; 503) plus the
+ * given codes.
  */
 export function problemResponses(...statuses: number[]) {
-  const all = [...new Set([...statuses, 400, 401, 403, 429, 500, 503])].sort();
+  const all = [...new Set([...statuses, 400, 401, 403, 414, 429, 431, 500, 503])].sort();
   return Object.fromEntries(all.map((status) => [status, problemResponse(status)]));
 }

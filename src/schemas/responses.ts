@@ -12,6 +12,12 @@ export const ResponseHeaders = {
   successorLink: Type.String({
     description: 'RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives.',
   }),
+  // An enum, not Type.Literal: OpenAPI 3.0 has no `const`.
+  noStore: Type.Unsafe<'no-store'>({
+    type: 'string',
+    enum: ['no-store'],
+    description: 'RFC 9111 section 5.2.2.5: the answer holds a secret or credential, so no cache may store it.',
+  }),
   sunset: Type.String({ description: 'RFC 8594: the HTTP-date the interface was removed on.' }),
   deprecation: Type.String({ description: 'RFC 9745 `@<unix seconds>`: the interface is deprecated since then and kept alive by an operator.' }),
   retryAfter: Type.Integer({ minimum: 0, description: 'Seconds to wait before retrying (RFC 9110 section 10.2.3).' }),
@@ -45,4 +51,12 @@ export function deprecatedResponse<T extends TSchema>(schema: T, description: st
     Sunset: ResponseHeaders.sunset,
     Link: ResponseHeaders.successorLink,
   });
+}
+
+/**
+ * An answer holding a secret or credential: documents `Cache-Control: no-store`, which the route's `config.noStore`
+ * sets (app.ts), next to the answer's other headers.
+ */
+export function noStoreResponse<T extends TSchema>(schema: T, description: string, headers: Record<string, TSchema> = {}) {
+  return withHeaders(schema, description, { ...headers, 'Cache-Control': ResponseHeaders.noStore });
 }

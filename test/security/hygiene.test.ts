@@ -77,7 +77,8 @@ describe('SECURITY-CHECKLIST F: management and hygiene', () => {
     expect(created.statusCode).toBe(201);
     const { clientId, clientSecret } = created.json() as { clientId: string; clientSecret: string };
     expect(clientSecret).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    expect(created.headers['cache-control'] ?? '').not.toContain('public');
+    // RFC 9111 section 5.2.2.5: no cache keeps the one answer that shows the secret.
+    expect(created.headers['cache-control']).toBe('no-store');
 
     // Use it, in both authentication forms, so the logs have had every chance to see it.
     expect((await tokenRequest(t.app, { clientId, clientSecret }, { grant_type: 'client_credentials' })).statusCode).toBe(200);
@@ -94,6 +95,7 @@ describe('SECURITY-CHECKLIST F: management and hygiene', () => {
     const newSecret = rotated.json().clientSecret as string;
     expect(newSecret).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(newSecret).not.toBe(clientSecret);
+    expect(rotated.headers['cache-control']).toBe('no-store');
     // The old secret stops at once; the new one works.
     expect((await tokenRequest(t.app, { clientId, clientSecret }, { grant_type: 'client_credentials' })).statusCode).toBe(401);
     expect((await tokenRequest(t.app, { clientId, clientSecret: newSecret }, { grant_type: 'client_credentials' })).statusCode).toBe(200);

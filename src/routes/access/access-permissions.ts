@@ -8,6 +8,7 @@ import { createdResponse, pageResponse } from '../../schemas/responses.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
 import { PageQuery, sendPage } from '../shared/pages.js';
+import { resourcePath } from '../shared/headers.js';
 
 const tags = ['Access permissions'];
 const write = { scope: 'access-permissions:write' };
@@ -37,7 +38,7 @@ const accessPermissionRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
     },
     async (request, reply) => {
       const permission = await services.accessPermissions.create(actionContext(request), request.body);
-      return reply.code(201).header('location', `/v1/access-permissions/${permission.id}`).send(permission);
+      return reply.code(201).header('location', resourcePath`/v1/access-permissions/${permission.id}`).send(permission);
     },
   );
 

@@ -8,6 +8,7 @@ import type { GroupRecord } from '../../db/repositories/group.repo.js';
 import type { GroupService } from '../../services/group.service.js';
 import { actionContext } from '../shared/context.js';
 import { PageQuery, sendPage } from '../shared/pages.js';
+import { pathSegment } from '../shared/headers.js';
 
 interface GroupRoutesOptions {
   service: GroupService;
@@ -59,7 +60,7 @@ const groupRoutes: FastifyPluginAsyncTypebox<GroupRoutesOptions> = async (app, o
     async (request, reply) => {
       const body = request.body as { name: string } & Record<string, string[] | undefined>;
       const group = await service.create(actionContext(request), body.name, body[memberField] ?? []);
-      return reply.code(201).header('location', `/v1${path}/${group.id}`).send(present(group));
+      return reply.code(201).header('location', `/v1${path}/${pathSegment(group.id)}`).send(present(group));
     },
   );
 

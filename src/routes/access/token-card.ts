@@ -4,15 +4,18 @@ import { Type } from '@sinclair/typebox';
 import { GoneError } from '../../errors.js';
 import { GroupIdParams } from '../../schemas/access.js';
 import { problemResponses } from '../../schemas/problem.js';
+import { noStoreResponse } from '../../schemas/responses.js';
 import { DEPRECATIONS, deprecationHeaders, removalNotice } from '../../services/deprecations.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
+import { resourcePath } from '../shared/headers.js';
 
 const tokenCardRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   app.get(
     '/residents/:id/token-card',
     {
-      config: { scope: 'nfc-token-writer' },
+      // The card data holds the resident's credentials (contract 6.3): never stored by a cache.
+      config: { scope: 'nfc-token-writer', noStore: true },
       schema: {
         tags: ['Residents'],
         security: [{ bearer: ['nfc-token-writer'] }],
@@ -28,13 +31,13 @@ const tokenCardRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async
           { additionalProperties: false },
         ),
         response: {
-          200: {
-            ...Type.Object({
+          200: noStoreResponse(
+            Type.Object({
               version: Type.Literal(2),
               cardData: Type.String({ description: 'Base64 of the card contents.' }),
             }),
-            description: 'The card data.',
-          },
+            'The card data.',
+          ),
           ...problemResponses(404, 410, 414, 422),
         },
       },
@@ -42,7 +45,7 @@ const tokenCardRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async
     async (request) => {
       if (request.query.version === 1) {
         const deprecation = DEPRECATIONS.tokenCardV1;
-        throw new GoneError(removalNotice(deprecation), deprecationHeaders(deprecation, false, `/v1/residents/${request.params.id}/token-card?version=2`), {
+        throw new GoneError(removalNotice(deprecation), deprecationHeaders(deprecation, false, resourcePath`/v1/residents/${request.params.id}/token-card?version=2`), {
           successor: deprecation.successor,
         });
       }

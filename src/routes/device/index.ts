@@ -1,6 +1,7 @@
 // The Device API (/deviceapi, contract 6): phones download their tickets, online locks sync. Clients bound to one
 // device or lock reach only its data.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ForbiddenError, GoneError, NotFoundError } from '../../errors.js';
 import apiDocs from '../../plugins/api-docs.js';
@@ -9,7 +10,7 @@ import clientRateLimit from '../../plugins/client-rate-limit.js';
 import { DownloadedTicketSchema, SyncAnswerSchema, SyncQuery } from '../../schemas/device.js';
 import { ObjectIdParams } from '../../schemas/operator.js';
 import { problemResponses } from '../../schemas/problem.js';
-import { pageResponse, ResponseHeaders, withHeaders } from '../../schemas/responses.js';
+import { noStoreResponse, ResponseHeaders, withHeaders } from '../../schemas/responses.js';
 import { DEPRECATIONS, deprecationHeaders, removalNotice } from '../../services/deprecations.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
@@ -47,7 +48,8 @@ const deviceRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (a
   app.get(
     '/mobiledevices/:id/tickets',
     {
-      config: { scope: 'tokens:download' },
+      // The answer carries the tickets' credentials (contract 6.3): never stored by a cache.
+      config: { scope: 'tokens:download', noStore: true },
       schema: {
         tags: ['Mobile devices'],
         security: [{ bearer: ['tokens:download'] }],
@@ -59,7 +61,7 @@ const deviceRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (a
         params: ObjectIdParams,
         querystring: PageQuery,
         response: {
-          200: pageResponse(DownloadedTicketSchema, 'A page of tickets with credentials.'),
+          200: noStoreResponse(Type.Array(DownloadedTicketSchema), 'A page of tickets with credentials.', { Link: ResponseHeaders.nextPage }),
           ...problemResponses(404, 410, 414),
         },
       },

@@ -10,6 +10,7 @@ import type { Ticket } from '../../services/ticket.service.js';
 import { actionContext } from '../shared/context.js';
 import { PageQuery, sendPage } from '../shared/pages.js';
 import { removedInterface } from '../shared/removed.js';
+import { resourcePath } from '../shared/headers.js';
 
 const tags = ['Mobile devices'];
 
@@ -34,7 +35,7 @@ const mobileDeviceRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     },
     async (request, reply) => {
       const device = await services.mobileDevices.register(actionContext(request), request.body);
-      return reply.code(201).header('location', `/operatorapi/mobiledevices/${encodeURIComponent(device.id)}`).send(device);
+      return reply.code(201).header('location', resourcePath`/operatorapi/mobiledevices/${device.id}`).send(device);
     },
   );
 
@@ -118,7 +119,7 @@ const mobileDeviceRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
       },
     },
     async (request, reply) => {
-      const successor = `/operatorapi/tickets?mobileDeviceId=${encodeURIComponent(request.params.id)}`;
+      const successor = resourcePath`/operatorapi/tickets?mobileDeviceId=${request.params.id}`;
       removedInterface(reply, services.revived, DEPRECATIONS.ticketsByObject, successor);
       await services.mobileDevices.get(request.auth.tenantId, request.params.id);
       const tickets: Ticket[] = [];

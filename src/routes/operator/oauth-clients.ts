@@ -3,20 +3,23 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { ClientIdParams, ClientSchema, ClientWithSecretSchema, NewClientSchema } from '../../schemas/oauth-client.js';
 import { problemResponses } from '../../schemas/problem.js';
-import { createdResponse, pageResponse } from '../../schemas/responses.js';
+import { noStoreResponse, pageResponse, ResponseHeaders } from '../../schemas/responses.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
 import { PageQuery, sendPage } from '../shared/pages.js';
+import { resourcePath } from '../shared/headers.js';
 
 const tags = ['OAuth clients'];
 const security = [{ bearer: ['clients:manage'] }];
 const config = { scope: 'clients:manage' };
+/** The answers that show a secret (contract 3.7: once) are never stored by a cache. */
+const secretConfig = { ...config, noStore: true };
 
 const oauthClientRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   app.post(
     '/oauthclients',
     {
-      config,
+      config: secretConfig,
       schema: {
         tags,
         security,
@@ -27,14 +30,14 @@ const oauthClientRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
           'secured object to make a Device API client. The secret is in this answer only.',
         body: NewClientSchema,
         response: {
-          201: createdResponse(ClientWithSecretSchema, 'The client, with its secret.'),
+          201: noStoreResponse(ClientWithSecretSchema, 'The client, with its secret.', { Location: ResponseHeaders.location }),
           ...problemResponses(413, 415, 422),
         },
       },
     },
     async (request, reply) => {
       const client = await services.clients.create(actionContext(request), request.body);
-      return reply.code(201).header('location', `/operatorapi/oauthclients/${encodeURIComponent(client.clientId)}`).send(client);
+      return reply.code(201).header('location', resourcePath`/operatorapi/oauthclients/${client.clientId}`).send(client);
     },
   );
 
@@ -99,7 +102,7 @@ const oauthClientRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
   app.post(
     '/oauthclients/:clientId/secret',
     {
-      config,
+      config: secretConfig,
       schema: {
         tags,
         security,
@@ -107,7 +110,7 @@ const oauthClientRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
         summary: 'Rotate an OAuth client\'s secret',
         description: 'A new secret, shown in this answer only; the old one stops working at once.',
         params: ClientIdParams,
-        response: { 200: { ...ClientWithSecretSchema, description: 'The client with its new secret.' }, ...problemResponses(404, 413, 414, 415) },
+        response: { 200: noStoreResponse(ClientWithSecretSchema, 'The client with its new secret.'), ...problemResponses(404, 413, 414, 415) },
       },
     },
     async (request) => services.clients.rotateSecret(actionContext(request), request.params.clientId),

@@ -9,6 +9,7 @@ import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
 import { PageQuery, sendPage } from '../shared/pages.js';
 import { markRevivedChannels, removedInterface } from '../shared/removed.js';
+import { resourcePath } from '../shared/headers.js';
 
 const tags = ['Secured objects'];
 
@@ -36,7 +37,7 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
     async (request, reply) => {
       const object = await services.securedObjects.register(actionContext(request), request.body);
       markRevivedChannels(reply, object.channels);
-      return reply.code(201).header('location', `/operatorapi/securedobjects/${encodeURIComponent(object.id)}`).send(object);
+      return reply.code(201).header('location', resourcePath`/operatorapi/securedobjects/${object.id}`).send(object);
     },
   );
 
@@ -120,7 +121,7 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
       },
     },
     async (request, reply) => {
-      const successor = `/operatorapi/tickets?securedObjectId=${encodeURIComponent(request.params.id)}`;
+      const successor = resourcePath`/operatorapi/tickets?securedObjectId=${request.params.id}`;
       removedInterface(reply, services.revived, DEPRECATIONS.ticketsByObject, successor);
       await services.securedObjects.get(request.auth.tenantId, request.params.id);
       const ids: string[] = [];

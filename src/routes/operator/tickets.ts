@@ -8,6 +8,7 @@ import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
 import { sendPage } from '../shared/pages.js';
 import { markRevivedChannels } from '../shared/removed.js';
+import { resourcePath } from '../shared/headers.js';
 
 const tags = ['Tickets'];
 const TicketIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 256, description: 'The ticket id.' }) });
@@ -38,7 +39,7 @@ const ticketRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (a
     async (request, reply) => {
       const ticket = await services.tickets.create(actionContext(request), request.body);
       markRevivedChannels(reply, ticket.channels);
-      return reply.code(201).header('location', `/operatorapi/tickets/${ticket.id}`).send(ticket);
+      return reply.code(201).header('location', resourcePath`/operatorapi/tickets/${ticket.id}`).send(ticket);
     },
   );
 

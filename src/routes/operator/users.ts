@@ -7,6 +7,7 @@ import { NewUserSchema, UserSchema, UsernameParams } from '../../schemas/user.js
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
 import { PageQuery, sendPage } from '../shared/pages.js';
+import { resourcePath } from '../shared/headers.js';
 
 const tags = ['Users'];
 const security = [{ bearer: ['users:manage'] }];
@@ -34,7 +35,7 @@ const userRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app
     },
     async (request, reply) => {
       const user = await services.users.create(actionContext(request), request.body.username, request.body.password);
-      return reply.code(201).header('location', `/operatorapi/users/${encodeURIComponent(user.username)}`).send(user);
+      return reply.code(201).header('location', resourcePath`/operatorapi/users/${user.username}`).send(user);
     },
   );
 

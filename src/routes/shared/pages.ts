@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { defaultsOptional } from '../../schemas/query.js';
 import type { Page } from '../../services/pagination.js';
+import { linkValue, routePath } from './headers.js';
 
 export const PageQuery = defaultsOptional(
   Type.Object(
@@ -16,12 +17,16 @@ export const PageQuery = defaultsOptional(
   ),
 );
 
-/** Answers the page's items and, when more remain, a `Link` to the same path and filters with the next cursor. */
+/**
+ * Answers the page's items and, when more remain, a `Link` to the same route and filters with the next cursor. The
+ * path is the route's with its ids percent-encoded (G45) and the query is re-serialised form-encoded, so nothing from
+ * the request line reaches the header as sent.
+ */
 export function sendPage<T>(request: FastifyRequest, reply: FastifyReply, page: Page<T>): T[] {
   if (page.nextCursor) {
-    const url = new URL(request.url, 'http://placeholder');
-    url.searchParams.set('cursor', page.nextCursor);
-    reply.header('link', `<${url.pathname}${url.search}>; rel="next"`);
+    const query = new URL(request.url, 'http://placeholder').searchParams;
+    query.set('cursor', page.nextCursor);
+    reply.header('link', linkValue(`${routePath(request)}?${query.toString()}`, 'next'));
   }
   return page.items;
 }

@@ -387,6 +387,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests for this client; `Retry-After` says when to retry. */
             429: {
                 headers: {
@@ -398,6 +407,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -528,6 +546,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The request body is not JSON. */
             415: {
                 headers: {
@@ -557,6 +584,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -658,7 +694,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -678,6 +714,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -778,7 +823,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -807,6 +852,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -929,7 +983,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -958,6 +1012,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1070,7 +1133,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -1108,6 +1171,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1220,7 +1292,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -1249,6 +1321,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1345,6 +1426,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests for this client; `Retry-After` says when to retry. */
             429: {
                 headers: {
@@ -1356,6 +1446,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1486,6 +1585,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The request body is not JSON. */
             415: {
                 headers: {
@@ -1515,6 +1623,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1616,7 +1733,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -1636,6 +1753,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1736,7 +1862,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -1765,6 +1891,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1887,7 +2022,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -1916,6 +2051,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2028,7 +2172,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -2066,6 +2210,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2178,7 +2331,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -2207,6 +2360,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2312,6 +2474,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests for this client; `Retry-After` says when to retry. */
             429: {
                 headers: {
@@ -2323,6 +2494,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2471,6 +2651,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The request body is not JSON. */
             415: {
                 headers: {
@@ -2500,6 +2689,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2606,7 +2804,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -2626,6 +2824,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2726,7 +2933,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -2755,6 +2962,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2876,7 +3092,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -2896,6 +3112,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2990,6 +3215,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests for this client; `Retry-After` says when to retry. */
             429: {
                 headers: {
@@ -3001,6 +3235,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -3098,6 +3341,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests for this client; `Retry-After` says when to retry. */
             429: {
                 headers: {
@@ -3109,6 +3361,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -3155,6 +3416,8 @@ export interface operations {
             /** @description The card data. */
             200: {
                 headers: {
+                    /** @description RFC 9111 section 5.2.2.5: the answer holds a secret or credential, so no cache may store it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3223,7 +3486,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -3252,6 +3515,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

@@ -101,6 +101,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 8288 `<…>; rel="next"`: the same request with the cursor of the next page; absent on the last page. */
                     Link?: string;
+                    /** @description RFC 9111 section 5.2.2.5: the answer holds a secret or credential, so no cache may store it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -187,7 +189,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -207,6 +209,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -353,7 +364,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -373,6 +384,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

@@ -426,6 +426,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests for this client; `Retry-After` says when to retry. */
             429: {
                 headers: {
@@ -437,6 +446,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -573,6 +591,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The request body is not JSON. */
             415: {
                 headers: {
@@ -602,6 +629,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -704,7 +740,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -724,6 +760,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -824,7 +869,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -853,6 +898,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -965,7 +1019,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -985,6 +1039,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1079,6 +1142,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests for this client; `Retry-After` says when to retry. */
             429: {
                 headers: {
@@ -1090,6 +1162,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1215,6 +1296,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The request body is not JSON. */
             415: {
                 headers: {
@@ -1244,6 +1334,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1343,7 +1442,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -1363,6 +1462,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1463,7 +1571,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -1492,6 +1600,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1625,7 +1742,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -1645,6 +1762,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1760,6 +1886,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests for this client; `Retry-After` says when to retry. */
             429: {
                 headers: {
@@ -1771,6 +1906,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1927,6 +2071,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The request body is not JSON. */
             415: {
                 headers: {
@@ -1956,6 +2109,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2070,7 +2232,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -2090,6 +2252,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2213,7 +2384,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -2242,6 +2413,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2341,6 +2521,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests for this client; `Retry-After` says when to retry. */
             429: {
                 headers: {
@@ -2352,6 +2541,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2417,6 +2615,8 @@ export interface operations {
                 headers: {
                     /** @description The path of the created resource (RFC 9110 section 10.2.2). */
                     Location?: string;
+                    /** @description RFC 9111 section 5.2.2.5: the answer holds a secret or credential, so no cache may store it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2480,6 +2680,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The request body is not JSON. */
             415: {
                 headers: {
@@ -2509,6 +2718,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2613,7 +2831,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -2633,6 +2851,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2733,7 +2960,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -2762,6 +2989,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2805,6 +3041,8 @@ export interface operations {
             /** @description The client with its new secret. */
             200: {
                 headers: {
+                    /** @description RFC 9111 section 5.2.2.5: the answer holds a secret or credential, so no cache may store it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2877,7 +3115,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -2906,6 +3144,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -3000,6 +3247,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests for this client; `Retry-After` says when to retry. */
             429: {
                 headers: {
@@ -3011,6 +3267,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -3133,6 +3398,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The request body is not JSON. */
             415: {
                 headers: {
@@ -3153,6 +3427,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -3253,7 +3536,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path parameter is longer than 256 characters. */
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
                 headers: {
                     [name: string]: unknown;
@@ -3282,6 +3565,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -3391,6 +3683,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests for this client; `Retry-After` says when to retry. */
             429: {
                 headers: {
@@ -3402,6 +3703,15 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
                     "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
