@@ -300,13 +300,15 @@ export interface components {
             instance?: string;
             /** @description The `X-Request-Id` of the request, for support and log correlation. */
             requestId: string;
-            /** @description One entry per invalid field. */
+            /** @description One entry per invalid field: the first 20 of them (`errorCount` counts all). */
             errors?: {
                 /** @description The offending field, as a path into the request (`commands[0]`, `limit`). */
                 field: string;
                 /** @description What is wrong with it. */
                 message: string;
             }[];
+            /** @description On a 400 for an invalid request: how many errors it has in all. */
+            errorCount?: number;
         } & {
             [key: string]: unknown;
         };
@@ -352,7 +354,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -383,7 +385,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -471,7 +473,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -538,7 +540,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -606,7 +608,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -655,7 +657,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -713,7 +715,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -780,7 +782,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -860,7 +862,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -927,7 +929,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -997,7 +999,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1073,7 +1075,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -1143,7 +1145,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1210,7 +1212,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -1282,7 +1284,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1313,7 +1315,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -1401,7 +1403,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1468,7 +1470,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -1536,7 +1538,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1585,7 +1587,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -1643,7 +1645,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1710,7 +1712,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -1790,7 +1792,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1857,7 +1859,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -1927,7 +1929,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2003,7 +2005,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -2073,7 +2075,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2140,7 +2142,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -2221,7 +2223,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2252,7 +2254,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -2358,7 +2360,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2425,7 +2427,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -2498,7 +2500,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2547,7 +2549,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -2605,7 +2607,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2672,7 +2674,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -2760,7 +2762,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2809,7 +2811,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -2879,7 +2881,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2910,7 +2912,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -2983,7 +2985,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3014,7 +3016,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -3082,7 +3084,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3153,7 +3155,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */

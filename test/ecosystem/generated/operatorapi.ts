@@ -338,13 +338,15 @@ export interface components {
             instance?: string;
             /** @description The `X-Request-Id` of the request, for support and log correlation. */
             requestId: string;
-            /** @description One entry per invalid field. */
+            /** @description One entry per invalid field: the first 20 of them (`errorCount` counts all). */
             errors?: {
                 /** @description The offending field, as a path into the request (`commands[0]`, `limit`). */
                 field: string;
                 /** @description What is wrong with it. */
                 message: string;
             }[];
+            /** @description On a 400 for an invalid request: how many errors it has in all. */
+            errorCount?: number;
         } & {
             [key: string]: unknown;
         };
@@ -391,7 +393,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -422,7 +424,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -516,7 +518,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -583,7 +585,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -652,7 +654,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -701,7 +703,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -759,7 +761,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -826,7 +828,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -892,7 +894,7 @@ export interface operations {
                     "application/json": string[];
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -954,7 +956,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -1024,7 +1026,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1055,7 +1057,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -1138,7 +1140,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1205,7 +1207,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -1271,7 +1273,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1320,7 +1322,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -1378,7 +1380,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1445,7 +1447,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -1532,7 +1534,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1594,7 +1596,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -1685,7 +1687,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1716,7 +1718,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -1830,7 +1832,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1897,7 +1899,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -1978,7 +1980,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2027,7 +2029,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -2108,7 +2110,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2175,7 +2177,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -2250,7 +2252,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2281,7 +2283,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -2376,7 +2378,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2434,7 +2436,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -2505,7 +2507,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2554,7 +2556,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -2612,7 +2614,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2679,7 +2681,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -2752,7 +2754,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2819,7 +2821,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -2889,7 +2891,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2920,7 +2922,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -3000,7 +3002,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3058,7 +3060,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -3116,7 +3118,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3183,7 +3185,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -3268,7 +3270,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3299,7 +3301,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
