@@ -1,7 +1,7 @@
 // The bearer check of one API (contract 3.4, 3.5; RFC 6750): every route declares the scope it needs.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { ForbiddenError, UnauthorizedError } from '../errors.js';
+import { ForbiddenError, ProblemError, UnauthorizedError } from '../errors.js';
 import { DEPRECATIONS, deprecationHeaders, removalNotice } from '../services/deprecations.js';
 import type { Api } from '../services/scopes.js';
 import { InvalidAccessTokenError, type AccessTokenClaims, type TokenService } from '../services/token.service.js';
@@ -14,6 +14,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The verified access token of the caller. */
     auth: AccessTokenClaims;
+    /** Why the bearer check refused the request (401 or 403); thrown by the route's own onRequest hook. */
+    authFailure: ProblemError | null;
   }
 }
 
@@ -39,6 +41,17 @@ export default fp(
   async function bearerAuth(app: FastifyInstance, options: BearerAuthOptions) {
     const realm = options.audience;
     app.decorateRequest('auth', null as unknown as AccessTokenClaims);
+    app.decorateRequest('authFailure', null);
+
+    /**
+     * The refusal itself, a route-level hook: Fastify runs it after every instance-level onRequest hook, so the rate
+     * limit (registered after this plugin) counts a failed authentication against its address before it is refused
+     * (SECURITY-CHECKLIST G 46). Fail-closed: a request without verified claims never reaches validation or a handler.
+     */
+    async function refuseUnauthenticated(request: FastifyRequest): Promise<void> {
+      if (request.authFailure) throw request.authFailure;
+      if (!request.auth) throw new UnauthorizedError('This API requires an access token.', bearerChallenge(realm));
+    }
 
     // Auth is declared, not matched: a route of this API without a scope is a programming error.
     app.addHook('onRoute', (route) => {
@@ -46,6 +59,8 @@ export default fp(
       if (typeof scope !== 'string' || scope.length === 0) {
         throw new Error(`Route ${route.method} ${route.url} of the ${realm} API declares no scope`);
       }
+      const hooks = route.onRequest;
+      route.onRequest = [...(Array.isArray(hooks) ? hooks : hooks ? [hooks] : []), refuseUnauthenticated];
     });
 
     async function authenticate(request: FastifyRequest): Promise<void> {
@@ -82,18 +97,25 @@ export default fp(
           bearerChallenge(realm, { code: 'invalid_token' }),
         );
       }
+      // Set before the scope check: a 403 is counted against its client's rate limit (refused by the route's hook).
+      request.auth = claims;
       if (!claims.scopes.has(scope)) {
         throw new ForbiddenError(`This request needs the scope ${scope}.`, {
           'www-authenticate': bearerChallenge(realm, { code: 'insufficient_scope', scope }),
         });
       }
-      request.auth = claims;
     }
 
     app.addHook('onRequest', async (request) => {
       // Unmatched URLs (404) have no route config; they stay 404 for everyone.
       if (!request.routeOptions.url) return;
-      await authenticate(request);
+      try {
+        await authenticate(request);
+      } catch (error) {
+        // An outage (the key store unreachable) answers at once; a refusal waits for refuseUnauthenticated.
+        if (!(error instanceof ProblemError) || (error.status !== 401 && error.status !== 403)) throw error;
+        request.authFailure = error;
+      }
     });
   },
   { name: 'bearer-auth' },

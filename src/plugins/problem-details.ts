@@ -52,31 +52,67 @@ const STATUS_CODES: Record<number, string> = {
   503: 'unavailable',
 };
 
-/** `/commands/0` → `commands[0]`; a missing or unknown property names itself. */
-export function fieldErrorsFromAjv(errors: AjvErrorLike[], context?: string): FieldError[] {
-  const result: FieldError[] = [];
+/**
+ * How many field errors a 400 lists (SECURITY-CHECKLIST G 46). Our largest request body has 6 fields, so 20 lists every
+ * field of any body that is wrong everywhere at once, with room for a few bad items; past that the entries repeat one
+ * mistake item after item. `errorCount` still counts them all. With fields cut to FIELD_MAX characters (at most 6 bytes
+ * each once JSON-escaped) and messages to MESSAGE_MAX, the errors and the detail that repeats them stay under 40 KiB,
+ * so the whole answer, whose `instance` is bounded by Node's 16 KiB header limit, stays under 64 KiB.
+ */
+export const MAX_LISTED_ERRORS = 20;
+const FIELD_MAX = 100;
+const MESSAGE_MAX = 200;
+/** The characters of a 4xx detail that reach the log. */
+const LOGGED_DETAIL_MAX = 500;
+
+/** At most `max` UTF-16 units of `text`, marked with `…` when cut, never ending inside a surrogate pair. */
+function cut(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const end = /[\uD800-\uDBFF]/.test(text[max - 1]!) ? max - 1 : max;
+  return `${text.slice(0, end)}…`;
+}
+
+function fieldError(error: AjvErrorLike, context: string | undefined): FieldError {
+  let path = (error.instancePath ?? '')
+    .split('/')
+    .filter(Boolean)
+    .map((segment) => segment.replaceAll('~1', '/').replaceAll('~0', '~'))
+    .reduce((acc, segment) => (/^\d+$/.test(segment) ? `${acc}[${segment}]` : acc ? `${acc}.${segment}` : segment), '');
+  let message = error.message ?? 'is invalid';
+  if (error.keyword === 'required' && typeof error.params?.missingProperty === 'string') {
+    path = path ? `${path}.${error.params.missingProperty}` : error.params.missingProperty;
+    message = 'is required';
+  } else if (error.keyword === 'additionalProperties' && typeof error.params?.additionalProperty === 'string') {
+    // The name of an unknown field is the client's and may be as long as the body: cut below.
+    path = path ? `${path}.${error.params.additionalProperty}` : error.params.additionalProperty;
+    message = 'is not a known field';
+  }
+  if (!path) path = context ?? 'body';
+  return { field: cut(path, FIELD_MAX), message: cut(message, MESSAGE_MAX) };
+}
+
+/**
+ * `/commands/0` → `commands[0]`; a missing or unknown property names itself. Lists the first `max` distinct errors and
+ * counts them all. Only the listed ones are turned into paths: a body can hold 100,000 unknown fields, and counting
+ * them must stay cheap (SECURITY-CHECKLIST G 46).
+ */
+export function fieldErrorsFromAjv(
+  errors: AjvErrorLike[],
+  context?: string,
+  max = MAX_LISTED_ERRORS,
+): { errors: FieldError[]; count: number } {
+  const listed: FieldError[] = [];
   const seen = new Set<string>();
   for (const error of errors) {
-    let path = (error.instancePath ?? '')
-      .split('/')
-      .filter(Boolean)
-      .map((segment) => segment.replaceAll('~1', '/').replaceAll('~0', '~'))
-      .reduce((acc, segment) => (/^\d+$/.test(segment) ? `${acc}[${segment}]` : acc ? `${acc}.${segment}` : segment), '');
-    let message = error.message ?? 'is invalid';
-    if (error.keyword === 'required' && typeof error.params?.missingProperty === 'string') {
-      path = path ? `${path}.${error.params.missingProperty}` : error.params.missingProperty;
-      message = 'is required';
-    } else if (error.keyword === 'additionalProperties' && typeof error.params?.additionalProperty === 'string') {
-      path = path ? `${path}.${error.params.additionalProperty}` : error.params.additionalProperty;
-      message = 'is not a known field';
-    }
-    if (!path) path = context ?? 'body';
-    const key = `${path}\u0000${message}`;
+    // Ajv adds an `if` error when a `then` fails; the errors of the `then` already name the fields (validation.ts).
+    if (error.keyword === 'if') continue;
+    const property = error.params?.missingProperty ?? error.params?.additionalProperty ?? '';
+    const key = `${error.instancePath ?? ''}\u0000${String(property)}\u0000${error.message ?? ''}`;
     if (seen.has(key)) continue;
     seen.add(key);
-    result.push({ field: path, message });
+    if (listed.length < max) listed.push(fieldError(error, context));
   }
-  return result;
+  return { errors: listed, count: seen.size };
 }
 
 export function problemBody(
@@ -117,10 +153,13 @@ export function toProblem(error: FastifyError | Error): ProblemError {
   if (error instanceof ProblemError) return error;
   const fastifyError = error as FastifyError & { validation?: AjvErrorLike[]; validationContext?: string };
   if (fastifyError.validation) {
-    const errors = fieldErrorsFromAjv(fastifyError.validation, fastifyError.validationContext);
+    const { errors, count } = fieldErrorsFromAjv(fastifyError.validation, fastifyError.validationContext);
+    const more = count - errors.length;
     return new ProblemError(400, 'validation', 'Request validation failed', {
-      detail: errors.map((e) => `${e.field}: ${e.message}`).join('; '),
+      detail: errors.map((e) => `${e.field}: ${e.message}`).join('; ') + (more > 0 ? `; … and ${more} more` : ''),
       errors,
+      // RFC 9457 section 3.2 extension: how many errors there are in all, when `errors` lists only the first of them.
+      extensions: { errorCount: count },
     });
   }
   if (isDatabaseUnavailable(error)) return new ServiceUnavailableError();
@@ -202,7 +241,14 @@ export default fp(
     app.setErrorHandler(function renderProblem(error: FastifyError, request, reply) {
       const problem = toProblem(error);
       if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
-      else if (problem.status !== 401 && problem.status !== 404) request.log.info({ code: problem.code }, problem.detail);
+      else if (problem.status !== 401 && problem.status !== 404) {
+        // A detail can repeat 20 field names the client chose; one log line keeps its start (SECURITY-CHECKLIST G 46).
+        const errorCount = problem.extensions.errorCount;
+        request.log.info(
+          { code: problem.code, ...(errorCount !== undefined ? { errorCount } : {}) },
+          problem.detail === undefined ? undefined : cut(problem.detail, LOGGED_DETAIL_MAX),
+        );
+      }
       return sendProblem(reply, problem);
     });
 

@@ -15,7 +15,10 @@ export const ProblemSchema = Type.Object(
     detail: Type.Optional(Type.String({ description: 'What went wrong in this occurrence.' })),
     instance: Type.Optional(Type.String({ description: 'The request path.' })),
     requestId: Type.String({ description: 'The `X-Request-Id` of the request, for support and log correlation.' }),
-    errors: Type.Optional(Type.Array(FieldErrorSchema, { description: 'One entry per invalid field.' })),
+    errors: Type.Optional(
+      Type.Array(FieldErrorSchema, { description: 'One entry per invalid field: the first 20 of them (`errorCount` counts all).' }),
+    ),
+    errorCount: Type.Optional(Type.Integer({ description: 'On a 400 for an invalid request: how many errors it has in all.' })),
   },
   { $id: 'Problem', additionalProperties: true, description: 'RFC 9457 problem details.' },
 );
@@ -23,7 +26,7 @@ export const ProblemSchema = Type.Object(
 export type Problem = Static<typeof ProblemSchema>;
 
 const PROBLEM_DESCRIPTIONS: Record<number, string> = {
-  400: 'The request is malformed: `errors` names every bad field.',
+  400: 'The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all).',
   401:
     'No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` ' +
     'and `Link` to its successor, `POST /oauth/token`.',
@@ -35,7 +38,7 @@ const PROBLEM_DESCRIPTIONS: Record<number, string> = {
   414: 'The request target is longer than 8 KiB, or a path parameter longer than 256 characters.',
   415: 'The request body is not JSON.',
   422: 'The request is well-formed but cannot be carried out; the detail says why.',
-  429: 'Too many requests for this client; `Retry-After` says when to retry.',
+  429: 'Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry.',
   431: 'The request\'s header fields are larger than 16 KiB.',
   500: 'An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it.',
   503: 'The database is unreachable or the server is shutting down; retry shortly.',

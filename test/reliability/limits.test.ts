@@ -130,4 +130,61 @@ describe('input limits', () => {
     expect(response.json().errors).toEqual([expect.objectContaining({ field: 'mobileDeviceIds' })]);
     expect({ residents: await count(t, 'residents'), members: await count(t, 'resident_devices'), audit: await count(t, 'audit_events') }).toEqual(before);
   });
+
+  // SECURITY-CHECKLIST G 46: a 1 MiB body of invalid items must not turn into megabytes of answer and log.
+  it('answers 45,000 invalid commands with at most 64 KiB, naming the array once; the log line stays small', async () => {
+    const before = await count(t, 'tickets');
+    const now = Date.now();
+    const body = {
+      securedObjectId: 'door',
+      mobileDeviceId: 'phone',
+      beginDate: now,
+      endDate: now + 3_600_000,
+      commands: Array.from({ length: 45_000 }, () => 'x'.repeat(17)),
+      channels: ['btlespp'],
+    };
+    const response = await t.app.inject({ method: 'POST', url: '/operatorapi/tickets', headers: operator, payload: body });
+    expect(response.statusCode).toBe(400);
+    expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(Buffer.byteLength(response.body)).toBeLessThanOrEqual(64 * 1024);
+    const problem = response.json();
+    // An array over its maxItems is named by its length; its 45,000 items are not examined one by one.
+    expect(problem.errors).toEqual([{ field: 'commands', message: 'must NOT have more than 8 items' }]);
+    expect(problem.errorCount).toBe(1);
+    expect(problem.detail).toBe('commands: must NOT have more than 8 items');
+    const logged = t.logLines.filter((line) => line.includes(String(response.headers['x-request-id']))).join('');
+    expect(logged.length).toBeLessThan(4096);
+    // Within its bound the array still has every bad item named, and nothing else.
+    const within = await t.app.inject({ method: 'POST', url: '/operatorapi/tickets', headers: operator, payload: { ...body, commands: ['x'.repeat(17), 'open', 5] } });
+    expect(within.statusCode).toBe(400);
+    expect(within.json().errors).toEqual([
+      { field: 'commands[0]', message: 'must NOT have more than 16 characters' },
+      { field: 'commands[2]', message: 'must be string' },
+    ]);
+    expect(within.json().errorCount).toBe(2);
+    expect(await count(t, 'tickets')).toBe(before);
+  });
+
+  it('lists the first 20 of 30,000 errors with their count; answer and log stay small', async () => {
+    const before = await count(t, 'tickets');
+    const now = Date.now();
+    const body: Record<string, unknown> = { securedObjectId: 'door', mobileDeviceId: 'phone', beginDate: now, endDate: now + 3_600_000, commands: ['open'], channels: ['btlespp'] };
+    // Unknown field names are the client's: long ones are cut in the answer.
+    for (let index = 0; index < 30_000; index++) body[`${index}-${'u'.repeat(index < 20 ? 1000 : 1)}`] = 0;
+    const response = await t.app.inject({ method: 'POST', url: '/operatorapi/tickets', headers: operator, payload: body });
+    expect(response.statusCode).toBe(400);
+    expect(Buffer.byteLength(response.body)).toBeLessThanOrEqual(64 * 1024);
+    const problem = response.json();
+    expect(problem.errorCount).toBe(30_000);
+    expect(problem.errors).toHaveLength(20);
+    for (const error of problem.errors as { field: string; message: string }[]) {
+      expect(error.message).toBe('is not a known field');
+      expect(error.field.length).toBeLessThanOrEqual(101);
+      expect(error.field).toMatch(/^\d+-u+…$/);
+    }
+    expect(problem.detail).toMatch(/; … and 29980 more$/);
+    const logged = t.logLines.filter((line) => line.includes(String(response.headers['x-request-id']))).join('');
+    expect(logged.length).toBeLessThan(4096);
+    expect(await count(t, 'tickets')).toBe(before);
+  });
 });

@@ -60,13 +60,15 @@ export interface components {
             instance?: string;
             /** @description The `X-Request-Id` of the request, for support and log correlation. */
             requestId: string;
-            /** @description One entry per invalid field. */
+            /** @description One entry per invalid field: the first 20 of them (`errorCount` counts all). */
             errors?: {
                 /** @description The offending field, as a path into the request (`commands[0]`, `limit`). */
                 field: string;
                 /** @description What is wrong with it. */
                 message: string;
             }[];
+            /** @description On a 400 for an invalid request: how many errors it has in all. */
+            errorCount?: number;
         } & {
             [key: string]: unknown;
         };
@@ -132,7 +134,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -198,7 +200,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -307,7 +309,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -373,7 +375,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
