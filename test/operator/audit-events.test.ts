@@ -18,6 +18,7 @@ import {
   registerLock,
   ticket,
   ticketBody,
+  UUID_PATTERN,
   walk,
 } from '../helpers/operator.js';
 
@@ -214,6 +215,26 @@ describe('audit events', () => {
     const theirEvents = (await walk<AuditEvent>(t, otherToken, '/operatorapi/audit-events?limit=1000')).items;
     expect(theirEvents.map((event) => event.target)).not.toContain('secured_object:quiet-door');
     expect(theirEvents).toHaveLength(foreignIds.size);
+  });
+
+  it('records the request id the server made, never a client-chosen X-Request-Id (in the event, the problem body, the header)', async () => {
+    const forged = 'attacker-chosen';
+    const created = await registerLock(t, token, { id: 'forged-door', channels: ['btlespp'], localName: 'F', uuid: LOCK_UUID }, { 'x-request-id': forged });
+    expect(created.statusCode, created.body).toBe(201);
+    const serverId = String(created.headers['x-request-id']);
+    expect(serverId).toMatch(UUID_PATTERN);
+    expect(await auditEvents(t, { requestId: forged })).toEqual([]);
+    expect(await auditEvents(t, { target: 'secured_object:forged-door' })).toEqual([
+      expect.objectContaining({ action: 'secured_object.created', request_id: serverId }),
+    ]);
+    const listed = (await list('target=secured_object:forged-door')).json() as AuditEvent[];
+    expect(listed.map((event) => event.requestId)).toEqual([serverId]);
+
+    const refused = await registerLock(t, token, { id: 'forged-door', channels: ['btlespp'], localName: 'F', uuid: LOCK_UUID }, { 'x-request-id': forged });
+    const problem = expectProblem(refused, 409);
+    expect(problem.requestId).toMatch(UUID_PATTERN);
+    expect(problem.requestId).not.toBe(forged);
+    expect(problem.requestId).not.toBe(serverId);
   });
 
   it('needs a token (401) and audit:read (403)', async () => {
