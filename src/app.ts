@@ -30,8 +30,14 @@ export interface AppDependencies {
   clock?: () => number;
 }
 
-/** An incoming X-Request-Id is honoured only when it is short and plain, so it is safe in logs and headers. */
+/** A client's X-Request-Id reaches the logs (as `clientRequestId`) only when it is short and plain. */
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
+
+/** The client's X-Request-Id when it is safe to log, else undefined. */
+function clientRequestId(headers: Record<string, string | string[] | undefined>): string | undefined {
+  const incoming = headers['x-request-id'];
+  return typeof incoming === 'string' && SANE_REQUEST_ID.test(incoming) ? incoming : undefined;
+}
 
 /**
  * Request size limits, checked in the first hook so their answers are problems with X-Request-Id (contract 7.1):
@@ -88,16 +94,21 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
       : null;
   const options: FastifyServerOptions = {
     loggerInstance: log,
-    childLoggerFactory: (logger, bindings, childOptions) => lazyChildLogger(logger as Logger, bindings, childOptions),
+    childLoggerFactory: (logger, bindings, childOptions, rawRequest) => {
+      const client = clientRequestId(rawRequest.headers);
+      return lazyChildLogger(logger as Logger, client ? { ...bindings, clientRequestId: client } : bindings, childOptions);
+    },
     bodyLimit: config.BODY_LIMIT,
     // Fastify accepts a hop count too, though its type omits it.
     trustProxy: trustProxyOption(config.TRUST_PROXY) as FastifyServerOptions['trustProxy'],
     requestIdHeader: false,
     logController: new LogController({ requestIdLogLabel: 'requestId' }),
-    genReqId(request) {
-      const incoming = request.headers['x-request-id'];
-      return typeof incoming === 'string' && SANE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    },
+    // The request id is always the server's own: it is what the audit trail records (contract 7.5) and what problem
+    // bodies and the X-Request-Id answer carry (7.1), so a client must not choose it (it could forge another
+    // request's id or collide with one). Trusting it from a configured proxy (TRUST_PROXY) was rejected too: proxies
+    // commonly pass a client's header through unchanged. The client's own X-Request-Id is kept for correlation as
+    // `clientRequestId` on the request's log lines (childLoggerFactory above), sanitised and bounded.
+    genReqId: () => randomUUID(),
     clientErrorHandler: answerClientError,
     return503OnClosing: true,
     forceCloseConnections: 'idle',

@@ -20,6 +20,14 @@ const KEY_PATTERN = /^[\x21-\x7e]([\x20-\x7e]{0,253}[\x21-\x7e])?$/;
 /** Headers a replay repeats; the rest (dates, request ids) belong to the new exchange. */
 const REPLAYED_HEADERS = ['location', 'content-type'];
 
+/**
+ * Keys are per OAuth client, not per tenant: a key is chosen by the client that sends it and names that client's
+ * request, so another client of the tenant must neither claim it nor be answered its stored response.
+ */
+function ownerOf(request: FastifyRequest) {
+  return { tenantId: request.auth.tenantId, clientId: request.auth.clientId };
+}
+
 /** A route option that takes one hook or several, as a list. */
 function hookList<Hook>(hooks: Hook | Hook[] | undefined): Hook[] {
   return hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks];
@@ -39,7 +47,7 @@ export default fp(
         ]);
       }
       const fingerprint = requestFingerprint(request.method, request.url, request.body);
-      const outcome = await service.begin(request.auth.tenantId, header, fingerprint);
+      const outcome = await service.begin(ownerOf(request), header, fingerprint);
       if (outcome.kind === 'replay') {
         const { status, headers, body } = outcome.response;
         return reply.code(status).headers({ ...headers, 'idempotent-replayed': 'true' }).send(body);
@@ -54,7 +62,7 @@ export default fp(
       request.idempotencyKey = null;
       if (reply.statusCode >= 500) {
         // Nothing worth replaying happened: let a retry run again.
-        await service.release(request.auth.tenantId, key);
+        await service.release(ownerOf(request), key);
         return payload;
       }
       const headers: Record<string, string> = {};
@@ -62,7 +70,7 @@ export default fp(
         const value = reply.getHeader(name);
         if (value !== undefined) headers[name] = String(value);
       }
-      await service.complete(request.auth.tenantId, key, {
+      await service.complete(ownerOf(request), key, {
         status: reply.statusCode,
         headers,
         body: typeof payload === 'string' ? payload : String(payload ?? ''),

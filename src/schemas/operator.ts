@@ -119,12 +119,17 @@ export const TicketQuery = defaultsOptional(
 );
 
 export const AuditEventSchema = Type.Object({
-  id: Type.String({ description: 'Event id; ids grow in append order.' }),
+  id: Type.String({
+    pattern: '^[1-9][0-9]*$',
+    description: "The event's number in its tenant's own sequence: 1, 2, 3, ... in append order, without gaps.",
+  }),
   time: Type.Integer({ description: 'When, Unix milliseconds.' }),
   actor: Type.String({ description: '`client:<id>`, `user:<id>` or `cli`.' }),
   action: Type.String({ description: 'What happened, e.g. `ticket.created`.' }),
   target: Type.String({ description: 'What it happened to, e.g. `ticket:<id>`.' }),
-  requestId: Type.Optional(Type.String({ description: 'The X-Request-Id of the request that made the change.' })),
+  requestId: Type.Optional(
+    Type.String({ description: 'The id the server gave the request that made the change (its `X-Request-Id` answer).' }),
+  ),
 });
 
 export const AuditQuery = defaultsOptional(

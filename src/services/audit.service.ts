@@ -4,13 +4,24 @@ import { listAuditEvents, type AuditEvent, type AuditFilter } from '../db/reposi
 import { BadRequestError } from '../errors.js';
 import type { Page } from './pagination.js';
 
+/**
+ * A cursor is opaque (contract 7.3): the tenant's sequence number of the last event shown, behind a version tag, so
+ * a cursor of the earlier global numbering is refused (400) instead of silently starting elsewhere.
+ */
+const CURSOR_TAG = 'a1:';
+
+function encodeAuditCursor(seq: string): string {
+  return Buffer.from(`${CURSOR_TAG}${seq}`, 'utf8').toString('base64url');
+}
+
 function decodeAuditCursor(cursor: string | undefined): number | null {
   if (cursor === undefined) return null;
-  const id = Number(Buffer.from(cursor, 'base64url').toString('utf8'));
-  if (!Number.isSafeInteger(id) || id < 0) {
+  const text = Buffer.from(cursor, 'base64url').toString('utf8');
+  const seq = text.startsWith(CURSOR_TAG) && /^[0-9]{1,15}$/.test(text.slice(CURSOR_TAG.length)) ? Number(text.slice(CURSOR_TAG.length)) : NaN;
+  if (!Number.isSafeInteger(seq)) {
     throw new BadRequestError('The cursor is not one this server issued.', [{ field: 'cursor', message: 'is invalid' }]);
   }
-  return id;
+  return seq;
 }
 
 export function createAuditService({ db }: { db: Database }) {
@@ -20,7 +31,7 @@ export function createAuditService({ db }: { db: Database }) {
       const hasMore = rows.length > limit;
       const items = hasMore ? rows.slice(0, limit) : rows;
       const last = items[items.length - 1];
-      return { items, nextCursor: hasMore && last ? Buffer.from(last.id, 'utf8').toString('base64url') : null };
+      return { items, nextCursor: hasMore && last ? encodeAuditCursor(last.id) : null };
     },
   };
 }

@@ -125,12 +125,12 @@ export function createGroupService({ db, clock, kind }: GroupServiceOptions) {
         if (!(await lockGroup(tx, kind, context.tenantId, id, 'UPDATE'))) throw notFound(id);
         await revokePermissionTickets(tx, context.tenantId, words.permissionColumn, id, clock(), seq);
         const permissionIds = await deletePermissions(tx, context.tenantId, words.permissionColumn, id);
-        await appendAuditEvents(
-          tx,
-          permissionIds.map((permissionId) => event(context, 'access_permission.deleted', `access_permission:${permissionId}`)),
-        );
         await deleteGroup(tx, kind, context.tenantId, id);
-        await appendAuditEvent(tx, event(context, `${words.auditPrefix}.deleted`, self(id)));
+        // The audit counter last, after every row lock (audit.repo.ts): one append for the whole change.
+        await appendAuditEvents(tx, [
+          ...permissionIds.map((permissionId) => event(context, 'access_permission.deleted', `access_permission:${permissionId}`)),
+          event(context, `${words.auditPrefix}.deleted`, self(id)),
+        ]);
         return true;
       });
       if (!deleted) throw notFound(id);

@@ -1,4 +1,4 @@
-// Idempotency-Key (contract 4.3): the first response to a key is replayed to repeats of the same request for 24 h.
+// Idempotency-Key (contract 4.3): the first response to a client's key is replayed to its repeats of the request for 24 h.
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Database } from '../db/database.js';
@@ -8,6 +8,7 @@ import {
   findIdempotencyKey,
   releaseIdempotencyKey,
   reserveIdempotencyKey,
+  type IdempotencyOwner,
 } from '../db/repositories/idempotency.repo.js';
 import { ConflictError, UnprocessableError } from '../errors.js';
 import type { Clock } from './context.js';
@@ -49,13 +50,14 @@ export function createIdempotencyService({ db, clock, log, ttlMs }: IdempotencyS
   return {
     /**
      * Reserves the key, or tells how to answer a repeat: the stored response, 422 for another request under the
-     * same key, 409 while the first is still running.
+     * same key, 409 while the first is still running. Keys are per client (`owner`): another client's identical key
+     * is another request, never answered with this one's response.
      */
-    async begin(tenantId: string, key: string, fingerprint: Buffer): Promise<IdempotencyOutcome> {
+    async begin(owner: IdempotencyOwner, key: string, fingerprint: Buffer): Promise<IdempotencyOutcome> {
       for (let attempt = 0; attempt < 2; attempt++) {
         const now = clock();
-        if (await reserveIdempotencyKey(db, tenantId, key, fingerprint, now, now + ttlMs)) return { kind: 'proceed' };
-        const existing = await findIdempotencyKey(db, tenantId, key);
+        if (await reserveIdempotencyKey(db, owner, key, fingerprint, now, now + ttlMs)) return { kind: 'proceed' };
+        const existing = await findIdempotencyKey(db, owner, key);
         if (!existing) continue; // released between the two statements: try to reserve again
         if (!existing.requestHash.equals(fingerprint)) {
           throw new UnprocessableError(
@@ -71,9 +73,9 @@ export function createIdempotencyService({ db, clock, log, ttlMs }: IdempotencyS
       throw new ConflictError('A request with this Idempotency-Key is still being processed. Retry shortly.');
     },
 
-    complete: (tenantId: string, key: string, response: StoredResponse) => completeIdempotencyKey(db, tenantId, key, response),
+    complete: (owner: IdempotencyOwner, key: string, response: StoredResponse) => completeIdempotencyKey(db, owner, key, response),
 
-    release: (tenantId: string, key: string) => releaseIdempotencyKey(db, tenantId, key),
+    release: (owner: IdempotencyOwner, key: string) => releaseIdempotencyKey(db, owner, key),
 
     start(): void {
       timer = setInterval(() => {

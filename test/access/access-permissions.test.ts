@@ -91,8 +91,8 @@ describe('access permissions', () => {
     }
 
     // One audit event for the grant.
-    expect(await auditTrail(t, f.tenant.tenantId, { requestId: 'grant-seed' })).toEqual([
-      { action: 'access_permission.created', target: `access_permission:${created.id}`, actor: f.actor, request_id: 'grant-seed', time: created.creationDate },
+    expect(await auditTrail(t, f.tenant.tenantId, { requestId: String(response.headers['x-request-id']) })).toEqual([
+      { action: 'access_permission.created', target: `access_permission:${created.id}`, actor: f.actor, request_id: String(response.headers['x-request-id']), time: created.creationDate },
     ]);
 
     // Visible through the Operator API, as ordinary tickets that name their permission.
@@ -343,8 +343,8 @@ describe('access permissions', () => {
     expectProblem(await get(doomed.id, f), 404);
     expectProblem(await v1(t, f.token, { method: 'GET', url: `/v1/access-permissions/${doomed.id}/tokens` }), 404);
     expect((await get(kept.id, f)).json()).toStrictEqual(kept);
-    expect(await auditTrail(t, f.tenant.tenantId, { requestId: 'delete-grant' })).toEqual([
-      { action: 'access_permission.deleted', target: `access_permission:${doomed.id}`, actor: f.actor, request_id: 'delete-grant', time: revokedAt },
+    expect(await auditTrail(t, f.tenant.tenantId, { requestId: String(removed.headers['x-request-id']) })).toEqual([
+      { action: 'access_permission.deleted', target: `access_permission:${doomed.id}`, actor: f.actor, request_id: String(removed.headers['x-request-id']), time: revokedAt },
     ]);
     await expectUnchanged(t, async () => {
       expectProblem(await v1(t, f.token, { method: 'DELETE', url: `/v1/access-permissions/${doomed.id}` }), 404);

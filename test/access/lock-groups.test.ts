@@ -57,8 +57,8 @@ describe('lock groups', () => {
     expect(body).toStrictEqual({ id: expect.stringMatching(UUID_PATTERN), name: 'Building A', securedObjectIds: [], creationDate: expect.any(Number) });
     expect(response.headers.location).toBe(`/v1/lock-groups/${body.id}`);
     expect(await groupRow(acme.tenant.tenantId, body.id)).toEqual({ name: 'Building A', created_at: body.creationDate });
-    expect(await auditTrail(t, acme.tenant.tenantId, { requestId: 'create-building-a' })).toEqual([
-      { action: 'lock_group.created', target: `lock_group:${body.id}`, actor: acme.actor, request_id: 'create-building-a', time: expect.any(Number) },
+    expect(await auditTrail(t, acme.tenant.tenantId, { requestId: String(response.headers['x-request-id']) })).toEqual([
+      { action: 'lock_group.created', target: `lock_group:${body.id}`, actor: acme.actor, request_id: String(response.headers['x-request-id']), time: expect.any(Number) },
     ]);
     const read = await get(body.id);
     expect(read.statusCode).toBe(200);
@@ -140,8 +140,8 @@ describe('lock groups', () => {
     expect(renamed.statusCode).toBe(200);
     expect(renamed.json()).toStrictEqual({ ...created, name: 'New name' });
     expect((await get(created.id, f)).json()).toStrictEqual({ ...created, name: 'New name' });
-    expect(await auditTrail(t, f.tenant.tenantId, { requestId: 'rename-group' })).toEqual([
-      { action: 'lock_group.renamed', target: `lock_group:${created.id}`, actor: f.actor, request_id: 'rename-group', time: expect.any(Number) },
+    expect(await auditTrail(t, f.tenant.tenantId, { requestId: String(renamed.headers['x-request-id']) })).toEqual([
+      { action: 'lock_group.renamed', target: `lock_group:${created.id}`, actor: f.actor, request_id: String(renamed.headers['x-request-id']), time: expect.any(Number) },
     ]);
     await expectUnchanged(t, async () => {
       const patch = (payload: object) => v1(t, f.token, { method: 'PATCH', url: `/v1/lock-groups/${created.id}`, payload });
@@ -161,8 +161,8 @@ describe('lock groups', () => {
     expectProblem(await get(created.id, f), 404);
     expect(await groupRow(f.tenant.tenantId, created.id)).toBeUndefined();
     expect(await members(f.tenant.tenantId, created.id)).toEqual([]);
-    expect(await auditTrail(t, f.tenant.tenantId, { requestId: 'delete-group' })).toEqual([
-      { action: 'lock_group.deleted', target: `lock_group:${created.id}`, actor: f.actor, request_id: 'delete-group', time: expect.any(Number) },
+    expect(await auditTrail(t, f.tenant.tenantId, { requestId: String(removed.headers['x-request-id']) })).toEqual([
+      { action: 'lock_group.deleted', target: `lock_group:${created.id}`, actor: f.actor, request_id: String(removed.headers['x-request-id']), time: expect.any(Number) },
     ]);
     expect((await v1(t, f.operator, { method: 'GET', url: '/operatorapi/securedobjects/door' })).statusCode).toBe(200);
     await expectUnchanged(t, async () => {
@@ -182,8 +182,8 @@ describe('lock groups', () => {
     expect(added.json()).toStrictEqual({ ...created, securedObjectIds: ['door', 'gate'] });
     expect(await members(f.tenant.tenantId, created.id)).toEqual(['door', 'gate']);
     const target = `lock_group:${created.id}/secured_object:gate`;
-    expect(await auditTrail(t, f.tenant.tenantId, { requestId: 'add-gate' })).toEqual([
-      { action: 'lock_group.member_added', target, actor: f.actor, request_id: 'add-gate', time: expect.any(Number) },
+    expect(await auditTrail(t, f.tenant.tenantId, { requestId: String(added.headers['x-request-id']) })).toEqual([
+      { action: 'lock_group.member_added', target, actor: f.actor, request_id: String(added.headers['x-request-id']), time: expect.any(Number) },
     ]);
     await expectUnchanged(t, async () => {
       const repeat = await put();
@@ -194,8 +194,8 @@ describe('lock groups', () => {
     const removed = await v1(t, f.token, { method: 'DELETE', url: memberUrl('lock-groups', created.id, 'gate'), headers: { 'x-request-id': 'remove-gate' } });
     expect(removed.statusCode).toBe(200);
     expect(removed.json()).toStrictEqual({ ...created, securedObjectIds: ['door'] });
-    expect(await auditTrail(t, f.tenant.tenantId, { requestId: 'remove-gate' })).toEqual([
-      { action: 'lock_group.member_removed', target, actor: f.actor, request_id: 'remove-gate', time: expect.any(Number) },
+    expect(await auditTrail(t, f.tenant.tenantId, { requestId: String(removed.headers['x-request-id']) })).toEqual([
+      { action: 'lock_group.member_removed', target, actor: f.actor, request_id: String(removed.headers['x-request-id']), time: expect.any(Number) },
     ]);
     await expectUnchanged(t, async () => {
       expect(expectProblem(await v1(t, f.token, { method: 'DELETE', url: memberUrl('lock-groups', created.id, 'gate') }), 404).detail).toContain('gate');

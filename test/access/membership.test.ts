@@ -71,7 +71,7 @@ describe('membership stays true', () => {
     expect([await tokenCount(f, toA.id), await tokenCount(f, toB.id)]).toEqual([6, 4]);
     expect(await ticketRows(t, f.tenant.tenantId)).toHaveLength(10);
     // One audit event for the membership (the tickets follow from it).
-    expect((await auditTrail(t, f.tenant.tenantId, { requestId: 'join' })).map((event) => event.action)).toEqual(['resident.member_added']);
+    expect((await auditTrail(t, f.tenant.tenantId, { requestId: String(joined.headers['x-request-id']) })).map((event) => event.action)).toEqual(['resident.member_added']);
 
     // Joining again changes nothing: no new tickets, no event.
     const before = await ticketRows(t, f.tenant.tenantId);
@@ -115,7 +115,7 @@ describe('membership stays true', () => {
     const revokedTicket = await operatorTicket(f, changed[0]!.id);
     expect(revokedTicket).toMatchObject({ status: 'REVOKED', revocationDate: changed[0]!.revoked_at, accessPermissionId: annGrant.id });
     expect([await tokenCount(f, annGrant.id), await tokenCount(f, benGrant.id)]).toEqual([2, 4]);
-    expect((await auditTrail(t, f.tenant.tenantId, { requestId: 'leave' })).map((event) => [event.action, event.target])).toEqual([
+    expect((await auditTrail(t, f.tenant.tenantId, { requestId: String(left.headers['x-request-id']) })).map((event) => [event.action, event.target])).toEqual([
       ['resident.member_removed', `resident:${ann.id}/mobile_device:shared-phone`],
     ]);
   });
@@ -250,7 +250,7 @@ describe('membership stays true', () => {
     expect((await operatorTicket(f, direct.id)).status).toBe('VALID');
     const { rows } = await t.database.db.query('SELECT 1 FROM access_permissions WHERE tenant_id = $1', [f.tenant.tenantId]);
     expect(rows).toHaveLength(1);
-    expect((await auditTrail(t, f.tenant.tenantId, { requestId: 'delete-resident' })).map((event) => [event.action, event.target]).sort()).toEqual(
+    expect((await auditTrail(t, f.tenant.tenantId, { requestId: String(removed.headers['x-request-id']) })).map((event) => [event.action, event.target]).sort()).toEqual(
       [
         ['access_permission.deleted', `access_permission:${gone[0]!.id}`],
         ['access_permission.deleted', `access_permission:${gone[1]!.id}`],
@@ -278,7 +278,7 @@ describe('membership stays true', () => {
     expect(live(rows)).toEqual([]);
     expect(pairsOf(live(await ticketRows(t, f.tenant.tenantId, { accessPermissionId: kept.id })))).toEqual(product(['p1', 'p2'], ['l2', 'l3']));
     expect((await operatorTicket(f, direct.id)).status).toBe('VALID');
-    expect((await auditTrail(t, f.tenant.tenantId, { requestId: 'delete-group' })).map((event) => [event.action, event.target])).toEqual([
+    expect((await auditTrail(t, f.tenant.tenantId, { requestId: String(removed.headers['x-request-id']) })).map((event) => [event.action, event.target])).toEqual([
       ['access_permission.deleted', `access_permission:${gone.id}`],
       ['lock_group.deleted', `lock_group:${doomed.id}`],
     ]);

@@ -95,18 +95,23 @@ describe('HTTP shell', () => {
   });
 
   describe('request ids', () => {
-    it('echoes a sane incoming X-Request-Id in the header, the problem body and the logs', async () => {
+    it("answers the server's own id, never a client's X-Request-Id; a sane one is logged as clientRequestId", async () => {
       const id = 'req-42.abc:DEF@edge_1';
       const response = await t.app.inject({ method: 'GET', url: '/nowhere', headers: { 'x-request-id': id } });
-      expect(response.headers['x-request-id']).toBe(id);
-      expect(response.json()).toMatchObject({ requestId: id });
-      expect(t.logLines.some((line) => JSON.parse(line).requestId === id)).toBe(true);
+      const requestId = String(response.headers['x-request-id']);
+      expect(requestId).toMatch(UUID);
+      expect(response.json()).toMatchObject({ requestId });
+      const lines = t.logLines.map((line) => JSON.parse(line) as { requestId?: string; clientRequestId?: string });
+      expect(lines.some((line) => line.requestId === requestId && line.clientRequestId === id)).toBe(true);
+      expect(lines.some((line) => line.requestId === id)).toBe(false);
     });
 
-    it('accepts a 128-character id', async () => {
+    it('logs a 128-character client id as clientRequestId', async () => {
       const id = 'a'.repeat(128);
-      const response = await t.app.inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': id } });
-      expect(response.headers['x-request-id']).toBe(id);
+      const response = await t.app.inject({ method: 'GET', url: '/nowhere', headers: { 'x-request-id': id } });
+      expect(response.headers['x-request-id']).toMatch(UUID);
+      const requestId = String(response.headers['x-request-id']);
+      expect(t.logLines.some((line) => line.includes(`"clientRequestId":"${id}"`) && line.includes(requestId))).toBe(true);
     });
 
     it.each([

@@ -18,6 +18,7 @@ import {
   registerLock,
   ticket,
   ticketBody,
+  UUID_PATTERN,
   walk,
 } from '../helpers/operator.js';
 
@@ -204,16 +205,73 @@ describe('audit events', () => {
     await device(t, otherToken, 'their-phone');
     const theirs = await ticket(t, otherToken, 'their-door', 'their-phone');
     const acmeEvents = (await walk<AuditEvent>(t, token, '/operatorapi/audit-events?limit=7')).items;
-    const { rows } = await t.database.db.query<{ id: number }>('SELECT id FROM audit_events WHERE tenant_id = $1', [other.tenantId]);
-    const foreignIds = new Set(rows.map((row) => String(row.id)));
-    expect(foreignIds.size).toBeGreaterThan(0);
-    expect(acmeEvents.filter((event) => foreignIds.has(event.id))).toEqual([]);
+    // Ids are per tenant (each starts at 1), so the rows themselves say whose an event is.
+    const rowsOf = async (tenantId: string) =>
+      (await t.database.db.query<{ seq: number; target: string }>('SELECT seq, target FROM audit_events WHERE tenant_id = $1 ORDER BY seq', [tenantId])).rows.map(
+        (row) => [String(row.seq), row.target],
+      );
+    const foreign = await rowsOf(other.tenantId);
+    expect(foreign.length).toBeGreaterThan(0);
+    expect(acmeEvents.map((event) => [event.id, event.target])).toEqual(await rowsOf(acme.tenantId));
     expect(acmeEvents.map((event) => event.target)).not.toContain(`ticket:${theirs.id}`);
     expect((await list(`target=ticket:${theirs.id}`)).json()).toEqual([]);
     expect((await list(`target=ticket:${theirs.id}`, otherToken)).json()).toHaveLength(1);
     const theirEvents = (await walk<AuditEvent>(t, otherToken, '/operatorapi/audit-events?limit=1000')).items;
     expect(theirEvents.map((event) => event.target)).not.toContain('secured_object:quiet-door');
-    expect(theirEvents).toHaveLength(foreignIds.size);
+    expect(theirEvents.map((event) => [event.id, event.target])).toEqual(foreign);
+  });
+
+  it('records the request id the server made, never a client-chosen X-Request-Id (in the event, the problem body, the header)', async () => {
+    const forged = 'attacker-chosen';
+    const created = await registerLock(t, token, { id: 'forged-door', channels: ['btlespp'], localName: 'F', uuid: LOCK_UUID }, { 'x-request-id': forged });
+    expect(created.statusCode, created.body).toBe(201);
+    const serverId = String(created.headers['x-request-id']);
+    expect(serverId).toMatch(UUID_PATTERN);
+    expect(await auditEvents(t, { requestId: forged })).toEqual([]);
+    expect(await auditEvents(t, { target: 'secured_object:forged-door' })).toEqual([
+      expect.objectContaining({ action: 'secured_object.created', request_id: serverId }),
+    ]);
+    const listed = (await list('target=secured_object:forged-door')).json() as AuditEvent[];
+    expect(listed.map((event) => event.requestId)).toEqual([serverId]);
+
+    const refused = await registerLock(t, token, { id: 'forged-door', channels: ['btlespp'], localName: 'F', uuid: LOCK_UUID }, { 'x-request-id': forged });
+    const problem = expectProblem(refused, 409);
+    expect(problem.requestId).toMatch(UUID_PATTERN);
+    expect(problem.requestId).not.toBe(forged);
+    expect(problem.requestId).not.toBe(serverId);
+  });
+
+  it("numbers each tenant's events 1, 2, 3, ... with no gap while tenants interleave; cursors walk them all once", async () => {
+    const [north, south] = [await createTenant(t.app, 'north'), await createTenant(t.app, 'south')];
+    const [northToken, southToken] = [await clientToken(t.app, north), await clientToken(t.app, south)];
+    // Interleaved, and concurrent within each round: each tenant's numbers must still run without a gap.
+    for (let round = 0; round < 4; round++) {
+      await Promise.all([
+        lock(t, northToken, `n-${round}`),
+        lock(t, southToken, `s-${round}`),
+        device(t, northToken, `n-phone-${round}`),
+      ]);
+    }
+    await device(t, southToken, 's-phone');
+    await ticket(t, southToken, 's-0', 's-phone');
+    await call(t, southToken, { method: 'DELETE', url: '/operatorapi/securedobjects/s-0' });
+    for (const [fixture, auth] of [[north, northToken], [south, southToken]] as const) {
+      const { rows } = await t.database.db.query<{ n: number }>('SELECT count(*)::int AS n FROM audit_events WHERE tenant_id = $1', [fixture.tenantId]);
+      const expected = Array.from({ length: rows[0]!.n }, (_, index) => String(index + 1));
+      expect(expected.length).toBeGreaterThan(8);
+      const walked = await walk<AuditEvent>(t, auth, '/operatorapi/audit-events?limit=3');
+      expect(walked.items.map((event) => event.id)).toEqual(expected);
+      expect((await list('limit=1000', auth)).json().map((event: AuditEvent) => event.id)).toEqual(expected);
+      // Filtered pages keep the tenant's numbers and their order.
+      const locks = await walk<AuditEvent>(t, auth, '/operatorapi/audit-events?limit=1&action=secured_object.created');
+      expect(locks.items.map((event) => Number(event.id))).toEqual([...locks.items.map((event) => Number(event.id))].sort((a, b) => a - b));
+      expect(locks.items).toHaveLength(4);
+    }
+    // The counter agrees with the events: the next change gets the next number.
+    await lock(t, northToken, 'n-last');
+    const last = (await list('target=secured_object:n-last', northToken)).json() as AuditEvent[];
+    const { rows } = await t.database.db.query<{ n: number }>('SELECT count(*)::int AS n FROM audit_events WHERE tenant_id = $1', [north.tenantId]);
+    expect(last.map((event) => event.id)).toEqual([String(rows[0]!.n)]);
   });
 
   it('needs a token (401) and audit:read (403)', async () => {

@@ -1,8 +1,8 @@
-// Idempotency-Key on the Operator API's creates (contract 4.3): replay, 422 on another body, 409 while running, per tenant.
+// Idempotency-Key on the Operator API's creates (contract 4.3): replay, 422 on another body, 409 while running, per client.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestFingerprint } from '../../src/services/idempotency.service.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { clientToken, createTenant, type TenantFixture } from '../helpers/oauth.js';
+import { clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';
 import {
   HOUR,
   LOCK_UUID,
@@ -52,17 +52,15 @@ describe('Idempotency-Key', () => {
     return rows[0]!.n;
   }
 
-  async function keyRow(tenantId: string, value: string) {
+  async function keyRow(tenantId: string, value: string, clientId = tenantId === other.tenantId ? other.clientId : acme.clientId) {
     const { rows } = await t.database.db.query<{
       request_hash: Uint8Array;
       created_at: number;
       expires_at: number;
       response_status: number | null;
       response_body: string | null;
-    }>('SELECT request_hash, created_at, expires_at, response_status, response_body FROM idempotency_keys WHERE tenant_id = $1 AND key = $2', [
-      tenantId,
-      value,
-    ]);
+    }>(`SELECT request_hash, created_at, expires_at, response_status, response_body FROM idempotency_keys
+        WHERE tenant_id = $1 AND key = $2 AND client_id = $3`, [tenantId, value, clientId]);
     const row = rows[0];
     return row ? { ...row, request_hash: Buffer.from(row.request_hash).toString('hex') } : undefined;
   }
@@ -125,8 +123,8 @@ describe('Idempotency-Key', () => {
     // A reservation without a response is what a request still being handled leaves behind.
     const now = t.app.services.clock();
     await t.database.db.query(
-      'INSERT INTO idempotency_keys (tenant_id, key, request_hash, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)',
-      [acme.tenantId, 'in-flight', requestFingerprint('POST', '/operatorapi/tickets', body), now, now + DAY],
+      'INSERT INTO idempotency_keys (tenant_id, client_id, key, request_hash, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)',
+      [acme.tenantId, acme.clientId, 'in-flight', requestFingerprint('POST', '/operatorapi/tickets', body), now, now + DAY],
     );
     await expectNothingChanged(t, async () => {
       const running = await issueTicket(t, token, body, key('in-flight'));
@@ -176,13 +174,49 @@ describe('Idempotency-Key', () => {
     expect((await keyRow(other.tenantId, 'shared-key'))?.response_body).toBe(theirs.body);
   });
 
+  it("keeps keys per client: another client of the same tenant gets its own execution, never the first client's answer", async () => {
+    const second = await createClient(t.app, acme, ['tokens:create']);
+    const secondToken = await clientToken(t.app, second);
+    const firstBody = ticketBody(t, 'door', 'phone', { commands: ['clos'] });
+    const secondBody = ticketBody(t, 'door', 'phone', { commands: ['open'] });
+    const before = await ticketCount();
+    const mine = await issueTicket(t, token, firstBody, key('client-key'));
+    expect(mine.statusCode).toBe(201);
+
+    // Another body under the same key: no 422 and no replay, a ticket of its own.
+    const theirs = await issueTicket(t, secondToken, secondBody, key('client-key'));
+    expect(theirs.statusCode, theirs.body).toBe(201);
+    expect(theirs.headers['idempotent-replayed']).toBeUndefined();
+    expect(theirs.json()).toMatchObject({ commands: ['open'] });
+    expect(theirs.json().id).not.toBe(mine.json().id);
+    // The same body under the same key: still its own execution, not the other client's stored answer.
+    const same = await issueTicket(t, secondToken, firstBody, key('client-key-2'));
+    expect(same.statusCode).toBe(201);
+    const sameAgain = await issueTicket(t, token, firstBody, key('client-key-2'));
+    expect(sameAgain.statusCode).toBe(201);
+    expect(sameAgain.headers['idempotent-replayed']).toBeUndefined();
+    expect(sameAgain.json().id).not.toBe(same.json().id);
+    expect(await ticketCount()).toBe(before + 4);
+
+    // Each client's repeat replays its own answer, and creates nothing.
+    for (const [auth, body, first] of [[token, firstBody, mine], [secondToken, secondBody, theirs], [secondToken, firstBody, same]] as const) {
+      const again = await issueTicket(t, auth, body, key(first === same ? 'client-key-2' : 'client-key'));
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.body).toBe(first.body);
+    }
+    expect(await ticketCount()).toBe(before + 4);
+    // One record per client under the one key.
+    expect((await keyRow(acme.tenantId, 'client-key', acme.clientId))?.response_body).toBe(mine.body);
+    expect((await keyRow(acme.tenantId, 'client-key', second.clientId))?.response_body).toBe(theirs.body);
+  });
+
   it('replaces an expired record with the new request', async () => {
     // A record from yesterday for another request: it no longer counts.
     const now = t.app.services.clock();
     await t.database.db.query(
-      `INSERT INTO idempotency_keys (tenant_id, key, request_hash, created_at, expires_at, response_status, response_headers, response_body)
-       VALUES ($1, 'stale', $2, $3, $4, 201, '{}', '{"stale":true}')`,
-      [acme.tenantId, Buffer.alloc(32, 7), now - DAY - 1000, now - 1000],
+      `INSERT INTO idempotency_keys (tenant_id, client_id, key, request_hash, created_at, expires_at, response_status, response_headers, response_body)
+       VALUES ($1, $2, 'stale', $3, $4, $5, 201, '{}', '{"stale":true}')`,
+      [acme.tenantId, acme.clientId, Buffer.alloc(32, 7), now - DAY - 1000, now - 1000],
     );
     const body = ticketBody(t, 'door', 'phone');
     const before = await ticketCount();

@@ -61,7 +61,7 @@ describe('mobile devices', () => {
         actor: `client:${acme.clientId}`,
         action: 'mobile_device.created',
         target: 'mobile_device:phone-alice-1',
-        request_id: 'register-alice',
+        request_id: String(response.headers['x-request-id']),
       },
     ]);
     const read = await get('phone-alice-1');
@@ -187,7 +187,7 @@ describe('mobile devices', () => {
       [second.id, 'REVOKED', revokedAt[first.id]],
     ]);
 
-    const events = await auditEvents(t, { requestId: 'remove-lost' });
+    const events = await auditEvents(t, { requestId: String(removed.headers['x-request-id']) });
     expect(events.map((event) => [event.action, event.target]).sort()).toEqual(
       [
         ['mobile_device.deleted', 'mobile_device:lost-phone'],

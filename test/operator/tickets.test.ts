@@ -103,7 +103,7 @@ describe('tickets', () => {
         actor: `client:${acme.clientId}`,
         action: 'ticket.created',
         target: `ticket:${created.id}`,
-        request_id: 'issue-1',
+        request_id: String(response.headers['x-request-id']),
       },
     ]);
 
@@ -257,7 +257,7 @@ describe('tickets', () => {
     const events = await auditEvents(t, { target: `ticket:${issued.id}` });
     expect(events.map((event) => [event.action, event.request_id, event.time])).toEqual([
       ['ticket.created', expect.any(String), issued.creationDate],
-      ['ticket.revoked', 'revoke-once', revoked.revocationDate],
+      ['ticket.revoked', String(first.headers['x-request-id']), revoked.revocationDate],
     ]);
   });
 

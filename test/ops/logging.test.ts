@@ -9,6 +9,7 @@ interface LogLine {
   level: number;
   msg: string;
   requestId?: string;
+  clientRequestId?: string;
   req?: { method: string; url: string };
   res?: { statusCode: number };
 }
@@ -71,12 +72,26 @@ describe('request logging', () => {
     for (const secret of SECRETS) expect(all).not.toContain(secret);
   });
 
-  it('puts the request id on every line a request writes', async () => {
+  it("puts the server's request id on every line a request writes, and the client's X-Request-Id as clientRequestId", async () => {
     const response = await t.app.inject({ method: 'GET', url: '/test/fail', headers: { 'x-request-id': 'trace-me-1' } });
-    expect(response.headers['x-request-id']).toBe('trace-me-1');
-    const lines = linesOf('trace-me-1');
+    const requestId = String(response.headers['x-request-id']);
+    expect(requestId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    expect(response.json().requestId).toBe(requestId);
+    expect(linesOf('trace-me-1')).toEqual([]);
+    const lines = linesOf(requestId);
     expect(lines.map((line) => line.msg)).toEqual(expect.arrayContaining(['incoming request', 'request failed', 'request completed']));
-    expect(lines.every((line) => typeof line.level === 'number')).toBe(true);
+    expect(lines.every((line) => typeof line.level === 'number' && line.clientRequestId === 'trace-me-1')).toBe(true);
+  });
+
+  it('logs no clientRequestId for an X-Request-Id that is long or not plain, and never uses it as the request id', async () => {
+    for (const incoming of ['x'.repeat(129), 'two words', '<script>', '']) {
+      const response = await t.app.inject({ method: 'GET', url: '/metrics', headers: { 'x-request-id': incoming } });
+      const requestId = String(response.headers['x-request-id']);
+      expect(requestId).not.toBe(incoming);
+      const lines = linesOf(requestId);
+      expect(lines.length).toBeGreaterThanOrEqual(2);
+      expect(lines.every((line) => line.clientRequestId === undefined)).toBe(true);
+    }
   });
 
   it('writes one JSON object per line', () => {

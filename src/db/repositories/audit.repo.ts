@@ -1,4 +1,4 @@
-// SQL for the audit trail (contract 7.5): append in the caller's transaction.
+// SQL for the audit trail (contract 7.5): append in the caller's transaction, numbered per tenant; keyset pages.
 import type { Queryable } from '../database.js';
 
 export interface AuditEventInput {
@@ -10,14 +10,66 @@ export interface AuditEventInput {
   requestId: string | null;
 }
 
+/**
+ * The CTEs that append the rows of `source` to the audit trail of the tenant in `tenantPlaceholder`, numbered with
+ * the tenant's next audit sequence numbers (migration 008), for writes that audit inside one statement (ticket
+ * creation, revocation, download). `source` is a SELECT of five columns, in this order: time, actor, action,
+ * target, request_id; its order is the numbering order. It names the CTEs `audit_input`, `audit_seq` and `audited`, so it comes after the statement's other CTEs:
+ *
+ *   WITH changed AS (...), ${AUDIT_APPEND_CTES('$1', 'SELECT ... FROM changed')} SELECT ...
+ *
+ * LOCK ORDER: the counter row is locked until commit, so take it LAST in every transaction: after the tenant's
+ * change counter (change-log.repo.ts) and after every row lock. Reading `source` (the rows the statement changed)
+ * before bumping the counter orders it after the statement's own locks. Nothing is locked when `source` is empty.
+ */
+export const AUDIT_APPEND_CTES = (tenantPlaceholder: string, source: string) => `
+  audit_input AS (
+    SELECT row_number() OVER () AS n, s.* FROM (${source}) AS s (time, actor, action, target, request_id)
+  ), audit_seq AS (
+    INSERT INTO tenant_audit_counters AS c (tenant_id, last_seq)
+    SELECT ${tenantPlaceholder}::uuid, count(*) FROM audit_input HAVING count(*) > 0
+    ON CONFLICT (tenant_id) DO UPDATE SET last_seq = c.last_seq + EXCLUDED.last_seq
+    RETURNING last_seq
+  ), audited AS (
+    INSERT INTO audit_events (tenant_id, seq, time, actor, action, target, request_id)
+    SELECT ${tenantPlaceholder}::uuid, audit_seq.last_seq - (SELECT count(*) FROM audit_input) + a.n,
+           a.time, a.actor, a.action, a.target, a.request_id
+      FROM audit_input a, audit_seq
+  )`;
+
 export async function appendAuditEvent(db: Queryable, event: AuditEventInput): Promise<void> {
-  await db.query(
-    'INSERT INTO audit_events (tenant_id, time, actor, action, target, request_id) VALUES ($1, $2, $3, $4, $5, $6)',
-    [event.tenantId, event.time, event.actor, event.action, event.target, event.requestId],
-  );
+  await appendAuditEvents(db, [event]);
+}
+
+/** Several events of one change, in one statement per tenant (in practice one tenant). */
+export async function appendAuditEvents(db: Queryable, events: AuditEventInput[]): Promise<void> {
+  // Tenants in a fixed order, so two multi-tenant appends never lock their counters in opposite orders.
+  const tenants = [...new Set(events.map((event) => event.tenantId))].sort();
+  for (const tenantId of tenants) {
+    const mine = events.filter((event) => event.tenantId === tenantId);
+    await db.query(
+      `WITH ${AUDIT_APPEND_CTES(
+        '$1',
+        `SELECT time, actor, action, target, request_id
+           FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY
+                AS e (time, actor, action, target, request_id, ordinal)
+          ORDER BY ordinal`,
+      )}
+      SELECT 1`,
+      [
+        tenantId,
+        mine.map((e) => e.time),
+        mine.map((e) => e.actor),
+        mine.map((e) => e.action),
+        mine.map((e) => e.target),
+        mine.map((e) => e.requestId),
+      ],
+    );
+  }
 }
 
 export interface AuditEvent {
+  /** The tenant's own sequence number, as a string. */
   id: string;
   time: number;
   actor: string;
@@ -33,12 +85,15 @@ export interface AuditFilter {
   to?: number | undefined;
 }
 
-/** Keyset page in append order (by id): stable while events are appended. */
+/**
+ * Keyset page in append order (the tenant's sequence): stable while events are appended, since a tenant's events
+ * commit in sequence order (migration 008), so no later page can gain an event with a smaller number.
+ */
 export async function listAuditEvents(
   db: Queryable,
   tenantId: string,
   filter: AuditFilter,
-  afterId: number | null,
+  afterSeq: number | null,
   limit: number,
 ): Promise<AuditEvent[]> {
   const params: unknown[] = [tenantId, limit];
@@ -51,35 +106,18 @@ export async function listAuditEvents(
   if (filter.action !== undefined) add((p) => `action = ${p}`, filter.action);
   if (filter.from !== undefined) add((p) => `time >= ${p}::bigint`, filter.from);
   if (filter.to !== undefined) add((p) => `time < ${p}::bigint`, filter.to);
-  if (afterId !== null) add((p) => `id > ${p}::bigint`, afterId);
-  const { rows } = await db.query<{ id: number; time: number; actor: string; action: string; target: string; request_id: string | null }>(
-    `SELECT id, time, actor, action, target, request_id FROM audit_events
-      WHERE ${conditions.join(' AND ')} ORDER BY id LIMIT $2`,
+  if (afterSeq !== null) add((p) => `seq > ${p}::bigint`, afterSeq);
+  const { rows } = await db.query<{ seq: number; time: number; actor: string; action: string; target: string; request_id: string | null }>(
+    `SELECT seq, time, actor, action, target, request_id FROM audit_events
+      WHERE ${conditions.join(' AND ')} ORDER BY seq LIMIT $2`,
     params,
   );
   return rows.map((row) => ({
-    id: String(row.id),
+    id: String(row.seq),
     time: row.time,
     actor: row.actor,
     action: row.action,
     target: row.target,
     ...(row.request_id !== null ? { requestId: row.request_id } : {}),
   }));
-}
-
-/** Several events of one change, in one statement. */
-export async function appendAuditEvents(db: Queryable, events: AuditEventInput[]): Promise<void> {
-  if (events.length === 0) return;
-  await db.query(
-    `INSERT INTO audit_events (tenant_id, time, actor, action, target, request_id)
-     SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[])`,
-    [
-      events.map((e) => e.tenantId),
-      events.map((e) => e.time),
-      events.map((e) => e.actor),
-      events.map((e) => e.action),
-      events.map((e) => e.target),
-      events.map((e) => e.requestId),
-    ],
-  );
 }

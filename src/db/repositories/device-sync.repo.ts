@@ -1,6 +1,7 @@
 // SQL for the Device API: a device's valid tickets with their download stamp, and a lock's changes since a cursor.
 import type { Queryable } from '../database.js';
 import type { KeysetPosition } from '../../services/pagination.js';
+import { AUDIT_APPEND_CTES } from './audit.repo.js';
 import { TICKET_COLUMNS, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';
 
 export interface CredentialedTicket extends TicketRecord {
@@ -53,10 +54,11 @@ export async function recordDownload(
          FROM unnest($2::uuid[], $3::text[]) AS v (id, credential), before b
         WHERE t.tenant_id = $1 AND t.id = v.id AND b.id = v.id
         RETURNING t.id, t.credential, t.downloaded_at
-     ), audited AS (
-       INSERT INTO audit_events (tenant_id, time, actor, action, target, request_id)
-       SELECT $1, $4, $5, 'ticket.downloaded', 'ticket:' || b.id, $6 FROM before b WHERE b.downloaded_at IS NULL
-     )
+     ), ${AUDIT_APPEND_CTES(
+       '$1',
+       `SELECT $4::bigint, $5::text, 'ticket.downloaded', 'ticket:' || b.id, $6::text FROM before b
+         WHERE b.downloaded_at IS NULL ORDER BY b.id`,
+     )}
      SELECT id, credential, downloaded_at FROM updated`,
     [tenantId, ticketIds, credentials, now, audit.actor, audit.requestId],
   );

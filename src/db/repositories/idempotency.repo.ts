@@ -1,4 +1,4 @@
-// SQL for Idempotency-Key records (contract 4.3): reserve, complete, release, replay.
+// SQL for Idempotency-Key records (contract 4.3), one key space per client: reserve, complete, release, replay.
 import type { Queryable } from '../database.js';
 
 export interface IdempotencyRecord {
@@ -17,36 +17,42 @@ interface IdempotencyRow {
   response_body: string | null;
 }
 
+/** Whose key it is: a key belongs to one OAuth client of one tenant (migration 008). */
+export interface IdempotencyOwner {
+  tenantId: string;
+  clientId: string;
+}
+
 /**
  * Reserves the key for this request, atomically: true when this request owns it now (new, or the old record had
  * expired). Of concurrent requests with one key exactly one gets true.
  */
 export async function reserveIdempotencyKey(
   db: Queryable,
-  tenantId: string,
+  owner: IdempotencyOwner,
   key: string,
   requestHash: Buffer,
   now: number,
   expiresAt: number,
 ): Promise<boolean> {
   const { rows } = await db.query(
-    `INSERT INTO idempotency_keys AS k (tenant_id, key, request_hash, created_at, expires_at)
-     VALUES ($1, $2, $3, $4, $5)
-     ON CONFLICT (tenant_id, key) DO UPDATE
+    `INSERT INTO idempotency_keys AS k (tenant_id, client_id, key, request_hash, created_at, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (tenant_id, client_id, key) DO UPDATE
        SET request_hash = EXCLUDED.request_hash, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at,
            response_status = NULL, response_headers = NULL, response_body = NULL
        WHERE k.expires_at <= EXCLUDED.created_at
      RETURNING 1`,
-    [tenantId, key, requestHash, now, expiresAt],
+    [owner.tenantId, owner.clientId, key, requestHash, now, expiresAt],
   );
   return rows.length > 0;
 }
 
-export async function findIdempotencyKey(db: Queryable, tenantId: string, key: string): Promise<IdempotencyRecord | null> {
+export async function findIdempotencyKey(db: Queryable, owner: IdempotencyOwner, key: string): Promise<IdempotencyRecord | null> {
   const { rows } = await db.query<IdempotencyRow>(
     `SELECT request_hash, created_at, expires_at, response_status, response_headers, response_body
-       FROM idempotency_keys WHERE tenant_id = $1 AND key = $2`,
-    [tenantId, key],
+       FROM idempotency_keys WHERE tenant_id = $1 AND client_id = $2 AND key = $3`,
+    [owner.tenantId, owner.clientId, key],
   );
   const row = rows[0];
   if (!row) return null;
@@ -63,20 +69,23 @@ export async function findIdempotencyKey(db: Queryable, tenantId: string, key: s
 
 export async function completeIdempotencyKey(
   db: Queryable,
-  tenantId: string,
+  owner: IdempotencyOwner,
   key: string,
   response: { status: number; headers: Record<string, string>; body: string },
 ): Promise<void> {
   await db.query(
-    `UPDATE idempotency_keys SET response_status = $3, response_headers = $4, response_body = $5
-      WHERE tenant_id = $1 AND key = $2`,
-    [tenantId, key, response.status, JSON.stringify(response.headers), response.body],
+    `UPDATE idempotency_keys SET response_status = $4, response_headers = $5, response_body = $6
+      WHERE tenant_id = $1 AND client_id = $2 AND key = $3`,
+    [owner.tenantId, owner.clientId, key, response.status, JSON.stringify(response.headers), response.body],
   );
 }
 
 /** Forgets a reservation whose request failed without an answer worth replaying (5xx), so a retry runs again. */
-export async function releaseIdempotencyKey(db: Queryable, tenantId: string, key: string): Promise<void> {
-  await db.query('DELETE FROM idempotency_keys WHERE tenant_id = $1 AND key = $2 AND response_status IS NULL', [tenantId, key]);
+export async function releaseIdempotencyKey(db: Queryable, owner: IdempotencyOwner, key: string): Promise<void> {
+  await db.query(
+    'DELETE FROM idempotency_keys WHERE tenant_id = $1 AND client_id = $2 AND key = $3 AND response_status IS NULL',
+    [owner.tenantId, owner.clientId, key],
+  );
 }
 
 export async function deleteExpiredIdempotencyKeys(db: Queryable, now: number): Promise<number> {

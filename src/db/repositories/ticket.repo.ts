@@ -1,5 +1,6 @@
 // SQL for tickets: create (one statement with its audit event), read, page with filters, revoke.
 import type { Queryable } from '../database.js';
+import { AUDIT_APPEND_CTES } from './audit.repo.js';
 import { NEXT_CHANGE_SEQ_CTE } from './change-log.repo.js';
 import type { KeysetPosition } from '../../services/pagination.js';
 
@@ -116,11 +117,11 @@ export async function createTickets(
          FROM input i JOIN lock ON lock.id = i.secured_object_id JOIN device ON device.id = i.mobile_device_id, seq
         WHERE lock.channels @> i.channels
        RETURNING ${TICKET_COLUMNS}
-     ), audited AS (
-       INSERT INTO audit_events (tenant_id, time, actor, action, target, request_id)
-       SELECT $1, i.created_at, i.actor, 'ticket.created', 'ticket:' || i.id, i.request_id
-         FROM inserted JOIN input i ON i.id = inserted.id
-     )
+     ), ${AUDIT_APPEND_CTES(
+       '$1',
+       `SELECT i.created_at, i.actor, 'ticket.created', 'ticket:' || i.id, i.request_id
+          FROM inserted JOIN input i ON i.id = inserted.id ORDER BY i.ordinal`,
+     )}
      SELECT i.ordinal, inserted.*, inserted.id IS NOT NULL AS created, lock.channels AS lock_channels,
             device.id IS NOT NULL AS device_exists
        FROM input i
@@ -236,10 +237,7 @@ export async function revokeTicketsOf(
     `WITH revoked AS (
        UPDATE tickets SET revoked_at = $3, change_seq = $6
         WHERE tenant_id = $1 AND ${column} = $2 AND revoked_at IS NULL RETURNING id
-     ), audited AS (
-       INSERT INTO audit_events (tenant_id, time, actor, action, target, request_id)
-       SELECT $1, $3, $4, 'ticket.revoked', 'ticket:' || id, $5 FROM revoked
-     )
+     ), ${AUDIT_APPEND_CTES('$1', `SELECT $3::bigint, $4::text, 'ticket.revoked', 'ticket:' || id, $5::text FROM revoked ORDER BY id`)}
      SELECT count(*)::int AS revoked FROM revoked`,
     [tenantId, id, now, audit.actor, audit.requestId, seq],
   );

@@ -3633,7 +3633,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description Event id; ids grow in append order. */
+                        /** @description The event's number in its tenant's own sequence: 1, 2, 3, ... in append order, without gaps. */
                         id: string;
                         /** @description When, Unix milliseconds. */
                         time: number;
@@ -3643,7 +3643,7 @@ export interface operations {
                         action: string;
                         /** @description What it happened to, e.g. `ticket:<id>`. */
                         target: string;
-                        /** @description The X-Request-Id of the request that made the change. */
+                        /** @description The id the server gave the request that made the change (its `X-Request-Id` answer). */
                         requestId?: string;
                     }[];
                 };
