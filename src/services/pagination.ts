@@ -1,15 +1,11 @@
 // Keyset pagination (contract 7.3): opaque cursors that name the last row of the previous page.
+import type { KeysetPosition } from '../db/keyset.js';
 import { BadRequestError } from '../errors.js';
 
 export interface Page<T> {
   items: T[];
   /** The cursor of the next page, or null on the last one. */
   nextCursor: string | null;
-}
-
-export interface KeysetPosition {
-  createdAt: number;
-  id: string;
 }
 
 export function encodeCursor(position: KeysetPosition): string {
