@@ -54,14 +54,6 @@ export async function findUserByLogin(db: Queryable, tenantName: string, usernam
   return rows[0] ? toUser(rows[0]) : null;
 }
 
-export async function findUserById(db: Queryable, tenantId: string, userId: string): Promise<UserRecord | null> {
-  const { rows } = await db.query<UserRow>(`SELECT ${COLUMNS} FROM users WHERE tenant_id = $1 AND id = $2`, [
-    tenantId,
-    userId,
-  ]);
-  return rows[0] ? toUser(rows[0]) : null;
-}
-
 export async function listUsers(
   db: Queryable,
   tenantId: string,
