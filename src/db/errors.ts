@@ -1,4 +1,4 @@
-// Classifies driver errors ("the database is unavailable" (503), constraint violations) and checks for text it cannot store.
+// Classifies driver errors ("the database is unavailable" (503), a cancelled statement) and checks for text it cannot store.
 
 /** SQLSTATE classes and driver codes that mean the database cannot serve right now (not the client's fault). */
 export function isDatabaseUnavailable(error: unknown): boolean {
@@ -22,14 +22,6 @@ export function isDatabaseUnavailable(error: unknown): boolean {
  */
 export function isStatementCanceled(error: unknown): boolean {
   return Boolean(error && typeof error === 'object' && (error as { code?: unknown }).code === '57014');
-}
-
-/** The constraint a unique violation (SQLSTATE 23505) hit, or null for any other error. */
-export function uniqueViolation(error: unknown): string | null {
-  if (error && typeof error === 'object' && (error as { code?: unknown }).code === '23505') {
-    return String((error as { constraint?: unknown }).constraint ?? '');
-  }
-  return null;
 }
 
 /**

@@ -1,6 +1,6 @@
 // Schemas of OAuth client management (contract 3.7).
 import { Type } from '@sinclair/typebox';
-import { ALL_SCOPES } from '../services/scopes.js';
+import { ALL_SCOPES } from '../shared/scopes.js';
 
 export const ScopeSchema = Type.String({ minLength: 1, maxLength: 64, description: `One of: ${ALL_SCOPES.join(', ')}.` });
 

@@ -1,6 +1,6 @@
 // Schemas of Access API user management (contract 3.7).
 import { Type } from '@sinclair/typebox';
-import { USERNAME_PATTERN } from '../services/user.service.js';
+import { USERNAME_PATTERN } from '../shared/usernames.js';
 
 export const UsernameParams = Type.Object({
   username: Type.String({ minLength: 1, maxLength: 128, description: 'The username (without `@TENANT`).' }),

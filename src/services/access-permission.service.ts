@@ -138,7 +138,7 @@ export function createAccessPermissionService({ db, clock, revived }: AccessPerm
     /** Every ticket the permission made becomes REVOKED, and the permission is gone (contract 5). */
     async delete(context: ActionContext, id: string): Promise<void> {
       if (!isUuid(id)) throw notFound(id);
-      const deleted = await db.transaction(async (tx) => {
+      await db.transaction(async (tx) => {
         const seq = await nextChangeSeq(tx, context.tenantId);
         const now = clock();
         await revokePermissionTickets(tx, context.tenantId, 'id', id, now, seq);
@@ -151,9 +151,7 @@ export function createAccessPermissionService({ db, clock, revived }: AccessPerm
           target: `access_permission:${id}`,
           requestId: context.requestId,
         });
-        return true;
       });
-      if (!deleted) throw notFound(id);
     },
   };
 }

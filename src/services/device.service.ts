@@ -10,11 +10,11 @@ import {
   type SyncPosition,
 } from '../db/repositories/device-sync.repo.js';
 import { findMobileDevice } from '../db/repositories/mobile-device.repo.js';
-import { BadRequestError, NotFoundError, UnprocessableError } from '../errors.js';
+import { NotFoundError, UnprocessableError } from '../errors.js';
 import type { ActionContext, Clock } from './context.js';
 import type { CredentialService } from './credential.service.js';
 import { isUuid } from './identifiers.js';
-import { decodeCursor, encodeCursor, type Page } from './pagination.js';
+import { cutPage, decodeCursor, invalidCursor, pageOf, type Page } from './pagination.js';
 import { toTicket, type Ticket } from './ticket.service.js';
 
 export interface DownloadedTicket extends Ticket {
@@ -43,7 +43,7 @@ export function decodeSyncCursor(cursor: string | undefined): SyncPosition {
   const [seq, id] = Buffer.from(cursor, 'base64url').toString('utf8').split(':');
   const value = Number(seq);
   if (!Number.isSafeInteger(value) || value < 0 || !id || !isUuid(id)) {
-    throw new BadRequestError('The cursor is not one this server issued.', [{ field: 'cursor', message: 'is invalid' }]);
+    throw invalidCursor();
   }
   return { seq: value, id };
 }
@@ -79,10 +79,8 @@ export function createDeviceService({ db, clock, credentials }: DeviceServiceOpt
       if (!(await findMobileDevice(db, context.tenantId, mobileDeviceId))) throw new NotFoundError(`No mobile device ${mobileDeviceId}.`);
       const now = clock();
       const rows = await listValidTicketsOfDevice(db, context.tenantId, mobileDeviceId, now, decodeCursor(cursor, isUuid), limit + 1);
-      const page = rows.slice(0, limit);
-      const items = await deliver(context, page, now);
-      const last = page[page.length - 1];
-      return { items, nextCursor: rows.length > limit && last ? encodeCursor({ createdAt: last.createdAt, id: last.id }) : null };
+      const page = pageOf(rows, limit, (row) => ({ createdAt: row.createdAt, id: row.id }), (row) => row);
+      return { items: await deliver(context, page.items, now), nextCursor: page.nextCursor };
     },
 
     /**
@@ -107,9 +105,7 @@ export function createDeviceService({ db, clock, credentials }: DeviceServiceOpt
       const now = clock();
       const rows = await listLockChanges(db, tenantId, securedObjectId, position, now, limit + 1);
       if (!rows) throw new NotFoundError(`No secured object ${securedObjectId}.`);
-      const more = rows.length > limit;
-      const changes = more ? rows.slice(0, limit) : rows;
-      const last = changes[changes.length - 1];
+      const { rows: changes, more, last } = cutPage(rows, limit);
       return {
         tokens: changes.filter((row) => row.revokedAt === null).map((row) => toTicket(row, now)),
         revocations: changes

@@ -120,7 +120,7 @@ export function createGroupService({ db, clock, kind }: GroupServiceOptions) {
     /** Deletes the group and its permissions; every ticket they made becomes REVOKED (contract 5). */
     async delete(context: ActionContext, id: string): Promise<void> {
       if (!isUuid(id)) throw notFound(id);
-      const deleted = await db.transaction(async (tx) => {
+      await db.transaction(async (tx) => {
         const seq = await nextChangeSeq(tx, context.tenantId);
         if (!(await lockGroup(tx, kind, context.tenantId, id, 'UPDATE'))) throw notFound(id);
         await revokePermissionTickets(tx, context.tenantId, words.permissionColumn, id, clock(), seq);
@@ -131,9 +131,7 @@ export function createGroupService({ db, clock, kind }: GroupServiceOptions) {
           ...permissionIds.map((permissionId) => event(context, 'access_permission.deleted', `access_permission:${permissionId}`)),
           event(context, `${words.auditPrefix}.deleted`, self(id)),
         ]);
-        return true;
       });
-      if (!deleted) throw notFound(id);
     },
 
     /** PUT member: joins the group and gets the tickets of every permission reaching it (idempotent). */

@@ -69,7 +69,7 @@ export function createMobileDeviceService({ db, clock }: MobileDeviceServiceOpti
 
     /** Removes the device and, in the same transaction, revokes every ticket issued to it (contract 4.2). */
     async remove(context: ActionContext, id: string): Promise<void> {
-      const removed = await db.transaction(async (tx) => {
+      await db.transaction(async (tx) => {
         const seq = await nextChangeSeq(tx, context.tenantId);
         if (!(await deleteMobileDevice(tx, context.tenantId, id))) throw new NotFoundError(`No mobile device ${id}.`);
         const now = clock();
@@ -82,9 +82,7 @@ export function createMobileDeviceService({ db, clock }: MobileDeviceServiceOpti
           target: `mobile_device:${id}`,
           requestId: context.requestId,
         });
-        return true;
       });
-      if (!removed) throw new NotFoundError(`No mobile device ${id}.`);
     },
   };
 }

@@ -1,4 +1,5 @@
 // Keyset pagination (contract 7.3): opaque cursors that name the last row of the previous page.
+import type { KeysetPosition } from '../db/keyset.js';
 import { BadRequestError } from '../errors.js';
 
 export interface Page<T> {
@@ -7,9 +8,9 @@ export interface Page<T> {
   nextCursor: string | null;
 }
 
-export interface KeysetPosition {
-  createdAt: number;
-  id: string;
+/** The 400 for a cursor this server did not issue (or one altered on the way), the same for every paged list. */
+export function invalidCursor(): BadRequestError {
+  return new BadRequestError('The cursor is not one this server issued.', [{ field: 'cursor', message: 'is invalid' }]);
 }
 
 export function encodeCursor(position: KeysetPosition): string {
@@ -33,18 +34,34 @@ export function decodeCursor(cursor: string | undefined, isValidId: (id: string)
   } catch {
     // falls through to the 400 below
   }
-  throw new BadRequestError('The cursor is not one this server issued.', [{ field: 'cursor', message: 'is invalid' }]);
+  throw invalidCursor();
 }
 
-/** Fetches `limit + 1` rows to learn whether another page exists without a count query. */
+/** A page cut from the rows a list fetched; `last` is its last row, the one the next cursor names. */
+export interface CutPage<Row> {
+  rows: Row[];
+  /** True when another page follows. */
+  more: boolean;
+  last: Row | undefined;
+}
+
+/**
+ * Lists fetch `limit + 1` rows: the extra one only tells that another page exists, without a count query. Any
+ * cursor format pages this way (keyset positions here, change-log positions in the Device API's sync).
+ */
+export function cutPage<Row>(rows: Row[], limit: number): CutPage<Row> {
+  const more = rows.length > limit;
+  const pageRows = more ? rows.slice(0, limit) : rows;
+  return { rows: pageRows, more, last: pageRows[pageRows.length - 1] };
+}
+
+/** The page of `limit + 1` fetched rows, its items made by `toItem`, with the keyset cursor of the next page. */
 export function pageOf<Row, Item>(
   rows: Row[],
   limit: number,
   position: (row: Row) => KeysetPosition,
   toItem: (row: Row) => Item,
 ): Page<Item> {
-  const hasMore = rows.length > limit;
-  const pageRows = hasMore ? rows.slice(0, limit) : rows;
-  const last = pageRows[pageRows.length - 1];
-  return { items: pageRows.map(toItem), nextCursor: hasMore && last ? encodeCursor(position(last)) : null };
+  const page = cutPage(rows, limit);
+  return { items: page.rows.map(toItem), nextCursor: page.more && page.last ? encodeCursor(position(page.last)) : null };
 }

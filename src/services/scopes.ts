@@ -1,46 +1,11 @@
 // The scope vocabulary (contract 3.6) and which API each scope belongs to.
+import { ACCESS_SCOPES, ALL_SCOPES, AUTHORIZATION_SERVER_SCOPES, OPERATOR_SCOPES } from '../shared/scopes.js';
 
-/** Scopes of the Operator API and the Device API (client credentials grant). */
-export const OPERATOR_SCOPES = [
-  'tokens:create',
-  'tokens:read',
-  'tokens:delete',
-  'tokens:download',
-  'devices:read',
-  'devices:write',
-  'sync',
-  'clients:manage',
-  'users:manage',
-  'audit:read',
-] as const;
-
-/** Scopes of the Access API (password and refresh grants). `devices:read` belongs to both. */
-export const ACCESS_SCOPES = [
-  'offline',
-  'nfc-token-writer',
-  'device-groups:write',
-  'device-groups:read',
-  'devices:read',
-  'access-permissions:read',
-  'access-permissions:write',
-] as const;
-
-/**
- * Permissions a client holds at the authorization server itself, not scopes of an API (contract 3.3, 3.6):
- * `tokens:introspect` lets a resource server of the tenant introspect any token of its tenant (RFC 7662 section 4
- * leaves to the server which clients may learn about which tokens). They never go into an access token: no API route
- * asks for them, and the introspection endpoint authenticates the client itself (RFC 7662 section 2.1), not a bearer
- * token. So the grants leave them out (they are neither Operator nor Access API scopes), and a client holding nothing
- * else gets `unauthorized_client` from the token endpoint.
- */
-export const AUTHORIZATION_SERVER_SCOPES = ['tokens:introspect'] as const;
+// The names are defined in src/shared, so the schemas can list them without importing a service.
+export { ACCESS_SCOPES, ALL_SCOPES, AUTHORIZATION_SERVER_SCOPES, OPERATOR_SCOPES };
 
 /** Contract 3.3: introspecting tokens issued to other clients of the tenant. */
 export const INTROSPECTION_SCOPE: (typeof AUTHORIZATION_SERVER_SCOPES)[number] = 'tokens:introspect';
-
-export const ALL_SCOPES: readonly string[] = [
-  ...new Set<string>([...OPERATOR_SCOPES, ...ACCESS_SCOPES, ...AUTHORIZATION_SERVER_SCOPES]),
-];
 
 /** Scopes that reach the Device API: a token holding one also gets `aud: deviceapi` (contract 3.4). */
 export const DEVICE_SCOPES: readonly string[] = ['sync', 'tokens:download'];

@@ -89,7 +89,7 @@ export function createSecuredObjectService({ db, clock, revived }: SecuredObject
 
     /** Removes the lock and, in the same transaction, revokes every ticket for it (contract 4.1). */
     async remove(context: ActionContext, id: string): Promise<void> {
-      const removed = await db.transaction(async (tx) => {
+      await db.transaction(async (tx) => {
         const seq = await nextChangeSeq(tx, context.tenantId);
         if (!(await deleteSecuredObject(tx, context.tenantId, id))) throw new NotFoundError(`No secured object ${id}.`);
         const now = clock();
@@ -102,9 +102,7 @@ export function createSecuredObjectService({ db, clock, revived }: SecuredObject
           target: `secured_object:${id}`,
           requestId: context.requestId,
         });
-        return true;
       });
-      if (!removed) throw new NotFoundError(`No secured object ${id}.`);
     },
   };
 }

@@ -170,7 +170,7 @@ export function createTicketService({ db, clock, revived }: TicketServiceOptions
         const seq = await nextChangeSeq(tx, context.tenantId);
         const revoked = await revokeTicket(tx, context.tenantId, id, now, seq);
         if (!revoked) throw new NotFoundError(`No ticket ${id}.`);
-        if (revoked?.revokedNow) {
+        if (revoked.revokedNow) {
           await appendAuditEvent(tx, {
             tenantId: context.tenantId,
             time: now,
@@ -182,7 +182,6 @@ export function createTicketService({ db, clock, revived }: TicketServiceOptions
         }
         return revoked;
       });
-      if (!result) throw new NotFoundError(`No ticket ${id}.`);
       return toTicket(result.ticket, now);
     },
   };

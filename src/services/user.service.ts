@@ -4,6 +4,7 @@ import type { Database } from '../db/database.js';
 import { appendAuditEvent } from '../db/repositories/audit.repo.js';
 import { deleteUser, findUserByLogin, insertUser, listUsers, type UserRecord } from '../db/repositories/user.repo.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../errors.js';
+import { USERNAME_PATTERN } from '../shared/usernames.js';
 import type { ActionContext, Clock } from './context.js';
 import { decodeCursor, pageOf, type Page } from './pagination.js';
 import type { RevocationService } from './revocation.service.js';
@@ -17,9 +18,8 @@ export interface User {
 /** bcrypt reads at most 72 bytes: longer passwords are refused, never silently truncated (SECURITY-CHECKLIST 14). */
 export const MAX_PASSWORD_BYTES = 72;
 export const MIN_PASSWORD_LENGTH = 8;
-export const MAX_USERNAME_LENGTH = 128;
-/** Usernames may not hold `@` (it separates the tenant in `USER@TENANT`) or white space. */
-export const USERNAME_PATTERN = `^[^@\\s]{1,${MAX_USERNAME_LENGTH}}$`;
+// Defined in src/shared with the pattern, so the schemas can use the rule without importing a service.
+export { MAX_USERNAME_LENGTH } from '../shared/usernames.js';
 
 export interface UserServiceOptions {
   db: Database;

@@ -1,7 +1,7 @@
 // SQL for access permissions and the tickets they expand into: every fan-out is one set-based statement.
 import type { Queryable } from '../database.js';
-import type { KeysetPosition } from '../../services/pagination.js';
-import { TICKET_COLUMNS, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';
+import { keysetPage, type KeysetColumns, type KeysetPosition } from '../keyset.js';
+import { TICKET_COLUMNS, TICKET_KEYSET, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';
 import type { GroupKind } from './group.repo.js';
 
 export interface AccessPermissionRecord {
@@ -34,6 +34,8 @@ const COLUMNS = 'tenant_id, id, resident_id, lock_group_id, begin_date, end_date
 /** The live tickets a permission holds now (the partial unique index answers it without the table). */
 const TOKEN_COUNT = `(SELECT count(*)::int FROM tickets t
    WHERE t.access_permission_id = p.id AND t.revoked_at IS NULL) AS token_count`;
+
+const KEYSET: KeysetColumns = { createdAt: 'p.created_at', id: 'p.id', idType: 'uuid' };
 
 const toRecord = (row: AccessPermissionRow): AccessPermissionRecord & { tokenCount: number } => ({
   tenantId: row.tenant_id,
@@ -244,22 +246,17 @@ export async function listAccessPermissions(
   after: KeysetPosition | null,
   limit: number,
 ): Promise<(AccessPermissionRecord & { tokenCount: number })[]> {
+  const params: unknown[] = [tenantId, filter.residentId ?? null, filter.lockGroupId ?? null];
+  const page = keysetPage(params, KEYSET, after, limit);
   const { rows } = await db.query<AccessPermissionRow>(
     `SELECT ${COLUMNS.split(', ').map((c) => `p.${c}`).join(', ')}, ${TOKEN_COUNT}
        FROM access_permissions p
       WHERE p.tenant_id = $1
         AND ($2::uuid IS NULL OR p.resident_id = $2::uuid)
         AND ($3::uuid IS NULL OR p.lock_group_id = $3::uuid)
-        AND ($4::bigint IS NULL OR (p.created_at, p.id) > ($4::bigint, $5::uuid))
-      ORDER BY p.created_at, p.id LIMIT $6`,
-    [
-      tenantId,
-      filter.residentId ?? null,
-      filter.lockGroupId ?? null,
-      after?.createdAt ?? null,
-      after?.id ?? '00000000-0000-0000-0000-000000000000',
-      limit,
-    ],
+        AND ${page.condition}
+      ${page.orderAndLimit}`,
+    params,
   );
   return rows.map(toRecord);
 }
@@ -272,12 +269,13 @@ export async function listPermissionTickets(
   after: KeysetPosition | null,
   limit: number,
 ): Promise<TicketRecord[]> {
+  const params: unknown[] = [tenantId, permissionId];
+  const page = keysetPage(params, TICKET_KEYSET, after, limit);
   const { rows } = await db.query<TicketRow>(
     `SELECT ${TICKET_COLUMNS} FROM tickets
-      WHERE tenant_id = $1 AND access_permission_id = $2
-        AND ($3::bigint IS NULL OR (created_at, id) > ($3::bigint, $4::uuid))
-      ORDER BY created_at, id LIMIT $5`,
-    [tenantId, permissionId, after?.createdAt ?? null, after?.id ?? '00000000-0000-0000-0000-000000000000', limit],
+      WHERE tenant_id = $1 AND access_permission_id = $2 AND ${page.condition}
+      ${page.orderAndLimit}`,
+    params,
   );
   return rows.map(toTicketRecord);
 }

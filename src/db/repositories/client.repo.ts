@@ -1,5 +1,6 @@
 // SQL for OAuth clients. Secrets are stored only as SHA-256 digests.
 import type { Queryable } from '../database.js';
+import { keysetPage, type KeysetColumns, type KeysetPosition } from '../keyset.js';
 
 export interface ClientRecord {
   clientId: string;
@@ -24,6 +25,8 @@ interface ClientRow {
 }
 
 const COLUMNS = 'client_id, tenant_id, name, secret_hash, scopes, mobile_device_id, secured_object_id, created_at';
+
+const KEYSET: KeysetColumns = { createdAt: 'created_at', id: 'client_id', idType: 'text' };
 
 function toClient(row: ClientRow): ClientRecord {
   return {
@@ -69,14 +72,14 @@ export async function findTenantClient(db: Queryable, tenantId: string, clientId
 export async function listClients(
   db: Queryable,
   tenantId: string,
-  after: { createdAt: number; id: string } | null,
+  after: KeysetPosition | null,
   limit: number,
 ): Promise<ClientRecord[]> {
+  const params: unknown[] = [tenantId];
+  const page = keysetPage(params, KEYSET, after, limit);
   const { rows } = await db.query<ClientRow>(
-    `SELECT ${COLUMNS} FROM oauth_clients
-      WHERE tenant_id = $1 AND ($2::bigint IS NULL OR (created_at, client_id) > ($2::bigint, $3::text))
-      ORDER BY created_at, client_id LIMIT $4`,
-    [tenantId, after?.createdAt ?? null, after?.id ?? '', limit],
+    `SELECT ${COLUMNS} FROM oauth_clients WHERE tenant_id = $1 AND ${page.condition} ${page.orderAndLimit}`,
+    params,
   );
   return rows.map(toClient);
 }

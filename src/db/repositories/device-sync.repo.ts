@@ -1,8 +1,8 @@
 // SQL for the Device API: a device's valid tickets with their download stamp, and a lock's changes since a cursor.
 import type { Queryable } from '../database.js';
-import type { KeysetPosition } from '../../services/pagination.js';
+import { keysetPage, type KeysetPosition } from '../keyset.js';
 import { AUDIT_APPEND_CTES } from './audit.repo.js';
-import { TICKET_COLUMNS, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';
+import { TICKET_COLUMNS, TICKET_KEYSET, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';
 
 export interface CredentialedTicket extends TicketRecord {
   credential: string | null;
@@ -22,12 +22,13 @@ export async function listValidTicketsOfDevice(
   after: KeysetPosition | null,
   limit: number,
 ): Promise<CredentialedTicket[]> {
+  const params: unknown[] = [tenantId, mobileDeviceId, now];
+  const page = keysetPage(params, TICKET_KEYSET, after, limit);
   const { rows } = await db.query<TicketRow & { credential: string | null }>(
     `SELECT ${TICKET_COLUMNS}, credential FROM tickets
-      WHERE tenant_id = $1 AND mobile_device_id = $2 AND revoked_at IS NULL AND end_date > $3
-        AND ($4::bigint IS NULL OR (created_at, id) > ($4::bigint, $5::uuid))
-      ORDER BY created_at, id LIMIT $6`,
-    [tenantId, mobileDeviceId, now, after?.createdAt ?? null, after?.id ?? '00000000-0000-0000-0000-000000000000', limit],
+      WHERE tenant_id = $1 AND mobile_device_id = $2 AND revoked_at IS NULL AND end_date > $3 AND ${page.condition}
+      ${page.orderAndLimit}`,
+    params,
   );
   return rows.map(toCredentialed);
 }

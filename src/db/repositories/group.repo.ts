@@ -1,7 +1,7 @@
 // SQL for the Access API's two kinds of group: residents (of mobile devices) and lock groups (of secured objects).
 // They share one shape, so one set of statements serves both, parameterised by the table names below.
 import type { Queryable } from '../database.js';
-import type { KeysetPosition } from '../../services/pagination.js';
+import { keysetPage, type KeysetColumns, type KeysetPosition } from '../keyset.js';
 
 export interface GroupKind {
   /** The group table: `residents` or `lock_groups`. */
@@ -43,6 +43,8 @@ interface GroupRow {
   created_at: number;
   member_ids: string[] | null;
 }
+
+const KEYSET: KeysetColumns = { createdAt: 'g.created_at', id: 'g.id', idType: 'uuid' };
 
 const toRecord = (row: GroupRow): GroupRecord => ({
   id: row.id,
@@ -100,10 +102,11 @@ export async function listGroups(
   after: KeysetPosition | null,
   limit: number,
 ): Promise<GroupRecord[]> {
+  const params: unknown[] = [tenantId];
+  const page = keysetPage(params, KEYSET, after, limit);
   const { rows } = await db.query<GroupRow>(
-    `${selectGroups(kind, 'g.tenant_id = $1 AND ($2::bigint IS NULL OR (g.created_at, g.id) > ($2::bigint, $3::uuid))')}
-      ORDER BY g.created_at, g.id LIMIT $4`,
-    [tenantId, after?.createdAt ?? null, after?.id ?? '00000000-0000-0000-0000-000000000000', limit],
+    `${selectGroups(kind, `g.tenant_id = $1 AND ${page.condition}`)} ${page.orderAndLimit}`,
+    params,
   );
   return rows.map(toRecord);
 }

@@ -1,6 +1,6 @@
 // SQL for mobile devices.
 import type { Queryable } from '../database.js';
-import type { KeysetPosition } from '../../services/pagination.js';
+import { keysetPage, type KeysetColumns, type KeysetPosition } from '../keyset.js';
 
 export interface MobileDeviceRecord {
   tenantId: string;
@@ -17,6 +17,9 @@ interface MobileDeviceRow {
 }
 
 const COLUMNS = 'tenant_id, id, name, created_at';
+
+/** Ids are the operator's own strings (contract 4), ordered as text. */
+const KEYSET: KeysetColumns = { createdAt: 'created_at', id: 'id', idType: 'text' };
 
 const toRecord = (row: MobileDeviceRow): MobileDeviceRecord => ({
   tenantId: row.tenant_id,
@@ -49,11 +52,11 @@ export async function listMobileDevices(
   after: KeysetPosition | null,
   limit: number,
 ): Promise<MobileDeviceRecord[]> {
+  const params: unknown[] = [tenantId];
+  const page = keysetPage(params, KEYSET, after, limit);
   const { rows } = await db.query<MobileDeviceRow>(
-    `SELECT ${COLUMNS} FROM mobile_devices
-      WHERE tenant_id = $1 AND ($2::bigint IS NULL OR (created_at, id) > ($2::bigint, $3::text))
-      ORDER BY created_at, id LIMIT $4`,
-    [tenantId, after?.createdAt ?? null, after?.id ?? '', limit],
+    `SELECT ${COLUMNS} FROM mobile_devices WHERE tenant_id = $1 AND ${page.condition} ${page.orderAndLimit}`,
+    params,
   );
   return rows.map(toRecord);
 }

@@ -1,6 +1,6 @@
 // SQL for secured objects (locks).
 import type { Queryable } from '../database.js';
-import type { KeysetPosition } from '../../services/pagination.js';
+import { keysetPage, type KeysetColumns, type KeysetPosition } from '../keyset.js';
 
 export interface SecuredObjectRecord {
   tenantId: string;
@@ -21,6 +21,9 @@ interface SecuredObjectRow {
 }
 
 const COLUMNS = 'tenant_id, id, channels, local_name, uuid, created_at';
+
+/** Ids are the operator's own strings (contract 4), ordered as text. */
+const KEYSET: KeysetColumns = { createdAt: 'created_at', id: 'id', idType: 'text' };
 
 const toRecord = (row: SecuredObjectRow): SecuredObjectRecord => ({
   tenantId: row.tenant_id,
@@ -55,11 +58,11 @@ export async function listSecuredObjects(
   after: KeysetPosition | null,
   limit: number,
 ): Promise<SecuredObjectRecord[]> {
+  const params: unknown[] = [tenantId];
+  const page = keysetPage(params, KEYSET, after, limit);
   const { rows } = await db.query<SecuredObjectRow>(
-    `SELECT ${COLUMNS} FROM secured_objects
-      WHERE tenant_id = $1 AND ($2::bigint IS NULL OR (created_at, id) > ($2::bigint, $3::text))
-      ORDER BY created_at, id LIMIT $4`,
-    [tenantId, after?.createdAt ?? null, after?.id ?? '', limit],
+    `SELECT ${COLUMNS} FROM secured_objects WHERE tenant_id = $1 AND ${page.condition} ${page.orderAndLimit}`,
+    params,
   );
   return rows.map(toRecord);
 }

@@ -2,7 +2,7 @@
 import type { Queryable } from '../database.js';
 import { AUDIT_APPEND_CTES } from './audit.repo.js';
 import { NEXT_CHANGE_SEQ_CTE } from './change-log.repo.js';
-import type { KeysetPosition } from '../../services/pagination.js';
+import { keysetPage, type KeysetColumns, type KeysetPosition } from '../keyset.js';
 
 export interface TicketRecord {
   id: string;
@@ -37,6 +37,9 @@ export interface TicketRow {
 
 export const TICKET_COLUMNS =
   'id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at, commands, channels, revoked_at, downloaded_at, access_permission_id';
+
+/** Tickets page in creation order; their ids are server-made UUIDs. */
+export const TICKET_KEYSET: KeysetColumns = { createdAt: 'created_at', id: 'id', idType: 'uuid' };
 
 export function toTicketRecord(row: TicketRow): TicketRecord {
   return {
@@ -173,7 +176,7 @@ export async function listTickets(
   after: KeysetPosition | null,
   limit: number,
 ): Promise<TicketRecord[]> {
-  const params: unknown[] = [tenantId, limit];
+  const params: unknown[] = [tenantId];
   const conditions = ['tenant_id = $1'];
   if (filter.mobileDeviceId !== undefined) {
     params.push(filter.mobileDeviceId);
@@ -191,12 +194,10 @@ export async function listTickets(
       }),
     );
   }
-  if (after) {
-    params.push(after.createdAt, after.id);
-    conditions.push(`(created_at, id) > ($${params.length - 1}::bigint, $${params.length}::uuid)`);
-  }
+  const page = keysetPage(params, TICKET_KEYSET, after, limit);
+  conditions.push(page.condition);
   const { rows } = await db.query<TicketRow>(
-    `SELECT ${TICKET_COLUMNS} FROM tickets WHERE ${conditions.join(' AND ')} ORDER BY created_at, id LIMIT $2`,
+    `SELECT ${TICKET_COLUMNS} FROM tickets WHERE ${conditions.join(' AND ')} ${page.orderAndLimit}`,
     params,
   );
   return rows.map(toTicketRecord);

@@ -1,5 +1,6 @@
 // SQL for Access API users. Passwords are stored only as bcrypt hashes.
 import type { Queryable } from '../database.js';
+import { keysetPage, type KeysetColumns, type KeysetPosition } from '../keyset.js';
 
 export interface UserRecord {
   id: string;
@@ -18,6 +19,9 @@ interface UserRow {
 }
 
 const COLUMNS = 'id, tenant_id, username, password_hash, created_at';
+
+/** Users page by username, unique in the tenant: the Operator API names users by it (contract 3.7). */
+const KEYSET: KeysetColumns = { createdAt: 'created_at', id: 'username', idType: 'text' };
 
 const toUser = (row: UserRow): UserRecord => ({
   id: row.id,
@@ -50,25 +54,17 @@ export async function findUserByLogin(db: Queryable, tenantName: string, usernam
   return rows[0] ? toUser(rows[0]) : null;
 }
 
-export async function findUserById(db: Queryable, tenantId: string, userId: string): Promise<UserRecord | null> {
-  const { rows } = await db.query<UserRow>(`SELECT ${COLUMNS} FROM users WHERE tenant_id = $1 AND id = $2`, [
-    tenantId,
-    userId,
-  ]);
-  return rows[0] ? toUser(rows[0]) : null;
-}
-
 export async function listUsers(
   db: Queryable,
   tenantId: string,
-  after: { createdAt: number; id: string } | null,
+  after: KeysetPosition | null,
   limit: number,
 ): Promise<UserRecord[]> {
+  const params: unknown[] = [tenantId];
+  const page = keysetPage(params, KEYSET, after, limit);
   const { rows } = await db.query<UserRow>(
-    `SELECT ${COLUMNS} FROM users
-      WHERE tenant_id = $1 AND ($2::bigint IS NULL OR (created_at, username) > ($2::bigint, $3::text))
-      ORDER BY created_at, username LIMIT $4`,
-    [tenantId, after?.createdAt ?? null, after?.id ?? '', limit],
+    `SELECT ${COLUMNS} FROM users WHERE tenant_id = $1 AND ${page.condition} ${page.orderAndLimit}`,
+    params,
   );
   return rows.map(toUser);
 }

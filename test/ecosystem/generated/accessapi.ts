@@ -300,13 +300,15 @@ export interface components {
             instance?: string;
             /** @description The `X-Request-Id` of the request, for support and log correlation. */
             requestId: string;
-            /** @description One entry per invalid field. */
+            /** @description One entry per invalid field: the first 20 of them (`errorCount` counts all). */
             errors?: {
                 /** @description The offending field, as a path into the request (`commands[0]`, `limit`). */
                 field: string;
                 /** @description What is wrong with it. */
                 message: string;
             }[];
+            /** @description On a 400 for an invalid request: how many errors it has in all. */
+            errorCount?: number;
         } & {
             [key: string]: unknown;
         };
@@ -352,7 +354,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -396,7 +398,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -493,7 +495,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -573,7 +575,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -650,7 +652,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -703,7 +705,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -770,7 +772,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -841,7 +843,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -930,7 +932,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1001,7 +1003,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -1080,7 +1082,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1160,7 +1162,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -1239,7 +1241,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1310,7 +1312,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -1391,7 +1393,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1435,7 +1437,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -1532,7 +1534,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1612,7 +1614,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -1689,7 +1691,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1742,7 +1744,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -1809,7 +1811,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1880,7 +1882,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -1969,7 +1971,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2040,7 +2042,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -2119,7 +2121,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2199,7 +2201,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -2278,7 +2280,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2349,7 +2351,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -2439,7 +2441,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2483,7 +2485,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -2598,7 +2600,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2678,7 +2680,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -2760,7 +2762,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2813,7 +2815,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -2880,7 +2882,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2951,7 +2953,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -3048,7 +3050,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3101,7 +3103,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -3180,7 +3182,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3224,7 +3226,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -3306,7 +3308,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3350,7 +3352,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -3429,7 +3431,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3504,7 +3506,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */

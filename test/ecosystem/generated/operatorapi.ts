@@ -338,13 +338,15 @@ export interface components {
             instance?: string;
             /** @description The `X-Request-Id` of the request, for support and log correlation. */
             requestId: string;
-            /** @description One entry per invalid field. */
+            /** @description One entry per invalid field: the first 20 of them (`errorCount` counts all). */
             errors?: {
                 /** @description The offending field, as a path into the request (`commands[0]`, `limit`). */
                 field: string;
                 /** @description What is wrong with it. */
                 message: string;
             }[];
+            /** @description On a 400 for an invalid request: how many errors it has in all. */
+            errorCount?: number;
         } & {
             [key: string]: unknown;
         };
@@ -391,7 +393,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -435,7 +437,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -538,7 +540,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -618,7 +620,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -696,7 +698,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -749,7 +751,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -816,7 +818,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -887,7 +889,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -962,7 +964,7 @@ export interface operations {
                     "application/json": string[];
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1028,7 +1030,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -1107,7 +1109,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1151,7 +1153,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -1243,7 +1245,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1323,7 +1325,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -1398,7 +1400,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1451,7 +1453,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -1518,7 +1520,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1589,7 +1591,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -1685,7 +1687,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1751,7 +1753,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -1851,7 +1853,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1895,7 +1897,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -2018,7 +2020,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2098,7 +2100,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -2188,7 +2190,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2241,7 +2243,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -2331,7 +2333,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2402,7 +2404,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -2486,7 +2488,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2530,7 +2532,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -2636,7 +2638,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2707,7 +2709,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -2787,7 +2789,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2840,7 +2842,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -2907,7 +2909,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2978,7 +2980,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -3062,7 +3064,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3133,7 +3135,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -3212,7 +3214,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3256,7 +3258,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -3345,7 +3347,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3416,7 +3418,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -3483,7 +3485,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3554,7 +3556,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
@@ -3648,7 +3650,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request is malformed: `errors` names every bad field. */
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3692,7 +3694,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this client; `Retry-After` says when to retry. */
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */

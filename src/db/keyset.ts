@@ -1,0 +1,45 @@
+// Keyset pagination in SQL (contract 7.3): the position a page starts after, and the one condition and order every list pages by.
+
+/** The last row of the previous page: its creation time, then its unique id, which breaks ties between equal times. */
+export interface KeysetPosition {
+  createdAt: number;
+  id: string;
+}
+
+/** The columns a list is ordered by: the creation time, then a unique id of the given SQL type. */
+export interface KeysetColumns {
+  /** e.g. `created_at`, or `g.created_at` when the statement names its table. */
+  createdAt: string;
+  id: string;
+  /** The id column's type: the cursor's id is cast to it, so the comparison uses the column's own order. */
+  idType: 'uuid' | 'text';
+}
+
+/** The SQL that pages a statement; see {@link keysetPage}. */
+export interface KeysetClauses {
+  /** The rows after the position, for the statement's WHERE; `TRUE` on the first page. */
+  condition: string;
+  /** `ORDER BY <createdAt>, <id> LIMIT $n`, to end the statement with. */
+  orderAndLimit: string;
+}
+
+/**
+ * The keyset condition and order for a page of `limit` rows after `after` (null: the first page). The row
+ * comparison `(created_at, id) > (…)` is a range scan of an index ending in (created_at, id) (migrations 003, 004),
+ * so a page costs the same anywhere in the table. The parameters are appended to `params`: the statement's own
+ * come first.
+ */
+export function keysetPage(
+  params: unknown[],
+  columns: KeysetColumns,
+  after: KeysetPosition | null,
+  limit: number,
+): KeysetClauses {
+  let condition = 'TRUE';
+  if (after) {
+    params.push(after.createdAt, after.id);
+    condition = `(${columns.createdAt}, ${columns.id}) > ($${params.length - 1}::bigint, $${params.length}::${columns.idType})`;
+  }
+  params.push(limit);
+  return { condition, orderAndLimit: `ORDER BY ${columns.createdAt}, ${columns.id} LIMIT $${params.length}` };
+}
