@@ -1,8 +1,7 @@
 // The audit trail (contract 7.5): read side. Events are appended by each change, in its own transaction.
 import type { Database } from '../db/database.js';
 import { listAuditEvents, type AuditEvent, type AuditFilter } from '../db/repositories/audit.repo.js';
-import { BadRequestError } from '../errors.js';
-import type { Page } from './pagination.js';
+import { cutPage, invalidCursor, type Page } from './pagination.js';
 
 /**
  * A cursor is opaque (contract 7.3): the tenant's sequence number of the last event shown, behind a version tag, so
@@ -18,9 +17,7 @@ function decodeAuditCursor(cursor: string | undefined): number | null {
   if (cursor === undefined) return null;
   const text = Buffer.from(cursor, 'base64url').toString('utf8');
   const seq = text.startsWith(CURSOR_TAG) && /^[0-9]{1,15}$/.test(text.slice(CURSOR_TAG.length)) ? Number(text.slice(CURSOR_TAG.length)) : NaN;
-  if (!Number.isSafeInteger(seq)) {
-    throw new BadRequestError('The cursor is not one this server issued.', [{ field: 'cursor', message: 'is invalid' }]);
-  }
+  if (!Number.isSafeInteger(seq)) throw invalidCursor();
   return seq;
 }
 
@@ -28,10 +25,8 @@ export function createAuditService({ db }: { db: Database }) {
   return {
     async list(tenantId: string, filter: AuditFilter, limit: number, cursor?: string): Promise<Page<AuditEvent>> {
       const rows = await listAuditEvents(db, tenantId, filter, decodeAuditCursor(cursor), limit + 1);
-      const hasMore = rows.length > limit;
-      const items = hasMore ? rows.slice(0, limit) : rows;
-      const last = items[items.length - 1];
-      return { items, nextCursor: hasMore && last ? encodeAuditCursor(last.id) : null };
+      const page = cutPage(rows, limit);
+      return { items: page.rows, nextCursor: page.more && page.last ? encodeAuditCursor(page.last.id) : null };
     },
   };
 }
