@@ -12,7 +12,7 @@ import { ProblemError } from './errors.js';
 import { createLogger } from './logger.js';
 import { SecretsKeyError, resolveSecretsKey } from './secrets-key.js';
 import { createServices, type Services } from './services/index.js';
-import { splitLogin } from './services/token.service.js';
+import { splitLogin } from './services/oauth/grants.service.js';
 
 /** A failure the user can fix: printed without a stack, exit code 1 (2 for usage errors). */
 export class CliError extends Error {

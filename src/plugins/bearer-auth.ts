@@ -4,7 +4,8 @@ import fp from 'fastify-plugin';
 import { ForbiddenError, ProblemError, UnauthorizedError } from '../errors.js';
 import { DEPRECATIONS, deprecationHeaders, removalNotice } from '../services/deprecations.js';
 import type { Api } from '../services/scopes.js';
-import { InvalidAccessTokenError, type AccessTokenClaims, type TokenService } from '../services/token.service.js';
+import { InvalidAccessTokenError, type AccessTokenClaims } from '../services/oauth/access-token.js';
+import type { AccessTokenVerifier } from '../services/oauth/access-token-verifier.service.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -21,7 +22,7 @@ declare module 'fastify' {
 
 export interface BearerAuthOptions {
   audience: Api;
-  tokens: TokenService;
+  tokens: Pick<AccessTokenVerifier, 'verifyAccessToken'>;
 }
 
 /** RFC 6750 section 2.1: `Bearer` (any case), one space or more, a b64token. */

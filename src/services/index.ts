@@ -7,7 +7,9 @@ import type { Clock } from './context.js';
 import { createKeyService } from './key.service.js';
 import { createRevocationService } from './revocation.service.js';
 import { createTenantService } from './tenant.service.js';
-import { createTokenService } from './token.service.js';
+import { createAccessTokenVerifier } from './oauth/access-token-verifier.service.js';
+import { createGrantService } from './oauth/grants.service.js';
+import { createRevocationIntrospectionService } from './oauth/revocation-introspection.service.js';
 import { createUserService } from './user.service.js';
 import { createAuditService } from './audit.service.js';
 import { createIdempotencyService } from './idempotency.service.js';
@@ -72,7 +74,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now }
   const lockGroups = createGroupService({ db, clock, kind: LOCK_GROUPS });
   const accessPermissions = createAccessPermissionService({ db, clock, revived });
   const devices = createDeviceService({ db, clock, credentials });
-  const tokens = createTokenService({
+  const grants = createGrantService({
     db,
     clock,
     log,
@@ -88,6 +90,23 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now }
       durationMs: config.LOCKOUT_SECONDS * 1000,
     },
   });
+  // One verifier, so the bearer checks, revocation and introspection share its cache of checked signatures.
+  const accessTokens = createAccessTokenVerifier({
+    clock,
+    issuer: config.PUBLIC_URL,
+    keys: accessTokenKeys,
+    revocations,
+  });
+  const revocationIntrospection = createRevocationIntrospectionService({
+    db,
+    clock,
+    issuer: config.PUBLIC_URL,
+    revocations,
+    accessTokens,
+    accessTokenTtlSeconds: config.ACCESS_TOKEN_TTL_SECONDS,
+  });
+  /** The OAuth side as the routes and the bearer checks call it: the three parts in services/oauth/, one object. */
+  const tokens = { ...grants, ...revocationIntrospection, verifyAccessToken: accessTokens.verifyAccessToken };
 
   return {
     clock,

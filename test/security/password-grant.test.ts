@@ -4,7 +4,7 @@ import bcrypt from 'bcrypt';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { migrate, readMigrations } from '../../src/db/migrate.js';
 import { BadRequestError } from '../../src/errors.js';
-import { splitLogin } from '../../src/services/token.service.js';
+import { splitLogin } from '../../src/services/oauth/grants.service.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { createEmptyTestDatabase } from '../helpers/database.js';
 import {
