@@ -1,7 +1,6 @@
 // Secured objects (locks, contract 4.1): register, read, page, remove (which revokes their tickets).
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.js';
-import { nextChangeSeq } from '../db/repositories/change-log.repo.js';
 import {
   deleteSecuredObject,
   findSecuredObject,
@@ -9,11 +8,11 @@ import {
   listSecuredObjects,
   type SecuredObjectRecord,
 } from '../db/repositories/secured-object.repo.js';
-import { revokeTicketsOf } from '../db/repositories/ticket.repo.js';
 import { ConflictError, NotFoundError, UnprocessableError, detailWithReasons } from '../errors.js';
 import { recordChange } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
 import { decodeCursor, pageOf, type Page } from './pagination.js';
+import { removeWithTickets, type TicketHolder } from './removal.js';
 import { channelErrors, type RevivedInterfaces } from './vocabulary.js';
 
 export interface SecuredObject {
@@ -45,6 +44,14 @@ export interface SecuredObjectServiceOptions {
   clock: Clock;
   revived: RevivedInterfaces;
 }
+
+/** How a secured object is removed with its tickets (removal.ts). */
+const SECURED_OBJECTS: TicketHolder = {
+  remove: deleteSecuredObject,
+  ticketColumn: 'secured_object_id',
+  noun: 'secured object',
+  auditNoun: 'secured_object',
+};
 
 export function createSecuredObjectService({ db, clock, revived }: SecuredObjectServiceOptions) {
   return {
@@ -82,13 +89,7 @@ export function createSecuredObjectService({ db, clock, revived }: SecuredObject
 
     /** Removes the lock and, in the same transaction, revokes every ticket for it (contract 4.1). */
     async remove(context: ActionContext, id: string): Promise<void> {
-      await db.transaction(async (tx) => {
-        const seq = await nextChangeSeq(tx, context.tenantId);
-        if (!(await deleteSecuredObject(tx, context.tenantId, id))) throw new NotFoundError(`No secured object ${id}.`);
-        const now = clock();
-        await revokeTicketsOf(tx, context.tenantId, 'secured_object_id', id, now, seq, context);
-        await recordChange(tx, context, now, 'secured_object.deleted', `secured_object:${id}`);
-      });
+      await removeWithTickets(db, clock, SECURED_OBJECTS, context, id);
     },
   };
 }
