@@ -13,10 +13,10 @@ import {
   revokePermissionTickets,
   type AccessPermissionRecord,
 } from '../db/repositories/access-permission.repo.js';
-import { appendAuditEvent } from '../db/repositories/audit.repo.js';
 import { nextChangeSeq } from '../db/repositories/change-log.repo.js';
 import { LOCK_GROUPS, RESIDENTS, lockGroup } from '../db/repositories/group.repo.js';
 import { NotFoundError, UnprocessableError, detailWithReasons, type FieldError } from '../errors.js';
+import { recordChange } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
 import { isUuid } from './identifiers.js';
 import { decodeCursor, pageOf, type Page } from './pagination.js';
@@ -93,14 +93,7 @@ export function createAccessPermissionService({ db, clock, revived }: AccessPerm
         }
         await insertAccessPermission(tx, record);
         const issued = await expandAccessPermission(tx, record, now, seq);
-        await appendAuditEvent(tx, {
-          tenantId: context.tenantId,
-          time: now,
-          actor: context.actor,
-          action: 'access_permission.created',
-          target: `access_permission:${record.id}`,
-          requestId: context.requestId,
-        });
+        await recordChange(tx, context, now, 'access_permission.created', `access_permission:${record.id}`);
         return issued;
       });
       return toAccessPermission({ ...record, tokenCount });
@@ -143,14 +136,7 @@ export function createAccessPermissionService({ db, clock, revived }: AccessPerm
         const now = clock();
         await revokePermissionTickets(tx, context.tenantId, 'id', id, now, seq);
         if ((await deletePermissions(tx, context.tenantId, 'id', id)).length === 0) throw notFound(id);
-        await appendAuditEvent(tx, {
-          tenantId: context.tenantId,
-          time: now,
-          actor: context.actor,
-          action: 'access_permission.deleted',
-          target: `access_permission:${id}`,
-          requestId: context.requestId,
-        });
+        await recordChange(tx, context, now, 'access_permission.deleted', `access_permission:${id}`);
       });
     },
   };

@@ -1,7 +1,32 @@
-// The audit trail (contract 7.5): read side. Events are appended by each change, in its own transaction.
-import type { Database } from '../db/database.js';
-import { listAuditEvents, type AuditEvent, type AuditFilter } from '../db/repositories/audit.repo.js';
+// The audit trail (contract 7.5): how a service records its change, and the read side.
+import type { Database, Queryable } from '../db/database.js';
+import {
+  appendAuditEvents,
+  listAuditEvents,
+  type AuditEvent,
+  type AuditEventInput,
+  type AuditFilter,
+} from '../db/repositories/audit.repo.js';
+import type { ActionContext } from './context.js';
 import { cutPage, invalidCursor, type Page } from './pagination.js';
+
+/** The audit event of a change made by `context` (contract 7.5); `action` is the full name, e.g. `resident.created`. */
+export function auditEvent(context: ActionContext, time: number, action: string, target: string): AuditEventInput {
+  return { tenantId: context.tenantId, time, actor: context.actor, action, target, requestId: context.requestId };
+}
+
+/**
+ * Appends the audit events of one change in the change's own transaction, in one statement. Call it LAST in the
+ * transaction: it locks the tenant's audit counter until commit (lock order in audit.repo.ts).
+ */
+export async function recordChanges(tx: Queryable, events: AuditEventInput[]): Promise<void> {
+  await appendAuditEvents(tx, events);
+}
+
+/** Appends the one audit event of a change (see recordChanges: last in the transaction). */
+export async function recordChange(tx: Queryable, context: ActionContext, time: number, action: string, target: string): Promise<void> {
+  await recordChanges(tx, [auditEvent(context, time, action, target)]);
+}
 
 /**
  * A cursor is opaque (contract 7.3): the tenant's sequence number of the last event shown, behind a version tag, so

@@ -1,7 +1,6 @@
 // OAuth clients (contract 3.7): create, list, read, delete, rotate the secret, and authenticate at the token endpoint.
 import { randomBytes } from 'node:crypto';
 import type { Database, Queryable } from '../db/database.js';
-import { appendAuditEvent } from '../db/repositories/audit.repo.js';
 import { findMobileDevice } from '../db/repositories/mobile-device.repo.js';
 import { findSecuredObject } from '../db/repositories/secured-object.repo.js';
 import {
@@ -14,6 +13,7 @@ import {
   type ClientRecord,
 } from '../db/repositories/client.repo.js';
 import { BadRequestError, NotFoundError, UnprocessableError } from '../errors.js';
+import { recordChange } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
 import { digestsEqual, randomToken, sha256 } from './crypto.js';
 import { decodeCursor, pageOf, type Page } from './pagination.js';
@@ -140,14 +140,7 @@ export function createClientService(options: ClientServiceOptions) {
         createdAt: clock(),
       };
       await insertClient(tx, record);
-      await appendAuditEvent(tx, {
-        tenantId: context.tenantId,
-        time: record.createdAt,
-        actor: context.actor,
-        action: 'client.created',
-        target: `client:${record.clientId}`,
-        requestId: context.requestId,
-      });
+      await recordChange(tx, context, record.createdAt, 'client.created', `client:${record.clientId}`);
       return { ...toClient(record), clientSecret };
     },
 
@@ -171,14 +164,7 @@ export function createClientService(options: ClientServiceOptions) {
       const deleted = await db.transaction(async (tx) => {
         if (!(await deleteClient(tx, context.tenantId, clientId))) return false;
         await revocations.record(tx, 'client', clientId, clock() + options.accessTokenTtlMs);
-        await appendAuditEvent(tx, {
-          tenantId: context.tenantId,
-          time: clock(),
-          actor: context.actor,
-          action: 'client.deleted',
-          target: `client:${clientId}`,
-          requestId: context.requestId,
-        });
+        await recordChange(tx, context, clock(), 'client.deleted', `client:${clientId}`);
         return true;
       });
       if (!deleted) throw new NotFoundError(`No OAuth client ${clientId}.`);
@@ -193,14 +179,7 @@ export function createClientService(options: ClientServiceOptions) {
         if (!updated) return null;
         // Other instances drop their cached copy of the old secret (revocation feed, contract 3.4's 5 s).
         await revocations.record(tx, 'client-secret', clientId, clock() + options.accessTokenTtlMs);
-        await appendAuditEvent(tx, {
-          tenantId: context.tenantId,
-          time: clock(),
-          actor: context.actor,
-          action: 'client.secret_rotated',
-          target: `client:${clientId}`,
-          requestId: context.requestId,
-        });
+        await recordChange(tx, context, clock(), 'client.secret_rotated', `client:${clientId}`);
         return updated;
       });
       if (!record) throw new NotFoundError(`No OAuth client ${clientId}.`);

@@ -9,7 +9,6 @@ import {
   revokeForLeavingMember,
   revokePermissionTickets,
 } from '../db/repositories/access-permission.repo.js';
-import { appendAuditEvent, appendAuditEvents } from '../db/repositories/audit.repo.js';
 import { nextChangeSeq } from '../db/repositories/change-log.repo.js';
 import {
   addMembers,
@@ -26,6 +25,7 @@ import {
   type GroupRecord,
 } from '../db/repositories/group.repo.js';
 import { NotFoundError, UnprocessableError } from '../errors.js';
+import { auditEvent, recordChange, recordChanges } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
 import { isUuid } from './identifiers.js';
 import { decodeCursor, pageOf, type Page } from './pagination.js';
@@ -65,10 +65,6 @@ export interface GroupServiceOptions {
 export function createGroupService({ db, clock, kind }: GroupServiceOptions) {
   const words = VOCABULARY[kind.table];
   const notFound = (id: string) => new NotFoundError(`No ${words.noun} ${id}.`);
-  /** An audit event (contract 7.5); `action` is the full name, e.g. `resident.member_added`. */
-  function event(context: ActionContext, action: string, target: string) {
-    return { tenantId: context.tenantId, time: clock(), actor: context.actor, action, target, requestId: context.requestId };
-  }
   const self = (id: string) => `${words.auditPrefix}:${id}`;
   const membership = (id: string, memberId: string) => `${self(id)}/${kind.memberTable.slice(0, -1)}:${memberId}`;
 
@@ -93,7 +89,7 @@ export function createGroupService({ db, clock, kind }: GroupServiceOptions) {
         }
         await insertGroup(tx, kind, { tenantId: context.tenantId, id, name, createdAt: clock() });
         await addMembers(tx, kind, context.tenantId, id, members);
-        await appendAuditEvent(tx, event(context, `${words.auditPrefix}.created`, self(id)));
+        await recordChange(tx, context, clock(), `${words.auditPrefix}.created`, self(id));
       });
       return current(context.tenantId, id);
     },
@@ -110,7 +106,7 @@ export function createGroupService({ db, clock, kind }: GroupServiceOptions) {
       if (!isUuid(id)) throw notFound(id);
       const renamed = await db.transaction(async (tx) => {
         if (!(await renameGroup(tx, kind, context.tenantId, id, name))) return false;
-        await appendAuditEvent(tx, event(context, `${words.auditPrefix}.renamed`, self(id)));
+        await recordChange(tx, context, clock(), `${words.auditPrefix}.renamed`, self(id));
         return true;
       });
       if (!renamed) throw notFound(id);
@@ -127,9 +123,9 @@ export function createGroupService({ db, clock, kind }: GroupServiceOptions) {
         const permissionIds = await deletePermissions(tx, context.tenantId, words.permissionColumn, id);
         await deleteGroup(tx, kind, context.tenantId, id);
         // The audit counter last, after every row lock (audit.repo.ts): one append for the whole change.
-        await appendAuditEvents(tx, [
-          ...permissionIds.map((permissionId) => event(context, 'access_permission.deleted', `access_permission:${permissionId}`)),
-          event(context, `${words.auditPrefix}.deleted`, self(id)),
+        await recordChanges(tx, [
+          ...permissionIds.map((permissionId) => auditEvent(context, clock(), 'access_permission.deleted', `access_permission:${permissionId}`)),
+          auditEvent(context, clock(), `${words.auditPrefix}.deleted`, self(id)),
         ]);
       });
     },
@@ -154,7 +150,7 @@ export function createGroupService({ db, clock, kind }: GroupServiceOptions) {
         const added = await addMembers(tx, kind, context.tenantId, id, [memberId]);
         if (added.length === 0) return;
         await issueForNewMembers(tx, kind, context.tenantId, id, added, clock(), seq);
-        await appendAuditEvent(tx, event(context, `${words.auditPrefix}.member_added`, membership(id, memberId)));
+        await recordChange(tx, context, clock(), `${words.auditPrefix}.member_added`, membership(id, memberId));
       });
       return current(context.tenantId, id);
     },
@@ -169,7 +165,7 @@ export function createGroupService({ db, clock, kind }: GroupServiceOptions) {
           throw new NotFoundError(`The ${words.memberNoun} ${memberId} is not a member of ${words.noun} ${id}.`);
         }
         await revokeForLeavingMember(tx, kind, context.tenantId, id, memberId, clock(), seq);
-        await appendAuditEvent(tx, event(context, `${words.auditPrefix}.member_removed`, membership(id, memberId)));
+        await recordChange(tx, context, clock(), `${words.auditPrefix}.member_removed`, membership(id, memberId));
       });
       return current(context.tenantId, id);
     },

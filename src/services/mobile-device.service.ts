@@ -1,8 +1,6 @@
 // Mobile devices (contract 4.2): register, read, page, remove (which revokes their tickets).
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.js';
-import { appendAuditEvent } from '../db/repositories/audit.repo.js';
-import { nextChangeSeq } from '../db/repositories/change-log.repo.js';
 import {
   deleteMobileDevice,
   findMobileDevice,
@@ -10,10 +8,11 @@ import {
   listMobileDevices,
   type MobileDeviceRecord,
 } from '../db/repositories/mobile-device.repo.js';
-import { revokeTicketsOf } from '../db/repositories/ticket.repo.js';
 import { ConflictError, NotFoundError } from '../errors.js';
+import { recordChange } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
 import { decodeCursor, pageOf, type Page } from './pagination.js';
+import { removeWithTickets, type TicketHolder } from './removal.js';
 
 export interface MobileDevice {
   id: string;
@@ -30,6 +29,14 @@ export interface MobileDeviceServiceOptions {
   clock: Clock;
 }
 
+/** How a mobile device is removed with its tickets (removal.ts). */
+const MOBILE_DEVICES: TicketHolder = {
+  remove: deleteMobileDevice,
+  ticketColumn: 'mobile_device_id',
+  noun: 'mobile device',
+  auditNoun: 'mobile_device',
+};
+
 export function createMobileDeviceService({ db, clock }: MobileDeviceServiceOptions) {
   return {
     async register(context: ActionContext, input: { id?: string | undefined; name?: string | undefined }): Promise<MobileDevice> {
@@ -42,14 +49,7 @@ export function createMobileDeviceService({ db, clock }: MobileDeviceServiceOpti
       const created = await db.transaction(async (tx) => {
         const inserted = await insertMobileDevice(tx, record);
         if (!inserted) return null;
-        await appendAuditEvent(tx, {
-          tenantId: context.tenantId,
-          time: record.createdAt,
-          actor: context.actor,
-          action: 'mobile_device.created',
-          target: `mobile_device:${record.id}`,
-          requestId: context.requestId,
-        });
+        await recordChange(tx, context, record.createdAt, 'mobile_device.created', `mobile_device:${record.id}`);
         return inserted;
       });
       if (!created) throw new ConflictError(`The mobile device id ${record.id} is in use.`);
@@ -69,20 +69,7 @@ export function createMobileDeviceService({ db, clock }: MobileDeviceServiceOpti
 
     /** Removes the device and, in the same transaction, revokes every ticket issued to it (contract 4.2). */
     async remove(context: ActionContext, id: string): Promise<void> {
-      await db.transaction(async (tx) => {
-        const seq = await nextChangeSeq(tx, context.tenantId);
-        if (!(await deleteMobileDevice(tx, context.tenantId, id))) throw new NotFoundError(`No mobile device ${id}.`);
-        const now = clock();
-        await revokeTicketsOf(tx, context.tenantId, 'mobile_device_id', id, now, seq, context);
-        await appendAuditEvent(tx, {
-          tenantId: context.tenantId,
-          time: now,
-          actor: context.actor,
-          action: 'mobile_device.deleted',
-          target: `mobile_device:${id}`,
-          requestId: context.requestId,
-        });
-      });
+      await removeWithTickets(db, clock, MOBILE_DEVICES, context, id);
     },
   };
 }

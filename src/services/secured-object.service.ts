@@ -1,8 +1,6 @@
 // Secured objects (locks, contract 4.1): register, read, page, remove (which revokes their tickets).
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.js';
-import { appendAuditEvent } from '../db/repositories/audit.repo.js';
-import { nextChangeSeq } from '../db/repositories/change-log.repo.js';
 import {
   deleteSecuredObject,
   findSecuredObject,
@@ -10,10 +8,11 @@ import {
   listSecuredObjects,
   type SecuredObjectRecord,
 } from '../db/repositories/secured-object.repo.js';
-import { revokeTicketsOf } from '../db/repositories/ticket.repo.js';
 import { ConflictError, NotFoundError, UnprocessableError, detailWithReasons } from '../errors.js';
+import { recordChange } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
 import { decodeCursor, pageOf, type Page } from './pagination.js';
+import { removeWithTickets, type TicketHolder } from './removal.js';
 import { channelErrors, type RevivedInterfaces } from './vocabulary.js';
 
 export interface SecuredObject {
@@ -46,6 +45,14 @@ export interface SecuredObjectServiceOptions {
   revived: RevivedInterfaces;
 }
 
+/** How a secured object is removed with its tickets (removal.ts). */
+const SECURED_OBJECTS: TicketHolder = {
+  remove: deleteSecuredObject,
+  ticketColumn: 'secured_object_id',
+  noun: 'secured object',
+  auditNoun: 'secured_object',
+};
+
 export function createSecuredObjectService({ db, clock, revived }: SecuredObjectServiceOptions) {
   return {
     async register(context: ActionContext, input: NewSecuredObject): Promise<SecuredObject> {
@@ -62,14 +69,7 @@ export function createSecuredObjectService({ db, clock, revived }: SecuredObject
       const created = await db.transaction(async (tx) => {
         const inserted = await insertSecuredObject(tx, record);
         if (!inserted) return null;
-        await appendAuditEvent(tx, {
-          tenantId: context.tenantId,
-          time: record.createdAt,
-          actor: context.actor,
-          action: 'secured_object.created',
-          target: `secured_object:${record.id}`,
-          requestId: context.requestId,
-        });
+        await recordChange(tx, context, record.createdAt, 'secured_object.created', `secured_object:${record.id}`);
         return inserted;
       });
       if (!created) throw new ConflictError(`The secured object id ${record.id} is in use.`);
@@ -89,20 +89,7 @@ export function createSecuredObjectService({ db, clock, revived }: SecuredObject
 
     /** Removes the lock and, in the same transaction, revokes every ticket for it (contract 4.1). */
     async remove(context: ActionContext, id: string): Promise<void> {
-      await db.transaction(async (tx) => {
-        const seq = await nextChangeSeq(tx, context.tenantId);
-        if (!(await deleteSecuredObject(tx, context.tenantId, id))) throw new NotFoundError(`No secured object ${id}.`);
-        const now = clock();
-        await revokeTicketsOf(tx, context.tenantId, 'secured_object_id', id, now, seq, context);
-        await appendAuditEvent(tx, {
-          tenantId: context.tenantId,
-          time: now,
-          actor: context.actor,
-          action: 'secured_object.deleted',
-          target: `secured_object:${id}`,
-          requestId: context.requestId,
-        });
-      });
+      await removeWithTickets(db, clock, SECURED_OBJECTS, context, id);
     },
   };
 }

@@ -3,7 +3,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.js';
 import { assertStorableText, isDatabaseUnavailable, isStatementCanceled } from '../db/errors.js';
-import { appendAuditEvent } from '../db/repositories/audit.repo.js';
 import { nextChangeSeq } from '../db/repositories/change-log.repo.js';
 import {
   createTickets,
@@ -17,6 +16,7 @@ import {
   type TicketStatus,
 } from '../db/repositories/ticket.repo.js';
 import { NotFoundError, UnprocessableError, detailWithReasons, type FieldError } from '../errors.js';
+import { recordChange } from './audit.service.js';
 import { createKeyedBatcher } from './batching.js';
 import type { ActionContext, Clock } from './context.js';
 import { isUuid } from './identifiers.js';
@@ -171,14 +171,7 @@ export function createTicketService({ db, clock, revived }: TicketServiceOptions
         const revoked = await revokeTicket(tx, context.tenantId, id, now, seq);
         if (!revoked) throw new NotFoundError(`No ticket ${id}.`);
         if (revoked.revokedNow) {
-          await appendAuditEvent(tx, {
-            tenantId: context.tenantId,
-            time: now,
-            actor: context.actor,
-            action: 'ticket.revoked',
-            target: `ticket:${id}`,
-            requestId: context.requestId,
-          });
+          await recordChange(tx, context, now, 'ticket.revoked', `ticket:${id}`);
         }
         return revoked;
       });

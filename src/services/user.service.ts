@@ -1,10 +1,10 @@
 // Access API users (contract 3.7): bcrypt-hashed passwords, created by the Operator API or the CLI.
 import bcrypt from 'bcrypt';
 import type { Database } from '../db/database.js';
-import { appendAuditEvent } from '../db/repositories/audit.repo.js';
 import { deleteUser, findUserByLogin, insertUser, listUsers, type UserRecord } from '../db/repositories/user.repo.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../errors.js';
 import { USERNAME_PATTERN } from '../shared/usernames.js';
+import { recordChange } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
 import { decodeCursor, pageOf, type Page } from './pagination.js';
 import type { RevocationService } from './revocation.service.js';
@@ -61,14 +61,7 @@ export function createUserService(options: UserServiceOptions) {
       const created = await db.transaction(async (tx) => {
         const record = await insertUser(tx, { tenantId: context.tenantId, username, passwordHash, createdAt: clock() });
         if (!record) return null;
-        await appendAuditEvent(tx, {
-          tenantId: context.tenantId,
-          time: record.createdAt,
-          actor: context.actor,
-          action: 'user.created',
-          target: `user:${record.id}`,
-          requestId: context.requestId,
-        });
+        await recordChange(tx, context, record.createdAt, 'user.created', `user:${record.id}`);
         return record;
       });
       if (!created) throw new ConflictError(`The username ${username} is taken in this tenant.`);
@@ -86,14 +79,7 @@ export function createUserService(options: UserServiceOptions) {
         const userId = await deleteUser(tx, context.tenantId, username);
         if (!userId) return null;
         await revocations.record(tx, 'user', userId, clock() + options.accessTokenTtlMs);
-        await appendAuditEvent(tx, {
-          tenantId: context.tenantId,
-          time: clock(),
-          actor: context.actor,
-          action: 'user.deleted',
-          target: `user:${userId}`,
-          requestId: context.requestId,
-        });
+        await recordChange(tx, context, clock(), 'user.deleted', `user:${userId}`);
         return userId;
       });
       if (!deletedId) throw new NotFoundError(`No user ${username}.`);
