@@ -132,7 +132,7 @@ describe('SECURITY-CHECKLIST B: password grant', () => {
     expectOAuthError(await passwordGrant(t.app, acmeApp, 'frank@acme', 'nope'), 400, 'invalid_grant');
     const secondStarted = Date.now();
     expectOAuthError(await passwordGrant(t.app, acmeApp, 'frank@acme', 'nope'), 400, 'invalid_grant');
-    // token.service.ts: the second failure waits 200 ms (a lower bound, so a loaded machine cannot fail it).
+    // services/oauth/grants.service.ts: the second failure waits 200 ms (a lower bound, so a loaded machine cannot fail it).
     expect(Date.now() - secondStarted).toBeGreaterThanOrEqual(195);
   });
 

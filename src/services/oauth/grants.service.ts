@@ -3,7 +3,6 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Database, Queryable } from '../../db/database.js';
-import { appendAuditEvent } from '../../db/repositories/audit.repo.js';
 import {
   clearLoginAttempts,
   countLoginAttempt,
@@ -11,6 +10,7 @@ import {
 } from '../../db/repositories/login-failure.repo.js';
 import { consumeRefreshToken, findRefreshToken, insertRefreshToken } from '../../db/repositories/refresh-token.repo.js';
 import { OAuthError } from '../../errors.js';
+import { recordChange } from '../audit.service.js';
 import type { AuthenticatedClient } from '../client.service.js';
 import type { Clock } from '../context.js';
 import { randomToken, sha256 } from '../crypto.js';
@@ -190,14 +190,8 @@ export function createGrantService(options: GrantServiceOptions) {
       if (!user || user.tenantId !== client.tenantId) {
         if (attempt.attempts === threshold) {
           // Exactly one attempt reaches the threshold: the user's tenant sees the lock once (contract 7.5).
-          await appendAuditEvent(db, {
-            tenantId: client.tenantId,
-            time: now,
-            actor: `client:${client.clientId}`,
-            action: 'login.locked',
-            target: `login:${parts.username}@${parts.tenantName}`,
-            requestId: null,
-          });
+          const context = { tenantId: client.tenantId, actor: `client:${client.clientId}`, requestId: null };
+          await recordChange(db, context, now, 'login.locked', `login:${parts.username}@${parts.tenantName}`);
         }
         // Slowed down before refused (contract 3.2): 200 ms, 400 ms, … up to 2 s.
         if (attempt.attempts >= 2) await sleep(Math.min(100 * 2 ** (attempt.attempts - 1), 2000));

@@ -1,7 +1,7 @@
 // Revokes a refresh-token family with its access tokens: on reuse (the refresh grant) and on request (RFC 7009).
 import type { Database } from '../../db/database.js';
-import { appendAuditEvent } from '../../db/repositories/audit.repo.js';
 import { revokeRefreshFamily, type RefreshTokenRecord } from '../../db/repositories/refresh-token.repo.js';
+import { recordChange } from '../audit.service.js';
 import type { Clock } from '../context.js';
 import type { RevocationService } from '../revocation.service.js';
 
@@ -24,14 +24,7 @@ export async function revokeFamily(
     await revokeRefreshFamily(tx, record.familyId, clock());
     await revocations.record(tx, 'family', record.familyId, clock() + ttlMs);
     if (action) {
-      await appendAuditEvent(tx, {
-        tenantId: record.tenantId,
-        time: clock(),
-        actor,
-        action,
-        target: `user:${record.userId}`,
-        requestId: null,
-      });
+      await recordChange(tx, { tenantId: record.tenantId, actor, requestId: null }, clock(), action, `user:${record.userId}`);
     }
   });
   await revocations.refresh();
