@@ -1,6 +1,7 @@
 // The audit trail (contract 7.5): one event per change with actor, target and request id; GET /operatorapi/audit-events.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { expectNothingChanged } from '../helpers/database-state.js';
 import { clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';
 import {
   LOCK_UUID,
@@ -8,7 +9,6 @@ import {
   call,
   device,
   expectAuthChecks,
-  expectNothingChanged,
   expectProblem,
   issueTicket,
   lock,

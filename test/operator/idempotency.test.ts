@@ -2,20 +2,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestFingerprint } from '../../src/services/idempotency.service.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { expectNothingChanged, rowCounts } from '../helpers/database-state.js';
 import { clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';
 import {
   HOUR,
   LOCK_UUID,
   auditEvents,
   device,
-  expectNothingChanged,
   expectProblem,
   issueTicket,
   lock,
   problemFields,
   registerDevice,
   registerLock,
-  tableCounts,
   ticketBody,
 } from '../helpers/operator.js';
 
@@ -259,7 +258,7 @@ describe('Idempotency-Key', () => {
     expectProblem(await registerLock(t, token, lockBody), 409);
 
     // A server-made id: the replay names the same device, and only one was made.
-    const countDevices = async () => (await tableCounts(t)).mobile_devices;
+    const countDevices = async () => (await rowCounts(t)).mobile_devices;
     const devicesBefore = await countDevices();
     const firstDevice = await registerDevice(t, token, { name: 'made once' }, key('device-once'));
     const retryDevice = await registerDevice(t, token, { name: 'made once' }, key('device-once'));

@@ -1,6 +1,7 @@
 // /operatorapi/mobiledevices (contract 4.2): register, read, page, remove (revoking tickets); scope, tenant, audit.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { expectNothingChanged } from '../helpers/database-state.js';
 import { clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';
 import {
   UUID_PATTERN,
@@ -8,7 +9,6 @@ import {
   call,
   device,
   expectAuthChecks,
-  expectNothingChanged,
   expectProblem,
   fieldsOf,
   lock,

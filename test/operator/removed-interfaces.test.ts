@@ -1,12 +1,12 @@
 // Removed interfaces (contract 4.4, seed 9): 410 with Sunset and a successor link, or kept alive by configuration.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { expectNothingChanged } from '../helpers/database-state.js';
 import { basic, clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';
 import {
   LOCK_UUID,
   call,
   device,
-  expectNothingChanged,
   expectProblem,
   issueTicket,
   lock,

@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { expectNothingChanged } from '../helpers/database-state.js';
 import { clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';
 import {
   HOUR,
@@ -10,7 +11,6 @@ import {
   call,
   device,
   expectAuthChecks,
-  expectNothingChanged,
   expectProblem,
   issueTicket,
   lock,
