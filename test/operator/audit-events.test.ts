@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { expectNothingChanged } from '../helpers/database-state.js';
 import { clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';
+import { twoTenants } from '../helpers/tenants.js';
 import {
   LOCK_UUID,
   auditEvents,
@@ -41,10 +42,7 @@ describe('audit events', () => {
 
   beforeAll(async () => {
     t = await buildTestApp({ BCRYPT_COST: '4' }, { clock: () => Date.now() + offset });
-    acme = await createTenant(t.app, 'acme');
-    other = await createTenant(t.app, 'other');
-    token = await clientToken(t.app, acme);
-    otherToken = await clientToken(t.app, other);
+    ({ acme, other, token, otherToken } = await twoTenants(t));
   });
   afterAll(async () => {
     await t.close();

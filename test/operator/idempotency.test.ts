@@ -3,12 +3,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestFingerprint } from '../../src/services/idempotency.service.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { expectNothingChanged, rowCounts } from '../helpers/database-state.js';
-import { clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';
+import { clientToken, createClient, type TenantFixture } from '../helpers/oauth.js';
+import { twoTenants } from '../helpers/tenants.js';
 import {
   HOUR,
   LOCK_UUID,
   auditEvents,
-  device,
   expectProblem,
   issueTicket,
   lock,
@@ -31,14 +31,8 @@ describe('Idempotency-Key', () => {
 
   beforeAll(async () => {
     t = await buildTestApp({ BCRYPT_COST: '4' }, { clock: () => Date.now() + offset });
-    acme = await createTenant(t.app, 'acme');
-    other = await createTenant(t.app, 'other');
-    token = await clientToken(t.app, acme);
-    otherToken = await clientToken(t.app, other);
-    for (const auth of [token, otherToken]) {
-      await lock(t, auth, 'door');
-      await device(t, auth, 'phone');
-    }
+    const seed = { locks: ['door'], devices: ['phone'] };
+    ({ acme, other, token, otherToken } = await twoTenants(t, { acme: seed, other: seed }));
   });
   afterAll(async () => {
     await t.close();
