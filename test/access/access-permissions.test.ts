@@ -1,11 +1,11 @@
 // /v1/access-permissions (contract 5, seed section 1): one call makes every device × lock ticket, all or nothing;
 // read, page, filter, list its tokens, delete (revoking them); 400/401/403/404/422, idempotency, audit.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectNothingChanged } from '../helpers/database-state.js';
 import {
   accessTenant,
   auditTrail,
   expectAccessAuthChecks,
-  expectUnchanged,
   grant,
   live,
   lockGroup,
@@ -147,7 +147,7 @@ describe('access permissions', () => {
     const f = await accessTenant(t);
     const groups = await household(t, f, ['phone'], ['door']);
     const valid = permissionBody(t, groups.resident.id, groups.lockGroup.id);
-    await expectUnchanged(t, async () => {
+    await expectNothingChanged(t, async () => {
       const bad = await grant(t, f.token, { residentId: 1, beginDate: 'soon', commands: 'open', channels: ['btlespp'], colour: 'red' });
       expect(problemFields(bad, 400)).toEqual(['beginDate', 'colour', 'commands', 'endDate', 'lockGroupId', 'residentId']);
       expect(bad.json().errors).toContainEqual({ field: 'colour', message: 'is not a known field' });
@@ -167,7 +167,7 @@ describe('access permissions', () => {
     const f = await accessTenant(t);
     const mine = await household(t, f, ['my-phone'], ['my-door']);
     const theirs = await household(t, other, ['their-phone-422'], ['their-door-422']);
-    await expectUnchanged(t, async () => {
+    await expectNothingChanged(t, async () => {
       const foreign = await grant(t, f.token, permissionBody(t, theirs.resident.id, theirs.lockGroup.id));
       expect(problemFields(foreign, 422)).toEqual(['lockGroupId', 'residentId']);
       expect(problemFields(await grant(t, f.token, permissionBody(t, mine.resident.id, theirs.lockGroup.id)), 422)).toEqual(['lockGroupId']);
@@ -188,7 +188,7 @@ describe('access permissions', () => {
     const groups = await household(t, f, ['phone'], ['door']);
     const now = t.app.services.clock();
     const body = (overrides: object) => permissionBody(t, groups.resident.id, groups.lockGroup.id, overrides);
-    await expectUnchanged(t, async () => {
+    await expectNothingChanged(t, async () => {
       expect(problemFields(await grant(t, f.token, body({ beginDate: now + HOUR, endDate: now + HOUR })), 422)).toEqual(['endDate']);
       expect(problemFields(await grant(t, f.token, body({ beginDate: now + 2 * HOUR, endDate: now + HOUR })), 422)).toEqual(['endDate']);
       const past = await grant(t, f.token, body({ beginDate: 0, endDate: now - 1 }));
@@ -231,7 +231,7 @@ describe('access permissions', () => {
       'CREATE TRIGGER refuse_grant_audit BEFORE INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION refuse_grant_audit()',
     );
     try {
-      await expectUnchanged(t, async () => {
+      await expectNothingChanged(t, async () => {
         const failed = await grant(t, f.token, permissionBody(t, groups.resident.id, groups.lockGroup.id));
         expectProblem(failed, 500);
       });
@@ -346,7 +346,7 @@ describe('access permissions', () => {
     expect(await auditTrail(t, f.tenant.tenantId, { requestId: String(removed.headers['x-request-id']) })).toEqual([
       { action: 'access_permission.deleted', target: `access_permission:${doomed.id}`, actor: f.actor, request_id: String(removed.headers['x-request-id']), time: revokedAt },
     ]);
-    await expectUnchanged(t, async () => {
+    await expectNothingChanged(t, async () => {
       expectProblem(await v1(t, f.token, { method: 'DELETE', url: `/v1/access-permissions/${doomed.id}` }), 404);
     });
   });
@@ -374,7 +374,7 @@ describe('access permissions', () => {
     const f = await accessTenant(t);
     const theirs = await household(t, other, ['their-phone-404'], ['their-door-404']);
     const theirPermission = await permission(t, other.token, theirs.resident.id, theirs.lockGroup.id);
-    await expectUnchanged(t, async () => {
+    await expectNothingChanged(t, async () => {
       for (const id of [theirPermission.id, SOME_UUID, 'not-a-uuid']) {
         expectProblem(await get(id, f), 404);
         expectProblem(await v1(t, f.token, { method: 'GET', url: `/v1/access-permissions/${id}/tokens` }), 404);
@@ -422,7 +422,7 @@ describe('access permissions over a channel a lock lacks (nfccard kept alive)', 
   it('all or nothing: a grant whose lock group holds a lock lacking the channel is 422 and leaves no ticket and no permission', async () => {
     const r = await resident(t, f.token, 'Ann', ['phone', 'card']);
     const g = await lockGroup(t, f.token, 'Mixed', ['both-1', 'ble-only', 'both-2']);
-    await expectUnchanged(t, async () => {
+    await expectNothingChanged(t, async () => {
       const refused = await grant(t, f.token, permissionBody(t, r.id, g.id, { channels: ['btlespp', 'nfccard'] }));
       expect(problemFields(refused, 422)).toEqual(['channels']);
       expect(refused.json().errors[0].message).toContain('ble-only');
@@ -449,7 +449,7 @@ describe('access permissions over a channel a lock lacks (nfccard kept alive)', 
     const g = await lockGroup(t, f.token, 'NFC doors', ['both-1']);
     const nfc = await permission(t, f.token, r.id, g.id, { channels: ['nfccard'] });
     expect(nfc.tokenCount).toBe(1);
-    await expectUnchanged(t, async () => {
+    await expectNothingChanged(t, async () => {
       const refused = await v1(t, f.token, { method: 'PUT', url: memberUrl('lock-groups', g.id, 'ble-only') });
       expect(expectProblem(refused, 422).detail).toContain('ble-only');
       expect(refused.json().detail).toContain(nfc.id);

@@ -1,11 +1,11 @@
 // /v1/lock-groups (contract 5): create, read, page, rename, delete, members; 400/401/403/404/422, idempotency, audit;
 // and /v1/securedobjects, the locks a lock group may hold.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectNothingChanged } from '../helpers/database-state.js';
 import {
   accessTenant,
   auditTrail,
   expectAccessAuthChecks,
-  expectUnchanged,
   lockGroup,
   memberUrl,
   userToken,
@@ -79,7 +79,7 @@ describe('lock groups', () => {
   });
 
   it('refuses malformed bodies with 400 naming every bad field (unknown fields, > 1000 ids), changing nothing', async () => {
-    await expectUnchanged(t, async () => {
+    await expectNothingChanged(t, async () => {
       const bad = await create({ name: '', securedObjectIds: [''], mobileDeviceIds: [] });
       expect(problemFields(bad, 400)).toEqual(['mobileDeviceIds', 'name', 'securedObjectIds[0]']);
       expect(bad.json().errors).toContainEqual({ field: 'mobileDeviceIds', message: 'is not a known field' });
@@ -95,7 +95,7 @@ describe('lock groups', () => {
     const f = await accessTenant(t);
     await lock(t, f.operator, 'mine');
     await lock(t, other.operator, 'their-lock-422');
-    await expectUnchanged(t, async () => {
+    await expectNothingChanged(t, async () => {
       const unknown = await create({ name: 'Mixed', securedObjectIds: ['mine', 'ghost', 'their-lock-422'] }, f);
       expect(problemFields(unknown, 422)).toEqual(['securedObjectIds']);
       expect(unknown.json().detail).toContain('ghost');
@@ -143,7 +143,7 @@ describe('lock groups', () => {
     expect(await auditTrail(t, f.tenant.tenantId, { requestId: String(renamed.headers['x-request-id']) })).toEqual([
       { action: 'lock_group.renamed', target: `lock_group:${created.id}`, actor: f.actor, request_id: String(renamed.headers['x-request-id']), time: expect.any(Number) },
     ]);
-    await expectUnchanged(t, async () => {
+    await expectNothingChanged(t, async () => {
       const patch = (payload: object) => v1(t, f.token, { method: 'PATCH', url: `/v1/lock-groups/${created.id}`, payload });
       expect(problemFields(await patch({ name: 'n'.repeat(201) }), 400)).toEqual(['name']);
       expect(problemFields(await patch({ name: 'x', securedObjectIds: [] }), 400)).toEqual(['securedObjectIds']);
@@ -165,7 +165,7 @@ describe('lock groups', () => {
       { action: 'lock_group.deleted', target: `lock_group:${created.id}`, actor: f.actor, request_id: String(removed.headers['x-request-id']), time: expect.any(Number) },
     ]);
     expect((await v1(t, f.operator, { method: 'GET', url: '/operatorapi/securedobjects/door' })).statusCode).toBe(200);
-    await expectUnchanged(t, async () => {
+    await expectNothingChanged(t, async () => {
       expectProblem(await v1(t, f.token, { method: 'DELETE', url: `/v1/lock-groups/${created.id}` }), 404);
     });
   });
@@ -185,7 +185,7 @@ describe('lock groups', () => {
     expect(await auditTrail(t, f.tenant.tenantId, { requestId: String(added.headers['x-request-id']) })).toEqual([
       { action: 'lock_group.member_added', target, actor: f.actor, request_id: String(added.headers['x-request-id']), time: expect.any(Number) },
     ]);
-    await expectUnchanged(t, async () => {
+    await expectNothingChanged(t, async () => {
       const repeat = await put();
       expect(repeat.statusCode).toBe(200);
       expect(repeat.json()).toStrictEqual(added.json());
@@ -197,7 +197,7 @@ describe('lock groups', () => {
     expect(await auditTrail(t, f.tenant.tenantId, { requestId: String(removed.headers['x-request-id']) })).toEqual([
       { action: 'lock_group.member_removed', target, actor: f.actor, request_id: String(removed.headers['x-request-id']), time: expect.any(Number) },
     ]);
-    await expectUnchanged(t, async () => {
+    await expectNothingChanged(t, async () => {
       expect(expectProblem(await v1(t, f.token, { method: 'DELETE', url: memberUrl('lock-groups', created.id, 'gate') }), 404).detail).toContain('gate');
       expect(expectProblem(await v1(t, f.token, { method: 'PUT', url: memberUrl('lock-groups', created.id, 'ghost') }), 404).detail).toContain('ghost');
     });
@@ -210,7 +210,7 @@ describe('lock groups', () => {
     const mine = await lockGroup(t, f.token, 'Mine', ['mine']);
     const theirs = await lockGroup(t, other.token, 'Theirs', ['their-lock-404']);
     const missing = '6f1e2d3c-4b5a-4978-8a6b-5c4d3e2f1a0b';
-    await expectUnchanged(t, async () => {
+    await expectNothingChanged(t, async () => {
       for (const id of [theirs.id, missing, 'not-a-uuid']) {
         expectProblem(await get(id, f), 404);
         expectProblem(await v1(t, f.token, { method: 'PATCH', url: `/v1/lock-groups/${id}`, payload: { name: 'stolen' } }), 404);

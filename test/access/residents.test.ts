@@ -1,11 +1,11 @@
 // /v1/residents (contract 5): create, read, page, rename, delete, members; 400/401/403/404/422, idempotency, audit;
 // and /v1/mobiledevices, the devices a resident may hold.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectNothingChanged } from '../helpers/database-state.js';
 import {
   accessTenant,
   auditTrail,
   expectAccessAuthChecks,
-  expectUnchanged,
   memberUrl,
   resident,
   userToken,
@@ -81,7 +81,7 @@ describe('residents', () => {
   });
 
   it('refuses malformed bodies with 400 naming every bad field (unknown fields, > 1000 ids), changing nothing', async () => {
-    await expectUnchanged(t, async () => {
+    await expectNothingChanged(t, async () => {
       const bad = await create({ name: '', mobileDeviceIds: [''], colour: 'blue' });
       expect(problemFields(bad, 400)).toEqual(['colour', 'mobileDeviceIds[0]', 'name']);
       expect(bad.json().errors).toContainEqual({ field: 'colour', message: 'is not a known field' });
@@ -129,7 +129,7 @@ describe('residents', () => {
     const f = await accessTenant(t);
     await device(t, f.operator, 'mine');
     await device(t, other.operator, 'theirs');
-    await expectUnchanged(t, async () => {
+    await expectNothingChanged(t, async () => {
       const unknown = await create({ name: 'Carol', mobileDeviceIds: ['mine', 'ghost', 'theirs'] }, f);
       expect(problemFields(unknown, 422)).toEqual(['mobileDeviceIds']);
       expect(unknown.json().detail).toContain('ghost');
@@ -178,7 +178,7 @@ describe('residents', () => {
       { action: 'resident.renamed', target: `resident:${created.id}`, actor: f.actor, request_id: String(renamed.headers['x-request-id']), time: expect.any(Number) },
     ]);
 
-    await expectUnchanged(t, async () => {
+    await expectNothingChanged(t, async () => {
       const patch = (payload: object) => v1(t, f.token, { method: 'PATCH', url: `/v1/residents/${created.id}`, payload });
       expect(problemFields(await patch({}), 400)).toEqual(['name']);
       expect(problemFields(await patch({ name: '' }), 400)).toEqual(['name']);
@@ -202,7 +202,7 @@ describe('residents', () => {
     ]);
     // The device itself stays registered.
     expect((await v1(t, f.operator, { method: 'GET', url: '/operatorapi/mobiledevices/phone' })).statusCode).toBe(200);
-    await expectUnchanged(t, async () => {
+    await expectNothingChanged(t, async () => {
       expectProblem(await v1(t, f.token, { method: 'DELETE', url: `/v1/residents/${created.id}` }), 404);
     });
   });
@@ -223,7 +223,7 @@ describe('residents', () => {
       { action: 'resident.member_added', target, actor: f.actor, request_id: String(added.headers['x-request-id']), time: expect.any(Number) },
     ]);
 
-    await expectUnchanged(t, async () => {
+    await expectNothingChanged(t, async () => {
       const repeat = await put({ 'x-request-id': 'add-phone-again' });
       expect(repeat.statusCode).toBe(200);
       expect(repeat.json()).toStrictEqual(added.json());
@@ -237,7 +237,7 @@ describe('residents', () => {
       { action: 'resident.member_removed', target, actor: f.actor, request_id: String(removed.headers['x-request-id']), time: expect.any(Number) },
     ]);
 
-    await expectUnchanged(t, async () => {
+    await expectNothingChanged(t, async () => {
       // Not a member (any more), or no such device: 404.
       expect(expectProblem(await v1(t, f.token, { method: 'DELETE', url: memberUrl('residents', created.id, 'phone') }), 404).detail).toContain('phone');
       expect(expectProblem(await v1(t, f.token, { method: 'PUT', url: memberUrl('residents', created.id, 'ghost') }), 404).detail).toContain('ghost');
@@ -252,7 +252,7 @@ describe('residents', () => {
     const theirs = await resident(t, other.token, 'Theirs', ['theirs-404']);
     const missing = '6f1e2d3c-4b5a-4978-8a6b-5c4d3e2f1a0b';
 
-    await expectUnchanged(t, async () => {
+    await expectNothingChanged(t, async () => {
       for (const id of [theirs.id, missing, 'not-a-uuid']) {
         expectProblem(await get(id, f), 404);
         expectProblem(await v1(t, f.token, { method: 'PATCH', url: `/v1/residents/${id}`, payload: { name: 'stolen' } }), 404);

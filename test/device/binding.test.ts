@@ -3,9 +3,10 @@
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { expectNothingChanged } from '../helpers/database-state.js';
 import { downloadRequest, syncRequest } from '../helpers/device.js';
 import { bearer, clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';
-import { call, device, expectNothingChanged, expectProblem, lock, ticket } from '../helpers/operator.js';
+import { call, device, expectProblem, lock, ticket } from '../helpers/operator.js';
 
 const SUNSET_2018_01_01 = 'Mon, 01 Jan 2018 00:00:00 GMT';
 const SUNSET_2018_04_01 = 'Sun, 01 Apr 2018 00:00:00 GMT';

@@ -6,6 +6,7 @@ import { LockSimulator } from '../../src/simulator/lock-simulator.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { accessToken, download, jwks, payloadOf, phoneToken, verifyCredential } from '../helpers/device.js';
 import { bearer, clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';
+import { twoTenants } from '../helpers/tenants.js';
 import { HOUR, device, expectProblem, lock, ticket } from '../helpers/operator.js';
 
 const DAY = 24 * HOUR;
@@ -22,14 +23,10 @@ describe('ticket credentials', () => {
 
   beforeAll(async () => {
     t = await buildTestApp({ BCRYPT_COST: '4' }, { clock: () => now });
-    acme = await createTenant(t.app, 'acme');
-    other = await createTenant(t.app, 'other');
-    operator = await clientToken(t.app, acme);
-    otherOperator = await clientToken(t.app, other);
-    await lock(t, operator, 'door');
-    await device(t, operator, 'phone');
-    await lock(t, otherOperator, 'their-door');
-    await device(t, otherOperator, 'their-phone');
+    ({ acme, other, token: operator, otherToken: otherOperator } = await twoTenants(t, {
+      acme: { locks: ['door'], devices: ['phone'] },
+      other: { locks: ['their-door'], devices: ['their-phone'] },
+    }));
   });
   afterAll(async () => {
     await t.close();

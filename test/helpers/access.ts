@@ -4,6 +4,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
 import type { TestApp } from './app.js';
 import { bearer, clientToken, createClient, createTenant, createUser, passwordGrant, type ClientFixture, type TenantFixture } from './oauth.js';
+import { expectNothingChanged } from './database-state.js';
 import { HOUR, expectProblem } from './operator.js';
 
 /** Every scope the Access API's routes declare (contract 3.6, 5). */
@@ -176,31 +177,6 @@ export const pairsOf = (rows: TicketRow[]) => rows.map((row) => `${row.mobile_de
 /** Every (device, lock) pair of the two lists, sorted like `pairsOf`. */
 export const product = (devices: string[], locks: string[]) => devices.flatMap((d) => locks.map((l) => `${d}|${l}`)).sort();
 
-/** Row counts of every table an Access API change touches (all tenants). */
-export async function accessCounts(t: TestApp): Promise<Record<string, number>> {
-  const { rows } = await t.database.db.query<Record<string, number>>(
-    `SELECT (SELECT count(*) FROM residents)::int AS residents,
-            (SELECT count(*) FROM resident_devices)::int AS resident_devices,
-            (SELECT count(*) FROM lock_groups)::int AS lock_groups,
-            (SELECT count(*) FROM lock_group_objects)::int AS lock_group_objects,
-            (SELECT count(*) FROM access_permissions)::int AS access_permissions,
-            (SELECT count(*) FROM tickets)::int AS tickets,
-            (SELECT count(*) FROM tickets WHERE revoked_at IS NOT NULL)::int AS revoked_tickets,
-            (SELECT count(*) FROM mobile_devices)::int AS mobile_devices,
-            (SELECT count(*) FROM secured_objects)::int AS secured_objects,
-            (SELECT count(*) FROM audit_events)::int AS audit_events,
-            (SELECT count(*) FROM idempotency_keys)::int AS idempotency_keys`,
-  );
-  return rows[0]!;
-}
-
-/** Runs `action` (which sends rejected requests) and asserts that no Access API table gained, lost or revoked a row. */
-export async function expectUnchanged(t: TestApp, action: () => Promise<void>): Promise<void> {
-  const before = await accessCounts(t);
-  await action();
-  expect(await accessCounts(t)).toEqual(before);
-}
-
 /**
  * For each request: 401 without a token, 401 with an Operator API token (aud operatorapi is not accepted on /v1,
  * contract 3.4), 403 with a token lacking the declared scope (RFC 6750 3.1). Nothing changes.
@@ -210,7 +186,7 @@ export async function expectAccessAuthChecks(
   tokens: { operator: string; wrongScope: string },
   requests: (AccessRequest & { scope: string })[],
 ): Promise<void> {
-  await expectUnchanged(t, async () => {
+  await expectNothingChanged(t, async () => {
     for (const { scope, ...request } of requests) {
       const label = `${request.method} ${request.url}`;
       const anonymous = await v1(t, null, request);

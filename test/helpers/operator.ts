@@ -1,7 +1,8 @@
-// Operator API fixtures for tests: locks, devices and tickets over HTTP, row counts, pages, and the auth checks.
+// Operator API fixtures for tests: locks, devices and tickets over HTTP, problems, pages, and the auth checks.
 import type { LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
 import type { TestApp } from './app.js';
+import { expectNothingChanged } from './database-state.js';
 import { bearer } from './oauth.js';
 
 export const LOCK_UUID = '7d8a0c1e-4b7f-4d5e-9a41-3c2b1f0e9d8c';
@@ -70,37 +71,6 @@ export async function ticket(t: TestApp, token: string, securedObjectId: string,
   const response = await issueTicket(t, token, ticketBody(t, securedObjectId, mobileDeviceId, overrides));
   expect(response.statusCode, response.body).toBe(201);
   return response.json();
-}
-
-export interface TableCounts {
-  tickets: number;
-  revoked_tickets: number;
-  secured_objects: number;
-  mobile_devices: number;
-  audit_events: number;
-  idempotency_keys: number;
-  oauth_clients: number;
-}
-
-/** Row counts of every table an Operator API change touches (all tenants), and how many tickets are revoked. */
-export async function tableCounts(t: TestApp): Promise<TableCounts> {
-  const { rows } = await t.database.db.query<TableCounts>(
-    `SELECT (SELECT count(*) FROM tickets)::int AS tickets,
-            (SELECT count(*) FROM tickets WHERE revoked_at IS NOT NULL)::int AS revoked_tickets,
-            (SELECT count(*) FROM secured_objects)::int AS secured_objects,
-            (SELECT count(*) FROM mobile_devices)::int AS mobile_devices,
-            (SELECT count(*) FROM audit_events)::int AS audit_events,
-            (SELECT count(*) FROM idempotency_keys)::int AS idempotency_keys,
-            (SELECT count(*) FROM oauth_clients)::int AS oauth_clients`,
-  );
-  return rows[0]!;
-}
-
-/** Runs `action` (which sends rejected requests) and asserts that no table gained, lost or revoked a row. */
-export async function expectNothingChanged(t: TestApp, action: () => Promise<void>): Promise<void> {
-  const before = await tableCounts(t);
-  await action();
-  expect(await tableCounts(t)).toEqual(before);
 }
 
 /** The status, the problem+json content type, and the requestId equal to X-Request-Id. */

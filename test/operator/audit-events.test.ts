@@ -1,14 +1,15 @@
 // The audit trail (contract 7.5): one event per change with actor, target and request id; GET /operatorapi/audit-events.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { expectNothingChanged } from '../helpers/database-state.js';
 import { clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';
+import { twoTenants } from '../helpers/tenants.js';
 import {
   LOCK_UUID,
   auditEvents,
   call,
   device,
   expectAuthChecks,
-  expectNothingChanged,
   expectProblem,
   issueTicket,
   lock,
@@ -41,10 +42,7 @@ describe('audit events', () => {
 
   beforeAll(async () => {
     t = await buildTestApp({ BCRYPT_COST: '4' }, { clock: () => Date.now() + offset });
-    acme = await createTenant(t.app, 'acme');
-    other = await createTenant(t.app, 'other');
-    token = await clientToken(t.app, acme);
-    otherToken = await clientToken(t.app, other);
+    ({ acme, other, token, otherToken } = await twoTenants(t));
   });
   afterAll(async () => {
     await t.close();

@@ -2,20 +2,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestFingerprint } from '../../src/services/idempotency.service.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';
+import { expectNothingChanged, rowCounts } from '../helpers/database-state.js';
+import { clientToken, createClient, type TenantFixture } from '../helpers/oauth.js';
+import { twoTenants } from '../helpers/tenants.js';
 import {
   HOUR,
   LOCK_UUID,
   auditEvents,
-  device,
-  expectNothingChanged,
   expectProblem,
   issueTicket,
   lock,
   problemFields,
   registerDevice,
   registerLock,
-  tableCounts,
   ticketBody,
 } from '../helpers/operator.js';
 
@@ -32,14 +31,8 @@ describe('Idempotency-Key', () => {
 
   beforeAll(async () => {
     t = await buildTestApp({ BCRYPT_COST: '4' }, { clock: () => Date.now() + offset });
-    acme = await createTenant(t.app, 'acme');
-    other = await createTenant(t.app, 'other');
-    token = await clientToken(t.app, acme);
-    otherToken = await clientToken(t.app, other);
-    for (const auth of [token, otherToken]) {
-      await lock(t, auth, 'door');
-      await device(t, auth, 'phone');
-    }
+    const seed = { locks: ['door'], devices: ['phone'] };
+    ({ acme, other, token, otherToken } = await twoTenants(t, { acme: seed, other: seed }));
   });
   afterAll(async () => {
     await t.close();
@@ -259,7 +252,7 @@ describe('Idempotency-Key', () => {
     expectProblem(await registerLock(t, token, lockBody), 409);
 
     // A server-made id: the replay names the same device, and only one was made.
-    const countDevices = async () => (await tableCounts(t)).mobile_devices;
+    const countDevices = async () => (await rowCounts(t)).mobile_devices;
     const devicesBefore = await countDevices();
     const firstDevice = await registerDevice(t, token, { name: 'made once' }, key('device-once'));
     const retryDevice = await registerDevice(t, token, { name: 'made once' }, key('device-once'));

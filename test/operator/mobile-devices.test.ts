@@ -1,14 +1,15 @@
 // /operatorapi/mobiledevices (contract 4.2): register, read, page, remove (revoking tickets); scope, tenant, audit.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { expectNothingChanged } from '../helpers/database-state.js';
 import { clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';
+import { twoTenants } from '../helpers/tenants.js';
 import {
   UUID_PATTERN,
   auditEvents,
   call,
   device,
   expectAuthChecks,
-  expectNothingChanged,
   expectProblem,
   fieldsOf,
   lock,
@@ -27,10 +28,7 @@ describe('mobile devices', () => {
 
   beforeAll(async () => {
     t = await buildTestApp({ BCRYPT_COST: '4' });
-    acme = await createTenant(t.app, 'acme');
-    other = await createTenant(t.app, 'other');
-    token = await clientToken(t.app, acme);
-    otherToken = await clientToken(t.app, other);
+    ({ acme, other, token, otherToken } = await twoTenants(t));
   });
   afterAll(async () => {
     await t.close();

@@ -3,20 +3,17 @@ import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { bearer, clientToken, createClient, createTenant, tokenRequest, type TenantFixture } from '../helpers/oauth.js';
+import { twoTenants } from '../helpers/tenants.js';
 
 describe('OAuth client management', () => {
   let t: TestApp;
   let acme: TenantFixture;
-  let other: TenantFixture;
   let token: string;
   let otherToken: string;
 
   beforeAll(async () => {
     t = await buildTestApp({ BCRYPT_COST: '4' });
-    acme = await createTenant(t.app, 'acme');
-    other = await createTenant(t.app, 'other');
-    token = await clientToken(t.app, acme);
-    otherToken = await clientToken(t.app, other);
+    ({ acme, token, otherToken } = await twoTenants(t));
   });
   afterAll(async () => {
     await t.close();

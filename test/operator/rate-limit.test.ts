@@ -1,8 +1,9 @@
 // Per-client rate limits on the Operator API (contract 7.4): 429 problem with Retry-After and RateLimit-* headers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { expectNothingChanged } from '../helpers/database-state.js';
 import { clientToken, createClient, createTenant, type ClientFixture, type TenantFixture } from '../helpers/oauth.js';
-import { call, device, expectNothingChanged, expectProblem, issueTicket, lock, LOCK_UUID, ticketBody } from '../helpers/operator.js';
+import { call, device, expectProblem, issueTicket, lock, LOCK_UUID, ticketBody } from '../helpers/operator.js';
 
 const LIMIT = 3;
 

@@ -1,15 +1,14 @@
 // Removed interfaces (contract 4.4, seed 9): 410 with Sunset and a successor link, or kept alive by configuration.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { basic, clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';
+import { expectNothingChanged } from '../helpers/database-state.js';
+import { basic, clientToken, createClient, type TenantFixture } from '../helpers/oauth.js';
+import { twoTenants } from '../helpers/tenants.js';
 import {
   LOCK_UUID,
   call,
-  device,
-  expectNothingChanged,
   expectProblem,
   issueTicket,
-  lock,
   registerLock,
   ticket,
   ticketBody,
@@ -32,15 +31,10 @@ interface Fixture {
 
 async function setUp(revived: string): Promise<Fixture> {
   const t = await buildTestApp({ BCRYPT_COST: '4', ...(revived ? { DEPRECATED_INTERFACES_ENABLED: revived } : {}) });
-  const acme = await createTenant(t.app, 'acme');
-  const other = await createTenant(t.app, 'other');
-  const token = await clientToken(t.app, acme);
-  const otherToken = await clientToken(t.app, other);
-  await lock(t, token, 'door');
-  await lock(t, token, 'gate');
-  await device(t, token, 'phone');
-  await lock(t, otherToken, 'their-door');
-  await device(t, otherToken, 'their-phone');
+  const { acme, token, otherToken } = await twoTenants(t, {
+    acme: { locks: ['door', 'gate'], devices: ['phone'] },
+    other: { locks: ['their-door'], devices: ['their-phone'] },
+  });
   await ticket(t, otherToken, 'their-door', 'their-phone');
   return { t, acme, token, otherToken };
 }

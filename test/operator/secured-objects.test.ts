@@ -1,7 +1,9 @@
 // /operatorapi/securedobjects (contract 4.1): register, read, page, remove (revoking tickets); scope, tenant, audit.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { expectNothingChanged } from '../helpers/database-state.js';
 import { clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';
+import { twoTenants } from '../helpers/tenants.js';
 import {
   LOCK_UUID,
   UUID_PATTERN,
@@ -9,7 +11,6 @@ import {
   call,
   device,
   expectAuthChecks,
-  expectNothingChanged,
   expectProblem,
   fieldsOf,
   problemFields,
@@ -28,10 +29,7 @@ describe('secured objects', () => {
 
   beforeAll(async () => {
     t = await buildTestApp({ BCRYPT_COST: '4' });
-    acme = await createTenant(t.app, 'acme');
-    other = await createTenant(t.app, 'other');
-    token = await clientToken(t.app, acme);
-    otherToken = await clientToken(t.app, other);
+    ({ acme, other, token, otherToken } = await twoTenants(t));
   });
   afterAll(async () => {
     await t.close();

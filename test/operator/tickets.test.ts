@@ -2,7 +2,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { expectNothingChanged } from '../helpers/database-state.js';
 import { clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';
+import { twoTenants } from '../helpers/tenants.js';
 import {
   HOUR,
   UUID_PATTERN,
@@ -10,7 +12,6 @@ import {
   call,
   device,
   expectAuthChecks,
-  expectNothingChanged,
   expectProblem,
   issueTicket,
   lock,
@@ -27,7 +28,6 @@ const MAX_TIME = 8_640_000_000_000_000;
 describe('tickets', () => {
   let t: TestApp;
   let acme: TenantFixture;
-  let other: TenantFixture;
   let token: string;
   let otherToken: string;
   /** Added to the real time: tests move it forward to let tickets expire. */
@@ -37,16 +37,10 @@ describe('tickets', () => {
 
   beforeAll(async () => {
     t = await buildTestApp({ BCRYPT_COST: '4' }, { clock: () => frozen ?? Date.now() + offset });
-    acme = await createTenant(t.app, 'acme');
-    other = await createTenant(t.app, 'other');
-    token = await clientToken(t.app, acme);
-    otherToken = await clientToken(t.app, other);
-    await lock(t, token, 'front-door');
-    await lock(t, token, 'back-door');
-    await device(t, token, 'phone-1');
-    await device(t, token, 'phone-2');
-    await lock(t, otherToken, 'their-door');
-    await device(t, otherToken, 'their-phone');
+    ({ acme, token, otherToken } = await twoTenants(t, {
+      acme: { locks: ['front-door', 'back-door'], devices: ['phone-1', 'phone-2'] },
+      other: { locks: ['their-door'], devices: ['their-phone'] },
+    }));
   });
   afterAll(async () => {
     await t.close();

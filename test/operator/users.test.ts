@@ -2,7 +2,8 @@
 import bcrypt from 'bcrypt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { bearer, clientToken, createClient, createTenant, passwordGrant, type ClientFixture, type TenantFixture } from '../helpers/oauth.js';
+import { bearer, clientToken, createClient, passwordGrant, type ClientFixture, type TenantFixture } from '../helpers/oauth.js';
+import { twoTenants } from '../helpers/tenants.js';
 
 describe('user management', () => {
   let t: TestApp;
@@ -13,9 +14,7 @@ describe('user management', () => {
 
   beforeAll(async () => {
     t = await buildTestApp({ BCRYPT_COST: '4' });
-    acme = await createTenant(t.app, 'acme');
-    token = await clientToken(t.app, acme);
-    otherToken = await clientToken(t.app, await createTenant(t.app, 'other'));
+    ({ acme, token, otherToken } = await twoTenants(t));
     accessClient = await createClient(t.app, acme, ['offline', 'device-groups:read']);
   });
   afterAll(async () => {

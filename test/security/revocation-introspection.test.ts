@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { expectNothingChanged } from '../helpers/database-state.js';
 import {
   basic,
   bearer,
@@ -17,7 +18,7 @@ import {
   type ClientFixture,
   type TenantFixture,
 } from '../helpers/oauth.js';
-import { device, expectNothingChanged, lock } from '../helpers/operator.js';
+import { device, lock } from '../helpers/operator.js';
 import { ACCESS_API_PROBE, craftAccessToken, decodeJwt, expectOAuthError, registerAccessApiProbe } from '../helpers/security.js';
 import { MANAGEMENT_SCOPES } from '../../src/services/scopes.js';
 

@@ -1,4 +1,4 @@
-// Reliability fuzzing: fast-check requests for every route of the three served OpenAPI documents and the OAuth
+// Robustness fuzzing: fast-check requests for every route of the three served OpenAPI documents and the OAuth
 // endpoints; no 5xx, every error a problem detail (RFC 6749 JSON on OAuth), no leak, and rejections store nothing.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
