@@ -1,9 +1,9 @@
 // Response headers (SECURITY-CHECKLIST G45, contract 7.1): ids in Location and Link are percent-encoded, a header
 // that cannot be written answers a problem, secrets are never cached, and over-long requests answer problems too.
-import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GoneError } from '../../src/errors.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { rawRequest } from '../helpers/raw-http.js';
 import { accessToken, download, phoneToken } from '../helpers/device.js';
 import { bearer, clientToken, createTenant, type TenantFixture } from '../helpers/oauth.js';
 import { call, device, expectProblem, lock, ticket } from '../helpers/operator.js';
@@ -15,30 +15,6 @@ const V1_SUNSET = 'Fri, 01 Mar 2019 00:00:00 GMT';
 /** The log lines of one request, parsed. */
 function logOf(t: TestApp, requestId: string): { level: number; msg?: string; err?: { stack?: string } }[] {
   return t.logLines.map((line) => JSON.parse(line)).filter((entry) => entry.requestId === requestId);
-}
-
-/** Sends raw bytes over a socket and collects the whole answer (the server closes after a parser error). */
-function rawRequest(port: number, request: string): Promise<{ status: number; headers: Record<string, string>; body: string }> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1');
-    let text = '';
-    socket.setTimeout(10_000, () => socket.destroy(new Error('no answer within 10 s')));
-    socket.on('data', (chunk) => {
-      text += chunk.toString('latin1');
-    });
-    socket.on('error', reject);
-    socket.on('close', () => {
-      const [head = '', body = ''] = text.split('\r\n\r\n', 2);
-      const [statusLine = '', ...lines] = head.split('\r\n');
-      const headers: Record<string, string> = {};
-      for (const line of lines) {
-        const colon = line.indexOf(':');
-        headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
-      }
-      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(statusLine)?.[1] ?? 0), headers, body });
-    });
-    socket.write(request);
-  });
 }
 
 describe('response headers', () => {

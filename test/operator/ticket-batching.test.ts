@@ -86,9 +86,13 @@ describe('the keyed batcher', () => {
     expect(await batcher.submit('acme', 7)).toBe(14);
   });
 
-  it('on an error it sheds by, rejects the items queued behind the failed batch at once, unwritten, then starts afresh', async () => {
+  // With or without retryAloneOn: an error the batcher sheds by is never retried, item by item or otherwise.
+  it.each([
+    ['on an error it sheds by, rejects the items queued behind the failed batch at once, unwritten, then starts afresh', false],
+    ['does not retry alone on an error it sheds by: the batch and the queue fail at once, nothing is written again', true],
+  ])('%s', async (_, retryAlone) => {
     const writer = recordingWriter();
-    const unanswered = new Error('Query read timeout');
+    const unanswered = Object.assign(new Error('Connection terminated'), { code: '57P01' });
     let fail = true;
     const batcher = createKeyedBatcher(
       async (key: string, items: number[]) => {
@@ -97,7 +101,10 @@ describe('the keyed batcher', () => {
         return results;
       },
       100,
-      { shedQueuedOn: (error) => error === unanswered },
+      {
+        shedQueuedOn: (error) => error === unanswered,
+        ...(retryAlone ? { retryAloneOn: (error: unknown) => error !== unanswered } : {}),
+      },
     );
     writer.hold();
     const first = batcher.submit('acme', 1);
@@ -106,7 +113,7 @@ describe('the keyed batcher', () => {
     for (const outcome of await Promise.allSettled([first, ...queued])) {
       expect(outcome).toEqual({ status: 'rejected', reason: unanswered });
     }
-    // The queued items never reached the writer: one batch was attempted, not two.
+    // The queued items never reached the writer: one batch was attempted, not two, and nothing alone.
     expect(writer.batches).toEqual([{ key: 'acme', items: [1] }]);
     fail = false;
     expect(await batcher.submit('acme', 4)).toBe(8);
@@ -168,31 +175,6 @@ describe('the keyed batcher', () => {
       [5, 1],
     ]);
     expect(await batcher.submit('acme', 6)).toBe(12);
-  });
-
-  it('does not retry alone on an error it sheds by: the batch and the queue fail at once, nothing is written again', async () => {
-    const unanswered = Object.assign(new Error('Connection terminated'), { code: '57P01' });
-    const writer = recordingWriter();
-    let fail = true;
-    const batcher = createKeyedBatcher(
-      async (key: string, items: number[]) => {
-        const results = await writer.write(key, items);
-        if (fail) throw unanswered;
-        return results;
-      },
-      100,
-      { shedQueuedOn: (error) => error === unanswered, retryAloneOn: (error) => error !== unanswered },
-    );
-    writer.hold();
-    const first = batcher.submit('acme', 1);
-    const queued = [batcher.submit('acme', 2), batcher.submit('acme', 3)];
-    writer.release();
-    for (const outcome of await Promise.allSettled([first, ...queued])) {
-      expect(outcome).toEqual({ status: 'rejected', reason: unanswered });
-    }
-    expect(writer.batches).toEqual([{ key: 'acme', items: [1] }]);
-    fail = false;
-    expect(await batcher.submit('acme', 4)).toBe(8);
   });
 
   it('does not retry alone when retryAloneOn says no: every item of the batch fails with its error, as without the option', async () => {

@@ -1,25 +1,10 @@
 // Input limits: header block over a real socket (431), bodies over BODY_LIMIT (413), page size and member-list caps
 // (400); each refused with the right 4xx and nothing stored.
-import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { rawRequest } from '../helpers/raw-http.js';
 import { basic, bearer, clientToken, createTenant, type TenantFixture } from '../helpers/oauth.js';
 import { accessToken } from '../matrix/route-table.js';
-
-/** Sends raw bytes and resolves to the status line's code (the server closes after a 431). */
-function rawRequest(port: number, request: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1');
-    let text = '';
-    socket.setTimeout(10_000, () => socket.destroy(new Error('no answer within 10 s')));
-    socket.on('data', (chunk) => {
-      text += chunk.toString('latin1');
-    });
-    socket.on('error', reject);
-    socket.on('close', () => resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0), text }));
-    socket.write(request);
-  });
-}
 
 const count = async (t: TestApp, table: string) =>
   Number((await t.database.db.query<{ n: string }>(`SELECT count(*) AS n FROM ${table}`)).rows[0]!.n);
@@ -52,6 +37,8 @@ describe('input limits', () => {
         `Content-Type: application/json\r\nContent-Length: ${body.length}\r\nX-Padding: ${'a'.repeat(20 * 1024)}\r\n\r\n${body}`,
     );
     expect(answer.status).toBe(431);
+    expect(answer.headers['content-type']).toContain('application/problem+json');
+    expect(answer.headers['x-request-id']).toBeTruthy();
     // The same request with a normal header block goes through: the 431 was the header size, nothing else.
     const small = await rawRequest(
       port,
