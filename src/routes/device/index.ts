@@ -3,7 +3,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ForbiddenError, GoneError, NotFoundError } from '../../errors.js';
+import { ForbiddenError, NotFoundError } from '../../errors.js';
 import apiDocs from '../../plugins/api-docs.js';
 import bearerAuth from '../../plugins/bearer-auth.js';
 import clientRateLimit from '../../plugins/client-rate-limit.js';
@@ -11,10 +11,11 @@ import { DownloadedTicketSchema, SyncAnswerSchema, SyncQuery } from '../../schem
 import { ObjectIdParams } from '../../schemas/operator.js';
 import { problemResponses } from '../../schemas/problem.js';
 import { noStoreResponse, ResponseHeaders, withHeaders } from '../../schemas/responses.js';
-import { DEPRECATIONS, deprecationHeaders, removalNotice } from '../../services/deprecations.js';
+import { DEPRECATIONS } from '../../services/deprecations.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
 import { PageQuery, sendPage } from '../shared/pages.js';
+import { removalError } from '../shared/removed.js';
 
 export interface DeviceApiOptions {
   services: Services;
@@ -27,10 +28,7 @@ const SDK_2 = /^\s*2(\.|\s*$)/;
 
 function refuseSdk2(request: FastifyRequest): void {
   const version = request.headers['x-sdk-version'];
-  if (typeof version === 'string' && SDK_2.test(version)) {
-    const deprecation = DEPRECATIONS.mobileSdk2;
-    throw new GoneError(removalNotice(deprecation), deprecationHeaders(deprecation, false), { successor: deprecation.successor });
-  }
+  if (typeof version === 'string' && SDK_2.test(version)) throw removalError(DEPRECATIONS.mobileSdk2);
 }
 
 /** A bound client reaches only its own device or lock; anything else answers as missing (contract 3.7). */
