@@ -10,7 +10,7 @@ import {
   type SyncPosition,
 } from '../db/repositories/device-sync.repo.js';
 import { findMobileDevice } from '../db/repositories/mobile-device.repo.js';
-import { NotFoundError, UnprocessableError } from '../errors.js';
+import { ForbiddenError, NotFoundError, UnprocessableError } from '../errors.js';
 import type { ActionContext, Clock } from './context.js';
 import type { CredentialService } from './credential.service.js';
 import { isUuid } from './identifiers.js';
@@ -28,6 +28,28 @@ export interface SyncAnswer {
   cursor: string;
   /** True when the answer was cut at `limit`: ask again with the cursor at once. */
   more: boolean;
+}
+
+/** The device or lock the caller's OAuth client is bound to (contract 3.7), as its access token says; both absent: unbound. */
+export interface DeviceBinding {
+  mobileDeviceId?: string;
+  securedObjectId?: string;
+}
+
+/**
+ * A client bound to a device or lock reaches only that device's or lock's data (contract 3.7, 6); another id of the
+ * same kind answers as missing, so a bound client learns nothing about its neighbours. The rule lives here, beside
+ * the data it guards, rather than in a route or the bearer plugin: every caller of download and sync gets it, a new
+ * route cannot forget it, and the bearer plugin stays about tokens and scopes.
+ */
+function assertBinding(binding: DeviceBinding, kind: 'mobileDeviceId' | 'securedObjectId', id: string, bindingRequired: boolean): void {
+  const bound = binding[kind];
+  const other = binding[kind === 'mobileDeviceId' ? 'securedObjectId' : 'mobileDeviceId'];
+  if (bound !== undefined && bound !== id) throw new NotFoundError(`No ${kind === 'mobileDeviceId' ? 'mobile device' : 'secured object'} ${id}.`);
+  if (other !== undefined) throw new ForbiddenError('This client is bound to another kind of device.');
+  if (bindingRequired && bound === undefined) {
+    throw new ForbiddenError('Tickets are downloaded with a client bound to the mobile device (POST /operatorapi/oauthclients with mobileDeviceId).');
+  }
 }
 
 const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
@@ -73,9 +95,16 @@ export function createDeviceService({ db, clock, credentials }: DeviceServiceOpt
     /**
      * Contract 6.1: the device's VALID tickets, each with its credential. Credentials are signed on first
      * download and cached (a 100k-ticket permission signs nothing until its devices ask); the first download
-     * sets `downloadDate` once and is audited.
+     * sets `downloadDate` once and is audited. Only a client bound to this device downloads (contract 3.7).
      */
-    async download(context: ActionContext, mobileDeviceId: string, limit: number, cursor?: string): Promise<Page<DownloadedTicket>> {
+    async download(
+      context: ActionContext,
+      binding: DeviceBinding,
+      mobileDeviceId: string,
+      limit: number,
+      cursor?: string,
+    ): Promise<Page<DownloadedTicket>> {
+      assertBinding(binding, 'mobileDeviceId', mobileDeviceId, true);
       if (!(await findMobileDevice(db, context.tenantId, mobileDeviceId))) throw new NotFoundError(`No mobile device ${mobileDeviceId}.`);
       const now = clock();
       const rows = await listValidTicketsOfDevice(db, context.tenantId, mobileDeviceId, now, decodeCursor(cursor, isUuid), limit + 1);
@@ -99,8 +128,12 @@ export function createDeviceService({ db, clock, credentials }: DeviceServiceOpt
       return { version: 2, cardData };
     },
 
-    /** Contract 6.2: no cursor, everything current; with one, only what changed after it. */
-    async sync(tenantId: string, securedObjectId: string, limit: number, cursor?: string): Promise<SyncAnswer> {
+    /**
+     * Contract 6.2: no cursor, everything current; with one, only what changed after it. A client bound to this lock
+     * or an unbound one syncs (contract 3.7).
+     */
+    async sync(tenantId: string, binding: DeviceBinding, securedObjectId: string, limit: number, cursor?: string): Promise<SyncAnswer> {
+      assertBinding(binding, 'securedObjectId', securedObjectId, false);
       const position = decodeSyncCursor(cursor);
       const now = clock();
       const rows = await listLockChanges(db, tenantId, securedObjectId, position, now, limit + 1);

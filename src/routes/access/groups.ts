@@ -1,82 +1,138 @@
-// /v1/residents and /v1/lock-groups (contract 5): the two kinds of group share their routes, built here per kind.
+// /v1/residents and /v1/lock-groups (contract 5): the two kinds of group share their routes; each kind's plugin
+// registers them with its own schemas, so TypeBox infers every body and parameter from the schema that validates it.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type, type TObject } from '@sinclair/typebox';
+import { Type, type Static, type TObject } from '@sinclair/typebox';
+import type { GroupRecord } from '../../db/repositories/group.repo.js';
 import { GroupIdParams, LockGroupSchema, NewLockGroupSchema, NewResidentSchema, RenameSchema, ResidentSchema } from '../../schemas/access.js';
 import { problemResponses } from '../../schemas/problem.js';
 import { createdResponse, pageResponse } from '../../schemas/responses.js';
-import type { GroupRecord } from '../../db/repositories/group.repo.js';
 import type { GroupService } from '../../services/group.service.js';
 import { actionContext } from '../shared/context.js';
-import { PageQuery, sendPage } from '../shared/pages.js';
 import { pathSegment } from '../shared/headers.js';
+import { PageQuery, sendPage } from '../shared/pages.js';
 
-interface GroupRoutesOptions {
-  service: GroupService;
+/** The Fastify instance a TypeBox route plugin receives. */
+type TypeBoxApp = Parameters<FastifyPluginAsyncTypebox>[0];
+
+/** What the two kinds of group differ in besides the schemas of their input. */
+interface GroupKind {
   /** `/residents` or `/lock-groups`. */
   path: string;
   /** `mobiledevices` or `securedobjects`. */
   memberPath: string;
-  /** `mobileDeviceId` or `securedObjectId`. */
-  memberParam: string;
-  /** `mobileDeviceIds` or `securedObjectIds`. */
-  memberField: string;
   noun: string;
   operationNoun: string;
   tag: string;
-  newSchema: TObject;
+  /** The group as answered. */
   schema: TObject;
+  present(group: GroupRecord): Static<TObject>;
 }
 
-const groupRoutes: FastifyPluginAsyncTypebox<GroupRoutesOptions> = async (app, options) => {
-  const { service, path, noun, operationNoun, memberField } = options;
-  const tags = [options.tag];
-  const write = { config: { scope: 'device-groups:write' }, security: [{ bearer: ['device-groups:write'] }] };
-  const read = { config: { scope: 'device-groups:read' }, security: [{ bearer: ['device-groups:read'] }] };
-  const present = (group: GroupRecord) => ({ id: group.id, name: group.name, [memberField]: group.memberIds, creationDate: group.createdAt });
-  const MemberParams = Type.Object({
-    id: GroupIdParams.properties.id,
-    [options.memberParam]: Type.String({ minLength: 1, maxLength: 128, description: `The member's id.` }),
-  });
-  const memberOf = (params: unknown) => (params as Record<string, string>)[options.memberParam]!;
+interface GroupRoutesOptions {
+  service: GroupService;
+}
 
-  app.post(
-    path,
-    {
-      config: { ...write.config, idempotent: true },
-      schema: {
-        tags,
-        security: write.security,
-        operationId: `create${operationNoun}`,
-        summary: `Create a ${noun}`,
-        description: `Creates a ${noun}, optionally with its members (at most 1000). Unknown members are a \`422\`.`,
-        headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ description: 'Makes the request safe to retry (24 h).' })) }),
-        body: options.newSchema,
-        response: {
-          201: createdResponse(options.schema, `The ${noun}.`),
-          ...problemResponses(409, 413, 415, 422),
-        },
+const WRITE = { config: { scope: 'device-groups:write' }, security: [{ bearer: ['device-groups:write'] }] };
+const READ = { config: { scope: 'device-groups:read' }, security: [{ bearer: ['device-groups:read'] }] };
+const MemberId = Type.String({ minLength: 1, maxLength: 128, description: `The member's id.` });
+
+const RESIDENTS = {
+  path: '/residents',
+  memberPath: 'mobiledevices',
+  noun: 'resident',
+  operationNoun: 'Resident',
+  tag: 'Residents',
+  schema: ResidentSchema,
+  present: (group: GroupRecord): Static<typeof ResidentSchema> => ({
+    id: group.id,
+    name: group.name,
+    mobileDeviceIds: group.memberIds,
+    creationDate: group.createdAt,
+  }),
+} satisfies GroupKind;
+
+const LOCK_GROUPS = {
+  path: '/lock-groups',
+  memberPath: 'securedobjects',
+  noun: 'lock group',
+  operationNoun: 'LockGroup',
+  tag: 'Lock groups',
+  schema: LockGroupSchema,
+  present: (group: GroupRecord): Static<typeof LockGroupSchema> => ({
+    id: group.id,
+    name: group.name,
+    securedObjectIds: group.memberIds,
+    creationDate: group.createdAt,
+  }),
+} satisfies GroupKind;
+
+/** POST: the kind's own body schema, so the handler reads its member field with its type. */
+function createRoute<Body extends TObject>(kind: GroupKind, body: Body) {
+  return {
+    config: { ...WRITE.config, idempotent: true },
+    schema: {
+      tags: [kind.tag],
+      security: WRITE.security,
+      operationId: `create${kind.operationNoun}`,
+      summary: `Create a ${kind.noun}`,
+      description: `Creates a ${kind.noun}, optionally with its members (at most 1000). Unknown members are a \`422\`.`,
+      headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ description: 'Makes the request safe to retry (24 h).' })) }),
+      body,
+      response: {
+        201: createdResponse(kind.schema, `The ${kind.noun}.`),
+        ...problemResponses(409, 413, 415, 422),
       },
     },
-    async (request, reply) => {
-      const body = request.body as { name: string } & Record<string, string[] | undefined>;
-      const group = await service.create(actionContext(request), body.name, body[memberField] ?? []);
-      return reply.code(201).header('location', `/v1${path}/${pathSegment(group.id)}`).send(present(group));
+  };
+}
+
+/** PUT and DELETE of one member: the kind's own params schema (`id` and its member parameter). */
+function memberRoutes<Params extends TObject>(kind: GroupKind, params: Params) {
+  const schema = { tags: [kind.tag], security: WRITE.security, params };
+  return {
+    add: {
+      config: WRITE.config,
+      schema: {
+        ...schema,
+        operationId: `add${kind.operationNoun}Member`,
+        summary: `Add a member to a ${kind.noun}`,
+        description:
+          `Adds the member (idempotent). It gets a ticket for every pair its ${kind.noun}'s access permissions reach, in the ` +
+          'same transaction.',
+        response: { 200: { ...kind.schema, description: `The ${kind.noun}.` }, ...problemResponses(404, 413, 414, 415, 422) },
+      },
     },
-  );
+    remove: {
+      config: WRITE.config,
+      schema: {
+        ...schema,
+        operationId: `remove${kind.operationNoun}Member`,
+        summary: `Remove a member from a ${kind.noun}`,
+        description: `Removes the member; the tickets this ${kind.noun}'s access permissions gave it become \`REVOKED\`.`,
+        response: { 200: { ...kind.schema, description: `The ${kind.noun}.` }, ...problemResponses(404, 413, 414, 415) },
+      },
+    },
+  };
+}
+
+/** The routes whose input is the same for both kinds: list, read, rename, delete. */
+function commonRoutes(app: TypeBoxApp, kind: GroupKind, service: GroupService): void {
+  const { path, noun, operationNoun, present } = kind;
+  const tags = [kind.tag];
 
   app.get(
     path,
     {
-      config: read.config,
+      config: READ.config,
       schema: {
         tags,
-        security: read.security,
+        security: READ.security,
         operationId: `list${operationNoun}s`,
         summary: `List ${noun}s`,
         description: `The tenant's ${noun}s with their member ids, oldest first. Pages follow \`Link: rel="next"\`.`,
         querystring: PageQuery,
         response: {
-          200: pageResponse(options.schema, `A page of ${noun}s.`),
+          200: pageResponse(kind.schema, `A page of ${noun}s.`),
           ...problemResponses(),
         },
       },
@@ -90,15 +146,15 @@ const groupRoutes: FastifyPluginAsyncTypebox<GroupRoutesOptions> = async (app, o
   app.get(
     `${path}/:id`,
     {
-      config: read.config,
+      config: READ.config,
       schema: {
         tags,
-        security: read.security,
+        security: READ.security,
         operationId: `get${operationNoun}`,
         summary: `Read a ${noun}`,
         description: `One ${noun} with its member ids.`,
         params: GroupIdParams,
-        response: { 200: { ...options.schema, description: `The ${noun}.` }, ...problemResponses(404, 414) },
+        response: { 200: { ...kind.schema, description: `The ${noun}.` }, ...problemResponses(404, 414) },
       },
     },
     async (request) => present(await service.get(request.auth.tenantId, request.params.id)),
@@ -107,16 +163,16 @@ const groupRoutes: FastifyPluginAsyncTypebox<GroupRoutesOptions> = async (app, o
   app.patch(
     `${path}/:id`,
     {
-      config: write.config,
+      config: WRITE.config,
       schema: {
         tags,
-        security: write.security,
+        security: WRITE.security,
         operationId: `rename${operationNoun}`,
         summary: `Rename a ${noun}`,
         description: `Changes the ${noun}'s name; members and tickets stay as they are.`,
         params: GroupIdParams,
         body: RenameSchema,
-        response: { 200: { ...options.schema, description: `The ${noun}.` }, ...problemResponses(404, 413, 414, 415) },
+        response: { 200: { ...kind.schema, description: `The ${noun}.` }, ...problemResponses(404, 413, 414, 415) },
       },
     },
     async (request) => present(await service.rename(actionContext(request), request.params.id, request.body.name)),
@@ -125,10 +181,10 @@ const groupRoutes: FastifyPluginAsyncTypebox<GroupRoutesOptions> = async (app, o
   app.delete(
     `${path}/:id`,
     {
-      config: write.config,
+      config: WRITE.config,
       schema: {
         tags,
-        security: write.security,
+        security: WRITE.security,
         operationId: `delete${operationNoun}`,
         summary: `Delete a ${noun}`,
         description: `Deletes the ${noun} and its access permissions; every ticket they made becomes \`REVOKED\`.`,
@@ -141,68 +197,40 @@ const groupRoutes: FastifyPluginAsyncTypebox<GroupRoutesOptions> = async (app, o
       return reply.code(204).send(null);
     },
   );
+}
 
-  app.put(
-    `${path}/:id/${options.memberPath}/:${options.memberParam}`,
-    {
-      config: write.config,
-      schema: {
-        tags,
-        security: write.security,
-        operationId: `add${operationNoun}Member`,
-        summary: `Add a member to a ${noun}`,
-        description:
-          `Adds the member (idempotent). It gets a ticket for every pair its ${noun}'s access permissions reach, in the ` +
-          'same transaction.',
-        params: MemberParams,
-        response: { 200: { ...options.schema, description: `The ${noun}.` }, ...problemResponses(404, 413, 414, 415, 422) },
-      },
-    },
-    async (request) => present(await service.addMember(actionContext(request), request.params.id as string, memberOf(request.params))),
+/** `/v1/residents`: people, each with all of their mobile devices. */
+export const residentRoutes: FastifyPluginAsyncTypebox<GroupRoutesOptions> = async (app, { service }) => {
+  const kind = RESIDENTS;
+  app.post(kind.path, createRoute(kind, NewResidentSchema), async (request, reply) => {
+    const group = await service.create(actionContext(request), request.body.name, request.body.mobileDeviceIds ?? []);
+    return reply.code(201).header('location', `/v1${kind.path}/${pathSegment(group.id)}`).send(kind.present(group));
+  });
+  commonRoutes(app, kind, service);
+  const member = memberRoutes(kind, Type.Object({ id: GroupIdParams.properties.id, mobileDeviceId: MemberId }));
+  const memberUrl = `${kind.path}/:id/${kind.memberPath}/:mobileDeviceId`;
+  app.put(memberUrl, member.add, async (request) =>
+    kind.present(await service.addMember(actionContext(request), request.params.id, request.params.mobileDeviceId)),
   );
-
-  app.delete(
-    `${path}/:id/${options.memberPath}/:${options.memberParam}`,
-    {
-      config: write.config,
-      schema: {
-        tags,
-        security: write.security,
-        operationId: `remove${operationNoun}Member`,
-        summary: `Remove a member from a ${noun}`,
-        description: `Removes the member; the tickets this ${noun}'s access permissions gave it become \`REVOKED\`.`,
-        params: MemberParams,
-        response: { 200: { ...options.schema, description: `The ${noun}.` }, ...problemResponses(404, 413, 414, 415) },
-      },
-    },
-    async (request) => present(await service.removeMember(actionContext(request), request.params.id as string, memberOf(request.params))),
+  app.delete(memberUrl, member.remove, async (request) =>
+    kind.present(await service.removeMember(actionContext(request), request.params.id, request.params.mobileDeviceId)),
   );
 };
 
-export const residentRoutes = (service: GroupService) => ({
-  service,
-  path: '/residents',
-  memberPath: 'mobiledevices',
-  memberParam: 'mobileDeviceId',
-  memberField: 'mobileDeviceIds',
-  noun: 'resident',
-  operationNoun: 'Resident',
-  tag: 'Residents',
-  newSchema: NewResidentSchema,
-  schema: ResidentSchema,
-});
-
-export const lockGroupRoutes = (service: GroupService) => ({
-  service,
-  path: '/lock-groups',
-  memberPath: 'securedobjects',
-  memberParam: 'securedObjectId',
-  memberField: 'securedObjectIds',
-  noun: 'lock group',
-  operationNoun: 'LockGroup',
-  tag: 'Lock groups',
-  newSchema: NewLockGroupSchema,
-  schema: LockGroupSchema,
-});
-
-export default groupRoutes;
+/** `/v1/lock-groups`: secured objects granted together. */
+export const lockGroupRoutes: FastifyPluginAsyncTypebox<GroupRoutesOptions> = async (app, { service }) => {
+  const kind = LOCK_GROUPS;
+  app.post(kind.path, createRoute(kind, NewLockGroupSchema), async (request, reply) => {
+    const group = await service.create(actionContext(request), request.body.name, request.body.securedObjectIds ?? []);
+    return reply.code(201).header('location', `/v1${kind.path}/${pathSegment(group.id)}`).send(kind.present(group));
+  });
+  commonRoutes(app, kind, service);
+  const member = memberRoutes(kind, Type.Object({ id: GroupIdParams.properties.id, securedObjectId: MemberId }));
+  const memberUrl = `${kind.path}/:id/${kind.memberPath}/:securedObjectId`;
+  app.put(memberUrl, member.add, async (request) =>
+    kind.present(await service.addMember(actionContext(request), request.params.id, request.params.securedObjectId)),
+  );
+  app.delete(memberUrl, member.remove, async (request) =>
+    kind.present(await service.removeMember(actionContext(request), request.params.id, request.params.securedObjectId)),
+  );
+};

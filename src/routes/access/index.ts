@@ -8,7 +8,7 @@ import type { Services } from '../../services/index.js';
 import { ACCESS_SCOPES } from '../../services/scopes.js';
 import accessPermissionRoutes from './access-permissions.js';
 import deviceListingRoutes from './devices.js';
-import groupRoutes, { lockGroupRoutes, residentRoutes } from './groups.js';
+import { lockGroupRoutes, residentRoutes } from './groups.js';
 import tokenCardRoutes from './token-card.js';
 
 export interface AccessApiOptions {
@@ -51,8 +51,8 @@ export default async function accessApi(app: FastifyInstance, options: AccessApi
     await resources.register(bearerAuth, { audience: 'accessapi', tokens: services.tokens });
     await resources.register(clientRateLimit, { perMinute: options.rateLimitPerMinute });
     await resources.register(idempotency, { idempotency: services.idempotency });
-    await resources.register(groupRoutes, { ...residentRoutes(services.residents), prefix: '/v1' });
-    await resources.register(groupRoutes, { ...lockGroupRoutes(services.lockGroups), prefix: '/v1' });
+    await resources.register(residentRoutes, { service: services.residents, prefix: '/v1' });
+    await resources.register(lockGroupRoutes, { service: services.lockGroups, prefix: '/v1' });
     await resources.register(accessPermissionRoutes, { services, prefix: '/v1' });
     await resources.register(deviceListingRoutes, { services, prefix: '/v1' });
     await resources.register(tokenCardRoutes, { services, prefix: '/v1' });

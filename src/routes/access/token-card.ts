@@ -1,14 +1,14 @@
 // GET /v1/residents/{id}/token-card (contract 5): the data for a v2 token card; v1 cards were removed on 01.03.2019.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { GoneError } from '../../errors.js';
 import { GroupIdParams } from '../../schemas/access.js';
 import { problemResponses } from '../../schemas/problem.js';
 import { noStoreResponse } from '../../schemas/responses.js';
-import { DEPRECATIONS, deprecationHeaders, removalNotice } from '../../services/deprecations.js';
+import { DEPRECATIONS } from '../../services/deprecations.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
 import { resourcePath } from '../shared/headers.js';
+import { removalError } from '../shared/removed.js';
 
 const tokenCardRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   app.get(
@@ -44,10 +44,7 @@ const tokenCardRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async
     },
     async (request) => {
       if (request.query.version === 1) {
-        const deprecation = DEPRECATIONS.tokenCardV1;
-        throw new GoneError(removalNotice(deprecation), deprecationHeaders(deprecation, false, resourcePath`/v1/residents/${request.params.id}/token-card?version=2`), {
-          successor: deprecation.successor,
-        });
+        throw removalError(DEPRECATIONS.tokenCardV1, resourcePath`/v1/residents/${request.params.id}/token-card?version=2`);
       }
       await services.residents.get(request.auth.tenantId, request.params.id);
       return services.devices.tokenCard(actionContext(request), request.params.id);

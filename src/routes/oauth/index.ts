@@ -55,8 +55,8 @@ function toOAuthError(error: FastifyError): OAuthError {
 
 /** SECURITY-CHECKLIST 5: credentials and grant parameters travel in the body, never in the URL. */
 function refuseQueryParameters(request: FastifyRequest): void {
-  const query = request.query as Record<string, unknown> | undefined;
-  if (query && Object.keys(query).length > 0) {
+  const query: unknown = request.query;
+  if (typeof query === 'object' && query !== null && Object.keys(query).length > 0) {
     throw new OAuthError('invalid_request', 'Parameters must be sent in the request body, not in the query string.');
   }
 }
@@ -65,11 +65,13 @@ function formOf(request: FastifyRequest): FormBody {
   const body = request.body;
   if (body === undefined || body === null) return {};
   if (typeof body !== 'object') throw new OAuthError('invalid_request', 'The request body must be a form.');
-  const form = body as FormBody;
-  for (const [name, value] of Object.entries(form)) {
+  const entries = Object.entries(body);
+  for (const [name, value] of entries) {
     if (Array.isArray(value)) throw new OAuthError('invalid_request', `The parameter ${name} is repeated.`);
   }
-  return form;
+  // The form parser yields strings (and arrays, refused above); fromEntries defines own properties, so a parameter
+  // named __proto__ stays a parameter.
+  return Object.fromEntries(entries.filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
 }
 
 function requestedScopes(form: FormBody): string[] | undefined {

@@ -1,15 +1,14 @@
 // Removed interfaces that no configuration revives (contract 4.4): they answer 410 to anyone, naming the successor.
 import type { FastifyInstance } from 'fastify';
-import { GoneError } from '../../errors.js';
-import { DEPRECATIONS, deprecationHeaders, removalNotice } from '../../services/deprecations.js';
+import { DEPRECATIONS } from '../../services/deprecations.js';
+import { removalError } from '../shared/removed.js';
 
 /** The lock-server binary sync (removed 01.01.2018) had no documented format to revive; its successor is 6.2. */
 const LOCKSERVER_PATHS = ['/operatorapi/tickets/lockserver/binary', '/deviceapi/tickets/lockserver/binary'];
 
 export default async function removedInterfaceRoutes(app: FastifyInstance) {
   const gone = async () => {
-    const deprecation = DEPRECATIONS.lockSync;
-    throw new GoneError(removalNotice(deprecation), deprecationHeaders(deprecation, false), { successor: deprecation.successor });
+    throw removalError(DEPRECATIONS.lockSync);
   };
   for (const path of LOCKSERVER_PATHS) app.get(path, gone);
 }

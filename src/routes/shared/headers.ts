@@ -28,8 +28,8 @@ export function resourcePath(literals: TemplateStringsArray, ...ids: (string | n
  * from the request line.
  */
 export function routePath(request: FastifyRequest): string {
-  const params = (request.params ?? {}) as Record<string, string | undefined>;
-  return (request.routeOptions.url ?? '').replace(/:([A-Za-z0-9_]+)/g, (_, name: string) => pathSegment(params[name] ?? ''));
+  const params = new Map<string, unknown>(typeof request.params === 'object' && request.params !== null ? Object.entries(request.params) : []);
+  return (request.routeOptions.url ?? '').replace(/:([A-Za-z0-9_]+)/g, (_, name: string) => pathSegment(String(params.get(name) ?? '')));
 }
 
 /** An RFC 8288 link-value; `target` comes from `resourcePath` or `routePath`, `rel` is a registered relation type. */

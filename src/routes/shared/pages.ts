@@ -23,10 +23,13 @@ export const PageQuery = defaultsOptional(
  * the request line reaches the header as sent.
  */
 export function sendPage<T>(request: FastifyRequest, reply: FastifyReply, page: Page<T>): T[] {
-  if (page.nextCursor) {
-    const query = new URL(request.url, 'http://placeholder').searchParams;
-    query.set('cursor', page.nextCursor);
-    reply.header('link', linkValue(`${routePath(request)}?${query.toString()}`, 'next'));
-  }
+  if (page.nextCursor) linkNextPage(request, reply, page.nextCursor);
   return page.items;
+}
+
+/** The `Link: rel="next"` header alone, for an answer cut short that is not a list of items (the lock sync, 6.2). */
+export function linkNextPage(request: FastifyRequest, reply: FastifyReply, cursor: string): void {
+  const query = new URL(request.url, 'http://placeholder').searchParams;
+  query.set('cursor', cursor);
+  reply.header('link', linkValue(`${routePath(request)}?${query.toString()}`, 'next'));
 }

@@ -4,14 +4,18 @@ import { GoneError } from '../../errors.js';
 import { DEPRECATIONS, deprecationHeaders, removalNotice, type Deprecation } from '../../services/deprecations.js';
 import { REMOVED_NFC_CHANNEL, type RevivedInterfaces } from '../../services/vocabulary.js';
 
+/**
+ * The 410 for a removed interface, built only from its registry entry: the removal notice, `Sunset` (RFC 8594), the
+ * successor link and the successor named (contract 4.4). Every removed interface answers through this one function.
+ */
+export function removalError(deprecation: Deprecation, successorLink?: string): GoneError {
+  return new GoneError(removalNotice(deprecation), deprecationHeaders(deprecation, false, successorLink), { successor: deprecation.successor });
+}
+
 /** Throws the 410 for a removed interface; when it is kept alive, adds the deprecation headers and returns. */
 export function removedInterface(reply: FastifyReply, revived: RevivedInterfaces, deprecation: Deprecation, successorLink?: string): void {
-  const alive = revived.has(deprecation.key);
-  const headers = deprecationHeaders(deprecation, alive, successorLink);
-  if (!alive) {
-    throw new GoneError(removalNotice(deprecation), headers, { successor: deprecation.successor });
-  }
-  reply.headers(headers);
+  if (!revived.has(deprecation.key)) throw removalError(deprecation, successorLink);
+  reply.headers(deprecationHeaders(deprecation, true, successorLink));
 }
 
 /**

@@ -1,0 +1,43 @@
+// GET /deviceapi/securedobjects/{id}/sync (contract 6.2): an online lock syncs its tickets and revocations.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { SyncAnswerSchema, SyncQuery } from '../../schemas/device.js';
+import { ObjectIdParams } from '../../schemas/operator.js';
+import { problemResponses } from '../../schemas/problem.js';
+import { ResponseHeaders, withHeaders } from '../../schemas/responses.js';
+import type { Services } from '../../services/index.js';
+import { linkNextPage } from '../shared/pages.js';
+
+const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+  app.get(
+    '/securedobjects/:id/sync',
+    {
+      config: { scope: 'sync' },
+      schema: {
+        tags: ['Secured objects'],
+        security: [{ bearer: ['sync'] }],
+        operationId: 'syncSecuredObject',
+        summary: 'Sync an online lock',
+        description:
+          'Without `cursor`: the lock\'s current valid tickets and the revocations it still needs (not yet expired). ' +
+          'With the `cursor` of the previous answer: only what changed after it; nothing changed answers empty arrays ' +
+          'and the same cursor. Large answers are cut at `limit` with `Link: rel="next"`. Needs a client bound to this ' +
+          'lock, or an unbound one.',
+        params: ObjectIdParams,
+        querystring: SyncQuery,
+        response: {
+          200: withHeaders(SyncAnswerSchema, 'The changes and the cursor to continue from.', { Link: ResponseHeaders.nextPage }),
+          ...problemResponses(404, 410, 414),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { limit, cursor } = request.query;
+      const { more, ...answer } = await services.devices.sync(request.auth.tenantId, request.auth, request.params.id, limit, cursor);
+      // An answer cut at `limit` names the next request like a page does (contract 7.3).
+      if (more) linkNextPage(request, reply, answer.cursor);
+      return answer;
+    },
+  );
+};
+
+export default securedObjectRoutes;
