@@ -2,7 +2,7 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-// Dependencies point one way (HOUSE-STYLE "The shape"): server → app → plugins, routes → services → repositories →
+// Dependencies point one way (docs/house-style.md, "The shape"): server → app → plugins, routes → services → repositories →
 // db. Each pattern below names a layer a folder must not reach; test/unit/lint-layers.test.ts proves each one bites.
 const ROUTES = {
   regex: '(^|/)routes(/|$)',
@@ -22,7 +22,7 @@ const PLUGINS_FROM_SERVICES = {
 };
 const FASTIFY = {
   regex: '^(fastify|fastify-plugin|@fastify/.*)$',
-  message: 'Services are framework-free (HOUSE-STYLE convention 4): take plain values and throw errors from src/errors.ts.',
+  message: 'Services are framework-free (docs/house-style.md convention 4): take plain values and throw errors from src/errors.ts.',
 };
 const SERVICES_FROM_SCHEMAS = {
   regex: '(^|/)services(/|$)',

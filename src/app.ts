@@ -40,7 +40,7 @@ function clientRequestId(headers: Record<string, string | string[] | undefined>)
 }
 
 /**
- * Request size limits, checked in the first hook so their answers are problems with X-Request-Id (contract 7.1):
+ * Request size limits, checked in the first hook so their answers are problems with X-Request-Id (docs/contract.md 7.1):
  * a request target over 8 KiB answers 414 (RFC 9112 section 3 asks servers to take at least 8000 octets), header
  * fields over 16 KiB answer 431 (RFC 6585 section 5; Node's default limit). Node's parser gets the sum plus room, so
  * it refuses only what is far beyond both; that refusal is a problem too (answerClientError).
@@ -103,7 +103,7 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
     trustProxy: trustProxyOption(config.TRUST_PROXY) as FastifyServerOptions['trustProxy'],
     requestIdHeader: false,
     logController: new LogController({ requestIdLogLabel: 'requestId' }),
-    // The request id is always the server's own: it is what the audit trail records (contract 7.5) and what problem
+    // The request id is always the server's own: it is what the audit trail records (docs/contract.md 7.5) and what problem
     // bodies and the X-Request-Id answer carry (7.1), so a client must not choose it (it could forge another
     // request's id or collide with one). Trusting it from a configured proxy (TRUST_PROXY) was rejected too: proxies
     // commonly pass a client's header through unchanged. The client's own X-Request-Id is kept for correlation as
@@ -114,7 +114,7 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
     forceCloseConnections: 'idle',
     routerOptions: { maxParamLength: 256, ignoreTrailingSlash: false },
     // Errors the router raises before any hook or error handler runs (a path that does not decode, a path parameter
-    // over maxParamLength): without this Fastify answers its own JSON, not a problem detail (contract 7.1).
+    // over maxParamLength): without this Fastify answers its own JSON, not a problem detail (docs/contract.md 7.1).
     frameworkErrors(error, request, reply) {
       reply.header('x-request-id', request.id);
       const status = error.statusCode === 414 ? 414 : 400;
@@ -131,7 +131,7 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
   const typed = app.withTypeProvider<TypeBoxTypeProvider>();
   typed.setValidatorCompiler(validatorCompiler);
 
-  // Contract 7.2: JSON only. Fastify would also parse text/plain; without a parser other types get 415.
+  // docs/contract.md 7.2: JSON only. Fastify would also parse text/plain; without a parser other types get 415.
   typed.removeContentTypeParser('text/plain');
 
   // Callback-style hooks where nothing is awaited: an async hook costs a promise on every request.

@@ -1,4 +1,4 @@
-// The command line (contract 2): `npm run --silent cli -- COMMAND …`. It calls services, never SQL.
+// The command line (docs/contract.md 2): `npm run --silent cli -- COMMAND …`. It calls services, never SQL.
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';

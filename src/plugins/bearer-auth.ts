@@ -1,4 +1,4 @@
-// The bearer check of one API (contract 3.4, 3.5; RFC 6750): every route declares the scope it needs.
+// The bearer check of one API (docs/contract.md 3.4, 3.5; RFC 6750): every route declares the scope it needs.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { ForbiddenError, ProblemError, UnauthorizedError } from '../errors.js';
@@ -47,7 +47,7 @@ export default fp(
     /**
      * The refusal itself, a route-level hook: Fastify runs it after every instance-level onRequest hook, so the rate
      * limit (registered after this plugin) counts a failed authentication against its address before it is refused
-     * (SECURITY-CHECKLIST G 46). Fail-closed: a request without verified claims never reaches validation or a handler.
+     * (docs/security-checklist.md G 46). Fail-closed: a request without verified claims never reaches validation or a handler.
      */
     async function refuseUnauthenticated(request: FastifyRequest): Promise<void> {
       if (request.authFailure) throw request.authFailure;
@@ -75,8 +75,8 @@ export default fp(
         );
       }
       if (/^Basic(\s|$)/i.test(header)) {
-        // Contract 3.5: Basic was removed on 01.01.2019; it carries no bearer token, so the challenge has no error code.
-        // Like every removed interface (contract 4.4) the answer names the date (`Sunset`, RFC 8594) and the successor
+        // docs/contract.md 3.5: Basic was removed on 01.01.2019; it carries no bearer token, so the challenge has no error code.
+        // Like every removed interface (docs/contract.md 4.4) the answer names the date (`Sunset`, RFC 8594) and the successor
         // (`Link: </oauth/token>; rel="successor-version"`).
         const basicAuth = DEPRECATIONS.basicAuth;
         throw new UnauthorizedError(removalNotice(basicAuth), bearerChallenge(realm), deprecationHeaders(basicAuth, false));

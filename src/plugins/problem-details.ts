@@ -1,4 +1,4 @@
-// Renders every error as RFC 9457 problem details (contract 7.1): domain errors, validation, framework 4xx, outages.
+// Renders every error as RFC 9457 problem details (docs/contract.md 7.1): domain errors, validation, framework 4xx, outages.
 import { STATUS_CODES as HTTP_REASONS, validateHeaderName, validateHeaderValue } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
@@ -53,7 +53,7 @@ const STATUS_CODES: Record<number, string> = {
 };
 
 /**
- * How many field errors a 400 lists (SECURITY-CHECKLIST G 46). Our largest request body has 6 fields, so 20 lists every
+ * How many field errors a 400 lists (docs/security-checklist.md G 46). Our largest request body has 6 fields, so 20 lists every
  * field of any body that is wrong everywhere at once, with room for a few bad items; past that the entries repeat one
  * mistake item after item. `errorCount` still counts them all. With fields cut to FIELD_MAX characters (at most 6 bytes
  * each once JSON-escaped) and messages to MESSAGE_MAX, the errors and the detail that repeats them stay under 40 KiB,
@@ -94,7 +94,7 @@ function fieldError(error: AjvErrorLike, context: string | undefined): FieldErro
 /**
  * `/commands/0` → `commands[0]`; a missing or unknown property names itself. Lists the first `max` distinct errors and
  * counts them all. Only the listed ones are turned into paths: a body can hold 100,000 unknown fields, and counting
- * them must stay cheap (SECURITY-CHECKLIST G 46).
+ * them must stay cheap (docs/security-checklist.md G 46).
  */
 export function fieldErrorsFromAjv(
   errors: AjvErrorLike[],
@@ -183,7 +183,7 @@ export function toProblem(error: FastifyError | Error): ProblemError {
 /**
  * A complete HTTP/1.1 answer for a request Node's parser refused before Fastify saw it (a header block over the
  * parser's limit, a malformed request line, a timeout): still a problem with its requestId and X-Request-Id
- * (contract 7.1). No `instance`: the request line was never read.
+ * (docs/contract.md 7.1). No `instance`: the request line was never read.
  */
 export function rawProblemAnswer(status: number, detail: string, requestId: string): string {
   const body = JSON.stringify({
@@ -219,7 +219,7 @@ function unwritableHeaders(reply: FastifyReply): string[] {
  * answers its own JSON without X-Request-Id. This last onSend check drops such a header first. The values written into
  * headers are the service's own, ids from the request (percent-encoded by routes/shared/headers.ts) and the sanitised
  * request id, so a value that still cannot be written came from the request: a success turns into a 400 problem; an
- * answer that already is an error keeps its status and body, without the header (SECURITY-CHECKLIST G45).
+ * answer that already is an error keeps its status and body, without the header (docs/security-checklist.md G45).
  */
 const dropUnwritableHeaders: onSendHookHandler = (request, reply, payload, done) => {
   const refused = unwritableHeaders(reply);
@@ -242,7 +242,7 @@ export default fp(
       const problem = toProblem(error);
       if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
       else if (problem.status !== 401 && problem.status !== 404) {
-        // A detail can repeat 20 field names the client chose; one log line keeps its start (SECURITY-CHECKLIST G 46).
+        // A detail can repeat 20 field names the client chose; one log line keeps its start (docs/security-checklist.md G 46).
         const errorCount = problem.extensions.errorCount;
         request.log.info(
           { code: problem.code, ...(errorCount !== undefined ? { errorCount } : {}) },

@@ -1,4 +1,4 @@
-// Schemas of the Device API (contract 6): downloaded tickets with credentials, and lock sync answers.
+// Schemas of the Device API (docs/contract.md 6): downloaded tickets with credentials, and lock sync answers.
 import { Type } from '@sinclair/typebox';
 import { defaultsOptional } from './query.js';
 import { TicketSchema } from './operator.js';
@@ -8,7 +8,7 @@ export const DownloadedTicketSchema = Type.Composite([
   Type.Object({
     credential: Type.String({
       description:
-        'Compact JWS the lock checks offline (contract 6.3): header {alg, kid, typ: "ticket+jwt"}, payload {iss, jti, ' +
+        'Compact JWS the lock checks offline (docs/contract.md 6.3): header {alg, kid, typ: "ticket+jwt"}, payload {iss, jti, ' +
         'sub, aud, nbf, exp, beginDate, endDate, cmd, chn, iat}; the key is in /.well-known/jwks.json.',
     }),
   }),

@@ -1,4 +1,4 @@
-// Schemas of OAuth client management (contract 3.7).
+// Schemas of OAuth client management (docs/contract.md 3.7).
 import { Type } from '@sinclair/typebox';
 import { ALL_SCOPES } from '../shared/scopes.js';
 

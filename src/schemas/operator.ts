@@ -1,4 +1,4 @@
-// Schemas of the Operator API's resources (contract 4): secured objects, mobile devices, tickets, audit events.
+// Schemas of the Operator API's resources (docs/contract.md 4): secured objects, mobile devices, tickets, audit events.
 import { Type } from '@sinclair/typebox';
 import { defaultsOptional } from './query.js';
 
@@ -38,7 +38,7 @@ export const NewSecuredObjectSchema = Type.Object(
 export const SecuredObjectSchema = Type.Object({
   id: Type.String({ description: 'The secured object id.' }),
   channels: Type.Array(Type.String(), { description: 'Channels the lock supports.' }),
-  urls: Type.Array(Type.String(), { description: 'One address per channel: `btlespp://<localName>/<uuid>` (seed 2.1).' }),
+  urls: Type.Array(Type.String(), { description: 'One address per channel: `btlespp://<localName>/<uuid>` (docs/seed.md 2.1).' }),
   creationTime: Type.Integer({ description: 'Creation time, Unix milliseconds.' }),
 });
 

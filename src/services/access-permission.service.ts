@@ -1,5 +1,5 @@
-// Access permissions (contract 5): resident × lock group, expanded into one ticket per device × lock in one
-// transaction (seed section 1: a user with 2 devices and 5 locks gets 10 tickets from one call).
+// Access permissions (docs/contract.md 5): resident × lock group, expanded into one ticket per device × lock in one
+// transaction (docs/seed.md section 1: a user with 2 devices and 5 locks gets 10 tickets from one call).
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.js';
 import {
@@ -58,7 +58,7 @@ export interface AccessPermissionServiceOptions {
 
 export function createAccessPermissionService({ db, clock, revived }: AccessPermissionServiceOptions) {
   const notFound = (id: string) => new NotFoundError(`No access permission ${id}.`);
-  /** Contract 4.3: the detail itself says why (removed channel, dates, unknown groups, a lock lacking a channel). */
+  /** docs/contract.md 4.3: the detail itself says why (removed channel, dates, unknown groups, a lock lacking a channel). */
   const refused = (errors: FieldError[]) => new UnprocessableError(detailWithReasons('The access permission cannot be granted', errors), errors);
 
   return {
@@ -128,7 +128,7 @@ export function createAccessPermissionService({ db, clock, revived }: AccessPerm
       return pageOf(rows, limit, (row) => ({ createdAt: row.createdAt, id: row.id }), (row) => toTicket(row, now));
     },
 
-    /** Every ticket the permission made becomes REVOKED, and the permission is gone (contract 5). */
+    /** Every ticket the permission made becomes REVOKED, and the permission is gone (docs/contract.md 5). */
     async delete(context: ActionContext, id: string): Promise<void> {
       if (!isUuid(id)) throw notFound(id);
       await db.transaction(async (tx) => {

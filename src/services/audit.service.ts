@@ -1,4 +1,4 @@
-// The audit trail (contract 7.5): how a service records its change, and the read side.
+// The audit trail (docs/contract.md 7.5): how a service records its change, and the read side.
 import type { Database, Queryable } from '../db/database.js';
 import {
   appendAuditEvents,
@@ -10,7 +10,7 @@ import {
 import type { ActionContext } from './context.js';
 import { cutPage, invalidCursor, type Page } from './pagination.js';
 
-/** The audit event of a change made by `context` (contract 7.5); `action` is the full name, e.g. `resident.created`. */
+/** The audit event of a change made by `context` (docs/contract.md 7.5); `action` is the full name, e.g. `resident.created`. */
 export function auditEvent(context: ActionContext, time: number, action: string, target: string): AuditEventInput {
   return { tenantId: context.tenantId, time, actor: context.actor, action, target, requestId: context.requestId };
 }
@@ -29,7 +29,7 @@ export async function recordChange(tx: Queryable, context: ActionContext, time: 
 }
 
 /**
- * A cursor is opaque (contract 7.3): the tenant's sequence number of the last event shown, behind a version tag, so
+ * A cursor is opaque (docs/contract.md 7.3): the tenant's sequence number of the last event shown, behind a version tag, so
  * a cursor of the earlier global numbering is refused (400) instead of silently starting elsewhere.
  */
 const CURSOR_TAG = 'a1:';

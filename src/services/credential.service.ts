@@ -1,4 +1,4 @@
-// Ticket credentials (contract 6.3): the compact JWS a lock checks offline, signed with the tenant's ticket key.
+// Ticket credentials (docs/contract.md 6.3): the compact JWS a lock checks offline, signed with the tenant's ticket key.
 import type { TicketRecord } from '../db/repositories/ticket.repo.js';
 import { signCompactJws } from './jws.js';
 import type { KeyService } from './key.service.js';

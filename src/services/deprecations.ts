@@ -1,10 +1,10 @@
-// The one registry of removed interfaces (seed section 9, contract 4.4): removal date, successor, and how to answer.
+// The one registry of removed interfaces (docs/seed.md section 9, docs/contract.md 4.4): removal date, successor, and how to answer.
 
 export interface Deprecation {
   /** Stable key, also the configuration name that keeps the interface alive. */
   key: string;
   interface: string;
-  /** Removal date (seed section 9, DD.MM.YYYY), as an ISO date. */
+  /** Removal date (docs/seed.md section 9, DD.MM.YYYY), as an ISO date. */
   removedOn: string;
   successor: string;
   /** A link to the successor, for `Link: <…>; rel="successor-version"`, when it is an HTTP resource. */
@@ -54,7 +54,7 @@ export const DEPRECATIONS = {
   },
 } as const satisfies Record<string, Deprecation>;
 
-/** `2019-01-01` → `01.01.2019`, the form the seed uses. */
+/** `2019-01-01` → `01.01.2019`, the form the original description uses (docs/seed.md). */
 export function seedDate(isoDate: string): string {
   const [year, month, day] = isoDate.split('-');
   return `${day}.${month}.${year}`;

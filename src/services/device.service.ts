@@ -1,4 +1,4 @@
-// The Device API (contract 6): a phone downloads its valid tickets with credentials; an online lock syncs the
+// The Device API (docs/contract.md 6): a phone downloads its valid tickets with credentials; an online lock syncs the
 // tickets and revocations that concern it through the tenant's change log.
 import type { Database } from '../db/database.js';
 import {
@@ -30,14 +30,14 @@ export interface SyncAnswer {
   more: boolean;
 }
 
-/** The device or lock the caller's OAuth client is bound to (contract 3.7), as its access token says; both absent: unbound. */
+/** The device or lock the caller's OAuth client is bound to (docs/contract.md 3.7), as its access token says; both absent: unbound. */
 export interface DeviceBinding {
   mobileDeviceId?: string;
   securedObjectId?: string;
 }
 
 /**
- * A client bound to a device or lock reaches only that device's or lock's data (contract 3.7, 6); another id of the
+ * A client bound to a device or lock reaches only that device's or lock's data (docs/contract.md 3.7, 6); another id of the
  * same kind answers as missing, so a bound client learns nothing about its neighbours. The rule lives here, beside
  * the data it guards, rather than in a route or the bearer plugin: every caller of download and sync gets it, a new
  * route cannot forget it, and the bearer plugin stays about tokens and scopes.
@@ -93,9 +93,9 @@ export function createDeviceService({ db, clock, credentials }: DeviceServiceOpt
 
   return {
     /**
-     * Contract 6.1: the device's VALID tickets, each with its credential. Credentials are signed on first
+     * docs/contract.md 6.1: the device's VALID tickets, each with its credential. Credentials are signed on first
      * download and cached (a 100k-ticket permission signs nothing until its devices ask); the first download
-     * sets `downloadDate` once and is audited. Only a client bound to this device downloads (contract 3.7).
+     * sets `downloadDate` once and is audited. Only a client bound to this device downloads (docs/contract.md 3.7).
      */
     async download(
       context: ActionContext,
@@ -113,7 +113,7 @@ export function createDeviceService({ db, clock, credentials }: DeviceServiceOpt
     },
 
     /**
-     * Contract 5: a token card (v2) holds the credentials of the resident's VALID tickets, as base64 of
+     * docs/contract.md 5: a token card (v2) holds the credentials of the resident's VALID tickets, as base64 of
      * `{"version":2,"credentials":[…]}`. Writing a card is its devices' download: credentials are cached and
      * first downloads stamped as in 6.1.
      */
@@ -129,8 +129,8 @@ export function createDeviceService({ db, clock, credentials }: DeviceServiceOpt
     },
 
     /**
-     * Contract 6.2: no cursor, everything current; with one, only what changed after it. A client bound to this lock
-     * or an unbound one syncs (contract 3.7).
+     * docs/contract.md 6.2: no cursor, everything current; with one, only what changed after it. A client bound to this lock
+     * or an unbound one syncs (docs/contract.md 3.7).
      */
     async sync(tenantId: string, binding: DeviceBinding, securedObjectId: string, limit: number, cursor?: string): Promise<SyncAnswer> {
       assertBinding(binding, 'securedObjectId', securedObjectId, false);

@@ -1,5 +1,5 @@
-// Residents and lock groups (contract 5): one service for both kinds of group. Membership changes keep the tickets
-// of every access permission true, in the same transaction (contract 5, "membership stays true").
+// Residents and lock groups (docs/contract.md 5): one service for both kinds of group. Membership changes keep the tickets
+// of every access permission true, in the same transaction (docs/contract.md 5, "membership stays true").
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.js';
 import {
@@ -113,7 +113,7 @@ export function createGroupService({ db, clock, kind }: GroupServiceOptions) {
       return current(context.tenantId, id);
     },
 
-    /** Deletes the group and its permissions; every ticket they made becomes REVOKED (contract 5). */
+    /** Deletes the group and its permissions; every ticket they made becomes REVOKED (docs/contract.md 5). */
     async delete(context: ActionContext, id: string): Promise<void> {
       if (!isUuid(id)) throw notFound(id);
       await db.transaction(async (tx) => {

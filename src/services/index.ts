@@ -31,13 +31,13 @@ export interface ServiceDependencies {
   clock?: Clock;
 }
 
-/** How often each instance re-reads revocations if a NOTIFY was lost: well inside contract 3.4's 5 s. */
+/** How often each instance re-reads revocations if a NOTIFY was lost: well inside docs/contract.md 3.4's 5 s. */
 const REVOCATION_POLL_MS = 2000;
 /** Safety net behind the keys' NOTIFY: how often each instance re-reads the signing keys anyway. */
 const KEY_REFRESH_MS = 60_000;
 /** Retired ticket-signing keys stay published for ten years: tickets may last that long. */
 const TICKET_KEY_RETENTION_MS = 10 * 365 * 86400_000;
-/** Contract 4.3: Idempotency-Key records are kept per tenant for 24 h. */
+/** docs/contract.md 4.3: Idempotency-Key records are kept per tenant for 24 h. */
 const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 
 export function createServices({ db, config, log, secretsKey, clock = Date.now }: ServiceDependencies) {

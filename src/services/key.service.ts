@@ -186,7 +186,7 @@ export function createKeyService(options: KeyServiceOptions) {
       return { key: key.publicKey, alg: key.alg, tenantId: key.tenantId };
     },
 
-    /** Public keys only (SECURITY-CHECKLIST 31): `d` never leaves this service. */
+    /** Public keys only (docs/security-checklist.md 31): `d` never leaves this service. */
     publicJwks(tenantId?: string | null): JWK[] {
       const now = clock();
       return [...keys.values()]

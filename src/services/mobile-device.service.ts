@@ -1,4 +1,4 @@
-// Mobile devices (contract 4.2): register, read, page, remove (which revokes their tickets).
+// Mobile devices (docs/contract.md 4.2): register, read, page, remove (which revokes their tickets).
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.js';
 import {
@@ -67,7 +67,7 @@ export function createMobileDeviceService({ db, clock }: MobileDeviceServiceOpti
       return pageOf(rows, limit, (row) => ({ createdAt: row.createdAt, id: row.id }), toMobileDevice);
     },
 
-    /** Removes the device and, in the same transaction, revokes every ticket issued to it (contract 4.2). */
+    /** Removes the device and, in the same transaction, revokes every ticket issued to it (docs/contract.md 4.2). */
     async remove(context: ActionContext, id: string): Promise<void> {
       await removeWithTickets(db, clock, MOBILE_DEVICES, context, id);
     },

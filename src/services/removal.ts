@@ -1,4 +1,4 @@
-// Removing a secured object or a mobile device (contract 4.1, 4.2): the row goes and its tickets are revoked, at once.
+// Removing a secured object or a mobile device (docs/contract.md 4.1, 4.2): the row goes and its tickets are revoked, at once.
 import type { Database, Queryable } from '../db/database.js';
 import { nextChangeSeq } from '../db/repositories/change-log.repo.js';
 import { revokeTicketsOf } from '../db/repositories/ticket.repo.js';
@@ -18,7 +18,7 @@ export interface TicketHolder {
 }
 
 /**
- * Removes the row and, in the same transaction, revokes every ticket issued for it (contract 4.1, 4.2); 404 when the
+ * Removes the row and, in the same transaction, revokes every ticket issued for it (docs/contract.md 4.1, 4.2); 404 when the
  * tenant has no such row. LOCK ORDER: the tenant's change counter first (change-log.repo.ts), then the row and its
  * tickets, the audit counter last (audit.repo.ts).
  */

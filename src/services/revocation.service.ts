@@ -14,7 +14,7 @@ export interface RevocationServiceOptions {
   db: Database;
   clock: () => number;
   log: Logger;
-  /** Safety net behind NOTIFY; contract 3.4 allows 5 s. */
+  /** Safety net behind NOTIFY; docs/contract.md 3.4 allows 5 s. */
   pollMs: number;
 }
 

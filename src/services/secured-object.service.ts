@@ -1,4 +1,4 @@
-// Secured objects (locks, contract 4.1): register, read, page, remove (which revokes their tickets).
+// Secured objects (locks, docs/contract.md 4.1): register, read, page, remove (which revokes their tickets).
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.js';
 import {
@@ -29,7 +29,7 @@ export interface NewSecuredObject {
   uuid: string;
 }
 
-/** Seed 2.1: one address per channel; `btlespp://<localName>/<UUID>` for Bluetooth LE. */
+/** docs/seed.md 2.1: one address per channel; `btlespp://<localName>/<UUID>` for Bluetooth LE. */
 export function toSecuredObject(record: SecuredObjectRecord): SecuredObject {
   return {
     id: record.id,
@@ -87,7 +87,7 @@ export function createSecuredObjectService({ db, clock, revived }: SecuredObject
       return pageOf(rows, limit, (row) => ({ createdAt: row.createdAt, id: row.id }), toSecuredObject);
     },
 
-    /** Removes the lock and, in the same transaction, revokes every ticket for it (contract 4.1). */
+    /** Removes the lock and, in the same transaction, revokes every ticket for it (docs/contract.md 4.1). */
     async remove(context: ActionContext, id: string): Promise<void> {
       await removeWithTickets(db, clock, SECURED_OBJECTS, context, id);
     },

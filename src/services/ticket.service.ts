@@ -1,4 +1,4 @@
-// Tickets (contract 4.3): one mobile device may send the listed commands to one lock over the listed channels
+// Tickets (docs/contract.md 4.3): one mobile device may send the listed commands to one lock over the listed channels
 // within [beginDate, endDate). Create, read, page, revoke; the status is derived, never stored.
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.js';
@@ -23,7 +23,7 @@ import { isUuid } from './identifiers.js';
 import { decodeCursor, pageOf, type Page } from './pagination.js';
 import { channelErrors, commandErrors, type RevivedInterfaces } from './vocabulary.js';
 
-/** A ticket as the APIs show it: fields that do not apply are absent, never null (contract 4.3). */
+/** A ticket as the APIs show it: fields that do not apply are absent, never null (docs/contract.md 4.3). */
 export interface Ticket {
   id: string;
   securedObjectId: string;
@@ -70,7 +70,7 @@ export function toTicket(record: TicketRecord, now: number): Ticket {
   };
 }
 
-/** Validity checks that need no database (contract 4.3's 422 cases), all reported at once. */
+/** Validity checks that need no database (docs/contract.md 4.3's 422 cases), all reported at once. */
 export function validityErrors(input: Omit<NewTicket, 'securedObjectId' | 'mobileDeviceId'>, now: number, revived: RevivedInterfaces): FieldError[] {
   const errors = [...commandErrors('commands', input.commands), ...channelErrors('channels', input.channels, revived)];
   if (input.beginDate >= input.endDate) errors.push({ field: 'endDate', message: 'must be after beginDate' });
@@ -90,7 +90,7 @@ const MAX_TICKETS_PER_BATCH = 100;
 export function createTicketService({ db, clock, revived }: TicketServiceOptions) {
   // Concurrent creates of one tenant share one statement and one commit (see batching.ts). That statement is all or
   // nothing, so when the database refuses it for a reason no check before it saw, its tickets are written again one
-  // by one: only the one at fault fails, the others are written once (checklist G47). Not when the database is
+  // by one: only the one at fault fails, the others are written once (docs/security-checklist.md G47). Not when the database is
   // unavailable or the statement was cancelled (statement_timeout): no ticket is at fault, and each alone would wait
   // out the same timeout again.
   const issuing = createKeyedBatcher<TicketInBatch, CreateTicketOutcome>(
@@ -105,7 +105,7 @@ export function createTicketService({ db, clock, revived }: TicketServiceOptions
   return {
     async create(context: ActionContext, input: NewTicket): Promise<Ticket> {
       // Refused here, before batching, with the problem the database's refusal answers: in a batch it would fail
-      // every create it shares a statement with (checklist G47). Malformed text is a 400 before any 422.
+      // every create it shares a statement with (docs/security-checklist.md G47). Malformed text is a 400 before any 422.
       assertStorableText([input, context]);
       const now = clock();
       const commands = [...new Set(input.commands)];
@@ -162,7 +162,7 @@ export function createTicketService({ db, clock, revived }: TicketServiceOptions
       } while (cursor);
     },
 
-    /** DELETE is idempotent: the second call answers the same REVOKED ticket (contract 4.3). */
+    /** DELETE is idempotent: the second call answers the same REVOKED ticket (docs/contract.md 4.3). */
     async revoke(context: ActionContext, id: string): Promise<Ticket> {
       if (!isUuid(id)) throw new NotFoundError(`No ticket ${id}.`);
       const now = clock();

@@ -1,11 +1,11 @@
-// The seed's vocabulary of channels and commands (seed 2.1, 2.2, 9), and which removed interfaces an operator revived.
+// The seed's vocabulary of channels and commands (docs/seed.md 2.1, 2.2, 9), and which removed interfaces an operator revived.
 import { DEPRECATIONS, removalNotice } from './deprecations.js';
 import type { FieldError } from '../errors.js';
 
-/** Commands a ticket may permit (seed 2.2). */
+/** Commands a ticket may permit (docs/seed.md 2.2). */
 export const COMMANDS = ['tokn', 'open', 'clos'] as const;
 
-/** Channels in service. `nfccard` was removed on 01.02.2018 (seed 9) and is accepted only where revived. */
+/** Channels in service. `nfccard` was removed on 01.02.2018 (docs/seed.md 9) and is accepted only where revived. */
 export const CHANNELS = ['btlespp'] as const;
 export const REMOVED_NFC_CHANNEL = 'nfccard';
 
@@ -21,7 +21,7 @@ export function parseRevivedInterfaces(value: string): RevivedInterfaces {
   );
 }
 
-/** Field errors for channels outside the vocabulary; `nfccard` names its removal (contract 4.3). */
+/** Field errors for channels outside the vocabulary; `nfccard` names its removal (docs/contract.md 4.3). */
 export function channelErrors(field: string, channels: string[], revived: RevivedInterfaces): FieldError[] {
   const errors: FieldError[] = [];
   if (channels.length === 0) errors.push({ field, message: 'must name at least one channel' });

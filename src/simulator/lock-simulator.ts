@@ -1,5 +1,5 @@
-// A lock simulator: what an offline lock does with a presented credential (contract 6.3), holding only the JWKS,
-// its own secured-object id and the revocations it learnt by syncing (contract 6.2).
+// A lock simulator: what an offline lock does with a presented credential (docs/contract.md 6.3), holding only the JWKS,
+// its own secured-object id and the revocations it learnt by syncing (docs/contract.md 6.2).
 import { compactVerify, decodeProtectedHeader, importJWK, type JSONWebKeySet, type JWK } from 'jose';
 
 export type LockDecision =

@@ -1,4 +1,4 @@
-// The layers' import rules in eslint.config.js (HOUSE-STYLE "The shape"): each refuses a deliberate violation, so a
+// The layers' import rules in eslint.config.js (docs/house-style.md, "The shape"): each refuses a deliberate violation, so a
 // rule cannot silently stop working, and a file that keeps to the layers lints clean.
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';

@@ -1,4 +1,4 @@
-// Routes read their input as TypeBox infers it from the schema that validated it (HOUSE-STYLE 2): no casts of it.
+// Routes read their input as TypeBox infers it from the schema that validated it (docs/house-style.md convention 2): no casts of it.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -105,7 +105,7 @@ const ON_DUPLICATE = `ON CONFLICT (access_permission_id, mobile_device_id, secur
    WHERE access_permission_id IS NOT NULL AND revoked_at IS NULL DO NOTHING`;
 
 /**
- * Seed section 1: one ticket per (device in the resident) × (lock in the lock group), in one INSERT … SELECT: the
+ * docs/seed.md section 1: one ticket per (device in the resident) × (lock in the lock group), in one INSERT … SELECT: the
  * pairs never travel through Node. Returns how many tickets were issued.
  */
 export async function expandAccessPermission(
@@ -138,7 +138,7 @@ export async function expandAccessPermission(
 }
 
 /**
- * Membership stays true (contract 5): new members of a group get the tickets of every permission reaching it —
+ * Membership stays true (docs/contract.md 5): new members of a group get the tickets of every permission reaching it —
  * new devices of a resident for every lock of its permissions' lock groups, new locks of a lock group for every
  * device of its permissions' residents. One statement; returns how many tickets were issued.
  */

@@ -1,4 +1,4 @@
-// SQL for the audit trail (contract 7.5): append in the caller's transaction, numbered per tenant; keyset pages.
+// SQL for the audit trail (docs/contract.md 7.5): append in the caller's transaction, numbered per tenant; keyset pages.
 import type { Queryable } from '../database.js';
 
 export interface AuditEventInput {

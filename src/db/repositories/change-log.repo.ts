@@ -1,4 +1,4 @@
-// SQL for the per-tenant change log (contract 6.2): the sequence number every ticket-writing transaction takes.
+// SQL for the per-tenant change log (docs/contract.md 6.2): the sequence number every ticket-writing transaction takes.
 import type { Queryable } from '../database.js';
 
 /**

@@ -18,7 +18,7 @@ interface MobileDeviceRow {
 
 const COLUMNS = 'tenant_id, id, name, created_at';
 
-/** Ids are the operator's own strings (contract 4), ordered as text. */
+/** Ids are the operator's own strings (docs/contract.md 4), ordered as text. */
 const KEYSET: KeysetColumns = { createdAt: 'created_at', id: 'id', idType: 'text' };
 
 const toRecord = (row: MobileDeviceRow): MobileDeviceRecord => ({

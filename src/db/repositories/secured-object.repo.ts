@@ -22,7 +22,7 @@ interface SecuredObjectRow {
 
 const COLUMNS = 'tenant_id, id, channels, local_name, uuid, created_at';
 
-/** Ids are the operator's own strings (contract 4), ordered as text. */
+/** Ids are the operator's own strings (docs/contract.md 4), ordered as text. */
 const KEYSET: KeysetColumns = { createdAt: 'created_at', id: 'id', idType: 'text' };
 
 const toRecord = (row: SecuredObjectRow): SecuredObjectRecord => ({

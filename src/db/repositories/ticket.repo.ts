@@ -78,7 +78,7 @@ export type CreateTicketOutcome =
  * takes the tenant's next change number first (the change log's lock order, see change-log.repo.ts), then locks
  * the named lock and device rows (FOR SHARE, so a concurrent removal waits or wins cleanly), inserts each ticket
  * whose lock and device exist and whose lock supports every channel, and appends one `ticket.created` audit event
- * per ticket (contract 7.5). Answers in input order; where nothing was inserted, the outcome says why.
+ * per ticket (docs/contract.md 7.5). Answers in input order; where nothing was inserted, the outcome says why.
  */
 export async function createTickets(
   db: Queryable,

@@ -20,7 +20,7 @@ interface UserRow {
 
 const COLUMNS = 'id, tenant_id, username, password_hash, created_at';
 
-/** Users page by username, unique in the tenant: the Operator API names users by it (contract 3.7). */
+/** Users page by username, unique in the tenant: the Operator API names users by it (docs/contract.md 3.7). */
 const KEYSET: KeysetColumns = { createdAt: 'created_at', id: 'username', idType: 'text' };
 
 const toUser = (row: UserRow): UserRecord => ({

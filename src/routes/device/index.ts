@@ -1,4 +1,4 @@
-// The Device API (/deviceapi, contract 6): its documentation, the Mobile SDK 2.x refusal, its bearer check (aud
+// The Device API (/deviceapi, docs/contract.md 6): its documentation, the Mobile SDK 2.x refusal, its bearer check (aud
 // `deviceapi`) and its resources: phones download their tickets, online locks sync.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import apiDocs from '../../plugins/api-docs.js';
@@ -16,7 +16,7 @@ export interface DeviceApiOptions {
   rateLimitPerMinute: number;
 }
 
-/** Mobile SDK 2.x was removed on 01.04.2018 (seed 9): its requests are refused before anything else. */
+/** Mobile SDK 2.x was removed on 01.04.2018 (docs/seed.md 9): its requests are refused before anything else. */
 const SDK_2 = /^\s*2(\.|\s*$)/;
 
 function refuseSdk2(request: FastifyRequest): void {

@@ -1,4 +1,4 @@
-// GET /deviceapi/securedobjects/{id}/sync (contract 6.2): an online lock syncs its tickets and revocations.
+// GET /deviceapi/securedobjects/{id}/sync (docs/contract.md 6.2): an online lock syncs its tickets and revocations.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { SyncAnswerSchema, SyncQuery } from '../../schemas/device.js';
 import { ObjectIdParams } from '../../schemas/operator.js';
@@ -33,7 +33,7 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
     async (request, reply) => {
       const { limit, cursor } = request.query;
       const { more, ...answer } = await services.devices.sync(request.auth.tenantId, request.auth, request.params.id, limit, cursor);
-      // An answer cut at `limit` names the next request like a page does (contract 7.3).
+      // An answer cut at `limit` names the next request like a page does (docs/contract.md 7.3).
       if (more) linkNextPage(request, reply, answer.cursor);
       return answer;
     },

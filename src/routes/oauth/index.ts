@@ -53,7 +53,7 @@ function toOAuthError(error: FastifyError): OAuthError {
   }
 }
 
-/** SECURITY-CHECKLIST 5: credentials and grant parameters travel in the body, never in the URL. */
+/** docs/security-checklist.md 5: credentials and grant parameters travel in the body, never in the URL. */
 function refuseQueryParameters(request: FastifyRequest): void {
   const query: unknown = request.query;
   if (typeof query === 'object' && query !== null && Object.keys(query).length > 0) {
@@ -140,7 +140,7 @@ export default async function oauthRoutes(app: FastifyInstance, options: OAuthRo
     return sendOAuthError(reply, new OAuthError('invalid_request', 'Use POST.', 405));
   };
 
-  // Contract 3.3: both paths accept the same grants (the seed names /oauth/token and /oauth2/token).
+  // docs/contract.md 3.3: both paths accept the same grants (the seed names /oauth/token and /oauth2/token).
   for (const path of ['/oauth/token', '/oauth2/token']) app.post(path, token);
   // RFC 6749 3.2, RFC 7009 2.1, RFC 7662 2.1: POST only. A GET (a credential in a URL is what clients get wrong)
   // is told so, in the OAuth error format, rather than answered as an unknown path.
@@ -184,7 +184,7 @@ export default async function oauthRoutes(app: FastifyInstance, options: OAuthRo
 
   app.get('/.well-known/jwks.json', async (_request, reply) => {
     // Short caching: a rotated key must reach verifiers soon (RFC 7517; rotation keeps old keys published).
-    // Access-token keys and every tenant's ticket-credential keys (contract 6.3): locks verify credentials with these.
+    // Access-token keys and every tenant's ticket-credential keys (docs/contract.md 6.3): locks verify credentials with these.
     return reply
       .header('cache-control', 'public, max-age=60')
       .send({ keys: [...services.accessTokenKeys.publicJwks(), ...services.ticketKeys.publicJwks()] });

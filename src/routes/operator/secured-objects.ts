@@ -1,4 +1,4 @@
-// /operatorapi/securedobjects: locks (contract 4.1), plus the removed ticket-id listing (contract 4.4).
+// /operatorapi/securedobjects: locks (docs/contract.md 4.1), plus the removed ticket-id listing (docs/contract.md 4.4).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { NewSecuredObjectSchema, ObjectIdParams, SecuredObjectSchema } from '../../schemas/operator.js';
@@ -71,7 +71,7 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
         security: [{ bearer: ['devices:read'] }],
         operationId: 'getSecuredObject',
         summary: 'Read a secured object',
-        description: 'One lock with its channels and their addresses (seed 2.1).',
+        description: 'One lock with its channels and their addresses (docs/seed.md 2.1).',
         params: ObjectIdParams,
         response: { 200: { ...SecuredObjectSchema, description: 'The secured object.' }, ...problemResponses(404, 414) },
       },

@@ -1,4 +1,4 @@
-// Page query parameters and the `Link: rel="next"` header (contract 7.3), shared by every list route.
+// Page query parameters and the `Link: rel="next"` header (docs/contract.md 7.3), shared by every list route.
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { defaultsOptional } from '../../schemas/query.js';

@@ -1,4 +1,4 @@
-// Access-token verification (contract 3.4, RFC 9068 section 4) and its cache of tokens already checked.
+// Access-token verification (docs/contract.md 3.4, RFC 9068 section 4) and its cache of tokens already checked.
 import { jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { Clock } from '../context.js';
 import type { KeyService } from '../key.service.js';
@@ -100,7 +100,7 @@ export function createAccessTokenVerifier(options: AccessTokenVerifierOptions) {
      */
     verify,
 
-    /** The bearer check (contract 3.4, RFC 9068 section 4): signature, `typ`, `iss`, `aud`, `exp`, revocation. */
+    /** The bearer check (docs/contract.md 3.4, RFC 9068 section 4): signature, `typ`, `iss`, `aud`, `exp`, revocation. */
     verifyAccessToken(token: string, audience: Api): Promise<AccessTokenClaims> {
       return verify(token, audience);
     },

@@ -1,4 +1,4 @@
-// The access token (contract 3.4, RFC 9068): its claims, its issuing and signing, and the error a bad one raises.
+// The access token (docs/contract.md 3.4, RFC 9068): its claims, its issuing and signing, and the error a bad one raises.
 import { randomUUID } from 'node:crypto';
 import type { JWTPayload } from 'jose';
 import type { AuthenticatedClient } from '../client.service.js';
@@ -7,7 +7,7 @@ import { signCompactJws } from '../jws.js';
 import type { KeyService } from '../key.service.js';
 import type { Api } from '../scopes.js';
 
-/** The verified claims of an access token (contract 3.4), as the APIs use them. */
+/** The verified claims of an access token (docs/contract.md 3.4), as the APIs use them. */
 export interface AccessTokenClaims {
   tokenId: string;
   tenantId: string;
@@ -51,7 +51,7 @@ export interface AccessTokenIssuerOptions {
   accessTokenTtlSeconds: number;
 }
 
-/** Signs access tokens with the current signing key; the claims are the ones the verifier checks (contract 3.4). */
+/** Signs access tokens with the current signing key; the claims are the ones the verifier checks (docs/contract.md 3.4). */
 export function createAccessTokenIssuer(options: AccessTokenIssuerOptions) {
   const { clock, keys, issuer } = options;
 

@@ -3301,7 +3301,7 @@ export interface operations {
                         id: string;
                         /** @description Channels the lock supports. */
                         channels: string[];
-                        /** @description One address per channel: `btlespp://<localName>/<uuid>` (seed 2.1). */
+                        /** @description One address per channel: `btlespp://<localName>/<uuid>` (docs/seed.md 2.1). */
                         urls: string[];
                         /** @description Creation time, Unix milliseconds. */
                         creationTime: number;

@@ -129,7 +129,7 @@ export interface operations {
                         downloadDate?: number;
                         /** @description The Access API permission that made it, if any. */
                         accessPermissionId?: string;
-                        /** @description Compact JWS the lock checks offline (contract 6.3): header {alg, kid, typ: "ticket+jwt"}, payload {iss, jti, sub, aud, nbf, exp, beginDate, endDate, cmd, chn, iat}; the key is in /.well-known/jwks.json. */
+                        /** @description Compact JWS the lock checks offline (docs/contract.md 6.3): header {alg, kid, typ: "ticket+jwt"}, payload {iss, jti, sub, aud, nbf, exp, beginDate, endDate, cmd, chn, iat}; the key is in /.well-known/jwks.json. */
                         credential: string;
                     }[];
                 };

@@ -35,7 +35,7 @@ export interface paths {
         };
         /**
          * Read a secured object
-         * @description One lock with its channels and their addresses (seed 2.1).
+         * @description One lock with its channels and their addresses (docs/seed.md 2.1).
          */
         get: operations["getSecuredObject"];
         put?: never;
@@ -386,7 +386,7 @@ export interface operations {
                         id: string;
                         /** @description Channels the lock supports. */
                         channels: string[];
-                        /** @description One address per channel: `btlespp://<localName>/<uuid>` (seed 2.1). */
+                        /** @description One address per channel: `btlespp://<localName>/<uuid>` (docs/seed.md 2.1). */
                         urls: string[];
                         /** @description Creation time, Unix milliseconds. */
                         creationTime: number;
@@ -533,7 +533,7 @@ export interface operations {
                         id: string;
                         /** @description Channels the lock supports. */
                         channels: string[];
-                        /** @description One address per channel: `btlespp://<localName>/<uuid>` (seed 2.1). */
+                        /** @description One address per channel: `btlespp://<localName>/<uuid>` (docs/seed.md 2.1). */
                         urls: string[];
                         /** @description Creation time, Unix milliseconds. */
                         creationTime: number;
@@ -691,7 +691,7 @@ export interface operations {
                         id: string;
                         /** @description Channels the lock supports. */
                         channels: string[];
-                        /** @description One address per channel: `btlespp://<localName>/<uuid>` (seed 2.1). */
+                        /** @description One address per channel: `btlespp://<localName>/<uuid>` (docs/seed.md 2.1). */
                         urls: string[];
                         /** @description Creation time, Unix milliseconds. */
                         creationTime: number;
