@@ -47,7 +47,7 @@ export default fp(
     /**
      * The refusal itself, a route-level hook: Fastify runs it after every instance-level onRequest hook, so the rate
      * limit (registered after this plugin) counts a failed authentication against its address before it is refused
-     * (docs/security-checklist.md G 46). Fail-closed: a request without verified claims never reaches validation or a handler.
+     * (docs/security-checklist.md G46). Fail-closed: a request without verified claims never reaches validation or a handler.
      */
     async function refuseUnauthenticated(request: FastifyRequest): Promise<void> {
       if (request.authFailure) throw request.authFailure;

@@ -7,7 +7,7 @@ import { ProblemError } from '../errors.js';
 /**
  * A caller with a valid access token is counted as its client, whatever address it calls from; one without (missing,
  * malformed or invalid token: the bearer check leaves `auth` unset) is counted as its address, an IPv6 one by its /64
- * as @fastify/rate-limit does by default, so guessing tokens or sending 401s costs a budget too (docs/security-checklist.md G 46).
+ * as @fastify/rate-limit does by default, so guessing tokens or sending 401s costs a budget too (docs/security-checklist.md G46).
  */
 function limitKey(request: FastifyRequest): string {
   return request.auth ? `client:${request.auth.clientId}` : `ip:${normalizeIP(request.ip)}`;
@@ -29,7 +29,7 @@ export default fp(
             : `This address sent more than ${context.max} requests without a valid access token in a minute. Retry after ${Math.ceil(context.ttl / 1000)} s.`,
         }),
     });
-    // docs/security-checklist.md G 46: counted in onRequest, before the body is parsed and validated, so invalid bodies count
+    // docs/security-checklist.md G46: counted in onRequest, before the body is parsed and validated, so invalid bodies count
     // too. This instance hook runs after the bearer check's (registered first) and before its route-level hook that
     // refuses a failed authentication, so a 401 or 403 is counted as well.
     app.addHook('onRequest', app.rateLimit());

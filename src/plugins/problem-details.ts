@@ -53,7 +53,7 @@ const STATUS_CODES: Record<number, string> = {
 };
 
 /**
- * How many field errors a 400 lists (docs/security-checklist.md G 46). Our largest request body has 6 fields, so 20 lists every
+ * How many field errors a 400 lists (docs/security-checklist.md G46). Our largest request body has 6 fields, so 20 lists every
  * field of any body that is wrong everywhere at once, with room for a few bad items; past that the entries repeat one
  * mistake item after item. `errorCount` still counts them all. With fields cut to FIELD_MAX characters (at most 6 bytes
  * each once JSON-escaped) and messages to MESSAGE_MAX, the errors and the detail that repeats them stay under 40 KiB,
@@ -94,7 +94,7 @@ function fieldError(error: AjvErrorLike, context: string | undefined): FieldErro
 /**
  * `/commands/0` → `commands[0]`; a missing or unknown property names itself. Lists the first `max` distinct errors and
  * counts them all. Only the listed ones are turned into paths: a body can hold 100,000 unknown fields, and counting
- * them must stay cheap (docs/security-checklist.md G 46).
+ * them must stay cheap (docs/security-checklist.md G46).
  */
 export function fieldErrorsFromAjv(
   errors: AjvErrorLike[],
@@ -242,7 +242,7 @@ export default fp(
       const problem = toProblem(error);
       if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
       else if (problem.status !== 401 && problem.status !== 404) {
-        // A detail can repeat 20 field names the client chose; one log line keeps its start (docs/security-checklist.md G 46).
+        // A detail can repeat 20 field names the client chose; one log line keeps its start (docs/security-checklist.md G46).
         const errorCount = problem.extensions.errorCount;
         request.log.info(
           { code: problem.code, ...(errorCount !== undefined ? { errorCount } : {}) },

@@ -35,7 +35,7 @@ const bounded = new WeakMap<object, Schema>();
 /**
  * The schema Ajv compiles: every array with `maxItems` examines its items only when it is within that bound
  * (`if: {maxItems}, then: {items…}`). With `allErrors`, Ajv would otherwise report every bad item of an array far over
- * its limit: a 1 MiB body of 45,000 bad commands made 45,000 errors to collect and render (docs/security-checklist.md G 46).
+ * its limit: a 1 MiB body of 45,000 bad commands made 45,000 errors to collect and render (docs/security-checklist.md G46).
  * An array over its limit is named once, by its length. The documents keep the original schema (OpenAPI 3.0 has no
  * `if`); the `if` error Ajv adds when `then` fails repeats the item errors and is left out by problem-details.ts.
  */
