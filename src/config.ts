@@ -77,6 +77,13 @@ export const ConfigSchema = Type.Object(
       default: 3600,
       description: 'Lifetime of access tokens (`expires_in`).',
     }),
+    CREDENTIAL_MAX_LIFETIME: Type.Integer({
+      minimum: 60,
+      maximum: 90 * 86400,
+      default: 604800,
+      description:
+        'Longest offline validity of a ticket credential, in seconds (docs/contract.md 8.2): `exp` is at most `iat` plus this. Also how long a new ticket key is announced before it signs, and how long a retired one stays published (docs/contract.md 8.1).',
+    }),
     REFRESH_TOKEN_TTL_SECONDS: Type.Integer({
       minimum: 60,
       default: 30 * 86400,

@@ -6,11 +6,18 @@ import { TicketSchema } from './operator.js';
 export const DownloadedTicketSchema = Type.Composite([
   TicketSchema,
   Type.Object({
-    credential: Type.String({
-      description:
-        'Compact JWS the lock checks offline (docs/contract.md 6.3): header {alg, kid, typ: "ticket+jwt"}, payload {iss, jti, ' +
-        'sub, aud, nbf, exp, beginDate, endDate, cmd, chn, iat}; the key is in /.well-known/jwks.json.',
-    }),
+    credential: Type.Optional(
+      Type.String({
+        description:
+          'Compact JWS the lock checks offline (docs/contract.md 6.3): header {alg, kid, typ: "ticket+jwt"}, payload {iss, jti, ' +
+          'sub, aud, nbf, exp, beginDate, endDate, cmd, chn, iat}, signed with the tenant\'s key (GET /tenants/{tenant}/jwks.json). ' +
+          'Valid at most CREDENTIAL_MAX_LIFETIME; download again to renew (docs/contract.md 8.2). Absent while the ticket ' +
+          'begins beyond that horizon.',
+      }),
+    ),
+    credentialAvailableFrom: Type.Optional(
+      Type.Integer({ description: 'Set when `credential` is absent: from when a download carries it, Unix milliseconds (docs/contract.md 8.2).' }),
+    ),
   }),
 ]);
 

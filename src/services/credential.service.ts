@@ -1,37 +1,129 @@
-// Ticket credentials (docs/contract.md 6.3): the compact JWS a lock checks offline, signed with the tenant's ticket key.
+// Ticket credentials (docs/contract.md 6.3, 8.1, 8.2): the compact JWS a lock checks offline, signed with the
+// tenant's ticket key under the tenant's own issuer, valid at most CREDENTIAL_MAX_LIFETIME, encrypted at rest.
+import type { Database } from '../db/database.js';
+import { findTenantById } from '../db/repositories/tenant.repo.js';
 import type { TicketRecord } from '../db/repositories/ticket.repo.js';
+import { decrypt, encrypt } from './crypto.js';
 import { signCompactJws } from './jws.js';
 import type { KeyService } from './key.service.js';
 
 /** Distinct from access tokens' `at+jwt`: neither is ever accepted as the other (RFC 8725 3.11). */
 export const CREDENTIAL_TYPE = 'ticket+jwt';
 
-export interface CredentialServiceOptions {
-  issuer: string;
-  keys: KeyService;
-  clock: () => number;
+/** A credential as handed out, with what is stored beside its ciphertext. */
+export interface SignedCredential {
+  credential: string;
+  kid: string;
+  /** `iat` in milliseconds (a whole second). */
+  issuedAt: number;
+  /** `exp` in milliseconds (a whole second). */
+  expiresAt: number;
 }
 
-export function createCredentialService({ issuer, keys, clock }: CredentialServiceOptions) {
+/** The credential stored for a ticket (docs/security-checklist.md G48: sealed under SECRETS_KEY). */
+export interface StoredCredential {
+  sealed: Buffer;
+  kid: string;
+  issuedAt: number;
+  expiresAt: number;
+}
+
+export interface CredentialServiceOptions {
+  db: Database;
+  /** PUBLIC_URL: each tenant's issuer is `{publicUrl}/tenants/{name}` (docs/contract.md 8.1). */
+  publicUrl: string;
+  keys: KeyService;
+  secretsKey: Buffer;
+  /** CREDENTIAL_MAX_LIFETIME in seconds (docs/contract.md 8.2). */
+  maxLifetimeSeconds: number;
+}
+
+/** The tenant's credential issuer (docs/contract.md 8.1). Tenant names are URL-safe (tenant.service.ts). */
+export const tenantIssuer = (publicUrl: string, tenantName: string) => `${publicUrl.replace(/\/+$/, '')}/tenants/${encodeURIComponent(tenantName)}`;
+
+export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLifetimeSeconds }: CredentialServiceOptions) {
+  const lifetimeMs = maxLifetimeSeconds * 1000;
+  /** Tenants are never renamed: an id's issuer is cached for the life of the process. */
+  const issuers = new Map<string, string>();
+  const aadOf = (tenantId: string, ticketId: string) => `ticket-credential:${tenantId}:${ticketId}`;
+
+  async function issuerOf(tenantId: string): Promise<string> {
+    let issuer = issuers.get(tenantId);
+    if (issuer === undefined) {
+      const tenant = await findTenantById(db, tenantId);
+      if (!tenant) throw new Error(`No tenant ${tenantId}`);
+      issuer = tenantIssuer(publicUrl, tenant.name);
+      issuers.set(tenantId, issuer);
+    }
+    return issuer;
+  }
+
   return {
-    /** Signs one ticket. `nbf`/`exp` are whole seconds around the exact `beginDate`/`endDate` (ms). */
-    async sign(ticket: TicketRecord): Promise<string> {
+    lifetimeMs,
+
+    issuerOf,
+
+    /**
+     * When a ticket's credential can first be signed (docs/contract.md 8.2): a ticket that begins beyond one
+     * lifetime from now gets none yet. Undefined: it can be signed now.
+     */
+    availableFrom(ticket: TicketRecord, now: number): number | undefined {
+      return ticket.beginDate > now + lifetimeMs ? ticket.beginDate - lifetimeMs : undefined;
+    },
+
+    /**
+     * Whether a download must sign anew: nothing stored, its key no longer published (an emergency rotation), or
+     * less than half its lifetime left while a new one would last longer (docs/contract.md 8.2).
+     */
+    needsSigning(ticket: TicketRecord, stored: StoredCredential | null, publishedKids: ReadonlySet<string>, now: number): boolean {
+      if (!stored || !publishedKids.has(stored.kid)) return true;
+      const halfLife = (stored.expiresAt - stored.issuedAt) / 2;
+      if (stored.expiresAt - now >= halfLife) return false;
+      return expiryOf(ticket, now) > stored.expiresAt;
+    },
+
+    /**
+     * Signs one ticket. The seconds never widen `[beginDate, endDate)`: `nbf` rounds up and `exp` rounds down (RFC
+     * 7519 4.1.4: not accepted on or after `exp`), and `exp` is at most `iat` + the lifetime.
+     */
+    async sign(ticket: TicketRecord, now: number): Promise<SignedCredential> {
       const signing = await keys.signingKey(ticket.tenantId);
-      return signCompactJws(signing, CREDENTIAL_TYPE, {
+      const iat = Math.floor(now / 1000);
+      const exp = Math.floor(expiryOf(ticket, now) / 1000);
+      const credential = await signCompactJws(signing, CREDENTIAL_TYPE, {
+        iss: await issuerOf(ticket.tenantId),
+        jti: ticket.id,
+        sub: ticket.mobileDeviceId,
+        aud: ticket.securedObjectId,
+        nbf: Math.ceil(ticket.beginDate / 1000),
+        exp,
+        iat,
         beginDate: ticket.beginDate,
         endDate: ticket.endDate,
         cmd: ticket.commands,
         chn: ticket.channels,
-        iss: issuer,
-        jti: ticket.id,
-        sub: ticket.mobileDeviceId,
-        aud: ticket.securedObjectId,
-        nbf: Math.floor(ticket.beginDate / 1000),
-        exp: Math.ceil(ticket.endDate / 1000),
-        iat: Math.floor(clock() / 1000),
       });
+      return { credential, kid: signing.kid, issuedAt: iat * 1000, expiresAt: exp * 1000 };
+    },
+
+    /** The kids a provisioned lock of the tenant holds now: a credential under another one is signed anew. */
+    publishedKids(tenantId: string): Set<string> {
+      return new Set(keys.publicJwks(tenantId).flatMap((key) => (typeof key.kid === 'string' ? [key.kid] : [])));
+    },
+
+    seal(tenantId: string, ticketId: string, credential: string): Buffer {
+      return encrypt(secretsKey, credential, aadOf(tenantId, ticketId));
+    },
+
+    unseal(tenantId: string, ticketId: string, sealed: Buffer): string {
+      return decrypt(secretsKey, sealed, aadOf(tenantId, ticketId));
     },
   };
+
+  /** The end of a credential signed now, in ms: one lifetime from the whole second of `iat`, never past `endDate`. */
+  function expiryOf(ticket: TicketRecord, now: number): number {
+    return Math.min(ticket.endDate, Math.floor(now / 1000) * 1000 + lifetimeMs);
+  }
 }
 
 export type CredentialService = ReturnType<typeof createCredentialService>;

@@ -7,6 +7,7 @@ import {
   listValidTicketsOfResident,
   recordDownload,
   type CredentialedTicket,
+  type NewCredential,
   type SyncPosition,
 } from '../db/repositories/device-sync.repo.js';
 import { findMobileDevice } from '../db/repositories/mobile-device.repo.js';
@@ -18,7 +19,10 @@ import { cutPage, decodeCursor, invalidCursor, pageOf, type Page } from './pagin
 import { toTicket, type Ticket } from './ticket.service.js';
 
 export interface DownloadedTicket extends Ticket {
-  credential: string;
+  /** Absent while the ticket begins beyond one credential lifetime (docs/contract.md 8.2). */
+  credential?: string;
+  /** When a download will first carry the credential, ms (docs/contract.md 8.2). */
+  credentialAvailableFrom?: number;
 }
 
 export interface SyncAnswer {
@@ -78,16 +82,46 @@ export interface DeviceServiceOptions {
 
 export function createDeviceService({ db, clock, credentials }: DeviceServiceOptions) {
   /**
-   * Hands tickets to a device (a phone's download, or a token card written for it): signs the credentials not
-   * cached yet, stores them and stamps the first download (audited once), and answers the stored state.
+   * Hands tickets to a device (a phone's download, or a token card written for it): reuses the stored credential
+   * while it has more than half its lifetime left and its key is still published, signs the others anew (docs/contract.md
+   * 8.2), stores what it signed sealed (docs/security-checklist.md G48), stamps the first download (audited once).
    */
   async function deliver(context: ActionContext, rows: CredentialedTicket[], now: number): Promise<DownloadedTicket[]> {
-    const signed = await Promise.all(rows.map((row) => (row.credential === null ? credentials.sign(row) : Promise.resolve(null))));
-    const stored = await recordDownload(db, context.tenantId, rows.map((row) => row.id), signed, now, context);
-    return rows.flatMap((row) => {
-      const state = stored.get(row.id);
+    const publishedKids = credentials.publishedKids(context.tenantId);
+    const handedOut = await Promise.all(
+      rows.map(async (row): Promise<{ credential?: string; stored?: NewCredential; availableFrom?: number }> => {
+        const availableFrom = credentials.availableFrom(row, now);
+        if (availableFrom !== undefined) return { availableFrom };
+        if (!credentials.needsSigning(row, row.credential, publishedKids, now)) {
+          return { credential: credentials.unseal(context.tenantId, row.id, row.credential!.sealed) };
+        }
+        const signed = await credentials.sign(row, now);
+        return {
+          credential: signed.credential,
+          stored: { ...signed, sealed: credentials.seal(context.tenantId, row.id, signed.credential) },
+        };
+      }),
+    );
+    const stamps = await recordDownload(
+      db,
+      context.tenantId,
+      rows.map((row) => row.id),
+      handedOut.map((out) => out.stored ?? null),
+      now,
+      context,
+    );
+    return rows.flatMap((row, index) => {
+      const downloadedAt = stamps.get(row.id);
       // Absent: removed between the two statements.
-      return state ? [{ ...toTicket({ ...row, downloadedAt: state.downloadedAt }, now), credential: state.credential }] : [];
+      if (downloadedAt === undefined) return [];
+      const { credential, availableFrom } = handedOut[index]!;
+      return [
+        {
+          ...toTicket({ ...row, downloadedAt }, now),
+          ...(credential !== undefined ? { credential } : {}),
+          ...(availableFrom !== undefined ? { credentialAvailableFrom: availableFrom } : {}),
+        },
+      ];
     });
   }
 
@@ -123,7 +157,7 @@ export function createDeviceService({ db, clock, credentials }: DeviceServiceOpt
       if (rows.length > MAX_CARD_CREDENTIALS) {
         throw new UnprocessableError(`A token card holds at most ${MAX_CARD_CREDENTIALS} credentials; this resident has more valid tickets.`);
       }
-      const cardCredentials = (await deliver(context, rows, now)).map((ticket) => ticket.credential);
+      const cardCredentials = (await deliver(context, rows, now)).flatMap((ticket) => (ticket.credential !== undefined ? [ticket.credential] : []));
       const cardData = Buffer.from(JSON.stringify({ version: 2, credentials: cardCredentials }), 'utf8').toString('base64');
       return { version: 2, cardData };
     },

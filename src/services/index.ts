@@ -60,7 +60,13 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now }
     // Locks check credentials offline for as long as a ticket lasts: retired ticket keys stay published.
     retentionMs: TICKET_KEY_RETENTION_MS,
   });
-  const credentials = createCredentialService({ issuer: config.PUBLIC_URL, keys: ticketKeys, clock });
+  const credentials = createCredentialService({
+    db,
+    publicUrl: config.PUBLIC_URL,
+    keys: ticketKeys,
+    secretsKey,
+    maxLifetimeSeconds: config.CREDENTIAL_MAX_LIFETIME,
+  });
   const clients = createClientService({ db, clock, revocations, accessTokenTtlMs });
   const users = createUserService({ db, clock, bcryptCost: config.BCRYPT_COST, revocations, accessTokenTtlMs });
   const tenants = createTenantService({ db, clock, clients });

@@ -4,14 +4,40 @@ import { keysetPage, type KeysetPosition } from '../keyset.js';
 import { AUDIT_APPEND_CTES } from './audit.repo.js';
 import { TICKET_COLUMNS, TICKET_KEYSET, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';
 
+/** A ticket with the credential last handed out for it, still sealed (docs/security-checklist.md G48). */
 export interface CredentialedTicket extends TicketRecord {
-  credential: string | null;
+  credential: { sealed: Buffer; kid: string; issuedAt: number; expiresAt: number } | null;
 }
 
-const toCredentialed = (row: TicketRow & { credential: string | null }): CredentialedTicket => ({
+interface CredentialColumns {
+  credential_encrypted: Buffer | Uint8Array | null;
+  credential_kid: string | null;
+  credential_issued_at: number | null;
+  credential_expires_at: number | null;
+}
+
+const CREDENTIAL_COLUMNS = 'credential_encrypted, credential_kid, credential_issued_at, credential_expires_at';
+
+const toCredentialed = (row: TicketRow & CredentialColumns): CredentialedTicket => ({
   ...toTicketRecord(row),
-  credential: row.credential,
+  credential:
+    row.credential_encrypted === null
+      ? null
+      : {
+          sealed: Buffer.from(row.credential_encrypted),
+          kid: row.credential_kid!,
+          issuedAt: row.credential_issued_at!,
+          expiresAt: row.credential_expires_at!,
+        },
 });
+
+/** A credential signed by this download, sealed, to store. */
+export interface NewCredential {
+  sealed: Buffer;
+  kid: string;
+  issuedAt: number;
+  expiresAt: number;
+}
 
 /** A device's VALID tickets (not revoked, not expired) in creation order, with any cached credential. */
 export async function listValidTicketsOfDevice(
@@ -24,8 +50,8 @@ export async function listValidTicketsOfDevice(
 ): Promise<CredentialedTicket[]> {
   const params: unknown[] = [tenantId, mobileDeviceId, now];
   const page = keysetPage(params, TICKET_KEYSET, after, limit);
-  const { rows } = await db.query<TicketRow & { credential: string | null }>(
-    `SELECT ${TICKET_COLUMNS}, credential FROM tickets
+  const { rows } = await db.query<TicketRow & CredentialColumns>(
+    `SELECT ${TICKET_COLUMNS}, ${CREDENTIAL_COLUMNS} FROM tickets
       WHERE tenant_id = $1 AND mobile_device_id = $2 AND revoked_at IS NULL AND end_date > $3 AND ${page.condition}
       ${page.orderAndLimit}`,
     params,
@@ -34,36 +60,54 @@ export async function listValidTicketsOfDevice(
 }
 
 /**
- * Stores the credentials signed now (a concurrent download's stored one wins) and sets `downloadDate` on first
+ * Stores the credentials signed now (null: the stored one was handed out again) and sets `downloadDate` on first
  * download, appending one `ticket.downloaded` audit event per ticket downloaded for the first time. The rows are
- * locked first, so of two concurrent downloads exactly one stamps each ticket. Returns the stored state.
+ * locked first, so of two concurrent downloads exactly one stamps each ticket. `credential_expires_at` only rises:
+ * it bounds how long the lock needs a revocation of the ticket (docs/contract.md 8.2), so it must cover every
+ * credential ever handed out. Returns each ticket's download stamp; a ticket removed meanwhile is absent.
  */
 export async function recordDownload(
   db: Queryable,
   tenantId: string,
   ticketIds: string[],
-  credentials: (string | null)[],
+  credentials: (NewCredential | null)[],
   now: number,
   audit: { actor: string; requestId: string | null },
-): Promise<Map<string, { credential: string; downloadedAt: number }>> {
+): Promise<Map<string, number>> {
   if (ticketIds.length === 0) return new Map();
-  const { rows } = await db.query<{ id: string; credential: string; downloaded_at: number }>(
+  const { rows } = await db.query<{ id: string; downloaded_at: number }>(
     `WITH before AS (
        SELECT id, downloaded_at FROM tickets WHERE tenant_id = $1 AND id = ANY ($2::uuid[]) FOR UPDATE
      ), updated AS (
-       UPDATE tickets t SET credential = coalesce(t.credential, v.credential), downloaded_at = coalesce(t.downloaded_at, $4)
-         FROM unnest($2::uuid[], $3::text[]) AS v (id, credential), before b
+       UPDATE tickets t SET
+              credential_encrypted = coalesce(v.sealed, t.credential_encrypted),
+              credential_kid = coalesce(v.kid, t.credential_kid),
+              credential_issued_at = coalesce(v.issued_at, t.credential_issued_at),
+              credential_expires_at = greatest(t.credential_expires_at, v.expires_at),
+              downloaded_at = coalesce(t.downloaded_at, $4)
+         FROM unnest($2::uuid[], $3::bytea[], $7::text[], $8::bigint[], $9::bigint[]) AS v (id, sealed, kid, issued_at, expires_at),
+              before b
         WHERE t.tenant_id = $1 AND t.id = v.id AND b.id = v.id
-        RETURNING t.id, t.credential, t.downloaded_at
+        RETURNING t.id, t.downloaded_at
      ), ${AUDIT_APPEND_CTES(
        '$1',
        `SELECT $4::bigint, $5::text, 'ticket.downloaded', 'ticket:' || b.id, $6::text FROM before b
          WHERE b.downloaded_at IS NULL ORDER BY b.id`,
      )}
-     SELECT id, credential, downloaded_at FROM updated`,
-    [tenantId, ticketIds, credentials, now, audit.actor, audit.requestId],
+     SELECT id, downloaded_at FROM updated`,
+    [
+      tenantId,
+      ticketIds,
+      credentials.map((credential) => credential?.sealed ?? null),
+      now,
+      audit.actor,
+      audit.requestId,
+      credentials.map((credential) => credential?.kid ?? null),
+      credentials.map((credential) => credential?.issuedAt ?? null),
+      credentials.map((credential) => credential?.expiresAt ?? null),
+    ],
   );
-  return new Map(rows.map((row) => [row.id, { credential: row.credential, downloadedAt: row.downloaded_at }]));
+  return new Map(rows.map((row) => [row.id, row.downloaded_at]));
 }
 
 export interface SyncPosition {
@@ -107,8 +151,8 @@ export async function listValidTicketsOfResident(
   now: number,
   limit: number,
 ): Promise<CredentialedTicket[]> {
-  const { rows } = await db.query<TicketRow & { credential: string | null }>(
-    `SELECT ${TICKET_COLUMNS.split(', ').map((column) => `t.${column}`).join(', ')}, t.credential
+  const { rows } = await db.query<TicketRow & CredentialColumns>(
+    `SELECT ${[...TICKET_COLUMNS.split(', '), ...CREDENTIAL_COLUMNS.split(', ')].map((column) => `t.${column}`).join(', ')}
        FROM resident_devices rd
        JOIN tickets t ON t.tenant_id = rd.tenant_id AND t.mobile_device_id = rd.mobile_device_id
       WHERE rd.tenant_id = $1 AND rd.resident_id = $2 AND t.revoked_at IS NULL AND t.end_date > $3

@@ -54,7 +54,7 @@ export async function listLiveKeys(db: Queryable, purpose: KeyPurpose, retiredAf
 
 export async function insertKey(db: Queryable, key: SigningKeyRecord): Promise<void> {
   await db.query(
-    `INSERT INTO signing_keys (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    `INSERT INTO signing_keys (${COLUMNS}, activates_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $7)`,
     [key.kid, key.tenantId, key.purpose, key.alg, JSON.stringify(key.publicJwk), key.privateJwkEncrypted, key.createdAt, key.retiredAt],
   );
   // Delivered at commit, to every instance listening (PostgreSQL NOTIFY semantics): a key rotated on one instance

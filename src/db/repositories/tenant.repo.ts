@@ -28,3 +28,8 @@ export async function findTenantByName(db: Queryable, name: string): Promise<Ten
   const { rows } = await db.query<TenantRow>('SELECT id, name, created_at FROM tenants WHERE name = $1', [name]);
   return rows[0] ? toTenant(rows[0]) : null;
 }
+
+export async function findTenantById(db: Queryable, id: string): Promise<Tenant | null> {
+  const { rows } = await db.query<TenantRow>('SELECT id, name, created_at FROM tenants WHERE id = $1', [id]);
+  return rows[0] ? toTenant(rows[0]) : null;
+}
