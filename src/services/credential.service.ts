@@ -99,11 +99,14 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
     issuerOf,
 
     /**
-     * When a ticket's credential can first be signed (docs/contract.md 8.2): a ticket that begins beyond one
-     * lifetime from now gets none yet. Undefined: it can be signed now.
+     * When a ticket's credential can first be signed (docs/contract.md 8.2): from the first whole second at which a
+     * credential signed then (exp = iat + lifetime) would open at least one second after `nbf`. Earlier, a credential
+     * would be valid for no instant at all. Undefined: it can be signed now.
      */
     availableFrom(ticket: TicketRecord, now: number): number | undefined {
-      return ticket.beginDate > now + lifetimeMs ? ticket.beginDate - lifetimeMs : undefined;
+      const nbfMs = Math.ceil(ticket.beginDate / 1000) * 1000;
+      if (nbfMs < Math.floor(now / 1000) * 1000 + lifetimeMs) return undefined;
+      return nbfMs - lifetimeMs + 1000;
     },
 
     /**
