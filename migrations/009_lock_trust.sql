@@ -12,6 +12,10 @@ ALTER TABLE tickets
   ADD COLUMN credential_expires_at bigint;
 UPDATE tickets SET credential_expires_at = end_date WHERE credential IS NOT NULL;
 ALTER TABLE tickets DROP COLUMN credential;
+-- The revocations a lock still needs (docs/contract.md 8.2, 8.3): revoked tickets of a lock whose credential may
+-- still be alive, found by an index range on the expiry instead of a scan of the lock's whole history.
+CREATE INDEX tickets_alive_revocations_idx ON tickets (tenant_id, secured_object_id, credential_expires_at)
+  WHERE revoked_at IS NOT NULL;
 COMMENT ON COLUMN tickets.credential_encrypted IS 'The last credential handed out, AES-256-GCM under SECRETS_KEY.';
 COMMENT ON COLUMN tickets.credential_expires_at IS 'The latest exp (ms) of any credential handed out for the ticket; never lowered. NULL: none was.';
 

@@ -1,6 +1,7 @@
 // Ticket credentials (docs/contract.md 6.3, 8.1, 8.2): the compact JWS a lock checks offline, signed with the
 // tenant's ticket key under the tenant's own issuer, valid at most CREDENTIAL_MAX_LIFETIME, encrypted at rest.
 import type { Database } from '../db/database.js';
+import type { LockRevocations } from '../db/repositories/device-sync.repo.js';
 import { findTenantById } from '../db/repositories/tenant.repo.js';
 import type { TicketRecord } from '../db/repositories/ticket.repo.js';
 import { decrypt, encrypt } from './crypto.js';
@@ -9,6 +10,32 @@ import type { KeyService } from './key.service.js';
 
 /** Distinct from access tokens' `at+jwt`: neither is ever accepted as the other (RFC 8725 3.11). */
 export const CREDENTIAL_TYPE = 'ticket+jwt';
+/** docs/contract.md 8.3: a revocation list is never mistaken for a credential, nor the reverse. */
+export const REVOCATION_LIST_TYPE = 'revocation-list+jwt';
+
+/** A public ticket key as published (RFC 7517, RFC 8037): never a private member. */
+export interface PublicJwk {
+  kty: string;
+  kid: string;
+  alg: string;
+  use?: string;
+  crv?: string;
+  x?: string;
+  y?: string;
+}
+
+/** A JWKS (RFC 7517 section 5) as locks receive it. */
+export interface KeySet {
+  keys: PublicJwk[];
+}
+
+/**
+ * Signed revocation lists kept for reuse: a list is signed again only when its content changes (a new serial, an
+ * expired revocation dropping out, a key-set change) or after REVOCATION_LIST_REUSE_MS, so a phone's repeated
+ * downloads cost look-ups, not signatures. Bounded: the oldest entries go first.
+ */
+const REVOCATION_LIST_CACHE_SIZE = 10_000;
+const REVOCATION_LIST_REUSE_MS = 60_000;
 
 /** A credential as handed out, with what is stored beside its ciphertext. */
 export interface SignedCredential {
@@ -46,6 +73,14 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
   /** Tenants are never renamed: an id's issuer is cached for the life of the process. */
   const issuers = new Map<string, string>();
   const aadOf = (tenantId: string, ticketId: string) => `ticket-credential:${tenantId}:${ticketId}`;
+  const signedLists = new Map<string, { content: string; signedAt: number; jws: string }>();
+
+  /** The tenant's published ticket keys (docs/contract.md 8.1), generating its first key if it has none yet. */
+  async function keySet(tenantId: string): Promise<KeySet> {
+    await keys.signingKey(tenantId);
+    // The key service publishes public members only (kty, crv, x, y) with kid, alg and use.
+    return { keys: keys.publicJwks(tenantId) as PublicJwk[] };
+  }
 
   async function issuerOf(tenantId: string): Promise<string> {
     let issuer = issuers.get(tenantId);
@@ -64,11 +99,14 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
     issuerOf,
 
     /**
-     * When a ticket's credential can first be signed (docs/contract.md 8.2): a ticket that begins beyond one
-     * lifetime from now gets none yet. Undefined: it can be signed now.
+     * When a ticket's credential can first be signed (docs/contract.md 8.2): from the first whole second at which a
+     * credential signed then (exp = iat + lifetime) would open at least one second after `nbf`. Earlier, a credential
+     * would be valid for no instant at all. Undefined: it can be signed now.
      */
     availableFrom(ticket: TicketRecord, now: number): number | undefined {
-      return ticket.beginDate > now + lifetimeMs ? ticket.beginDate - lifetimeMs : undefined;
+      const nbfMs = Math.ceil(ticket.beginDate / 1000) * 1000;
+      if (nbfMs < Math.floor(now / 1000) * 1000 + lifetimeMs) return undefined;
+      return nbfMs - lifetimeMs + 1000;
     },
 
     /**
@@ -109,6 +147,33 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
     /** The kids a provisioned lock of the tenant holds now: a credential under another one is signed anew. */
     publishedKids(tenantId: string): Set<string> {
       return new Set(keys.publicJwks(tenantId).flatMap((key) => (typeof key.kid === 'string' ? [key.kid] : [])));
+    },
+
+    keySet,
+
+    /**
+     * docs/contract.md 8.3: one lock's revocation list, `{iss, aud, serial, iat, revoked, keys}` signed with the
+     * tenant's ticket key. The key set rides along so a phone's visit also brings key changes (docs/contract.md 8.1).
+     */
+    async revocationList(tenantId: string, lock: LockRevocations, now: number): Promise<string> {
+      const published = await keySet(tenantId);
+      const signing = await keys.signingKey(tenantId);
+      const cacheKey = `${tenantId}:${lock.securedObjectId}`;
+      const content = JSON.stringify([lock.serial, lock.revoked, published.keys.map((key) => key.kid), signing.kid]);
+      const cached = signedLists.get(cacheKey);
+      if (cached && cached.content === content && now - cached.signedAt < REVOCATION_LIST_REUSE_MS) return cached.jws;
+      const jws = await signCompactJws(signing, REVOCATION_LIST_TYPE, {
+        iss: await issuerOf(tenantId),
+        aud: lock.securedObjectId,
+        serial: lock.serial,
+        iat: Math.floor(now / 1000),
+        revoked: lock.revoked,
+        keys: published,
+      });
+      signedLists.delete(cacheKey);
+      signedLists.set(cacheKey, { content, signedAt: now, jws });
+      if (signedLists.size > REVOCATION_LIST_CACHE_SIZE) signedLists.delete(signedLists.keys().next().value!);
+      return jws;
     },
 
     seal(tenantId: string, ticketId: string, credential: string): Buffer {

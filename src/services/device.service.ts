@@ -2,7 +2,9 @@
 // tickets and revocations that concern it through the tenant's change log.
 import type { Database } from '../db/database.js';
 import {
+  findLockForClient,
   listLockChanges,
+  listLockRevocations,
   listValidTicketsOfDevice,
   listValidTicketsOfResident,
   recordDownload,
@@ -13,7 +15,7 @@ import {
 import { findMobileDevice } from '../db/repositories/mobile-device.repo.js';
 import { ForbiddenError, NotFoundError, UnprocessableError } from '../errors.js';
 import type { ActionContext, Clock } from './context.js';
-import type { CredentialService } from './credential.service.js';
+import type { CredentialService, KeySet } from './credential.service.js';
 import { isUuid } from './identifiers.js';
 import { cutPage, decodeCursor, invalidCursor, pageOf, type Page } from './pagination.js';
 import { toTicket, type Ticket } from './ticket.service.js';
@@ -23,6 +25,8 @@ export interface DownloadedTicket extends Ticket {
   credential?: string;
   /** When a download will first carry the credential, ms (docs/contract.md 8.2). */
   credentialAvailableFrom?: number;
+  /** The signed revocation list of the ticket's lock, for the phone to carry to it (docs/contract.md 8.3). */
+  revocationList?: string;
 }
 
 export interface SyncAnswer {
@@ -30,12 +34,28 @@ export interface SyncAnswer {
   revocations: { tokenId: string; revocationDate: number }[];
   /** Pass it back to get only what changed after this answer. */
   cursor: string;
+  /** The change-log position the lock has reached once it applied this answer (docs/contract.md 8.3's serial). */
+  serial: number;
+  /** The tenant's ticket keys: on a full sync and after the set changed (docs/contract.md 8.1). */
+  keys?: KeySet;
+  /** The lock was deleted: its client syncs the revocations that deleting it caused, nothing else (docs/contract.md 4.1). */
+  decommissioned?: true;
   /** True when the answer was cut at `limit`: ask again with the cursor at once. */
   more: boolean;
 }
 
+/** What an installer writes into a lock (docs/contract.md 8.1). */
+export interface LockTrust {
+  issuer: string;
+  securedObjectId: string;
+  keys: KeySet;
+  /** CREDENTIAL_MAX_LIFETIME, seconds: a lock may refuse a credential that claims to last longer. */
+  maxCredentialLifetime: number;
+}
+
 /** The device or lock the caller's OAuth client is bound to (docs/contract.md 3.7), as its access token says; both absent: unbound. */
 export interface DeviceBinding {
+  clientId: string;
   mobileDeviceId?: string;
   securedObjectId?: string;
 }
@@ -46,15 +66,18 @@ export interface DeviceBinding {
  * the data it guards, rather than in a route or the bearer plugin: every caller of download and sync gets it, a new
  * route cannot forget it, and the bearer plugin stays about tokens and scopes.
  */
-function assertBinding(binding: DeviceBinding, kind: 'mobileDeviceId' | 'securedObjectId', id: string, bindingRequired: boolean): void {
+function assertBinding(binding: DeviceBinding, kind: 'mobileDeviceId' | 'securedObjectId', id: string, bindingRequired: string | null): void {
   const bound = binding[kind];
   const other = binding[kind === 'mobileDeviceId' ? 'securedObjectId' : 'mobileDeviceId'];
   if (bound !== undefined && bound !== id) throw new NotFoundError(`No ${kind === 'mobileDeviceId' ? 'mobile device' : 'secured object'} ${id}.`);
   if (other !== undefined) throw new ForbiddenError('This client is bound to another kind of device.');
-  if (bindingRequired && bound === undefined) {
-    throw new ForbiddenError('Tickets are downloaded with a client bound to the mobile device (POST /operatorapi/oauthclients with mobileDeviceId).');
-  }
+  if (bindingRequired !== null && bound === undefined) throw new ForbiddenError(bindingRequired);
 }
+
+const DOWNLOAD_NEEDS_BINDING =
+  'Tickets are downloaded with a client bound to the mobile device (POST /operatorapi/oauthclients with mobileDeviceId).';
+const TRUST_NEEDS_BINDING =
+  'A lock is provisioned through its own client: one bound to the secured object (POST /operatorapi/oauthclients with securedObjectId).';
 
 const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
 /** What fits the card format (v2, C SDK 3.6+); more is refused rather than silently cut. */
@@ -110,6 +133,7 @@ export function createDeviceService({ db, clock, credentials }: DeviceServiceOpt
       now,
       context,
     );
+    const lists = await revocationListsOf(context.tenantId, rows, now);
     return rows.flatMap((row, index) => {
       const downloadedAt = stamps.get(row.id);
       // Absent: removed between the two statements.
@@ -120,9 +144,18 @@ export function createDeviceService({ db, clock, credentials }: DeviceServiceOpt
           ...toTicket({ ...row, downloadedAt }, now),
           ...(credential !== undefined ? { credential } : {}),
           ...(availableFrom !== undefined ? { credentialAvailableFrom: availableFrom } : {}),
+          ...(lists.has(row.securedObjectId) ? { revocationList: lists.get(row.securedObjectId)! } : {}),
         },
       ];
     });
+  }
+
+  /** One signed revocation list per lock of these tickets (docs/contract.md 8.3), by lock id. */
+  async function revocationListsOf(tenantId: string, rows: CredentialedTicket[], now: number): Promise<Map<string, string>> {
+    const locks = [...new Set(rows.map((row) => row.securedObjectId))];
+    const revocations = await listLockRevocations(db, tenantId, locks, now);
+    const signed = await Promise.all(revocations.map((lock) => credentials.revocationList(tenantId, lock, now)));
+    return new Map(revocations.map((lock, index) => [lock.securedObjectId, signed[index]!]));
   }
 
   return {
@@ -138,7 +171,7 @@ export function createDeviceService({ db, clock, credentials }: DeviceServiceOpt
       limit: number,
       cursor?: string,
     ): Promise<Page<DownloadedTicket>> {
-      assertBinding(binding, 'mobileDeviceId', mobileDeviceId, true);
+      assertBinding(binding, 'mobileDeviceId', mobileDeviceId, DOWNLOAD_NEEDS_BINDING);
       if (!(await findMobileDevice(db, context.tenantId, mobileDeviceId))) throw new NotFoundError(`No mobile device ${mobileDeviceId}.`);
       const now = clock();
       const rows = await listValidTicketsOfDevice(db, context.tenantId, mobileDeviceId, now, decodeCursor(cursor, isUuid), limit + 1);
@@ -163,23 +196,53 @@ export function createDeviceService({ db, clock, credentials }: DeviceServiceOpt
     },
 
     /**
-     * docs/contract.md 6.2: no cursor, everything current; with one, only what changed after it. A client bound to this lock
-     * or an unbound one syncs (docs/contract.md 3.7).
+     * docs/contract.md 6.2: no cursor, everything current; with one, only what changed after it. A client bound to this
+     * lock or an unbound one syncs (docs/contract.md 3.7). The answer carries the tenant's key set on a full sync and
+     * after the set changed (docs/contract.md 8.1), and only revocations a lock still needs (8.2). A client whose lock
+     * was deleted still learns every revocation the deletion caused (docs/contract.md 4.1, docs/security-checklist.md G43).
      */
     async sync(tenantId: string, binding: DeviceBinding, securedObjectId: string, limit: number, cursor?: string): Promise<SyncAnswer> {
-      assertBinding(binding, 'securedObjectId', securedObjectId, false);
+      assertBinding(binding, 'securedObjectId', securedObjectId, null);
       const position = decodeSyncCursor(cursor);
       const now = clock();
-      const rows = await listLockChanges(db, tenantId, securedObjectId, position, now, limit + 1);
-      if (!rows) throw new NotFoundError(`No secured object ${securedObjectId}.`);
-      const { rows: changes, more, last } = cutPage(rows, limit);
+      const lock = await listLockChanges(db, tenantId, securedObjectId, binding.clientId, position, now, limit + 1);
+      if (!lock.lockExists && lock.decommissionedSeq === null) throw new NotFoundError(`No secured object ${securedObjectId}.`);
+      const { rows: changes, more, last } = cutPage(lock.changes, limit);
+      let reached = last ? { seq: last.changeSeq, id: last.id } : position;
+      const keysChanged = cursor === undefined || position.seq < lock.keySetSeq;
+      // A key-set change writes no ticket, so no ticket carries its number: once every ticket change before it has
+      // been answered, the cursor moves past it and the next sync does not send the keys again.
+      if (!more && reached.seq < lock.keySetSeq) reached = { seq: lock.keySetSeq, id: ZERO_UUID };
       return {
         tokens: changes.filter((row) => row.revokedAt === null).map((row) => toTicket(row, now)),
         revocations: changes
           .filter((row) => row.revokedAt !== null)
           .map((row) => ({ tokenId: row.id, revocationDate: row.revokedAt! })),
-        cursor: last ? encodeSyncCursor({ seq: last.changeSeq, id: last.id }) : (cursor ?? encodeSyncCursor(position)),
+        cursor: reached === position && cursor !== undefined ? cursor : encodeSyncCursor(reached),
+        // Cut inside a change number: that number may have more to come, so the lock has reached the one before.
+        serial: more ? reached.seq - 1 : reached.seq,
+        ...(keysChanged ? { keys: await credentials.keySet(tenantId) } : {}),
+        ...(lock.decommissionedSeq !== null ? { decommissioned: true as const } : {}),
         more,
+      };
+    },
+
+    /**
+     * docs/contract.md 8.1: the issuer and key set an installer writes into the lock, for the lock's own client only.
+     * A deleted lock's client only syncs (docs/contract.md 4.1).
+     */
+    async trust(tenantId: string, binding: DeviceBinding, securedObjectId: string): Promise<LockTrust> {
+      assertBinding(binding, 'securedObjectId', securedObjectId, TRUST_NEEDS_BINDING);
+      const lock = await findLockForClient(db, tenantId, securedObjectId, binding.clientId);
+      if (lock.decommissionedSeq !== null) {
+        throw new ForbiddenError('This lock was deleted: its client can only sync the revocations that deleting it caused.');
+      }
+      if (!lock.lockExists) throw new NotFoundError(`No secured object ${securedObjectId}.`);
+      return {
+        issuer: await credentials.issuerOf(tenantId),
+        securedObjectId,
+        keys: await credentials.keySet(tenantId),
+        maxCredentialLifetime: credentials.lifetimeMs / 1000,
       };
     },
   };

@@ -115,32 +115,110 @@ export interface SyncPosition {
   id: string;
 }
 
+/** What a lock's sync reads besides its changes: whether it exists, its client's state, the key set's position. */
+export interface LockSyncState {
+  /** False once the lock was deleted. */
+  lockExists: boolean;
+  /** The change that deleted the lock the calling client is bound to (docs/contract.md 4.1); null otherwise. */
+  decommissionedSeq: number | null;
+  /** The change-log position of the tenant's last ticket-key-set change (docs/contract.md 8.1); 0: none yet. */
+  keySetSeq: number;
+}
+
+export interface LockChanges extends LockSyncState {
+  changes: (TicketRecord & { changeSeq: number })[];
+}
+
 /**
- * A lock's tickets changed after `position` (created or revoked), skipping those already expired: the lock no
- * longer needs them. Null when the lock does not exist. One round trip: the lock row and an index range scan on
- * (tenant, lock, change_seq, id), so nothing new costs next to nothing.
+ * A lock's tickets changed after `position` (created or revoked), skipping what the lock no longer needs: expired
+ * tickets, and revocations of tickets with no credential still alive (docs/contract.md 8.2). A client whose lock was
+ * deleted sees nothing after the deleting change (docs/contract.md 4.1): a lock re-created with the same id is
+ * another lock. One round trip: primary-key look-ups and an index range scan on (tenant, lock, change_seq, id), so
+ * nothing new costs next to nothing.
  */
 export async function listLockChanges(
   db: Queryable,
   tenantId: string,
   securedObjectId: string,
+  clientId: string,
   position: SyncPosition,
   now: number,
   limit: number,
-): Promise<(TicketRecord & { changeSeq: number })[] | null> {
-  const { rows } = await db.query<TicketRow & { change_seq: number; lock_id: string }>(
-    `SELECT so.id AS lock_id, t.* FROM secured_objects so
+): Promise<LockChanges> {
+  const { rows } = await db.query<TicketRow & { change_seq: number; lock_exists: boolean; decommissioned_seq: number | null; key_set_seq: number }>(
+    `WITH state AS (
+       SELECT EXISTS (SELECT 1 FROM secured_objects WHERE tenant_id = $1 AND id = $2) AS lock_exists,
+              (SELECT decommissioned_seq FROM oauth_clients
+                WHERE client_id = $7 AND tenant_id = $1 AND secured_object_id = $2) AS decommissioned_seq,
+              coalesce((SELECT change_seq FROM ticket_key_set_changes WHERE tenant_id = $1), 0) AS key_set_seq
+     )
+     SELECT state.*, t.* FROM state
        LEFT JOIN LATERAL (
          SELECT ${TICKET_COLUMNS}, change_seq FROM tickets
-          WHERE tenant_id = so.tenant_id AND secured_object_id = so.id
+          WHERE tenant_id = $1 AND secured_object_id = $2
             AND (change_seq, id) > ($3::bigint, $4::uuid) AND end_date > $5
+            AND (revoked_at IS NULL OR credential_expires_at > $5)
+            AND (state.decommissioned_seq IS NULL OR change_seq <= state.decommissioned_seq)
           ORDER BY change_seq, id LIMIT $6
-       ) t ON true
-      WHERE so.tenant_id = $1 AND so.id = $2`,
-    [tenantId, securedObjectId, position.seq, position.id, now, limit],
+       ) t ON true`,
+    [tenantId, securedObjectId, position.seq, position.id, now, limit, clientId],
   );
-  if (rows.length === 0) return null;
-  return rows.filter((row) => row.id !== null).map((row) => ({ ...toTicketRecord(row), changeSeq: row.change_seq }));
+  const first = rows[0]!;
+  return {
+    lockExists: first.lock_exists,
+    decommissionedSeq: first.decommissioned_seq === null ? null : Number(first.decommissioned_seq),
+    keySetSeq: Number(first.key_set_seq),
+    changes: rows.filter((row) => row.id !== null).map((row) => ({ ...toTicketRecord(row), changeSeq: row.change_seq })),
+  };
+}
+
+/** Whether the lock exists, and the calling client's decommission (docs/contract.md 4.1, 8.1's trust endpoint). */
+export async function findLockForClient(
+  db: Queryable,
+  tenantId: string,
+  securedObjectId: string,
+  clientId: string,
+): Promise<Omit<LockSyncState, 'keySetSeq'>> {
+  const { rows } = await db.query<{ lock_exists: boolean; decommissioned_seq: number | null }>(
+    `SELECT EXISTS (SELECT 1 FROM secured_objects WHERE tenant_id = $1 AND id = $2) AS lock_exists,
+            (SELECT decommissioned_seq FROM oauth_clients
+              WHERE client_id = $3 AND tenant_id = $1 AND secured_object_id = $2) AS decommissioned_seq`,
+    [tenantId, securedObjectId, clientId],
+  );
+  const row = rows[0]!;
+  return { lockExists: row.lock_exists, decommissionedSeq: row.decommissioned_seq === null ? null : Number(row.decommissioned_seq) };
+}
+
+/** What a revocation list for one lock holds (docs/contract.md 8.3). */
+export interface LockRevocations {
+  securedObjectId: string;
+  /** The change-log position of the last change concerning the lock, key-set changes included. */
+  serial: number;
+  /** Revoked tickets of the lock whose credential may still be alive, in id order. */
+  revoked: string[];
+}
+
+/**
+ * For each lock, its serial and the revocations it still needs: an index range per lock (tickets_sync_idx backwards
+ * for the serial, tickets_alive_revocations_idx for the revocations), never the lock's whole history.
+ */
+export async function listLockRevocations(db: Queryable, tenantId: string, securedObjectIds: string[], now: number): Promise<LockRevocations[]> {
+  if (securedObjectIds.length === 0) return [];
+  const { rows } = await db.query<{ secured_object_id: string; serial: number; revoked: string[] }>(
+    `SELECT l.id AS secured_object_id,
+            greatest(
+              coalesce((SELECT change_seq FROM tickets WHERE tenant_id = $1 AND secured_object_id = l.id
+                         ORDER BY change_seq DESC LIMIT 1), 0),
+              coalesce((SELECT change_seq FROM ticket_key_set_changes WHERE tenant_id = $1), 0)
+            ) AS serial,
+            coalesce((SELECT array_agg(id::text ORDER BY id) FROM tickets
+                       WHERE tenant_id = $1 AND secured_object_id = l.id AND revoked_at IS NOT NULL
+                         AND credential_expires_at > $3), '{}') AS revoked
+       FROM unnest($2::text[]) AS l (id)
+      ORDER BY l.id`,
+    [tenantId, securedObjectIds, now],
+  );
+  return rows.map((row) => ({ securedObjectId: row.secured_object_id, serial: Number(row.serial), revoked: row.revoked }));
 }
 
 /** The VALID tickets of every device of a resident (for its token card), at most `limit`. */

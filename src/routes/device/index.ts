@@ -16,6 +16,61 @@ export interface DeviceApiOptions {
   rateLimitPerMinute: number;
 }
 
+/**
+ * What a lock maker and an SDK author build against (docs/contract.md 6, 8.1–8.3): served as the document's description,
+ * so it is in every copy of the OpenAPI document and in Swagger UI.
+ */
+const DEVICE_API_DESCRIPTION = `Used by mobile devices (their SDK) and online locks: phones download their tickets with signed credentials, online
+locks sync tickets, revocations and keys. Authenticate with an access token from \`POST /oauth/token\` of a client bound
+to one mobile device (scope \`tokens:download\`) or one secured object (scope \`sync\`).
+
+## Provisioning a lock
+
+An installer reads \`GET /deviceapi/securedobjects/{id}/trust\` with the lock's own client and writes the answer into the
+lock: \`issuer\` (the tenant's credential issuer, \`{PUBLIC_URL}/tenants/{tenant}\`), \`securedObjectId\`, \`keys\` (a JWKS of
+the tenant's ticket keys, also published without authentication at \`GET /tenants/{tenant}/jwks.json\`) and
+\`maxCredentialLifetime\` (seconds). Locks of two tenants may share an id; the issuer and the key set keep them apart.
+
+## The credential (a ticket's door key)
+
+A compact JWS (RFC 7515) that the phone presents to the lock, which checks it offline.
+- Protected header: \`{"alg": "EdDSA" | "ES256", "kid": "<key id>", "typ": "ticket+jwt"}\`.
+- Payload: \`iss\` (the tenant's issuer), \`jti\` (the ticket id), \`sub\` (the mobile device id), \`aud\` (the secured
+  object id, a string), \`iat\`, \`nbf\`, \`exp\` (seconds), \`beginDate\`, \`endDate\` (the ticket's milliseconds), \`cmd\`
+  (commands: \`tokn\`, \`open\`, \`clos\`), \`chn\` (channels, e.g. \`btlespp\`).
+- \`nbf\` is \`beginDate\` rounded up to the second and \`exp\` is rounded down, so the seconds never widen the ticket's
+  \`[beginDate, endDate)\`. \`exp\` is at most \`iat + maxCredentialLifetime\`: a credential lasts at most that long
+  (default 7 days) and the phone renews it by downloading again; a download re-signs a credential with less than half
+  its lifetime left. A ticket beginning beyond that horizon is listed without \`credential\`, with
+  \`credentialAvailableFrom\`.
+
+A lock opens only when every one of these holds, and refuses on anything missing or malformed:
+1. three base64url parts; \`typ\` is exactly \`ticket+jwt\`; \`alg\` is EdDSA or ES256 and matches the key;
+2. \`kid\` is in the lock's key set and the signature verifies with that key;
+3. \`iss\` equals the provisioned issuer and \`aud\` equals the lock's own id;
+4. the lock's clock \`t\` (ms) is a finite number with \`nbf*1000 <= t < exp*1000\` and \`beginDate <= t < endDate\`;
+5. \`exp - iat\` is at most \`maxCredentialLifetime\`;
+6. the requested command is in \`cmd\` and the channel in \`chn\`;
+7. \`jti\` is not in the lock's revoked set.
+The simulator (\`npm run simulate\`) implements exactly these rules and is the reference.
+
+## Revocations and keys reaching the lock
+
+- **Online locks** call \`GET /deviceapi/securedobjects/{id}/sync\`: without a cursor, every current ticket, every revocation
+  the lock still needs and \`keys\`; with the last \`cursor\`, only what changed, with \`keys\` when the key set changed (the
+  lock replaces its set with them). \`serial\` is the change-log position the lock has reached. Only revocations of
+  tickets whose credential may still be valid are sent, so a lock's revoked set stays bounded by one lifetime of
+  revocations. A deleted lock's client keeps syncing the revocations its deletion caused, with \`decommissioned: true\`.
+- **Locks that are never online** learn through phones: each downloaded ticket carries \`revocationList\`, its lock's
+  compact JWS with header \`{"alg", "kid", "typ": "revocation-list+jwt"}\` and payload \`{iss, aud, serial, iat, revoked:
+  [ticket ids], keys}\`, signed with the tenant's key. The phone hands it to the lock on every visit. The lock verifies it
+  like a credential (typ, kid in its set, signature, \`iss\`, \`aud\` its own id) and applies it only when \`serial\` is above
+  its own: it adds the revoked ids (never forgetting one it has), takes the serial and replaces its key set with
+  \`keys\`.
+- **Key rotation** announces a new key one lifetime before it signs, in the tenant's key set, sync answers and revocation
+  lists, so every lock visited by any phone in that time knows it. An emergency rotation (a leaked key) signs at once and
+  withdraws the old key; locks that are never online then need a visit with the installer's tools.`;
+
 /** Mobile SDK 2.x was removed on 01.04.2018 (docs/seed.md 9): its requests are refused before anything else. */
 const SDK_2 = /^\s*2(\.|\s*$)/;
 
@@ -27,10 +82,7 @@ function refuseSdk2(request: FastifyRequest): void {
 export default async function deviceApi(app: FastifyInstance, options: DeviceApiOptions) {
   await app.register(apiDocs, {
     title: 'Device API',
-    description:
-      'Used by mobile devices (their SDK) and online locks: phones download their tickets with signed credentials, ' +
-      'online locks sync tickets and revocations. Authenticate with an access token from `POST /oauth/token` of a ' +
-      'client bound to one mobile device (scope `tokens:download`) or one secured object (scope `sync`).',
+    description: DEVICE_API_DESCRIPTION,
     version: '1.0.0',
     uiPrefix: '/deviceapi/apidocs',
     uiAliases: ['/deviceapi/apidocs/index.html'],

@@ -1,6 +1,6 @@
 // GET /deviceapi/securedobjects/{id}/sync (docs/contract.md 6.2): an online lock syncs its tickets and revocations.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { SyncAnswerSchema, SyncQuery } from '../../schemas/device.js';
+import { SyncAnswerSchema, SyncQuery, TrustSchema } from '../../schemas/device.js';
 import { ObjectIdParams } from '../../schemas/operator.js';
 import { problemResponses } from '../../schemas/problem.js';
 import { ResponseHeaders, withHeaders } from '../../schemas/responses.js';
@@ -18,10 +18,11 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
         operationId: 'syncSecuredObject',
         summary: 'Sync an online lock',
         description:
-          'Without `cursor`: the lock\'s current valid tickets and the revocations it still needs (not yet expired). ' +
-          'With the `cursor` of the previous answer: only what changed after it; nothing changed answers empty arrays ' +
-          'and the same cursor. Large answers are cut at `limit` with `Link: rel="next"`. Needs a client bound to this ' +
-          'lock, or an unbound one.',
+          'Without `cursor`: the lock\'s current valid tickets, the revocations it still needs (of tickets whose credential ' +
+          'may still be valid, docs/contract.md 8.2) and the tenant\'s key set. With the `cursor` of the previous answer: ' +
+          'only what changed after it, with `keys` when the key set changed; nothing changed answers empty arrays and the ' +
+          'same cursor. Large answers are cut at `limit` with `Link: rel="next"`. Needs a client bound to this lock, or an ' +
+          'unbound one. A deleted lock\'s client still syncs the revocations its deletion caused, with `decommissioned: true`.',
         params: ObjectIdParams,
         querystring: SyncQuery,
         response: {
@@ -37,6 +38,29 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
       if (more) linkNextPage(request, reply, answer.cursor);
       return answer;
     },
+  );
+
+  app.get(
+    '/securedobjects/:id/trust',
+    {
+      config: { scope: 'sync' },
+      schema: {
+        tags: ['Secured objects'],
+        security: [{ bearer: ['sync'] }],
+        operationId: 'getLockTrust',
+        summary: 'What an installer writes into the lock',
+        description:
+          'The tenant\'s credential issuer, the lock\'s id, the tenant\'s ticket key set and the longest credential lifetime ' +
+          '(docs/contract.md 8.1). A lock provisioned with these accepts only its own tenant\'s credentials. Needs the ' +
+          'client bound to this lock; later key changes reach the lock through sync and revocation lists.',
+        params: ObjectIdParams,
+        response: {
+          200: { ...TrustSchema, description: 'The lock\'s trust anchors.' },
+          ...problemResponses(404, 410, 414),
+        },
+      },
+    },
+    async (request) => services.devices.trust(request.auth.tenantId, request.auth, request.params.id),
   );
 };
 

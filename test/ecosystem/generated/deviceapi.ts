@@ -31,9 +31,29 @@ export interface paths {
         };
         /**
          * Sync an online lock
-         * @description Without `cursor`: the lock's current valid tickets and the revocations it still needs (not yet expired). With the `cursor` of the previous answer: only what changed after it; nothing changed answers empty arrays and the same cursor. Large answers are cut at `limit` with `Link: rel="next"`. Needs a client bound to this lock, or an unbound one.
+         * @description Without `cursor`: the lock's current valid tickets, the revocations it still needs (of tickets whose credential may still be valid, docs/contract.md 8.2) and the tenant's key set. With the `cursor` of the previous answer: only what changed after it, with `keys` when the key set changed; nothing changed answers empty arrays and the same cursor. Large answers are cut at `limit` with `Link: rel="next"`. Needs a client bound to this lock, or an unbound one. A deleted lock's client still syncs the revocations its deletion caused, with `decommissioned: true`.
          */
         get: operations["syncSecuredObject"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/deviceapi/securedobjects/{id}/trust": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What an installer writes into the lock
+         * @description The tenant's credential issuer, the lock's id, the tenant's ticket key set and the longest credential lifetime (docs/contract.md 8.1). A lock provisioned with these accepts only its own tenant's credentials. Needs the client bound to this lock; later key changes reach the lock through sync and revocation lists.
+         */
+        get: operations["getLockTrust"];
         put?: never;
         post?: never;
         delete?: never;
@@ -129,8 +149,12 @@ export interface operations {
                         downloadDate?: number;
                         /** @description The Access API permission that made it, if any. */
                         accessPermissionId?: string;
-                        /** @description Compact JWS the lock checks offline (docs/contract.md 6.3): header {alg, kid, typ: "ticket+jwt"}, payload {iss, jti, sub, aud, nbf, exp, beginDate, endDate, cmd, chn, iat}; the key is in /.well-known/jwks.json. */
-                        credential: string;
+                        /** @description Compact JWS the lock checks offline (docs/contract.md 6.3): header {alg, kid, typ: "ticket+jwt"}, payload {iss, jti, sub, aud, nbf, exp, beginDate, endDate, cmd, chn, iat}, signed with the tenant's key (GET /tenants/{tenant}/jwks.json). Valid at most CREDENTIAL_MAX_LIFETIME; download again to renew (docs/contract.md 8.2). Absent while the ticket begins beyond that horizon. */
+                        credential?: string;
+                        /** @description The signed revocation list of this ticket's lock, for the phone to hand to the lock (docs/contract.md 8.3): a compact JWS, header {alg, kid, typ: "revocation-list+jwt"}, payload {iss, aud, serial, iat, revoked: [ticket ids], keys}. A lock applies it when its serial is above its own, so a lock that is never online learns revocations and key changes from any visiting phone. */
+                        revocationList?: string;
+                        /** @description Set when `credential` is absent: from when a download carries it, Unix milliseconds (docs/contract.md 8.2). */
+                        credentialAvailableFrom?: number;
                     }[];
                 };
             };
@@ -306,6 +330,179 @@ export interface operations {
                         }[];
                         /** @description Send it back as `cursor` to get only later changes; unchanged when nothing changed. */
                         cursor: string;
+                        /** @description The change-log position the lock has reached once it applied this answer: a revocation list (docs/contract.md 8.3) with a serial at or below it holds nothing new for the lock. */
+                        serial: number;
+                        /** @description On a full sync and after the tenant's key set changed (docs/contract.md 8.1): the lock replaces its keys with these. */
+                        keys?: {
+                            keys: {
+                                kty: string;
+                                kid: string;
+                                alg: string;
+                                use?: string;
+                                crv?: string;
+                                x?: string;
+                                y?: string;
+                            }[];
+                        };
+                        /**
+                         * @description The lock was deleted: this client syncs the revocations the deletion caused and nothing else (docs/contract.md 4.1).
+                         * @enum {boolean}
+                         */
+                        decommissioned?: true;
+                    };
+                };
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource in the caller's tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The interface was removed; the detail and `successor` name its successor. */
+            410: {
+                headers: {
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getLockTrust: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The lock's trust anchors. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The tenant's credential issuer: a lock accepts only credentials whose `iss` is exactly this. */
+                        issuer: string;
+                        /** @description The lock's own id: a credential's `aud` must be exactly this. */
+                        securedObjectId: string;
+                        /** @description The tenant's published ticket keys (docs/contract.md 8.1): announced, signing, and retired ones still needed. */
+                        keys: {
+                            keys: {
+                                kty: string;
+                                kid: string;
+                                alg: string;
+                                use?: string;
+                                crv?: string;
+                                x?: string;
+                                y?: string;
+                            }[];
+                        };
+                        /** @description CREDENTIAL_MAX_LIFETIME in seconds: no credential lasts longer (`exp - iat`); a lock refuses one that claims to. */
+                        maxCredentialLifetime: number;
                     };
                 };
             };
