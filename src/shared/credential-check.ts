@@ -10,6 +10,8 @@
 
 /** The `typ` of a credential's protected header (docs/contract.md 6.3); an access token's `at+jwt` is never one. */
 export const CREDENTIAL_TYPE = 'ticket+jwt';
+/** The `typ` of a revocation list's protected header (docs/contract.md 8.3): never mistaken for a credential. */
+export const REVOCATION_LIST_TYPE = 'revocation-list+jwt';
 
 /** Why a credential opens or does not open a lock. Stable: tests, logs and the explain service quote them. */
 export type CredentialCheckReason =

@@ -3,10 +3,9 @@
 // and key changes by syncing (6.2) and from revocation lists a phone carries (8.3), and decides as strictly as
 // firmware must: anything malformed or missing is a refusal.
 import { compactVerify, decodeProtectedHeader, importJWK, type JSONWebKeySet, type JWK } from 'jose';
-import { CREDENTIAL_TYPE, checkCredential, isValidInstant, type CredentialCheckReason } from '../shared/credential-check.js';
+import { CREDENTIAL_TYPE, REVOCATION_LIST_TYPE, checkCredential, isValidInstant, type CredentialCheckReason } from '../shared/credential-check.js';
 
 /** The `typ` of a revocation list's protected header (docs/contract.md 8.3). */
-export const REVOCATION_LIST_TYPE = 'revocation-list+jwt';
 
 /** The signature algorithms of ticket keys (src/services/jws.ts); `none` and HMAC never. */
 const ALGORITHMS = new Set(['EdDSA', 'ES256']);
