@@ -2485,6 +2485,11 @@ export interface operations {
                         securedObjectId?: string;
                         /** @description Creation time, Unix milliseconds. */
                         creationDate: number;
+                        /**
+                         * @description Present (true) when the secured object the client is bound to was deleted: the client may then only sync (docs/contract.md 4.1). Absent otherwise.
+                         * @enum {boolean}
+                         */
+                        decommissioned?: true;
                     }[];
                 };
             };
@@ -2633,6 +2638,11 @@ export interface operations {
                         securedObjectId?: string;
                         /** @description Creation time, Unix milliseconds. */
                         creationDate: number;
+                        /**
+                         * @description Present (true) when the secured object the client is bound to was deleted: the client may then only sync (docs/contract.md 4.1). Absent otherwise.
+                         * @enum {boolean}
+                         */
+                        decommissioned?: true;
                         /** @description The secret: shown in this answer only. Store it safely. */
                         clientSecret: string;
                     };
@@ -2786,6 +2796,11 @@ export interface operations {
                         securedObjectId?: string;
                         /** @description Creation time, Unix milliseconds. */
                         creationDate: number;
+                        /**
+                         * @description Present (true) when the secured object the client is bound to was deleted: the client may then only sync (docs/contract.md 4.1). Absent otherwise.
+                         * @enum {boolean}
+                         */
+                        decommissioned?: true;
                     };
                 };
             };
@@ -3059,6 +3074,11 @@ export interface operations {
                         securedObjectId?: string;
                         /** @description Creation time, Unix milliseconds. */
                         creationDate: number;
+                        /**
+                         * @description Present (true) when the secured object the client is bound to was deleted: the client may then only sync (docs/contract.md 4.1). Absent otherwise.
+                         * @enum {boolean}
+                         */
+                        decommissioned?: true;
                         /** @description The secret: shown in this answer only. Store it safely. */
                         clientSecret: string;
                     };
