@@ -129,8 +129,10 @@ export interface operations {
                         downloadDate?: number;
                         /** @description The Access API permission that made it, if any. */
                         accessPermissionId?: string;
-                        /** @description Compact JWS the lock checks offline (docs/contract.md 6.3): header {alg, kid, typ: "ticket+jwt"}, payload {iss, jti, sub, aud, nbf, exp, beginDate, endDate, cmd, chn, iat}; the key is in /.well-known/jwks.json. */
-                        credential: string;
+                        /** @description Compact JWS the lock checks offline (docs/contract.md 6.3): header {alg, kid, typ: "ticket+jwt"}, payload {iss, jti, sub, aud, nbf, exp, beginDate, endDate, cmd, chn, iat}, signed with the tenant's key (GET /tenants/{tenant}/jwks.json). Valid at most CREDENTIAL_MAX_LIFETIME; download again to renew (docs/contract.md 8.2). Absent while the ticket begins beyond that horizon. */
+                        credential?: string;
+                        /** @description Set when `credential` is absent: from when a download carries it, Unix milliseconds (docs/contract.md 8.2). */
+                        credentialAvailableFrom?: number;
                     }[];
                 };
             };
