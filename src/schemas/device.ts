@@ -18,7 +18,8 @@ export const DownloadedTicketSchema = Type.Composite([
     revocationList: Type.Optional(
       Type.String({
         description:
-          'The signed revocation list of this ticket\'s lock, for the phone to hand to the lock (docs/contract.md 8.3): a compact JWS, ' +
+          'On the first ticket of each lock in the page: the signed revocation list of that lock, for the phone to hand to it ' +
+          '(docs/contract.md 8.3; the page is a JSON array, docs/contract.md 7.3, so the lists travel on the tickets). A compact JWS, ' +
           'header {alg, kid, typ: "revocation-list+jwt"}, payload {iss, aud, serial, iat, revoked: [ticket ids], keys}. A lock ' +
           'applies it when its serial is above its own, so a lock that is never online learns revocations and key changes ' +
           'from any visiting phone.',

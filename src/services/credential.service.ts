@@ -68,7 +68,7 @@ export const tenantIssuer = (publicUrl: string, tenantName: string) => `${public
 export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLifetimeSeconds }: CredentialServiceOptions) {
   const lifetimeMs = maxLifetimeSeconds * 1000;
   /** Tenants are never renamed: an id's issuer is cached for the life of the process. */
-  const issuers = new Map<string, string>();
+  const issuers = new Map<string, Promise<string>>();
   const aadOf = (tenantId: string, ticketId: string) => `ticket-credential:${tenantId}:${ticketId}`;
   const signedLists = new Map<string, { content: string; signedAt: number; jws: string }>();
 
@@ -79,13 +79,19 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
     return { keys: keys.publicJwks(tenantId) as PublicJwk[] };
   }
 
-  async function issuerOf(tenantId: string): Promise<string> {
+  /**
+   * Cached with the look-up itself, not only its result: a cold process signing 500 credentials at once makes one
+   * query, not 500 that would queue for the pool past its connect timeout. A failed look-up is not cached.
+   */
+  function issuerOf(tenantId: string): Promise<string> {
     let issuer = issuers.get(tenantId);
     if (issuer === undefined) {
-      const tenant = await findTenantById(db, tenantId);
-      if (!tenant) throw new Error(`No tenant ${tenantId}`);
-      issuer = tenantIssuer(publicUrl, tenant.name);
+      issuer = findTenantById(db, tenantId).then((tenant) => {
+        if (!tenant) throw new Error(`No tenant ${tenantId}`);
+        return tenantIssuer(publicUrl, tenant.name);
+      });
       issuers.set(tenantId, issuer);
+      issuer.catch(() => issuers.delete(tenantId));
     }
     return issuer;
   }

@@ -25,7 +25,7 @@ export interface DownloadedTicket extends Ticket {
   credential?: string;
   /** When a download will first carry the credential, ms (docs/contract.md 8.2). */
   credentialAvailableFrom?: number;
-  /** The signed revocation list of the ticket's lock, for the phone to carry to it (docs/contract.md 8.3). */
+  /** The signed revocation list of the ticket's lock, on the page's first ticket of each lock (docs/contract.md 8.3). */
   revocationList?: string;
 }
 
@@ -135,6 +135,9 @@ export function createDeviceService({ db, clock, credentials }: DeviceServiceOpt
     );
     const lists = await revocationListsOf(context.tenantId, rows, now);
     return rows.flatMap((row, index) => {
+      // Once per lock and page, on its first ticket: a phone with several tickets for one door carries one list.
+      const revocationList = lists.get(row.securedObjectId);
+      lists.delete(row.securedObjectId);
       const downloadedAt = stamps.get(row.id);
       // Absent: removed between the two statements.
       if (downloadedAt === undefined) return [];
@@ -144,7 +147,7 @@ export function createDeviceService({ db, clock, credentials }: DeviceServiceOpt
           ...toTicket({ ...row, downloadedAt }, now),
           ...(credential !== undefined ? { credential } : {}),
           ...(availableFrom !== undefined ? { credentialAvailableFrom: availableFrom } : {}),
-          ...(lists.has(row.securedObjectId) ? { revocationList: lists.get(row.securedObjectId)! } : {}),
+          ...(revocationList !== undefined ? { revocationList } : {}),
         },
       ];
     });

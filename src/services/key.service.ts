@@ -246,7 +246,19 @@ export function createKeyService(options: KeyServiceOptions) {
    * key set (docs/contract.md 8.1). Opens its own transaction: never call it (or signingKey) inside a transaction
    * that holds the tenant's change number.
    */
-  async function ensureKey(tenantId: string | null): Promise<void> {
+  /** One generation at a time per tenant on this instance: 500 credentials signed at once wait for one transaction. */
+  const ensuring = new Map<string | null, Promise<void>>();
+
+  function ensureKey(tenantId: string | null): Promise<void> {
+    let pending = ensuring.get(tenantId);
+    if (!pending) {
+      pending = generateFirstKey(tenantId).finally(() => ensuring.delete(tenantId));
+      ensuring.set(tenantId, pending);
+    }
+    return pending;
+  }
+
+  async function generateFirstKey(tenantId: string | null): Promise<void> {
     try {
       await db.transaction(async (tx) => {
         const seq = tracksKeySetChanges && tenantId !== null ? await nextChangeSeq(tx, tenantId) : null;

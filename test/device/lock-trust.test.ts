@@ -249,12 +249,17 @@ describe('lock trust', () => {
       now = START + 250 * DAY;
       const otherToken = await clientToken(t.app, other);
       await ticket(t, otherToken, 'front-door', 'intruder-phone', { beginDate: now, endDate: now + DAY });
+      await ticket(t, otherToken, 'front-door', 'intruder-phone', { beginDate: now, endDate: now + 2 * DAY });
       const response = await downloadRequest(t, await phoneToken(t, other, 'intruder-phone'), 'intruder-phone');
-      const items = response.json() as { securedObjectId: string; revocationList: string }[];
-      expect(items.length).toBeGreaterThan(0);
+      const items = response.json() as { securedObjectId: string; revocationList?: string }[];
+      expect(items.length).toBeGreaterThan(1);
+      expect(new Set(items.map((item) => item.securedObjectId))).toEqual(new Set(['front-door']));
+      // One list per lock and page, on the lock's first ticket.
+      const carrying = items.filter((item) => item.revocationList !== undefined);
+      expect(carrying).toEqual([items[0]]);
       const trust = await trustOf(other, 'front-door');
-      for (const item of items) {
-        const claims = await revocationListClaims(item.revocationList, trust);
+      for (const item of carrying) {
+        const claims = await revocationListClaims(item.revocationList!, trust);
         expect(claims.aud).toBe(item.securedObjectId);
         expect(claims.iss).toBe('http://issuer.test/tenants/other');
       }

@@ -62,7 +62,8 @@ A lock whose client learnt \`decommissioned: true\` opens for no one. The simula
   lock replaces its set with them). \`serial\` is the change-log position the lock has reached. Only revocations of
   tickets whose credential may still be valid are sent, so a lock's revoked set stays bounded by one lifetime of
   revocations. A deleted lock's client keeps syncing the revocations its deletion caused, with \`decommissioned: true\`.
-- **Locks that are never online** learn through phones: each downloaded ticket carries \`revocationList\`, its lock's
+- **Locks that are never online** learn through phones: the first ticket of each lock in a download page carries
+  \`revocationList\`, that lock's
   compact JWS with header \`{"alg", "kid", "typ": "revocation-list+jwt"}\` and payload \`{iss, aud, serial, iat, revoked:
   [ticket ids], keys}\`, signed with the tenant's key. The phone hands it to the lock on every visit. The lock verifies it
   like a credential (typ, kid in its set, signature, \`iss\`, \`aud\` its own id) and applies it only when \`serial\` is above

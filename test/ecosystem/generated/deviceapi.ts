@@ -151,7 +151,7 @@ export interface operations {
                         accessPermissionId?: string;
                         /** @description Compact JWS the lock checks offline (docs/contract.md 6.3): header {alg, kid, typ: "ticket+jwt"}, payload {iss, jti, sub, aud, nbf, exp, beginDate, endDate, cmd, chn, iat}, signed with the tenant's key (GET /tenants/{tenant}/jwks.json). Valid at most CREDENTIAL_MAX_LIFETIME; download again to renew (docs/contract.md 8.2). Absent while the ticket begins beyond that horizon. */
                         credential?: string;
-                        /** @description The signed revocation list of this ticket's lock, for the phone to hand to the lock (docs/contract.md 8.3): a compact JWS, header {alg, kid, typ: "revocation-list+jwt"}, payload {iss, aud, serial, iat, revoked: [ticket ids], keys}. A lock applies it when its serial is above its own, so a lock that is never online learns revocations and key changes from any visiting phone. */
+                        /** @description On the first ticket of each lock in the page: the signed revocation list of that lock, for the phone to hand to it (docs/contract.md 8.3; the page is a JSON array, docs/contract.md 7.3, so the lists travel on the tickets). A compact JWS, header {alg, kid, typ: "revocation-list+jwt"}, payload {iss, aud, serial, iat, revoked: [ticket ids], keys}. A lock applies it when its serial is above its own, so a lock that is never online learns revocations and key changes from any visiting phone. */
                         revocationList?: string;
                         /** @description Set when `credential` is absent: from when a download carries it, Unix milliseconds (docs/contract.md 8.2). */
                         credentialAvailableFrom?: number;

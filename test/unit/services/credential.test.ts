@@ -1,0 +1,95 @@
+// The credential service's rules that need no database (docs/contract.md 8.1, 8.2): the horizon, renewal at
+// half-life, and one issuer look-up however many credentials a cold process signs at once.
+import { generateKeyPairSync } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import type { Database } from '../../../src/db/database.js';
+import type { TicketRecord } from '../../../src/db/repositories/ticket.repo.js';
+import { createCredentialService, type StoredCredential } from '../../../src/services/credential.service.js';
+import type { KeyService } from '../../../src/services/key.service.js';
+
+const LIFETIME_S = 7 * 86400;
+const NOW = Date.UTC(2026, 5, 1, 8, 0, 0, 400);
+const { privateKey } = generateKeyPairSync('ed25519');
+
+function service(queries: string[] = []) {
+  const db = {
+    async query(sql: string) {
+      queries.push(sql);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      return { rows: [{ id: 'tenant-1', name: 'acme', created_at: 0 }] };
+    },
+  } as unknown as Database;
+  const keys = {
+    signingKey: async () => ({ kid: 'k1', alg: 'EdDSA' as const, privateKey }),
+    publicJwks: () => [{ kty: 'OKP', kid: 'k1', alg: 'EdDSA' }],
+  } as unknown as KeyService;
+  return createCredentialService({ db, publicUrl: 'https://acs.example/', keys, secretsKey: Buffer.alloc(32, 7), maxLifetimeSeconds: LIFETIME_S });
+}
+
+const ticket = (overrides: Partial<TicketRecord> = {}): TicketRecord =>
+  ({
+    id: '0b9a3d4e-0000-4000-8000-000000000001',
+    tenantId: 'tenant-1',
+    securedObjectId: 'front-door',
+    mobileDeviceId: 'phone-1',
+    beginDate: NOW - 1000,
+    endDate: NOW + 365 * 86400_000,
+    commands: ['open'],
+    channels: ['btlespp'],
+    createdAt: NOW - 1000,
+    revokedAt: null,
+    downloadedAt: null,
+    accessPermissionId: null,
+    ...overrides,
+  }) as TicketRecord;
+
+describe('credential service', () => {
+  it('looks the tenant\'s issuer up once for 500 credentials signed at once on a cold process', async () => {
+    const queries: string[] = [];
+    const credentials = service(queries);
+    const signed = await Promise.all(Array.from({ length: 500 }, () => credentials.sign(ticket(), NOW)));
+    expect(queries).toHaveLength(1);
+    const payload = JSON.parse(Buffer.from(signed[0]!.credential.split('.')[1]!, 'base64url').toString()) as { iss: string };
+    expect(payload.iss).toBe('https://acs.example/tenants/acme');
+  });
+
+  it('bounds exp by one lifetime from iat and by endDate, rounding down', async () => {
+    const credentials = service();
+    const long = await credentials.sign(ticket(), NOW);
+    expect(long.issuedAt).toBe(Math.floor(NOW / 1000) * 1000);
+    expect(long.expiresAt - long.issuedAt).toBe(LIFETIME_S * 1000);
+    const short = await credentials.sign(ticket({ endDate: NOW + 5_999 }), NOW);
+    expect(short.expiresAt).toBe(Math.floor((NOW + 5_999) / 1000) * 1000);
+  });
+
+  it('renews past half-life only when a new credential would last longer, and always when its key is gone', () => {
+    const credentials = service();
+    const stored: StoredCredential = { sealed: Buffer.alloc(0), kid: 'k1', issuedAt: NOW, expiresAt: NOW + LIFETIME_S * 1000 };
+    const published = new Set(['k1']);
+    const halfLife = (LIFETIME_S * 1000) / 2;
+    expect(credentials.needsSigning(ticket(), null, published, NOW)).toBe(true);
+    expect(credentials.needsSigning(ticket(), stored, published, NOW + halfLife)).toBe(false);
+    expect(credentials.needsSigning(ticket(), stored, published, NOW + halfLife + 1)).toBe(true);
+    expect(credentials.needsSigning(ticket(), stored, new Set(['k2']), NOW)).toBe(true);
+    // Capped by the ticket's end: signing again would not extend it, so the stored one is handed out.
+    const capped: StoredCredential = { ...stored, expiresAt: NOW + 2000 };
+    expect(credentials.needsSigning(ticket({ endDate: NOW + 2000 }), capped, published, NOW + 1500)).toBe(false);
+  });
+
+  it('signs nothing for a ticket beginning beyond the horizon and names the first second a credential would open', () => {
+    const credentials = service();
+    const beginDate = NOW + LIFETIME_S * 1000 + 10_250;
+    const from = credentials.availableFrom(ticket({ beginDate }), NOW)!;
+    expect(from).toBe(Math.ceil(beginDate / 1000) * 1000 - LIFETIME_S * 1000 + 1000);
+    expect(credentials.availableFrom(ticket({ beginDate }), from - 1)).toBe(from);
+    expect(credentials.availableFrom(ticket({ beginDate }), from)).toBeUndefined();
+  });
+
+  it('seals a credential bound to its ticket: another ticket\'s row cannot carry it', () => {
+    const credentials = service();
+    const sealed = credentials.seal('tenant-1', 'ticket-a', 'a.b.c');
+    expect(sealed.toString('latin1')).not.toContain('a.b.c');
+    expect(credentials.unseal('tenant-1', 'ticket-a', sealed)).toBe('a.b.c');
+    expect(() => credentials.unseal('tenant-1', 'ticket-b', sealed)).toThrow();
+  });
+});
