@@ -71,6 +71,11 @@ export interface MicroBenchmark {
   description: string;
   /** The mean cost per operation this benchmark aims for (below), in microseconds; never asserted. */
   goalMeanMicros?: number;
+  /**
+   * How many items one call of `operation` handles at once (default 1), e.g. a download's credentials signed
+   * together: the runner then makes iterations / itemsPerCall calls and reports the cost per item.
+   */
+  itemsPerCall?: number;
   /** Builds what the operation needs (untimed); the runner then times `operation` and finally calls `close`. */
   prepare(context: { databaseUrl: string }): Promise<{ operation(): Promise<unknown>; close(): Promise<void> }>;
 }

@@ -1,5 +1,6 @@
 // Every benchmark scenario, in the order they run: add a file in bench/scenarios/ and list its array here.
 import type { Comparison, MicroBenchmark, Scenario } from '../types.js';
+import { credentialsAtRestBenchmarks } from './credentials-at-rest.js';
 import { oauthTokenScenarios } from './oauth-token.js';
 import { opsScenarios } from './ops.js';
 import { ticketPageComparisons, ticketPageScenarios } from './ticket-pages.js';
@@ -20,4 +21,4 @@ export const scenarios: Scenario[] = [
 export const comparisons: Comparison[] = [...ticketPageComparisons];
 
 /** In-process measurements, run after every row (nothing else is measured meanwhile). */
-export const microBenchmarks: MicroBenchmark[] = [...verifyAccessTokenBenchmarks];
+export const microBenchmarks: MicroBenchmark[] = [...verifyAccessTokenBenchmarks, ...credentialsAtRestBenchmarks];
