@@ -1,4 +1,5 @@
 // Every benchmark scenario, in the order they run: add a file in bench/scenarios/ and list its array here.
+import { baseScaleRuns, type ScaleRun } from '../scale.js';
 import type { Comparison, MicroBenchmark, Scenario } from '../types.js';
 import { credentialsAtRestBenchmarks } from './credentials-at-rest.js';
 import { oauthTokenScenarios } from './oauth-token.js';
@@ -22,3 +23,6 @@ export const comparisons: Comparison[] = [...ticketPageComparisons];
 
 /** In-process measurements, run after every row (nothing else is measured meanwhile). */
 export const microBenchmarks: MicroBenchmark[] = [...verifyAccessTokenBenchmarks, ...credentialsAtRestBenchmarks];
+
+/** Large single operations (bench/scale.ts), run last, one after another, each BENCH_SCALE_RUNS times. */
+export const scaleRuns: ScaleRun[] = [...baseScaleRuns];
