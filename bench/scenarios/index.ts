@@ -6,6 +6,7 @@ import { oauthTokenScenarios } from './oauth-token.js';
 import { opsScenarios } from './ops.js';
 import { ticketPageComparisons, ticketPageScenarios } from './ticket-pages.js';
 import { lockSyncScenarios } from './lock-sync.js';
+import { lockTrustScaleRuns } from './lock-trust.js';
 import { ticketScenarios } from './tickets.js';
 import { verifyAccessTokenBenchmarks } from './verify-access-token.js';
 
@@ -25,4 +26,4 @@ export const comparisons: Comparison[] = [...ticketPageComparisons];
 export const microBenchmarks: MicroBenchmark[] = [...verifyAccessTokenBenchmarks, ...credentialsAtRestBenchmarks];
 
 /** Large single operations (bench/scale.ts), run last, one after another, each BENCH_SCALE_RUNS times. */
-export const scaleRuns: ScaleRun[] = [...baseScaleRuns];
+export const scaleRuns: ScaleRun[] = [...baseScaleRuns, ...lockTrustScaleRuns];
