@@ -113,6 +113,12 @@ async function phoneDownload(context: ScaleContext, db: pg.Client): Promise<Scal
   await settle(db);
   const headers = await boundClient(context, tenant.credentials.tenant, 'tokens:download', '--mobile-device', 'p-d1');
   const phone = [tenantId, 'p-d1'];
+  // The locks are installed before phones download (docs/contract.md 8.1): the trust endpoint makes the tenant's first
+  // ticket key and caches its issuer. Without this the first download of a new tenant's 500 tickets makes 500 key and
+  // issuer look-ups at once, and on a loaded machine some wait past DB_CONNECT_TIMEOUT_MS for a connection (503).
+  const installer = await boundClient(context, tenant.credentials.tenant, 'sync', '--secured-object', 'p-l1');
+  const trust = await context.request({ url: context.appUrl, method: 'GET', path: '/deviceapi/securedobjects/p-l1/trust', headers: installer });
+  if (trust.status !== 200) throw new Error(`GET /deviceapi/securedobjects/p-l1/trust answered ${trust.status}: ${JSON.stringify(trust.body).slice(0, 300)}`);
 
   const bumpSerials = async () =>
     db.query(
