@@ -114,8 +114,8 @@ function prepare(base: RequestSpec, overrides: Partial<RequestSpec> & { requests
   return prepared;
 }
 
-async function fetchOnce(url: string, request: PreparedRequest) {
-  const init: RequestInit = { method: request.method, headers: request.headers, signal: AbortSignal.timeout(10_000) };
+async function fetchOnce(url: string, request: PreparedRequest, timeoutMs = 10_000) {
+  const init: RequestInit = { method: request.method, headers: request.headers, signal: AbortSignal.timeout(timeoutMs) };
   if (request.body !== undefined) init.body = request.body;
   const response = await fetch(url + request.path, init);
   const text = await response.text();
@@ -292,7 +292,7 @@ async function startServers(settings: Settings, selection: Selection, signal: Ab
     appUrl: appServer.url,
     databaseUrl: database.url,
     async request(spec) {
-      const { status, headers, body } = await fetchOnce(spec.url ?? appServer.url, prepare(spec, {}));
+      const { status, headers, body } = await fetchOnce(spec.url ?? appServer.url, prepare(spec, {}), spec.timeoutMs);
       return { status, headers, body };
     },
     cli: (args, input) =>

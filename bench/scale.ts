@@ -38,6 +38,9 @@ export interface ScaleRun {
   run(context: ScaleContext, db: pg.Client): Promise<ScaleResult[]>;
 }
 
+/** How long one request of a scale run may take before the run fails. */
+const SCALE_REQUEST_TIMEOUT_MS = 300_000;
+
 export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 export const round = (value: number, digits = 3) => Math.round(value * 10 ** digits) / 10 ** digits;
 
@@ -63,7 +66,8 @@ export async function expectOk(
   spec: Parameters<ScenarioContext['request']>[0],
   status: number,
 ): Promise<{ status: number; headers: Headers; body: unknown }> {
-  const response = await context.request({ url: context.appUrl, ...spec });
+  // A scale operation (a 100,000-ticket grant) takes more than the set-up requests' 10 s on a loaded machine.
+  const response = await context.request({ url: context.appUrl, timeoutMs: SCALE_REQUEST_TIMEOUT_MS, ...spec });
   if (response.status !== status) {
     throw new Error(`${spec.method} ${spec.path} answered ${response.status}, not ${status}: ${JSON.stringify(response.body).slice(0, 300)}`);
   }

@@ -28,8 +28,11 @@ export interface ScenarioContext {
   appUrl: string;
   /** The run's fresh database, already migrated by the service at start. */
   databaseUrl: string;
-  /** One request with fetch, body parsed as JSON when it is JSON; for logging in, creating fixtures, ... */
-  request(spec: RequestSpec & { url?: string }): Promise<{ status: number; headers: Headers; body: unknown }>;
+  /**
+   * One request with fetch, body parsed as JSON when it is JSON; for logging in, creating fixtures, ... It gives up
+   * after `timeoutMs` (default 10 s).
+   */
+  request(spec: RequestSpec & { url?: string; timeoutMs?: number }): Promise<{ status: number; headers: Headers; body: unknown }>;
   /** Runs `node dist/cli.js ...args` against the run's database and resolves its standard output. */
   cli(args: string[], input?: string): Promise<string>;
 }
