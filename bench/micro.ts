@@ -10,12 +10,16 @@ export interface MicroSettings {
 export interface MicroResult {
   name: string;
   description: string;
+  /** Items timed (calls × itemsPerCall). */
   iterations: number;
   warmupIterations: number;
-  /** Wall time of the measured loop divided by its iterations. */
+  /** Items one call handled at once (1: one operation per call). */
+  itemsPerCall: number;
+  /** Wall time of the measured loop divided by its items. */
   meanMicros: number;
-  /** 1 / mean: how many operations one core completes per second when it does nothing else. */
+  /** 1 / mean: how many items the process completes per second when it does nothing else. */
   perSecond: number;
+  /** Of the calls, divided by itemsPerCall. */
   p50Micros: number;
   p99Micros: number;
   goalMeanMicros: number | null;
@@ -34,11 +38,15 @@ export async function runMicro(
 ): Promise<MicroResult> {
   const prepared = await benchmark.prepare(context);
   try {
-    for (let i = 0; i < settings.warmupIterations; i++) await prepared.operation();
+    // A call handling several items counts for that many: the item counts stay close to the settings.
+    const items = benchmark.itemsPerCall ?? 1;
+    const warmupCalls = Math.ceil(settings.warmupIterations / items);
+    const calls = Math.max(1, Math.ceil(settings.iterations / items));
+    for (let i = 0; i < warmupCalls; i++) await prepared.operation();
     signal.throwIfAborted();
-    const samples = new Float64Array(settings.iterations);
+    const samples = new Float64Array(calls);
     const started = performance.now();
-    for (let i = 0; i < settings.iterations; i++) {
+    for (let i = 0; i < calls; i++) {
       const before = performance.now();
       await prepared.operation();
       samples[i] = performance.now() - before;
@@ -46,14 +54,15 @@ export async function runMicro(
     const elapsedMs = performance.now() - started;
     signal.throwIfAborted();
     samples.sort();
-    const at = (fraction: number) => samples[Math.min(samples.length - 1, Math.ceil(fraction * samples.length) - 1)]! * 1000;
-    const meanMicros = (elapsedMs * 1000) / settings.iterations;
+    const at = (fraction: number) => (samples[Math.min(samples.length - 1, Math.ceil(fraction * samples.length) - 1)]! * 1000) / items;
+    const meanMicros = (elapsedMs * 1000) / (calls * items);
     const goal = benchmark.goalMeanMicros ?? null;
     return {
       name: benchmark.name,
       description: benchmark.description,
-      iterations: settings.iterations,
-      warmupIterations: settings.warmupIterations,
+      iterations: calls * items,
+      warmupIterations: warmupCalls * items,
+      itemsPerCall: items,
       meanMicros: round(meanMicros),
       perSecond: Math.round(1e6 / meanMicros),
       p50Micros: round(at(0.5)),

@@ -114,10 +114,12 @@ export function formatMicro(results: MicroResult[]): string[] {
   if (results.length === 0) return [];
   const lines = ['micro-benchmarks (in-process, one operation at a time):'];
   for (const result of results) {
+    const batch = result.itemsPerCall > 1;
+    const unit = batch ? 'item' : 'call';
     lines.push(
-      `  ${result.name}: ${fixed(result.meanMicros, 1)} µs per call, ${result.perSecond} calls/s ` +
-        `(p50 ${fixed(result.p50Micros, 1)} µs, p99 ${fixed(result.p99Micros, 1)} µs, ${result.iterations} calls ` +
-        `after ${result.warmupIterations} warm-up)` +
+      `  ${result.name}: ${fixed(result.meanMicros, 1)} µs per ${unit}, ${result.perSecond} ${unit}s/s ` +
+        `(p50 ${fixed(result.p50Micros, 1)} µs, p99 ${fixed(result.p99Micros, 1)} µs, ${result.iterations} ${unit}s ` +
+        `after ${result.warmupIterations} warm-up${batch ? `, ${result.itemsPerCall} at once per call` : ''})` +
         goalText(`< ${result.goalMeanMicros} µs`, result.goalMet),
       `    ${result.description}`,
     );

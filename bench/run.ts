@@ -11,7 +11,7 @@ import { captureCommand, ChildServer, runCommand } from './children.js';
 import { createBenchDatabase, dropAbandonedBenchDatabases } from './database.js';
 import { runLoad, type LoadSettings, type PreparedRequest } from './measure.js';
 import { runMicro, type MicroResult } from './micro.js';
-import { formatScale, runScaleBenchmarks, type ScaleResult } from './scale.js';
+import { formatScale, runScaleBenchmarks, type ScaleResult, type ScaleRun } from './scale.js';
 import {
   formatComparisons,
   formatMicro,
@@ -21,7 +21,7 @@ import {
   type ComparisonResult,
   type ResultRow,
 } from './report.js';
-import { comparisons, microBenchmarks, scenarios } from './scenarios/index.js';
+import { comparisons, microBenchmarks, scaleRuns, scenarios } from './scenarios/index.js';
 import type { MeasuredRequest, MicroBenchmark, RequestSpec, Scenario, ScenarioContext } from './types.js';
 
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
@@ -37,7 +37,7 @@ interface Settings {
   only: string[];
   readyTimeoutMs: number;
   microIterations: number;
-  /** How often each scale run (100k-ticket grant, joins) repeats; the median is reported. */
+  /** How often each scale run (100k-ticket grant, joins, phone downloads, full syncs) repeats; the median is reported. */
   scaleRuns: number;
   microWarmupIterations: number;
 }
@@ -114,8 +114,8 @@ function prepare(base: RequestSpec, overrides: Partial<RequestSpec> & { requests
   return prepared;
 }
 
-async function fetchOnce(url: string, request: PreparedRequest) {
-  const init: RequestInit = { method: request.method, headers: request.headers, signal: AbortSignal.timeout(10_000) };
+async function fetchOnce(url: string, request: PreparedRequest, timeoutMs = 10_000) {
+  const init: RequestInit = { method: request.method, headers: request.headers, signal: AbortSignal.timeout(timeoutMs) };
   if (request.body !== undefined) init.body = request.body;
   const response = await fetch(url + request.path, init);
   const text = await response.text();
@@ -175,7 +175,7 @@ async function measureRequest(
 interface Selection {
   scenarios: Scenario[];
   micro: MicroBenchmark[];
-  scale: boolean;
+  scale: ScaleRun[];
 }
 
 /** What BENCH_ONLY selects; a message when it selects nothing or two items share a name. */
@@ -185,13 +185,14 @@ function select(settings: Settings): Selection | string {
   const selection: Selection = {
     scenarios: scenarios.filter((scenario) => isSelected(scenario.name)),
     micro: microBenchmarks.filter((benchmark) => isSelected(benchmark.name)),
-    scale: isSelected('scale'),
+    // `scale` (or a part of it) selects every scale run, as before they had names.
+    scale: isSelected('scale') ? scaleRuns : scaleRuns.filter((run) => isSelected(run.name)),
   };
-  if (selection.scenarios.length === 0 && selection.micro.length === 0 && !selection.scale) {
-    const all = [...scenarios, ...microBenchmarks].map((item) => item.name).concat('scale');
+  if (selection.scenarios.length === 0 && selection.micro.length === 0 && selection.scale.length === 0) {
+    const all = [...scenarios, ...microBenchmarks, ...scaleRuns].map((item) => item.name).concat('scale');
     return `BENCH_ONLY matches none of: ${all.join(', ')}`;
   }
-  const names = [...selection.scenarios, ...selection.micro].map((item) => item.name);
+  const names = [...selection.scenarios, ...selection.micro, ...selection.scale].map((item) => item.name);
   const duplicate = names.find((name, index) => names.indexOf(name) !== index);
   return duplicate ? `two scenarios are named ${JSON.stringify(duplicate)}` : selection;
 }
@@ -291,7 +292,7 @@ async function startServers(settings: Settings, selection: Selection, signal: Ab
     appUrl: appServer.url,
     databaseUrl: database.url,
     async request(spec) {
-      const { status, headers, body } = await fetchOnce(spec.url ?? appServer.url, prepare(spec, {}));
+      const { status, headers, body } = await fetchOnce(spec.url ?? appServer.url, prepare(spec, {}), spec.timeoutMs);
       return { status, headers, body };
     },
     cli: (args, input) =>
@@ -362,7 +363,7 @@ function compareRows(rows: ResultRow[]): ComparisonResult[] {
 
 /**
  * After every row, so that nothing is under load meanwhile: the in-process micro-benchmarks, then the scale runs
- * (last: they add a 100,000-ticket grant and a 100,000-ticket lock to the database). A failure is a note, not an end.
+ * (last: they add a 100,000-ticket grant and 100,000-ticket locks to the database). A failure is a note, not an end.
  */
 async function runInProcess(
   servers: Servers,
@@ -389,10 +390,16 @@ async function runInProcess(
       failures.push(`note: ${benchmark.name}: failed: ${messageOf(error)}`);
     }
   }
-  if (selection.scale) {
-    log(`scale runs (${settings.scaleRuns} each): a 100,000-ticket grant, device joins, a full lock sync, a 500-ticket download`);
+  if (selection.scale.length > 0) {
+    log(`scale runs (${settings.scaleRuns} each): ${selection.scale.map((run) => run.name).join('; ')}`);
     try {
-      scale.push(...(await runScaleBenchmarks({ ...servers.context, appPid: servers.app.server.pid, runs: settings.scaleRuns })));
+      const outcome = await runScaleBenchmarks(
+        { ...servers.context, appPid: servers.app.server.pid, runs: settings.scaleRuns },
+        selection.scale,
+        signal,
+      );
+      scale.push(...outcome.results);
+      failures.push(...outcome.failures);
     } catch (error) {
       signal.throwIfAborted();
       failures.push(`note: scale runs failed: ${messageOf(error)}`);

@@ -28,8 +28,11 @@ export interface ScenarioContext {
   appUrl: string;
   /** The run's fresh database, already migrated by the service at start. */
   databaseUrl: string;
-  /** One request with fetch, body parsed as JSON when it is JSON; for logging in, creating fixtures, ... */
-  request(spec: RequestSpec & { url?: string }): Promise<{ status: number; headers: Headers; body: unknown }>;
+  /**
+   * One request with fetch, body parsed as JSON when it is JSON; for logging in, creating fixtures, ... It gives up
+   * after `timeoutMs` (default 10 s).
+   */
+  request(spec: RequestSpec & { url?: string; timeoutMs?: number }): Promise<{ status: number; headers: Headers; body: unknown }>;
   /** Runs `node dist/cli.js ...args` against the run's database and resolves its standard output. */
   cli(args: string[], input?: string): Promise<string>;
 }
@@ -71,6 +74,11 @@ export interface MicroBenchmark {
   description: string;
   /** The mean cost per operation this benchmark aims for (below), in microseconds; never asserted. */
   goalMeanMicros?: number;
+  /**
+   * How many items one call of `operation` handles at once (default 1), e.g. a download's credentials signed
+   * together: the runner then makes iterations / itemsPerCall calls and reports the cost per item.
+   */
+  itemsPerCall?: number;
   /** Builds what the operation needs (untimed); the runner then times `operation` and finally calls `close`. */
   prepare(context: { databaseUrl: string }): Promise<{ operation(): Promise<unknown>; close(): Promise<void> }>;
 }

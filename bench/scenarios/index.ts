@@ -1,9 +1,12 @@
 // Every benchmark scenario, in the order they run: add a file in bench/scenarios/ and list its array here.
+import { baseScaleRuns, type ScaleRun } from '../scale.js';
 import type { Comparison, MicroBenchmark, Scenario } from '../types.js';
+import { credentialsAtRestBenchmarks } from './credentials-at-rest.js';
 import { oauthTokenScenarios } from './oauth-token.js';
 import { opsScenarios } from './ops.js';
 import { ticketPageComparisons, ticketPageScenarios } from './ticket-pages.js';
 import { lockSyncScenarios } from './lock-sync.js';
+import { lockTrustScaleRuns } from './lock-trust.js';
 import { ticketScenarios } from './tickets.js';
 import { verifyAccessTokenBenchmarks } from './verify-access-token.js';
 
@@ -20,4 +23,7 @@ export const scenarios: Scenario[] = [
 export const comparisons: Comparison[] = [...ticketPageComparisons];
 
 /** In-process measurements, run after every row (nothing else is measured meanwhile). */
-export const microBenchmarks: MicroBenchmark[] = [...verifyAccessTokenBenchmarks];
+export const microBenchmarks: MicroBenchmark[] = [...verifyAccessTokenBenchmarks, ...credentialsAtRestBenchmarks];
+
+/** Large single operations (bench/scale.ts), run last, one after another, each BENCH_SCALE_RUNS times. */
+export const scaleRuns: ScaleRun[] = [...baseScaleRuns, ...lockTrustScaleRuns];
