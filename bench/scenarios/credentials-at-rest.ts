@@ -64,7 +64,7 @@ async function serviceCrypto() {
   const [{ encrypt, decrypt }, { signCompactJws }, { CREDENTIAL_TYPE }] = await Promise.all([
     import('../../src/services/crypto.js'),
     import('../../src/services/jws.js'),
-    import('../../src/services/credential.service.js'),
+    import('../../src/shared/credential-check.js'),
   ]);
   return { encrypt, decrypt, signCompactJws, CREDENTIAL_TYPE };
 }

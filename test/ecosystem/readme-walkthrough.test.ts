@@ -109,6 +109,7 @@ describe('the README walkthrough blocks', () => {
       '"scopes":["tokens:download"],"mobileDeviceId":"phone-1"',
       '"$BASE/deviceapi/mobiledevices/phone-1/tickets"',
       '"scopes":["sync"],"securedObjectId":"front-door"',
+      '"$BASE/deviceapi/securedobjects/front-door/trust"',
       '"$BASE/deviceapi/securedobjects/front-door/sync?cursor=$CURSOR"',
       'npm run --silent simulate --',
       '-X DELETE "$BASE/v1/residents/$RESIDENT_ID/mobiledevices/phone-1"',
@@ -204,12 +205,19 @@ describe('the README walkthrough blocks', () => {
         expect(lines.filter((line) => /^\{"mobileDeviceId":"phone-1","securedObjectId":"(front-door|garage)","status":"VALID"\}$/.test(line))).toHaveLength(2);
         expect(lines.filter((line) => /^\{"securedObjectId":"(front-door|garage)","status":"VALID","downloaded":true\}$/.test(line))).toHaveLength(2);
         expectLine(/^\{"alg":"(EdDSA|ES256)","kid":"[^"]+","typ":"ticket\+jwt"\}$/);
-        const [, credentialTicket] = expectLine(/^\{"beginDate":0,"endDate":4102444800000,.*"jti":"([0-9a-f-]{36})","sub":"phone-1","aud":"front-door"/);
-        // The first sync carries the Access API ticket and the revocation of the Operator API one; the next, nothing.
-        const [, cursor] = expectLine(
-          new RegExp(`^\\{"tokens":\\[\\{"mobileDeviceId":"phone-1","accessPermissionId":"[^"]+"\\}\\],"revocations":\\["${ticketId}"\\],"cursor":"([^"]+)"\\}$`),
+        const [, credentialTicket, exp, iat] = expectLine(
+          /^\{"iss":"http:\/\/[^"]+\/tenants\/acme","jti":"([0-9a-f-]{36})","sub":"phone-1","aud":"front-door","nbf":0,"exp":(\d+),"iat":(\d+),"beginDate":0,"endDate":4102444800000,/,
         );
-        expectLine(new RegExp(`^\\{"tokens":\\[\\],"revocations":\\[\\],"cursor":"${cursor}"\\}$`));
+        // docs/contract.md 8.2: a week at most, however long the ticket runs.
+        expect(Number(exp) - Number(iat)).toBe(604800);
+        const [, kid] = expectLine(/^\{"issuer":"http:\/\/[^"]+\/tenants\/acme","securedObjectId":"front-door","keys":\["([^"]+)"\],"maxCredentialLifetime":604800\}$/);
+        // The first sync carries the Access API ticket and the key set; the Operator API ticket revoked before any
+        // download needs no revocation at the lock (docs/contract.md 8.2). The next sync: nothing.
+        const [, cursor] = expectLine(
+          new RegExp(`^\\{"tokens":\\[\\{"mobileDeviceId":"phone-1","accessPermissionId":"[^"]+"\\}\\],"revocations":\\[\\],"keys":\\["${kid}"\\],"cursor":"([^"]+)"\\}$`),
+        );
+        expect(stdout).not.toContain(`"revocations":["${ticketId}"]`);
+        expectLine(new RegExp(`^\\{"tokens":\\[\\],"revocations":\\[\\],"cursor":"${cursor}","serial":\\d+\\}$`));
         expectLine(new RegExp(`^\\{"decision":"open","reason":"valid","ticketId":"${credentialTicket}"\\}$`));
         expectLine(/^\[\]$/);
         expectLine(new RegExp(`^\\{"tokens":\\[\\],"revocations":\\["${credentialTicket}"\\]\\}$`));
