@@ -152,13 +152,38 @@ commands.push(
   },
   {
     path: ['keys', 'rotate'],
-    summary: 'Start signing access tokens with a new key; old keys stay published until their tokens expire.',
-    usage: 'keys rotate [--json]',
-    options: { json: { type: 'boolean' } },
-    async run({ values }, context) {
+    summary:
+      'Rotate the access-token key, or with --tenant the tenant\'s ticket key: announced one CREDENTIAL_MAX_LIFETIME ' +
+      'before it signs; --emergency (a leaked key) signs at once and withdraws the others.',
+    usage: 'keys rotate [--tenant NAME [--emergency]] [--json]',
+    options: { tenant: { type: 'string' }, emergency: { type: 'boolean' }, json: { type: 'boolean' } },
+    async run({ positionals, values }, context) {
+      const tenantName = values.tenant as string | undefined;
+      if (positionals.length > 0) throw new CliError('Usage: keys rotate [--tenant NAME [--emergency]] [--json]', 2);
+      if (tenantName === undefined) {
+        if (values.emergency) throw new CliError('--emergency rotates a tenant\'s ticket key: add --tenant NAME.', 2);
+        const services = await context.services();
+        const { kid, retired } = await services.accessTokenKeys.rotate(null);
+        print(context, values.json, { kid, retired }, `New signing key ${kid}; retired: ${retired.join(', ') || 'none'}.`);
+        return;
+      }
       const services = await context.services();
-      const rotated = await services.accessTokenKeys.rotate(null);
-      print(context, values.json, rotated, `New signing key ${rotated.kid}; retired: ${rotated.retired.join(', ') || 'none'}.`);
+      // docs/contract.md 8.1: audited in the tenant's trail like a rotation through the Operator API.
+      const rotated = await asCliErrors(async () => {
+        const tenant = await services.tenants.byName(tenantName);
+        return services.ticketKeys.rotate(tenant.id, { emergency: values.emergency === true, context: cliAction(tenant.id) });
+      });
+      const activates = new Date(rotated.activatesAt).toISOString();
+      print(
+        context,
+        values.json,
+        { tenant: tenantName, kid: rotated.kid, activatesTime: rotated.activatesAt, emergency: rotated.emergency, retired: rotated.retired },
+        rotated.emergency
+          ? `New ticket key ${rotated.kid} of ${tenantName} signs now; withdrawn: ${rotated.retired.join(', ') || 'none'}.\n` +
+              'Locks that are never online still hold the withdrawn keys: visit them with the installer\'s tools.'
+          : `New ticket key ${rotated.kid} of ${tenantName} is published now and signs from ${activates}; ` +
+              `retiring then: ${rotated.retired.join(', ') || 'none'}.`,
+      );
     },
   },
 );

@@ -32,6 +32,13 @@ export const ClientSchema = Type.Object({
   mobileDeviceId: Type.Optional(Type.String({ description: 'The mobile device the client is bound to.' })),
   securedObjectId: Type.Optional(Type.String({ description: 'The secured object the client is bound to.' })),
   creationDate: Type.Integer({ description: 'Creation time, Unix milliseconds.' }),
+  decommissioned: Type.Optional(
+    Type.Literal(true, {
+      description:
+        'Present (true) when the secured object the client is bound to was deleted: the client may then only sync ' +
+        '(docs/contract.md 4.1). Absent otherwise.',
+    }),
+  ),
 });
 
 export const ClientWithSecretSchema = Type.Composite([

@@ -1,8 +1,8 @@
 // OAuth clients (docs/contract.md 3.7): create, list, read, delete, rotate the secret, and authenticate at the token endpoint.
 import { randomBytes } from 'node:crypto';
 import type { Database, Queryable } from '../db/database.js';
-import { findMobileDevice } from '../db/repositories/mobile-device.repo.js';
-import { findSecuredObject } from '../db/repositories/secured-object.repo.js';
+import { holdMobileDeviceForBinding } from '../db/repositories/mobile-device.repo.js';
+import { holdSecuredObjectForBinding } from '../db/repositories/secured-object.repo.js';
 import {
   deleteClient,
   findClient,
@@ -28,6 +28,8 @@ export interface Client {
   mobileDeviceId?: string;
   securedObjectId?: string;
   creationDate: number;
+  /** docs/contract.md 4.1: its lock was deleted, so it may only sync. Absent otherwise. */
+  decommissioned?: true;
 }
 
 export interface NewClient {
@@ -43,6 +45,8 @@ export interface AuthenticatedClient {
   scopes: string[];
   mobileDeviceId: string | null;
   securedObjectId: string | null;
+  /** docs/contract.md 4.1: the change number at which its lock was deleted; null while the lock stands. */
+  decommissionedSeq: number | null;
 }
 
 export interface ClientServiceOptions {
@@ -61,13 +65,14 @@ export function toClient(record: ClientRecord): Client {
     ...(record.mobileDeviceId !== null ? { mobileDeviceId: record.mobileDeviceId } : {}),
     ...(record.securedObjectId !== null ? { securedObjectId: record.securedObjectId } : {}),
     creationDate: record.createdAt,
+    ...(record.decommissionedSeq !== null ? { decommissioned: true as const } : {}),
   };
 }
 
 /**
  * Authenticated clients are kept in memory, so the token endpoint answers a known client without a query. An entry
- * is dropped when any instance deletes the client or rotates its secret (the revocation feed), and re-read after a
- * while anyway; a presented secret that does not match the entry is always checked against the database.
+ * is dropped when any instance deletes the client, rotates its secret or decommissions it (the revocation feed), and
+ * re-read after a while anyway; a presented secret that does not match the entry is always checked against the database.
  */
 const CLIENT_CACHE_MAX_AGE_MS = 60_000;
 const CLIENT_CACHE_MAX_ENTRIES = 10_000;
@@ -117,13 +122,14 @@ export function createClientService(options: ClientServiceOptions) {
     /** Creates a client in the caller's transaction; the secret is in this answer only. */
     async createIn(tx: Queryable, context: ActionContext, input: NewClient): Promise<Client & { clientSecret: string }> {
       validate(input);
-      // A bound client reaches only its device's or lock's data (docs/contract.md 3.7): it must exist in the tenant.
-      if (input.mobileDeviceId !== undefined && !(await findMobileDevice(tx, context.tenantId, input.mobileDeviceId))) {
+      // A bound client reaches only its device's or lock's data (docs/contract.md 3.7): it must exist in the tenant,
+      // and stay until this commits, so that its deletion sees this client (docs/contract.md 4.1, 4.2).
+      if (input.mobileDeviceId !== undefined && !(await holdMobileDeviceForBinding(tx, context.tenantId, input.mobileDeviceId))) {
         throw new UnprocessableError(`No mobile device ${input.mobileDeviceId} in this tenant.`, [
           { field: 'mobileDeviceId', message: 'no such mobile device' },
         ]);
       }
-      if (input.securedObjectId !== undefined && !(await findSecuredObject(tx, context.tenantId, input.securedObjectId))) {
+      if (input.securedObjectId !== undefined && !(await holdSecuredObjectForBinding(tx, context.tenantId, input.securedObjectId))) {
         throw new UnprocessableError(`No secured object ${input.securedObjectId} in this tenant.`, [
           { field: 'securedObjectId', message: 'no such secured object' },
         ]);
@@ -138,6 +144,7 @@ export function createClientService(options: ClientServiceOptions) {
         mobileDeviceId: input.mobileDeviceId ?? null,
         securedObjectId: input.securedObjectId ?? null,
         createdAt: clock(),
+        decommissionedSeq: null,
       };
       await insertClient(tx, record);
       await recordChange(tx, context, record.createdAt, 'client.created', `client:${record.clientId}`);
@@ -214,6 +221,7 @@ export function createClientService(options: ClientServiceOptions) {
         scopes: record.scopes,
         mobileDeviceId: record.mobileDeviceId,
         securedObjectId: record.securedObjectId,
+        decommissionedSeq: record.decommissionedSeq,
       };
       if (generation === cacheGeneration) remember(clientId, { client, secretHash: record.secretHash, loadedAt: clock() });
       return client;

@@ -4,14 +4,11 @@ import type { Database } from '../db/database.js';
 import type { LockRevocations } from '../db/repositories/device-sync.repo.js';
 import { findTenantById } from '../db/repositories/tenant.repo.js';
 import type { TicketRecord } from '../db/repositories/ticket.repo.js';
+// Explicit types (RFC 8725 3.11): a credential, a revocation list and an access token are never taken for each other.
+import { CREDENTIAL_TYPE, REVOCATION_LIST_TYPE } from '../shared/credential-check.js';
 import { decrypt, encrypt } from './crypto.js';
 import { signCompactJws } from './jws.js';
 import type { KeyService } from './key.service.js';
-
-/** Distinct from access tokens' `at+jwt`: neither is ever accepted as the other (RFC 8725 3.11). */
-export const CREDENTIAL_TYPE = 'ticket+jwt';
-/** docs/contract.md 8.3: a revocation list is never mistaken for a credential, nor the reverse. */
-export const REVOCATION_LIST_TYPE = 'revocation-list+jwt';
 
 /** A public ticket key as published (RFC 7517, RFC 8037): never a private member. */
 export interface PublicJwk {

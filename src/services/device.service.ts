@@ -204,6 +204,9 @@ export function createDeviceService({ db, clock, credentials }: DeviceServiceOpt
     async sync(tenantId: string, binding: DeviceBinding, securedObjectId: string, limit: number, cursor?: string): Promise<SyncAnswer> {
       assertBinding(binding, 'securedObjectId', securedObjectId, null);
       const position = decodeSyncCursor(cursor);
+      // A full sync always carries the key set: made first, so a tenant's first key (a key-set change of its own) is
+      // already counted in the position read below and the next sync does not send it again.
+      const fullKeySet = cursor === undefined ? await credentials.keySet(tenantId) : undefined;
       const now = clock();
       const lock = await listLockChanges(db, tenantId, securedObjectId, binding.clientId, position, now, limit + 1);
       if (!lock.lockExists && lock.decommissionedSeq === null) throw new NotFoundError(`No secured object ${securedObjectId}.`);
@@ -221,7 +224,7 @@ export function createDeviceService({ db, clock, credentials }: DeviceServiceOpt
         cursor: reached === position && cursor !== undefined ? cursor : encodeSyncCursor(reached),
         // Cut inside a change number: that number may have more to come, so the lock has reached the one before.
         serial: more ? reached.seq - 1 : reached.seq,
-        ...(keysChanged ? { keys: await credentials.keySet(tenantId) } : {}),
+        ...(keysChanged ? { keys: fullKeySet ?? (await credentials.keySet(tenantId)) } : {}),
         ...(lock.decommissionedSeq !== null ? { decommissioned: true as const } : {}),
         more,
       };

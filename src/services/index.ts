@@ -35,13 +35,12 @@ export interface ServiceDependencies {
 const REVOCATION_POLL_MS = 2000;
 /** Safety net behind the keys' NOTIFY: how often each instance re-reads the signing keys anyway. */
 const KEY_REFRESH_MS = 60_000;
-/** Retired ticket-signing keys stay published for ten years: tickets may last that long. */
-const TICKET_KEY_RETENTION_MS = 10 * 365 * 86400_000;
 /** docs/contract.md 4.3: Idempotency-Key records are kept per tenant for 24 h. */
 const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 
 export function createServices({ db, config, log, secretsKey, clock = Date.now }: ServiceDependencies) {
   const accessTokenTtlMs = config.ACCESS_TOKEN_TTL_SECONDS * 1000;
+  const credentialLifetimeMs = config.CREDENTIAL_MAX_LIFETIME * 1000;
   const revocations = createRevocationService({ db, clock, log, pollMs: REVOCATION_POLL_MS });
   const accessTokenKeys = createKeyService({
     db,
@@ -57,8 +56,11 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now }
     clock,
     alg: config.JWT_ALG,
     purpose: 'ticket',
-    // Locks check credentials offline for as long as a ticket lasts: retired ticket keys stay published.
-    retentionMs: TICKET_KEY_RETENTION_MS,
+    // docs/contract.md 8.1, 8.2: no credential outlives one CREDENTIAL_MAX_LIFETIME, so a retired ticket key stays
+    // published that long after its last signature, and a new one is published that long before its first, so
+    // locks that are never online learn it from a visiting phone in time.
+    retentionMs: credentialLifetimeMs,
+    announceMs: credentialLifetimeMs,
   });
   const credentials = createCredentialService({
     db,
@@ -71,8 +73,8 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now }
   const users = createUserService({ db, clock, bcryptCost: config.BCRYPT_COST, revocations, accessTokenTtlMs });
   const tenants = createTenantService({ db, clock, clients });
   const revived = parseRevivedInterfaces(config.DEPRECATED_INTERFACES_ENABLED);
-  const securedObjects = createSecuredObjectService({ db, clock, revived });
-  const mobileDevices = createMobileDeviceService({ db, clock });
+  const securedObjects = createSecuredObjectService({ db, clock, revived, revocations, accessTokenTtlMs });
+  const mobileDevices = createMobileDeviceService({ db, clock, revocations, accessTokenTtlMs });
   const tickets = createTicketService({ db, clock, revived });
   const audit = createAuditService({ db });
   const idempotency = createIdempotencyService({ db, clock, log, ttlMs: IDEMPOTENCY_TTL_MS });

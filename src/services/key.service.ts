@@ -1,16 +1,26 @@
-// Signing keys: generated on first start, private halves encrypted at rest, rotated without breaking issued tokens.
+// Signing keys: generated on first start, private halves encrypted at rest, rotated without breaking issued tokens;
+// ticket keys announced before they sign and withdrawn at once in an emergency (docs/contract.md 8.1).
 import { createPrivateKey, randomUUID, type JsonWebKey, type KeyObject as NodeKeyObject } from 'node:crypto';
 import { exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK, type KeyObject } from 'jose';
+import { nextChangeSeq } from '../db/repositories/change-log.repo.js';
 import type { Database, Queryable } from '../db/database.js';
 import {
-  countActiveKeys,
+  countUnretiredKeys,
+  findAnnouncedKey,
+  hasSigningKey,
   insertKey,
   listLiveKeys,
+  listLiveTenantKeys,
+  recordTicketKeySetChange,
   retireKeysExcept,
   SIGNING_KEYS_CHANNEL,
+  withdrawKeysExcept,
   type KeyPurpose,
   type SigningKeyRecord,
 } from '../db/repositories/signing-key.repo.js';
+import { ConflictError, NotFoundError } from '../errors.js';
+import { recordChange } from './audit.service.js';
+import type { ActionContext } from './context.js';
 import { decrypt, encrypt } from './crypto.js';
 import type { SigningAlgorithm, SigningKey } from './jws.js';
 
@@ -27,7 +37,6 @@ interface LoadedKey {
   /** Decrypted lazily: most keys only ever verify. A node:crypto key, for `signCompactJws`. */
   privateKey: NodeKeyObject | null;
   record: SigningKeyRecord;
-  retiredAt: number | null;
 }
 
 export interface KeyServiceOptions {
@@ -36,17 +45,67 @@ export interface KeyServiceOptions {
   clock: () => number;
   alg: SigningAlgorithm;
   purpose: KeyPurpose;
-  /** How long a retired key stays published: the longest lifetime of anything it signed. */
+  /** How long a retired key stays published after its last signature: the longest lifetime of anything it signed. */
   retentionMs: number;
+  /**
+   * How long a new key is published before it signs (docs/contract.md 8.1: one credential lifetime for ticket keys,
+   * so locks that are never online learn it from a visiting phone first). 0, the default: it signs at once.
+   */
+  announceMs?: number;
 }
+
+/** A key's place in its lifecycle, as the Operator API lists it (docs/contract.md 8.1). */
+export type KeyState = 'announced' | 'active' | 'retired';
+
+export interface KeyDescription {
+  kid: string;
+  alg: string;
+  state: KeyState;
+  createdTime: number;
+  activatesTime: number;
+  /** Its last signature (a successor signs from then on); absent while no successor exists. */
+  retiresTime?: number;
+  /** When it drops out of the published set: one retention after its last signature. */
+  publishedUntil?: number;
+}
+
+export interface RotateOptions {
+  /**
+   * A leaked key: the new key signs at once and every other key of the tenant is withdrawn (unpublished and no
+   * longer verifying) at once. Locks that are never online then need a visit with the installer's tools.
+   */
+  emergency?: boolean;
+  /** Who rotates: recorded as the audit event `ticket_key.rotated` of the tenant (docs/contract.md 7.5). */
+  context?: ActionContext;
+}
+
+export interface Rotation {
+  kid: string;
+  /** When the new key signs its first credential (now, or one announcement later). */
+  activatesAt: number;
+  emergency: boolean;
+  /** The keys it replaced: retired (normal rotation, signing until `activatesAt`) or withdrawn (emergency). */
+  retired: string[];
+}
+
+/** Rolls back a first-key transaction that found a key already there, so the change number it took is not spent. */
+class NothingToGenerate extends Error {}
 
 /** Any constant; keeps two instances from generating a first key each at the same time. */
 const KEY_GENERATION_LOCK = 7_318_442_902;
+/** How far apart the clocks of two instances may be for a key made "at once" on one to sign at once on the other. */
+const CLOCK_SKEW_MS = 5_000;
 /** An unknown `kid` reloads the keys at most this often, so random kids cannot hammer the database. */
 const UNKNOWN_KID_RELOAD_MS = 5_000;
 
 export function createKeyService(options: KeyServiceOptions) {
   const { db, secretsKey, clock, purpose } = options;
+  const announceMs = options.announceMs ?? 0;
+  /**
+   * Changes of a tenant's ticket-key set take a change number of the tenant's change log (docs/contract.md 8.1): sync
+   * answers and revocation lists compare a lock's position with it. Access-token keys belong to no tenant.
+   */
+  const tracksKeySetChanges = purpose === 'ticket';
   let keys = new Map<string, LoadedKey>();
   let lastReload = 0;
   let reloading: Promise<void> | null = null;
@@ -55,7 +114,7 @@ export function createKeyService(options: KeyServiceOptions) {
 
   const aadOf = (kid: string) => `signing-key:${kid}`;
 
-  async function generate(tx: Queryable, tenantId: string | null): Promise<string> {
+  async function generate(tx: Queryable, tenantId: string | null, createdAt: number, activatesAt: number): Promise<string> {
     const { publicKey, privateKey } = await generateKeyPair(options.alg, { extractable: true, crv: options.alg === 'EdDSA' ? 'Ed25519' : 'P-256' });
     const kid = randomUUID();
     const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: options.alg, use: 'sig' };
@@ -67,15 +126,24 @@ export function createKeyService(options: KeyServiceOptions) {
       alg: options.alg,
       publicJwk,
       privateJwkEncrypted: encrypt(secretsKey, JSON.stringify(privateJwk), aadOf(kid)),
-      createdAt: clock(),
+      createdAt,
+      activatesAt,
       retiredAt: null,
+      withdrawnAt: null,
     });
     return kid;
   }
 
   async function load(record: SigningKeyRecord): Promise<LoadedKey> {
     const existing = keys.get(record.kid);
-    if (existing && existing.retiredAt === record.retiredAt) return existing;
+    if (
+      existing &&
+      existing.record.retiredAt === record.retiredAt &&
+      existing.record.activatesAt === record.activatesAt &&
+      existing.record.withdrawnAt === record.withdrawnAt
+    ) {
+      return existing;
+    }
     const { kid: _kid, alg: _alg, use: _use, ...publicJwk } = record.publicJwk as JWK;
     return {
       kid: record.kid,
@@ -85,7 +153,6 @@ export function createKeyService(options: KeyServiceOptions) {
       publicKey: existing?.publicKey ?? ((await importJWK(publicJwk, record.alg)) as Key),
       privateKey: existing?.privateKey ?? null,
       record,
-      retiredAt: record.retiredAt,
     };
   }
 
@@ -120,22 +187,81 @@ export function createKeyService(options: KeyServiceOptions) {
     return key.privateKey;
   }
 
-  /** The newest unretired key of the tenant (null: the server's own key). */
+  /** Whether the key signs at `now`: activated, not yet at its last signature, never withdrawn. */
+  function signsAt(record: SigningKeyRecord, now: number): boolean {
+    return record.withdrawnAt === null && record.activatesAt <= now && (record.retiredAt === null || record.retiredAt > now);
+  }
+
+  /**
+   * Whether the key is published at `now` (and so verifies): announced, signing, or retired less than one retention
+   * ago; never once withdrawn.
+   */
+  function publishedAt(record: SigningKeyRecord, now: number): boolean {
+    return record.withdrawnAt === null && (record.retiredAt === null || record.retiredAt > now - options.retentionMs);
+  }
+
+  /**
+   * The key the tenant signs with now (null: the server's own key): the newest activated one. When none is, a key
+   * activating within CLOCK_SKEW_MS: another instance whose clock runs ahead may have made it (a first key, an
+   * emergency rotation) "at once", and this instance must not be left without a key until its clock catches up.
+   */
   function activeKey(tenantId: string | null): LoadedKey | undefined {
+    return newestSigningAt(tenantId, clock()) ?? newestSigningAt(tenantId, clock() + CLOCK_SKEW_MS);
+  }
+
+  function newestSigningAt(tenantId: string | null, now: number): LoadedKey | undefined {
     let newest: LoadedKey | undefined;
     for (const key of keys.values()) {
-      if (key.tenantId !== tenantId || key.retiredAt !== null) continue;
-      if (!newest || key.record.createdAt > newest.record.createdAt) newest = key;
+      if (key.tenantId !== tenantId || !signsAt(key.record, now)) continue;
+      if (
+        !newest ||
+        key.record.activatesAt > newest.record.activatesAt ||
+        (key.record.activatesAt === newest.record.activatesAt && key.record.createdAt > newest.record.createdAt)
+      ) {
+        newest = key;
+      }
     }
     return newest;
   }
 
-  /** Makes sure the tenant (or the server) has a key to sign with; generates the first one. */
+  function describeKey(record: SigningKeyRecord, now: number): KeyDescription {
+    return {
+      kid: record.kid,
+      alg: record.alg,
+      state: record.activatesAt > now ? 'announced' : record.retiredAt !== null && record.retiredAt <= now ? 'retired' : 'active',
+      createdTime: record.createdAt,
+      activatesTime: record.activatesAt,
+      ...(record.retiredAt !== null ? { retiresTime: record.retiredAt, publishedUntil: record.retiredAt + options.retentionMs } : {}),
+    };
+  }
+
+  /** Serialises key generation across instances (after the tenant's change number: lock order in change-log.repo.ts). */
+  async function lockKeyGeneration(tx: Queryable): Promise<void> {
+    await tx.query('SELECT pg_advisory_xact_lock($1)', [KEY_GENERATION_LOCK]);
+  }
+
+  /**
+   * Makes sure the tenant (or the server) has a key to sign with; generates the first one, signing at once (nothing
+   * was published before, so there is nothing to announce it ahead of). A tenant's first ticket key is a change of its
+   * key set (docs/contract.md 8.1). Opens its own transaction: never call it (or signingKey) inside a transaction
+   * that holds the tenant's change number.
+   */
   async function ensureKey(tenantId: string | null): Promise<void> {
-    await db.transaction(async (tx) => {
-      await tx.query('SELECT pg_advisory_xact_lock($1)', [KEY_GENERATION_LOCK]);
-      if ((await countActiveKeys(tx, purpose, tenantId)) === 0) await generate(tx, tenantId);
-    });
+    try {
+      await db.transaction(async (tx) => {
+        const seq = tracksKeySetChanges && tenantId !== null ? await nextChangeSeq(tx, tenantId) : null;
+        await lockKeyGeneration(tx);
+        if ((await countUnretiredKeys(tx, purpose, tenantId)) > 0) {
+          if (seq !== null) throw new NothingToGenerate();
+          return;
+        }
+        const now = clock();
+        await generate(tx, tenantId, now, now);
+        if (seq !== null) await recordTicketKeySetChange(tx, tenantId!, seq, now);
+      });
+    } catch (error) {
+      if (!(error instanceof NothingToGenerate)) throw error;
+    }
     await reloadAfterWrite();
   }
 
@@ -181,29 +307,77 @@ export function createKeyService(options: KeyServiceOptions) {
         await reload();
         key = keys.get(kid);
       }
-      if (!key) return null;
-      if (key.retiredAt !== null && key.retiredAt <= clock() - options.retentionMs) return null;
+      // The same rule as publication: a key a lock may no longer hold (withdrawn, or retired too long ago) never verifies.
+      if (!key || !publishedAt(key.record, clock())) return null;
       return { key: key.publicKey, alg: key.alg, tenantId: key.tenantId };
     },
 
-    /** Public keys only (docs/security-checklist.md 31): `d` never leaves this service. */
+    /**
+     * The published keys (of one tenant, or of all when `tenantId` is undefined): announced, signing, and retired
+     * within one retention; never withdrawn ones. Public halves only (docs/security-checklist.md 31): `d` never
+     * leaves this service. A retired key dropping out here changes no change number: a lock still holding it holds
+     * a key whose credentials have all expired, which admits nothing.
+     */
     publicJwks(tenantId?: string | null): JWK[] {
       const now = clock();
       return [...keys.values()]
-        .filter((key) => tenantId === undefined || key.tenantId === tenantId)
-        .filter((key) => key.retiredAt === null || key.retiredAt > now - options.retentionMs)
+        .filter((key) => (tenantId === undefined || key.tenantId === tenantId) && publishedAt(key.record, now))
+        .sort((a, b) => b.record.activatesAt - a.record.activatesAt || b.record.createdAt - a.record.createdAt)
         .map((key) => {
           const { d: _d, ...publicJwk } = key.publicJwk as JWK & { d?: string };
           return publicJwk;
         });
     },
 
-    /** A new key signs from now on; the old ones stay published until what they signed has expired. */
-    async rotate(tenantId: string | null = null): Promise<{ kid: string; retired: string[] }> {
-      const rotated = await db.transaction(async (tx) => {
-        await tx.query('SELECT pg_advisory_xact_lock($1)', [KEY_GENERATION_LOCK]);
-        const kid = await generate(tx, tenantId);
-        return { kid, retired: await retireKeysExcept(tx, purpose, tenantId, kid, clock()) };
+    /** The tenant's published keys with their lifecycle, newest first, read from the database (not this instance's copy). */
+    async describe(tenantId: string): Promise<KeyDescription[]> {
+      const now = clock();
+      const records = await listLiveTenantKeys(db, purpose, tenantId, now - options.retentionMs);
+      return records.map((record) => describeKey(record, now));
+    },
+
+    /** One published key of the tenant; another tenant's, a withdrawn or a no longer published one is not found. */
+    async describeOne(tenantId: string, kid: string): Promise<KeyDescription> {
+      const now = clock();
+      const record = (await listLiveTenantKeys(db, purpose, tenantId, now - options.retentionMs)).find((key) => key.kid === kid);
+      if (!record) throw new NotFoundError(`No published ticket key ${kid}.`);
+      return describeKey(record, now);
+    },
+
+    /**
+     * A new key for the tenant (null: the server's own key). Normal rotation: the new key is published now and signs
+     * from `now + announceMs`, the signing key's last signature is then, and it stays published one retention after
+     * that (docs/contract.md 8.1); while an announced key is pending, a normal rotation is refused. With no key
+     * signing (none yet), or `announceMs` 0 (access-token keys), the new key signs at once. Emergency rotation: the
+     * new key signs at once and every other key is withdrawn at once. For ticket keys, the change of the tenant's
+     * key set takes the tenant's next change number in the same transaction.
+     */
+    async rotate(tenantId: string | null = null, { emergency = false, context }: RotateOptions = {}): Promise<Rotation> {
+      const rotated = await db.transaction(async (tx): Promise<Rotation> => {
+        // First: the tenant's change number, whose row lock orders every change of the tenant (change-log.repo.ts).
+        const seq = tracksKeySetChanges && tenantId !== null ? await nextChangeSeq(tx, tenantId) : null;
+        await lockKeyGeneration(tx);
+        const now = clock();
+        let activatesAt = now;
+        // Only announced keys can be pending (a key signing at once on an instance whose clock runs ahead is not).
+        if (!emergency && announceMs > 0) {
+          const pending = await findAnnouncedKey(tx, purpose, tenantId, now);
+          if (pending) {
+            throw new ConflictError(
+              `The key ${pending.kid} is announced and signs from ${new Date(pending.activatesAt).toISOString()}; ` +
+                'a second rotation must wait until then. An emergency rotation (`emergency`) replaces every key at once.',
+            );
+          }
+          if (await hasSigningKey(tx, purpose, tenantId, now)) activatesAt = now + announceMs;
+        }
+        const kid = await generate(tx, tenantId, now, activatesAt);
+        const retired = emergency
+          ? await withdrawKeysExcept(tx, purpose, tenantId, kid, now, now - options.retentionMs)
+          : await retireKeysExcept(tx, purpose, tenantId, kid, activatesAt);
+        if (seq !== null) await recordTicketKeySetChange(tx, tenantId!, seq, now);
+        // Last: the audit counter's lock (audit.service.ts). Only tenant keys (ticket keys) have a tenant's trail.
+        if (context && tenantId !== null) await recordChange(tx, context, now, 'ticket_key.rotated', `ticket_key:${kid}`);
+        return { kid, activatesAt, emergency, retired };
       });
       await reloadAfterWrite();
       return rotated;

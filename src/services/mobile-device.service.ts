@@ -1,6 +1,7 @@
 // Mobile devices (docs/contract.md 4.2): register, read, page, remove (which revokes their tickets).
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.js';
+import { deleteClientsOfMobileDevice } from '../db/repositories/client.repo.js';
 import {
   deleteMobileDevice,
   findMobileDevice,
@@ -13,6 +14,7 @@ import { recordChange } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
 import { decodeCursor, pageOf, type Page } from './pagination.js';
 import { removeWithTickets, type TicketHolder } from './removal.js';
+import type { RevocationService } from './revocation.service.js';
 
 export interface MobileDevice {
   id: string;
@@ -27,17 +29,25 @@ export function toMobileDevice(record: MobileDeviceRecord): MobileDevice {
 export interface MobileDeviceServiceOptions {
   db: Database;
   clock: Clock;
+  revocations: RevocationService;
+  /** Access-token lifetime: how long a deleted client's tokens must stay refused. */
+  accessTokenTtlMs: number;
 }
 
-/** How a mobile device is removed with its tickets (removal.ts). */
+/** How a mobile device is removed with its tickets and clients (removal.ts). */
 const MOBILE_DEVICES: TicketHolder = {
   remove: deleteMobileDevice,
   ticketColumn: 'mobile_device_id',
+  // docs/contract.md 4.2, docs/security-checklist.md G42: the clients bound to the device go with it, as a client
+  // deletion does (revocation `client`, audit `client.deleted`). A device later created with the same id, perhaps
+  // for someone else, starts with no client: the old phone's secret never reaches the new owner's tickets.
+  boundClients: { retire: deleteClientsOfMobileDevice, revocationKind: 'client', auditAction: 'client.deleted' },
   noun: 'mobile device',
   auditNoun: 'mobile_device',
 };
 
-export function createMobileDeviceService({ db, clock }: MobileDeviceServiceOptions) {
+export function createMobileDeviceService(options: MobileDeviceServiceOptions) {
+  const { db, clock } = options;
   return {
     async register(context: ActionContext, input: { id?: string | undefined; name?: string | undefined }): Promise<MobileDevice> {
       const record: MobileDeviceRecord = {
@@ -67,9 +77,12 @@ export function createMobileDeviceService({ db, clock }: MobileDeviceServiceOpti
       return pageOf(rows, limit, (row) => ({ createdAt: row.createdAt, id: row.id }), toMobileDevice);
     },
 
-    /** Removes the device and, in the same transaction, revokes every ticket issued to it (docs/contract.md 4.2). */
+    /**
+     * Removes the device and, in the same transaction, revokes every ticket issued to it and deletes every client
+     * bound to it (docs/contract.md 4.2).
+     */
     async remove(context: ActionContext, id: string): Promise<void> {
-      await removeWithTickets(db, clock, MOBILE_DEVICES, context, id);
+      await removeWithTickets(options, MOBILE_DEVICES, context, id);
     },
   };
 }

@@ -1,39 +1,73 @@
-// Removing a secured object or a mobile device (docs/contract.md 4.1, 4.2): the row goes and its tickets are revoked, at once.
+// Removing a secured object or a mobile device (docs/contract.md 4.1, 4.2): the row goes, its tickets are revoked and
+// its bound clients retired, at once.
 import type { Database, Queryable } from '../db/database.js';
 import { nextChangeSeq } from '../db/repositories/change-log.repo.js';
+import type { RevocationKind } from '../db/repositories/revocation.repo.js';
 import { revokeTicketsOf } from '../db/repositories/ticket.repo.js';
 import { NotFoundError } from '../errors.js';
-import { recordChange } from './audit.service.js';
+import { auditEvent, recordChanges } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
+import type { RevocationService } from './revocation.service.js';
 
-/** What differs between the two removals: the row's delete, the tickets' column that names it, and its nouns. */
+/** What becomes of the OAuth clients bound to the removed row (docs/contract.md 3.7). */
+export interface BoundClientRetirement {
+  /** Deletes or marks the tenant's clients bound to the row, with the deleting transaction's change number; their ids. */
+  retire(db: Queryable, tenantId: string, id: string, seq: number): Promise<string[]>;
+  /** The revocation recorded for each retired client, so every instance acts on it within seconds (docs/contract.md 3.4). */
+  revocationKind: Extract<RevocationKind, 'client' | 'client-decommissioned'>;
+  /** The audit action of each retired client, e.g. `client.deleted` (docs/contract.md 7.5). */
+  auditAction: string;
+}
+
+/** What differs between the two removals: the row's delete, the tickets' column that names it, its clients, its nouns. */
 export interface TicketHolder {
   /** Deletes the tenant's row; false when the tenant has none with this id. */
   remove(db: Queryable, tenantId: string, id: string): Promise<boolean>;
   ticketColumn: 'secured_object_id' | 'mobile_device_id';
+  boundClients: BoundClientRetirement;
   /** The noun in messages, e.g. `secured object`. */
   noun: string;
   /** The noun in audit actions and targets, e.g. `secured_object`. */
   auditNoun: string;
 }
 
+export interface RemovalDependencies {
+  db: Database;
+  clock: Clock;
+  revocations: RevocationService;
+  /** Access-token lifetime: how long a retired client's revocation must be kept. */
+  accessTokenTtlMs: number;
+}
+
 /**
- * Removes the row and, in the same transaction, revokes every ticket issued for it (docs/contract.md 4.1, 4.2); 404 when the
- * tenant has no such row. LOCK ORDER: the tenant's change counter first (change-log.repo.ts), then the row and its
- * tickets, the audit counter last (audit.repo.ts).
+ * Removes the row and, in the same transaction, retires its bound clients and revokes every ticket issued for it
+ * (docs/contract.md 4.1, 4.2); 404 when the tenant has no such row, and then nothing changed. LOCK ORDER: the
+ * tenant's change counter first (change-log.repo.ts), then the row, its clients and its tickets, the audit counter
+ * last (audit.repo.ts; revokeTicketsOf appends its audit events too, so the clients come before it). Client creation
+ * holds the bound row (FOR KEY SHARE) until it commits, so no client can be bound to the row behind this deletion's back.
  */
 export async function removeWithTickets(
-  db: Database,
-  clock: Clock,
+  dependencies: RemovalDependencies,
   holder: TicketHolder,
   context: ActionContext,
   id: string,
 ): Promise<void> {
-  await db.transaction(async (tx) => {
+  const { db, clock, revocations, accessTokenTtlMs } = dependencies;
+  const retired = await db.transaction(async (tx) => {
     const seq = await nextChangeSeq(tx, context.tenantId);
     if (!(await holder.remove(tx, context.tenantId, id))) throw new NotFoundError(`No ${holder.noun} ${id}.`);
     const now = clock();
+    const clientIds = await holder.boundClients.retire(tx, context.tenantId, id, seq);
+    // Every access token issued before now expires within one lifetime: the revocations need to outlive none longer.
+    await revocations.recordMany(tx, holder.boundClients.revocationKind, clientIds, now + accessTokenTtlMs);
     await revokeTicketsOf(tx, context.tenantId, holder.ticketColumn, id, now, seq, context);
-    await recordChange(tx, context, now, `${holder.auditNoun}.deleted`, `${holder.auditNoun}:${id}`);
+    await recordChanges(tx, [
+      auditEvent(context, now, `${holder.auditNoun}.deleted`, `${holder.auditNoun}:${id}`),
+      ...clientIds.map((clientId) => auditEvent(context, now, holder.boundClients.auditAction, `client:${clientId}`)),
+    ]);
+    return clientIds;
   });
+  // This instance acts on the revocations at once (the token endpoint answers invalid_client right away); the others
+  // on the NOTIFY delivered at commit, or the poll.
+  if (retired.length > 0) await revocations.refresh();
 }

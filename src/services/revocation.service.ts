@@ -6,9 +6,11 @@ import {
   REVOCATION_CHANNEL,
   deleteExpiredRevocations,
   insertRevocation,
+  insertRevocations,
   listRevocationsAfter,
   type RevocationKind,
 } from '../db/repositories/revocation.repo.js';
+import { DECOMMISSIONED_CLIENT_SCOPES } from './scopes.js';
 
 export interface RevocationServiceOptions {
   db: Database;
@@ -24,7 +26,12 @@ export interface TokenSubjects {
   userId?: string | undefined;
   familyId?: string | undefined;
   jti: string;
+  /** The token's scopes: a decommissioned client's token is refused only when it carries more than it may keep. */
+  scopes: ReadonlySet<string>;
 }
+
+/** A scope a decommissioned client may no longer use (docs/contract.md 4.1). */
+const beyondDecommissioned = (scope: string) => !DECOMMISSIONED_CLIENT_SCOPES.has(scope);
 
 /**
  * Revocations of the last minute are read again on every load: one committed after a higher-numbered one was loaded
@@ -44,7 +51,10 @@ export function createRevocationService(options: RevocationServiceOptions) {
   let refreshAgain = false;
   let timer: NodeJS.Timeout | null = null;
   let unlisten: (() => Promise<void>) | null = null;
-  /** Told of every deleted client and rotated secret this instance learns of (again for the late-commit window). */
+  /**
+   * Told of every deleted, rotated or decommissioned client this instance learns of (again for the late-commit
+   * window).
+   */
   const clientChangeListeners: ((clientId: string) => void)[] = [];
 
   const key = (kind: RevocationKind, subject: string) => `${kind}:${subject}`;
@@ -58,7 +68,7 @@ export function createRevocationService(options: RevocationServiceOptions) {
     const rows = await listRevocationsAfter(db, lastSeq, now, now - LATE_COMMIT_WINDOW_MS);
     for (const row of rows) {
       lastSeq = Math.max(lastSeq, row.seq);
-      if (row.kind === 'client' || row.kind === 'client-secret') {
+      if (row.kind === 'client' || row.kind === 'client-secret' || row.kind === 'client-decommissioned') {
         for (const listener of clientChangeListeners) listener(row.subject);
       }
       if (row.kind === 'client-secret') continue;
@@ -115,7 +125,12 @@ export function createRevocationService(options: RevocationServiceOptions) {
       await insertRevocation(tx, kind, subject, clock(), expiresAt);
     },
 
-    /** Calls `listener` with the id of every client deleted or given a new secret, on any instance. */
+    /** `record` for many subjects in one statement (set-based fan-out); nothing when `subjects` is empty. */
+    async recordMany(tx: Queryable, kind: RevocationKind, subjects: string[], expiresAt: number): Promise<void> {
+      await insertRevocations(tx, kind, subjects, clock(), expiresAt);
+    },
+
+    /** Calls `listener` with the id of every client deleted, given a new secret or decommissioned, on any instance. */
     onClientChanged(listener: (clientId: string) => void): void {
       clientChangeListeners.push(listener);
     },
@@ -126,7 +141,10 @@ export function createRevocationService(options: RevocationServiceOptions) {
         revoked.has(key('client', token.clientId)) ||
         revoked.has(key('jti', token.jti)) ||
         (token.userId !== undefined && revoked.has(key('user', token.userId))) ||
-        (token.familyId !== undefined && revoked.has(key('family', token.familyId)))
+        (token.familyId !== undefined && revoked.has(key('family', token.familyId))) ||
+        // docs/contract.md 4.1: once its lock is deleted, a client keeps `sync` only (secured-object.service.ts says
+        // why such a token is refused whole rather than read with fewer scopes).
+        (revoked.has(key('client-decommissioned', token.clientId)) && [...token.scopes].some(beyondDecommissioned))
       );
     },
   };

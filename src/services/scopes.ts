@@ -10,6 +10,12 @@ export const INTROSPECTION_SCOPE: (typeof AUTHORIZATION_SERVER_SCOPES)[number] =
 /** Scopes that reach the Device API: a token holding one also gets `aud: deviceapi` (docs/contract.md 3.4). */
 export const DEVICE_SCOPES: readonly string[] = ['sync', 'tokens:download'];
 
+/**
+ * What a client keeps once its lock is deleted (docs/contract.md 4.1): it may still sync, so the lock learns every
+ * revocation its deletion caused (docs/security-checklist.md G43), and nothing else.
+ */
+export const DECOMMISSIONED_CLIENT_SCOPES: ReadonlySet<string> = new Set(['sync']);
+
 /** What `tenant create` gives the management client (docs/contract.md 2). */
 export const MANAGEMENT_SCOPES = [
   'tokens:create',

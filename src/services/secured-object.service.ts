@@ -1,6 +1,7 @@
 // Secured objects (locks, docs/contract.md 4.1): register, read, page, remove (which revokes their tickets).
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.js';
+import { decommissionClientsOfSecuredObject } from '../db/repositories/client.repo.js';
 import {
   deleteSecuredObject,
   findSecuredObject,
@@ -13,6 +14,7 @@ import { recordChange } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
 import { decodeCursor, pageOf, type Page } from './pagination.js';
 import { removeWithTickets, type TicketHolder } from './removal.js';
+import type { RevocationService } from './revocation.service.js';
 import { channelErrors, type RevivedInterfaces } from './vocabulary.js';
 
 export interface SecuredObject {
@@ -43,17 +45,35 @@ export interface SecuredObjectServiceOptions {
   db: Database;
   clock: Clock;
   revived: RevivedInterfaces;
+  revocations: RevocationService;
+  /** Access-token lifetime: how long a decommissioned client's older tokens must stay refused. */
+  accessTokenTtlMs: number;
 }
 
-/** How a secured object is removed with its tickets (removal.ts). */
+/** How a secured object is removed with its tickets, its clients decommissioned (removal.ts). */
 const SECURED_OBJECTS: TicketHolder = {
   remove: deleteSecuredObject,
   ticketColumn: 'secured_object_id',
+  // docs/contract.md 4.1: the lock's bound clients stay, able to sync only, up to the change that deleted the lock,
+  // so the door still learns every revocation its deletion caused (docs/security-checklist.md G43) and never sees a
+  // lock later created with the same id. The grant narrows their new tokens to `sync` (grants.service.ts).
+  // Their tokens already issued that carry another scope are refused (revocation `client-decommissioned`, within
+  // the revocation poll on every instance), so the client fetches a narrowed one. Refusing such a token whole,
+  // rather than reading it with fewer scopes, keeps every token's claims true: introspection never reports a scope
+  // the token no longer grants, and the client learns (401) that it must ask again. A token holding only `sync`
+  // grants nothing the client lost and keeps working. A revocation, unlike a secret rotation's `client-secret`
+  // notice, is needed: a rotation leaves issued tokens valid by design (client.service.ts).
+  boundClients: {
+    retire: decommissionClientsOfSecuredObject,
+    revocationKind: 'client-decommissioned',
+    auditAction: 'client.decommissioned',
+  },
   noun: 'secured object',
   auditNoun: 'secured_object',
 };
 
-export function createSecuredObjectService({ db, clock, revived }: SecuredObjectServiceOptions) {
+export function createSecuredObjectService(options: SecuredObjectServiceOptions) {
+  const { db, clock, revived } = options;
   return {
     async register(context: ActionContext, input: NewSecuredObject): Promise<SecuredObject> {
       const errors = channelErrors('channels', input.channels, revived);
@@ -87,9 +107,12 @@ export function createSecuredObjectService({ db, clock, revived }: SecuredObject
       return pageOf(rows, limit, (row) => ({ createdAt: row.createdAt, id: row.id }), toSecuredObject);
     },
 
-    /** Removes the lock and, in the same transaction, revokes every ticket for it (docs/contract.md 4.1). */
+    /**
+     * Removes the lock and, in the same transaction, revokes every ticket for it and decommissions every client
+     * bound to it (docs/contract.md 4.1).
+     */
     async remove(context: ActionContext, id: string): Promise<void> {
-      await removeWithTickets(db, clock, SECURED_OBJECTS, context, id);
+      await removeWithTickets(options, SECURED_OBJECTS, context, id);
     },
   };
 }

@@ -1,16 +1,20 @@
-// `npm run simulate -- …`: a lock that syncs with the server through a bound client and decides on credentials.
-import { parseArgs } from 'node:util';
-import type { JSONWebKeySet } from 'jose';
-import { LockSimulator, type SyncAnswer } from './lock-simulator.js';
+// `npm run simulate -- …`: a lock provisioned from the trust endpoint through its bound client, synced, given the
+// revocation lists a phone carried, then deciding on credentials (docs/contract.md 6.2, 8.1, 8.3).
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { LockSimulator, type LockProvisioning, type SyncAnswer } from './lock-simulator.js';
 
 const USAGE = `Usage: npm run --silent simulate -- --url URL --client-id ID --client-secret SECRET --secured-object ID
-         [--command open] [--at MILLIS] [CREDENTIAL ...]
+         [--command open] [--channel btlespp] [--at MILLIS] [--revocation-list JWS ...] [CREDENTIAL ...]
 
-Fetches the JWKS, syncs the lock through the client (scope sync, bound to the lock or unbound), then prints one
-JSON decision per credential (from the arguments, or one per line on standard input).`;
+Provisions a lock as an installer would: takes a token for the client (scope sync, bound to the lock), fetches the
+lock's trust answer (its tenant's issuer, key set and maximum credential lifetime), syncs, then applies every
+--revocation-list (a compact JWS a phone carried; repeat the option for several). Then prints one JSON decision per
+credential (from the arguments, or one per line on standard input).
+
+  --at MILLIS   the lock's clock, an integer of Unix milliseconds (default: now). Anything else is a usage error.`;
 
 /** The options that take a value. */
-const VALUE_OPTIONS = new Set(['--url', '--client-id', '--client-secret', '--secured-object', '--command', '--at']);
+const VALUE_OPTIONS = new Set(['--url', '--client-id', '--client-secret', '--secured-object', '--command', '--channel', '--at', '--revocation-list']);
 
 /**
  * `--option value` as `--option=value`: client ids and secrets are base64url, so one in 64 of each starts with `-`,
@@ -36,20 +40,38 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/**
+ * The lock's clock from `--at`: digits only, a safe integer of milliseconds, or null. `Number('now')` is NaN and
+ * every comparison with NaN is false, so a lock handed one would let every credential through its time checks.
+ */
+function parseInstant(text: string): number | null {
+  if (!/^[0-9]+$/.test(text)) return null;
+  const at = Number(text);
+  return Number.isSafeInteger(at) ? at : null;
+}
+
+const OPTIONS = {
+  url: { type: 'string' },
+  'client-id': { type: 'string' },
+  'client-secret': { type: 'string' },
+  'secured-object': { type: 'string' },
+  command: { type: 'string', default: 'open' },
+  channel: { type: 'string', default: 'btlespp' },
+  at: { type: 'string' },
+  'revocation-list': { type: 'string', multiple: true },
+  help: { type: 'boolean' },
+} satisfies ParseArgsConfig['options'];
+
 async function main(): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: joinOptionValues(process.argv.slice(2)),
-    options: {
-      url: { type: 'string' },
-      'client-id': { type: 'string' },
-      'client-secret': { type: 'string' },
-      'secured-object': { type: 'string' },
-      command: { type: 'string', default: 'open' },
-      at: { type: 'string' },
-      help: { type: 'boolean' },
-    },
-    allowPositionals: true,
-  });
+  let parsed;
+  try {
+    parsed = parseArgs({ args: joinOptionValues(process.argv.slice(2)), options: OPTIONS, allowPositionals: true });
+  } catch (error) {
+    // An unknown option or one without its value is a usage error, as a missing option is.
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n${USAGE}\n`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
   if (values.help) {
     process.stdout.write(`${USAGE}\n`);
     return 0;
@@ -62,7 +84,11 @@ async function main(): Promise<number> {
     process.stderr.write(`${USAGE}\n`);
     return 2;
   }
-  const jwks = (await (await fetch(`${base}/.well-known/jwks.json`)).json()) as JSONWebKeySet;
+  const at = values.at === undefined ? Date.now() : parseInstant(values.at);
+  if (at === null) {
+    process.stderr.write(`--at must be an integer of milliseconds, not ${JSON.stringify(values.at)}\n${USAGE}\n`);
+    return 2;
+  }
   const tokenResponse = await fetch(`${base}/oauth/token`, {
     method: 'POST',
     headers: {
@@ -76,19 +102,36 @@ async function main(): Promise<number> {
     return 1;
   }
   const { access_token: token } = (await tokenResponse.json()) as { access_token: string };
-  const lock = new LockSimulator(lockId, jwks);
+  const lockPath = `${base}/deviceapi/securedobjects/${encodeURIComponent(lockId)}`;
+  const headers = { authorization: `Bearer ${token}` };
+
+  // docs/contract.md 8.1: what an installer writes into the lock. Never the server-wide /.well-known/jwks.json,
+  // which holds access-token keys: the lock trusts its own tenant's issuer and key set only.
+  const trustResponse = await fetch(`${lockPath}/trust`, { headers });
+  if (!trustResponse.ok) {
+    process.stderr.write(`trust request failed: ${trustResponse.status} ${await trustResponse.text()}\n`);
+    return 1;
+  }
+  const trust = (await trustResponse.json()) as LockProvisioning;
+  if (trust.securedObjectId !== lockId) {
+    process.stderr.write(`trust answer is for ${JSON.stringify(trust.securedObjectId)}, not ${JSON.stringify(lockId)}\n`);
+    return 1;
+  }
+  const lock = new LockSimulator(trust);
   await lock.sync(async (cursor) => {
     const query = cursor ? `?cursor=${encodeURIComponent(cursor)}` : '';
-    const response = await fetch(`${base}/deviceapi/securedobjects/${encodeURIComponent(lockId)}/sync${query}`, {
-      headers: { authorization: `Bearer ${token}` },
-    });
+    const response = await fetch(`${lockPath}/sync${query}`, { headers });
     if (!response.ok) throw new Error(`sync failed: ${response.status} ${await response.text()}`);
     return { answer: (await response.json()) as SyncAnswer, more: (response.headers.get('link') ?? '').includes('rel="next"') };
   });
+  // docs/contract.md 8.3: lists a phone carried, applied after the sync as a lock that is never online would.
+  // What became of each goes to stderr, so stdout holds the decisions only.
+  for (const list of values['revocation-list'] ?? []) {
+    process.stderr.write(`revocation list: ${JSON.stringify(await lock.applyRevocationList(list))}\n`);
+  }
   const credentials = positionals.length > 0 ? positionals : (await readStdin()).split(/\s+/).filter(Boolean);
-  const at = values.at ? Number(values.at) : Date.now();
   for (const credential of credentials) {
-    process.stdout.write(`${JSON.stringify(await lock.decide(credential, values.command!, at))}\n`);
+    process.stdout.write(`${JSON.stringify(await lock.decide(credential, values.command!, at, values.channel!))}\n`);
   }
   return 0;
 }

@@ -1,101 +1,260 @@
-// A lock simulator: what an offline lock does with a presented credential (docs/contract.md 6.3), holding only the JWKS,
-// its own secured-object id and the revocations it learnt by syncing (docs/contract.md 6.2).
+// A lock simulator: the reference for what a lock does offline (docs/contract.md 6.3, 8.1–8.3). Provisioned with the
+// trust answer (its tenant's issuer and key set, its own id, the maximum credential lifetime), it learns revocations
+// and key changes by syncing (6.2) and from revocation lists a phone carries (8.3), and decides as strictly as
+// firmware must: anything malformed or missing is a refusal.
 import { compactVerify, decodeProtectedHeader, importJWK, type JSONWebKeySet, type JWK } from 'jose';
+import { CREDENTIAL_TYPE, REVOCATION_LIST_TYPE, checkCredential, isValidInstant, type CredentialCheckReason } from '../shared/credential-check.js';
+
+/** The `typ` of a revocation list's protected header (docs/contract.md 8.3). */
+
+/** The signature algorithms of ticket keys (src/services/jws.ts); `none` and HMAC never. */
+const ALGORITHMS = new Set(['EdDSA', 'ES256']);
+
+export type LockDecisionReason = CredentialCheckReason | 'unknown signing key' | 'algorithm not permitted' | 'bad signature';
 
 export type LockDecision =
   | { decision: 'open'; reason: 'valid'; ticketId: string }
-  | { decision: 'deny'; reason: string; ticketId?: string };
+  | { decision: 'deny'; reason: Exclude<LockDecisionReason, 'valid'>; ticketId?: string };
 
-/** The part of a sync answer the lock uses. */
+/** What an installer writes into a lock: `GET /deviceapi/securedobjects/{id}/trust` (docs/contract.md 8.1). */
+export interface LockProvisioning {
+  securedObjectId: string;
+  issuer: string;
+  keys: JSONWebKeySet;
+  /** Seconds (docs/contract.md 8.2). */
+  maxCredentialLifetime: number;
+}
+
+/** A sync answer (docs/contract.md 6.2, 8.1, 4.1). `keys`, `decommissioned` and `serial` may be absent. */
 export interface SyncAnswer {
   tokens: { id: string }[];
   revocations: { tokenId: string; revocationDate: number }[];
   cursor: string;
+  keys?: JSONWebKeySet;
+  decommissioned?: boolean;
+  /** The change-log position the lock has reached once it applied this answer. */
+  serial?: number;
 }
 
-interface CredentialClaims {
-  iss?: unknown;
-  jti?: unknown;
-  sub?: unknown;
-  aud?: unknown;
-  beginDate?: unknown;
-  endDate?: unknown;
-  cmd?: unknown;
-  chn?: unknown;
+/** What applying a sync answer changed. */
+export interface SyncApplied {
+  /** Ticket ids not revoked before. */
+  newlyRevoked: number;
+  /** `unchanged`: no `keys` in the answer; `ignored`: a malformed set, the old one kept. */
+  keys: 'unchanged' | 'replaced' | 'ignored';
+}
+
+export type RevocationListResult =
+  | { applied: true; serial: number; newlyRevoked: number; keys: SyncApplied['keys'] }
+  | {
+      applied: false;
+      reason: 'malformed list' | 'not a revocation list' | 'unknown signing key' | 'algorithm not permitted' | 'bad signature' | 'wrong issuer' | 'wrong lock' | 'stale list';
+    };
+
+/** Why a compact JWS did not verify against the lock's key set. */
+type JwsFailure = 'malformed' | 'wrong type' | 'unknown signing key' | 'algorithm not permitted' | 'bad signature';
+
+const CREDENTIAL_FAILURES = {
+  malformed: 'malformed credential',
+  'wrong type': 'not a ticket credential',
+  'unknown signing key': 'unknown signing key',
+  'algorithm not permitted': 'algorithm not permitted',
+  'bad signature': 'bad signature',
+} as const satisfies Record<JwsFailure, LockDecisionReason>;
+
+const LIST_FAILURES = {
+  malformed: 'malformed list',
+  'wrong type': 'not a revocation list',
+  'unknown signing key': 'unknown signing key',
+  'algorithm not permitted': 'algorithm not permitted',
+  'bad signature': 'bad signature',
+} as const;
+
+/** One key of a ticket key set, checked for what verifying needs; a private key or an unknown type makes it unusable. */
+function isUsableKey(key: unknown): key is JWK & { kid: string; alg: 'EdDSA' | 'ES256' } {
+  if (typeof key !== 'object' || key === null || Array.isArray(key)) return false;
+  const jwk = key as Record<string, unknown>;
+  if (typeof jwk.kid !== 'string' || jwk.kid === '' || 'd' in jwk) return false;
+  if (jwk.use !== undefined && jwk.use !== 'sig') return false;
+  if (jwk.alg === 'EdDSA') return jwk.kty === 'OKP' && jwk.crv === 'Ed25519' && typeof jwk.x === 'string';
+  if (jwk.alg === 'ES256') return jwk.kty === 'EC' && jwk.crv === 'P-256' && typeof jwk.x === 'string' && typeof jwk.y === 'string';
+  return false;
+}
+
+/**
+ * The key set by kid, or null when it is malformed: not `{keys: [...]}`, empty, a duplicate kid or any unusable key.
+ * A whole set is taken or refused, so a broken update can never leave a lock with fewer or other keys than meant.
+ */
+export function parseKeySet(jwks: unknown): Map<string, JWK> | null {
+  if (typeof jwks !== 'object' || jwks === null) return null;
+  const keys = (jwks as { keys?: unknown }).keys;
+  if (!Array.isArray(keys) || keys.length === 0 || !keys.every(isUsableKey)) return null;
+  const byKid = new Map(keys.map((key) => [key.kid, key] as const));
+  return byKid.size === keys.length ? byKid : null;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+
+/** A compact JWS verified with a key of `keys`: its header and parsed payload, or why not. */
+async function verifyJws(
+  jws: unknown,
+  typ: string,
+  keys: ReadonlyMap<string, JWK>,
+): Promise<{ header: Record<string, unknown>; payload: unknown } | { failure: JwsFailure }> {
+  if (typeof jws !== 'string' || !COMPACT_JWS.test(jws)) return { failure: 'malformed' };
+  let header: Record<string, unknown>;
+  try {
+    header = decodeProtectedHeader(jws) as Record<string, unknown>;
+  } catch {
+    return { failure: 'malformed' };
+  }
+  if (header.typ !== typ) return { failure: 'wrong type' };
+  if (typeof header.alg !== 'string' || !ALGORITHMS.has(header.alg)) return { failure: 'algorithm not permitted' };
+  const jwk = typeof header.kid === 'string' ? keys.get(header.kid) : undefined;
+  // A key is for one algorithm (RFC 8725 3.1): an ES256 header under an EdDSA kid is not that key's signature.
+  if (!jwk || jwk.alg !== header.alg) return { failure: 'unknown signing key' };
+  let payload: Uint8Array;
+  try {
+    const key = await importJWK(jwk, header.alg);
+    payload = (await compactVerify(jws, key, { algorithms: [header.alg] })).payload;
+  } catch {
+    return { failure: 'bad signature' };
+  }
+  try {
+    return { header, payload: JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(payload)) as unknown };
+  } catch {
+    return { failure: 'malformed' };
+  }
 }
 
 export class LockSimulator {
+  readonly securedObjectId: string;
+  readonly issuer: string;
+  readonly maxCredentialLifetime: number;
   private readonly revoked = new Set<string>();
   private keys: Map<string, JWK>;
   /** Where the next sync continues; undefined until the first one. */
   cursor: string | undefined;
+  /** The change-log position the lock has applied (docs/contract.md 8.3, 8.4): revocation lists at or below it are stale. */
+  serial = 0;
+  /** The backend deleted this lock (docs/contract.md 4.1): it opens for nobody. */
+  decommissioned = false;
 
-  constructor(
-    readonly securedObjectId: string,
-    jwks: JSONWebKeySet,
-    private readonly issuer?: string,
-  ) {
-    this.keys = new Map(jwks.keys.filter((key) => typeof key.kid === 'string').map((key) => [key.kid!, key]));
+  /** Throws on a provisioning a lock could not decide with: an installer error, caught before the lock is mounted. */
+  constructor(provisioning: LockProvisioning) {
+    const { securedObjectId, issuer, keys, maxCredentialLifetime } = provisioning;
+    if (typeof securedObjectId !== 'string' || securedObjectId === '') throw new TypeError('securedObjectId must be a non-empty string');
+    if (typeof issuer !== 'string' || issuer === '') throw new TypeError('issuer must be a non-empty string');
+    if (!Number.isSafeInteger(maxCredentialLifetime) || maxCredentialLifetime <= 0) throw new TypeError('maxCredentialLifetime must be a positive integer of seconds');
+    const parsed = parseKeySet(keys);
+    if (!parsed) throw new TypeError('keys must be a key set of EdDSA or ES256 public keys, each with its own kid');
+    this.securedObjectId = securedObjectId;
+    this.issuer = issuer;
+    this.maxCredentialLifetime = maxCredentialLifetime;
+    this.keys = parsed;
   }
 
-  /** A lock gets new keys with its firmware or configuration; credentials under other kids are refused. */
-  replaceKeys(jwks: JSONWebKeySet): void {
-    this.keys = new Map(jwks.keys.filter((key) => typeof key.kid === 'string').map((key) => [key.kid!, key]));
-  }
-
-  /** Applies one sync answer: remembers the revocations and where to continue. */
-  apply(answer: SyncAnswer): void {
-    for (const revocation of answer.revocations) this.revoked.add(revocation.tokenId);
-    // A ticket issued again after a revocation has a new id, so a revoked id never becomes valid again.
-    this.cursor = answer.cursor;
-  }
-
-  /** Syncs until the server has nothing more: `fetchPage(cursor)` calls GET /deviceapi/securedobjects/{id}/sync. */
-  async sync(fetchPage: (cursor: string | undefined) => Promise<{ answer: SyncAnswer; more: boolean }>): Promise<void> {
-    for (let page = 0; page < 10_000; page++) {
-      const { answer, more } = await fetchPage(this.cursor);
-      this.apply(answer);
-      if (!more) return;
-    }
-    throw new Error('sync did not finish');
+  /** The kids the lock accepts now. */
+  get kids(): string[] {
+    return [...this.keys.keys()];
   }
 
   isRevoked(ticketId: string): boolean {
     return this.revoked.has(ticketId);
   }
 
-  /** Decides whether the presented credential lets `command` through at `atMs`, and why. */
+  /**
+   * Applies one sync answer (docs/contract.md 6.2). Revocations are only ever added: a ticket issued again after a
+   * revocation has a new id, so a revoked id never becomes valid again. A malformed answer throws and changes
+   * nothing (its cursor could skip changes); a malformed `keys` alone is ignored and the old set kept (8.1).
+   */
+  applySync(answer: SyncAnswer): SyncApplied {
+    if (!isObject(answer) || typeof answer.cursor !== 'string' || !Array.isArray(answer.revocations)) throw new Error('malformed sync answer');
+    if (!answer.revocations.every((revocation) => isObject(revocation) && typeof revocation.tokenId === 'string')) {
+      throw new Error('malformed sync answer: a revocation without a tokenId');
+    }
+    if (answer.serial !== undefined && !(Number.isSafeInteger(answer.serial) && answer.serial >= 0)) throw new Error('malformed sync answer: serial');
+    if (answer.decommissioned !== undefined && typeof answer.decommissioned !== 'boolean') throw new Error('malformed sync answer: decommissioned');
+    const newlyRevoked = this.revoke(answer.revocations.map((revocation) => revocation.tokenId));
+    const keys = this.takeKeys(answer.keys);
+    // Once decommissioned, always: a later answer cannot bring a deleted lock back (docs/contract.md 4.1).
+    if (answer.decommissioned === true) this.decommissioned = true;
+    this.cursor = answer.cursor;
+    // An old server sends no serial: the lock keeps its own. It never goes back, so a list it has applied stays applied.
+    if (answer.serial !== undefined) this.serial = Math.max(this.serial, answer.serial);
+    return { newlyRevoked, keys };
+  }
+
+  /** Syncs until the server has nothing more: `fetchPage(cursor)` calls GET /deviceapi/securedobjects/{id}/sync. */
+  async sync(fetchPage: (cursor: string | undefined) => Promise<{ answer: SyncAnswer; more: boolean }>): Promise<void> {
+    for (let page = 0; page < 10_000; page++) {
+      const { answer, more } = await fetchPage(this.cursor);
+      this.applySync(answer);
+      if (!more) return;
+    }
+    throw new Error('sync did not finish');
+  }
+
+  /**
+   * Applies a revocation list a phone carried (docs/contract.md 8.3): signed under a key of the lock's set, for this
+   * lock and issuer, with a serial above the lock's own. Older lists are ignored (a phone may carry a stale one).
+   * Its revocations are added (never forgotten), its serial taken, its key set replaces the lock's.
+   */
+  async applyRevocationList(jws: string): Promise<RevocationListResult> {
+    const verified = await verifyJws(jws, REVOCATION_LIST_TYPE, this.keys);
+    if ('failure' in verified) return { applied: false, reason: LIST_FAILURES[verified.failure] };
+    const list = verified.payload;
+    if (!isObject(list)) return { applied: false, reason: 'malformed list' };
+    const { iss, aud, serial, iat, revoked } = list;
+    if (typeof iss !== 'string' || typeof aud !== 'string' || !Number.isSafeInteger(serial) || !Number.isSafeInteger(iat)) return { applied: false, reason: 'malformed list' };
+    if (!Array.isArray(revoked) || !revoked.every((id) => typeof id === 'string')) return { applied: false, reason: 'malformed list' };
+    if (iss !== this.issuer) return { applied: false, reason: 'wrong issuer' };
+    if (aud !== this.securedObjectId) return { applied: false, reason: 'wrong lock' };
+    if ((serial as number) <= this.serial) return { applied: false, reason: 'stale list' };
+    const newlyRevoked = this.revoke(revoked as string[]);
+    this.serial = serial as number;
+    return { applied: true, serial: this.serial, newlyRevoked, keys: this.takeKeys(list.keys) };
+  }
+
+  /** Decides whether the presented credential lets `command` through over `channel` at `atMs`, and why. */
   async decide(credential: string, command: string, atMs: number, channel = 'btlespp'): Promise<LockDecision> {
-    let header;
-    try {
-      header = decodeProtectedHeader(credential);
-    } catch {
-      return { decision: 'deny', reason: 'malformed credential' };
-    }
-    if (header.typ !== 'ticket+jwt') return { decision: 'deny', reason: 'not a ticket credential' };
-    const jwk = typeof header.kid === 'string' ? this.keys.get(header.kid) : undefined;
-    if (!jwk || typeof header.alg !== 'string' || (jwk.alg !== undefined && jwk.alg !== header.alg)) {
-      return { decision: 'deny', reason: 'unknown signing key' };
-    }
-    let claims: CredentialClaims;
-    try {
-      const key = await importJWK(jwk, header.alg);
-      const { payload } = await compactVerify(credential, key, { algorithms: [header.alg] });
-      claims = JSON.parse(new TextDecoder().decode(payload)) as CredentialClaims;
-    } catch {
-      return { decision: 'deny', reason: 'bad signature' };
-    }
-    const ticketId = typeof claims.jti === 'string' ? claims.jti : undefined;
-    const deny = (reason: string): LockDecision => ({ decision: 'deny', reason, ...(ticketId ? { ticketId } : {}) });
-    if (!ticketId) return deny('malformed credential');
-    if (this.issuer !== undefined && claims.iss !== this.issuer) return deny('wrong issuer');
-    if (claims.aud !== this.securedObjectId) return deny('wrong lock');
-    if (typeof claims.beginDate !== 'number' || typeof claims.endDate !== 'number') return deny('malformed credential');
-    if (atMs < claims.beginDate) return deny('not yet valid');
-    if (atMs >= claims.endDate) return deny('expired');
-    if (!Array.isArray(claims.cmd) || !claims.cmd.includes(command)) return deny('command not permitted');
-    if (!Array.isArray(claims.chn) || !claims.chn.includes(channel)) return deny('channel not permitted');
-    if (this.revoked.has(ticketId)) return deny('revoked');
-    return { decision: 'open', reason: 'valid', ticketId };
+    // A lock without a valid clock reading opens nothing: checked first, before any work on the credential.
+    if (!isValidInstant(atMs)) return { decision: 'deny', reason: 'invalid time' };
+    const verified = await verifyJws(credential, CREDENTIAL_TYPE, this.keys);
+    if ('failure' in verified) return { decision: 'deny', reason: CREDENTIAL_FAILURES[verified.failure] };
+    const { payload } = verified;
+    const jti = isObject(payload) && typeof payload.jti === 'string' ? payload.jti : undefined;
+    const check = checkCredential(verified.header, payload, this.state(), { command, channel, at: atMs });
+    if (check.decision === 'open') return { decision: 'open', reason: 'valid', ticketId: jti! };
+    return { decision: 'deny', reason: check.reason, ...(jti !== undefined ? { ticketId: jti } : {}) };
+  }
+
+  private state() {
+    return {
+      issuer: this.issuer,
+      securedObjectId: this.securedObjectId,
+      maxCredentialLifetime: this.maxCredentialLifetime,
+      revoked: this.revoked,
+      decommissioned: this.decommissioned,
+    };
+  }
+
+  /**
+   * Replaces the key set with `jwks` when it is well-formed (docs/contract.md 8.1: key rotation reaches the lock by
+   * sync or a revocation list). A malformed set is ignored and the old one kept: never emptied, never half-replaced.
+   */
+  private takeKeys(jwks: unknown): SyncApplied['keys'] {
+    if (jwks === undefined) return 'unchanged';
+    const parsed = parseKeySet(jwks);
+    if (!parsed) return 'ignored';
+    this.keys = parsed;
+    return 'replaced';
+  }
+
+  private revoke(ticketIds: string[]): number {
+    const before = this.revoked.size;
+    for (const id of ticketIds) this.revoked.add(id);
+    return this.revoked.size - before;
   }
 }

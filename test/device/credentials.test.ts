@@ -245,7 +245,7 @@ describe('ticket credentials', () => {
   });
 
   it('is never confused with an access token by a lock: the simulator refuses every access token', async () => {
-    const lockSimulator = new LockSimulator('door', await jwks(t), 'http://issuer.test');
+    const lockSimulator = new LockSimulator({ securedObjectId: 'door', issuer: 'http://issuer.test', keys: await jwks(t), maxCredentialLifetime: 604_800 });
     const management = await clientToken(t.app, acme);
     const deviceToken = await phoneToken(t, acme, 'phone');
     const userToken = await accessToken(t, acme, ['devices:read']);

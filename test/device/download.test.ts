@@ -282,7 +282,7 @@ describe('GET /deviceapi/mobiledevices/{id}/tickets', () => {
     expect(await ticketKeys()).toBe(1);
   });
 
-  it('answers 401 without a token and 404 once the bound device is removed', async () => {
+  it('answers 401 without a token, and 401 once the bound device is removed (its client goes with it, contract 4.2)', async () => {
     await device(t, operator, 'phone-removed');
     await issue('door', 'phone-removed');
     const token = await phoneToken(t, acme, 'phone-removed');
@@ -292,6 +292,8 @@ describe('GET /deviceapi/mobiledevices/{id}/tickets', () => {
     expect(anonymous.headers['www-authenticate']).toBe('Bearer realm="deviceapi"');
 
     expect((await call(t, operator, { method: 'DELETE', url: '/operatorapi/mobiledevices/phone-removed' })).statusCode).toBe(204);
-    expect(expectProblem(await downloadRequest(t, token, 'phone-removed'), 404).detail).toContain('phone-removed');
+    const removed = await downloadRequest(t, token, 'phone-removed');
+    expectProblem(removed, 401);
+    expect(removed.headers['www-authenticate']).toBe('Bearer realm="deviceapi", error="invalid_token"');
   });
 });

@@ -1,7 +1,9 @@
-// Issue → download → open → revoke → sync → deny: the backend's truth reaching the door (contract 6, seed 1 and 4).
+// Issue → download → open → revoke → sync → deny: the backend's truth reaching the door (contract 6, seed 1 and 4),
+// with locks provisioned from the trust endpoint (docs/contract.md 8.1), and a lock that is never online learning a
+// revocation from the list a visiting phone carries (docs/contract.md 8.3).
 import { SignJWT, generateKeyPair, decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LockSimulator, type SyncAnswer } from '../../src/simulator/lock-simulator.js';
+import { LockSimulator, type LockProvisioning, type SyncAnswer } from '../../src/simulator/lock-simulator.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { bearer, clientToken, createClient, createTenant, createUser, passwordGrant, type TenantFixture } from '../helpers/oauth.js';
 
@@ -13,6 +15,7 @@ describe('a lock deciding on downloaded credentials', () => {
   let access: Record<string, string>;
   let phoneToken: string;
   let lockToken: string;
+  let garageToken: string;
   let lock: LockSimulator;
   const day = 86_400_000;
 
@@ -25,7 +28,16 @@ describe('a lock deciding on downloaded credentials', () => {
     });
   }
 
-  async function download(): Promise<{ id: string; credential: string; securedObjectId: string; downloadDate: number }[]> {
+  /** What an installer writes into the lock, fetched through the lock's own client (docs/contract.md 8.1). */
+  async function provision(securedObjectId: string, token: string): Promise<LockSimulator> {
+    const response = await t.app.inject({ url: `/deviceapi/securedobjects/${securedObjectId}/trust`, headers: bearer(token) });
+    expect(response.statusCode, response.body).toBe(200);
+    const trust = response.json() as LockProvisioning;
+    expect(trust).toMatchObject({ issuer: 'http://issuer.test/tenants/acme', securedObjectId, maxCredentialLifetime: 604_800 });
+    return new LockSimulator(trust);
+  }
+
+  async function download(): Promise<{ id: string; credential: string; securedObjectId: string; downloadDate: number; revocationList?: string }[]> {
     const response = await t.app.inject({ url: '/deviceapi/mobiledevices/phone-1/tickets', headers: bearer(phoneToken) });
     expect(response.statusCode).toBe(200);
     return response.json();
@@ -43,11 +55,11 @@ describe('a lock deciding on downloaded credentials', () => {
     expect((await t.app.inject({ method: 'POST', url: '/operatorapi/mobiledevices', headers: operator, payload: { id: 'phone-1' } })).statusCode).toBe(201);
     phoneToken = await clientToken(t.app, await createClient(t.app, tenant, ['tokens:download'], { mobileDeviceId: 'phone-1' }));
     lockToken = await clientToken(t.app, await createClient(t.app, tenant, ['sync'], { securedObjectId: 'front-door' }));
+    garageToken = await clientToken(t.app, await createClient(t.app, tenant, ['sync'], { securedObjectId: 'garage' }));
     const app = await createClient(t.app, tenant, ['device-groups:write', 'access-permissions:write']);
     await createUser(t.app, tenant, 'manager', 'long enough pass');
     access = bearer((await passwordGrant(t.app, app, 'manager@acme', 'long enough pass')).json().access_token);
-    const jwks = (await t.app.inject({ url: '/.well-known/jwks.json' })).json();
-    lock = new LockSimulator('front-door', jwks, 'http://issuer.test');
+    lock = await provision('front-door', lockToken);
   });
   afterAll(async () => {
     await t.close();
@@ -64,10 +76,8 @@ describe('a lock deciding on downloaded credentials', () => {
     });
     expect(granted.json().tokenCount).toBe(2);
 
-    // The JWKS the lock holds must include the tenant's ticket key, made at the first download.
     const tickets = await download();
     expect(tickets).toHaveLength(2);
-    lock.replaceKeys((await t.app.inject({ url: '/.well-known/jwks.json' })).json());
     await syncLock();
     const front = tickets.find((ticket) => ticket.securedObjectId === 'front-door')!;
     const garage = tickets.find((ticket) => ticket.securedObjectId === 'garage')!;
@@ -117,11 +127,46 @@ describe('a lock deciding on downloaded credentials', () => {
     expect(asBearer.statusCode).toBe(401);
   });
 
+  it('a lock that is never online learns a revocation from the list a visiting phone carries, and ignores stale ones', async () => {
+    // The garage is provisioned once and never syncs: what it learns comes from phones (docs/contract.md 8.3).
+    const garageLock = await provision('garage', garageToken);
+    // A second garage ticket for the phone, so that its downloads keep carrying the garage's list once one is revoked.
+    const extra = await t.app.inject({
+      method: 'POST',
+      url: '/operatorapi/tickets',
+      headers: operator,
+      payload: { securedObjectId: 'garage', mobileDeviceId: 'phone-1', beginDate: now - day, endDate: now + day, commands: ['open'], channels: ['btlespp'] },
+    });
+    expect(extra.statusCode, extra.body).toBe(201);
+    const before = (await download()).filter((ticket) => ticket.securedObjectId === 'garage');
+    expect(before).toHaveLength(2);
+    const [kept, revoked] = [before.find((ticket) => ticket.id === extra.json().id)!, before.find((ticket) => ticket.id !== extra.json().id)!];
+    const oldList = kept.revocationList!;
+    expect(decodeProtectedHeader(oldList)).toMatchObject({ typ: 'revocation-list+jwt' });
+    expect(await garageLock.applyRevocationList(oldList)).toMatchObject({ applied: true, newlyRevoked: 0 });
+    for (const ticket of [kept, revoked]) expect(await garageLock.decide(ticket.credential, 'open', now)).toEqual({ decision: 'open', reason: 'valid', ticketId: ticket.id });
+
+    expect((await t.app.inject({ method: 'DELETE', url: `/operatorapi/tickets/${revoked.id}`, headers: operator })).statusCode).toBe(200);
+    // Offline, the garage still opens for the revoked ticket until a phone brings the news.
+    expect(await garageLock.decide(revoked.credential, 'open', now)).toMatchObject({ decision: 'open' });
+    const carried = (await download()).find((ticket) => ticket.id === kept.id)!.revocationList!;
+    expect(await garageLock.applyRevocationList(carried)).toMatchObject({ applied: true, newlyRevoked: 1 });
+    expect(garageLock.serial).toBeGreaterThan(0);
+    expect(await garageLock.decide(revoked.credential, 'open', now)).toEqual({ decision: 'deny', reason: 'revoked', ticketId: revoked.id });
+    expect(await garageLock.decide(kept.credential, 'open', now)).toEqual({ decision: 'open', reason: 'valid', ticketId: kept.id });
+
+    // A phone carrying an older list, or the same one again, changes nothing; another lock's list is not for it.
+    expect(await garageLock.applyRevocationList(oldList)).toEqual({ applied: false, reason: 'stale list' });
+    expect(await garageLock.applyRevocationList(carried)).toEqual({ applied: false, reason: 'stale list' });
+    expect(await lock.applyRevocationList(carried)).toEqual({ applied: false, reason: 'wrong lock' });
+    expect(await garageLock.decide(revoked.credential, 'open', now)).toMatchObject({ reason: 'revoked' });
+  });
+
   it('sync without changes answers empty arrays and the same cursor', async () => {
     await syncLock();
     const cursor = lock.cursor!;
     const response = await t.app.inject({ url: `/deviceapi/securedobjects/front-door/sync?cursor=${encodeURIComponent(cursor)}`, headers: bearer(lockToken) });
-    expect(response.json()).toEqual({ tokens: [], revocations: [], cursor });
+    expect(response.json()).toEqual({ tokens: [], revocations: [], cursor, serial: lock.serial });
     now += 1000;
   });
 });

@@ -1,6 +1,7 @@
 // What reaches an online lock through sync besides tickets (docs/contract.md 8.1, 4.1): the tenant's key set after a
 // rotation, and, for a deleted lock's client, every revocation the deletion caused (docs/security-checklist.md G43).
 import { decodeProtectedHeader } from 'jose';
+import { LockSimulator, type SyncAnswer as LockSyncAnswer } from '../../src/simulator/lock-simulator.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { download, lockToken, phoneToken, sync, syncRequest } from '../helpers/device.js';
@@ -100,5 +101,33 @@ describe('sync: keys and decommissioned locks', () => {
     const newView = await syncOf(await lockToken(t, acme, 'gate'), 'gate');
     expect(newView.decommissioned).toBeUndefined();
     expect(newView.tokens.map((item) => item.id)).toEqual([fresh.id]);
+  });
+
+  it('re-signs every credential after an emergency rotation, and an online lock that synced refuses the old ones at once', async () => {
+    const { acme } = tenants;
+    const token = await clientToken(t.app, acme);
+    await lock(t, token, 'vault');
+    const issued = await ticket(t, token, 'vault', 'phone-2');
+    const phone = await phoneToken(t, acme, 'phone-2');
+    const before = ((await download(t, phone, 'phone-2')) as unknown as { id: string; credential: string }[]).find((item) => item.id === issued.id)!;
+    const lockAuth = await lockToken(t, acme, 'vault');
+    const trust = (await t.app.inject({ url: '/deviceapi/securedobjects/vault/trust', headers: bearer(lockAuth) })).json();
+    const door = new LockSimulator(trust);
+    const first = await syncOf(lockAuth, 'vault');
+    door.applySync(first as unknown as LockSyncAnswer);
+    const at = t.app.services.clock() + 1000;
+    expect((await door.decide(before.credential, 'open', at)).decision).toBe('open');
+
+    const rotation = await call(t, token, { method: 'POST', url: '/operatorapi/ticket-keys/rotations', payload: { emergency: true } });
+    expect(rotation.statusCode, rotation.body).toBe(201);
+    const newKid = rotation.json().kid as string;
+    door.applySync((await syncOf(lockAuth, 'vault', first.cursor)) as unknown as LockSyncAnswer);
+    expect(door.kids).toContain(newKid);
+    expect(door.kids).not.toContain(decodeProtectedHeader(before.credential).kid);
+    expect(await door.decide(before.credential, 'open', at)).toMatchObject({ decision: 'deny', reason: 'unknown signing key' });
+    // The phone's next download signs the stored credential anew with the new key: the door opens again.
+    const after = ((await download(t, phone, 'phone-2')) as unknown as { id: string; credential: string }[]).find((item) => item.id === issued.id)!;
+    expect(decodeProtectedHeader(after.credential).kid).toBe(newKid);
+    expect((await door.decide(after.credential, 'open', at)).decision).toBe('open');
   });
 });

@@ -1,165 +1,16 @@
-// The lock simulator (src/simulator): LockSimulator.decide for every reason, sync paging, and the command line,
-// both `npm run simulate -- --help` and a run against a live server that opens, then denies once revoked.
+// The lock simulator's command line (src/simulator/cli.ts): `npm run simulate -- --help`, usage errors (a clock that
+// is not an integer of milliseconds among them), and runs against a live server: provisioned from the trust endpoint
+// (docs/contract.md 8.1), it opens, then denies once revoked, and never opens for another tenant's credential
+// (docs/security-checklist.md G39). LockSimulator itself is proven in test/unit/simulator/lock-simulator.test.ts.
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import { SignJWT, exportJWK, generateKeyPair, type CryptoKey, type JSONWebKeySet, type JWK } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LockSimulator, type SyncAnswer } from '../../src/simulator/lock-simulator.js';
+import { CompactSign, generateKeyPair } from 'jose';
+import { afterAll, beforeAll, describe, it, type ExpectStatic } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { download, phoneToken } from '../helpers/device.js';
-import { clientToken, createClient, createTenant } from '../helpers/oauth.js';
-import { HOUR, call, device, lock, ticket } from '../helpers/operator.js';
+import { download, phoneToken, type DownloadedTicket } from '../helpers/device.js';
+import { createClient } from '../helpers/oauth.js';
+import { call, ticket } from '../helpers/operator.js';
 import { ROOT, childEnv, freePort, killAll, spawnNode } from '../helpers/process.js';
-
-const ISSUER = 'http://issuer.test';
-const BEGIN = Date.UTC(2026, 8, 1);
-const END = BEGIN + 24 * HOUR;
-const AT = BEGIN + HOUR;
-
-describe('LockSimulator.decide', () => {
-  let privateKey: CryptoKey;
-  let otherPrivateKey: CryptoKey;
-  let ecPrivateKey: CryptoKey;
-  let jwks: JSONWebKeySet;
-  const ticketId = randomUUID();
-
-  const claims = (overrides: Record<string, unknown> = {}) => ({
-    iss: ISSUER,
-    jti: ticketId,
-    sub: 'phone',
-    aud: 'door',
-    nbf: Math.floor(BEGIN / 1000),
-    exp: Math.ceil(END / 1000),
-    iat: Math.floor(BEGIN / 1000),
-    beginDate: BEGIN,
-    endDate: END,
-    cmd: ['open', 'clos'],
-    chn: ['btlespp'],
-    ...overrides,
-  });
-
-  /** A credential as the server makes it (contract 6.3), with any claim or header member replaced. */
-  function credential(overrides: Record<string, unknown> = {}, header: Record<string, unknown> = {}, key: CryptoKey = privateKey): Promise<string> {
-    const payload = Object.fromEntries(Object.entries(claims(overrides)).filter(([, value]) => value !== undefined));
-    return new SignJWT(payload).setProtectedHeader({ alg: 'EdDSA', kid: 'ticket-key', typ: 'ticket+jwt', ...header }).sign(key);
-  }
-
-  const door = () => new LockSimulator('door', jwks, ISSUER);
-
-  beforeAll(async () => {
-    const pair = await generateKeyPair('EdDSA', { extractable: true });
-    privateKey = pair.privateKey;
-    otherPrivateKey = (await generateKeyPair('EdDSA', { extractable: true })).privateKey;
-    const ec = await generateKeyPair('ES256', { extractable: true });
-    ecPrivateKey = ec.privateKey;
-    const publicJwk: JWK = { ...(await exportJWK(pair.publicKey)), kid: 'ticket-key', alg: 'EdDSA', use: 'sig' };
-    const ecJwk: JWK = { ...(await exportJWK(ec.publicKey)), kid: 'ec-key', alg: 'ES256', use: 'sig' };
-    jwks = { keys: [publicJwk, ecJwk] };
-  });
-
-  it('opens for a valid credential within [beginDate, endDate)', async () => {
-    const valid = await credential();
-    expect(await door().decide(valid, 'open', AT)).toEqual({ decision: 'open', reason: 'valid', ticketId });
-    expect(await door().decide(valid, 'clos', AT)).toEqual({ decision: 'open', reason: 'valid', ticketId });
-    expect(await door().decide(valid, 'open', BEGIN)).toMatchObject({ decision: 'open' });
-    expect(await door().decide(valid, 'open', END - 1)).toMatchObject({ decision: 'open' });
-    // ES256 keys work the same way.
-    const ec = await credential({}, { alg: 'ES256', kid: 'ec-key' }, ecPrivateKey);
-    expect(await door().decide(ec, 'open', AT)).toEqual({ decision: 'open', reason: 'valid', ticketId });
-  });
-
-  it('denies a revoked ticket once a sync answer names it, and remembers the cursor', async () => {
-    const lock = door();
-    const valid = await credential();
-    lock.apply({ tokens: [{ id: ticketId }], revocations: [], cursor: 'c1' });
-    expect(await lock.decide(valid, 'open', AT)).toMatchObject({ decision: 'open' });
-    lock.apply({ tokens: [], revocations: [{ tokenId: ticketId, revocationDate: AT }], cursor: 'c2' });
-    expect(lock.cursor).toBe('c2');
-    expect(lock.isRevoked(ticketId)).toBe(true);
-    expect(await lock.decide(valid, 'open', AT)).toEqual({ decision: 'deny', reason: 'revoked', ticketId });
-    // A later answer that lists the ticket again does not unrevoke it.
-    lock.apply({ tokens: [{ id: ticketId }], revocations: [], cursor: 'c3' });
-    expect(await lock.decide(valid, 'open', AT)).toEqual({ decision: 'deny', reason: 'revoked', ticketId });
-  });
-
-  it.each([
-    ['expired', {}, END],
-    ['expired', {}, END + HOUR],
-    ['not yet valid', {}, BEGIN - 1],
-    ['wrong lock', { aud: 'gate' }, AT],
-    ['wrong issuer', { iss: 'http://elsewhere.test' }, AT],
-  ] as const)('denies: %s', async (reason, overrides, at) => {
-    expect(await door().decide(await credential(overrides), 'open', at)).toEqual({ decision: 'deny', reason, ticketId });
-  });
-
-  it('denies a command or a channel the ticket does not permit', async () => {
-    const openOnly = await credential({ cmd: ['open'] });
-    expect(await door().decide(openOnly, 'clos', AT)).toEqual({ decision: 'deny', reason: 'command not permitted', ticketId });
-    expect(await door().decide(openOnly, 'tokn', AT)).toMatchObject({ reason: 'command not permitted' });
-    expect(await door().decide(openOnly, 'open', AT, 'nfccard')).toEqual({ decision: 'deny', reason: 'channel not permitted', ticketId });
-    expect(await door().decide(await credential({ chn: 'btlespp' }), 'open', AT)).toMatchObject({ reason: 'channel not permitted' });
-  });
-
-  it('denies a bad signature: tampered payload or signature, or another key under a known kid', async () => {
-    const valid = await credential();
-    const [header, payload, signature] = valid.split('.');
-    const flipped = `${header}.${payload}.${signature!.startsWith('A') ? 'B' : 'A'}${signature!.slice(1)}`;
-    const widened = Buffer.from(JSON.stringify(claims({ aud: 'door', endDate: END + 365 * 24 * HOUR }))).toString('base64url');
-    for (const forged of [flipped, `${header}.${widened}.${signature}`, await credential({}, {}, otherPrivateKey)]) {
-      expect(await door().decide(forged, 'open', AT)).toEqual({ decision: 'deny', reason: 'bad signature' });
-    }
-  });
-
-  it('denies an unknown signing key: unknown or missing kid, an algorithm the key is not for, keys replaced', async () => {
-    for (const forged of [
-      await credential({}, { kid: 'someone-else' }, otherPrivateKey),
-      await credential({}, { kid: undefined }),
-      await credential({}, { alg: 'ES256', kid: 'ticket-key' }, ecPrivateKey),
-    ]) {
-      expect(await door().decide(forged, 'open', AT)).toEqual({ decision: 'deny', reason: 'unknown signing key' });
-    }
-    const lock = door();
-    const valid = await credential();
-    lock.replaceKeys({ keys: jwks.keys.filter((key) => key.kid !== 'ticket-key') });
-    expect(await lock.decide(valid, 'open', AT)).toEqual({ decision: 'deny', reason: 'unknown signing key' });
-  });
-
-  it('denies what is not a ticket credential: an access token (typ at+jwt) or no typ', async () => {
-    for (const header of [{ typ: 'at+jwt' }, { typ: 'JWT' }, { typ: undefined }]) {
-      expect(await door().decide(await credential({}, header), 'open', AT)).toEqual({ decision: 'deny', reason: 'not a ticket credential' });
-    }
-  });
-
-  it('denies a malformed credential', async () => {
-    for (const garbage of ['', 'not-a-jws', 'a.b.c', `${Buffer.from('{').toString('base64url')}.e30.sig`]) {
-      expect(await door().decide(garbage, 'open', AT)).toEqual({ decision: 'deny', reason: 'malformed credential' });
-    }
-    expect(await door().decide(await credential({ jti: undefined }), 'open', AT)).toEqual({ decision: 'deny', reason: 'malformed credential' });
-    expect(await door().decide(await credential({ endDate: String(END) }), 'open', AT)).toEqual({
-      decision: 'deny',
-      reason: 'malformed credential',
-      ticketId,
-    });
-  });
-
-  it('syncs page after page from its cursor until the server has nothing more', async () => {
-    const lock = door();
-    const pages: SyncAnswer[] = [
-      { tokens: [{ id: 'a' }], revocations: [], cursor: 'p1' },
-      { tokens: [], revocations: [{ tokenId: 'a', revocationDate: AT }], cursor: 'p2' },
-      { tokens: [{ id: 'b' }], revocations: [{ tokenId: 'c', revocationDate: AT }], cursor: 'p3' },
-    ];
-    const asked: (string | undefined)[] = [];
-    await lock.sync(async (cursor) => {
-      asked.push(cursor);
-      const answer = pages[asked.length - 1]!;
-      return { answer, more: asked.length < pages.length };
-    });
-    expect(asked).toEqual([undefined, 'p1', 'p2']);
-    expect(lock.cursor).toBe('p3');
-    expect(['a', 'b', 'c'].map((id) => lock.isRevoked(id))).toEqual([true, false, true]);
-  });
-});
+import { twoTenants, type TwoTenants } from '../helpers/tenants.js';
 
 // The build behind `npm run simulate` takes a while: the other runs go on meanwhile.
 describe.concurrent('the simulator command line', () => {
@@ -193,19 +44,65 @@ describe.concurrent('the simulator command line', () => {
     expect(child.stdout()).toBe('');
   });
 
+  // Number('now') is NaN, and a lock comparing NaN with a credential's dates used to open: the clock is checked
+  // before anything is fetched, so these fail without a server (port 9 answers nothing).
+  it.for(['now', '1e3x', '', '-5', '1.5', '99999999999999999999'])(
+    '--at %j is a usage error: exit 2, no decision printed',
+    async (at, { expect }) => {
+      const child = spawnNode('src/simulator/cli.ts', ['--url', 'http://127.0.0.1:9', '--client-id', 'c', '--client-secret', 's', '--secured-object', 'door', '--at', at, 'x.y.z']);
+      const exit = await child.waitForExit(60_000);
+      expect(exit.code, child.stderr()).toBe(2);
+      expect(child.stderr()).toContain('--at must be an integer of milliseconds');
+      expect(child.stdout()).toBe('');
+    },
+  );
+
+  it('an option without its value is a usage error too', async ({ expect }) => {
+    const child = spawnNode('src/simulator/cli.ts', ['--url', 'http://127.0.0.1:9', '--client-id', 'c', '--client-secret', 's', '--secured-object', 'door', '--at']);
+    const exit = await child.waitForExit(60_000);
+    expect(exit.code).toBe(2);
+    expect(child.stderr()).toMatch(/Usage: /);
+    expect(child.stdout()).toBe('');
+  });
+
   describe('against a live server', () => {
     let t: TestApp;
     let base: string;
+    let fixture: TwoTenants;
+    let lockClient: { clientId: string; clientSecret: string };
 
     beforeAll(async () => {
       const port = await freePort();
       base = `http://127.0.0.1:${port}`;
       t = await buildTestApp({ BCRYPT_COST: '4', PUBLIC_URL: base });
       await t.app.listen({ port, host: '127.0.0.1' });
+      // Both tenants have a lock "door" and a phone "phone": the cross-tenant attack of docs/security-checklist.md G39.
+      fixture = await twoTenants(t, { acme: { locks: ['door'], devices: ['phone', 'walker'] }, other: { locks: ['door'], devices: ['phone'] } });
+      lockClient = await createClient(t.app, fixture.acme, ['sync'], { securedObjectId: 'door' });
     });
     afterAll(async () => {
       await t.close();
     });
+
+    /** Runs the simulator as acme's lock "door" and answers its decisions (stdout, one JSON line each) and stderr. */
+    async function simulate(args: string[], credentials: string[], expect: ExpectStatic) {
+      const child = spawnNode('src/simulator/cli.ts', [
+        '--url',
+        base,
+        '--client-id',
+        lockClient.clientId,
+        '--client-secret',
+        lockClient.clientSecret,
+        '--secured-object',
+        'door',
+        ...args,
+        ...credentials,
+      ]);
+      const exit = await child.waitForExit(60_000);
+      expect(exit.code, child.stderr()).toBe(0);
+      const decisions = child.stdout().trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+      return { decisions, stderr: child.stderr() };
+    }
 
     it('takes a client id and secret that start with a dash (base64url), as the usage shows them', async ({ expect }) => {
       const child = spawnNode('src/simulator/cli.ts', ['--url', base, '--client-id', '-not-a-client', '--client-secret', '-secret', '--secured-object', 'door', 'x']);
@@ -216,37 +113,51 @@ describe.concurrent('the simulator command line', () => {
       expect(exit.code).toBe(1);
     }, 120_000);
 
-    it('prints {"decision":"open"} for a downloaded credential, then "revoked" once the lock has synced the revocation', async ({ expect }) => {
-      const acme = await createTenant(t.app, 'acme');
-      const operator = await clientToken(t.app, acme);
-      await lock(t, operator, 'door');
-      await device(t, operator, 'phone');
+    it("opens for its tenant's credential, never for another tenant's for the same lock id, and denies once revoked", async ({ expect }) => {
+      const { acme, other, token: operator, otherToken } = fixture;
       const issued = await ticket(t, operator, 'door', 'phone');
-      const [downloaded] = await download(t, await phoneToken(t, acme, 'phone'), 'phone');
-      const lockClient = await createClient(t.app, acme, ['sync'], { securedObjectId: 'door' });
-      const simulate = async (command: string) => {
-        const child = spawnNode('src/simulator/cli.ts', [
-          '--url',
-          base,
-          '--client-id',
-          lockClient.clientId,
-          '--client-secret',
-          lockClient.clientSecret,
-          '--secured-object',
-          'door',
-          '--command',
-          command,
-          downloaded!.credential,
-        ]);
-        const exit = await child.waitForExit(60_000);
-        expect(exit.code, child.stderr()).toBe(0);
-        return child.stdout().trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
-      };
+      await ticket(t, otherToken, 'door', 'phone');
+      const [ours] = await download(t, await phoneToken(t, acme, 'phone'), 'phone');
+      const [theirs] = await download(t, await phoneToken(t, other, 'phone'), 'phone');
 
-      expect(await simulate('open')).toEqual([{ decision: 'open', reason: 'valid', ticketId: issued.id }]);
-      expect(await simulate('clos')).toEqual([{ decision: 'deny', reason: 'command not permitted', ticketId: issued.id }]);
+      // The other tenant's credential names the same lock id, under its own issuer and key; the lock holds only its
+      // tenant's key set (the trust answer, docs/contract.md 8.1), so it does not even know that key.
+      expect((await simulate(['--command', 'open'], [ours!.credential, theirs!.credential], expect)).decisions).toEqual([
+        { decision: 'open', reason: 'valid', ticketId: issued.id },
+        { decision: 'deny', reason: 'unknown signing key' },
+      ]);
+      expect((await simulate(['--command', 'clos'], [ours!.credential], expect)).decisions).toEqual([{ decision: 'deny', reason: 'command not permitted', ticketId: issued.id }]);
+      // An explicit clock: before the ticket begins, then inside it.
+      expect((await simulate(['--at', String((issued.beginDate as number) - 1)], [ours!.credential], expect)).decisions).toEqual([
+        { decision: 'deny', reason: 'not yet valid', ticketId: issued.id },
+      ]);
+      expect((await simulate(['--at', String((issued.beginDate as number) + 1000)], [ours!.credential], expect)).decisions).toEqual([
+        { decision: 'open', reason: 'valid', ticketId: issued.id },
+      ]);
+
       expect((await call(t, operator, { method: 'DELETE', url: `/operatorapi/tickets/${issued.id}` })).statusCode).toBe(200);
-      expect(await simulate('open')).toEqual([{ decision: 'deny', reason: 'revoked', ticketId: issued.id }]);
+      expect((await simulate([], [ours!.credential], expect)).decisions).toEqual([{ decision: 'deny', reason: 'revoked', ticketId: issued.id }]);
+    }, 120_000);
+
+    it('applies every --revocation-list after the sync, says what became of each on stderr, and prints decisions only', async ({ expect }) => {
+      // The list a phone carries for the door: the sync already brought the lock that far, so it is stale there.
+      await ticket(t, fixture.token, 'door', 'walker');
+      const [carried] = (await download(t, await phoneToken(t, fixture.acme, 'walker'), 'walker')) as (DownloadedTicket & { revocationList?: string })[];
+      expect(carried!.revocationList).toEqual(expect.any(String));
+      // A list signed by a key the lock does not hold, and one that is not a JWS: both ignored (docs/contract.md 8.3).
+      const { privateKey } = await generateKeyPair('EdDSA');
+      const payload = { iss: `${base}/tenants/acme`, aud: 'door', serial: Number.MAX_SAFE_INTEGER, iat: 0, revoked: [] };
+      const forged = await new CompactSign(new TextEncoder().encode(JSON.stringify(payload)))
+        .setProtectedHeader({ alg: 'EdDSA', kid: 'forged', typ: 'revocation-list+jwt' })
+        .sign(privateKey);
+      const lists = ['--revocation-list', carried!.revocationList!, '--revocation-list', forged, '--revocation-list', 'not-a-list'];
+      const { decisions, stderr } = await simulate(lists, ['not-a-credential'], expect);
+      expect(decisions).toEqual([{ decision: 'deny', reason: 'malformed credential' }]);
+      expect(stderr.trim().split('\n')).toEqual([
+        'revocation list: {"applied":false,"reason":"stale list"}',
+        'revocation list: {"applied":false,"reason":"unknown signing key"}',
+        'revocation list: {"applied":false,"reason":"malformed list"}',
+      ]);
     }, 120_000);
   });
 });

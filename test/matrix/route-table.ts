@@ -72,6 +72,8 @@ export interface TenantData {
   residentId: string;
   lockGroupId: string;
   permissionId: string;
+  /** A published ticket key of the tenant (contract 8.1). */
+  ticketKeyId: string;
 }
 
 /** The collection a path parameter follows names the kind of id it takes. */
@@ -84,6 +86,7 @@ const KIND_BY_COLLECTION: Record<string, keyof Omit<TenantData, 'tenant'>> = {
   residents: 'residentId',
   'lock-groups': 'lockGroupId',
   'access-permissions': 'permissionId',
+  'ticket-keys': 'ticketKeyId',
 };
 
 const QUERY_VALUES: Record<string, string> = { version: '2' };
@@ -144,6 +147,8 @@ export async function seedTenant(app: App, tenant: TenantFixture, suffix: string
     commands: ['open'],
     channels: ['btlespp'],
   });
+  // The tenant's first ticket key (it signs at once: there is no key to announce it ahead of).
+  const ticketKey = await post('/operatorapi/ticket-keys/rotations', operator, {});
   return {
     tenant,
     lockId: lock.id,
@@ -154,6 +159,7 @@ export async function seedTenant(app: App, tenant: TenantFixture, suffix: string
     residentId: resident.id,
     lockGroupId: group.id,
     permissionId: permission.id,
+    ticketKeyId: ticketKey.kid,
   };
 }
 

@@ -17,6 +17,8 @@ const TABLES = [
   'lock_groups',
   'lock_group_objects',
   'access_permissions',
+  'signing_keys',
+  'ticket_key_set_changes',
 ];
 
 describe('tenant isolation matrix', () => {

@@ -11,6 +11,11 @@ export interface ClientRecord {
   mobileDeviceId: string | null;
   securedObjectId: string | null;
   createdAt: number;
+  /**
+   * docs/contract.md 4.1: the change number of the transaction that deleted the client's lock; null while the lock
+   * stands (and for every client not bound to a lock).
+   */
+  decommissionedSeq: number | null;
 }
 
 interface ClientRow {
@@ -22,9 +27,12 @@ interface ClientRow {
   mobile_device_id: string | null;
   secured_object_id: string | null;
   created_at: number;
+  decommissioned_seq: number | null;
 }
 
-const COLUMNS = 'client_id, tenant_id, name, secret_hash, scopes, mobile_device_id, secured_object_id, created_at';
+/** What a new client is inserted with; `decommissioned_seq` starts NULL. */
+const INSERT_COLUMNS = 'client_id, tenant_id, name, secret_hash, scopes, mobile_device_id, secured_object_id, created_at';
+const COLUMNS = `${INSERT_COLUMNS}, decommissioned_seq`;
 
 const KEYSET: KeysetColumns = { createdAt: 'created_at', id: 'client_id', idType: 'text' };
 
@@ -38,11 +46,12 @@ function toClient(row: ClientRow): ClientRecord {
     mobileDeviceId: row.mobile_device_id,
     securedObjectId: row.secured_object_id,
     createdAt: row.created_at,
+    decommissionedSeq: row.decommissioned_seq,
   };
 }
 
-export async function insertClient(db: Queryable, client: ClientRecord): Promise<void> {
-  await db.query(`INSERT INTO oauth_clients (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, [
+export async function insertClient(db: Queryable, client: Omit<ClientRecord, 'decommissionedSeq'>): Promise<void> {
+  await db.query(`INSERT INTO oauth_clients (${INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, [
     client.clientId,
     client.tenantId,
     client.name,
@@ -103,4 +112,48 @@ export async function updateClientSecret(
     [tenantId, clientId, secretHash],
   );
   return rows[0] ? toClient(rows[0]) : null;
+}
+
+/**
+ * Deletes every client of the tenant bound to the mobile device (docs/contract.md 4.2) and answers their ids, in
+ * order. Called by the device's removal, after it deleted the device row (lock order in removal.ts).
+ */
+export async function deleteClientsOfMobileDevice(db: Queryable, tenantId: string, mobileDeviceId: string): Promise<string[]> {
+  const { rows } = await db.query<{ client_id: string }>(
+    'DELETE FROM oauth_clients WHERE tenant_id = $1 AND mobile_device_id = $2 RETURNING client_id',
+    [tenantId, mobileDeviceId],
+  );
+  return rows.map((row) => row.client_id).sort();
+}
+
+/**
+ * Marks every client of the tenant bound to the secured object as decommissioned at change number `seq`
+ * (docs/contract.md 4.1) and answers their ids, in order. A client already decommissioned (by the deletion of an
+ * earlier lock with this id) keeps its own, older number: its sync answers end where its own lock did.
+ */
+export async function decommissionClientsOfSecuredObject(
+  db: Queryable,
+  tenantId: string,
+  securedObjectId: string,
+  seq: number,
+): Promise<string[]> {
+  const { rows } = await db.query<{ client_id: string }>(
+    `UPDATE oauth_clients SET decommissioned_seq = $3
+      WHERE tenant_id = $1 AND secured_object_id = $2 AND decommissioned_seq IS NULL RETURNING client_id`,
+    [tenantId, securedObjectId, seq],
+  );
+  return rows.map((row) => row.client_id).sort();
+}
+
+/**
+ * The change number at which the client's lock was deleted (docs/contract.md 4.1): a sync for this client answers
+ * `decommissioned: true` and nothing after this number. Null while its lock stands, and for a client the tenant
+ * does not have.
+ */
+export async function findClientDecommissionedSeq(db: Queryable, tenantId: string, clientId: string): Promise<number | null> {
+  const { rows } = await db.query<{ decommissioned_seq: number | null }>(
+    'SELECT decommissioned_seq FROM oauth_clients WHERE tenant_id = $1 AND client_id = $2',
+    [tenantId, clientId],
+  );
+  return rows[0]?.decommissioned_seq ?? null;
 }

@@ -1,8 +1,12 @@
 // SQL for access-token revocations, which every instance mirrors in memory.
 import type { Queryable } from '../database.js';
 
-/** `client-secret` is no token revocation: it tells every instance that a client's secret changed. */
-export type RevocationKind = 'client' | 'user' | 'family' | 'jti' | 'client-secret';
+/**
+ * `client-secret` is no token revocation: it tells every instance that a client's secret changed.
+ * `client-decommissioned` refuses only the client's tokens that carry a scope beyond `sync` (its lock was deleted,
+ * docs/contract.md 4.1), and tells every instance that the client changed.
+ */
+export type RevocationKind = 'client' | 'user' | 'family' | 'jti' | 'client-secret' | 'client-decommissioned';
 
 export interface RevocationRecord {
   seq: number;
@@ -21,12 +25,25 @@ export async function insertRevocation(
   revokedAt: number,
   expiresAt: number,
 ): Promise<void> {
+  await insertRevocations(db, kind, [subject], revokedAt, expiresAt);
+}
+
+/** One revocation per subject, in one statement, and one announcement; nothing when `subjects` is empty. */
+export async function insertRevocations(
+  db: Queryable,
+  kind: RevocationKind,
+  subjects: string[],
+  revokedAt: number,
+  expiresAt: number,
+): Promise<void> {
+  if (subjects.length === 0) return;
   await db.query(
-    'INSERT INTO token_revocations (kind, subject, revoked_at, expires_at) VALUES ($1, $2, $3, $4)',
-    [kind, subject, revokedAt, expiresAt],
+    `INSERT INTO token_revocations (kind, subject, revoked_at, expires_at)
+     SELECT $1, subject, $3, $4 FROM unnest($2::text[]) WITH ORDINALITY AS s (subject, ordinal) ORDER BY ordinal`,
+    [kind, subjects, revokedAt, expiresAt],
   );
-  // Delivered at commit, to every instance listening (PostgreSQL NOTIFY semantics).
-  await db.query('SELECT pg_notify($1, $2)', [REVOCATION_CHANNEL, `${kind}:${subject}`]);
+  // Delivered at commit, to every instance listening (PostgreSQL NOTIFY semantics); each reloads everything new.
+  await db.query('SELECT pg_notify($1, $2)', [REVOCATION_CHANNEL, `${kind}:${subjects[0]}`]);
 }
 
 /**

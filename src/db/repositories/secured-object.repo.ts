@@ -71,3 +71,13 @@ export async function deleteSecuredObject(db: Queryable, tenantId: string, id: s
   const { rowCount } = await db.query('DELETE FROM secured_objects WHERE tenant_id = $1 AND id = $2', [tenantId, id]);
   return rowCount > 0;
 }
+
+/**
+ * Whether the tenant has the secured object, holding it until commit so it cannot be deleted meanwhile: a client bound to
+ * it in the same transaction is then seen by the deletion, which waits (docs/contract.md 4.1). FOR KEY SHARE blocks
+ * a DELETE, not other readers or updates.
+ */
+export async function holdSecuredObjectForBinding(db: Queryable, tenantId: string, id: string): Promise<boolean> {
+  const { rows } = await db.query('SELECT 1 FROM secured_objects WHERE tenant_id = $1 AND id = $2 FOR KEY SHARE', [tenantId, id]);
+  return rows.length > 0;
+}

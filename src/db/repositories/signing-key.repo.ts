@@ -1,4 +1,4 @@
-// SQL for signing keys (access tokens and ticket credentials).
+// SQL for signing keys (access tokens and ticket credentials) and the change position of each tenant's ticket-key set.
 import type { Queryable } from '../database.js';
 
 export type KeyPurpose = 'access_token' | 'ticket';
@@ -14,7 +14,12 @@ export interface SigningKeyRecord {
   publicJwk: Record<string, unknown>;
   privateJwkEncrypted: Buffer;
   createdAt: number;
+  /** From when it signs (docs/contract.md 8.1: a ticket key is announced one credential lifetime ahead). */
+  activatesAt: number;
+  /** Its last signature: a newer key signs from then on (may lie ahead while the successor is announced). */
   retiredAt: number | null;
+  /** Dropped from publication at once (an emergency rotation): it never verifies again. */
+  withdrawnAt: number | null;
 }
 
 interface SigningKeyRow {
@@ -25,10 +30,12 @@ interface SigningKeyRow {
   public_jwk: Record<string, unknown>;
   private_jwk_encrypted: Buffer | Uint8Array;
   created_at: number;
+  activates_at: number;
   retired_at: number | null;
+  withdrawn_at: number | null;
 }
 
-const COLUMNS = 'kid, tenant_id, purpose, alg, public_jwk, private_jwk_encrypted, created_at, retired_at';
+const COLUMNS = 'kid, tenant_id, purpose, alg, public_jwk, private_jwk_encrypted, created_at, activates_at, retired_at, withdrawn_at';
 
 const toRecord = (row: SigningKeyRow): SigningKeyRecord => ({
   kid: row.kid,
@@ -37,52 +44,165 @@ const toRecord = (row: SigningKeyRow): SigningKeyRecord => ({
   alg: row.alg,
   publicJwk: row.public_jwk,
   privateJwkEncrypted: Buffer.from(row.private_jwk_encrypted),
-  createdAt: row.created_at,
-  retiredAt: row.retired_at,
+  createdAt: Number(row.created_at),
+  activatesAt: Number(row.activates_at),
+  retiredAt: row.retired_at === null ? null : Number(row.retired_at),
+  withdrawnAt: row.withdrawn_at === null ? null : Number(row.withdrawn_at),
 });
 
-/** Keys still worth knowing: the ones signing now and the retired ones whose tokens may not have expired yet. */
+/**
+ * Keys still published: announced, signing, and retired ones whose credentials or tokens may not have expired yet
+ * (retired after `retiredAfter`). Withdrawn keys never are.
+ */
 export async function listLiveKeys(db: Queryable, purpose: KeyPurpose, retiredAfter: number): Promise<SigningKeyRecord[]> {
   const { rows } = await db.query<SigningKeyRow>(
     `SELECT ${COLUMNS} FROM signing_keys
-      WHERE purpose = $1 AND (retired_at IS NULL OR retired_at > $2)
-      ORDER BY created_at DESC, kid`,
+      WHERE purpose = $1 AND withdrawn_at IS NULL AND (retired_at IS NULL OR retired_at > $2)
+      ORDER BY activates_at DESC, created_at DESC, kid`,
     [purpose, retiredAfter],
+  );
+  return rows.map(toRecord);
+}
+
+/** The same as listLiveKeys for one tenant, newest (by activation) first. */
+export async function listLiveTenantKeys(
+  db: Queryable,
+  purpose: KeyPurpose,
+  tenantId: string,
+  retiredAfter: number,
+): Promise<SigningKeyRecord[]> {
+  const { rows } = await db.query<SigningKeyRow>(
+    `SELECT ${COLUMNS} FROM signing_keys
+      WHERE purpose = $1 AND tenant_id = $2 AND withdrawn_at IS NULL AND (retired_at IS NULL OR retired_at > $3)
+      ORDER BY activates_at DESC, created_at DESC, kid`,
+    [purpose, tenantId, retiredAfter],
   );
   return rows.map(toRecord);
 }
 
 export async function insertKey(db: Queryable, key: SigningKeyRecord): Promise<void> {
   await db.query(
-    `INSERT INTO signing_keys (${COLUMNS}, activates_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $7)`,
-    [key.kid, key.tenantId, key.purpose, key.alg, JSON.stringify(key.publicJwk), key.privateJwkEncrypted, key.createdAt, key.retiredAt],
+    `INSERT INTO signing_keys (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+    [
+      key.kid,
+      key.tenantId,
+      key.purpose,
+      key.alg,
+      JSON.stringify(key.publicJwk),
+      key.privateJwkEncrypted,
+      key.createdAt,
+      key.activatesAt,
+      key.retiredAt,
+      key.withdrawnAt,
+    ],
   );
   // Delivered at commit, to every instance listening (PostgreSQL NOTIFY semantics): a key rotated on one instance
-  // (or by the CLI) is published and signs on the others without waiting for their periodic re-read.
+  // (or by the CLI) is published and signs on the others without waiting for their periodic re-read. The same
+  // commit carries what the rotation did to the older keys (retired, withdrawn), so they follow at once too.
   await db.query('SELECT pg_notify($1, $2)', [SIGNING_KEYS_CHANNEL, key.purpose]);
 }
 
-/** Retires every active key of the purpose (and tenant) but `keepKid`; returns the retired kids. */
+/**
+ * Gives every signing key of the purpose (and tenant) but `keepKid` its last signature at `retireAt`; returns the
+ * retired kids. Keys already retired or withdrawn keep their times.
+ */
 export async function retireKeysExcept(
   db: Queryable,
   purpose: KeyPurpose,
   tenantId: string | null,
   keepKid: string,
-  now: number,
+  retireAt: number,
 ): Promise<string[]> {
   const { rows } = await db.query<{ kid: string }>(
     `UPDATE signing_keys SET retired_at = $4
-      WHERE purpose = $1 AND tenant_id IS NOT DISTINCT FROM $2 AND kid <> $3 AND retired_at IS NULL
+      WHERE purpose = $1 AND tenant_id IS NOT DISTINCT FROM $2 AND kid <> $3 AND retired_at IS NULL AND withdrawn_at IS NULL
       RETURNING kid`,
-    [purpose, tenantId, keepKid, now],
+    [purpose, tenantId, keepKid, retireAt],
   );
   return rows.map((row) => row.kid);
 }
 
-export async function countActiveKeys(db: Queryable, purpose: KeyPurpose, tenantId: string | null): Promise<number> {
+/**
+ * Withdraws every still-published key of the purpose (and tenant) but `keepKid` at `now`: announced, signing and
+ * retired ones alike stop being published and stop signing. Returns the withdrawn kids. Keys whose publication had
+ * already ended (retired at or before `retiredAfter`) can never come back and are left as they are.
+ */
+export async function withdrawKeysExcept(
+  db: Queryable,
+  purpose: KeyPurpose,
+  tenantId: string | null,
+  keepKid: string,
+  now: number,
+  retiredAfter: number,
+): Promise<string[]> {
+  const { rows } = await db.query<{ kid: string }>(
+    `UPDATE signing_keys SET withdrawn_at = $4, retired_at = LEAST(COALESCE(retired_at, $4), $4)
+      WHERE purpose = $1 AND tenant_id IS NOT DISTINCT FROM $2 AND kid <> $3 AND withdrawn_at IS NULL
+        AND (retired_at IS NULL OR retired_at > $5)
+      RETURNING kid`,
+    [purpose, tenantId, keepKid, now, retiredAfter],
+  );
+  return rows.map((row) => row.kid).sort();
+}
+
+/** The key announced and not signing yet (activating after `now`), if any. */
+export async function findAnnouncedKey(
+  db: Queryable,
+  purpose: KeyPurpose,
+  tenantId: string | null,
+  now: number,
+): Promise<{ kid: string; activatesAt: number } | null> {
+  const { rows } = await db.query<{ kid: string; activates_at: number }>(
+    `SELECT kid, activates_at FROM signing_keys
+      WHERE purpose = $1 AND tenant_id IS NOT DISTINCT FROM $2 AND activates_at > $3 AND withdrawn_at IS NULL
+      ORDER BY activates_at DESC LIMIT 1`,
+    [purpose, tenantId, now],
+  );
+  const row = rows[0];
+  return row ? { kid: row.kid, activatesAt: Number(row.activates_at) } : null;
+}
+
+/** Whether a key of the purpose (and tenant) signs at `now`. */
+export async function hasSigningKey(db: Queryable, purpose: KeyPurpose, tenantId: string | null, now: number): Promise<boolean> {
+  const { rows } = await db.query<{ found: boolean }>(
+    `SELECT EXISTS (
+       SELECT 1 FROM signing_keys
+        WHERE purpose = $1 AND tenant_id IS NOT DISTINCT FROM $2 AND activates_at <= $3 AND withdrawn_at IS NULL
+          AND (retired_at IS NULL OR retired_at > $3)
+     ) AS found`,
+    [purpose, tenantId, now],
+  );
+  return rows[0]?.found === true;
+}
+
+/** Keys that sign now or will (never retired, never withdrawn): none means the tenant (or server) needs a first key. */
+export async function countUnretiredKeys(db: Queryable, purpose: KeyPurpose, tenantId: string | null): Promise<number> {
   const { rows } = await db.query<{ n: number }>(
-    'SELECT count(*)::int AS n FROM signing_keys WHERE purpose = $1 AND tenant_id IS NOT DISTINCT FROM $2 AND retired_at IS NULL',
+    `SELECT count(*)::int AS n FROM signing_keys
+      WHERE purpose = $1 AND tenant_id IS NOT DISTINCT FROM $2 AND retired_at IS NULL AND withdrawn_at IS NULL`,
     [purpose, tenantId],
   );
   return rows[0]?.n ?? 0;
+}
+
+/**
+ * docs/contract.md 8.1: the tenant's ticket-key set changed at change number `changeSeq` (taken with nextChangeSeq in
+ * the same transaction). Sync answers and revocation lists compare a lock's position with it.
+ */
+export async function recordTicketKeySetChange(db: Queryable, tenantId: string, changeSeq: number, changedAt: number): Promise<void> {
+  await db.query(
+    `INSERT INTO ticket_key_set_changes (tenant_id, change_seq, changed_at) VALUES ($1, $2, $3)
+     ON CONFLICT (tenant_id) DO UPDATE SET change_seq = EXCLUDED.change_seq, changed_at = EXCLUDED.changed_at`,
+    [tenantId, changeSeq, changedAt],
+  );
+}
+
+/** The change number (and time) of the tenant's last ticket-key-set change; null: the tenant never had a key. */
+export async function findTicketKeySetChange(db: Queryable, tenantId: string): Promise<{ changeSeq: number; changedAt: number } | null> {
+  const { rows } = await db.query<{ change_seq: number; changed_at: number }>(
+    'SELECT change_seq, changed_at FROM ticket_key_set_changes WHERE tenant_id = $1',
+    [tenantId],
+  );
+  const row = rows[0];
+  return row ? { changeSeq: Number(row.change_seq), changedAt: Number(row.changed_at) } : null;
 }

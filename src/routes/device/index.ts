@@ -48,11 +48,12 @@ A lock opens only when every one of these holds, and refuses on anything missing
 1. three base64url parts; \`typ\` is exactly \`ticket+jwt\`; \`alg\` is EdDSA or ES256 and matches the key;
 2. \`kid\` is in the lock's key set and the signature verifies with that key;
 3. \`iss\` equals the provisioned issuer and \`aud\` equals the lock's own id;
-4. the lock's clock \`t\` (ms) is a finite number with \`nbf*1000 <= t < exp*1000\` and \`beginDate <= t < endDate\`;
+4. the lock's clock \`t\` is a whole number of milliseconds with \`nbf*1000 <= t < exp*1000\` and \`beginDate <= t < endDate\`;
 5. \`exp - iat\` is at most \`maxCredentialLifetime\`;
 6. the requested command is in \`cmd\` and the channel in \`chn\`;
-7. \`jti\` is not in the lock's revoked set.
-The simulator (\`npm run simulate\`) implements exactly these rules and is the reference.
+7. \`jti\` is not in the lock's revoked set;
+8. when the credential has \`win\` (a schedule, docs/contract.md 9), \`t\` lies in one of its intervals.
+A lock whose client learnt \`decommissioned: true\` opens for no one. The simulator (\`npm run simulate\`) implements exactly these rules and is the reference.
 
 ## Revocations and keys reaching the lock
 

@@ -184,9 +184,8 @@ export default async function oauthRoutes(app: FastifyInstance, options: OAuthRo
 
   app.get('/.well-known/jwks.json', async (_request, reply) => {
     // Short caching: a rotated key must reach verifiers soon (RFC 7517; rotation keeps old keys published).
-    // Access-token keys and every tenant's ticket-credential keys (docs/contract.md 6.3): locks verify credentials with these.
-    return reply
-      .header('cache-control', 'public, max-age=60')
-      .send({ keys: [...services.accessTokenKeys.publicJwks(), ...services.ticketKeys.publicJwks()] });
+    // Access-token keys only (RFC 9068; docs/contract.md 8.1, docs/security-checklist.md G39): each tenant's ticket
+    // keys are published in that tenant's own set, GET /tenants/{tenant}/jwks.json.
+    return reply.header('cache-control', 'public, max-age=60').send({ keys: services.accessTokenKeys.publicJwks() });
   });
 }

@@ -10,6 +10,7 @@ import auditRoutes from './audit-events.js';
 import mobileDeviceRoutes from './mobile-devices.js';
 import oauthClientRoutes from './oauth-clients.js';
 import securedObjectRoutes from './secured-objects.js';
+import ticketKeyRoutes from './ticket-keys.js';
 import ticketRoutes from './tickets.js';
 import userRoutes from './users.js';
 
@@ -49,6 +50,10 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
       { name: 'OAuth clients', description: 'The backends and devices that get access tokens from `POST /oauth/token`.' },
       { name: 'Users', description: 'The people who log in to the Access API.' },
       { name: 'Audit', description: 'The record of every change in the tenant.' },
+      {
+        name: 'Ticket keys',
+        description: 'The keys the tenant\'s credentials are signed with, published at `/tenants/{tenant}/jwks.json`, and their rotation.',
+      },
     ],
     scopes: Object.fromEntries(OPERATOR_SCOPES.map((scope) => [scope, SCOPE_DESCRIPTIONS[scope] ?? scope])),
     tokenUrl: options.tokenUrl,
@@ -58,7 +63,7 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
     await resources.register(bearerAuth, { audience: 'operatorapi', tokens: services.tokens });
     await resources.register(clientRateLimit, { perMinute: options.rateLimitPerMinute });
     await resources.register(idempotency, { idempotency: services.idempotency });
-    for (const routes of [securedObjectRoutes, mobileDeviceRoutes, ticketRoutes, oauthClientRoutes, userRoutes, auditRoutes]) {
+    for (const routes of [securedObjectRoutes, mobileDeviceRoutes, ticketRoutes, oauthClientRoutes, userRoutes, auditRoutes, ticketKeyRoutes]) {
       await resources.register(routes, { services, prefix: '/operatorapi' });
     }
   });

@@ -87,7 +87,15 @@ export function createAccessTokenVerifier(options: AccessTokenVerifierOptions) {
     const result = await verifySignatureAndClaims(token);
     // RFC 9068 4: a token is accepted only by the API named in its `aud`.
     if (audience && !result.audience.includes(audience)) throw new InvalidAccessTokenError('wrong audience');
-    if (revocations.isRevoked({ clientId: result.clientId, userId: result.userId, familyId: result.familyId, jti: result.tokenId })) {
+    if (
+      revocations.isRevoked({
+        clientId: result.clientId,
+        userId: result.userId,
+        familyId: result.familyId,
+        jti: result.tokenId,
+        scopes: result.scopes,
+      })
+    ) {
       throw new InvalidAccessTokenError('revoked');
     }
     return result;

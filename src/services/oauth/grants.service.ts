@@ -16,7 +16,7 @@ import type { Clock } from '../context.js';
 import { randomToken, sha256 } from '../crypto.js';
 import type { KeyService } from '../key.service.js';
 import type { RevocationService } from '../revocation.service.js';
-import { DEVICE_SCOPES, isAccessScope, isKnownScope, isOperatorScope, type Api } from '../scopes.js';
+import { DECOMMISSIONED_CLIENT_SCOPES, DEVICE_SCOPES, isAccessScope, isKnownScope, isOperatorScope, type Api } from '../scopes.js';
 import { MAX_USERNAME_LENGTH, type UserService } from '../user.service.js';
 import { createAccessTokenIssuer } from './access-token.js';
 import { revokeFamily, type RefreshFamilyDependencies } from './refresh-family.js';
@@ -131,7 +131,17 @@ export function createGrantService(options: GrantServiceOptions) {
       if (grantable.length === 0) {
         throw new OAuthError('unauthorized_client', 'This client may not use the client_credentials grant.');
       }
-      const scopes = grantScopes(requested, grantable);
+      let scopes = grantScopes(requested, grantable);
+      if (client.decommissionedSeq !== null) {
+        // docs/contract.md 4.1: the client's lock was deleted; what it asked for is narrowed to what it may still do.
+        scopes = scopes.filter((scope) => DECOMMISSIONED_CLIENT_SCOPES.has(scope));
+        if (scopes.length === 0) {
+          throw new OAuthError(
+            'invalid_scope',
+            `The secured object this client is bound to was deleted; only the scope ${[...DECOMMISSIONED_CLIENT_SCOPES].join(' ')} remains.`,
+          );
+        }
+      }
       const bound = Boolean(client.mobileDeviceId || client.securedObjectId);
       const audience: Api[] = bound
         ? ['deviceapi']

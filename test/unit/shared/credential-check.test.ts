@@ -1,0 +1,177 @@
+// The one rule "does this credential open this lock" (src/shared/credential-check.ts, docs/contract.md 6.3, 8.1, 8.2,
+// 9) on claims given as values: every refusal, each edge to the millisecond, and that nothing malformed fails open.
+import { describe, expect, it } from 'vitest';
+import { checkCredential, parseCredentialClaims, type LockTrustState } from '../../../src/shared/credential-check.js';
+
+const ISSUER = 'https://locks.test/tenants/acme';
+const BEGIN = Date.UTC(2026, 8, 1, 8, 0, 0, 250); // not a whole second: nbf rounds up, exp rounds down
+const END = BEGIN + 86_400_000;
+const LIFETIME = 604_800;
+const HEADER = { alg: 'EdDSA', kid: 'acme-1', typ: 'ticket+jwt' };
+
+const claims = (overrides: Record<string, unknown> = {}): Record<string, unknown> => {
+  const result: Record<string, unknown> = {
+    iss: ISSUER,
+    jti: 'ticket-1',
+    sub: 'phone',
+    aud: 'door',
+    nbf: Math.ceil(BEGIN / 1000),
+    exp: Math.floor(END / 1000),
+    iat: Math.floor(BEGIN / 1000) - 60,
+    beginDate: BEGIN,
+    endDate: END,
+    cmd: ['open', 'clos'],
+    chn: ['btlespp'],
+    ...overrides,
+  };
+  for (const [name, value] of Object.entries(result)) if (value === undefined) delete result[name];
+  return result;
+};
+
+const lock = (overrides: Partial<LockTrustState> = {}): LockTrustState => ({
+  issuer: ISSUER,
+  securedObjectId: 'door',
+  maxCredentialLifetime: LIFETIME,
+  revoked: new Set<string>(),
+  ...overrides,
+});
+
+const AT = BEGIN + 3_600_000;
+const check = (overrides: Record<string, unknown> = {}, at: unknown = AT, state: LockTrustState = lock(), command = 'open', channel = 'btlespp') =>
+  checkCredential(HEADER, claims(overrides), state, { command, channel, at: at as number });
+const reason = (...args: Parameters<typeof check>) => check(...args).reason;
+
+describe('checkCredential', () => {
+  it('opens for a credential of its issuer, for itself, now, with the command and the channel', () => {
+    expect(check()).toEqual({ decision: 'open', reason: 'valid' });
+    expect(check({}, AT, lock(), 'clos')).toEqual({ decision: 'open', reason: 'valid' });
+  });
+
+  it.each([NaN, Infinity, -Infinity, 1.5, Number.MAX_SAFE_INTEGER + 1, '1788249600000', '', null, 1788249600000n])(
+    'denies at an instant that is not a safe integer of milliseconds: %s',
+    (at) => {
+      expect(check({}, at)).toEqual({ decision: 'deny', reason: 'invalid time' });
+      // Even a credential that would otherwise fail on a comparison gets no further.
+      expect(reason({ nbf: 'soon' }, at)).toBe('invalid time');
+    },
+  );
+
+  it.each(['iss', 'jti', 'sub', 'aud', 'nbf', 'exp', 'iat', 'beginDate', 'endDate', 'cmd', 'chn'])('denies a credential without %s', (claim) => {
+    expect(check({ [claim]: undefined })).toEqual({ decision: 'deny', reason: 'malformed credential' });
+  });
+
+  it.each([
+    ['iss', 42],
+    ['iss', [ISSUER]],
+    ['jti', 7],
+    ['sub', null],
+    ['aud', ['door']],
+    ['nbf', String(Math.ceil(BEGIN / 1000))],
+    ['nbf', Math.ceil(BEGIN / 1000) + 0.5],
+    ['exp', NaN],
+    ['exp', Infinity],
+    ['exp', Math.floor(END / 1000) + 0.25],
+    ['iat', '0'],
+    ['beginDate', String(BEGIN)],
+    ['beginDate', BEGIN + 0.5],
+    ['endDate', Infinity],
+    ['endDate', null],
+    ['endDate', Number.MAX_SAFE_INTEGER + 2],
+    ['cmd', 'open'],
+    ['cmd', ['open', 1]],
+    ['chn', 'btlespp'],
+    ['chn', [null]],
+    ['win', 'always'],
+    ['win', [[BEGIN, END, 0]]],
+    ['win', [[BEGIN, String(END)]]],
+  ])('denies a credential whose %s is %j', (claim, value) => {
+    expect(check({ [claim]: value })).toEqual({ decision: 'deny', reason: 'malformed credential' });
+  });
+
+  it('denies claims that are not an object', () => {
+    for (const payload of [null, [], 'claims', 42]) {
+      expect(checkCredential(HEADER, payload, lock(), { command: 'open', channel: 'btlespp', at: AT })).toEqual({ decision: 'deny', reason: 'malformed credential' });
+    }
+    expect(parseCredentialClaims(claims())).toEqual(claims());
+  });
+
+  it('denies a header that is not a ticket credential (an access token is at+jwt)', () => {
+    for (const header of [{ ...HEADER, typ: 'at+jwt' }, { ...HEADER, typ: 'JWT' }, { alg: 'EdDSA', kid: 'acme-1' }, null, 'ticket+jwt']) {
+      expect(checkCredential(header, claims(), lock(), { command: 'open', channel: 'btlespp', at: AT })).toEqual({ decision: 'deny', reason: 'not a ticket credential' });
+    }
+  });
+
+  it('denies another issuer, even for a lock with the same id (docs/security-checklist.md G39)', () => {
+    expect(check({ iss: 'https://locks.test/tenants/globex' })).toEqual({ decision: 'deny', reason: 'wrong issuer' });
+    expect(reason({ iss: `${ISSUER}/` })).toBe('wrong issuer');
+    expect(reason({ iss: ISSUER.toUpperCase() })).toBe('wrong issuer');
+  });
+
+  it('denies a credential for another lock', () => {
+    expect(check({ aud: 'garage' })).toEqual({ decision: 'deny', reason: 'wrong lock' });
+    expect(reason({ aud: 'Door' })).toBe('wrong lock');
+  });
+
+  it("denies a credential that lives longer than the lock's maximum, to the second (docs/contract.md 8.2)", () => {
+    const iat = Math.floor(BEGIN / 1000);
+    expect(reason({ iat, exp: iat + LIFETIME, endDate: BEGIN + 30 * 86_400_000 })).toBe('valid');
+    expect(check({ iat, exp: iat + LIFETIME + 1, endDate: BEGIN + 30 * 86_400_000 })).toEqual({ decision: 'deny', reason: "lifetime exceeds the lock's maximum" });
+    // A lock provisioned with a shorter maximum refuses what another would take.
+    expect(reason({}, AT, lock({ maxCredentialLifetime: 3600 }))).toBe("lifetime exceeds the lock's maximum");
+  });
+
+  it('is valid from max(nbf in ms, beginDate) to the millisecond', () => {
+    const nbfMs = Math.ceil(BEGIN / 1000) * 1000;
+    expect(nbfMs).toBeGreaterThan(BEGIN);
+    expect(reason({}, BEGIN)).toBe('not yet valid');
+    expect(reason({}, nbfMs - 1)).toBe('not yet valid');
+    expect(reason({}, nbfMs)).toBe('valid');
+    // beginDate decides when it lies after nbf (a credential signed with an nbf too early).
+    expect(reason({ nbf: Math.floor(BEGIN / 1000) - 10 }, BEGIN - 1)).toBe('not yet valid');
+    expect(reason({ nbf: Math.floor(BEGIN / 1000) - 10 }, BEGIN)).toBe('valid');
+  });
+
+  it('is valid until min(exp in ms, endDate), exclusive, to the millisecond', () => {
+    const expMs = Math.floor(END / 1000) * 1000;
+    expect(expMs).toBeLessThan(END);
+    expect(reason({}, expMs - 1)).toBe('valid');
+    expect(reason({}, expMs)).toBe('expired');
+    expect(reason({}, END)).toBe('expired');
+    // endDate decides when it lies before exp (a credential signed with an exp too late).
+    const late = { exp: Math.floor(END / 1000) + 10 };
+    expect(reason(late, END - 1)).toBe('valid');
+    expect(reason(late, END)).toBe('expired');
+    expect(reason(late, END + 5000)).toBe('expired');
+  });
+
+  it('opens only inside a window of its schedule (docs/contract.md 9)', () => {
+    const win = [
+      [AT - 1000, AT + 1000],
+      [AT + 5000, AT + 6000],
+    ];
+    expect(reason({ win }, AT - 1000)).toBe('valid');
+    expect(reason({ win }, AT + 999)).toBe('valid');
+    expect(reason({ win }, AT + 1000)).toBe('outside schedule');
+    expect(reason({ win }, AT + 5500)).toBe('valid');
+    expect(reason({ win: [] }, AT)).toBe('outside schedule');
+  });
+
+  it('denies a command or a channel the credential does not permit', () => {
+    expect(check({ cmd: ['open'] }, AT, lock(), 'clos')).toEqual({ decision: 'deny', reason: 'command not permitted' });
+    expect(check({ cmd: [] }, AT)).toEqual({ decision: 'deny', reason: 'command not permitted' });
+    expect(check({}, AT, lock(), 'open', 'nfccard')).toEqual({ decision: 'deny', reason: 'channel not permitted' });
+    expect(check({ chn: [] }, AT)).toEqual({ decision: 'deny', reason: 'channel not permitted' });
+  });
+
+  it('denies a revoked ticket, and nobody on a decommissioned lock', () => {
+    expect(check({}, AT, lock({ revoked: new Set(['ticket-1']) }))).toEqual({ decision: 'deny', reason: 'revoked' });
+    expect(check({}, AT, lock({ revoked: new Set(['ticket-2']) }))).toEqual({ decision: 'open', reason: 'valid' });
+    expect(check({}, AT, lock({ decommissioned: true }))).toEqual({ decision: 'deny', reason: 'lock decommissioned' });
+  });
+
+  it('denies everything on a lock that is not provisioned', () => {
+    for (const state of [lock({ issuer: '' }), lock({ securedObjectId: '' }), lock({ maxCredentialLifetime: NaN }), lock({ maxCredentialLifetime: 0 }), lock({ maxCredentialLifetime: -1 })]) {
+      expect(check({}, AT, state)).toEqual({ decision: 'deny', reason: 'lock not provisioned' });
+    }
+  });
+});
