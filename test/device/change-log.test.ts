@@ -76,11 +76,19 @@ describe('the tenant change log', () => {
       [true, start + 6],
     ]);
 
-    // Reads and changes that write no ticket take no number.
+    // The tenant's first ticket key changes its key set, which takes a number (docs/contract.md 8.1): the first full
+    // sync makes it (no download has yet).
+    const doorToken = await lockToken(t, acme, 'door');
+    expect((await syncRequest(t, doorToken, 'door')).statusCode).toBe(200);
+    expect(await changeCounter(t, acme.tenantId)).toBe(start + 7);
+    const { rows: keySet } = await t.database.db.query<{ change_seq: number }>('SELECT change_seq FROM ticket_key_set_changes WHERE tenant_id = $1', [acme.tenantId]);
+    expect(keySet.map((row) => Number(row.change_seq))).toEqual([start + 7]);
+
+    // Reads and changes that write neither a ticket nor a key take no number.
     await call(t, operator, { method: 'GET', url: '/operatorapi/tickets' });
-    await syncRequest(t, await lockToken(t, acme, 'door'), 'door');
+    await syncRequest(t, doorToken, 'door');
     await v1(manager, 'PATCH', `/v1/residents/${resident.id}`, { name: 'Renamed' });
-    expect(await changeCounter(t, acme.tenantId)).toBe(start + 6);
+    expect(await changeCounter(t, acme.tenantId)).toBe(start + 7);
   });
 
   it('leaves no ticket without a change number, and none beyond the tenant\'s counter', async () => {

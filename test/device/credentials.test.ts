@@ -15,7 +15,7 @@ const DAY = 24 * HOUR;
 const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
 
 describe('ticket credentials', () => {
-  const now = Date.UTC(2026, 2, 3, 8, 30, 0, 0);
+  let now = Date.UTC(2026, 2, 3, 8, 30, 0, 0);
   let t: TestApp;
   let acme: TenantFixture;
   let other: TenantFixture;
@@ -149,22 +149,38 @@ describe('ticket credentials', () => {
     await expect(jwtVerify(ours!.credential, createLocalJWKSet(theirsOnly), { currentDate: new Date(now) })).rejects.toThrow();
   });
 
-  it('keeps issued credentials verifiable after the tenant\'s ticket key rotates; new ones use the new key', async () => {
+  it('keeps issued credentials verifiable after the tenant\'s ticket key rotates; new ones use the new key once its announcement ends', async () => {
+    const lifetime = t.config.CREDENTIAL_MAX_LIFETIME * 1000;
     await device(t, operator, 'phone-rotation');
-    await ticket(t, operator, 'door', 'phone-rotation');
+    await ticket(t, operator, 'door', 'phone-rotation', { endDate: now + 30 * DAY });
     const token = await phoneToken(t, acme, 'phone-rotation');
     const [before] = await download(t, token, 'phone-rotation');
-    const { kid: newKid } = await t.app.services.ticketKeys.rotate(acme.tenantId);
-    expect(newKid).not.toBe(decodeProtectedHeader(before!.credential).kid);
+    const oldKid = decodeProtectedHeader(before!.credential).kid;
+    const { kid: newKid, activatesAt } = await t.app.services.ticketKeys.rotate(acme.tenantId);
+    expect(newKid).not.toBe(oldKid);
+    // docs/contract.md 8.1: the new key is published at once and signs one credential lifetime later, so locks that
+    // are never online learn it from a visiting phone before any credential needs it.
+    expect(activatesAt).toBe(now + lifetime);
+    expect((await lockTrust(t, acme, 'door')).keys.keys.map((key) => key.kid)).toEqual(expect.arrayContaining([oldKid, newKid]));
+    const later = await ticket(t, operator, 'door', 'phone-rotation', { endDate: now + 30 * DAY });
+    const during = await download(t, token, 'phone-rotation');
+    expect(during.find((item) => item.id === before!.id)!.credential).toBe(before!.credential);
+    expect(decodeProtectedHeader(during.find((item) => item.id === later.id)!.credential).kid).toBe(oldKid);
 
-    const later = await ticket(t, operator, 'door', 'phone-rotation');
-    const after = await download(t, token, 'phone-rotation');
-    const same = after.find((item) => item.id === before!.id);
-    const fresh = after.find((item) => item.id === later.id);
-    expect(same!.credential).toBe(before!.credential);
-    expect(decodeProtectedHeader(fresh!.credential).kid).toBe(newKid);
-    await verifyCredential(t, acme, before!.credential, { securedObjectId: 'door', at: now });
-    await verifyCredential(t, acme, fresh!.credential, { securedObjectId: 'door', at: now });
+    const start = now;
+    try {
+      now = activatesAt;
+      // The access tokens of the start have expired by now.
+      const fresh = await ticket(t, await clientToken(t.app, acme), 'door', 'phone-rotation', { endDate: now + DAY });
+      const after = await download(t, await phoneToken(t, acme, 'phone-rotation'), 'phone-rotation');
+      const freshCredential = after.find((item) => item.id === fresh.id)!.credential;
+      expect(decodeProtectedHeader(freshCredential).kid).toBe(newKid);
+      await verifyCredential(t, acme, freshCredential, { securedObjectId: 'door', at: now });
+      // The retired key stays published: what it signed verifies until its own exp, one lifetime after its iat.
+      await verifyCredential(t, acme, before!.credential, { securedObjectId: 'door', at: now - 1000 });
+    } finally {
+      now = start;
+    }
   });
 
   /**
@@ -208,10 +224,11 @@ describe('ticket credentials', () => {
     await verifyCredential(t, fresh, response.json()[0].credential, { securedObjectId: 'door', at: now });
   });
 
-  it('signs with the rotated key at once even while a key reload is in flight', async () => {
+  it('signs with an emergency-rotated key at once even while a key reload is in flight', async () => {
     await device(t, operator, 'phone-rotated-late');
     const token = await phoneToken(t, acme, 'phone-rotated-late');
-    const { kid } = await duringSlowKeyReload(() => t.app.services.ticketKeys.rotate(acme.tenantId));
+    // An emergency rotation signs at once (docs/contract.md 8.1); a normal one waits out its announcement.
+    const { kid } = await duringSlowKeyReload(() => t.app.services.ticketKeys.rotate(acme.tenantId, { emergency: true }));
     await ticket(t, operator, 'door', 'phone-rotated-late');
     const [downloaded] = await download(t, token, 'phone-rotated-late');
     expect(decodeProtectedHeader(downloaded!.credential).kid).toBe(kid);
