@@ -204,12 +204,17 @@ describe('the README walkthrough blocks', () => {
         expect(lines.filter((line) => /^\{"mobileDeviceId":"phone-1","securedObjectId":"(front-door|garage)","status":"VALID"\}$/.test(line))).toHaveLength(2);
         expect(lines.filter((line) => /^\{"securedObjectId":"(front-door|garage)","status":"VALID","downloaded":true\}$/.test(line))).toHaveLength(2);
         expectLine(/^\{"alg":"(EdDSA|ES256)","kid":"[^"]+","typ":"ticket\+jwt"\}$/);
-        const [, credentialTicket] = expectLine(/^\{"beginDate":0,"endDate":4102444800000,.*"jti":"([0-9a-f-]{36})","sub":"phone-1","aud":"front-door"/);
-        // The first sync carries the Access API ticket and the revocation of the Operator API one; the next, nothing.
-        const [, cursor] = expectLine(
-          new RegExp(`^\\{"tokens":\\[\\{"mobileDeviceId":"phone-1","accessPermissionId":"[^"]+"\\}\\],"revocations":\\["${ticketId}"\\],"cursor":"([^"]+)"\\}$`),
+        // The tenant's issuer (docs/contract.md 8.1) and an exp one credential lifetime after iat (8.2).
+        const [, credentialTicket, exp, iat] = expectLine(
+          /^\{"iss":"http:\/\/localhost:\d+\/tenants\/acme","jti":"([0-9a-f-]{36})","sub":"phone-1","aud":"front-door","nbf":0,"exp":(\d+),"iat":(\d+),"beginDate":0,"endDate":4102444800000,/,
         );
-        expectLine(new RegExp(`^\\{"tokens":\\[\\],"revocations":\\[\\],"cursor":"${cursor}"\\}$`));
+        expect(Number(exp) - Number(iat)).toBe(604800);
+        // The first sync carries the Access API ticket and no revocation: the revoked Operator API ticket was never
+        // downloaded, so no credential of it exists (docs/contract.md 8.2). The next carries nothing but its serial.
+        const [, cursor] = expectLine(
+          new RegExp(`^\\{"tokens":\\[\\{"mobileDeviceId":"phone-1","accessPermissionId":"[^"]+"\\}\\],"revocations":\\[\\],"cursor":"([^"]+)"\\}$`),
+        );
+        expectLine(new RegExp(`^\\{"tokens":\\[\\],"revocations":\\[\\],"cursor":"${cursor}","serial":\\d+\\}$`));
         expectLine(new RegExp(`^\\{"decision":"open","reason":"valid","ticketId":"${credentialTicket}"\\}$`));
         expectLine(/^\[\]$/);
         expectLine(new RegExp(`^\\{"tokens":\\[\\],"revocations":\\["${credentialTicket}"\\]\\}$`));
