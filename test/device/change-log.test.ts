@@ -2,7 +2,7 @@
 // transaction, shared by its tickets, per tenant; and a lock syncing during concurrent writes misses nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { accessToken, changeCounter, deviceTicketRows, lockToken, sync, syncAll, syncRequest, type SyncBody } from '../helpers/device.js';
+import { accessToken, changeCounter, deviceTicketRows, download, lockToken, phoneToken, sync, syncAll, syncRequest, type SyncBody } from '../helpers/device.js';
 import { bearer, clientToken, createTenant, type TenantFixture } from '../helpers/oauth.js';
 import { call, device, lock, nextLink, ticket } from '../helpers/operator.js';
 import { postgresTestUrl } from '../helpers/postgres-url.js';
@@ -76,11 +76,19 @@ describe('the tenant change log', () => {
       [true, start + 6],
     ]);
 
-    // Reads and changes that write no ticket take no number.
+    // The tenant's first ticket key changes its key set, which takes a number (docs/contract.md 8.1): the first full
+    // sync makes it (no download has yet).
+    const doorToken = await lockToken(t, acme, 'door');
+    expect((await syncRequest(t, doorToken, 'door')).statusCode).toBe(200);
+    expect(await changeCounter(t, acme.tenantId)).toBe(start + 7);
+    const { rows: keySet } = await t.database.db.query<{ change_seq: number }>('SELECT change_seq FROM ticket_key_set_changes WHERE tenant_id = $1', [acme.tenantId]);
+    expect(keySet.map((row) => Number(row.change_seq))).toEqual([start + 7]);
+
+    // Reads and changes that write neither a ticket nor a key take no number.
     await call(t, operator, { method: 'GET', url: '/operatorapi/tickets' });
-    await syncRequest(t, await lockToken(t, acme, 'door'), 'door');
+    await syncRequest(t, doorToken, 'door');
     await v1(manager, 'PATCH', `/v1/residents/${resident.id}`, { name: 'Renamed' });
-    expect(await changeCounter(t, acme.tenantId)).toBe(start + 6);
+    expect(await changeCounter(t, acme.tenantId)).toBe(start + 7);
   });
 
   it('leaves no ticket without a change number, and none beyond the tenant\'s counter', async () => {
@@ -123,8 +131,12 @@ describe('the tenant change log', () => {
     const phones = Array.from({ length: 7 }, (_, i) => `d${i}`);
     for (const id of ['hub', 'hub-2']) await lock(t, busyOperator, id);
     for (const id of [...phones, 'd-gone']) await device(t, busyOperator, id);
-    // Removed while the others write: its tickets' revocations must reach the lock too.
+    // Removed while the others write: its tickets' revocations must reach the lock too. Its phone downloaded them, so
+    // a credential of each exists and the lock needs each revocation (docs/contract.md 8.2).
     for (let i = 0; i < 3; i++) await ticket(t, busyOperator, 'hub', 'd-gone');
+    expect(await download(t, await phoneToken(t, busy, 'd-gone'), 'd-gone')).toHaveLength(3);
+    const phoneTokens = new Map<string, string>();
+    for (const id of phones) phoneTokens.set(id, await phoneToken(t, busy, id));
     const resident = await v1(busyManager, 'POST', '/v1/residents', { name: 'Busy', mobileDeviceIds: phones.slice(0, 4) });
     const group = await v1(busyManager, 'POST', '/v1/lock-groups', { name: 'Busy', securedObjectIds: ['hub'] });
     const hubToken = await lockToken(t, busy, 'hub');
@@ -160,9 +172,14 @@ describe('the tenant change log', () => {
     const writes: Promise<unknown>[] = [];
     for (let i = 0; i < 60; i++) {
       const lockId = i % 4 === 3 ? 'hub-2' : 'hub';
+      const phone = phones[i % phones.length]!;
       writes.push(
-        ticket(t, busyOperator, lockId, phones[i % phones.length]!).then(async (made) => {
-          if (i % 3 === 0) await revoke(busyOperator, made.id);
+        ticket(t, busyOperator, lockId, phone).then(async (made) => {
+          if (i % 3 === 0) {
+            // The phone downloads it before it is revoked: the lock needs the revocation (docs/contract.md 8.2).
+            await download(t, phoneTokens.get(phone)!, phone);
+            await revoke(busyOperator, made.id);
+          }
         }),
       );
       if (i % 10 === 0) {
@@ -194,6 +211,8 @@ describe('the tenant change log', () => {
     const revoked = rows.filter((row) => row.revoked_at !== null).map((row) => row.id).sort();
     expect(valid.length).toBeGreaterThan(20);
     expect(revoked.length).toBeGreaterThan(10);
+    // Each revoked ticket had been downloaded, so the server's truth for the lock holds every revocation.
+    expect(rows.filter((row) => row.revoked_at !== null && row.credential_expires_at === null)).toEqual([]);
     // At least one sync ran while the writes were under way (how many depends on the machine and the database).
     expect(syncs).toBeGreaterThanOrEqual(1);
 
@@ -214,6 +233,8 @@ describe('the tenant change log', () => {
     await lock(t, slowOperator, 'hub');
     await device(t, slowOperator, 'phone');
     const held = await ticket(t, slowOperator, 'hub', 'phone');
+    // Downloaded, so the lock needs its revocation (docs/contract.md 8.2).
+    expect(await download(t, await phoneToken(t, slow, 'phone'), 'phone')).toHaveLength(1);
     const hubToken = await lockToken(t, slow, 'hub');
     const start = (await syncAll(t, hubToken, 'hub')).cursor;
 

@@ -1,10 +1,11 @@
-// Ticket credentials (contract 6.3): the compact JWS's header and claims, verification against the JWKS by kid,
-// per-tenant ticket keys apart from the access-token key, and neither kind of JWT accepted as the other.
-import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
+// Ticket credentials (contract 6.3, 8.1, 8.2): the compact JWS's header and claims under the tenant's issuer,
+// verification against the tenant's key set by kid, per-tenant ticket keys apart from the access-token key, and
+// neither kind of JWT accepted as the other.
+import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LockSimulator } from '../../src/simulator/lock-simulator.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { accessToken, download, jwks, payloadOf, phoneToken, verifyCredential } from '../helpers/device.js';
+import { accessToken, download, issuerOf, jwks, lockTrust, payloadOf, phoneToken, verifyCredential } from '../helpers/device.js';
 import { bearer, clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';
 import { twoTenants } from '../helpers/tenants.js';
 import { HOUR, device, expectProblem, lock, ticket } from '../helpers/operator.js';
@@ -14,7 +15,7 @@ const DAY = 24 * HOUR;
 const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
 
 describe('ticket credentials', () => {
-  const now = Date.UTC(2026, 2, 3, 8, 30, 0, 0);
+  let now = Date.UTC(2026, 2, 3, 8, 30, 0, 0);
   let t: TestApp;
   let acme: TenantFixture;
   let other: TenantFixture;
@@ -32,8 +33,9 @@ describe('ticket credentials', () => {
     await t.close();
   });
 
-  it('has header {alg, kid, typ: "ticket+jwt"} and the payload of contract 6.3, seconds around the exact milliseconds', async () => {
-    // Dates that are not whole seconds: nbf rounds down and exp up, so the JWT window covers the ticket's.
+  it('has header {alg, kid, typ: "ticket+jwt"} and the payload of contract 6.3 under the tenant\'s issuer, its seconds inside the exact milliseconds', async () => {
+    // Dates that are not whole seconds: nbf rounds up and exp down, so the JWT window never widens the ticket's
+    // (docs/contract.md 8.2; RFC 7519 4.1.4: not accepted on or after exp).
     const beginDate = now - 1500;
     const endDate = now + DAY + 1;
     const issued = await ticket(t, operator, 'door', 'phone', { beginDate, endDate, commands: ['open', 'clos', 'open'], channels: ['btlespp'] });
@@ -44,51 +46,71 @@ describe('ticket credentials', () => {
     const header = decodeProtectedHeader(credential);
     expect(header).toEqual({ alg: 'EdDSA', kid: expect.any(String), typ: 'ticket+jwt' });
     expect(payloadOf(credential)).toEqual({
-      iss: 'http://issuer.test',
+      // docs/contract.md 8.1: the tenant's own issuer, never the server's bare PUBLIC_URL.
+      iss: 'http://issuer.test/tenants/acme',
       jti: issued.id,
       sub: 'phone',
       aud: 'door',
-      nbf: Math.floor(beginDate / 1000),
-      exp: Math.ceil(endDate / 1000),
+      nbf: Math.ceil(beginDate / 1000),
+      exp: Math.floor(endDate / 1000),
       beginDate,
       endDate,
       cmd: ['open', 'clos'],
       chn: ['btlespp'],
       iat: Math.floor(now / 1000),
     });
+    expect(issuerOf(t, acme)).toBe('http://issuer.test/tenants/acme');
   });
 
-  it('verifies with jose against the public key the JWKS publishes under its kid', async () => {
+  it('lasts at most CREDENTIAL_MAX_LIFETIME past iat when the ticket lasts longer (docs/contract.md 8.2)', async () => {
+    await device(t, operator, 'phone-long');
+    const issued = await ticket(t, operator, 'door', 'phone-long', { beginDate: now - 1500, endDate: now + 30 * DAY });
+    const [downloaded] = await download(t, await phoneToken(t, acme, 'phone-long'), 'phone-long');
+    expect(downloaded!.id).toBe(issued.id);
+    const payload = payloadOf(downloaded!.credential);
+    expect(t.config.CREDENTIAL_MAX_LIFETIME).toBe(604800);
+    expect(payload).toMatchObject({ iat: Math.floor(now / 1000), exp: Math.floor(now / 1000) + t.config.CREDENTIAL_MAX_LIFETIME, endDate: now + 30 * DAY });
+  });
+
+  it('verifies with jose against the public key the tenant\'s key set publishes under its kid', async () => {
     await device(t, operator, 'phone-verify');
     await ticket(t, operator, 'door', 'phone-verify');
     const [downloaded] = await download(t, await phoneToken(t, acme, 'phone-verify'), 'phone-verify');
     const credential = downloaded!.credential;
-    const keys = await jwks(t);
+    // The key set a lock of the tenant is provisioned with (docs/contract.md 8.1); the trust endpoint answers it until
+    // GET /tenants/{tenant}/jwks.json is served.
+    const keys = (await lockTrust(t, acme, 'door')).keys as JSONWebKeySet;
     const { kid } = decodeProtectedHeader(credential);
     const published = keys.keys.filter((key) => key.kid === kid);
     expect(published).toEqual([{ kty: 'OKP', crv: 'Ed25519', x: expect.any(String), kid, alg: 'EdDSA', use: 'sig' }]);
 
-    const payload = await verifyCredential(t, credential, { securedObjectId: 'door', at: now });
+    const payload = await verifyCredential(t, acme, credential, { securedObjectId: 'door', at: now });
     expect(payload.jti).toBe(downloaded!.id);
     // A credential is for one lock: another audience does not verify.
     await expect(
       jwtVerify(credential, createLocalJWKSet(keys), { audience: 'gate', typ: 'ticket+jwt', currentDate: new Date(now) }),
     ).rejects.toThrow(/aud/);
-    // Without the key the JWKS publishes, nothing verifies.
+    // Without the key the tenant's key set publishes, nothing verifies.
     const others = { keys: keys.keys.filter((key) => key.kid !== kid) };
     await expect(jwtVerify(credential, createLocalJWKSet(others), { currentDate: new Date(now) })).rejects.toThrow();
   });
 
-  it('publishes no private key member in the JWKS', async () => {
+  it('publishes no private key member in any key set: the access-token JWKS and each tenant\'s ticket keys', async () => {
     await download(t, await phoneToken(t, other, 'their-phone'), 'their-phone');
     const response = await t.app.inject({ url: '/.well-known/jwks.json' });
     expect(response.statusCode).toBe(200);
-    const { keys } = response.json() as { keys: Record<string, unknown>[] };
-    expect(keys.length).toBeGreaterThanOrEqual(2);
-    for (const key of keys) {
-      for (const member of PRIVATE_MEMBERS) expect(key, `${String(key.kid)}.${member}`).not.toHaveProperty(member);
-    }
     expect(response.body).not.toMatch(/"d"\s*:/);
+    const sets = [
+      (response.json() as { keys: Record<string, unknown>[] }).keys,
+      (await lockTrust(t, acme, 'door')).keys.keys as Record<string, unknown>[],
+      (await lockTrust(t, other, 'their-door')).keys.keys as Record<string, unknown>[],
+    ];
+    for (const keys of sets) {
+      expect(keys.length).toBeGreaterThanOrEqual(1);
+      for (const key of keys) {
+        for (const member of PRIVATE_MEMBERS) expect(key, `${String(key.kid)}.${member}`).not.toHaveProperty(member);
+      }
+    }
   });
 
   it('signs with a per-tenant ticket key, apart from the access-token key and from every other tenant\'s', async () => {
@@ -101,8 +123,15 @@ describe('ticket credentials', () => {
     const accessKid = decodeProtectedHeader(phone).kid;
     expect(decodeProtectedHeader(phone).typ).toBe('at+jwt');
     expect(new Set([ourKid, theirKid, accessKid]).size).toBe(3);
-    const published = (await jwks(t)).keys.map((key) => key.kid);
-    for (const kid of [ourKid, theirKid, accessKid]) expect(published).toContain(kid);
+    // Each tenant's key set holds its own ticket keys only (docs/contract.md 8.1); the access-token key is in the
+    // server's JWKS.
+    const ourKeys = (await lockTrust(t, acme, 'door')).keys as JSONWebKeySet;
+    const theirKeys = (await lockTrust(t, other, 'their-door')).keys as JSONWebKeySet;
+    expect(ourKeys.keys.map((key) => key.kid)).toContain(ourKid);
+    expect(theirKeys.keys.map((key) => key.kid)).toContain(theirKid);
+    for (const kid of [theirKid, accessKid]) expect(ourKeys.keys.map((key) => key.kid)).not.toContain(kid);
+    for (const kid of [ourKid, accessKid]) expect(theirKeys.keys.map((key) => key.kid)).not.toContain(kid);
+    expect((await jwks(t)).keys.map((key) => key.kid)).toContain(accessKid);
 
     const { rows } = await t.database.db.query<{ kid: string; tenant_id: string | null; purpose: string }>(
       'SELECT kid, tenant_id, purpose FROM signing_keys WHERE kid = ANY ($1::text[]) ORDER BY purpose, tenant_id',
@@ -116,27 +145,42 @@ describe('ticket credentials', () => {
       ]),
     );
     // The other tenant's public key does not verify our credential.
-    const keys = await jwks(t);
-    const theirsOnly = { keys: keys.keys.filter((key) => key.kid === theirKid).map((key) => ({ ...key, kid: ourKid })) };
+    const theirsOnly = { keys: theirKeys.keys.filter((key) => key.kid === theirKid).map((key) => ({ ...key, kid: ourKid })) };
     await expect(jwtVerify(ours!.credential, createLocalJWKSet(theirsOnly), { currentDate: new Date(now) })).rejects.toThrow();
   });
 
-  it('keeps issued credentials verifiable after the tenant\'s ticket key rotates; new ones use the new key', async () => {
+  it('keeps issued credentials verifiable after the tenant\'s ticket key rotates; new ones use the new key once its announcement ends', async () => {
+    const lifetime = t.config.CREDENTIAL_MAX_LIFETIME * 1000;
     await device(t, operator, 'phone-rotation');
-    await ticket(t, operator, 'door', 'phone-rotation');
+    await ticket(t, operator, 'door', 'phone-rotation', { endDate: now + 30 * DAY });
     const token = await phoneToken(t, acme, 'phone-rotation');
     const [before] = await download(t, token, 'phone-rotation');
-    const { kid: newKid } = await t.app.services.ticketKeys.rotate(acme.tenantId);
-    expect(newKid).not.toBe(decodeProtectedHeader(before!.credential).kid);
+    const oldKid = decodeProtectedHeader(before!.credential).kid;
+    const { kid: newKid, activatesAt } = await t.app.services.ticketKeys.rotate(acme.tenantId);
+    expect(newKid).not.toBe(oldKid);
+    // docs/contract.md 8.1: the new key is published at once and signs one credential lifetime later, so locks that
+    // are never online learn it from a visiting phone before any credential needs it.
+    expect(activatesAt).toBe(now + lifetime);
+    expect((await lockTrust(t, acme, 'door')).keys.keys.map((key) => key.kid)).toEqual(expect.arrayContaining([oldKid, newKid]));
+    const later = await ticket(t, operator, 'door', 'phone-rotation', { endDate: now + 30 * DAY });
+    const during = await download(t, token, 'phone-rotation');
+    expect(during.find((item) => item.id === before!.id)!.credential).toBe(before!.credential);
+    expect(decodeProtectedHeader(during.find((item) => item.id === later.id)!.credential).kid).toBe(oldKid);
 
-    const later = await ticket(t, operator, 'door', 'phone-rotation');
-    const after = await download(t, token, 'phone-rotation');
-    const same = after.find((item) => item.id === before!.id);
-    const fresh = after.find((item) => item.id === later.id);
-    expect(same!.credential).toBe(before!.credential);
-    expect(decodeProtectedHeader(fresh!.credential).kid).toBe(newKid);
-    await verifyCredential(t, before!.credential, { securedObjectId: 'door', at: now });
-    await verifyCredential(t, fresh!.credential, { securedObjectId: 'door', at: now });
+    const start = now;
+    try {
+      now = activatesAt;
+      // The access tokens of the start have expired by now.
+      const fresh = await ticket(t, await clientToken(t.app, acme), 'door', 'phone-rotation', { endDate: now + DAY });
+      const after = await download(t, await phoneToken(t, acme, 'phone-rotation'), 'phone-rotation');
+      const freshCredential = after.find((item) => item.id === fresh.id)!.credential;
+      expect(decodeProtectedHeader(freshCredential).kid).toBe(newKid);
+      await verifyCredential(t, acme, freshCredential, { securedObjectId: 'door', at: now });
+      // The retired key stays published: what it signed verifies until its own exp, one lifetime after its iat.
+      await verifyCredential(t, acme, before!.credential, { securedObjectId: 'door', at: now - 1000 });
+    } finally {
+      now = start;
+    }
   });
 
   /**
@@ -177,13 +221,14 @@ describe('ticket credentials', () => {
     // The reload in flight read before the key existed: joining it would leave the new key unknown (500).
     const response = await duringSlowKeyReload(() => t.app.inject({ url: '/deviceapi/mobiledevices/phone/tickets', headers: bearer(token) }));
     expect(response.statusCode, response.body).toBe(200);
-    await verifyCredential(t, response.json()[0].credential, { securedObjectId: 'door', at: now });
+    await verifyCredential(t, fresh, response.json()[0].credential, { securedObjectId: 'door', at: now });
   });
 
-  it('signs with the rotated key at once even while a key reload is in flight', async () => {
+  it('signs with an emergency-rotated key at once even while a key reload is in flight', async () => {
     await device(t, operator, 'phone-rotated-late');
     const token = await phoneToken(t, acme, 'phone-rotated-late');
-    const { kid } = await duringSlowKeyReload(() => t.app.services.ticketKeys.rotate(acme.tenantId));
+    // An emergency rotation signs at once (docs/contract.md 8.1); a normal one waits out its announcement.
+    const { kid } = await duringSlowKeyReload(() => t.app.services.ticketKeys.rotate(acme.tenantId, { emergency: true }));
     await ticket(t, operator, 'door', 'phone-rotated-late');
     const [downloaded] = await download(t, token, 'phone-rotated-late');
     expect(decodeProtectedHeader(downloaded!.credential).kid).toBe(kid);

@@ -1,5 +1,7 @@
-// GET /deviceapi/mobiledevices/{id}/tickets (contract 6.1): the device's VALID tickets with credentials, the
-// download stamp and its audit event set once (also under concurrent downloads), cached credentials, pages.
+// GET /deviceapi/mobiledevices/{id}/tickets (contract 6.1): the device's VALID tickets with credentials and their
+// locks' revocation lists, the download stamp and its audit event set once (also under concurrent downloads),
+// credentials stored sealed and handed out again, pages.
+import { decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import {
@@ -8,8 +10,10 @@ import {
   deviceTicketRows,
   download,
   downloadRequest,
+  expectNoPlainCredentialStored,
   payloadOf,
   phoneToken,
+  unsealedCredential,
   type DownloadedTicket,
 } from '../helpers/device.js';
 import { bearer, clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';
@@ -52,7 +56,7 @@ describe('GET /deviceapi/mobiledevices/{id}/tickets', () => {
     await t.close();
   });
 
-  it('answers only the device\'s VALID tickets (not revoked, not expired), each with its credential', async () => {
+  it('answers only the device\'s VALID tickets (not revoked, not expired), each with its credential and its lock\'s revocation list', async () => {
     await device(t, operator, 'phone-valid');
     await device(t, operator, 'phone-elsewhere');
     const open = await issue('door', 'phone-valid', { endDate: now + DAY });
@@ -71,10 +75,17 @@ describe('GET /deviceapi/mobiledevices/{id}/tickets', () => {
     // A ticket not yet begun is VALID: the phone needs it before the door does.
     expect(items.map((item) => item.id)).toEqual([open.id, later.id, short.id]);
     for (const item of items) {
-      expect(item).toEqual({ ...(await operatorView(item.id)), credential: expect.stringMatching(JWS) });
+      // Each begins within one credential lifetime, so each carries its credential (docs/contract.md 8.2), and the
+      // signed revocation list of its lock (docs/contract.md 8.3).
+      expect(item).toEqual({ ...(await operatorView(item.id)), credential: expect.stringMatching(JWS), revocationList: expect.stringMatching(JWS) });
       expect(item).toMatchObject({ status: 'VALID', downloadDate: now, mobileDeviceId: 'phone-valid' });
       expect(item).not.toHaveProperty('revocationDate');
+      expect(item).not.toHaveProperty('credentialAvailableFrom');
+      expect(payloadOf(item.revocationList!)).toMatchObject({ iss: 'http://issuer.test/tenants/acme', aud: item.securedObjectId });
     }
+    // The revoked ticket was never downloaded: no credential of it exists, so the gate's list does not carry it
+    // (docs/contract.md 8.2).
+    expect(payloadOf(items[1]!.revocationList!).revoked).toEqual([]);
 
     now += 2 * MINUTE;
     expect((await download(t, token, 'phone-valid')).map((item) => item.id)).toEqual([open.id, later.id]);
@@ -82,9 +93,9 @@ describe('GET /deviceapi/mobiledevices/{id}/tickets', () => {
 
     // Neither the revoked ticket nor another device's was touched.
     const untouched = await deviceTicketRows(t, acme.tenantId, [gone.id, elsewhere.id]);
-    expect(untouched.map((row) => [row.credential, row.downloaded_at])).toEqual([
-      [null, null],
-      [null, null],
+    expect(untouched.map((row) => [row.credential_encrypted, row.credential_expires_at, row.downloaded_at])).toEqual([
+      [null, null, null],
+      [null, null, null],
     ]);
   });
 
@@ -134,26 +145,43 @@ describe('GET /deviceapi/mobiledevices/{id}/tickets', () => {
     expect(await countEvents(t, acme.tenantId, 'ticket.downloaded', `ticket:${door.id}`)).toBe(1);
   });
 
-  it('caches each credential in the ticket row at the first download and answers it unchanged after', async () => {
+  it('stores each credential sealed in the ticket row at the first download and answers it unchanged after', async () => {
     await device(t, operator, 'phone-cache');
     const issued = await issue('door', 'phone-cache');
     const token = await phoneToken(t, acme, 'phone-cache');
-    expect((await deviceTicketRows(t, acme.tenantId, [issued.id]))[0]!.credential).toBeNull();
+    expect((await deviceTicketRows(t, acme.tenantId, [issued.id]))[0]).toMatchObject({
+      credential_encrypted: null,
+      credential_kid: null,
+      credential_issued_at: null,
+      credential_expires_at: null,
+    });
 
     const signedAt = now;
     const [first] = await download(t, token, 'phone-cache');
     expect(first!.credential).toMatch(JWS);
-    expect((await deviceTicketRows(t, acme.tenantId, [issued.id]))[0]!.credential).toBe(first!.credential);
+    const payload = payloadOf(first!.credential) as { iat: number; exp: number };
+    // Stored beside its ciphertext: its key, and its iat and exp in ms (docs/contract.md 8.2: the expiry bounds how
+    // long the lock needs the ticket's revocation).
+    const [stored] = await deviceTicketRows(t, acme.tenantId, [issued.id]);
+    expect(stored).toMatchObject({
+      credential_kid: decodeProtectedHeader(first!.credential).kid,
+      credential_issued_at: payload.iat * 1000,
+      credential_expires_at: payload.exp * 1000,
+    });
+    expect(unsealedCredential(t, acme.tenantId, stored!)).toBe(first!.credential);
+    // docs/security-checklist.md G48: sealed under SECRETS_KEY, never in plain text.
+    await expectNoPlainCredentialStored(t, [issued.id], [first!.credential]);
 
-    // Signed again a minute later it would carry another iat: the same bytes prove it was not signed again.
+    // Signed again a minute later it would carry another iat: the same bytes prove it was not signed again. It has
+    // more than half its lifetime left (docs/contract.md 8.2).
     now += MINUTE;
     const [second] = await download(t, token, 'phone-cache');
     expect(second!.credential).toBe(first!.credential);
     expect(payloadOf(second!.credential).iat).toBe(Math.floor(signedAt / 1000));
-    expect((await deviceTicketRows(t, acme.tenantId, [issued.id]))[0]!.credential).toBe(first!.credential);
+    expect(await deviceTicketRows(t, acme.tenantId, [issued.id])).toEqual([stored]);
   });
 
-  it('stamps each ticket once, audits it once and stores one credential under 10 concurrent downloads', async () => {
+  it('stamps each ticket once, audits it once and stores one sealed credential whose expiry covers all those answered, under 10 concurrent downloads', async () => {
     await device(t, operator, 'phone-rush');
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) ids.push((await issue(i % 2 ? 'gate' : 'door', 'phone-rush')).id);
@@ -174,9 +202,15 @@ describe('GET /deviceapi/mobiledevices/{id}/tickets', () => {
     for (const row of rows) {
       const answered = bodies.map((body) => body.find((item) => item.id === row.id)!);
       expect(answered.every(Boolean)).toBe(true);
-      expect(new Set(answered.map((item) => item.credential))).toEqual(new Set([row.credential]));
-      expect(new Set(answered.map((item) => item.downloadDate))).toEqual(new Set([Number(row.downloaded_at)]));
+      // Concurrent first downloads may each sign (the clock ticks between them); one of those is stored, and the
+      // stored expiry is the latest handed out: the lock needs a revocation until every one has expired
+      // (docs/contract.md 8.2).
+      const credentials = new Set(answered.map((item) => item.credential));
+      expect(credentials).toContain(unsealedCredential(t, acme.tenantId, row));
+      expect(row.credential_expires_at).toBe(Math.max(...[...credentials].map((credential) => (payloadOf(credential).exp as number) * 1000)));
+      expect(new Set(answered.map((item) => item.downloadDate))).toEqual(new Set([row.downloaded_at]));
       expect(await countEvents(t, acme.tenantId, 'ticket.downloaded', `ticket:${row.id}`)).toBe(1);
+      await expectNoPlainCredentialStored(t, [row.id], [...credentials]);
     }
     expect(bodies.every((body) => body.length === 5)).toBe(true);
   });
@@ -234,7 +268,7 @@ describe('GET /deviceapi/mobiledevices/{id}/tickets', () => {
 
     const rows = await deviceTicketRows(t, bulk.tenantId);
     expect(rows).toHaveLength(100);
-    expect(rows.filter((row) => row.credential !== null || row.downloaded_at !== null)).toEqual([]);
+    expect(rows.filter((row) => row.credential_encrypted !== null || row.credential_expires_at !== null || row.downloaded_at !== null)).toEqual([]);
     const ticketKeys = async () =>
       (await t.database.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM signing_keys WHERE tenant_id = $1 AND purpose = 'ticket'`, [bulk.tenantId])).rows[0]!.n;
     expect(await ticketKeys()).toBe(0);
@@ -243,8 +277,8 @@ describe('GET /deviceapi/mobiledevices/{id}/tickets', () => {
     expect(items.map((item) => item.securedObjectId).sort()).toEqual([...wings].sort());
     expect(items.every((item) => item.accessPermissionId === granted.json().id)).toBe(true);
     const after = await deviceTicketRows(t, bulk.tenantId);
-    expect(after.filter((row) => row.credential !== null).map((row) => row.mobile_device_id)).toEqual(Array(10).fill('fleet-3'));
-    expect(after.filter((row) => row.credential === null)).toHaveLength(90);
+    expect(after.filter((row) => row.credential_encrypted !== null).map((row) => row.mobile_device_id)).toEqual(Array(10).fill('fleet-3'));
+    expect(after.filter((row) => row.credential_encrypted === null && row.credential_expires_at === null)).toHaveLength(90);
     expect(await ticketKeys()).toBe(1);
   });
 

@@ -1,8 +1,9 @@
-// GET /deviceapi/securedobjects/{id}/sync (contract 6.2): everything current without a cursor, only what changed
-// after one, pages that yield each change once, bad cursors, and every ticket write path reaching the lock.
+// GET /deviceapi/securedobjects/{id}/sync (contract 6.2, 8.1, 8.2): everything current without a cursor, only what
+// changed after one, the serial and the key set, only the revocations a lock still needs, pages that yield each
+// change once, bad cursors, and every ticket write path reaching the lock.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { accessToken, sync, syncAll, syncRequest, type SyncBody } from '../helpers/device.js';
+import { accessToken, deviceTicketRows, download, lockTrust, phoneToken, sync, syncAll, syncRequest, type SyncBody } from '../helpers/device.js';
 import { bearer, clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';
 import { HOUR, call, device, expectProblem, fieldsOf, lock, nextLink, ticket } from '../helpers/operator.js';
 
@@ -30,6 +31,14 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
     const response = await call(t, operator, { method: 'DELETE', url: `/operatorapi/tickets/${id}` });
     expect(response.statusCode, response.body).toBe(200);
     return response.json();
+  }
+
+  /**
+   * The device downloads its tickets, so a credential of each exists: from now on its lock needs their revocations
+   * (docs/contract.md 8.2). Answers the ids downloaded.
+   */
+  async function downloadAll(mobileDeviceId: string): Promise<string[]> {
+    return (await download(t, await phoneToken(t, acme, mobileDeviceId), mobileDeviceId)).map((item) => item.id);
   }
 
   async function operatorView(id: string): Promise<Record<string, unknown>> {
@@ -86,7 +95,7 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
     await t.close();
   });
 
-  it('without a cursor answers every current valid ticket and the revocations not yet expired', async () => {
+  it('without a cursor answers every current valid ticket, the revocations the lock still needs, its serial and the tenant\'s key set', async () => {
     await lock(t, operator, 'l-current');
     await lock(t, operator, 'l-elsewhere');
     await device(t, operator, 'p-current');
@@ -94,11 +103,15 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
     const valid = await issue('l-current', 'p-current', { endDate: now + DAY });
     const future = await issue('l-current', 'p-other', { beginDate: now + DAY, endDate: now + 2 * DAY, commands: ['open', 'clos'] });
     const revoked = await issue('l-current', 'p-current');
-    const { revocationDate } = await revoke(revoked.id);
     const revokedExpiring = await issue('l-current', 'p-current', { endDate: now + MINUTE });
-    await revoke(revokedExpiring.id);
+    const neverDownloaded = await issue('l-current', 'p-other');
     await issue('l-current', 'p-other', { endDate: now + MINUTE });
     await issue('l-elsewhere', 'p-current');
+    // The phone holds credentials of its tickets; p-other never downloads.
+    expect(await downloadAll('p-current')).toHaveLength(4);
+    const { revocationDate } = await revoke(revoked.id);
+    await revoke(revokedExpiring.id);
+    await revoke(neverDownloaded.id);
     now += 2 * MINUTE;
 
     const response = await syncRequest(t, syncToken, 'l-current');
@@ -106,56 +119,86 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
     expect(response.headers['content-type']).toContain('application/json');
     expect(response.headers.link).toBeUndefined();
     const body = response.json() as SyncBody;
-    expect(Object.keys(body).sort()).toEqual(['cursor', 'revocations', 'tokens']);
+    expect(Object.keys(body).sort()).toEqual(['cursor', 'keys', 'revocations', 'serial', 'tokens']);
     // The lock's tickets as the Operator API shows them, in the order they changed; no credentials.
     expect(body.tokens).toEqual([await operatorView(valid.id), await operatorView(future.id)]);
+    // docs/contract.md 8.2: a revocation only while a credential of it may be valid. The expired ticket's credential
+    // ended with it; the ticket never downloaded has none.
     expect(body.revocations).toEqual([{ tokenId: revoked.id, revocationDate }]);
     expect(body.cursor).toMatch(/^[A-Za-z0-9_-]+$/);
+    // The position of the last change answered: the revocation of `revoked`.
+    expect(body.serial).toBe((await deviceTicketRows(t, acme.tenantId, [revoked.id]))[0]!.change_seq);
+    // docs/contract.md 8.1: a full sync carries the tenant's key set, the one the lock's trust endpoint answers.
+    expect(body.keys).toEqual((await lockTrust(t, acme, 'l-current')).keys);
+    expect(body.keys!.keys.length).toBeGreaterThanOrEqual(1);
   });
 
-  it('with the cursor answers only what changed after it; nothing changed answers empty arrays and the same cursor', async () => {
+  it('with the cursor answers only what changed after it; nothing changed answers empty arrays, the same cursor and serial, and no keys', async () => {
     await lock(t, operator, 'l-delta');
     await lock(t, operator, 'l-delta-other');
     await device(t, operator, 'p-delta');
     const first = await issue('l-delta', 'p-delta');
     const start = await sync(t, syncToken, 'l-delta');
     expect(start.tokens.map((item) => item.id)).toEqual([first.id]);
+    expect(start.keys).toBeDefined();
     const c0 = start.cursor;
-    expect(await sync(t, syncToken, 'l-delta', c0)).toEqual({ tokens: [], revocations: [], cursor: c0 });
+    // Nothing changed, the key set included: no `keys` (docs/contract.md 8.1) and the same serial.
+    expect(await sync(t, syncToken, 'l-delta', c0)).toEqual({ tokens: [], revocations: [], cursor: c0, serial: start.serial });
 
     const added = await issue('l-delta', 'p-delta');
     const afterAdd = await sync(t, syncToken, 'l-delta', c0);
     expect(afterAdd.tokens).toEqual([await operatorView(added.id)]);
     expect(afterAdd.revocations).toEqual([]);
     expect(afterAdd.cursor).not.toBe(c0);
+    expect(afterAdd.serial).toBeGreaterThan(start.serial);
+    expect(afterAdd).not.toHaveProperty('keys');
 
+    // The phone downloads: the lock needs the revocations of what it holds (docs/contract.md 8.2).
+    expect(await downloadAll('p-delta')).toEqual([first.id, added.id]);
     const { revocationDate } = await revoke(first.id);
     const afterRevoke = await sync(t, syncToken, 'l-delta', afterAdd.cursor);
-    expect(afterRevoke).toEqual({ tokens: [], revocations: [{ tokenId: first.id, revocationDate }], cursor: expect.any(String) });
+    expect(afterRevoke).toEqual({ tokens: [], revocations: [{ tokenId: first.id, revocationDate }], cursor: expect.any(String), serial: expect.any(Number) });
+    expect(afterRevoke.serial).toBeGreaterThan(afterAdd.serial);
 
     // Another lock's ticket is not this lock's change.
     await issue('l-delta-other', 'p-delta');
-    expect(await sync(t, syncToken, 'l-delta', afterRevoke.cursor)).toEqual({ tokens: [], revocations: [], cursor: afterRevoke.cursor });
+    expect(await sync(t, syncToken, 'l-delta', afterRevoke.cursor)).toEqual({ tokens: [], revocations: [], cursor: afterRevoke.cursor, serial: afterRevoke.serial });
 
-    // Issued and revoked between two syncs: the lock learns only the revocation.
+    // Issued, downloaded and revoked between two syncs: the lock learns only the revocation.
     const brief = await issue('l-delta', 'p-delta');
+    await downloadAll('p-delta');
     const briefRevocation = await revoke(brief.id);
     const afterBrief = await sync(t, syncToken, 'l-delta', afterRevoke.cursor);
     expect(afterBrief.tokens).toEqual([]);
     expect(afterBrief.revocations).toEqual([{ tokenId: brief.id, revocationDate: briefRevocation.revocationDate }]);
-    expect(await sync(t, syncToken, 'l-delta', afterBrief.cursor)).toEqual({ tokens: [], revocations: [], cursor: afterBrief.cursor });
+    expect(await sync(t, syncToken, 'l-delta', afterBrief.cursor)).toEqual({ tokens: [], revocations: [], cursor: afterBrief.cursor, serial: afterBrief.serial });
 
-    // Starting over gives the whole current state.
+    // Issued and revoked between two syncs, never downloaded: no credential of it exists, so the lock learns nothing
+    // of it, neither the ticket nor its revocation (docs/contract.md 8.2).
+    const unused = await issue('l-delta', 'p-delta');
+    await revoke(unused.id);
+    expect(await sync(t, syncToken, 'l-delta', afterBrief.cursor)).toEqual({ tokens: [], revocations: [], cursor: afterBrief.cursor, serial: afterBrief.serial });
+
+    // Starting over gives the whole current state, with the key set.
     const whole = await sync(t, syncToken, 'l-delta');
     expect(whole.tokens.map((item) => item.id)).toEqual([added.id]);
     expect(whole.revocations.map((item) => item.tokenId)).toEqual([first.id, brief.id]);
+    expect(whole.keys).toEqual(start.keys);
   });
 
-  it('answers a lock without tickets empty arrays and a cursor that stays the same', async () => {
+  it('answers a lock without tickets empty arrays and the key set, then a cursor and serial that stay the same', async () => {
     await lock(t, operator, 'l-empty');
     const empty = await sync(t, syncToken, 'l-empty');
-    expect(empty).toEqual({ tokens: [], revocations: [], cursor: expect.any(String) });
-    expect(await sync(t, syncToken, 'l-empty', empty.cursor)).toEqual(empty);
+    // A full sync carries the key set even with nothing else to say: a new lock learns its keys (docs/contract.md 8.1).
+    expect(empty).toEqual({
+      tokens: [],
+      revocations: [],
+      cursor: expect.any(String),
+      serial: expect.any(Number),
+      keys: (await lockTrust(t, acme, 'l-empty')).keys,
+    });
+    const { keys: _keys, ...unchanged } = empty;
+    expect(await sync(t, syncToken, 'l-empty', empty.cursor)).toEqual(unchanged);
   });
 
   it('cuts at limit with Link: rel="next"; walking the pages yields each change exactly once, also past a write mid-walk', async () => {
@@ -168,6 +211,9 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
     expect((await grant(resident.id, group.id)).tokenCount).toBe(5);
     const direct = [];
     for (let i = 0; i < 3; i++) direct.push(await issue('l-pages', phones[i]!));
+    // Downloaded first, so the lock needs both revocations (docs/contract.md 8.2).
+    await downloadAll(phones[0]!);
+    await downloadAll(phones[1]!);
     await revoke(direct[0]!.id);
     await revoke(direct[1]!.id);
 
@@ -180,7 +226,12 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
     expect([...walked.tokenIds].sort()).toEqual(await ticketIds({ lock: 'l-pages', revoked: false }));
     expect(new Set(walked.tokenIds).size).toBe(walked.tokenIds.length);
     expect([...walked.revokedIds].sort()).toEqual([direct[0]!.id, direct[1]!.id].sort());
-    expect(await sync(t, syncToken, 'l-pages', walked.cursor)).toEqual({ tokens: [], revocations: [], cursor: walked.cursor });
+    // A page cut inside a change number has not reached it yet: serials never go back, and the last is the lock's.
+    const serials = walked.pages.map((page) => page.serial);
+    expect([...serials].sort((a, b) => a - b)).toEqual(serials);
+    const lastSerial = serials[serials.length - 1]!;
+    expect(lastSerial).toBe(Math.max(...(await deviceTicketRows(t, acme.tenantId)).filter((row) => row.secured_object_id === 'l-pages').map((row) => row.change_seq)));
+    expect(await sync(t, syncToken, 'l-pages', walked.cursor)).toEqual({ tokens: [], revocations: [], cursor: walked.cursor, serial: lastSerial });
 
     // A page that ends exactly at the last change has no next link.
     const exact = await syncAll(t, syncToken, 'l-pages', undefined, 4);
@@ -210,11 +261,13 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
     for (const query of ['?cursor=', '?limit=0', '?limit=1001', '?limit=ten', '?since=1']) {
       expectProblem(await t.app.inject({ url: `/deviceapi/securedobjects/l-bad/sync${query}`, headers: bearer(syncToken) }), 400);
     }
-    // A well-formed cursor past everything is simply up to date.
+    // A well-formed cursor past everything is simply up to date: the serial is the position it names.
     const ahead = b64(`999999:${zero}`);
-    expect(await sync(t, syncToken, 'l-bad', ahead)).toEqual({ tokens: [], revocations: [], cursor: ahead });
+    expect(await sync(t, syncToken, 'l-bad', ahead)).toEqual({ tokens: [], revocations: [], cursor: ahead, serial: 999999 });
   });
 
+  // Each path's revocations reach the lock once a phone holds a credential of the ticket; a ticket never downloaded
+  // needs no revocation at the lock (docs/contract.md 8.2), so some phones below never download.
   describe('every ticket write path reaches the lock', () => {
     it('Operator API: create, revoke, removal of a device', async () => {
       await locks('w-op-1', 'w-op-2');
@@ -225,6 +278,7 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
       expect(await changes('w-op-1')).toEqual({ tokens: [made.id], revocations: [] });
       expect(await changes('w-op-2')).toEqual({ tokens: [], revocations: [] });
 
+      await downloadAll('wp-op');
       await revoke(made.id);
       expect(await changes('w-op-1')).toEqual({ tokens: [], revocations: [made.id] });
 
@@ -232,7 +286,12 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
       const two = await issue('w-op-2', 'wp-op-gone');
       await changes('w-op-1');
       await changes('w-op-2');
+      await downloadAll('wp-op-gone');
+      // Issued after the phone's download: no credential of it exists.
+      const undownloaded = await issue('w-op-2', 'wp-op-gone');
+      expect(await changes('w-op-2')).toEqual({ tokens: [undownloaded.id], revocations: [] });
       expect((await call(t, operator, { method: 'DELETE', url: '/operatorapi/mobiledevices/wp-op-gone' })).statusCode).toBe(204);
+      expect(await ticketIds({ device: 'wp-op-gone', revoked: true })).toEqual([one.id, two.id, undownloaded.id].sort());
       expect(await changes('w-op-1')).toEqual({ tokens: [], revocations: [one.id] });
       expect(await changes('w-op-2')).toEqual({ tokens: [], revocations: [two.id] });
     });
@@ -251,9 +310,12 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
         expect(await changes(lockId)).toEqual({ tokens: issued, revocations: [] });
       }
 
+      // Only wp-perm-1 downloads: only its tickets' revocations reach the locks.
+      await downloadAll('wp-perm-1');
       await v1('DELETE', `/v1/access-permissions/${permission.id}`);
       for (const lockId of ['w-perm-1', 'w-perm-2']) {
-        expect(await changes(lockId)).toEqual({ tokens: [], revocations: await ticketIds({ lock: lockId, permission: permission.id, revoked: true }) });
+        expect(await ticketIds({ lock: lockId, permission: permission.id, revoked: true })).toHaveLength(2);
+        expect(await changes(lockId)).toEqual({ tokens: [], revocations: await ticketIds({ lock: lockId, device: 'wp-perm-1', permission: permission.id, revoked: true }) });
       }
     });
 
@@ -273,6 +335,7 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
         expect(await changes(lockId)).toEqual({ tokens: issued, revocations: [] });
       }
 
+      await downloadAll('wp-res-new');
       await v1('DELETE', `/v1/residents/${resident.id}/mobiledevices/wp-res-new`);
       for (const lockId of ['w-res-1', 'w-res-2']) {
         expect(await changes(lockId)).toEqual({ tokens: [], revocations: await ticketIds({ lock: lockId, device: 'wp-res-new', revoked: true }) });
@@ -293,8 +356,11 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
       expect(await changes('w-grp-new')).toEqual({ tokens: issued, revocations: [] });
       expect(await changes('w-grp-1')).toEqual({ tokens: [], revocations: [] });
 
+      // Only wp-grp-1 downloads: only its ticket's revocation reaches the lock.
+      await downloadAll('wp-grp-1');
       await v1('DELETE', `/v1/lock-groups/${group.id}/securedobjects/w-grp-new`);
-      expect(await changes('w-grp-new')).toEqual({ tokens: [], revocations: issued });
+      expect(await ticketIds({ lock: 'w-grp-new', revoked: true })).toEqual(issued);
+      expect(await changes('w-grp-new')).toEqual({ tokens: [], revocations: await ticketIds({ lock: 'w-grp-new', device: 'wp-grp-1' }) });
       expect(await changes('w-grp-1')).toEqual({ tokens: [], revocations: [] });
     });
 
@@ -306,6 +372,7 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
       const permission = await grant(resident.id, group.id);
       const [issued] = await ticketIds({ permission: permission.id });
       expect(await changes('w-del-1')).toEqual({ tokens: [issued], revocations: [] });
+      await downloadAll('wp-del');
       await v1('DELETE', `/v1/residents/${resident.id}`);
       expect(await changes('w-del-1')).toEqual({ tokens: [], revocations: [issued] });
 
@@ -314,6 +381,7 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
       const second = await grant(other.id, otherGroup.id);
       const [secondTicket] = await ticketIds({ permission: second.id });
       expect(await changes('w-del-2')).toEqual({ tokens: [secondTicket], revocations: [] });
+      await downloadAll('wp-del');
       await v1('DELETE', `/v1/lock-groups/${otherGroup.id}`);
       expect(await changes('w-del-2')).toEqual({ tokens: [], revocations: [secondTicket] });
     });

@@ -2,7 +2,7 @@
 // resident's valid tickets; v1 is gone (410); bad versions 400; scope nfc-token-writer; tenants kept apart.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { accessToken, countEvents, deviceTicketRows, payloadOf, verifyCredential } from '../helpers/device.js';
+import { accessToken, countEvents, deviceTicketRows, expectNoPlainCredentialStored, payloadOf, unsealedCredential, verifyCredential } from '../helpers/device.js';
 import { bearer, clientToken, createTenant, type TenantFixture } from '../helpers/oauth.js';
 import { HOUR, call, device, expectProblem, lock, ticket } from '../helpers/operator.js';
 
@@ -84,19 +84,25 @@ describe('GET /v1/residents/{id}/token-card', () => {
 
     const covered: string[] = [];
     for (const credential of contents.credentials) {
-      const payload = await verifyCredential(t, credential, { securedObjectId: payloadOf(credential).aud as string, at: now });
+      // Checked as the card's lock does (docs/contract.md 8.1), bounded like a phone's (docs/contract.md 8.3).
+      const payload = await verifyCredential(t, acme, credential, { securedObjectId: payloadOf(credential).aud as string, at: now });
       expect(['card-1', 'card-2']).toContain(payload.sub);
       covered.push(payload.jti!);
     }
     expect(covered.sort()).toEqual([...expected].sort());
     for (const id of [revokedId, expiringId, outsiderId]) expect(covered).not.toContain(id);
 
-    // Writing a card is its devices' download: credentials cached, first download stamped and audited once.
+    // Writing a card is its devices' download: credentials stored sealed (docs/security-checklist.md G48), first
+    // download stamped and audited once.
     const rows = await deviceTicketRows(t, acme.tenantId, expected);
-    expect(rows.every((row) => row.credential !== null && Number(row.downloaded_at) === now)).toBe(true);
-    expect(new Set(rows.map((row) => row.credential))).toEqual(new Set(contents.credentials));
+    expect(rows.every((row) => row.credential_encrypted !== null && row.downloaded_at === now)).toBe(true);
+    expect(new Set(rows.map((row) => unsealedCredential(t, acme.tenantId, row)))).toEqual(new Set(contents.credentials));
+    await expectNoPlainCredentialStored(t, expected, contents.credentials);
     for (const id of expected) expect(await countEvents(t, acme.tenantId, 'ticket.downloaded', `ticket:${id}`)).toBe(1);
-    expect((await deviceTicketRows(t, acme.tenantId, [outsiderId, revokedId])).map((row) => row.credential)).toEqual([null, null]);
+    expect((await deviceTicketRows(t, acme.tenantId, [outsiderId, revokedId])).map((row) => [row.credential_encrypted, row.downloaded_at])).toEqual([
+      [null, null],
+      [null, null],
+    ]);
 
     // The same card again a minute later: the same credentials, no second stamp.
     now += MINUTE;
@@ -164,7 +170,7 @@ describe('GET /v1/residents/{id}/token-card', () => {
       (
         await t.database.db.query<{ n: number }>(
           `SELECT count(*)::int AS n FROM tickets
-            WHERE tenant_id = $1 AND mobile_device_id = 'bulk-card' AND (downloaded_at IS NOT NULL OR credential IS NOT NULL)`,
+            WHERE tenant_id = $1 AND mobile_device_id = 'bulk-card' AND (downloaded_at IS NOT NULL OR credential_encrypted IS NOT NULL)`,
           [acme.tenantId],
         )
       ).rows[0]!.n;

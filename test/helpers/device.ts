@@ -1,7 +1,7 @@
-// Device API fixtures for tests: bound clients, downloads, lock syncs walked to the end, credential checks, and
-// the ticket rows (credential, download stamp, change number) the Device API reads and writes.
+// Device API fixtures for tests: bound clients, downloads, lock syncs walked to the end, a lock's trust anchors,
+// credential checks, and the ticket rows (sealed credential, download stamp, change number) the Device API writes.
 import type { LightMyRequestResponse } from 'fastify';
-import { createLocalJWKSet, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose';
+import { createLocalJWKSet, jwtVerify, type JSONWebKeySet, type JWK, type JWTPayload } from 'jose';
 import { expect } from 'vitest';
 import type { TestApp } from './app.js';
 import { bearer, clientToken, createClient, createUser, passwordGrant, type TenantFixture } from './oauth.js';
@@ -32,7 +32,14 @@ export interface DownloadedTicket {
   channels: string[];
   status: string;
   downloadDate: number;
+  /**
+   * Absent, with `credentialAvailableFrom` instead, while the ticket begins beyond one credential lifetime
+   * (docs/contract.md 8.2); the tests that reach that case read it as optional (test/device/lock-trust.test.ts).
+   */
   credential: string;
+  credentialAvailableFrom?: number;
+  /** The signed revocation list of the ticket's lock (docs/contract.md 8.3). */
+  revocationList?: string;
   accessPermissionId?: string;
 }
 
@@ -55,6 +62,12 @@ export interface SyncBody {
   tokens: { id: string; securedObjectId: string; status: string; [field: string]: unknown }[];
   revocations: { tokenId: string; revocationDate: number }[];
   cursor: string;
+  /** The change-log position the lock has reached once it applied the answer. */
+  serial: number;
+  /** The tenant's ticket key set: on a full sync and after the set changed (docs/contract.md 8.1). */
+  keys?: { keys: JWK[] };
+  /** The lock was deleted; its client syncs what the deletion caused (docs/contract.md 4.1). */
+  decommissioned?: true;
 }
 
 export function syncRequest(t: TestApp, token: string, securedObjectId: string, cursor?: string, limit?: number): Promise<LightMyRequestResponse> {
@@ -99,25 +112,57 @@ export async function syncAll(t: TestApp, token: string, securedObjectId: string
   };
 }
 
+/** The access-token JWKS at `/.well-known/jwks.json` (RFC 9068; docs/contract.md 8.1: access-token keys only). */
 export async function jwks(t: TestApp): Promise<JSONWebKeySet> {
   const response = await t.app.inject({ url: '/.well-known/jwks.json' });
   expect(response.statusCode).toBe(200);
   return response.json();
 }
 
-/** Verifies a credential as a lock would (contract 6.3): by kid against the JWKS, typ ticket+jwt, for its lock. */
+/** What an installer writes into a lock (docs/contract.md 8.1). */
+export interface LockTrust {
+  issuer: string;
+  securedObjectId: string;
+  keys: { keys: JWK[] };
+  maxCredentialLifetime: number;
+}
+
+/** `GET /deviceapi/securedobjects/{id}/trust` with `token` (a client bound to the lock); fails the test unless 200. */
+export async function trustWith(t: TestApp, token: string, securedObjectId: string): Promise<LockTrust> {
+  const response = await t.app.inject({ url: `/deviceapi/securedobjects/${encodeURIComponent(securedObjectId)}/trust`, headers: bearer(token) });
+  expect(response.statusCode, response.body).toBe(200);
+  return response.json();
+}
+
+/** The lock's trust anchors, fetched through a new client bound to it (docs/contract.md 8.1). */
+export async function lockTrust(t: TestApp, tenant: TenantFixture, securedObjectId: string): Promise<LockTrust> {
+  return trustWith(t, await lockToken(t, tenant, securedObjectId), securedObjectId);
+}
+
+/** The tenant's credential issuer, `{PUBLIC_URL}/tenants/{tenant}` (docs/contract.md 8.1). */
+export const issuerOf = (t: TestApp, tenant: TenantFixture): string => `${t.config.PUBLIC_URL}/tenants/${tenant.name}`;
+
+/**
+ * Verifies a credential as a lock provisioned with its tenant's trust anchors would (docs/contract.md 6.3, 8.1, 8.2):
+ * the issuer and key set its trust endpoint answers (until the tenant's `jwks.json` is served), `kid` in that set,
+ * `typ` ticket+jwt, `aud` the lock, valid at `at`, and lasting no longer than `maxCredentialLifetime`.
+ */
 export async function verifyCredential(
   t: TestApp,
+  tenant: TenantFixture,
   credential: string,
   expected: { securedObjectId: string; at: number },
 ): Promise<JWTPayload & Record<string, unknown>> {
-  const { payload, protectedHeader } = await jwtVerify(credential, createLocalJWKSet(await jwks(t)), {
-    issuer: t.config.PUBLIC_URL,
+  const trust = await lockTrust(t, tenant, expected.securedObjectId);
+  expect(trust).toMatchObject({ issuer: issuerOf(t, tenant), securedObjectId: expected.securedObjectId });
+  const { payload, protectedHeader } = await jwtVerify(credential, createLocalJWKSet(trust.keys as JSONWebKeySet), {
+    issuer: trust.issuer,
     audience: expected.securedObjectId,
     typ: 'ticket+jwt',
     currentDate: new Date(expected.at),
   });
   expect(protectedHeader.typ).toBe('ticket+jwt');
+  expect(payload.exp! - payload.iat!).toBeLessThanOrEqual(trust.maxCredentialLifetime);
   return payload as JWTPayload & Record<string, unknown>;
 }
 
@@ -125,20 +170,67 @@ export interface DeviceTicketRow {
   id: string;
   secured_object_id: string;
   mobile_device_id: string;
-  credential: string | null;
+  /** The last credential handed out, sealed under SECRETS_KEY (docs/security-checklist.md G48). */
+  credential_encrypted: Buffer | null;
+  credential_kid: string | null;
+  credential_issued_at: number | null;
+  credential_expires_at: number | null;
   downloaded_at: number | null;
   revoked_at: number | null;
   change_seq: number;
 }
 
+const nullableNumber = (value: unknown): number | null => (value === null ? null : Number(value));
+
 /** The tenant's ticket rows with the Device API's columns, in creation order; optionally only `ids`. */
 export async function deviceTicketRows(t: TestApp, tenantId: string, ids?: string[]): Promise<DeviceTicketRow[]> {
   const { rows } = await t.database.db.query<DeviceTicketRow>(
-    `SELECT id, secured_object_id, mobile_device_id, credential, downloaded_at, revoked_at, change_seq FROM tickets
+    `SELECT id, secured_object_id, mobile_device_id, credential_encrypted, credential_kid, credential_issued_at,
+            credential_expires_at, downloaded_at, revoked_at, change_seq FROM tickets
       WHERE tenant_id = $1 AND ($2::uuid[] IS NULL OR id = ANY ($2::uuid[])) ORDER BY created_at, id`,
     [tenantId, ids ?? null],
   );
-  return rows.map((row) => ({ ...row, change_seq: Number(row.change_seq) }));
+  return rows.map((row) => ({
+    ...row,
+    credential_encrypted: row.credential_encrypted === null ? null : Buffer.from(row.credential_encrypted),
+    credential_issued_at: nullableNumber(row.credential_issued_at),
+    credential_expires_at: nullableNumber(row.credential_expires_at),
+    downloaded_at: nullableNumber(row.downloaded_at),
+    revoked_at: nullableNumber(row.revoked_at),
+    change_seq: Number(row.change_seq),
+  }));
+}
+
+/** The credential stored for a ticket row, opened with the server's key; null when none is stored. */
+export function unsealedCredential(t: TestApp, tenantId: string, row: DeviceTicketRow): string | null {
+  return row.credential_encrypted === null ? null : t.app.services.credentials.unseal(tenantId, row.id, row.credential_encrypted);
+}
+
+const JWS_TEXT = /eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/;
+
+/**
+ * docs/security-checklist.md G48: no column of the tickets' rows holds a credential in plain text, neither as text
+ * nor as bytes, neither whole nor its payload or signature. `credentials` are the ones handed out for these tickets.
+ */
+export async function expectNoPlainCredentialStored(t: TestApp, ticketIds: string[], credentials: string[]): Promise<void> {
+  const { rows } = await t.database.db.query<Record<string, unknown>>('SELECT * FROM tickets WHERE id = ANY ($1::uuid[])', [ticketIds]);
+  expect(rows).toHaveLength(ticketIds.length);
+  for (const row of rows) {
+    for (const [column, value] of Object.entries(row)) {
+      if (value === null) continue;
+      const texts =
+        value instanceof Uint8Array
+          ? [Buffer.from(value).toString('latin1'), Buffer.from(value).toString('utf8')]
+          : [typeof value === 'string' ? value : JSON.stringify(value)];
+      for (const text of texts) {
+        expect(text, `tickets.${column}`).not.toMatch(JWS_TEXT);
+        for (const credential of credentials) {
+          const [, payload, signature] = credential.split('.');
+          expect(text.includes(payload!) || text.includes(signature!), `tickets.${column} holds a credential's payload or signature`).toBe(false);
+        }
+      }
+    }
+  }
 }
 
 /** The tenant's change counter (0 before its first ticket-writing transaction). */

@@ -175,10 +175,22 @@ export async function accessToken(app: App, tenant: TenantFixture, scopes: strin
   return response.json().access_token;
 }
 
-/** A token of the API with exactly one scope (for the Device API's download, a client bound to `deviceId`). */
-export async function tokenWithScope(app: App, tenant: TenantFixture, api: ApiName, scope: string, deviceId: string): Promise<string> {
+/**
+ * A token of the API with exactly one scope. A Device API client is bound as its routes expect (docs/contract.md 3.7):
+ * `tokens:download` to the tenant's device, `sync` to its lock (the trust endpoint answers only the lock's own client,
+ * docs/contract.md 8.1); `{ bound: false }` gives an unbound `sync` client, which may sync any lock of its tenant (6.2).
+ */
+export async function tokenWithScope(
+  app: App,
+  tenant: TenantFixture,
+  api: ApiName,
+  scope: string,
+  data: Pick<TenantData, 'deviceId' | 'lockId'>,
+  { bound = true }: { bound?: boolean } = {},
+): Promise<string> {
   if (api === 'accessapi') return accessToken(app, tenant, [scope]);
-  const binding = api === 'deviceapi' && scope === 'tokens:download' ? { mobileDeviceId: deviceId } : {};
+  const binding =
+    api !== 'deviceapi' || !bound ? {} : scope === 'tokens:download' ? { mobileDeviceId: data.deviceId } : scope === 'sync' ? { securedObjectId: data.lockId } : {};
   const client = await createClient(app, tenant, [scope], binding);
   const response = await tokenRequest(app, client, { grant_type: 'client_credentials', scope });
   if (response.statusCode !== 200) throw new Error(`client credentials for ${scope}: ${response.body}`);

@@ -16,7 +16,7 @@ describe('scope matrix', () => {
     data = await seedTenant(t.app, await createTenant(t.app, 'scopes'), 'a');
     routes = await routeTable(t.app);
     for (const [api, scopes] of Object.entries(API_SCOPES) as [ApiName, readonly string[]][]) {
-      for (const scope of scopes) tokens.set(`${api} ${scope}`, await tokenWithScope(t.app, data.tenant, api, scope, data.deviceId));
+      for (const scope of scopes) tokens.set(`${api} ${scope}`, await tokenWithScope(t.app, data.tenant, api, scope, data));
     }
   });
   afterAll(async () => {

@@ -213,7 +213,7 @@ describe('fuzzing from the OpenAPI documents', () => {
       };
     });
     for (const [api, scopes] of Object.entries(API_SCOPES) as [ApiName, readonly string[]][]) {
-      for (const scope of scopes) tokens.set(`${api} ${scope}`, await tokenWithScope(t.app, data.tenant, api, scope, data.deviceId));
+      for (const scope of scopes) tokens.set(`${api} ${scope}`, await tokenWithScope(t.app, data.tenant, api, scope, data));
     }
     accessClient = await createClient(t.app, tenant, ['offline', 'device-groups:read']);
     const grant = await t.app.inject({
