@@ -139,7 +139,7 @@ export function createDeviceService({ db, clock, credentials }: DeviceServiceOpt
       const revocationList = lists.get(row.securedObjectId);
       lists.delete(row.securedObjectId);
       const downloadedAt = stamps.get(row.id);
-      // Absent: removed between the two statements.
+      // Absent: removed or revoked between the two statements; its credential is never handed out (recordDownload).
       if (downloadedAt === undefined) return [];
       const { credential, availableFrom } = handedOut[index]!;
       return [

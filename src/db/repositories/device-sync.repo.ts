@@ -64,7 +64,11 @@ export async function listValidTicketsOfDevice(
  * download, appending one `ticket.downloaded` audit event per ticket downloaded for the first time. The rows are
  * locked first, so of two concurrent downloads exactly one stamps each ticket. `credential_expires_at` only rises:
  * it bounds how long the lock needs a revocation of the ticket (docs/contract.md 8.2), so it must cover every
- * credential ever handed out. Returns each ticket's download stamp; a ticket removed meanwhile is absent.
+ * credential ever handed out. Returns each ticket's download stamp; a ticket removed or revoked meanwhile is absent
+ * and its credential must not be handed out: its revocation may already have passed the lock's sync while the
+ * ticket had no credential (docs/contract.md 8.2 sends revocations only of tickets with one), so the lock would never
+ * learn it. The row lock orders this against a concurrent revocation: one that commits first is seen here (READ
+ * COMMITTED re-reads the locked row); one that commits after sees the stored expiry and reaches the lock.
  */
 export async function recordDownload(
   db: Queryable,
@@ -77,7 +81,9 @@ export async function recordDownload(
   if (ticketIds.length === 0) return new Map();
   const { rows } = await db.query<{ id: string; downloaded_at: number }>(
     `WITH before AS (
-       SELECT id, downloaded_at FROM tickets WHERE tenant_id = $1 AND id = ANY ($2::uuid[]) FOR UPDATE
+       SELECT id, downloaded_at FROM tickets
+        WHERE tenant_id = $1 AND id = ANY ($2::uuid[]) AND revoked_at IS NULL
+          FOR UPDATE
      ), updated AS (
        UPDATE tickets t SET
               credential_encrypted = coalesce(v.sealed, t.credential_encrypted),
