@@ -213,6 +213,9 @@ export function createDeviceService({ db, clock, credentials }: DeviceServiceOpt
       const now = clock();
       const lock = await listLockChanges(db, tenantId, securedObjectId, binding.clientId, position, now, limit + 1);
       if (!lock.lockExists && lock.decommissionedSeq === null) throw new NotFoundError(`No secured object ${securedObjectId}.`);
+      // A cursor beyond every change the tenant has made was not issued here; its serial would make the lock ignore
+      // every revocation list a phone brings (docs/contract.md 8.3).
+      if (position.seq > lock.lastSeq) throw invalidCursor();
       const { rows: changes, more, last } = cutPage(lock.changes, limit);
       let reached = last ? { seq: last.changeSeq, id: last.id } : position;
       const keysChanged = cursor === undefined || position.seq < lock.keySetSeq;

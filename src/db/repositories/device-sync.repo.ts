@@ -129,6 +129,8 @@ export interface LockSyncState {
   decommissionedSeq: number | null;
   /** The change-log position of the tenant's last ticket-key-set change (docs/contract.md 8.1); 0: none yet. */
   keySetSeq: number;
+  /** The tenant's last change number: no cursor this server issued lies beyond it. */
+  lastSeq: number;
 }
 
 export interface LockChanges extends LockSyncState {
@@ -151,12 +153,15 @@ export async function listLockChanges(
   now: number,
   limit: number,
 ): Promise<LockChanges> {
-  const { rows } = await db.query<TicketRow & { change_seq: number; lock_exists: boolean; decommissioned_seq: number | null; key_set_seq: number }>(
+  const { rows } = await db.query<
+    TicketRow & { change_seq: number; lock_exists: boolean; decommissioned_seq: number | null; key_set_seq: number; last_seq: number }
+  >(
     `WITH state AS (
        SELECT EXISTS (SELECT 1 FROM secured_objects WHERE tenant_id = $1 AND id = $2) AS lock_exists,
               (SELECT decommissioned_seq FROM oauth_clients
                 WHERE client_id = $7 AND tenant_id = $1 AND secured_object_id = $2) AS decommissioned_seq,
-              coalesce((SELECT change_seq FROM ticket_key_set_changes WHERE tenant_id = $1), 0) AS key_set_seq
+              coalesce((SELECT change_seq FROM ticket_key_set_changes WHERE tenant_id = $1), 0) AS key_set_seq,
+              coalesce((SELECT last_seq FROM tenant_change_counters WHERE tenant_id = $1), 0) AS last_seq
      )
      SELECT state.*, t.* FROM state
        LEFT JOIN LATERAL (
@@ -174,6 +179,7 @@ export async function listLockChanges(
     lockExists: first.lock_exists,
     decommissionedSeq: first.decommissioned_seq === null ? null : Number(first.decommissioned_seq),
     keySetSeq: Number(first.key_set_seq),
+    lastSeq: Number(first.last_seq),
     changes: rows.filter((row) => row.id !== null).map((row) => ({ ...toTicketRecord(row), changeSeq: row.change_seq })),
   };
 }
@@ -184,7 +190,7 @@ export async function findLockForClient(
   tenantId: string,
   securedObjectId: string,
   clientId: string,
-): Promise<Omit<LockSyncState, 'keySetSeq'>> {
+): Promise<Omit<LockSyncState, 'keySetSeq' | 'lastSeq'>> {
   const { rows } = await db.query<{ lock_exists: boolean; decommissioned_seq: number | null }>(
     `SELECT EXISTS (SELECT 1 FROM secured_objects WHERE tenant_id = $1 AND id = $2) AS lock_exists,
             (SELECT decommissioned_seq FROM oauth_clients
