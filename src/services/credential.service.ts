@@ -72,11 +72,15 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
   const aadOf = (tenantId: string, ticketId: string) => `ticket-credential:${tenantId}:${ticketId}`;
   const signedLists = new Map<string, { content: string; signedAt: number; jws: string }>();
 
-  /** The tenant's published ticket keys (docs/contract.md 8.1), generating its first key if it has none yet. */
+  /**
+   * The tenant's published ticket keys as the database has them now (docs/contract.md 8.1), generating its first key
+   * if it has none yet. Read after any change-log position it is sent with: a newer set with an older position is
+   * merely sent again, an older set with a newer position would never be corrected.
+   */
   async function keySet(tenantId: string): Promise<KeySet> {
     await keys.signingKey(tenantId);
     // The key service publishes public members only (kty, crv, x, y) with kid, alg and use.
-    return { keys: keys.publicJwks(tenantId) as PublicJwk[] };
+    return { keys: (await keys.currentPublicJwks(tenantId)) as PublicJwk[] };
   }
 
   /**
@@ -118,9 +122,13 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
      */
     needsSigning(ticket: TicketRecord, stored: StoredCredential | null, publishedKids: ReadonlySet<string>, now: number): boolean {
       if (!stored || !publishedKids.has(stored.kid)) return true;
-      const halfLife = (stored.expiresAt - stored.issuedAt) / 2;
-      if (stored.expiresAt - now >= halfLife) return false;
-      return expiryOf(ticket, now) > stored.expiresAt;
+      // The stored credential's own exp: `expiresAt` is the latest exp ever handed out for the ticket (it bounds the
+      // revocations, docs/contract.md 8.2) and may be later, e.g. a credential of the old form (migration 009) or one
+      // stored by a concurrent download.
+      const ownExpiry = Math.min(stored.expiresAt, stored.issuedAt + lifetimeMs, Math.floor(ticket.endDate / 1000) * 1000);
+      const halfLife = (ownExpiry - stored.issuedAt) / 2;
+      if (ownExpiry - now >= halfLife) return false;
+      return expiryOf(ticket, now) > ownExpiry;
     },
 
     /**
@@ -147,19 +155,20 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
       return { credential, kid: signing.kid, issuedAt: iat * 1000, expiresAt: exp * 1000 };
     },
 
-    /** The kids a provisioned lock of the tenant holds now: a credential under another one is signed anew. */
-    publishedKids(tenantId: string): Set<string> {
-      return new Set(keys.publicJwks(tenantId).flatMap((key) => (typeof key.kid === 'string' ? [key.kid] : [])));
-    },
+
 
     keySet,
+
+    /** Makes the tenant's first ticket key if it has none (a key-set change of its own, docs/contract.md 8.1). */
+    async ensureKey(tenantId: string): Promise<void> {
+      await keys.signingKey(tenantId);
+    },
 
     /**
      * docs/contract.md 8.3: one lock's revocation list, `{iss, aud, serial, iat, revoked, keys}` signed with the
      * tenant's ticket key. The key set rides along so a phone's visit also brings key changes (docs/contract.md 8.1).
      */
-    async revocationList(tenantId: string, lock: LockRevocations, now: number): Promise<string> {
-      const published = await keySet(tenantId);
+    async revocationList(tenantId: string, lock: LockRevocations, published: KeySet, now: number): Promise<string> {
       const signing = await keys.signingKey(tenantId);
       const cacheKey = `${tenantId}:${lock.securedObjectId}`;
       const content = JSON.stringify([lock.serial, lock.revoked, published.keys.map((key) => key.kid), signing.kid]);

@@ -9,6 +9,7 @@ import {
   listValidTicketsOfResident,
   recordDownload,
   type CredentialedTicket,
+  type LockRevocations,
   type NewCredential,
   type SyncPosition,
 } from '../db/repositories/device-sync.repo.js';
@@ -110,7 +111,13 @@ export function createDeviceService({ db, clock, credentials }: DeviceServiceOpt
    * 8.2), stores what it signed sealed (docs/security-checklist.md G48), stamps the first download (audited once).
    */
   async function deliver(context: ActionContext, rows: CredentialedTicket[], now: number): Promise<DownloadedTicket[]> {
-    const publishedKids = credentials.publishedKids(context.tenantId);
+    // The locks' serials first, then the key set (docs/contract.md 8.3): a rotation committing in between makes a list
+    // carry a newer set under an older serial, which a later list corrects; the other order would carry an older set
+    // under a serial that already counts the change, and the lock would ignore the correction as stale. Reading the set
+    // also brings this instance's keys up to date, so nothing below signs with a withdrawn key.
+    const revocations = await listLockRevocations(db, context.tenantId, [...new Set(rows.map((row) => row.securedObjectId))], now);
+    const published = await credentials.keySet(context.tenantId);
+    const publishedKids = new Set(published.keys.map((key) => key.kid));
     const handedOut = await Promise.all(
       rows.map(async (row): Promise<{ credential?: string; stored?: NewCredential; availableFrom?: number }> => {
         const availableFrom = credentials.availableFrom(row, now);
@@ -133,7 +140,7 @@ export function createDeviceService({ db, clock, credentials }: DeviceServiceOpt
       now,
       context,
     );
-    const lists = await revocationListsOf(context.tenantId, rows, now);
+    const lists = await signRevocationLists(context.tenantId, revocations, published, now);
     return rows.flatMap((row, index) => {
       // Once per lock and page, on its first ticket: a phone with several tickets for one door carries one list.
       const revocationList = lists.get(row.securedObjectId);
@@ -153,11 +160,9 @@ export function createDeviceService({ db, clock, credentials }: DeviceServiceOpt
     });
   }
 
-  /** One signed revocation list per lock of these tickets (docs/contract.md 8.3), by lock id. */
-  async function revocationListsOf(tenantId: string, rows: CredentialedTicket[], now: number): Promise<Map<string, string>> {
-    const locks = [...new Set(rows.map((row) => row.securedObjectId))];
-    const revocations = await listLockRevocations(db, tenantId, locks, now);
-    const signed = await Promise.all(revocations.map((lock) => credentials.revocationList(tenantId, lock, now)));
+  /** One signed revocation list per lock (docs/contract.md 8.3), by lock id. */
+  async function signRevocationLists(tenantId: string, revocations: LockRevocations[], published: KeySet, now: number): Promise<Map<string, string>> {
+    const signed = await Promise.all(revocations.map((lock) => credentials.revocationList(tenantId, lock, published, now)));
     return new Map(revocations.map((lock, index) => [lock.securedObjectId, signed[index]!]));
   }
 
@@ -207,9 +212,9 @@ export function createDeviceService({ db, clock, credentials }: DeviceServiceOpt
     async sync(tenantId: string, binding: DeviceBinding, securedObjectId: string, limit: number, cursor?: string): Promise<SyncAnswer> {
       assertBinding(binding, 'securedObjectId', securedObjectId, null);
       const position = decodeSyncCursor(cursor);
-      // A full sync always carries the key set: made first, so a tenant's first key (a key-set change of its own) is
-      // already counted in the position read below and the next sync does not send it again.
-      const fullKeySet = cursor === undefined ? await credentials.keySet(tenantId) : undefined;
+      // A full sync always carries the key set: the tenant's first key (a key-set change of its own) is made before the
+      // position is read, so the next sync does not send it again.
+      if (cursor === undefined) await credentials.ensureKey(tenantId);
       const now = clock();
       const lock = await listLockChanges(db, tenantId, securedObjectId, binding.clientId, position, now, limit + 1);
       if (!lock.lockExists && lock.decommissionedSeq === null) throw new NotFoundError(`No secured object ${securedObjectId}.`);
@@ -230,7 +235,8 @@ export function createDeviceService({ db, clock, credentials }: DeviceServiceOpt
         cursor: reached === position && cursor !== undefined ? cursor : encodeSyncCursor(reached),
         // Cut inside a change number: that number may have more to come, so the lock has reached the one before.
         serial: more ? reached.seq - 1 : reached.seq,
-        ...(keysChanged ? { keys: fullKeySet ?? (await credentials.keySet(tenantId)) } : {}),
+        // Read after the position (docs/contract.md 8.1): a rotation committing meanwhile is sent again, never lost.
+        ...(keysChanged ? { keys: await credentials.keySet(tenantId) } : {}),
         ...(lock.decommissionedSeq !== null ? { decommissioned: true as const } : {}),
         more,
       };

@@ -341,6 +341,24 @@ export function createKeyService(options: KeyServiceOptions) {
         });
     },
 
+    /**
+     * The tenant's published keys as the database has them now, for what reaches a lock (docs/contract.md 8.1: sync
+     * answers, revocation lists, the trust endpoint). This instance's copy follows other instances and the CLI only
+     * through NOTIFY and a periodic re-read; a sync that moved a lock's cursor past a key change while answering an older
+     * set would leave the lock without the new keys (or holding a withdrawn one) until the next change. When the copy
+     * disagrees, it is reloaded at once, so this instance also stops signing with a withdrawn key.
+     */
+    async currentPublicJwks(tenantId: string): Promise<JWK[]> {
+      const now = clock();
+      const records = (await listLiveTenantKeys(db, purpose, tenantId, now - options.retentionMs)).filter((record) => publishedAt(record, now));
+      const inMemory = new Set(this.publicJwks(tenantId).map((key) => key.kid));
+      if (records.length !== inMemory.size || records.some((record) => !inMemory.has(record.kid))) await reloadAfterWrite();
+      return records.map((record) => {
+        const { d: _d, ...publicJwk } = record.publicJwk as JWK & { d?: string };
+        return publicJwk;
+      });
+    },
+
     /** The tenant's published keys with their lifecycle, newest first, read from the database (not this instance's copy). */
     async describe(tenantId: string): Promise<KeyDescription[]> {
       const now = clock();

@@ -1,6 +1,7 @@
 // What reaches an online lock through sync besides tickets (docs/contract.md 8.1, 4.1): the tenant's key set after a
 // rotation, and, for a deleted lock's client, every revocation the deletion caused (docs/security-checklist.md G43).
 import { decodeProtectedHeader } from 'jose';
+import { createKeyService } from '../../src/services/key.service.js';
 import { LockSimulator, type SyncAnswer as LockSyncAnswer } from '../../src/simulator/lock-simulator.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
@@ -129,5 +130,28 @@ describe('sync: keys and decommissioned locks', () => {
     const after = ((await download(t, phone, 'phone-2')) as unknown as { id: string; credential: string }[]).find((item) => item.id === issued.id)!;
     expect(decodeProtectedHeader(after.credential).kid).toBe(newKid);
     expect((await door.decide(after.credential, 'open', at)).decision).toBe('open');
+  });
+
+  it('answers the key set the database has, even when this instance has not heard of a rotation made elsewhere yet', async () => {
+    const { acme } = tenants;
+    const token = await clientToken(t.app, acme);
+    await lock(t, token, 'annex');
+    const lockAuth = await lockToken(t, acme, 'annex');
+    const first = await syncOf(lockAuth, 'annex');
+    // This instance stops following key changes (a dropped LISTEN connection, or the NOTIFY not delivered yet), and
+    // another process (the CLI, another instance) withdraws the tenant's keys in an emergency.
+    await t.app.services.ticketKeys.stop();
+    try {
+      const elsewhere = createKeyService({ db: t.database.db, secretsKey: t.secretsKey, clock: Date.now, alg: 'EdDSA', purpose: 'ticket', retentionMs: 7 * 86400_000, announceMs: 7 * 86400_000 });
+      const rotated = await elsewhere.rotate(acme.tenantId, { emergency: true });
+      const answer = await syncOf(lockAuth, 'annex', first.cursor);
+      expect(answer.keys?.keys.map((key) => key.kid)).toEqual([rotated.kid]);
+      // This instance caught up while answering: it signs with the new key, never with the withdrawn one.
+      await ticket(t, token, 'annex', 'phone-1');
+      const downloaded = (await download(t, await phoneToken(t, acme, 'phone-1'), 'phone-1')) as unknown as { securedObjectId: string; credential: string }[];
+      expect(decodeProtectedHeader(downloaded.find((item) => item.securedObjectId === 'annex')!.credential).kid).toBe(rotated.kid);
+    } finally {
+      await t.app.services.ticketKeys.start(60_000);
+    }
   });
 });

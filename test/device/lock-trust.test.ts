@@ -175,6 +175,22 @@ describe('lock trust', () => {
       expect(after.rows[0]!.credential_expires_at).toBe(renewedClaims.exp! * 1000);
     });
 
+    it('renews a credential cached before migration 009 (its recorded expiry is the ticket\'s end) once its own half-life has passed', async () => {
+      const { acme } = tenants;
+      now = START + 40 * DAY;
+      const token = await clientToken(t.app, acme);
+      const issued = await ticket(t, token, 'back-door', 'phone-a', { beginDate: now - HOUR, endDate: now + 365 * DAY });
+      const phone = async () => (await download(t, await phoneToken(t, acme, 'phone-a'), 'phone-a')).find((item) => item.id === issued.id)!;
+      const first = await phone();
+      // The migration sets the recorded expiry of an old-form credential to the ticket's end; greatest() keeps it.
+      await t.database.db.query('UPDATE tickets SET credential_expires_at = end_date WHERE id = $1', [issued.id]);
+      now += 4 * DAY;
+      const renewed = await phone();
+      expect(renewed.credential).not.toBe(first.credential);
+      const trust = await trustOf(acme, 'back-door');
+      expect((await verifyAsLock(renewed.credential!, trust, now + 2 * DAY)).payload.exp).toBe(Math.floor(now / 1000) + LIFETIME_S);
+    });
+
     it('lists a ticket that begins beyond one lifetime without a credential, with credentialAvailableFrom, and signs it once inside', async () => {
       const { acme } = tenants;
       now = START + 20 * DAY;
