@@ -128,7 +128,8 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
       const ownExpiry = Math.min(stored.expiresAt, stored.issuedAt + lifetimeMs, Math.floor(ticket.endDate / 1000) * 1000);
       const halfLife = (ownExpiry - stored.issuedAt) / 2;
       if (ownExpiry - now >= halfLife) return false;
-      return expiryOf(ticket, now) > ownExpiry;
+      // Compared as the whole seconds `exp` would carry: re-signing only to reach the same second gains nothing.
+      return Math.floor(expiryOf(ticket, now) / 1000) * 1000 > ownExpiry;
     },
 
     /**
