@@ -1,4 +1,4 @@
-// The CLI's tenant, client, user and keys commands (contract 2), run as child processes on the test's database.
+// The CLI's tenant, client, user and keys commands (docs/contract.md 2), run as child processes on the test's database.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// Membership stays true (contract 5): members joining get their tickets, members leaving lose exactly the tickets
+// Membership stays true (docs/contract.md 5): members joining get their tickets, members leaving lose exactly the tickets
 // their group's permissions gave them, deletions revoke; tickets made through the Operator API are never touched.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {

@@ -1,4 +1,4 @@
-// The per-tenant change log behind lock sync (contract 6.2, migration 005): one change number per ticket-writing
+// The per-tenant change log behind lock sync (docs/contract.md 6.2, migration 005): one change number per ticket-writing
 // transaction, shared by its tickets, per tenant; and a lock syncing during concurrent writes misses nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';

@@ -1,4 +1,4 @@
-// Ticket credentials (contract 6.3, 8.1, 8.2): the compact JWS's header and claims under the tenant's issuer,
+// Ticket credentials (docs/contract.md 6.3, 8.1, 8.2): the compact JWS's header and claims under the tenant's issuer,
 // verification against the tenant's key set by kid, per-tenant ticket keys apart from the access-token key, and
 // neither kind of JWT accepted as the other.
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from 'jose';
@@ -33,7 +33,7 @@ describe('ticket credentials', () => {
     await t.close();
   });
 
-  it('has header {alg, kid, typ: "ticket+jwt"} and the payload of contract 6.3 under the tenant\'s issuer, its seconds inside the exact milliseconds', async () => {
+  it('has header {alg, kid, typ: "ticket+jwt"} and the payload of docs/contract.md 6.3 under the tenant\'s issuer, its seconds inside the exact milliseconds', async () => {
     // Dates that are not whole seconds: nbf rounds up and exp down, so the JWT window never widens the ticket's
     // (docs/contract.md 8.2; RFC 7519 4.1.4: not accepted on or after exp).
     const beginDate = now - 1500;

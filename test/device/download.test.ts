@@ -1,4 +1,4 @@
-// GET /deviceapi/mobiledevices/{id}/tickets (contract 6.1): the device's VALID tickets with credentials and their
+// GET /deviceapi/mobiledevices/{id}/tickets (docs/contract.md 6.1): the device's VALID tickets with credentials and their
 // locks' revocation lists, the download stamp and its audit event set once (also under concurrent downloads),
 // credentials stored sealed and handed out again, pages.
 import { decodeProtectedHeader } from 'jose';
@@ -287,7 +287,7 @@ describe('GET /deviceapi/mobiledevices/{id}/tickets', () => {
     expect(await ticketKeys()).toBe(1);
   });
 
-  it('answers 401 without a token, and 401 once the bound device is removed (its client goes with it, contract 4.2)', async () => {
+  it('answers 401 without a token, and 401 once the bound device is removed (its client goes with it, docs/contract.md 4.2)', async () => {
     await device(t, operator, 'phone-removed');
     await issue('door', 'phone-removed');
     const token = await phoneToken(t, acme, 'phone-removed');

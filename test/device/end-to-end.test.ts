@@ -1,4 +1,4 @@
-// Issue → download → open → revoke → sync → deny: the backend's truth reaching the door (contract 6, seed 1 and 4),
+// Issue → download → open → revoke → sync → deny: the backend's truth reaching the door (docs/contract.md 6, seed 1 and 4),
 // with locks provisioned from the trust endpoint (docs/contract.md 8.1), and a lock that is never online learning a
 // revocation from the list a visiting phone carries (docs/contract.md 8.3).
 import { SignJWT, generateKeyPair, decodeProtectedHeader } from 'jose';
@@ -122,7 +122,7 @@ describe('a lock deciding on downloaded credentials', () => {
     expect(await lock.decide(sameKid, 'open', now)).toMatchObject({ decision: 'deny', reason: 'bad signature' });
 
     expect(await lock.decide(phoneToken, 'open', now)).toMatchObject({ decision: 'deny', reason: 'not a ticket credential' });
-    // And the other way round: a credential is never an access token (SECURITY-CHECKLIST 27).
+    // And the other way round: a credential is never an access token (docs/security-checklist.md 27).
     const asBearer = await t.app.inject({ url: '/deviceapi/mobiledevices/phone-1/tickets', headers: bearer(ticket!.credential) });
     expect(asBearer.statusCode).toBe(401);
   });

@@ -1,4 +1,4 @@
-// GET /deviceapi/securedobjects/{id}/sync (contract 6.2, 8.1, 8.2): everything current without a cursor, only what
+// GET /deviceapi/securedobjects/{id}/sync (docs/contract.md 6.2, 8.1, 8.2): everything current without a cursor, only what
 // changed after one, the serial and the key set, only the revocations a lock still needs, pages that yield each
 // change once, bad cursors, and every ticket write path reaching the lock.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

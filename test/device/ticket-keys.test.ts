@@ -1,4 +1,4 @@
-// Ticket-key lifecycle per tenant (contract 8.1): each tenant's key set at /tenants/{tenant}/jwks.json and none at
+// Ticket-key lifecycle per tenant (docs/contract.md 8.1): each tenant's key set at /tenants/{tenant}/jwks.json and none at
 // /.well-known/jwks.json (checklist G39), announced rotation, emergency rotation, the key set's change number, the
 // Operator API routes (scopes, tenant isolation, audit) and `keys rotate --tenant`.
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';

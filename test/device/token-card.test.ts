@@ -1,4 +1,4 @@
-// GET /v1/residents/{id}/token-card (contract 5, 6.3): v2 card data holding the credentials of exactly the
+// GET /v1/residents/{id}/token-card (docs/contract.md 5, 6.3): v2 card data holding the credentials of exactly the
 // resident's valid tickets; v1 is gone (410); bad versions 400; scope nfc-token-writer; tenants kept apart.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';

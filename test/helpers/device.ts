@@ -7,12 +7,12 @@ import type { TestApp } from './app.js';
 import { bearer, clientToken, createClient, createUser, passwordGrant, type TenantFixture } from './oauth.js';
 import { nextLink } from './operator.js';
 
-/** A `tokens:download` token of a client bound to the device (contract 3.7, 6.1). */
+/** A `tokens:download` token of a client bound to the device (docs/contract.md 3.7, 6.1). */
 export async function phoneToken(t: TestApp, tenant: TenantFixture, mobileDeviceId: string): Promise<string> {
   return clientToken(t.app, await createClient(t.app, tenant, ['tokens:download'], { mobileDeviceId }));
 }
 
-/** A `sync` token of a client bound to the lock (contract 3.7, 6.2). */
+/** A `sync` token of a client bound to the lock (docs/contract.md 3.7, 6.2). */
 export async function lockToken(t: TestApp, tenant: TenantFixture, securedObjectId: string): Promise<string> {
   return clientToken(t.app, await createClient(t.app, tenant, ['sync'], { securedObjectId }));
 }

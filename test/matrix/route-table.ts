@@ -72,7 +72,7 @@ export interface TenantData {
   residentId: string;
   lockGroupId: string;
   permissionId: string;
-  /** A published ticket key of the tenant (contract 8.1). */
+  /** A published ticket key of the tenant (docs/contract.md 8.1). */
   ticketKeyId: string;
 }
 

@@ -1,5 +1,5 @@
 // Issue 7 tenant isolation matrix: every route that takes an id, called by tenant A with tenant B's ids, answers 404
-// and changes nothing of B's (contract 2). Generated from the served OpenAPI documents.
+// and changes nothing of B's (docs/contract.md 2). Generated from the served OpenAPI documents.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACCESS_SCOPES, OPERATOR_SCOPES } from '../../src/services/scopes.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';

@@ -1,4 +1,4 @@
-// /operatorapi/mobiledevices (contract 4.2): register, read, page, remove (revoking tickets); scope, tenant, audit.
+// /operatorapi/mobiledevices (docs/contract.md 4.2): register, read, page, remove (revoking tickets); scope, tenant, audit.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { expectNothingChanged } from '../helpers/database-state.js';

@@ -1,4 +1,4 @@
-// /operatorapi/securedobjects (contract 4.1): register, read, page, remove (revoking tickets); scope, tenant, audit.
+// /operatorapi/securedobjects (docs/contract.md 4.1): register, read, page, remove (revoking tickets); scope, tenant, audit.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { expectNothingChanged } from '../helpers/database-state.js';

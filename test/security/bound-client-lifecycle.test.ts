@@ -1,5 +1,5 @@
 // docs/security-checklist.md G42: what becomes of the OAuth clients bound to a deleted mobile device (they are deleted,
-// contract 4.2) or a deleted lock (they may only sync, up to the deletion's change number, contract 4.1).
+// docs/contract.md 4.2) or a deleted lock (they may only sync, up to the deletion's change number, docs/contract.md 4.1).
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type App } from '../../src/app.js';
@@ -42,7 +42,7 @@ const removeLock = (id: string, auth = operator) =>
   call(t, auth, { method: 'DELETE', url: `/operatorapi/securedobjects/${encodeURIComponent(id)}` });
 const getClient = (clientId: string, auth = operator) => call(t, auth, { method: 'GET', url: `/operatorapi/oauthclients/${clientId}` });
 
-/** RFC 7662 introspection by `client` of `token` (a client learns about its own tokens, contract 3.3). */
+/** RFC 7662 introspection by `client` of `token` (a client learns about its own tokens, docs/contract.md 3.3). */
 async function introspect(app: App, client: ClientFixture, token: string): Promise<Record<string, unknown>> {
   const response = await app.inject({
     method: 'POST',
@@ -79,7 +79,7 @@ async function clientState(): Promise<{ revocations: number; decommissioned: str
 
 const invalidToken = (realm: string) => `Bearer realm="${realm}", error="invalid_token"`;
 
-describe('G42: clients bound to a deleted mobile device are deleted with it (contract 4.2)', () => {
+describe('G42: clients bound to a deleted mobile device are deleted with it (docs/contract.md 4.2)', () => {
   it('refuses them at the token endpoint and their access tokens at once; revokes and audits each, in the same change', async () => {
     await lock(t, operator, 'm-door');
     await device(t, operator, 'm-phone');
@@ -208,7 +208,7 @@ describe('G42: clients bound to a deleted mobile device are deleted with it (con
   });
 });
 
-describe('G42: clients bound to a deleted lock may only sync, up to the deletion (contract 4.1)', () => {
+describe('G42: clients bound to a deleted lock may only sync, up to the deletion (docs/contract.md 4.1)', () => {
   it('marks each with the deletion\'s change number, narrows its grant to sync, refuses its wider tokens at once, audits it', async () => {
     await lock(t, operator, 'd-door');
     await device(t, operator, 'd-phone');

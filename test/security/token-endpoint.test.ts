@@ -1,4 +1,4 @@
-// SECURITY-CHECKLIST A (1–9): the token endpoint and client authentication (RFC 6749 2.3, 3.1, 5.1, 5.2, Appendix B).
+// docs/security-checklist.md A (1–9): the token endpoint and client authentication (RFC 6749 2.3, 3.1, 5.1, 5.2, Appendix B).
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -24,7 +24,7 @@ import { decodeJwt, expectOAuthError, expectSimilarDurations, stableHeaders } fr
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 const OPERATOR_SCOPES = ['tokens:read', 'devices:read', 'clients:manage'];
 
-describe('SECURITY-CHECKLIST A: token endpoint and client authentication', () => {
+describe('docs/security-checklist.md A: token endpoint and client authentication', () => {
   let t: TestApp;
   let tenant: TenantFixture;
   let operator: ClientFixture;
@@ -56,7 +56,7 @@ describe('SECURITY-CHECKLIST A: token endpoint and client authentication', () =>
       expect(response.headers['www-authenticate']).toBe('Basic realm="oauth"');
       expect(response.headers['content-type']).toBe('application/json; charset=utf-8');
     }
-    // The same answer for a wrong secret sent in the form (contract 3.1).
+    // The same answer for a wrong secret sent in the form (docs/contract.md 3.1).
     const posted = await post(form({ grant_type: 'client_credentials', client_id: operator.clientId, client_secret: 'wrong' }));
     expectOAuthError(posted, 401, 'invalid_client', 'Client authentication failed.');
     expect(posted.headers['www-authenticate']).toBe('Basic realm="oauth"');

@@ -1,4 +1,4 @@
-// The registry of removed interfaces (contract 4.4): dates in the seed's form, RFC 8594 Sunset, RFC 9745 Deprecation.
+// The registry of removed interfaces (docs/contract.md 4.4): dates in the seed's form, RFC 8594 Sunset, RFC 9745 Deprecation.
 import { describe, expect, it } from 'vitest';
 import { DEPRECATIONS, deprecationHeaders, httpDate, removalNotice, seedDate } from '../../../src/services/deprecations.js';
 

@@ -1,4 +1,4 @@
-// A ticket's derived status, its wire shape and the checks that need no database (contract 4.3), without an app.
+// A ticket's derived status, its wire shape and the checks that need no database (docs/contract.md 4.3), without an app.
 import { describe, expect, it } from 'vitest';
 import type { TicketRecord } from '../../../src/db/repositories/ticket.repo.js';
 import { ticketStatus, toTicket, validityErrors } from '../../../src/services/ticket.service.js';
