@@ -111,6 +111,7 @@ export function createDeviceService({ db, clock, credentials }: DeviceServiceOpt
    * 8.2), stores what it signed sealed (docs/security-checklist.md G48), stamps the first download (audited once).
    */
   async function deliver(context: ActionContext, rows: CredentialedTicket[], now: number): Promise<DownloadedTicket[]> {
+    if (rows.length === 0) return [];
     // The locks' serials first, then the key set (docs/contract.md 8.3): a rotation committing in between makes a list
     // carry a newer set under an older serial, which a later list corrects; the other order would carry an older set
     // under a serial that already counts the change, and the lock would ignore the correction as stale. Reading the set
@@ -142,12 +143,12 @@ export function createDeviceService({ db, clock, credentials }: DeviceServiceOpt
     );
     const lists = await signRevocationLists(context.tenantId, revocations, published, now);
     return rows.flatMap((row, index) => {
-      // Once per lock and page, on its first ticket: a phone with several tickets for one door carries one list.
-      const revocationList = lists.get(row.securedObjectId);
-      lists.delete(row.securedObjectId);
       const downloadedAt = stamps.get(row.id);
       // Absent: removed or revoked between the two statements; its credential is never handed out (recordDownload).
       if (downloadedAt === undefined) return [];
+      // Once per lock and page, on its first ticket handed out: a phone with several tickets for one door carries one list.
+      const revocationList = lists.get(row.securedObjectId);
+      lists.delete(row.securedObjectId);
       const { credential, availableFrom } = handedOut[index]!;
       return [
         {
