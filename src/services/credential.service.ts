@@ -72,13 +72,18 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
   const aadOf = (tenantId: string, ticketId: string) => `ticket-credential:${tenantId}:${ticketId}`;
   const signedLists = new Map<string, { content: string; signedAt: number; jws: string }>();
 
+  /** Makes the tenant's first ticket key if it has none (a key-set change of its own, docs/contract.md 8.1). */
+  async function ensureKey(tenantId: string): Promise<void> {
+    await keys.signingKey(tenantId);
+  }
+
   /**
    * The tenant's published ticket keys as the database has them now (docs/contract.md 8.1), generating its first key
    * if it has none yet. Read after any change-log position it is sent with: a newer set with an older position is
    * merely sent again, an older set with a newer position would never be corrected.
    */
   async function keySet(tenantId: string): Promise<KeySet> {
-    await keys.signingKey(tenantId);
+    await ensureKey(tenantId);
     // The key service publishes public members only (kty, crv, x, y) with kid, alg and use.
     return { keys: (await keys.currentPublicJwks(tenantId)) as PublicJwk[] };
   }
@@ -156,14 +161,9 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
       return { credential, kid: signing.kid, issuedAt: iat * 1000, expiresAt: exp * 1000 };
     },
 
-
-
     keySet,
 
-    /** Makes the tenant's first ticket key if it has none (a key-set change of its own, docs/contract.md 8.1). */
-    async ensureKey(tenantId: string): Promise<void> {
-      await keys.signingKey(tenantId);
-    },
+    ensureKey,
 
     /**
      * docs/contract.md 8.3: one lock's revocation list, `{iss, aud, serial, iat, revoked, keys}` signed with the

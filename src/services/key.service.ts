@@ -224,6 +224,12 @@ export function createKeyService(options: KeyServiceOptions) {
     return newest;
   }
 
+  /** Public halves only (docs/security-checklist.md 31): `d` never leaves this service. */
+  function publicMembers(record: SigningKeyRecord): JWK {
+    const { d: _d, ...publicJwk } = record.publicJwk as JWK & { d?: string };
+    return publicJwk;
+  }
+
   function describeKey(record: SigningKeyRecord, now: number): KeyDescription {
     return {
       kid: record.kid,
@@ -240,15 +246,15 @@ export function createKeyService(options: KeyServiceOptions) {
     await tx.query('SELECT pg_advisory_xact_lock($1)', [KEY_GENERATION_LOCK]);
   }
 
+  /** One generation at a time per tenant on this instance: 500 credentials signed at once wait for one transaction. */
+  const ensuring = new Map<string | null, Promise<void>>();
+
   /**
    * Makes sure the tenant (or the server) has a key to sign with; generates the first one, signing at once (nothing
    * was published before, so there is nothing to announce it ahead of). A tenant's first ticket key is a change of its
    * key set (docs/contract.md 8.1). Opens its own transaction: never call it (or signingKey) inside a transaction
    * that holds the tenant's change number.
    */
-  /** One generation at a time per tenant on this instance: 500 credentials signed at once wait for one transaction. */
-  const ensuring = new Map<string | null, Promise<void>>();
-
   function ensureKey(tenantId: string | null): Promise<void> {
     let pending = ensuring.get(tenantId);
     if (!pending) {
@@ -335,10 +341,7 @@ export function createKeyService(options: KeyServiceOptions) {
       return [...keys.values()]
         .filter((key) => (tenantId === undefined || key.tenantId === tenantId) && publishedAt(key.record, now))
         .sort((a, b) => b.record.activatesAt - a.record.activatesAt || b.record.createdAt - a.record.createdAt)
-        .map((key) => {
-          const { d: _d, ...publicJwk } = key.publicJwk as JWK & { d?: string };
-          return publicJwk;
-        });
+        .map((key) => publicMembers(key.record));
     },
 
     /**
@@ -353,10 +356,7 @@ export function createKeyService(options: KeyServiceOptions) {
       const records = (await listLiveTenantKeys(db, purpose, tenantId, now - options.retentionMs)).filter((record) => publishedAt(record, now));
       const inMemory = new Set(this.publicJwks(tenantId).map((key) => key.kid));
       if (records.length !== inMemory.size || records.some((record) => !inMemory.has(record.kid))) await reloadAfterWrite();
-      return records.map((record) => {
-        const { d: _d, ...publicJwk } = record.publicJwk as JWK & { d?: string };
-        return publicJwk;
-      });
+      return records.map(publicMembers);
     },
 
     /** The tenant's published keys with their lifecycle, newest first, read from the database (not this instance's copy). */

@@ -2,11 +2,9 @@
 // docs/contract.md 4.2) or a deleted lock (they may only sync, up to the deletion's change number, docs/contract.md 4.1).
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, type App } from '../../src/app.js';
-import { findClientDecommissionedSeq } from '../../src/db/repositories/client.repo.js';
-import { createPostgresDatabase } from '../../src/db/postgres.js';
-import { createLogger } from '../../src/logger.js';
-import { buildTestApp, type TestApp } from '../helpers/app.js';
+import type { App } from '../../src/app.js';
+import { findLockForClient } from '../../src/db/repositories/device-sync.repo.js';
+import { anotherInstance, buildTestApp, type TestApp } from '../helpers/app.js';
 import { expectNothingChanged } from '../helpers/database-state.js';
 import { changeCounter, downloadRequest, syncRequest } from '../helpers/device.js';
 import {
@@ -233,11 +231,11 @@ describe('G42: clients bound to a deleted lock may only sync, up to the deletion
     expect(Number(revoked[0]!.change_seq)).toBe(seq);
     for (const client of [wide, syncOnly, noSync]) {
       expect(await clientRow(client.clientId)).toEqual({ tenant_id: acme.tenantId, decommissioned_seq: seq });
-      expect(await findClientDecommissionedSeq(t.database.db, acme.tenantId, client.clientId)).toBe(seq);
+      expect((await findLockForClient(t.database.db, acme.tenantId, 'd-door', client.clientId)).decommissionedSeq).toBe(seq);
       expect(await revocationKinds(client.clientId)).toEqual(['client-decommissioned']);
     }
     // The repository answers per tenant: another tenant never reads it.
-    expect(await findClientDecommissionedSeq(t.database.db, other.tenantId, wide.clientId)).toBeNull();
+    expect((await findLockForClient(t.database.db, other.tenantId, 'd-door', wide.clientId)).decommissionedSeq).toBeNull();
     expect(await clientRow(unbound.clientId)).toMatchObject({ decommissioned_seq: null });
     expect(await revocationKinds(unbound.clientId)).toEqual([]);
 
@@ -393,21 +391,6 @@ describe('a failed deletion changes nothing', () => {
 });
 
 describe.runIf(Boolean(process.env.TEST_DATABASE_URL))('G42 across two instances on one PostgreSQL database', () => {
-  /** A second server on this test's database, as another instance behind the same load balancer. */
-  const anotherInstance = () =>
-    buildApp(t.config, {
-      db: createPostgresDatabase({
-        connectionString: t.database.url!,
-        poolMax: 4,
-        connectTimeoutMs: 2000,
-        statementTimeoutMs: 30_000,
-        log: createLogger('silent'),
-      }),
-      log: createLogger('silent'),
-      // The same key: the peer signs access tokens too.
-      secretsKey: t.secretsKey,
-    });
-
   /** Polls `check` every 50 ms until it holds or 6 s passed; answers whether it held and how long that took. */
   async function waitUntil(check: () => Promise<boolean>): Promise<{ held: boolean; elapsed: number }> {
     const start = Date.now();
@@ -422,7 +405,7 @@ describe.runIf(Boolean(process.env.TEST_DATABASE_URL))('G42 across two instances
   const statusOf = async (app: App, url: string, token: string) => (await app.inject({ url, headers: { authorization: `Bearer ${token}` } })).statusCode;
 
   it('a device deleted on one instance: the other refuses its client\'s token and the client itself within 5 s', async () => {
-    const peer = await anotherInstance();
+    const peer = await anotherInstance(t);
     try {
       await peer.ready();
       await device(t, operator, 'x-phone');
@@ -447,7 +430,7 @@ describe.runIf(Boolean(process.env.TEST_DATABASE_URL))('G42 across two instances
   });
 
   it('a lock deleted on one instance: the other refuses the client\'s wider token and narrows its grant within 5 s', async () => {
-    const peer = await anotherInstance();
+    const peer = await anotherInstance(t);
     try {
       await peer.ready();
       await lock(t, operator, 'x-door');

@@ -144,16 +144,3 @@ export async function decommissionClientsOfSecuredObject(
   );
   return rows.map((row) => row.client_id).sort();
 }
-
-/**
- * The change number at which the client's lock was deleted (docs/contract.md 4.1): a sync for this client answers
- * `decommissioned: true` and nothing after this number. Null while its lock stands, and for a client the tenant
- * does not have.
- */
-export async function findClientDecommissionedSeq(db: Queryable, tenantId: string, clientId: string): Promise<number | null> {
-  const { rows } = await db.query<{ decommissioned_seq: number | null }>(
-    'SELECT decommissioned_seq FROM oauth_clients WHERE tenant_id = $1 AND client_id = $2',
-    [tenantId, clientId],
-  );
-  return rows[0]?.decommissioned_seq ?? null;
-}

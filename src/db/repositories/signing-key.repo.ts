@@ -196,13 +196,3 @@ export async function recordTicketKeySetChange(db: Queryable, tenantId: string, 
     [tenantId, changeSeq, changedAt],
   );
 }
-
-/** The change number (and time) of the tenant's last ticket-key-set change; null: the tenant never had a key. */
-export async function findTicketKeySetChange(db: Queryable, tenantId: string): Promise<{ changeSeq: number; changedAt: number } | null> {
-  const { rows } = await db.query<{ change_seq: number; changed_at: number }>(
-    'SELECT change_seq, changed_at FROM ticket_key_set_changes WHERE tenant_id = $1',
-    [tenantId],
-  );
-  const row = rows[0];
-  return row ? { changeSeq: Number(row.change_seq), changedAt: Number(row.changed_at) } : null;
-}
