@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { buildApp, type App } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
+import { createPostgresDatabase } from '../../src/db/postgres.js';
 import { createLogger } from '../../src/logger.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
 import { validateInjectedResponses, type OpenApiResponseValidator } from './openapi-response-validator.js';
@@ -95,4 +96,23 @@ export function assertNoSecretsLogged(lines: string[]): void {
       if (shape.test(line)) throw new Error(`A log line holds ${what}: ${line.slice(0, 300)}`);
     }
   }
+}
+
+/**
+ * A second server on a PostgreSQL test's database, as another instance behind the same load balancer. With the test
+ * app's SECRETS_KEY by default (the peer signs with the same keys); another key shows what an instance without it does.
+ */
+export function anotherInstance(t: TestApp, secretsKey: Buffer = t.secretsKey): Promise<App> {
+  if (!t.database.url) throw new Error('anotherInstance needs a PostgreSQL test database (TEST_DATABASE_URL)');
+  return buildApp(t.config, {
+    db: createPostgresDatabase({
+      connectionString: t.database.url,
+      poolMax: 4,
+      connectTimeoutMs: 2000,
+      statementTimeoutMs: 30_000,
+      log: createLogger('silent'),
+    }),
+    log: createLogger('silent'),
+    secretsKey,
+  });
 }

@@ -2,11 +2,8 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/app.js';
-import { createPostgresDatabase } from '../../src/db/postgres.js';
-import { createLogger } from '../../src/logger.js';
 import { sha256 } from '../../src/services/crypto.js';
-import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { anotherInstance, buildTestApp, type TestApp } from '../helpers/app.js';
 import {
   basic,
   bearer,
@@ -332,23 +329,9 @@ describe('docs/security-checklist.md A: token endpoint and client authentication
   });
 
   describe.runIf(Boolean(process.env.TEST_DATABASE_URL))('A9 across two instances on one PostgreSQL database', () => {
-    /** A second server on this test's database, as another instance behind the same load balancer. */
-    const anotherInstance = (secretsKey: Buffer) =>
-      buildApp(t.config, {
-        db: createPostgresDatabase({
-          connectionString: t.database.url!,
-          poolMax: 4,
-          connectTimeoutMs: 2000,
-          statementTimeoutMs: 30_000,
-          log: createLogger('silent'),
-        }),
-        log: createLogger('silent'),
-        secretsKey,
-      });
-
     it('A9: a client deleted on one instance has its tokens refused by another within 5 s', async () => {
       // Verifying needs only the public keys in the database; this instance never signs.
-      const other = await anotherInstance(randomBytes(32));
+      const other = await anotherInstance(t, randomBytes(32));
       try {
         await other.ready();
         const doomed = await createClient(t.app, tenant, ['clients:manage']);
@@ -376,7 +359,7 @@ describe('docs/security-checklist.md A: token endpoint and client authentication
     });
 
     it('A9: a secret rotated on one instance is refused by another that cached the client within 5 s; the new one works at once', async () => {
-      const other = await anotherInstance(t.secretsKey);
+      const other = await anotherInstance(t);
       try {
         await other.ready();
         const rotating = await createClient(t.app, tenant, ['tokens:read']);
@@ -445,7 +428,7 @@ describe('docs/security-checklist.md A: token endpoint and client authentication
     });
 
     it('a signing key rotated on one instance is published and signs on another at once (NOTIFY), not after its 60 s re-read', async () => {
-      const other = await anotherInstance(t.secretsKey);
+      const other = await anotherInstance(t);
       try {
         await other.ready();
         const credentials = { clientId: tenant.clientId, clientSecret: tenant.clientSecret };
