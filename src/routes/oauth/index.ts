@@ -140,7 +140,7 @@ export default async function oauthRoutes(app: FastifyInstance, options: OAuthRo
     return sendOAuthError(reply, new OAuthError('invalid_request', 'Use POST.', 405));
   };
 
-  // docs/contract.md 3.3: both paths accept the same grants (the seed names /oauth/token and /oauth2/token).
+  // docs/contract.md 3.3: both paths accept the same grants (docs/seed.md names /oauth/token and /oauth2/token).
   for (const path of ['/oauth/token', '/oauth2/token']) app.post(path, token);
   // RFC 6749 3.2, RFC 7009 2.1, RFC 7662 2.1: POST only. A GET (a credential in a URL is what clients get wrong)
   // is told so, in the OAuth error format, rather than answered as an unknown path.
