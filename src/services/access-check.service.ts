@@ -396,11 +396,12 @@ export function createAccessCheckService({ db, clock, credentials }: AccessCheck
         findSecuredObject(db, tenantId, query.securedObjectId),
         findMobileDevice(db, tenantId, query.mobileDeviceId),
       ]);
+      // Named as the other endpoints name them ("No secured object X."); another tenant's answers as a missing one.
       const missing = [
-        ...(lock ? [] : [`no secured object ${query.securedObjectId}`]),
-        ...(device ? [] : [`no mobile device ${query.mobileDeviceId}`]),
+        ...(lock ? [] : [`secured object ${query.securedObjectId}`]),
+        ...(device ? [] : [`mobile device ${query.mobileDeviceId}`]),
       ];
-      if (!lock || !device) throw new NotFoundError(`There is ${missing.join(' and ')}.`);
+      if (!lock || !device) throw new NotFoundError(`No ${missing.join(' and no ')}.`);
       const command = query.command ?? DEFAULT_COMMAND;
       // The lock's first channel: the one a phone would use when nothing else is said.
       const channel = query.channel ?? lock.channels[0] ?? CHANNELS[0];

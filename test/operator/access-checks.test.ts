@@ -251,14 +251,14 @@ describe('GET /operatorapi/access-checks', () => {
   describe('refusals', () => {
     it('404 naming the unknown or foreign lock or phone', async () => {
       await expectNothingChanged(t, async () => {
-        expect(expectProblem(await checkRequest({ mobileDeviceId: 'phone-empty', securedObjectId: 'nowhere' }), 404).detail).toBe('There is no secured object nowhere.');
-        expect(expectProblem(await checkRequest({ mobileDeviceId: 'nobody', securedObjectId: 'door' }), 404).detail).toBe('There is no mobile device nobody.');
+        expect(expectProblem(await checkRequest({ mobileDeviceId: 'phone-empty', securedObjectId: 'nowhere' }), 404).detail).toBe('No secured object nowhere.');
+        expect(expectProblem(await checkRequest({ mobileDeviceId: 'nobody', securedObjectId: 'door' }), 404).detail).toBe('No mobile device nobody.');
         expect(expectProblem(await checkRequest({ mobileDeviceId: 'nobody', securedObjectId: 'nowhere' }), 404).detail).toBe(
-          'There is no secured object nowhere and no mobile device nobody.',
+          'No secured object nowhere and no mobile device nobody.',
         );
         // Another tenant's lock and phone answer exactly as missing ones (docs/contract.md 2).
-        expect(expectProblem(await checkRequest({ mobileDeviceId: 'phone-empty', securedObjectId: 'other-door' }), 404).detail).toBe('There is no secured object other-door.');
-        expect(expectProblem(await checkRequest({ mobileDeviceId: 'other-phone', securedObjectId: 'door' }), 404).detail).toBe('There is no mobile device other-phone.');
+        expect(expectProblem(await checkRequest({ mobileDeviceId: 'phone-empty', securedObjectId: 'other-door' }), 404).detail).toBe('No secured object other-door.');
+        expect(expectProblem(await checkRequest({ mobileDeviceId: 'other-phone', securedObjectId: 'door' }), 404).detail).toBe('No mobile device other-phone.');
         // And the other tenant is served its own.
         const own = await checkRequest({ mobileDeviceId: 'other-phone', securedObjectId: 'other-door' }, tenants.otherToken);
         expect(own.statusCode, own.body).toBe(200);
