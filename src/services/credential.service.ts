@@ -5,7 +5,7 @@ import type { LockRevocations } from '../db/repositories/device-sync.repo.js';
 import { findTenantById } from '../db/repositories/tenant.repo.js';
 import type { TicketRecord } from '../db/repositories/ticket.repo.js';
 // Explicit types (RFC 8725 3.11): a credential, a revocation list and an access token are never taken for each other.
-import { CREDENTIAL_TYPE, REVOCATION_LIST_TYPE } from '../shared/credential-check.js';
+import { CREDENTIAL_TYPE, REVOCATION_LIST_TYPE, type CredentialClaims } from '../shared/credential-check.js';
 import { decrypt, encrypt } from './crypto.js';
 import { signCompactJws } from './jws.js';
 import type { KeyService } from './key.service.js';
@@ -137,29 +137,15 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
       return Math.floor(expiryOf(ticket, now) / 1000) * 1000 > ownExpiry;
     },
 
-    /**
-     * Signs one ticket. The seconds never widen `[beginDate, endDate)`: `nbf` rounds up and `exp` rounds down (RFC
-     * 7519 4.1.4: not accepted on or after `exp`), and `exp` is at most `iat` + the lifetime.
-     */
+    /** Signs one ticket: its claims (`claimsOf`) under the tenant's signing key. */
     async sign(ticket: TicketRecord, now: number): Promise<SignedCredential> {
       const signing = await keys.signingKey(ticket.tenantId);
-      const iat = Math.floor(now / 1000);
-      const exp = Math.floor(expiryOf(ticket, now) / 1000);
-      const credential = await signCompactJws(signing, CREDENTIAL_TYPE, {
-        iss: await issuerOf(ticket.tenantId),
-        jti: ticket.id,
-        sub: ticket.mobileDeviceId,
-        aud: ticket.securedObjectId,
-        nbf: Math.ceil(ticket.beginDate / 1000),
-        exp,
-        iat,
-        beginDate: ticket.beginDate,
-        endDate: ticket.endDate,
-        cmd: ticket.commands,
-        chn: ticket.channels,
-      });
-      return { credential, kid: signing.kid, issuedAt: iat * 1000, expiresAt: exp * 1000 };
+      const claims = await claimsOf(ticket, now);
+      const credential = await signCompactJws(signing, CREDENTIAL_TYPE, { ...claims });
+      return { credential, kid: signing.kid, issuedAt: claims.iat * 1000, expiresAt: claims.exp * 1000 };
     },
+
+    claimsOf,
 
     keySet,
 
@@ -197,6 +183,28 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
       return decrypt(secretsKey, sealed, aadOf(tenantId, ticketId));
     },
   };
+
+  /**
+   * The claims a credential of the ticket signed at `now` carries (docs/contract.md 6.3), unsigned: what `sign` signs,
+   * and what the explain service (docs/contract.md 8.6) checks for a phone that has not downloaded the ticket yet. The
+   * seconds never widen `[beginDate, endDate)`: `nbf` rounds up and `exp` rounds down (RFC 7519 4.1.4: not accepted
+   * on or after `exp`), and `exp` is at most `iat` + the lifetime.
+   */
+  async function claimsOf(ticket: TicketRecord, now: number): Promise<CredentialClaims> {
+    return {
+      iss: await issuerOf(ticket.tenantId),
+      jti: ticket.id,
+      sub: ticket.mobileDeviceId,
+      aud: ticket.securedObjectId,
+      nbf: Math.ceil(ticket.beginDate / 1000),
+      exp: Math.floor(expiryOf(ticket, now) / 1000),
+      iat: Math.floor(now / 1000),
+      beginDate: ticket.beginDate,
+      endDate: ticket.endDate,
+      cmd: ticket.commands,
+      chn: ticket.channels,
+    };
+  }
 
   /** The end of a credential signed now, in ms: one lifetime from the whole second of `iat`, never past `endDate`. */
   function expiryOf(ticket: TicketRecord, now: number): number {

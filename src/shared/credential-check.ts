@@ -154,3 +154,16 @@ export function checkCredential(header: unknown, claims: unknown, lock: LockTrus
   if (lock.revoked.has(claimSet.jti)) return deny('revoked');
   return { decision: 'open', reason: 'valid' };
 }
+
+/**
+ * The start of the first schedule window of `win` (docs/contract.md 9) that begins after `at`, or null when the
+ * credential holds none: what a lock refusing "outside schedule" at `at` would next open at, for the explain service
+ * (docs/contract.md 8.6). Pure, like checkCredential; windows need not be sorted.
+ */
+export function nextWindowStart(win: readonly (readonly [number, number])[], at: number): number | null {
+  let next: number | null = null;
+  for (const [start, end] of win) {
+    if (start > at && start < end && (next === null || start < next)) next = start;
+  }
+  return next;
+}

@@ -91,6 +91,12 @@ const KIND_BY_COLLECTION: Record<string, keyof Omit<TenantData, 'tenant'>> = {
 
 const QUERY_VALUES: Record<string, string> = { version: '2' };
 
+/** Required query parameters that name a tenant's resource (the explain endpoint's phone and lock, docs/contract.md 8.6). */
+const KIND_BY_QUERY: Record<string, keyof Omit<TenantData, 'tenant'>> = { mobileDeviceId: 'deviceId', securedObjectId: 'lockId' };
+
+/** Whether the route names a tenant's resource, in its path or in a required query parameter. */
+export const takesIds = (route: RouteEntry): boolean => route.parameters.length > 0 || route.requiredQuery.some((name) => name in KIND_BY_QUERY);
+
 /** The concrete URL of a route for a tenant's data; fails loudly for a parameter nobody taught it. */
 export function urlFor(route: RouteEntry, data: TenantData): string {
   const segments = route.path.split('/');
@@ -103,7 +109,8 @@ export function urlFor(route: RouteEntry, data: TenantData): string {
     return encodeURIComponent(data[kind]);
   });
   const query = route.requiredQuery.map((name) => {
-    const value = QUERY_VALUES[name];
+    const kind = KIND_BY_QUERY[name];
+    const value = kind ? data[kind] : QUERY_VALUES[name];
     if (value === undefined) throw new Error(`No value for the required query parameter ${name} of ${route.path}`);
     return `${name}=${encodeURIComponent(value)}`;
   });

@@ -251,3 +251,29 @@ export async function listValidTicketsOfResident(
   );
   return rows.map(toCredentialed);
 }
+
+/** A ticket with its sealed credential and whether its lock has applied its revocation (docs/contract.md 8.4). */
+export interface ExplainedTicket extends CredentialedTicket {
+  /** When the lock applied the ticket's revocation (ms); null while not revoked or not applied yet. */
+  revocationAppliedAt: number | null;
+}
+
+/**
+ * The tickets of one device for one lock, whatever their status, newest first, at most `limit`: what the explain
+ * service (docs/contract.md 8.6) judges. A backward range of tickets_device_page_idx, filtered by the lock.
+ */
+export async function listTicketsOfDeviceForLock(
+  db: Queryable,
+  tenantId: string,
+  mobileDeviceId: string,
+  securedObjectId: string,
+  limit: number,
+): Promise<ExplainedTicket[]> {
+  const { rows } = await db.query<TicketRow & CredentialColumns & { revocation_applied_at: number | null }>(
+    `SELECT ${TICKET_COLUMNS}, ${CREDENTIAL_COLUMNS}, revocation_applied_at FROM tickets
+      WHERE tenant_id = $1 AND mobile_device_id = $2 AND secured_object_id = $3
+      ORDER BY created_at DESC, id DESC LIMIT $4`,
+    [tenantId, mobileDeviceId, securedObjectId, limit],
+  );
+  return rows.map((row) => ({ ...toCredentialed(row), revocationAppliedAt: row.revocation_applied_at }));
+}

@@ -6,6 +6,7 @@ import type { Services } from '../../services/index.js';
 import { OPERATOR_SCOPES } from '../../services/scopes.js';
 import clientRateLimit from '../../plugins/client-rate-limit.js';
 import idempotency from '../../plugins/idempotency.js';
+import accessCheckRoutes from './access-checks.js';
 import auditRoutes from './audit-events.js';
 import mobileDeviceRoutes from './mobile-devices.js';
 import oauthClientRoutes from './oauth-clients.js';
@@ -51,6 +52,10 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
       { name: 'Users', description: 'The people who log in to the Access API.' },
       { name: 'Audit', description: 'The record of every change in the tenant.' },
       {
+        name: 'Access checks',
+        description: 'Why a phone does or does not open a lock: the lock\'s decision, as far as the server knows what it holds.',
+      },
+      {
         name: 'Ticket keys',
         description: 'The keys the tenant\'s credentials are signed with, published at `/tenants/{tenant}/jwks.json`, and their rotation.',
       },
@@ -63,7 +68,7 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
     await resources.register(bearerAuth, { audience: 'operatorapi', tokens: services.tokens });
     await resources.register(clientRateLimit, { perMinute: options.rateLimitPerMinute });
     await resources.register(idempotency, { idempotency: services.idempotency });
-    for (const routes of [securedObjectRoutes, mobileDeviceRoutes, ticketRoutes, oauthClientRoutes, userRoutes, auditRoutes, ticketKeyRoutes]) {
+    for (const routes of [securedObjectRoutes, mobileDeviceRoutes, ticketRoutes, oauthClientRoutes, userRoutes, auditRoutes, ticketKeyRoutes, accessCheckRoutes]) {
       await resources.register(routes, { services, prefix: '/operatorapi' });
     }
   });

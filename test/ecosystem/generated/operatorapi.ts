@@ -380,6 +380,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/operatorapi/access-checks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Explain whether a phone opens a lock
+         * @description The decision the lock would take at `at` (default now) for this phone, with what it has: the credentials the phone holds (or, for a ticket it has not downloaded, what a downloaded one would meet), the revocations the lock has applied (a revocation it has not applied yet may still let the door open), the tenant's published ticket keys, the lock's channels and its clock (it judges `at` plus its estimated offset). Decided by the same rule as the lock simulator. Each of the phone's tickets for the lock is judged, newest first; the answer is `allow` when any opens. An unknown (or another tenant's) lock or phone is `404`, naming which.
+         */
+        get: operations["checkAccess"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -4192,6 +4212,180 @@ export interface operations {
             };
             /** @description The request body is not JSON. */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    checkAccess: {
+        parameters: {
+            query: {
+                /** @description The phone (mobile device) asking. */
+                mobileDeviceId: string;
+                /** @description The lock (secured object) asked. */
+                securedObjectId: string;
+                /** @description The instant asked about, Unix milliseconds, server time (docs/contract.md 7.4's range). Default: now. The lock judges it on its own clock: `at` plus its estimated clock offset (answered as `lockTime`). */
+                at?: number;
+                /** @description The command the phone sends: `open` (the default: "can this phone open that door?"), `clos` or `tokn`. */
+                command?: "open" | "clos" | "tokn";
+                /** @description The channel the phone uses, e.g. `btlespp`. Default: the lock's first channel, the one a phone uses when nothing else is said. A channel the lock does not have is answered `channel-not-supported`, not refused. */
+                channel?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The lock's decision and why. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description `allow` when any ticket's credential opens the lock; `deny` otherwise. */
+                        decision: "allow" | "deny";
+                        /** @description Why, each code once: with `allow`, the reasons of the tickets that open (e.g. `revocation-not-applied`); with `deny`, those of every ticket, or `no-token`. */
+                        reasons: {
+                            /** @description Stable reason code. `valid`: the credential opens the lock. `no-token`: the phone has no ticket for the lock. `not-downloaded`: the phone holds no credential for the ticket (its other reasons, prefixed "Once downloaded", say what a downloaded one would meet). `key-not-published`: the credential's signing key was withdrawn (an emergency rotation); the phone must download again. `revoked`: revoked, and the lock applied it. `revocation-not-applied`: revoked, but the lock has not applied it yet, so the door may still open (the ticket's decision is then `allow`). `expired`; `credential-expired`: the ticket still runs but the phone's credential ran out (it renews on the next download); `not-yet-valid`; `outside-schedule` (with `nextWindowStart`); `command-not-granted`; `channel-not-granted`; `channel-not-supported`: the lock does not have that channel; `clock-drift`: the lock's clock is off by more than 30 s (it judges at `lockTime`). The rest name credentials a lock cannot read or trust: `malformed-credential`, `wrong-issuer`, `wrong-lock`, `lifetime-exceeds-maximum`, and a lock state the server never has: `invalid-time`, `lock-not-provisioned`, `lock-decommissioned`. */
+                            code: "valid" | "no-token" | "not-downloaded" | "key-not-published" | "revoked" | "revocation-not-applied" | "expired" | "credential-expired" | "not-yet-valid" | "outside-schedule" | "command-not-granted" | "channel-not-granted" | "channel-not-supported" | "clock-drift" | "invalid-time" | "lock-not-provisioned" | "lock-decommissioned" | "malformed-credential" | "wrong-issuer" | "wrong-lock" | "lifetime-exceeds-maximum";
+                            /** @description What happened and what to do about it, for people. */
+                            message: string;
+                            /** @description `outside-schedule`: when the credential's next schedule window opens, Unix milliseconds of the lock's clock. */
+                            nextWindowStart?: number;
+                            /** @description `not-downloaded`: from when a download hands the credential out, Unix milliseconds (docs/contract.md 8.2). */
+                            credentialAvailableFrom?: number;
+                        }[];
+                        /** @description The tickets of the phone for the lock, whatever their status, newest first: at most 50. */
+                        tokens: {
+                            /** @description The ticket id. */
+                            id: string;
+                            /** @description `VALID`, `REVOKED` (revocationDate set) or `EXPIRED` (endDate passed, not revoked). */
+                            status: "VALID" | "REVOKED" | "EXPIRED";
+                            /** @description The decision the lock takes for this ticket with what it has. */
+                            decision: "allow" | "deny";
+                            /** @description Why, the lock's own reason first. */
+                            reasons: {
+                                /** @description Stable reason code. `valid`: the credential opens the lock. `no-token`: the phone has no ticket for the lock. `not-downloaded`: the phone holds no credential for the ticket (its other reasons, prefixed "Once downloaded", say what a downloaded one would meet). `key-not-published`: the credential's signing key was withdrawn (an emergency rotation); the phone must download again. `revoked`: revoked, and the lock applied it. `revocation-not-applied`: revoked, but the lock has not applied it yet, so the door may still open (the ticket's decision is then `allow`). `expired`; `credential-expired`: the ticket still runs but the phone's credential ran out (it renews on the next download); `not-yet-valid`; `outside-schedule` (with `nextWindowStart`); `command-not-granted`; `channel-not-granted`; `channel-not-supported`: the lock does not have that channel; `clock-drift`: the lock's clock is off by more than 30 s (it judges at `lockTime`). The rest name credentials a lock cannot read or trust: `malformed-credential`, `wrong-issuer`, `wrong-lock`, `lifetime-exceeds-maximum`, and a lock state the server never has: `invalid-time`, `lock-not-provisioned`, `lock-decommissioned`. */
+                                code: "valid" | "no-token" | "not-downloaded" | "key-not-published" | "revoked" | "revocation-not-applied" | "expired" | "credential-expired" | "not-yet-valid" | "outside-schedule" | "command-not-granted" | "channel-not-granted" | "channel-not-supported" | "clock-drift" | "invalid-time" | "lock-not-provisioned" | "lock-decommissioned" | "malformed-credential" | "wrong-issuer" | "wrong-lock" | "lifetime-exceeds-maximum";
+                                /** @description What happened and what to do about it, for people. */
+                                message: string;
+                                /** @description `outside-schedule`: when the credential's next schedule window opens, Unix milliseconds of the lock's clock. */
+                                nextWindowStart?: number;
+                                /** @description `not-downloaded`: from when a download hands the credential out, Unix milliseconds (docs/contract.md 8.2). */
+                                credentialAvailableFrom?: number;
+                            }[];
+                        }[];
+                        /** @description The phone has more than 50 tickets for the lock; only the newest 50 were judged. */
+                        truncated: boolean;
+                        /** @description The instant asked about, Unix milliseconds, server time. */
+                        at: number;
+                        /** @description The same instant on the lock's clock (`at` plus its estimated offset): what the lock judges with. */
+                        lockTime: number;
+                        /** @description The command asked about. */
+                        command: string;
+                        /** @description The channel asked about. */
+                        channel: string;
+                    };
+                };
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource in the caller's tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -62,6 +62,28 @@ describe('credential service', () => {
     expect(short.expiresAt).toBe(Math.floor((NOW + 5_999) / 1000) * 1000);
   });
 
+  it('builds the claims it signs without signing them (claimsOf, for the explain service of docs/contract.md 8.6)', async () => {
+    const credentials = service();
+    const issued = ticket({ beginDate: NOW + 1_250, endDate: NOW + 3 * 86400_000 + 700 });
+    const claims = await credentials.claimsOf(issued, NOW);
+    const signed = await credentials.sign(issued, NOW);
+    // The payload signed is exactly those claims, member for member and in order.
+    expect(Buffer.from(signed.credential.split('.')[1]!, 'base64url').toString()).toBe(JSON.stringify(claims));
+    expect(claims).toEqual({
+      iss: 'https://acs.example/tenants/acme',
+      jti: issued.id,
+      sub: 'phone-1',
+      aud: 'front-door',
+      nbf: Math.ceil((NOW + 1_250) / 1000),
+      exp: Math.floor((NOW + 3 * 86400_000 + 700) / 1000),
+      iat: Math.floor(NOW / 1000),
+      beginDate: issued.beginDate,
+      endDate: issued.endDate,
+      cmd: ['open'],
+      chn: ['btlespp'],
+    });
+  });
+
   it('renews past half-life only when a new credential would last longer, and always when its key is gone', () => {
     const credentials = service();
     const stored: StoredCredential = { sealed: Buffer.alloc(0), kid: 'k1', issuedAt: NOW, expiresAt: NOW + LIFETIME_S * 1000 };

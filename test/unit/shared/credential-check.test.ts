@@ -1,7 +1,7 @@
 // The one rule "does this credential open this lock" (src/shared/credential-check.ts, docs/contract.md 6.3, 8.1, 8.2,
 // 9) on claims given as values: every refusal, each edge to the millisecond, and that nothing malformed fails open.
 import { describe, expect, it } from 'vitest';
-import { checkCredential, parseCredentialClaims, type LockTrustState } from '../../../src/shared/credential-check.js';
+import { checkCredential, nextWindowStart, parseCredentialClaims, type LockTrustState } from '../../../src/shared/credential-check.js';
 
 const ISSUER = 'https://locks.test/tenants/acme';
 const BEGIN = Date.UTC(2026, 8, 1, 8, 0, 0, 250); // not a whole second: nbf rounds up, exp rounds down
@@ -173,5 +173,33 @@ describe('checkCredential', () => {
     for (const state of [lock({ issuer: '' }), lock({ securedObjectId: '' }), lock({ maxCredentialLifetime: NaN }), lock({ maxCredentialLifetime: 0 }), lock({ maxCredentialLifetime: -1 })]) {
       expect(check({}, AT, state)).toEqual({ decision: 'deny', reason: 'lock not provisioned' });
     }
+  });
+});
+
+describe('nextWindowStart', () => {
+  const win: [number, number][] = [
+    [5_000, 6_000],
+    [1_000, 2_000],
+    [9_000, 9_500],
+  ];
+
+  it('answers the earliest window starting after the instant, whatever the order of the windows', () => {
+    expect(nextWindowStart(win, 0)).toBe(1_000);
+    expect(nextWindowStart(win, 1_000)).toBe(5_000);
+    expect(nextWindowStart(win, 2_500)).toBe(5_000);
+    expect(nextWindowStart(win, 6_000)).toBe(9_000);
+  });
+
+  it('answers null when no window starts later, and skips an empty window', () => {
+    expect(nextWindowStart(win, 9_000)).toBeNull();
+    expect(nextWindowStart([], 0)).toBeNull();
+    expect(nextWindowStart([[3_000, 3_000]], 0)).toBeNull();
+  });
+
+  it('agrees with checkCredential: refused just before the window it names, opened at its start', () => {
+    const windows: [number, number][] = [[AT + 60_000, AT + 120_000]];
+    const next = nextWindowStart(windows, AT)!;
+    expect(reason({ win: windows }, next - 1)).toBe('outside schedule');
+    expect(reason({ win: windows }, next)).toBe('valid');
   });
 });
