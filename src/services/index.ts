@@ -22,6 +22,7 @@ import { createAccessPermissionService } from './access-permission.service.js';
 import { createGroupService } from './group.service.js';
 import { createCredentialService } from './credential.service.js';
 import { createDeviceService } from './device.service.js';
+import { createAccessLogService } from './access-log.service.js';
 
 export interface ServiceDependencies {
   db: Database;
@@ -82,6 +83,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now }
   const lockGroups = createGroupService({ db, clock, kind: LOCK_GROUPS });
   const accessPermissions = createAccessPermissionService({ db, clock, revived });
   const devices = createDeviceService({ db, clock, credentials });
+  const accessLogs = createAccessLogService({ db, clock });
   const grants = createGrantService({
     db,
     clock,
@@ -136,6 +138,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now }
     ticketKeys,
     credentials,
     devices,
+    accessLogs,
     /** Loads keys (generating the first one) and starts following revocations. */
     async start(): Promise<void> {
       await accessTokenKeys.ensureKey(null);

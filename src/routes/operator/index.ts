@@ -6,6 +6,7 @@ import type { Services } from '../../services/index.js';
 import { OPERATOR_SCOPES } from '../../services/scopes.js';
 import clientRateLimit from '../../plugins/client-rate-limit.js';
 import idempotency from '../../plugins/idempotency.js';
+import accessLogRoutes from './access-log.js';
 import auditRoutes from './audit-events.js';
 import mobileDeviceRoutes from './mobile-devices.js';
 import oauthClientRoutes from './oauth-clients.js';
@@ -66,5 +67,7 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
     for (const routes of [securedObjectRoutes, mobileDeviceRoutes, ticketRoutes, oauthClientRoutes, userRoutes, auditRoutes, ticketKeyRoutes]) {
       await resources.register(routes, { services, prefix: '/operatorapi' });
     }
+    // Access logs (docs/contract.md 8.5).
+    await resources.register(accessLogRoutes, { services, prefix: '/operatorapi' });
   });
 }
