@@ -9,7 +9,10 @@ const Millis = (description: string) => Type.Integer({ minimum: 0, maximum: 8640
 /** Most entries one upload holds: a lock (or phone) with more sends several uploads. */
 export const MAX_UPLOAD_ENTRIES = 1000;
 
-const ResultSchema = Type.Union([Type.Literal('granted'), Type.Literal('denied')], {
+// An enum rather than a union of literals: one error for a bad value, and OpenAPI 3.0 has no `const`.
+const ResultSchema = Type.Unsafe<'granted' | 'denied'>({
+  type: 'string',
+  enum: ['granted', 'denied'],
   description: 'What the lock decided: `granted` (it opened) or `denied`.',
 });
 
