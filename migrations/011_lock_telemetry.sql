@@ -48,4 +48,12 @@ CREATE TABLE access_log_entries (
 );
 COMMENT ON COLUMN access_log_entries.mobile_device_id IS 'The device of the ticket token_id names, when it is a ticket of the tenant for this lock.';
 COMMENT ON COLUMN access_log_entries.via IS '''lock'' (uploaded by the lock''s client) or the id of the phone that relayed it.';
-CREATE INDEX access_log_entries_time_idx ON access_log_entries (tenant_id, lock_time, secured_object_id, entry_no);
+-- The operator's pages (docs/contract.md 7.3, 8.5) in (lock_time, lock, entry_no, registration) order: one index per
+-- filter that names few rows of many (time range, lock, phone, credential), each ending in that order so a page is one
+-- range scan. `result` has two values and is filtered on the way; an upload maintains these and the key, nothing more.
+CREATE INDEX access_log_entries_time_idx ON access_log_entries (tenant_id, lock_time, secured_object_id, entry_no, lock_registered_at);
+CREATE INDEX access_log_entries_lock_idx ON access_log_entries (tenant_id, secured_object_id, lock_time, entry_no, lock_registered_at);
+CREATE INDEX access_log_entries_device_idx ON access_log_entries (tenant_id, mobile_device_id, lock_time, secured_object_id, entry_no, lock_registered_at)
+  WHERE mobile_device_id IS NOT NULL;
+CREATE INDEX access_log_entries_token_idx ON access_log_entries (tenant_id, token_id, lock_time, secured_object_id, entry_no, lock_registered_at)
+  WHERE token_id IS NOT NULL;

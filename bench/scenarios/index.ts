@@ -1,6 +1,7 @@
 // Every benchmark scenario, in the order they run: add a file in bench/scenarios/ and list its array here.
 import { baseScaleRuns, type ScaleRun } from '../scale.js';
 import type { Comparison, MicroBenchmark, Scenario } from '../types.js';
+import { accessLogScaleRuns } from './access-log.js';
 import { credentialsAtRestBenchmarks } from './credentials-at-rest.js';
 import { oauthTokenScenarios } from './oauth-token.js';
 import { opsScenarios } from './ops.js';
@@ -26,4 +27,4 @@ export const comparisons: Comparison[] = [...ticketPageComparisons];
 export const microBenchmarks: MicroBenchmark[] = [...verifyAccessTokenBenchmarks, ...credentialsAtRestBenchmarks];
 
 /** Large single operations (bench/scale.ts), run last, one after another, each BENCH_SCALE_RUNS times. */
-export const scaleRuns: ScaleRun[] = [...baseScaleRuns, ...lockTrustScaleRuns];
+export const scaleRuns: ScaleRun[] = [...baseScaleRuns, ...lockTrustScaleRuns, ...accessLogScaleRuns];

@@ -67,7 +67,7 @@ export interface DeviceBinding {
  * the data it guards, rather than in a route or the bearer plugin: every caller of download and sync gets it, a new
  * route cannot forget it, and the bearer plugin stays about tokens and scopes.
  */
-function assertBinding(binding: DeviceBinding, kind: 'mobileDeviceId' | 'securedObjectId', id: string, bindingRequired: string | null): void {
+export function assertBinding(binding: DeviceBinding, kind: 'mobileDeviceId' | 'securedObjectId', id: string, bindingRequired: string | null): void {
   const bound = binding[kind];
   const other = binding[kind === 'mobileDeviceId' ? 'securedObjectId' : 'mobileDeviceId'];
   if (bound !== undefined && bound !== id) throw new NotFoundError(`No ${kind === 'mobileDeviceId' ? 'mobile device' : 'secured object'} ${id}.`);

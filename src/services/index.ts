@@ -23,6 +23,7 @@ import { createGroupService } from './group.service.js';
 import { createCredentialService } from './credential.service.js';
 import { createDeviceService } from './device.service.js';
 import { createAccessCheckService } from './access-check.service.js';
+import { createAccessLogService } from './access-log.service.js';
 
 export interface ServiceDependencies {
   db: Database;
@@ -84,6 +85,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now }
   const accessPermissions = createAccessPermissionService({ db, clock, revived });
   const devices = createDeviceService({ db, clock, credentials });
   const accessChecks = createAccessCheckService({ db, clock, credentials });
+  const accessLogs = createAccessLogService({ db, clock });
   const grants = createGrantService({
     db,
     clock,
@@ -139,6 +141,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now }
     credentials,
     devices,
     accessChecks,
+    accessLogs,
     /** Loads keys (generating the first one) and starts following revocations. */
     async start(): Promise<void> {
       await accessTokenKeys.ensureKey(null);

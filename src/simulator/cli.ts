@@ -1,17 +1,20 @@
 // `npm run simulate -- …`: a lock provisioned from the trust endpoint through its bound client, synced, given the
-// revocation lists a phone carried, then deciding on credentials (docs/contract.md 6.2, 8.1, 8.3).
+// revocation lists a phone carried, then deciding on credentials and, asked to, uploading its access log
+// (docs/contract.md 6.2, 8.1, 8.3, 8.5).
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { LockSimulator, type LockProvisioning, type SyncAnswer } from './lock-simulator.js';
 
 const USAGE = `Usage: npm run --silent simulate -- --url URL --client-id ID --client-secret SECRET --secured-object ID
-         [--command open] [--channel btlespp] [--at MILLIS] [--revocation-list JWS ...] [CREDENTIAL ...]
+         [--command open] [--channel btlespp] [--at MILLIS] [--revocation-list JWS ...] [--upload-log] [CREDENTIAL ...]
 
 Provisions a lock as an installer would: takes a token for the client (scope sync, bound to the lock), fetches the
 lock's trust answer (its tenant's issuer, key set and maximum credential lifetime), syncs, then applies every
 --revocation-list (a compact JWS a phone carried; repeat the option for several). Then prints one JSON decision per
 credential (from the arguments, or one per line on standard input).
 
-  --at MILLIS   the lock's clock, an integer of Unix milliseconds (default: now). Anything else is a usage error.`;
+  --at MILLIS   the lock's clock, an integer of Unix milliseconds (default: now). Anything else is a usage error.
+  --upload-log  after deciding, upload the lock's access log (its decisions, its applied serial and its clock) to
+                POST /deviceapi/securedobjects/{id}/accesslog; the server's answers go to stderr.`;
 
 /** The options that take a value. */
 const VALUE_OPTIONS = new Set(['--url', '--client-id', '--client-secret', '--secured-object', '--command', '--channel', '--at', '--revocation-list']);
@@ -59,6 +62,7 @@ const OPTIONS = {
   channel: { type: 'string', default: 'btlespp' },
   at: { type: 'string' },
   'revocation-list': { type: 'string', multiple: true },
+  'upload-log': { type: 'boolean' },
   help: { type: 'boolean' },
 } satisfies ParseArgsConfig['options'];
 
@@ -132,6 +136,25 @@ async function main(): Promise<number> {
   const credentials = positionals.length > 0 ? positionals : (await readStdin()).split(/\s+/).filter(Boolean);
   for (const credential of credentials) {
     process.stdout.write(`${JSON.stringify(await lock.decide(credential, values.command!, at, values.channel!))}\n`);
+  }
+  if (values['upload-log']) return uploadLog(lock, `${lockPath}/accesslog`, headers, at);
+  return 0;
+}
+
+/**
+ * docs/contract.md 8.5: uploads the log one upload at a time, dropping what each 2xx answer acknowledged. Anything else
+ * keeps the entries (for the next run of a real lock) and fails the run.
+ */
+async function uploadLog(lock: LockSimulator, url: string, headers: Record<string, string>, at: number): Promise<number> {
+  for (let upload = lock.accessLogUpload(at); upload !== null; upload = lock.accessLogUpload(at)) {
+    const response = await fetch(url, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(upload) });
+    const answer = await response.text();
+    if (!response.ok) {
+      process.stderr.write(`access log upload failed: ${response.status} ${answer}\n`);
+      return 1;
+    }
+    process.stderr.write(`access log: ${answer}\n`);
+    lock.acknowledgeAccessLog(upload.entries[upload.entries.length - 1]!.entryNo);
   }
   return 0;
 }

@@ -1,7 +1,7 @@
 // A lock simulator: the reference for what a lock does offline (docs/contract.md 6.3, 8.1–8.3). Provisioned with the
 // trust answer (its tenant's issuer and key set, its own id, the maximum credential lifetime), it learns revocations
-// and key changes by syncing (6.2) and from revocation lists a phone carries (8.3), and decides as strictly as
-// firmware must: anything malformed or missing is a refusal.
+// and key changes by syncing (6.2) and from revocation lists a phone carries (8.3), decides as strictly as firmware
+// must (anything malformed or missing is a refusal), and logs every decision for upload (8.5).
 import { compactVerify, decodeProtectedHeader, importJWK, type JSONWebKeySet, type JWK } from 'jose';
 import { CREDENTIAL_TYPE, REVOCATION_LIST_TYPE, checkCredential, isValidInstant, type CredentialCheckReason } from '../shared/credential-check.js';
 
@@ -15,6 +15,42 @@ export type LockDecisionReason = CredentialCheckReason | 'unknown signing key' |
 export type LockDecision =
   | { decision: 'open'; reason: 'valid'; ticketId: string }
   | { decision: 'deny'; reason: Exclude<LockDecisionReason, 'valid'>; ticketId?: string };
+
+/** One logged decision, as an access-log upload carries it (docs/contract.md 8.5). */
+export interface AccessLogEntry {
+  /** From 1, rising by one per decision, never reused. */
+  entryNo: number;
+  /** The decision's instant by the lock's clock (ms); 0 when the lock had no valid clock reading. */
+  lockTime: number;
+  /** The presented credential's `jti`, when it had one that fits the upload format. */
+  tokenId?: string;
+  command: string;
+  channel: string;
+  result: 'granted' | 'denied';
+  /** The decision's reason. */
+  reason: string;
+}
+
+/** The body of `POST /deviceapi/securedobjects/{id}/accesslog` (a phone relaying it adds `securedObjectId`). */
+export interface AccessLogUpload {
+  /** The change-log position the lock has applied (docs/contract.md 8.4). */
+  appliedSerial: number;
+  /** The lock's clock at the upload (absent when it has no valid reading). */
+  lockTime?: number;
+  entries: AccessLogEntry[];
+}
+
+/** How many entries the lock keeps by default: beyond, the oldest are dropped and the server reports a gap. */
+export const ACCESS_LOG_CAPACITY = 10_000;
+/** The most entries one upload carries (the server's limit, src/schemas/access-log.ts). */
+export const ACCESS_LOG_UPLOAD_MAX = 1000;
+/** The largest time an upload carries (docs/contract.md 7.4). */
+const MAX_MILLIS = 8_640_000_000_000_000;
+
+/** `text` when it fits the upload format (1 to `max` printable ASCII characters), else undefined. */
+function loggable(text: unknown, max: number): string | undefined {
+  return typeof text === 'string' && text.length >= 1 && text.length <= max && /^[\x20-\x7e]+$/.test(text) ? text : undefined;
+}
 
 /** What an installer writes into a lock: `GET /deviceapi/securedobjects/{id}/trust` (docs/contract.md 8.1). */
 export interface LockProvisioning {
@@ -140,9 +176,17 @@ export class LockSimulator {
   serial = 0;
   /** The backend deleted this lock (docs/contract.md 4.1): it opens for nobody. */
   decommissioned = false;
+  /** The decisions not yet acknowledged by the server, oldest first (docs/contract.md 8.5). */
+  private readonly log: AccessLogEntry[] = [];
+  private nextEntryNo = 1;
+  /** How many entries the log keeps: beyond, the oldest are dropped, as firmware with bounded memory does. */
+  readonly logCapacity: number;
 
   /** Throws on a provisioning a lock could not decide with: an installer error, caught before the lock is mounted. */
-  constructor(provisioning: LockProvisioning) {
+  constructor(provisioning: LockProvisioning, options: { logCapacity?: number } = {}) {
+    const logCapacity = options.logCapacity ?? ACCESS_LOG_CAPACITY;
+    if (!Number.isSafeInteger(logCapacity) || logCapacity <= 0) throw new TypeError('logCapacity must be a positive integer');
+    this.logCapacity = logCapacity;
     const { securedObjectId, issuer, keys, maxCredentialLifetime } = provisioning;
     if (typeof securedObjectId !== 'string' || securedObjectId === '') throw new TypeError('securedObjectId must be a non-empty string');
     if (typeof issuer !== 'string' || issuer === '') throw new TypeError('issuer must be a non-empty string');
@@ -217,8 +261,55 @@ export class LockSimulator {
     return { applied: true, serial: this.serial, newlyRevoked, keys: this.takeKeys(list.keys) };
   }
 
-  /** Decides whether the presented credential lets `command` through over `channel` at `atMs`, and why. */
+  /** Decides whether the presented credential lets `command` through over `channel` at `atMs`, and why; logs the decision. */
   async decide(credential: string, command: string, atMs: number, channel = 'btlespp'): Promise<LockDecision> {
+    const decision = await this.decideUnlogged(credential, command, atMs, channel);
+    this.record(decision, command, atMs, channel);
+    return decision;
+  }
+
+  /** The decisions not yet acknowledged, oldest first (copies). */
+  get accessLog(): AccessLogEntry[] {
+    return this.log.map((entry) => ({ ...entry }));
+  }
+
+  /**
+   * The body of the next access-log upload (docs/contract.md 8.5): the lock's applied serial (8.4), its clock now and
+   * its oldest entries not yet acknowledged, at most one upload's worth; null when there is nothing to send. A phone
+   * relaying it later sends `lockTime` plus the time elapsed since it read the lock.
+   */
+  accessLogUpload(lockNow: number): AccessLogUpload | null {
+    if (this.log.length === 0) return null;
+    return {
+      appliedSerial: this.serial,
+      ...(isValidInstant(lockNow) && lockNow >= 0 && lockNow <= MAX_MILLIS ? { lockTime: lockNow } : {}),
+      entries: this.log.slice(0, ACCESS_LOG_UPLOAD_MAX).map((entry) => ({ ...entry })),
+    };
+  }
+
+  /** Drops the entries up to `upToEntryNo` once the server answered 2xx to their upload; answers how many. */
+  acknowledgeAccessLog(upToEntryNo: number): number {
+    if (!Number.isSafeInteger(upToEntryNo)) return 0;
+    const kept = this.log.findIndex((entry) => entry.entryNo > upToEntryNo);
+    return this.log.splice(0, kept === -1 ? this.log.length : kept).length;
+  }
+
+  /** Appends a decision to the log, dropping the oldest entry when it is full; never fails the decision. */
+  private record(decision: LockDecision, command: unknown, atMs: unknown, channel: unknown): void {
+    const tokenId = loggable(decision.ticketId, 256);
+    this.log.push({
+      entryNo: this.nextEntryNo++,
+      lockTime: isValidInstant(atMs) && atMs >= 0 && atMs <= MAX_MILLIS ? atMs : 0,
+      ...(tokenId !== undefined ? { tokenId } : {}),
+      command: loggable(command, 16) ?? '?',
+      channel: loggable(channel, 32) ?? '?',
+      result: decision.decision === 'open' ? 'granted' : 'denied',
+      reason: decision.reason,
+    });
+    if (this.log.length > this.logCapacity) this.log.shift();
+  }
+
+  private async decideUnlogged(credential: string, command: string, atMs: number, channel: string): Promise<LockDecision> {
     // A lock without a valid clock reading opens nothing: checked first, before any work on the credential.
     if (!isValidInstant(atMs)) return { decision: 'deny', reason: 'invalid time' };
     const verified = await verifyJws(credential, CREDENTIAL_TYPE, this.keys);

@@ -159,5 +159,26 @@ describe.concurrent('the simulator command line', () => {
         'revocation list: {"applied":false,"reason":"malformed list"}',
       ]);
     }, 120_000);
+
+    it('uploads its access log after deciding with --upload-log (docs/contract.md 8.5): the server\'s answer on stderr, a re-sent log stored once', async ({ expect }) => {
+      const at = Date.UTC(2026, 0, 15, 9, 0, 0, 0);
+      const first = await simulate(['--upload-log', '--at', String(at)], ['not-a-credential', 'x.y.z'], expect);
+      expect(first.decisions).toEqual([
+        { decision: 'deny', reason: 'malformed credential' },
+        { decision: 'deny', reason: 'malformed credential' },
+      ]);
+      expect(first.stderr.trim().split('\n')).toEqual(['access log: {"accepted":2,"duplicates":0,"gaps":[]}']);
+      // A lock whose acknowledgement was lost sends the same entries again: nothing is stored twice.
+      const again = await simulate(['--upload-log', '--at', String(at)], ['not-a-credential', 'x.y.z'], expect);
+      expect(again.stderr.trim().split('\n')).toEqual(['access log: {"accepted":0,"duplicates":2,"gaps":[]}']);
+      const { rows } = await t.database.db.query<{ entry_no: number; lock_time: number; via: string; result: string }>(
+        'SELECT entry_no, lock_time, via, result FROM access_log_entries WHERE tenant_id = $1 AND secured_object_id = $2 ORDER BY entry_no',
+        [fixture.acme.tenantId, 'door'],
+      );
+      expect(rows.map((row) => [Number(row.entry_no), Number(row.lock_time), row.via, row.result])).toEqual([
+        [1, at, 'lock', 'denied'],
+        [2, at, 'lock', 'denied'],
+      ]);
+    }, 120_000);
   });
 });

@@ -7,6 +7,7 @@ import clientRateLimit from '../../plugins/client-rate-limit.js';
 import { DEPRECATIONS } from '../../services/deprecations.js';
 import type { Services } from '../../services/index.js';
 import { removalError } from '../shared/removed.js';
+import accessLogRoutes from './access-log.js';
 import mobileDeviceRoutes from './mobile-devices.js';
 import securedObjectRoutes from './secured-objects.js';
 
@@ -103,5 +104,7 @@ export default async function deviceApi(app: FastifyInstance, options: DeviceApi
     for (const routes of [mobileDeviceRoutes, securedObjectRoutes]) {
       await resources.register(routes, { services, prefix: '/deviceapi' });
     }
+    // Access logs (docs/contract.md 8.5).
+    await resources.register(accessLogRoutes, { services, prefix: '/deviceapi' });
   });
 }

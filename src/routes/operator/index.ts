@@ -7,6 +7,7 @@ import { OPERATOR_SCOPES } from '../../services/scopes.js';
 import clientRateLimit from '../../plugins/client-rate-limit.js';
 import idempotency from '../../plugins/idempotency.js';
 import accessCheckRoutes from './access-checks.js';
+import accessLogRoutes from './access-log.js';
 import auditRoutes from './audit-events.js';
 import mobileDeviceRoutes from './mobile-devices.js';
 import oauthClientRoutes from './oauth-clients.js';
@@ -68,7 +69,7 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
     await resources.register(bearerAuth, { audience: 'operatorapi', tokens: services.tokens });
     await resources.register(clientRateLimit, { perMinute: options.rateLimitPerMinute });
     await resources.register(idempotency, { idempotency: services.idempotency });
-    for (const routes of [securedObjectRoutes, mobileDeviceRoutes, ticketRoutes, oauthClientRoutes, userRoutes, auditRoutes, ticketKeyRoutes, accessCheckRoutes]) {
+    for (const routes of [securedObjectRoutes, mobileDeviceRoutes, ticketRoutes, oauthClientRoutes, userRoutes, auditRoutes, ticketKeyRoutes, accessCheckRoutes, accessLogRoutes]) {
       await resources.register(routes, { services, prefix: '/operatorapi' });
     }
   });

@@ -62,6 +62,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/deviceapi/securedobjects/{id}/accesslog": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload the lock's access log
+         * @description An online lock uploads the decisions it logged (docs/contract.md 8.5), with `appliedSerial` (how far it has applied the change log, docs/contract.md 8.4) and `lockTime` (its clock now, for its clock offset). Needs the client bound to this lock; a deleted lock's client only syncs. Answers how many entries were stored (`accepted`), how many were already stored or repeated (`duplicates`), and the ranges of entry numbers still missing (`gaps`). Idempotent: sending an upload again stores nothing twice.
+         */
+        post: operations["uploadLockAccessLog"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/deviceapi/mobiledevices/{id}/accesslog": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Relay a lock's access log
+         * @description A phone relays the access log a lock that is never online gave it (docs/contract.md 8.5), for a lock the phone holds or has held a ticket for; any other lock answers 404. `lockTime` is the lock's clock at the moment of this upload (what the phone read from the lock plus the time elapsed since). Needs the client bound to this device. Answers how many entries were stored (`accepted`), how many were already stored or repeated (`duplicates`), and the ranges of entry numbers still missing (`gaps`). Idempotent: sending an upload again stores nothing twice.
+         */
+        post: operations["relayAccessLog"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -565,6 +605,437 @@ export interface operations {
             };
             /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    uploadLockAccessLog: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "appliedSerial": 17,
+                 *       "lockTime": 1767254470000,
+                 *       "entries": [
+                 *         {
+                 *           "entryNo": 41,
+                 *           "lockTime": 1767254400000,
+                 *           "tokenId": "0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c",
+                 *           "command": "open",
+                 *           "channel": "btlespp",
+                 *           "result": "granted",
+                 *           "reason": "valid"
+                 *         },
+                 *         {
+                 *           "entryNo": 42,
+                 *           "lockTime": 1767254460000,
+                 *           "command": "open",
+                 *           "channel": "btlespp",
+                 *           "result": "denied",
+                 *           "reason": "malformed credential"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /** @description The serial of the last sync answer or revocation list the lock applied (docs/contract.md 8.3, 8.4): the lock has applied every change up to it, so the revocations up to it are marked applied. Locks do not sign their logs, so the server cannot verify it; it never counts beyond the tenant's last change. */
+                    appliedSerial?: number;
+                    /** @description The lock's clock at the moment of this upload, Unix milliseconds: the server estimates the lock's clock offset from it (docs/contract.md 8.5). A phone relaying a log sends the time it read from the lock plus the time elapsed since, so the estimate holds for relayed logs too. */
+                    lockTime?: number;
+                    /** @description The lock's entries not yet acknowledged, 1 to 1000 per upload (send more in several uploads). */
+                    entries: {
+                        /** @description The lock's own number of the entry, from 1, rising by one per decision. Sending an entry again stores nothing (idempotent on lock and entryNo); a number never received shows as a gap. */
+                        entryNo: number;
+                        /** @description When the lock decided, by the lock's own clock, Unix milliseconds. */
+                        lockTime: number;
+                        /** @description The presented credential's `jti` (the ticket id), when it had one. */
+                        tokenId?: string;
+                        /** @description The command asked for, e.g. `open`. */
+                        command: string;
+                        /** @description The channel it came over, e.g. `btlespp`. */
+                        channel: string;
+                        /**
+                         * @description What the lock decided: `granted` (it opened) or `denied`.
+                         * @enum {string}
+                         */
+                        result: "granted" | "denied";
+                        /** @description Why, as the lock words it, e.g. `revoked`. */
+                        reason?: string;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description What the upload stored and what is still missing. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Entries stored by this upload. */
+                        accepted: number;
+                        /** @description Entries already stored (or repeated within this upload): stored once. */
+                        duplicates: number;
+                        /** @description Ranges `[fromEntryNo, toEntryNo]` (inclusive) of entry numbers missing between the highest entry received before this upload and the highest of this upload: entries the lock dropped or has not sent yet. A later upload of them fills them. */
+                        gaps: number[][];
+                    };
+                };
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource in the caller's tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The interface was removed; the detail and `successor` name its successor. */
+            410: {
+                headers: {
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the configured limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    relayAccessLog: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "securedObjectId": "front-door",
+                 *       "appliedSerial": 17,
+                 *       "lockTime": 1767254470000,
+                 *       "entries": [
+                 *         {
+                 *           "entryNo": 41,
+                 *           "lockTime": 1767254400000,
+                 *           "tokenId": "0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c",
+                 *           "command": "open",
+                 *           "channel": "btlespp",
+                 *           "result": "granted",
+                 *           "reason": "valid"
+                 *         },
+                 *         {
+                 *           "entryNo": 42,
+                 *           "lockTime": 1767254460000,
+                 *           "command": "open",
+                 *           "channel": "btlespp",
+                 *           "result": "denied",
+                 *           "reason": "malformed credential"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /** @description The lock whose log this is: one the phone holds or has held a ticket for. */
+                    securedObjectId: string;
+                    /** @description The serial of the last sync answer or revocation list the lock applied (docs/contract.md 8.3, 8.4): the lock has applied every change up to it, so the revocations up to it are marked applied. Locks do not sign their logs, so the server cannot verify it; it never counts beyond the tenant's last change. */
+                    appliedSerial?: number;
+                    /** @description The lock's clock at the moment of this upload, Unix milliseconds: the server estimates the lock's clock offset from it (docs/contract.md 8.5). A phone relaying a log sends the time it read from the lock plus the time elapsed since, so the estimate holds for relayed logs too. */
+                    lockTime?: number;
+                    /** @description The lock's entries not yet acknowledged, 1 to 1000 per upload (send more in several uploads). */
+                    entries: {
+                        /** @description The lock's own number of the entry, from 1, rising by one per decision. Sending an entry again stores nothing (idempotent on lock and entryNo); a number never received shows as a gap. */
+                        entryNo: number;
+                        /** @description When the lock decided, by the lock's own clock, Unix milliseconds. */
+                        lockTime: number;
+                        /** @description The presented credential's `jti` (the ticket id), when it had one. */
+                        tokenId?: string;
+                        /** @description The command asked for, e.g. `open`. */
+                        command: string;
+                        /** @description The channel it came over, e.g. `btlespp`. */
+                        channel: string;
+                        /**
+                         * @description What the lock decided: `granted` (it opened) or `denied`.
+                         * @enum {string}
+                         */
+                        result: "granted" | "denied";
+                        /** @description Why, as the lock words it, e.g. `revoked`. */
+                        reason?: string;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description What the upload stored and what is still missing. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Entries stored by this upload. */
+                        accepted: number;
+                        /** @description Entries already stored (or repeated within this upload): stored once. */
+                        duplicates: number;
+                        /** @description Ranges `[fromEntryNo, toEntryNo]` (inclusive) of entry numbers missing between the highest entry received before this upload and the highest of this upload: entries the lock dropped or has not sent yet. A later upload of them fills them. */
+                        gaps: number[][];
+                    };
+                };
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource in the caller's tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The interface was removed; the detail and `successor` name its successor. */
+            410: {
+                headers: {
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the configured limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is not JSON. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

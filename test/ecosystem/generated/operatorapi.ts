@@ -400,6 +400,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/operatorapi/accesslog": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List access log entries
+         * @description What the tenant's locks decided, as they uploaded it or phones relayed it (docs/contract.md 8.5), ordered by the lock's time, then lock, then entry number; filtered by lock, phone, credential, result and lock-time range `[from, to)`. Pages follow `Link: rel="next"`.
+         */
+        get: operations["listAccessLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -4378,6 +4398,161 @@ export interface operations {
             /** @description No such resource in the caller's tenant. */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listAccessLog: {
+        parameters: {
+            query?: {
+                /** @description Only this lock's entries. */
+                securedObjectId?: string;
+                /** @description Only entries of this phone's tickets. */
+                mobileDeviceId?: string;
+                /** @description Only entries of this credential (`jti`). */
+                tokenId?: string;
+                /** @description What the lock decided: `granted` (it opened) or `denied`. */
+                result?: "granted" | "denied";
+                /** @description Only entries at or after this lock time, Unix milliseconds. */
+                from?: number;
+                /** @description Only entries before this lock time, Unix milliseconds. */
+                to?: number;
+                /** @description Page size, 1 to 1000. */
+                limit?: number;
+                /** @description Opaque cursor from `Link: rel="next"`. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of access log entries. */
+            200: {
+                headers: {
+                    /** @description RFC 8288 `<…>; rel="next"`: the same request with the cursor of the next page; absent on the last page. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The lock that decided. */
+                        securedObjectId: string;
+                        /** @description The lock's number of the entry. */
+                        entryNo: number;
+                        /** @description When, by the lock's clock, Unix milliseconds (see `clockOffset`). */
+                        lockTime: number;
+                        /** @description The presented credential's `jti`, when it had one. */
+                        tokenId?: string;
+                        /** @description The phone of the ticket `tokenId` names, when that is a ticket of this tenant for this lock. */
+                        mobileDeviceId?: string;
+                        command: string;
+                        channel: string;
+                        /**
+                         * @description What the lock decided: `granted` (it opened) or `denied`.
+                         * @enum {string}
+                         */
+                        result: "granted" | "denied";
+                        /** @description Why, as the lock worded it. */
+                        reason?: string;
+                        /** @description When the server received the entry, Unix milliseconds. */
+                        receivedTime: number;
+                        /** @description `lock` (uploaded by the lock's client) or the id of the phone that relayed it. */
+                        via: string;
+                        /** @description The lock's clock minus the server's (ms) as estimated at the entry's upload (or the lock's last estimate): `lockTime - clockOffset` is the server's time of the decision. Absent while never estimated. */
+                        clockOffset?: number;
+                    }[];
+                };
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {

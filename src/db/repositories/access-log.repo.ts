@@ -1,0 +1,233 @@
+// SQL for access logs (docs/contract.md 8.5): storing what a lock reports, idempotent on (lock, entryNo), and the operator's pages.
+import type { Queryable } from '../database.js';
+
+/** One entry as a lock reports it (docs/contract.md 8.5). */
+export interface ReportedEntry {
+  entryNo: number;
+  lockTime: number;
+  tokenId?: string | undefined;
+  command: string;
+  channel: string;
+  result: 'granted' | 'denied';
+  reason?: string | undefined;
+}
+
+/** What an upload adds to each stored entry. */
+export interface UploadStamp {
+  receivedAt: number;
+  /** `lock`, or the id of the phone that relayed the log. */
+  via: string;
+  /** The lock's clock minus the server's (ms) as estimated for this upload; null when never estimated. */
+  clockOffsetMs: number | null;
+}
+
+/** The entries an upload stored; null when the lock is no longer registered (deleted meanwhile). */
+export interface StoredUpload {
+  accepted: number;
+}
+
+/**
+ * A ticket id as PostgreSQL's uuid input takes it, in the one form this server writes: a lock may log any `jti` it
+ * was shown (another tenant's, a forged one), and casting anything else to uuid would be an error, never a 500.
+ */
+const UUID_TEXT = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
+
+/**
+ * Stores an upload's entries in one set-based statement, skipping every (lock, registration, entryNo) already stored
+ * (a re-sent upload, or a duplicate within this one). The registration is the lock's current `created_at`, read here:
+ * a lock deleted and registered again with the same id counts from its own first entry. An entry's phone is the
+ * device of the ticket its `tokenId` names when that is a ticket of this tenant for this lock; any other value (a
+ * credential of another tenant, a malformed id) names no phone. Answers null, storing nothing, when the lock is gone.
+ */
+export async function insertAccessLogEntries(
+  db: Queryable,
+  tenantId: string,
+  securedObjectId: string,
+  entries: ReportedEntry[],
+  stamp: UploadStamp,
+): Promise<StoredUpload | null> {
+  const { rows } = await db.query<{ registered: boolean; accepted: number }>(
+    `WITH lock AS (
+       SELECT created_at FROM secured_objects WHERE tenant_id = $1 AND id = $2
+     ), inserted AS (
+       INSERT INTO access_log_entries (tenant_id, secured_object_id, lock_registered_at, entry_no, lock_time, token_id,
+                                       mobile_device_id, command, channel, result, reason, received_at, via, clock_offset_ms)
+       SELECT $1, $2, lock.created_at, e.entry_no, e.lock_time, e.token_id, t.mobile_device_id, e.command, e.channel,
+              e.result, e.reason, $10, $11, $12
+         FROM lock,
+              unnest($3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
+                AS e (entry_no, lock_time, token_id, command, channel, result, reason)
+         LEFT JOIN tickets t
+                ON t.tenant_id = $1 AND t.secured_object_id = $2
+               AND t.id = CASE WHEN e.token_id ~ '${UUID_TEXT}' THEN e.token_id::uuid END
+       ON CONFLICT (tenant_id, secured_object_id, lock_registered_at, entry_no) DO NOTHING
+       RETURNING 1
+     )
+     SELECT EXISTS (SELECT 1 FROM lock) AS registered, (SELECT count(*) FROM inserted)::int AS accepted`,
+    [
+      tenantId,
+      securedObjectId,
+      entries.map((entry) => entry.entryNo),
+      entries.map((entry) => entry.lockTime),
+      entries.map((entry) => entry.tokenId ?? null),
+      entries.map((entry) => entry.command),
+      entries.map((entry) => entry.channel),
+      entries.map((entry) => entry.result),
+      entries.map((entry) => entry.reason ?? null),
+      stamp.receivedAt,
+      stamp.via,
+      stamp.clockOffsetMs,
+    ],
+  );
+  const row = rows[0]!;
+  return row.registered ? { accepted: Number(row.accepted) } : null;
+}
+
+/**
+ * Raises the lock's log high mark (where the next gap starts, docs/contract.md 8.5) to `entryNo`; never lowers it. The
+ * lock's telemetry row exists and is row-locked by this transaction's recordLockContact, so uploads of one lock
+ * raise it one after another.
+ */
+export async function raiseLogHigh(db: Queryable, tenantId: string, securedObjectId: string, entryNo: number): Promise<void> {
+  await db.query(
+    `UPDATE lock_telemetry SET log_high = greatest(coalesce(log_high, 0), $3::bigint)
+      WHERE tenant_id = $1 AND secured_object_id = $2`,
+    [tenantId, securedObjectId, entryNo],
+  );
+}
+
+/**
+ * Whether the lock exists in the tenant and the phone holds or has held a ticket for it (any status), both as they are
+ * registered now: a ticket of an earlier lock or phone with the same id does not count. One index probe each.
+ */
+export async function findRelayRight(
+  db: Queryable,
+  tenantId: string,
+  mobileDeviceId: string,
+  securedObjectId: string,
+): Promise<{ deviceExists: boolean; lockExists: boolean; hasTicket: boolean }> {
+  const { rows } = await db.query<{ device_exists: boolean; lock_exists: boolean; has_ticket: boolean }>(
+    `SELECT md.id IS NOT NULL AS device_exists, so.id IS NOT NULL AS lock_exists,
+            EXISTS (
+              SELECT 1 FROM tickets t
+               WHERE t.tenant_id = $1 AND t.mobile_device_id = $2 AND t.secured_object_id = $3
+                 AND t.created_at >= md.created_at AND t.created_at >= so.created_at
+            ) AS has_ticket
+       FROM (SELECT 1) AS one
+       LEFT JOIN mobile_devices md ON md.tenant_id = $1 AND md.id = $2
+       LEFT JOIN secured_objects so ON so.tenant_id = $1 AND so.id = $3`,
+    [tenantId, mobileDeviceId, securedObjectId],
+  );
+  const row = rows[0]!;
+  return { deviceExists: row.device_exists, lockExists: row.lock_exists, hasTicket: row.has_ticket };
+}
+
+/** A stored entry as the operator reads it. */
+export interface AccessLogRecord {
+  securedObjectId: string;
+  lockRegisteredAt: number;
+  entryNo: number;
+  lockTime: number;
+  tokenId: string | null;
+  mobileDeviceId: string | null;
+  command: string;
+  channel: string;
+  result: 'granted' | 'denied';
+  reason: string | null;
+  receivedAt: number;
+  via: string;
+  clockOffsetMs: number | null;
+}
+
+interface AccessLogRow {
+  secured_object_id: string;
+  lock_registered_at: number;
+  entry_no: number;
+  lock_time: number;
+  token_id: string | null;
+  mobile_device_id: string | null;
+  command: string;
+  channel: string;
+  result: 'granted' | 'denied';
+  reason: string | null;
+  received_at: number;
+  via: string;
+  clock_offset_ms: number | null;
+}
+
+const COLUMNS =
+  'secured_object_id, lock_registered_at, entry_no, lock_time, token_id, mobile_device_id, command, channel, result, reason, received_at, via, clock_offset_ms';
+
+const toRecord = (row: AccessLogRow): AccessLogRecord => ({
+  securedObjectId: row.secured_object_id,
+  lockRegisteredAt: Number(row.lock_registered_at),
+  entryNo: Number(row.entry_no),
+  lockTime: Number(row.lock_time),
+  tokenId: row.token_id,
+  mobileDeviceId: row.mobile_device_id,
+  command: row.command,
+  channel: row.channel,
+  result: row.result,
+  reason: row.reason,
+  receivedAt: Number(row.received_at),
+  via: row.via,
+  clockOffsetMs: row.clock_offset_ms === null ? null : Number(row.clock_offset_ms),
+});
+
+export interface AccessLogFilter {
+  securedObjectId?: string | undefined;
+  mobileDeviceId?: string | undefined;
+  tokenId?: string | undefined;
+  result?: 'granted' | 'denied' | undefined;
+  /** Inclusive, on the lock's time. */
+  from?: number | undefined;
+  /** Exclusive, on the lock's time. */
+  to?: number | undefined;
+}
+
+/** The last entry of the previous page: the page order's columns, the last one unique within a lock id's entries. */
+export interface AccessLogPosition {
+  lockTime: number;
+  securedObjectId: string;
+  entryNo: number;
+  lockRegisteredAt: number;
+}
+
+/**
+ * A page of the tenant's entries in (lock time, lock, entryNo, registration) order, after `after`: each filter has an
+ * index ending in that order (migration 011), so a page is one range scan wherever it starts.
+ */
+export async function listAccessLogEntries(
+  db: Queryable,
+  tenantId: string,
+  filter: AccessLogFilter,
+  after: AccessLogPosition | null,
+  limit: number,
+): Promise<AccessLogRecord[]> {
+  const params: unknown[] = [tenantId, limit];
+  const conditions = ['tenant_id = $1'];
+  const add = (sql: (placeholder: string) => string, value: unknown) => {
+    params.push(value);
+    conditions.push(sql(`$${params.length}`));
+  };
+  if (filter.securedObjectId !== undefined) add((p) => `secured_object_id = ${p}`, filter.securedObjectId);
+  if (filter.mobileDeviceId !== undefined) add((p) => `mobile_device_id = ${p}`, filter.mobileDeviceId);
+  if (filter.tokenId !== undefined) add((p) => `token_id = ${p}`, filter.tokenId);
+  if (filter.result !== undefined) add((p) => `result = ${p}`, filter.result);
+  if (filter.from !== undefined) add((p) => `lock_time >= ${p}::bigint`, filter.from);
+  if (filter.to !== undefined) add((p) => `lock_time < ${p}::bigint`, filter.to);
+  if (after) {
+    params.push(after.lockTime, after.securedObjectId, after.entryNo, after.lockRegisteredAt);
+    const n = params.length;
+    conditions.push(`(lock_time, secured_object_id, entry_no, lock_registered_at) > ($${n - 3}::bigint, $${n - 2}::text, $${n - 1}::bigint, $${n}::bigint)`);
+    // Implied by the row comparison, and a bound of the lock index too, whose order has the lock before the time.
+    conditions.push(`lock_time >= $${n - 3}::bigint`);
+  }
+  const { rows } = await db.query<AccessLogRow>(
+    `SELECT ${COLUMNS} FROM access_log_entries
+      WHERE ${conditions.join(' AND ')}
+      ORDER BY lock_time, secured_object_id, entry_no, lock_registered_at LIMIT $2`,
+    params,
+  );
+  return rows.map(toRecord);
+}

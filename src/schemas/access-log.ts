@@ -1,0 +1,134 @@
+// Schemas of access logs (docs/contract.md 8.5): the uploads of the Device API and the Operator API's entries and filters.
+import { Type } from '@sinclair/typebox';
+import { ID_PATTERN } from './operator.js';
+import { defaultsOptional } from './query.js';
+
+/** docs/contract.md 7.4: times are integers of Unix milliseconds within JavaScript's date range. */
+const Millis = (description: string) => Type.Integer({ minimum: 0, maximum: 8640000000000000, description });
+
+/** Most entries one upload holds: a lock (or phone) with more sends several uploads. */
+export const MAX_UPLOAD_ENTRIES = 1000;
+
+// An enum rather than a union of literals: one error for a bad value, and OpenAPI 3.0 has no `const`.
+const ResultSchema = Type.Unsafe<'granted' | 'denied'>({
+  type: 'string',
+  enum: ['granted', 'denied'],
+  description: 'What the lock decided: `granted` (it opened) or `denied`.',
+});
+
+export const ReportedEntrySchema = Type.Object(
+  {
+    entryNo: Type.Integer({
+      minimum: 1,
+      maximum: Number.MAX_SAFE_INTEGER,
+      description:
+        'The lock\'s own number of the entry, from 1, rising by one per decision. Sending an entry again stores nothing ' +
+        '(idempotent on lock and entryNo); a number never received shows as a gap.',
+    }),
+    lockTime: Millis('When the lock decided, by the lock\'s own clock, Unix milliseconds.'),
+    tokenId: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 256, description: 'The presented credential\'s `jti` (the ticket id), when it had one.' }),
+    ),
+    command: Type.String({ minLength: 1, maxLength: 16, description: 'The command asked for, e.g. `open`.' }),
+    channel: Type.String({ minLength: 1, maxLength: 32, description: 'The channel it came over, e.g. `btlespp`.' }),
+    result: ResultSchema,
+    reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Why, as the lock words it, e.g. `revoked`.' })),
+  },
+  { additionalProperties: false },
+);
+
+const uploadFields = {
+  appliedSerial: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      maximum: Number.MAX_SAFE_INTEGER,
+      description:
+        'The serial of the last sync answer or revocation list the lock applied (docs/contract.md 8.3, 8.4): the lock has ' +
+        'applied every change up to it, so the revocations up to it are marked applied. Locks do not sign their logs, so ' +
+        'the server cannot verify it; it never counts beyond the tenant\'s last change.',
+    }),
+  ),
+  lockTime: Type.Optional(
+    Millis(
+      'The lock\'s clock at the moment of this upload, Unix milliseconds: the server estimates the lock\'s clock offset ' +
+        'from it (docs/contract.md 8.5). A phone relaying a log sends the time it read from the lock plus the time elapsed ' +
+        'since, so the estimate holds for relayed logs too.',
+    ),
+  ),
+  entries: Type.Array(ReportedEntrySchema, {
+    minItems: 1,
+    maxItems: MAX_UPLOAD_ENTRIES,
+    description: `The lock's entries not yet acknowledged, 1 to ${MAX_UPLOAD_ENTRIES} per upload (send more in several uploads).`,
+  }),
+};
+
+const EXAMPLE_ENTRIES = [
+  { entryNo: 41, lockTime: 1767254400000, tokenId: '0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c', command: 'open', channel: 'btlespp', result: 'granted', reason: 'valid' },
+  { entryNo: 42, lockTime: 1767254460000, command: 'open', channel: 'btlespp', result: 'denied', reason: 'malformed credential' },
+];
+
+export const LockAccessLogUploadSchema = Type.Object(uploadFields, {
+  additionalProperties: false,
+  examples: [{ appliedSerial: 17, lockTime: 1767254470000, entries: EXAMPLE_ENTRIES }],
+});
+
+export const RelayedAccessLogUploadSchema = Type.Object(
+  {
+    securedObjectId: Type.String({
+      pattern: ID_PATTERN,
+      description: 'The lock whose log this is: one the phone holds or has held a ticket for.',
+    }),
+    ...uploadFields,
+  },
+  { additionalProperties: false, examples: [{ securedObjectId: 'front-door', appliedSerial: 17, lockTime: 1767254470000, entries: EXAMPLE_ENTRIES }] },
+);
+
+export const UploadAnswerSchema = Type.Object({
+  accepted: Type.Integer({ minimum: 0, description: 'Entries stored by this upload.' }),
+  duplicates: Type.Integer({ minimum: 0, description: 'Entries already stored (or repeated within this upload): stored once.' }),
+  // Pairs as arrays of two: OpenAPI 3.0 has no tuple schema.
+  gaps: Type.Array(Type.Unsafe<[number, number]>(Type.Array(Type.Integer({ minimum: 1 }), { minItems: 2, maxItems: 2 })), {
+    description:
+      'Ranges `[fromEntryNo, toEntryNo]` (inclusive) of entry numbers missing between the highest entry received before ' +
+      'this upload and the highest of this upload: entries the lock dropped or has not sent yet. A later upload of them fills them.',
+  }),
+});
+
+export const AccessLogEntrySchema = Type.Object({
+  securedObjectId: Type.String({ description: 'The lock that decided.' }),
+  entryNo: Type.Integer({ description: 'The lock\'s number of the entry.' }),
+  lockTime: Type.Integer({ description: 'When, by the lock\'s clock, Unix milliseconds (see `clockOffset`).' }),
+  tokenId: Type.Optional(Type.String({ description: 'The presented credential\'s `jti`, when it had one.' })),
+  mobileDeviceId: Type.Optional(
+    Type.String({ description: 'The phone of the ticket `tokenId` names, when that is a ticket of this tenant for this lock.' }),
+  ),
+  command: Type.String(),
+  channel: Type.String(),
+  result: ResultSchema,
+  reason: Type.Optional(Type.String({ description: 'Why, as the lock worded it.' })),
+  receivedTime: Type.Integer({ description: 'When the server received the entry, Unix milliseconds.' }),
+  via: Type.String({ description: '`lock` (uploaded by the lock\'s client) or the id of the phone that relayed it.' }),
+  clockOffset: Type.Optional(
+    Type.Integer({
+      description:
+        'The lock\'s clock minus the server\'s (ms) as estimated at the entry\'s upload (or the lock\'s last estimate): ' +
+        '`lockTime - clockOffset` is the server\'s time of the decision. Absent while never estimated.',
+    }),
+  ),
+});
+
+export const AccessLogQuery = defaultsOptional(
+  Type.Object(
+    {
+      securedObjectId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'Only this lock\'s entries.' })),
+      mobileDeviceId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'Only entries of this phone\'s tickets.' })),
+      tokenId: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Only entries of this credential (`jti`).' })),
+      result: Type.Optional(ResultSchema),
+      from: Type.Optional(Millis('Only entries at or after this lock time, Unix milliseconds.')),
+      to: Type.Optional(Millis('Only entries before this lock time, Unix milliseconds.')),
+      limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Page size, 1 to 1000.' }),
+      cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'Opaque cursor from `Link: rel="next"`.' })),
+    },
+    { additionalProperties: false },
+  ),
+);
