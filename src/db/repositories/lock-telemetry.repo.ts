@@ -70,7 +70,10 @@ export interface LockContact {
 export async function recordLockContact(db: Queryable, tenantId: string, securedObjectId: string, contact: LockContact): Promise<LockTelemetry> {
   const { rows } = await db.query<LockTelemetryRow>(
     `WITH acknowledged AS (
-       SELECT least($4::bigint, coalesce((SELECT last_seq FROM tenant_change_counters WHERE tenant_id = $1), 0)) AS position
+       -- least() skips NULLs: without the CASE a contact that acknowledges nothing would acknowledge everything.
+       SELECT CASE WHEN $4::bigint IS NOT NULL
+                   THEN least($4::bigint, coalesce((SELECT last_seq FROM tenant_change_counters WHERE tenant_id = $1), 0))
+              END AS position
      ), upserted AS (
        INSERT INTO lock_telemetry AS t (tenant_id, secured_object_id, last_seen_at, applied_through, clock_offset_ms, clock_checked_at)
        SELECT $1, $2, $3, coalesce(a.position, 0), $5, CASE WHEN $5::bigint IS NOT NULL THEN $3::bigint END FROM acknowledged a
