@@ -5,7 +5,7 @@ import { recordLockContact } from '../../src/db/repositories/lock-telemetry.repo
 import { LAST_SEEN_RESOLUTION_MS } from '../../src/services/lock-telemetry.service.js';
 import { accessTenant, lockGroup, permission, resident, v1 } from '../helpers/access.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { download, lockToken, payloadOf, phoneToken, sync, type SyncBody } from '../helpers/device.js';
+import { download, lockToken, payloadOf, phoneToken, sync } from '../helpers/device.js';
 import { clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';
 import { call, device, HOUR, lock, ticket, type TicketBody } from '../helpers/operator.js';
 
