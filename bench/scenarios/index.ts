@@ -8,6 +8,7 @@ import { opsScenarios } from './ops.js';
 import { ticketPageComparisons, ticketPageScenarios } from './ticket-pages.js';
 import { lockSyncScenarios } from './lock-sync.js';
 import { lockTrustScaleRuns } from './lock-trust.js';
+import { propagationComparisons, propagationScenarios } from './propagation.js';
 import { ticketScenarios } from './tickets.js';
 import { verifyAccessTokenBenchmarks } from './verify-access-token.js';
 
@@ -16,12 +17,13 @@ export const scenarios: Scenario[] = [
   ...oauthTokenScenarios,
   ...ticketScenarios,
   ...lockSyncScenarios,
+  ...propagationScenarios,
   // Last: their set-up empties the tickets table and then fills it with a million rows.
   ...ticketPageScenarios,
 ];
 
 /** p50 ratios between two rows, printed under the table when both ran. */
-export const comparisons: Comparison[] = [...ticketPageComparisons];
+export const comparisons: Comparison[] = [...ticketPageComparisons, ...propagationComparisons];
 
 /** In-process measurements, run after every row (nothing else is measured meanwhile). */
 export const microBenchmarks: MicroBenchmark[] = [...verifyAccessTokenBenchmarks, ...credentialsAtRestBenchmarks];

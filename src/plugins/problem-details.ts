@@ -86,6 +86,9 @@ function fieldError(error: AjvErrorLike, context: string | undefined): FieldErro
     // The name of an unknown field is the client's and may be as long as the body: cut below.
     path = path ? `${path}.${error.params.additionalProperty}` : error.params.additionalProperty;
     message = 'is not a known field';
+  } else if (error.keyword === 'enum' && Array.isArray(error.params?.allowedValues)) {
+    // Name the words the parameter takes (Ajv's own message says only that there are some).
+    message = `must be one of: ${error.params.allowedValues.map(String).join(', ')}`;
   }
   if (!path) path = context ?? 'body';
   return { field: cut(path, FIELD_MAX), message: cut(message, MESSAGE_MAX) };

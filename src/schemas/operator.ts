@@ -42,6 +42,42 @@ export const SecuredObjectSchema = Type.Object({
   creationTime: Type.Integer({ description: 'Creation time, Unix milliseconds.' }),
 });
 
+// docs/contract.md 8.4, 8.5: the single-lock read adds how far the backend's truth has reached the lock. The list and
+// the create answer stay without it, so a page of locks costs no count per lock.
+export const SecuredObjectDetailSchema = Type.Composite([
+  SecuredObjectSchema,
+  Type.Object({
+    lastSeenTime: Type.Optional(
+      Type.Integer({
+        description:
+          'When a sync or log upload of the lock last reached the server, Unix milliseconds, to within 30 s (a lock that ' +
+          'polls with nothing new is recorded at most every 30 s). Absent until the lock was seen.',
+      }),
+    ),
+    appliedThrough: Type.Optional(
+      Type.Integer({
+        description:
+          'The change-log position (the `serial` of sync answers and revocation lists) the lock has applied everything up ' +
+          'to: its sync cursor, or the `appliedSerial` of a log upload (docs/contract.md 8.4). Absent until the lock was seen.',
+      }),
+    ),
+    pendingRevocations: Type.Integer({
+      minimum: 0,
+      description:
+        'Revoked tickets of this lock whose revocation it has not applied yet and whose credential may still be alive ' +
+        'there (at its clock): how many revoked phones may still open this door. `GET /operatorapi/revocations?applied=false` lists them.',
+    }),
+    clockOffset: Type.Optional(
+      Type.Integer({
+        description:
+          'The lock\'s clock minus the server\'s, milliseconds, estimated from its last log upload (docs/contract.md 8.5). ' +
+          'Negative: the lock runs behind and accepts credentials that long after they expired. Absent until estimated.',
+      }),
+    ),
+    clockDrift: Type.Boolean({ description: 'True when the lock\'s clock is off by more than 30 s (`clockOffset`).' }),
+  }),
+]);
+
 export const NewMobileDeviceSchema = Type.Object(
   {
     id: Type.Optional(Type.String({ pattern: ID_PATTERN, description: 'Your id for the device; the server makes one when absent.' })),
@@ -103,6 +139,14 @@ export const TicketSchema = Type.Object({
   revocationDate: Type.Optional(Type.Integer({ description: 'When it was revoked; absent while not revoked.' })),
   downloadDate: Type.Optional(Type.Integer({ description: 'When the device first downloaded it; absent before.' })),
   accessPermissionId: Type.Optional(Type.String({ description: 'The Access API permission that made it, if any.' })),
+  revocationAppliedTime: Type.Optional(
+    Type.Integer({
+      description:
+        'When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or ' +
+        'above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation ' +
+        'the lock never needed (the ticket was never downloaded).',
+    }),
+  ),
 });
 
 export const TicketQuery = defaultsOptional(
@@ -111,6 +155,27 @@ export const TicketQuery = defaultsOptional(
       mobileDeviceId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'Only this device\'s tickets.' })),
       securedObjectId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'Only this lock\'s tickets.' })),
       status: Type.Optional(TicketStatusSchema),
+      limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Page size, 1 to 1000.' }),
+      cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'Opaque cursor from `Link: rel="next"`.' })),
+    },
+    { additionalProperties: false },
+  ),
+);
+
+export const RevocationQuery = defaultsOptional(
+  Type.Object(
+    {
+      applied: Type.Optional(
+        // An enum of the two words rather than a boolean: a 400 then names the allowed values.
+        Type.Unsafe<'true' | 'false'>({
+          type: 'string',
+          enum: ['true', 'false'],
+          description:
+            '`false`: revocations their lock has not applied yet while a credential may still be alive there (the doors ' +
+            'that may still open for a revoked phone); `true`: applied; absent: both.',
+        }),
+      ),
+      securedObjectId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'Only this lock\'s revocations (a deleted lock\'s too).' })),
       limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Page size, 1 to 1000.' }),
       cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'Opaque cursor from `Link: rel="next"`.' })),
     },

@@ -18,6 +18,7 @@ import { ForbiddenError, NotFoundError, UnprocessableError } from '../errors.js'
 import type { ActionContext, Clock } from './context.js';
 import type { CredentialService, KeySet } from './credential.service.js';
 import { isUuid } from './identifiers.js';
+import type { LockTelemetryService } from './lock-telemetry.service.js';
 import { cutPage, decodeCursor, invalidCursor, pageOf, type Page } from './pagination.js';
 import { toTicket, type Ticket } from './ticket.service.js';
 
@@ -102,9 +103,10 @@ export interface DeviceServiceOptions {
   db: Database;
   clock: Clock;
   credentials: CredentialService;
+  telemetry: LockTelemetryService;
 }
 
-export function createDeviceService({ db, clock, credentials }: DeviceServiceOptions) {
+export function createDeviceService({ db, clock, credentials, telemetry }: DeviceServiceOptions) {
   /**
    * Hands tickets to a device (a phone's download, or a token card written for it): reuses the stored credential
    * while it has more than half its lifetime left and its key is still published, signs the others anew (docs/contract.md
@@ -223,6 +225,15 @@ export function createDeviceService({ db, clock, credentials }: DeviceServiceOpt
       // every revocation list a phone brings (docs/contract.md 8.3).
       if (position.seq > lock.lastSeq) throw invalidCursor();
       const { rows: changes, more, last } = cutPage(lock.changes, limit);
+      // docs/contract.md 8.4: the lock has applied everything up to its cursor, except the cursor's own change number
+      // when the previous answer was cut inside it (its remaining tickets come first now). A full sync acknowledges
+      // nothing. A decommissioned client whose lock id now names a newly registered lock speaks for another lock and
+      // acknowledges nothing; one whose lock is gone does: the deleted door may open until it applied what its
+      // deletion revoked (docs/security-checklist.md G43).
+      if (!(lock.lockExists && lock.decommissionedSeq !== null)) {
+        const applied = cursor === undefined ? undefined : changes[0]?.changeSeq === position.seq ? position.seq - 1 : position.seq;
+        await telemetry.acknowledgeSync(tenantId, securedObjectId, applied === undefined ? undefined : Math.max(applied, 0));
+      }
       let reached = last ? { seq: last.changeSeq, id: last.id } : position;
       const keysChanged = cursor === undefined || position.seq < lock.keySetSeq;
       // A key-set change writes no ticket, so no ticket carries its number: once every ticket change before it has

@@ -24,6 +24,7 @@ import { createCredentialService } from './credential.service.js';
 import { createDeviceService } from './device.service.js';
 import { createAccessCheckService } from './access-check.service.js';
 import { createAccessLogService } from './access-log.service.js';
+import { createLockTelemetryService } from './lock-telemetry.service.js';
 
 export interface ServiceDependencies {
   db: Database;
@@ -75,7 +76,8 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now }
   const users = createUserService({ db, clock, bcryptCost: config.BCRYPT_COST, revocations, accessTokenTtlMs });
   const tenants = createTenantService({ db, clock, clients });
   const revived = parseRevivedInterfaces(config.DEPRECATED_INTERFACES_ENABLED);
-  const securedObjects = createSecuredObjectService({ db, clock, revived, revocations, accessTokenTtlMs });
+  const lockTelemetry = createLockTelemetryService({ db, clock });
+  const securedObjects = createSecuredObjectService({ db, clock, revived, revocations, telemetry: lockTelemetry, accessTokenTtlMs });
   const mobileDevices = createMobileDeviceService({ db, clock, revocations, accessTokenTtlMs });
   const tickets = createTicketService({ db, clock, revived });
   const audit = createAuditService({ db });
@@ -83,7 +85,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now }
   const residents = createGroupService({ db, clock, kind: RESIDENTS });
   const lockGroups = createGroupService({ db, clock, kind: LOCK_GROUPS });
   const accessPermissions = createAccessPermissionService({ db, clock, revived });
-  const devices = createDeviceService({ db, clock, credentials });
+  const devices = createDeviceService({ db, clock, credentials, telemetry: lockTelemetry });
   const accessChecks = createAccessCheckService({ db, clock, credentials });
   const accessLogs = createAccessLogService({ db, clock });
   const grants = createGrantService({
@@ -142,6 +144,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now }
     devices,
     accessChecks,
     accessLogs,
+    lockTelemetry,
     /** Loads keys (generating the first one) and starts following revocations. */
     async start(): Promise<void> {
       await accessTokenKeys.ensureKey(null);

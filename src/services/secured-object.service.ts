@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.js';
 import { decommissionClientsOfSecuredObject } from '../db/repositories/client.repo.js';
+import { deleteLockTelemetry } from '../db/repositories/lock-telemetry.repo.js';
 import {
   deleteSecuredObject,
   findSecuredObject,
@@ -12,6 +13,7 @@ import {
 import { ConflictError, NotFoundError, UnprocessableError, detailWithReasons } from '../errors.js';
 import { recordChange } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
+import type { LockPropagationFields, LockTelemetryService } from './lock-telemetry.service.js';
 import { decodeCursor, pageOf, type Page } from './pagination.js';
 import { removeWithTickets, type TicketHolder } from './removal.js';
 import type { RevocationService } from './revocation.service.js';
@@ -23,6 +25,9 @@ export interface SecuredObject {
   urls: string[];
   creationTime: number;
 }
+
+/** GET /operatorapi/securedobjects/{id}: the lock with how far the backend's truth has reached it (docs/contract.md 8.4). */
+export type SecuredObjectWithPropagation = SecuredObject & LockPropagationFields;
 
 export interface NewSecuredObject {
   id?: string | undefined;
@@ -46,6 +51,7 @@ export interface SecuredObjectServiceOptions {
   clock: Clock;
   revived: RevivedInterfaces;
   revocations: RevocationService;
+  telemetry: LockTelemetryService;
   /** Access-token lifetime: how long a decommissioned client's older tokens must stay refused. */
   accessTokenTtlMs: number;
 }
@@ -73,7 +79,7 @@ const SECURED_OBJECTS: TicketHolder = {
 };
 
 export function createSecuredObjectService(options: SecuredObjectServiceOptions) {
-  const { db, clock, revived } = options;
+  const { db, clock, revived, telemetry } = options;
   return {
     async register(context: ActionContext, input: NewSecuredObject): Promise<SecuredObject> {
       const errors = channelErrors('channels', input.channels, revived);
@@ -89,11 +95,21 @@ export function createSecuredObjectService(options: SecuredObjectServiceOptions)
       const created = await db.transaction(async (tx) => {
         const inserted = await insertSecuredObject(tx, record);
         if (!inserted) return null;
+        // A deleted lock's id registered again names another lock: its telemetry starts anew (docs/contract.md 8.4).
+        await deleteLockTelemetry(tx, context.tenantId, record.id);
         await recordChange(tx, context, record.createdAt, 'secured_object.created', `secured_object:${record.id}`);
         return inserted;
       });
       if (!created) throw new ConflictError(`The secured object id ${record.id} is in use.`);
+      telemetry.forget(context.tenantId, record.id);
       return toSecuredObject(created);
+    },
+
+    /** One lock with its telemetry (docs/contract.md 8.4, 8.5): two reads at once, the lock and its telemetry. */
+    async read(tenantId: string, id: string): Promise<SecuredObjectWithPropagation> {
+      const [record, propagation] = await Promise.all([findSecuredObject(db, tenantId, id), telemetry.propagation(tenantId, id)]);
+      if (!record) throw new NotFoundError(`No secured object ${id}.`);
+      return { ...toSecuredObject(record), ...propagation };
     },
 
     async get(tenantId: string, id: string): Promise<SecuredObject> {

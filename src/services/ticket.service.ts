@@ -37,6 +37,8 @@ export interface Ticket {
   revocationDate?: number;
   downloadDate?: number;
   accessPermissionId?: string;
+  /** When its lock applied its revocation (docs/contract.md 8.4); absent until then. */
+  revocationAppliedTime?: number;
 }
 
 export interface NewTicket {
@@ -67,6 +69,7 @@ export function toTicket(record: TicketRecord, now: number): Ticket {
     ...(record.revokedAt !== null ? { revocationDate: record.revokedAt } : {}),
     ...(record.downloadedAt !== null ? { downloadDate: record.downloadedAt } : {}),
     ...(record.accessPermissionId !== null ? { accessPermissionId: record.accessPermissionId } : {}),
+    ...(record.revocationAppliedAt !== null ? { revocationAppliedTime: record.revocationAppliedAt } : {}),
   };
 }
 

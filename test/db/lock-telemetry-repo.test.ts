@@ -57,4 +57,16 @@ describe('lock telemetry repository', () => {
     expect(await findLockTelemetry(db, tenantId, 'door')).toEqual(late);
     expect(await findLockTelemetry(db, tenantId, 'elsewhere')).toBeNull();
   });
+
+  it('acknowledges nothing for a contact without a position, on the first contact and on a later one', async () => {
+    await lock(t, operator, 'gate');
+    const issued = await ticket(t, operator, 'gate', 'phone');
+    await download(t, await phoneToken(t, acme, 'phone'), 'phone');
+    expect((await call(t, operator, { method: 'DELETE', url: `/operatorapi/tickets/${issued.id}` })).statusCode).toBe(200);
+    const db = t.database.db;
+    expect(await recordLockContact(db, acme.tenantId, 'gate', { seenAt: now, clockOffsetMs: 1000 })).toMatchObject({ lastSeenAt: now, appliedThrough: 0 });
+    expect(await recordLockContact(db, acme.tenantId, 'gate', { seenAt: now + 1 })).toMatchObject({ lastSeenAt: now + 1, appliedThrough: 0, clockOffsetMs: 1000 });
+    const { rows } = await db.query<{ revocation_applied_at: number | null }>('SELECT revocation_applied_at FROM tickets WHERE id = $1', [issued.id]);
+    expect(rows[0]!.revocation_applied_at).toBeNull();
+  });
 });

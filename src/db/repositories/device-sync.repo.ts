@@ -2,6 +2,7 @@
 import type { Queryable } from '../database.js';
 import { keysetPage, type KeysetPosition } from '../keyset.js';
 import { AUDIT_APPEND_CTES } from './audit.repo.js';
+import { CLOCK_MARGIN_SQL } from './lock-telemetry.repo.js';
 import { TICKET_COLUMNS, TICKET_KEYSET, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';
 
 /** A ticket with the credential last handed out for it, still sealed (docs/security-checklist.md G48). */
@@ -139,7 +140,9 @@ export interface LockChanges extends LockSyncState {
 
 /**
  * A lock's tickets changed after `position` (created or revoked), skipping what the lock no longer needs: expired
- * tickets, and revocations of tickets with no credential still alive (docs/contract.md 8.2). A client whose lock was
+ * tickets, and revocations of tickets with no credential still alive (docs/contract.md 8.2) at the lock's clock: a lock
+ * whose clock runs behind still accepts a credential the server thinks expired, so its revocations stay that much
+ * longer (CLOCK_MARGIN_SQL, docs/contract.md 8.5). A client whose lock was
  * deleted sees nothing after the deleting change (docs/contract.md 4.1): a lock re-created with the same id is
  * another lock. One round trip: primary-key look-ups and an index range scan on (tenant, lock, change_seq, id), so
  * nothing new costs next to nothing.
@@ -161,14 +164,17 @@ export async function listLockChanges(
               (SELECT decommissioned_seq FROM oauth_clients
                 WHERE client_id = $7 AND tenant_id = $1 AND secured_object_id = $2) AS decommissioned_seq,
               coalesce((SELECT change_seq FROM ticket_key_set_changes WHERE tenant_id = $1), 0) AS key_set_seq,
-              coalesce((SELECT last_seq FROM tenant_change_counters WHERE tenant_id = $1), 0) AS last_seq
+              coalesce((SELECT last_seq FROM tenant_change_counters WHERE tenant_id = $1), 0) AS last_seq,
+              ${CLOCK_MARGIN_SQL('$1', '$2')} AS clock_margin
      )
      SELECT state.*, t.* FROM state
        LEFT JOIN LATERAL (
          SELECT ${TICKET_COLUMNS}, change_seq FROM tickets
           WHERE tenant_id = $1 AND secured_object_id = $2
-            AND (change_seq, id) > ($3::bigint, $4::uuid) AND end_date > $5
-            AND (revoked_at IS NULL OR credential_expires_at > $5)
+            AND (change_seq, id) > ($3::bigint, $4::uuid)
+            -- A revoked ticket's credential never outlives its end (credential_expires_at <= end_date), so its own
+            -- check covers the end, at the lock's clock.
+            AND (revoked_at IS NULL AND end_date > $5 OR credential_expires_at > $5 + state.clock_margin)
             AND (state.decommissioned_seq IS NULL OR change_seq <= state.decommissioned_seq)
           ORDER BY change_seq, id LIMIT $6
        ) t ON true`,
@@ -212,7 +218,8 @@ export interface LockRevocations {
 
 /**
  * For each lock, its serial and the revocations it still needs: an index range per lock (tickets_sync_idx backwards
- * for the serial, tickets_alive_revocations_idx for the revocations), never the lock's whole history.
+ * for the serial, tickets_alive_revocations_idx for the revocations), never the lock's whole history. "Still needs"
+ * is at the lock's clock, as in a sync (CLOCK_MARGIN_SQL).
  */
 export async function listLockRevocations(db: Queryable, tenantId: string, securedObjectIds: string[], now: number): Promise<LockRevocations[]> {
   if (securedObjectIds.length === 0) return [];
@@ -225,7 +232,7 @@ export async function listLockRevocations(db: Queryable, tenantId: string, secur
             ) AS serial,
             coalesce((SELECT array_agg(id::text ORDER BY id) FROM tickets
                        WHERE tenant_id = $1 AND secured_object_id = l.id AND revoked_at IS NOT NULL
-                         AND credential_expires_at > $3), '{}') AS revoked
+                         AND credential_expires_at > $3::bigint + ${CLOCK_MARGIN_SQL('$1', 'l.id')}), '{}') AS revoked
        FROM unnest($2::text[]) AS l (id)
       ORDER BY l.id`,
     [tenantId, securedObjectIds, now],

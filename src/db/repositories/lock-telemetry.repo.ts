@@ -1,6 +1,17 @@
 // SQL for lock telemetry (docs/contract.md 8.4, 8.5): when each lock was last seen, how far it has applied the change
-// log (and so which revocations have reached the door), and its clock's offset.
+// log (and so which revocations have reached the door), its clock's offset, and the revocations still on their way.
 import type { Queryable } from '../database.js';
+import { keysetPage, type KeysetColumns, type KeysetPosition } from '../keyset.js';
+import { TICKET_COLUMNS, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';
+
+/**
+ * How much longer than the server thinks a credential may be alive at the lock, in SQL (ms, at most 0, to add to
+ * "now"): a lock whose clock runs behind (a negative offset, docs/contract.md 8.5) still accepts a credential the server
+ * thinks expired, so "a credential still alive there" is `credential_expires_at > now + least(offset, 0)`. A clock
+ * ahead closes the door early; it never widens anything. 0 while the offset was never estimated. A primary-key look-up.
+ */
+export const CLOCK_MARGIN_SQL = (tenantId: string, securedObjectId: string): string =>
+  `coalesce((SELECT least(clock_offset_ms, 0) FROM lock_telemetry WHERE tenant_id = ${tenantId} AND secured_object_id = ${securedObjectId}), 0)`;
 
 export interface LockTelemetry {
   /** When a sync or log upload for the lock last reached the server (ms). */
@@ -59,7 +70,10 @@ export interface LockContact {
 export async function recordLockContact(db: Queryable, tenantId: string, securedObjectId: string, contact: LockContact): Promise<LockTelemetry> {
   const { rows } = await db.query<LockTelemetryRow>(
     `WITH acknowledged AS (
-       SELECT least($4::bigint, coalesce((SELECT last_seq FROM tenant_change_counters WHERE tenant_id = $1), 0)) AS position
+       -- least() skips NULLs: without the CASE a contact that acknowledges nothing would acknowledge everything.
+       SELECT CASE WHEN $4::bigint IS NOT NULL
+                   THEN least($4::bigint, coalesce((SELECT last_seq FROM tenant_change_counters WHERE tenant_id = $1), 0))
+              END AS position
      ), upserted AS (
        INSERT INTO lock_telemetry AS t (tenant_id, secured_object_id, last_seen_at, applied_through, clock_offset_ms, clock_checked_at)
        SELECT $1, $2, $3, coalesce(a.position, 0), $5, CASE WHEN $5::bigint IS NOT NULL THEN $3::bigint END FROM acknowledged a
@@ -88,4 +102,98 @@ export async function findLockTelemetry(db: Queryable, tenantId: string, secured
     [tenantId, securedObjectId],
   );
   return rows[0] ? toTelemetry(rows[0]) : null;
+}
+
+/**
+ * A lock registered again with a deleted lock's id is another lock (docs/contract.md 4.1): its telemetry starts anew.
+ * Called in the registering transaction.
+ */
+export async function deleteLockTelemetry(db: Queryable, tenantId: string, securedObjectId: string): Promise<void> {
+  await db.query('DELETE FROM lock_telemetry WHERE tenant_id = $1 AND secured_object_id = $2', [tenantId, securedObjectId]);
+}
+
+/** A lock's telemetry and how many of its revocations are still on their way to it. */
+export interface LockPropagation {
+  /** Null when the lock was never seen. */
+  telemetry: LockTelemetry | null;
+  /** Revoked tickets of the lock whose revocation it has not applied and whose credential may still be alive there. */
+  pendingRevocations: number;
+}
+
+/**
+ * The predicate of a pending revocation over `tickets` aliased `t`, given the placeholder of "now" and the lock's
+ * clock offset (an SQL expression, null when unknown): not applied by the lock, and a credential that may still be
+ * alive at the lock's clock (CLOCK_MARGIN_SQL). It implies tickets_pending_revocations_idx's predicate, so it is an
+ * index range on (tenant, lock, credential expiry) over the pending revocations alone.
+ */
+const PENDING = (now: string, offset: string) =>
+  `t.revoked_at IS NOT NULL AND t.revocation_applied_at IS NULL AND t.credential_expires_at IS NOT NULL
+   AND t.credential_expires_at > ${now} + least(coalesce(${offset}, 0), 0)`;
+
+/**
+ * The lock's telemetry and its pending revocations in one round trip: a primary-key read and a count over an index
+ * range of tickets_pending_revocations_idx (the lock's pending revocations only, never its whole history).
+ */
+export async function findLockPropagation(db: Queryable, tenantId: string, securedObjectId: string, now: number): Promise<LockPropagation> {
+  const { rows } = await db.query<{ [K in keyof LockTelemetryRow]: LockTelemetryRow[K] | null } & { pending: number }>(
+    `SELECT ${COLUMNS.split(', ').map((column) => `lt.${column}`).join(', ')},
+            (SELECT count(*)::int FROM tickets t
+              WHERE t.tenant_id = $1 AND t.secured_object_id = $2 AND ${PENDING('$3::bigint', 'lt.clock_offset_ms')}) AS pending
+       FROM (VALUES (1)) AS one (x)
+       LEFT JOIN lock_telemetry lt ON lt.tenant_id = $1 AND lt.secured_object_id = $2`,
+    [tenantId, securedObjectId, now],
+  );
+  const row = rows[0]!;
+  return {
+    telemetry: row.last_seen_at === null ? null : toTelemetry(row as LockTelemetryRow),
+    pendingRevocations: row.pending,
+  };
+}
+
+export interface RevocationFilter {
+  /** true: applied by their lock; false: pending (PENDING); absent: both. */
+  applied?: boolean | undefined;
+  securedObjectId?: string | undefined;
+}
+
+/** Revocations page in their tickets' creation order, as the tickets do (docs/contract.md 7.3). */
+const REVOCATION_KEYSET: KeysetColumns = { createdAt: 't.created_at', id: 't.id', idType: 'uuid' };
+
+/**
+ * Revoked tickets of the tenant whose revocation reached their lock (`applied`), is still on its way (pending), or
+ * either, in creation order. A deleted lock's tickets are included: the door still exists until it applied them.
+ * Revocations the lock never needed (never downloaded) or no longer needs (every credential expired before it was
+ * applied) are neither. Each ticket is judged at its own lock's clock (its telemetry, a primary-key join).
+ */
+export async function listRevocations(
+  db: Queryable,
+  tenantId: string,
+  filter: RevocationFilter,
+  now: number,
+  after: KeysetPosition | null,
+  limit: number,
+): Promise<TicketRecord[]> {
+  const params: unknown[] = [tenantId];
+  const conditions = ['t.tenant_id = $1', 't.revoked_at IS NOT NULL'];
+  if (filter.securedObjectId !== undefined) {
+    params.push(filter.securedObjectId);
+    conditions.push(`t.secured_object_id = $${params.length}`);
+  }
+  const applied = 't.revocation_applied_at IS NOT NULL';
+  // "now" is bound only when a predicate uses it: PostgreSQL refuses a parameter no clause mentions.
+  const pending = () => {
+    params.push(now);
+    return PENDING(`$${params.length}::bigint`, 'lt.clock_offset_ms');
+  };
+  conditions.push(filter.applied === true ? applied : filter.applied === false ? pending() : `(${applied} OR ${pending()})`);
+  const page = keysetPage(params, REVOCATION_KEYSET, after, limit);
+  conditions.push(page.condition);
+  const { rows } = await db.query<TicketRow>(
+    `SELECT ${TICKET_COLUMNS.split(', ').map((column) => `t.${column}`).join(', ')}
+       FROM tickets t
+       LEFT JOIN lock_telemetry lt ON lt.tenant_id = t.tenant_id AND lt.secured_object_id = t.secured_object_id
+      WHERE ${conditions.join(' AND ')} ${page.orderAndLimit}`,
+    params,
+  );
+  return rows.map(toTicketRecord);
 }

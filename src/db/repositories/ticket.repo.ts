@@ -18,6 +18,8 @@ export interface TicketRecord {
   downloadedAt: number | null;
   /** The Access API permission that made it; null for tickets made through the Operator API. */
   accessPermissionId: string | null;
+  /** When its lock applied its revocation (docs/contract.md 8.4); null while not revoked or not applied yet. */
+  revocationAppliedAt: number | null;
 }
 
 export interface TicketRow {
@@ -33,10 +35,11 @@ export interface TicketRow {
   revoked_at: number | null;
   downloaded_at: number | null;
   access_permission_id: string | null;
+  revocation_applied_at: number | null;
 }
 
 export const TICKET_COLUMNS =
-  'id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at, commands, channels, revoked_at, downloaded_at, access_permission_id';
+  'id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at, commands, channels, revoked_at, downloaded_at, access_permission_id, revocation_applied_at';
 
 /** Tickets page in creation order; their ids are server-made UUIDs. */
 export const TICKET_KEYSET: KeysetColumns = { createdAt: 'created_at', id: 'id', idType: 'uuid' };
@@ -55,11 +58,12 @@ export function toTicketRecord(row: TicketRow): TicketRecord {
     revokedAt: row.revoked_at,
     downloadedAt: row.downloaded_at,
     accessPermissionId: row.access_permission_id,
+    revocationAppliedAt: row.revocation_applied_at,
   };
 }
 
 /** A ticket as it is written: not yet revoked or downloaded, and made outside any access permission. */
-export type NewTicket = Omit<TicketRecord, 'revokedAt' | 'downloadedAt' | 'accessPermissionId'>;
+export type NewTicket = Omit<TicketRecord, 'revokedAt' | 'downloadedAt' | 'accessPermissionId' | 'revocationAppliedAt'>;
 
 export interface AuditStamp {
   actor: string;

@@ -22,7 +22,9 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
           'may still be valid, docs/contract.md 8.2) and the tenant\'s key set. With the `cursor` of the previous answer: ' +
           'only what changed after it, with `keys` when the key set changed; nothing changed answers empty arrays and the ' +
           'same cursor. Large answers are cut at `limit` with `Link: rel="next"`. Needs a client bound to this lock, or an ' +
-          'unbound one. A deleted lock\'s client still syncs the revocations its deletion caused, with `decommissioned: true`.',
+          'unbound one. A deleted lock\'s client still syncs the revocations its deletion caused, with `decommissioned: true`. ' +
+          'A sync with a cursor tells the server the lock has applied everything the cursor reached (docs/contract.md 8.4): ' +
+          'ask again after applying an answer, so the operator sees the revocations arrive.',
         params: ObjectIdParams,
         querystring: SyncQuery,
         response: {

@@ -11,6 +11,7 @@ import accessLogRoutes from './access-log.js';
 import auditRoutes from './audit-events.js';
 import mobileDeviceRoutes from './mobile-devices.js';
 import oauthClientRoutes from './oauth-clients.js';
+import revocationRoutes from './revocations.js';
 import securedObjectRoutes from './secured-objects.js';
 import ticketKeyRoutes from './ticket-keys.js';
 import ticketRoutes from './tickets.js';
@@ -69,7 +70,18 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
     await resources.register(bearerAuth, { audience: 'operatorapi', tokens: services.tokens });
     await resources.register(clientRateLimit, { perMinute: options.rateLimitPerMinute });
     await resources.register(idempotency, { idempotency: services.idempotency });
-    for (const routes of [securedObjectRoutes, mobileDeviceRoutes, ticketRoutes, oauthClientRoutes, userRoutes, auditRoutes, ticketKeyRoutes, accessCheckRoutes, accessLogRoutes]) {
+    for (const routes of [
+      securedObjectRoutes,
+      mobileDeviceRoutes,
+      ticketRoutes,
+      oauthClientRoutes,
+      userRoutes,
+      auditRoutes,
+      ticketKeyRoutes,
+      revocationRoutes,
+      accessCheckRoutes,
+      accessLogRoutes,
+    ]) {
       await resources.register(routes, { services, prefix: '/operatorapi' });
     }
   });

@@ -1,7 +1,7 @@
 // /operatorapi/securedobjects: locks (docs/contract.md 4.1), plus the removed ticket-id listing (docs/contract.md 4.4).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { NewSecuredObjectSchema, ObjectIdParams, SecuredObjectSchema } from '../../schemas/operator.js';
+import { NewSecuredObjectSchema, ObjectIdParams, SecuredObjectDetailSchema, SecuredObjectSchema } from '../../schemas/operator.js';
 import { problemResponses } from '../../schemas/problem.js';
 import { createdResponse, deprecatedResponse, pageResponse } from '../../schemas/responses.js';
 import { DEPRECATIONS } from '../../services/deprecations.js';
@@ -71,12 +71,15 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
         security: [{ bearer: ['devices:read'] }],
         operationId: 'getSecuredObject',
         summary: 'Read a secured object',
-        description: 'One lock with its channels and their addresses (docs/seed.md 2.1).',
+        description:
+          'One lock with its channels and their addresses (docs/seed.md 2.1), and how far the backend\'s truth has ' +
+          'reached it: when it was last seen, the change-log position it has applied, how many revocations are still on ' +
+          'their way to it, and its clock\'s offset.',
         params: ObjectIdParams,
-        response: { 200: { ...SecuredObjectSchema, description: 'The secured object.' }, ...problemResponses(404, 414) },
+        response: { 200: { ...SecuredObjectDetailSchema, description: 'The secured object.' }, ...problemResponses(404, 414) },
       },
     },
-    async (request) => services.securedObjects.get(request.auth.tenantId, request.params.id),
+    async (request) => services.securedObjects.read(request.auth.tenantId, request.params.id),
   );
 
   app.delete(

@@ -31,7 +31,7 @@ export interface paths {
         };
         /**
          * Sync an online lock
-         * @description Without `cursor`: the lock's current valid tickets, the revocations it still needs (of tickets whose credential may still be valid, docs/contract.md 8.2) and the tenant's key set. With the `cursor` of the previous answer: only what changed after it, with `keys` when the key set changed; nothing changed answers empty arrays and the same cursor. Large answers are cut at `limit` with `Link: rel="next"`. Needs a client bound to this lock, or an unbound one. A deleted lock's client still syncs the revocations its deletion caused, with `decommissioned: true`.
+         * @description Without `cursor`: the lock's current valid tickets, the revocations it still needs (of tickets whose credential may still be valid, docs/contract.md 8.2) and the tenant's key set. With the `cursor` of the previous answer: only what changed after it, with `keys` when the key set changed; nothing changed answers empty arrays and the same cursor. Large answers are cut at `limit` with `Link: rel="next"`. Needs a client bound to this lock, or an unbound one. A deleted lock's client still syncs the revocations its deletion caused, with `decommissioned: true`. A sync with a cursor tells the server the lock has applied everything the cursor reached (docs/contract.md 8.4): ask again after applying an answer, so the operator sees the revocations arrive.
          */
         get: operations["syncSecuredObject"];
         put?: never;
@@ -189,6 +189,8 @@ export interface operations {
                         downloadDate?: number;
                         /** @description The Access API permission that made it, if any. */
                         accessPermissionId?: string;
+                        /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
+                        revocationAppliedTime?: number;
                         /** @description Compact JWS the lock checks offline (docs/contract.md 6.3): header {alg, kid, typ: "ticket+jwt"}, payload {iss, jti, sub, aud, nbf, exp, beginDate, endDate, cmd, chn, iat}, signed with the tenant's key (GET /tenants/{tenant}/jwks.json). Valid at most CREDENTIAL_MAX_LIFETIME; download again to renew (docs/contract.md 8.2). Absent while the ticket begins beyond that horizon. */
                         credential?: string;
                         /** @description On the first ticket of each lock in the page: the signed revocation list of that lock, for the phone to hand to it (docs/contract.md 8.3; the page is a JSON array, docs/contract.md 7.3, so the lists travel on the tickets). A compact JWS, header {alg, kid, typ: "revocation-list+jwt"}, payload {iss, aud, serial, iat, revoked: [ticket ids], keys}. A lock applies it when its serial is above its own, so a lock that is never online learns revocations and key changes from any visiting phone. */
@@ -360,6 +362,8 @@ export interface operations {
                             downloadDate?: number;
                             /** @description The Access API permission that made it, if any. */
                             accessPermissionId?: string;
+                            /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
+                            revocationAppliedTime?: number;
                         }[];
                         /** @description Tickets for this lock revoked since the cursor that have not expired yet. */
                         revocations: {

@@ -35,7 +35,7 @@ export interface paths {
         };
         /**
          * Read a secured object
-         * @description One lock with its channels and their addresses (docs/seed.md 2.1).
+         * @description One lock with its channels and their addresses (docs/seed.md 2.1), and how far the backend's truth has reached it: when it was last seen, the change-log position it has applied, how many revocations are still on their way to it, and its clock's offset.
          */
         get: operations["getSecuredObject"];
         put?: never;
@@ -374,6 +374,26 @@ export interface paths {
          * @description Makes a new ticket key. Normally it is announced: published at once (key set, sync answers, revocation lists) and signing one CREDENTIAL_MAX_LIFETIME later, so locks that are never online learn it from a visiting phone in time; the current key signs until then and stays published one lifetime longer. While an announced key is pending a normal rotation is refused (409). `emergency` (a leaked key): the new key signs at once and every other key is withdrawn at once; locks that are never online then need a visit with the installer's tools.
          */
         post: operations["rotateTicketKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/operatorapi/revocations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List revocations by how far they have reached their lock
+         * @description Revoked tickets in creation order. `applied=false`: their lock has not applied the revocation yet and a credential of the ticket may still be alive there (at the lock's clock): the doors that may still open for a revoked phone. `applied=true`: the lock has applied it (`revocationAppliedTime`). Without `applied`, both. A revocation its lock never needed (the ticket was never downloaded) or no longer needs (every credential expired first) is in neither. A deleted lock's tickets are listed too: the door exists until it applied them. An unknown `securedObjectId` lists nothing. Pages follow `Link: rel="next"`.
+         */
+        get: operations["listRevocations"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -795,6 +815,16 @@ export interface operations {
                         urls: string[];
                         /** @description Creation time, Unix milliseconds. */
                         creationTime: number;
+                        /** @description When a sync or log upload of the lock last reached the server, Unix milliseconds, to within 30 s (a lock that polls with nothing new is recorded at most every 30 s). Absent until the lock was seen. */
+                        lastSeenTime?: number;
+                        /** @description The change-log position (the `serial` of sync answers and revocation lists) the lock has applied everything up to: its sync cursor, or the `appliedSerial` of a log upload (docs/contract.md 8.4). Absent until the lock was seen. */
+                        appliedThrough?: number;
+                        /** @description Revoked tickets of this lock whose revocation it has not applied yet and whose credential may still be alive there (at its clock): how many revoked phones may still open this door. `GET /operatorapi/revocations?applied=false` lists them. */
+                        pendingRevocations: number;
+                        /** @description The lock's clock minus the server's, milliseconds, estimated from its last log upload (docs/contract.md 8.5). Negative: the lock runs behind and accepts credentials that long after they expired. Absent until estimated. */
+                        clockOffset?: number;
+                        /** @description True when the lock's clock is off by more than 30 s (`clockOffset`). */
+                        clockDrift: boolean;
                     };
                 };
             };
@@ -1784,6 +1814,8 @@ export interface operations {
                         downloadDate?: number;
                         /** @description The Access API permission that made it, if any. */
                         accessPermissionId?: string;
+                        /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
+                        revocationAppliedTime?: number;
                     }[];
                 };
             };
@@ -1950,6 +1982,8 @@ export interface operations {
                         downloadDate?: number;
                         /** @description The Access API permission that made it, if any. */
                         accessPermissionId?: string;
+                        /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
+                        revocationAppliedTime?: number;
                     }[];
                 };
             };
@@ -2117,6 +2151,8 @@ export interface operations {
                         downloadDate?: number;
                         /** @description The Access API permission that made it, if any. */
                         accessPermissionId?: string;
+                        /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
+                        revocationAppliedTime?: number;
                     };
                 };
             };
@@ -2287,6 +2323,8 @@ export interface operations {
                         downloadDate?: number;
                         /** @description The Access API permission that made it, if any. */
                         accessPermissionId?: string;
+                        /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
+                        revocationAppliedTime?: number;
                     };
                 };
             };
@@ -2430,6 +2468,8 @@ export interface operations {
                         downloadDate?: number;
                         /** @description The Access API permission that made it, if any. */
                         accessPermissionId?: string;
+                        /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
+                        revocationAppliedTime?: number;
                     };
                 };
             };
@@ -4232,6 +4272,150 @@ export interface operations {
             };
             /** @description The request body is not JSON. */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listRevocations: {
+        parameters: {
+            query?: {
+                /** @description `false`: revocations their lock has not applied yet while a credential may still be alive there (the doors that may still open for a revoked phone); `true`: applied; absent: both. */
+                applied?: "true" | "false";
+                /** @description Only this lock's revocations (a deleted lock's too). */
+                securedObjectId?: string;
+                /** @description Page size, 1 to 1000. */
+                limit?: number;
+                /** @description Opaque cursor from `Link: rel="next"`. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of revoked tickets. */
+            200: {
+                headers: {
+                    /** @description RFC 8288 `<…>; rel="next"`: the same request with the cursor of the next page; absent on the last page. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The ticket id. */
+                        id: string;
+                        securedObjectId: string;
+                        mobileDeviceId: string;
+                        /** @description Start of validity, Unix milliseconds. */
+                        beginDate: number;
+                        /** @description End of validity (exclusive), Unix milliseconds. */
+                        endDate: number;
+                        /** @description Creation time, Unix milliseconds. */
+                        creationDate: number;
+                        commands: string[];
+                        channels: string[];
+                        /** @description `VALID`, `REVOKED` (revocationDate set) or `EXPIRED` (endDate passed, not revoked). */
+                        status: "VALID" | "REVOKED" | "EXPIRED";
+                        /** @description When it was revoked; absent while not revoked. */
+                        revocationDate?: number;
+                        /** @description When the device first downloaded it; absent before. */
+                        downloadDate?: number;
+                        /** @description The Access API permission that made it, if any. */
+                        accessPermissionId?: string;
+                        /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
+                        revocationAppliedTime?: number;
+                    }[];
+                };
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };

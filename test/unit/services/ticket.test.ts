@@ -19,6 +19,7 @@ const record: TicketRecord = {
   revokedAt: null,
   downloadedAt: null,
   accessPermissionId: null,
+  revocationAppliedAt: null,
 };
 
 describe('ticketStatus', () => {
@@ -50,6 +51,12 @@ describe('toTicket', () => {
   it('shows revocationDate, downloadDate and accessPermissionId when they apply', () => {
     const ticket = toTicket({ ...record, revokedAt: NOW, downloadedAt: NOW - 10, accessPermissionId: 'p1' }, NOW);
     expect(ticket).toMatchObject({ status: 'REVOKED', revocationDate: NOW, downloadDate: NOW - 10, accessPermissionId: 'p1' });
+    expect(ticket).not.toHaveProperty('revocationAppliedTime');
+  });
+
+  it('shows revocationAppliedTime once the lock applied the revocation (docs/contract.md 8.4)', () => {
+    const ticket = toTicket({ ...record, revokedAt: NOW, downloadedAt: NOW - 10, revocationAppliedAt: NOW + 20 }, NOW + 30);
+    expect(ticket).toMatchObject({ status: 'REVOKED', revocationDate: NOW, revocationAppliedTime: NOW + 20 });
   });
 });
 

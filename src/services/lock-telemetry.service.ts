@@ -1,0 +1,94 @@
+// Revocation propagation (docs/contract.md 8.4): a lock's syncs acknowledge what it has applied, and the operator sees how far each revocation has reached.
+import type { Database } from '../db/database.js';
+import { findLockPropagation, listRevocations, recordLockContact, type RevocationFilter } from '../db/repositories/lock-telemetry.repo.js';
+import type { Clock } from './context.js';
+import { isUuid } from './identifiers.js';
+import { decodeCursor, pageOf, type Page } from './pagination.js';
+import { toTicket, type Ticket } from './ticket.service.js';
+
+/**
+ * How fine `lastSeenTime` is (docs/glossary.md): a sync that acknowledges nothing new is written at most once per this
+ * much per lock and instance, so an online lock polling every second costs a write every 30 s, not every second. A
+ * rise of the applied position is always written at once: it is what the operator waits for.
+ */
+export const LAST_SEEN_RESOLUTION_MS = 30_000;
+
+/** docs/contract.md 8.5: a lock whose clock is off by more than this is flagged (`clockDrift`). */
+export const CLOCK_DRIFT_LIMIT_MS = 30_000;
+
+/** How many locks one instance remembers its last write for; the oldest written is forgotten first. */
+const MAX_REMEMBERED_LOCKS = 10_000;
+
+/** What GET /operatorapi/securedobjects/{id} adds to a lock (docs/contract.md 8.4, 8.5); absent fields: never seen or estimated. */
+export interface LockPropagationFields {
+  lastSeenTime?: number;
+  appliedThrough?: number;
+  pendingRevocations: number;
+  clockOffset?: number;
+  clockDrift: boolean;
+}
+
+export interface LockTelemetryServiceOptions {
+  db: Database;
+  clock: Clock;
+}
+
+export function createLockTelemetryService({ db, clock }: LockTelemetryServiceOptions) {
+  /** Per tenant and lock: the applied position this instance last wrote (or the database answered) and when. */
+  const written = new Map<string, { applied: number; at: number }>();
+  const keyOf = (tenantId: string, securedObjectId: string) => `${tenantId}\n${securedObjectId}`;
+
+  return {
+    /**
+     * Records a lock's sync (docs/contract.md 8.4): `applied` is the position the lock has applied everything up to
+     * (absent: a full sync, which acknowledges nothing but that the lock was seen). The write is skipped when the
+     * position did not rise since this instance's last write for the lock and that write is less than
+     * LAST_SEEN_RESOLUTION_MS old: the hot path of an online lock that polls stays a read.
+     */
+    async acknowledgeSync(tenantId: string, securedObjectId: string, applied: number | undefined): Promise<void> {
+      const key = keyOf(tenantId, securedObjectId);
+      const now = clock();
+      const last = written.get(key);
+      if (last !== undefined && (applied ?? 0) <= last.applied && now - last.at < LAST_SEEN_RESOLUTION_MS) return;
+      const telemetry = await recordLockContact(db, tenantId, securedObjectId, {
+        seenAt: now,
+        ...(applied !== undefined ? { appliedThrough: applied } : {}),
+      });
+      // Re-inserted so the map's order is the order of writes: the oldest written is forgotten first.
+      written.delete(key);
+      written.set(key, { applied: telemetry.appliedThrough, at: now });
+      if (written.size > MAX_REMEMBERED_LOCKS) written.delete(written.keys().next().value!);
+    },
+
+    /** A lock registered again with a deleted lock's id is another lock: this instance forgets what it wrote for the old one. */
+    forget(tenantId: string, securedObjectId: string): void {
+      written.delete(keyOf(tenantId, securedObjectId));
+    },
+
+    /** The telemetry fields of a lock (docs/contract.md 8.4, 8.5). */
+    async propagation(tenantId: string, securedObjectId: string): Promise<LockPropagationFields> {
+      const { telemetry, pendingRevocations } = await findLockPropagation(db, tenantId, securedObjectId, clock());
+      const offset = telemetry?.clockOffsetMs ?? null;
+      return {
+        ...(telemetry !== null ? { lastSeenTime: telemetry.lastSeenAt, appliedThrough: telemetry.appliedThrough } : {}),
+        pendingRevocations,
+        ...(offset !== null ? { clockOffset: offset } : {}),
+        clockDrift: offset !== null && Math.abs(offset) > CLOCK_DRIFT_LIMIT_MS,
+      };
+    },
+
+    /**
+     * docs/contract.md 8.4: revoked tickets whose lock applied the revocation (`applied: true`), has not yet while a
+     * credential may still be alive there (`applied: false`: the doors that may still open for a revoked phone), or
+     * both. An unknown lock id lists nothing, as the tickets' filters do.
+     */
+    async revocations(tenantId: string, filter: RevocationFilter, limit: number, cursor?: string): Promise<Page<Ticket>> {
+      const after = decodeCursor(cursor, isUuid);
+      const now = clock();
+      const rows = await listRevocations(db, tenantId, filter, now, after, limit + 1);
+      return pageOf(rows, limit, (row) => ({ createdAt: row.createdAt, id: row.id }), (row) => toTicket(row, now));
+    },
+  };
+}
+
+export type LockTelemetryService = ReturnType<typeof createLockTelemetryService>;
