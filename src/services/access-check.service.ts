@@ -20,11 +20,10 @@ import {
 import { MAX_EXPLAINED_TICKETS, type AccessCheckCode } from '../shared/access-check.js';
 import type { Clock } from './context.js';
 import type { CredentialService } from './credential.service.js';
+import { CLOCK_DRIFT_LIMIT_MS } from './lock-telemetry.service.js';
 import { ticketStatus } from './ticket.service.js';
 import { CHANNELS } from './vocabulary.js';
 
-/** docs/contract.md 8.5: a lock whose clock is off by more than this is flagged. */
-export const CLOCK_DRIFT_LIMIT_MS = 30_000;
 /** The command asked about when none is given: the question is "can this phone open that door". */
 export const DEFAULT_COMMAND = 'open';
 

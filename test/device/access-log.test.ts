@@ -183,6 +183,13 @@ describe('access-log uploads', () => {
     expect(answer(await fromLock(doorToken, 'door', { lockTime: now - 45_000, entries: entries(21) }))).toMatchObject({ accepted: 1 });
     expect((await logRows(acme.tenantId, 'door')).at(-1)).toMatchObject({ entry_no: 21, clock_offset_ms: -45_000 });
     expect(await telemetry(acme.tenantId, 'door')).toMatchObject({ clock_offset_ms: -45_000, last_seen_at: now });
+    // docs/contract.md 8.5: off by more than 30 s, the lock is flagged on the secured object.
+    const read = async () => (await call(t, tenants.token, { method: 'GET', url: '/operatorapi/securedobjects/door' })).json() as Record<string, unknown>;
+    expect(await read()).toMatchObject({ clockOffset: -45_000, clockDrift: true });
+    // A later upload within the limit clears the flag: the estimate is the latest one.
+    now += 10_000;
+    expect(answer(await fromLock(doorToken, 'door', { lockTime: now + 20_000, entries: entries(22) }))).toMatchObject({ accepted: 1 });
+    expect(await read()).toMatchObject({ clockOffset: 20_000, clockDrift: false });
   });
 
   it('serialises concurrent uploads of one lock: each entry is stored once and the counts add up', async () => {
@@ -192,7 +199,7 @@ describe('access-log uploads', () => {
     expect(answers.reduce((sum, item) => sum + item.accepted, 0)).toBe(50);
     expect(answers.reduce((sum, item) => sum + item.duplicates, 0)).toBe(100);
     // Exactly one upload came first and saw the gap up to 100; the others saw the high mark at 150.
-    expect(answers.filter((item) => item.gaps.length > 0)).toEqual([{ accepted: 50, duplicates: 0, gaps: [[22, 100]] }]);
+    expect(answers.filter((item) => item.gaps.length > 0)).toEqual([{ accepted: 50, duplicates: 0, gaps: [[23, 100]] }]);
     expect((await logRows(acme.tenantId, 'door')).filter((row) => row.entry_no > 100)).toHaveLength(50);
   });
 
