@@ -118,6 +118,8 @@ describe('tickets', () => {
   });
 
   it('answers 422 for well-formed but impossible tickets, saying why, and issues nothing', async () => {
+    // One reading of the clock: two calls a millisecond apart would make "beginDate = endDate" a valid ticket.
+    const at = now();
     const cases: [string, object, { field: string; message: unknown }[]][] = [
       ['unknown lock', { securedObjectId: 'no-such-door' }, [{ field: 'securedObjectId', message: expect.stringContaining('no-such-door') }]],
       ['unknown device', { mobileDeviceId: 'no-such-phone' }, [{ field: 'mobileDeviceId', message: expect.stringContaining('no-such-phone') }]],
@@ -131,9 +133,9 @@ describe('tickets', () => {
       ],
       ["another tenant's lock", { securedObjectId: 'their-door' }, [{ field: 'securedObjectId', message: expect.any(String) }]],
       ["another tenant's device", { mobileDeviceId: 'their-phone' }, [{ field: 'mobileDeviceId', message: expect.any(String) }]],
-      ['beginDate = endDate', { beginDate: now() + HOUR, endDate: now() + HOUR }, [{ field: 'endDate', message: 'must be after beginDate' }]],
-      ['beginDate > endDate', { beginDate: now() + 2 * HOUR, endDate: now() + HOUR }, [{ field: 'endDate', message: 'must be after beginDate' }]],
-      ['endDate past', { beginDate: 0, endDate: now() - 1000 }, [{ field: 'endDate', message: 'is already past' }]],
+      ['beginDate = endDate', { beginDate: at + HOUR, endDate: at + HOUR }, [{ field: 'endDate', message: 'must be after beginDate' }]],
+      ['beginDate > endDate', { beginDate: at + 2 * HOUR, endDate: at + HOUR }, [{ field: 'endDate', message: 'must be after beginDate' }]],
+      ['endDate past', { beginDate: 0, endDate: at - 1000 }, [{ field: 'endDate', message: 'is already past' }]],
       ['unknown command', { commands: ['open', 'kick'] }, [{ field: 'commands[1]', message: expect.stringContaining('tokn, open, clos') }]],
       ['upper-case command', { commands: ['OPEN'] }, [{ field: 'commands[0]', message: expect.stringContaining('OPEN') }]],
       ['no commands', { commands: [] }, [{ field: 'commands', message: expect.any(String) }]],
