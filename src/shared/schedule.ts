@@ -164,24 +164,27 @@ const MONTH_NAMES = ['January', 'February', 'March', 'April', 'May', 'June', 'Ju
 const WINDOW_SHAPE = '{days: ["MO"…"SU"], from: "HH:MM", to: "HH:MM"}';
 const TIME_ADVICE = 'use HH:MM with two digits each, from 00:00 to 23:59 (a window that ends at midnight has to "00:00")';
 
-function timeError(field: string, value: unknown): FieldError | null {
-  if (typeof value !== 'string') return { field, message: `must be a time of day as a string "HH:MM"; ${TIME_ADVICE}` };
-  if (!TIME_PATTERN.test(value)) return { field, message: `${JSON.stringify(value)} is not a time of day; ${TIME_ADVICE}` };
+// The checks below build a field's path only when they report it: signing expands (and so validates) a schedule per
+// credential, and a schedule of hundreds of valid dates must not cost hundreds of strings each time.
+
+/** Why the value is not an `HH:MM` time, or null. */
+function timeProblem(value: unknown): string | null {
+  if (typeof value !== 'string') return `must be a time of day as a string "HH:MM"; ${TIME_ADVICE}`;
+  if (!TIME_PATTERN.test(value)) return `${JSON.stringify(value)} is not a time of day; ${TIME_ADVICE}`;
   return null;
 }
 
-function dateError(field: string, value: unknown): FieldError | null {
-  if (typeof value !== 'string') return { field, message: 'must be a date as a string "YYYY-MM-DD"' };
+/** Why the value is not a `YYYY-MM-DD` calendar date, or null. */
+function dateProblem(value: unknown): string | null {
+  if (typeof value !== 'string') return 'must be a date as a string "YYYY-MM-DD"';
   const match = DATE_PATTERN.exec(value);
-  if (!match) return { field, message: `${JSON.stringify(value)} is not a date; use YYYY-MM-DD, e.g. 2026-12-24` };
+  if (!match) return `${JSON.stringify(value)} is not a date; use YYYY-MM-DD, e.g. 2026-12-24`;
   const year = Number(match[1]);
   const month = Number(match[2]);
   const day = Number(match[3]);
-  if (month < 1 || month > 12) return { field, message: `${value} has no month ${match[2]}; use a month from 01 to 12` };
+  if (month < 1 || month > 12) return `${value} has no month ${match[2]}; use a month from 01 to 12`;
   const last = daysInMonth(year, month);
-  if (day < 1 || day > last) {
-    return { field, message: `${value} is not in the calendar: ${MONTH_NAMES[month - 1]} ${year} has days 01 to ${last}` };
-  }
+  if (day < 1 || day > last) return `${value} is not in the calendar: ${MONTH_NAMES[month - 1]} ${year} has days 01 to ${last}`;
   return null;
 }
 
@@ -199,20 +202,21 @@ function windowErrors(field: string, window: unknown): FieldError[] {
   } else if (days.length > WEEKDAYS.length) {
     errors.push({ field: `${field}.days`, message: `lists ${days.length} days; list each of ${WEEKDAYS.join(', ')} at most once` });
   } else {
-    const seen = new Set<unknown>();
-    days.forEach((day, index) => {
-      const dayField = `${field}.days[${index}]`;
-      if (typeof day !== 'string' || !(WEEKDAYS as readonly string[]).includes(day)) {
-        errors.push({ field: dayField, message: `${JSON.stringify(day)} is not a day; use one of ${WEEKDAYS.join(', ')} (upper case)` });
-      } else if (seen.has(day)) {
-        errors.push({ field: dayField, message: `${day} is listed twice in this window; list each day once` });
+    let seen = 0; // one bit per weekday
+    for (let index = 0; index < days.length; index++) {
+      const day: unknown = days[index];
+      const weekday = (WEEKDAYS as readonly unknown[]).indexOf(day);
+      if (weekday < 0) {
+        errors.push({ field: `${field}.days[${index}]`, message: `${JSON.stringify(day)} is not a day; use one of ${WEEKDAYS.join(', ')} (upper case)` });
+      } else if (seen & (1 << weekday)) {
+        errors.push({ field: `${field}.days[${index}]`, message: `${day as string} is listed twice in this window; list each day once` });
       }
-      seen.add(day);
-    });
+      if (weekday >= 0) seen |= 1 << weekday;
+    }
   }
   for (const key of ['from', 'to'] as const) {
-    const error = timeError(`${field}.${key}`, window[key]);
-    if (error) errors.push(error);
+    const problem = timeProblem(window[key]);
+    if (problem) errors.push({ field: `${field}.${key}`, message: problem });
   }
   return errors;
 }
@@ -243,7 +247,9 @@ export function validateSchedule(value: unknown, field = 'schedule'): FieldError
       message: `holds ${weekly.length} windows; send at most ${MAX_SCHEDULE_WINDOWS} (windows with the same times can share one entry with several days)`,
     });
   } else {
-    weekly.forEach((window, index) => errors.push(...windowErrors(`${field}.weekly[${index}]`, window)));
+    for (let index = 0; index < weekly.length; index++) {
+      errors.push(...windowErrors(`${field}.weekly[${index}]`, weekly[index]));
+    }
   }
   if (except !== undefined) {
     if (!Array.isArray(except)) {
@@ -255,13 +261,13 @@ export function validateSchedule(value: unknown, field = 'schedule'): FieldError
       });
     } else {
       const seen = new Set<unknown>();
-      except.forEach((date, index) => {
-        const dateField = `${field}.except[${index}]`;
-        const error = dateError(dateField, date);
-        if (error) errors.push(error);
-        else if (seen.has(date)) errors.push({ field: dateField, message: `${date as string} is listed twice; list each date once` });
+      for (let index = 0; index < except.length; index++) {
+        const date: unknown = except[index];
+        const problem = dateProblem(date);
+        if (problem) errors.push({ field: `${field}.except[${index}]`, message: problem });
+        else if (seen.has(date)) errors.push({ field: `${field}.except[${index}]`, message: `${date as string} is listed twice; list each date once` });
         seen.add(date);
-      });
+      }
     }
   }
   return errors;
@@ -283,11 +289,18 @@ interface CompiledSchedule {
 
 const minutesOf = (time: string): number => Number(time.slice(0, 2)) * 60 + Number(time.slice(3, 5));
 
-/** Days since 1970-01-01 of a valid `YYYY-MM-DD` (calendar arithmetic on a plain date: no time zone involved). */
+/**
+ * Days since 1970-01-01 of a valid `YYYY-MM-DD` in the proleptic Gregorian calendar: calendar arithmetic on a plain
+ * date, no time zone involved (the days-from-civil count of March-based years, 400-year eras of 146097 days).
+ */
 function epochDay(date: string): number {
-  const day = new Date(0);
-  day.setUTCFullYear(Number(date.slice(0, 4)), Number(date.slice(5, 7)) - 1, Number(date.slice(8, 10)));
-  return Math.round(day.getTime() / DAY);
+  const month = Number(date.slice(5, 7));
+  const year = Number(date.slice(0, 4)) - (month <= 2 ? 1 : 0);
+  const era = Math.floor(year / 400);
+  const yearOfEra = year - era * 400;
+  const dayOfYear = Math.floor((153 * (month + (month > 2 ? -3 : 9)) + 2) / 5) + Number(date.slice(8, 10)) - 1;
+  const dayOfEra = yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear;
+  return era * 146097 + dayOfEra - 719468;
 }
 
 /** 1970-01-01 was a Thursday: weekday index 3 with Monday as 0. */
@@ -303,6 +316,28 @@ function compile(schedule: Schedule): CompiledSchedule {
     for (const day of window.days) windows[WEEKDAYS.indexOf(day)]!.push([from, to]);
   }
   return { windows, except: new Set((schedule.except ?? []).map(epochDay)) };
+}
+
+// Signing reads the same few schedules again and again (an access permission's tickets share one), and validating a
+// schedule of hundreds of excepted dates costs more than expanding it, so the compiled form is kept by its JSON text:
+// the text costs about a fifth of the validation. Bounded like the zone-years; cleared whole when full.
+const compiledSchedules = new Map<string, CompiledSchedule>();
+const MAX_COMPILED_SCHEDULES = 256;
+
+function compiled(schedule: Schedule): CompiledSchedule {
+  let key: string | undefined;
+  try {
+    key = JSON.stringify(schedule);
+  } catch {
+    key = undefined; // not JSON (a cycle, a BigInt): certainly not a schedule, and compile says why
+  }
+  if (typeof key !== 'string') return compile(schedule);
+  const cached = compiledSchedules.get(key);
+  if (cached) return cached;
+  const result = compile(schedule);
+  if (compiledSchedules.size >= MAX_COMPILED_SCHEDULES) compiledSchedules.clear();
+  compiledSchedules.set(key, result);
+  return result;
 }
 
 /** Sorted, with intervals that overlap or touch merged into one. Sorts its argument in place. */
@@ -343,7 +378,7 @@ export function expandSchedule(schedule: Schedule, timeZone: string, fromMs: num
   requireInstant('to', toMs);
   if (toMs - fromMs > MAX_EXPANSION_DAYS * DAY) throw new RangeError(`A schedule is expanded over at most ${MAX_EXPANSION_DAYS} days at once`);
   const zone = requireTimeZone(timeZone);
-  const { windows, except } = compile(schedule);
+  const { windows, except } = compiled(schedule);
   if (toMs <= fromMs) return [];
   const intervals: ScheduleInterval[] = [];
   for (const { start, end, offset } of offsetSegments(zone, fromMs, toMs)) {

@@ -245,6 +245,20 @@ describe('UTC and the shape of the answer', () => {
     expect(() => expandSchedule(weekly(['MO'], '24:00', '08:00'), 'UTC', 0, DAY)).toThrow(/schedule\.weekly\[0\]\.from/);
   });
 
+  it('answers for the schedule as it is now, whatever was expanded before (the compiled schedules are kept by content)', () => {
+    const schedule: Schedule = weekly(['MO'], '08:00', '18:00');
+    const range = ['2026-06-01T00:00:00Z', '2026-06-02T00:00:00Z'] as const;
+    expect(expand(schedule, 'UTC', ...range)).toEqual([['2026-06-01T08:00:00.000Z', '2026-06-01T18:00:00.000Z']]);
+    schedule.weekly[0]!.to = '12:00';
+    schedule.except = ['2026-06-01'];
+    expect(expand(schedule, 'UTC', ...range)).toEqual([]);
+    delete schedule.except;
+    expect(expand(schedule, 'UTC', ...range)).toEqual([['2026-06-01T08:00:00.000Z', '2026-06-01T12:00:00.000Z']]);
+    schedule.weekly[0]!.to = '25:00';
+    expect(() => expand(schedule, 'UTC', ...range)).toThrow(RangeError);
+    expect(() => expand(schedule, 'UTC', ...range)).toThrow(RangeError);
+  });
+
   it('works up to the last instant of docs/contract.md 7.4, in a zone east of UTC', () => {
     const last = 8_640_000_000_000_000;
     const intervals = expandSchedule(weekly(['MO', 'TU', 'WE', 'TH', 'FR', 'SA', 'SU'], '08:00', '18:00'), 'Pacific/Kiritimati', last - 7 * DAY, last);
