@@ -30,7 +30,7 @@ const ZONES = [
   'Asia/Tokyo',
 ] as const;
 
-/** Each zone's 2026 transitions (from the library) and, for zones without any, a few ordinary dates. */
+/** Each zone's 2026 transitions (from the library), New Year's Eve (the zone-years meet) and, for zones without any, two ordinary dates. */
 const ANCHORS: Record<string, number[]> = Object.fromEntries(
   ZONES.map((zone) => {
     const found: number[] = [];
@@ -41,7 +41,7 @@ const ANCHORS: Record<string, number[]> = Object.fromEntries(
       found.push(next.epochMilliseconds);
       zoned = next;
     }
-    return [zone, found.length > 0 ? found : [Date.UTC(2026, 2, 29), Date.UTC(2026, 9, 25), Date.UTC(2026, 11, 31)]];
+    return [zone, [...(found.length > 0 ? found : [Date.UTC(2026, 2, 29), Date.UTC(2026, 9, 25)]), Date.UTC(2026, 11, 31, 12)]];
   }),
 );
 
