@@ -75,7 +75,7 @@ const scenario = fc
     weekly: fc.array(window, { minLength: 1, maxLength: 4 }),
     exceptShifts: fc.uniqueArray(fc.integer({ min: -2, max: 10 }), { maxLength: 3 }),
     // Fractions of the range, in millionths, evenly drawn (biased draws would repeat the same few).
-    probes: fc.array(fc.noBias(fc.integer({ min: 0, max: 999_999 })), { minLength: 20, maxLength: 20 }),
+    probes: fc.array(fc.noBias(fc.integer({ min: 0, max: 999_999 })), { minLength: 12, maxLength: 12 }),
   })
   .map(({ zone, anchorIndex, startShift, length, weekly, exceptShifts, probes }) => {
     const anchors = ANCHORS[zone]!;
@@ -115,7 +115,7 @@ describe('expandSchedule against the wall-clock rule', () => {
       }),
       { seed: SEED, numRuns: RUNS },
     );
-    expect(checked).toBeGreaterThan(RUNS * 25);
+    expect(checked).toBeGreaterThan(RUNS * 18);
   }, 30_000);
 
   it('agrees every five minutes across the 2026 transition nights of every zone, for a schedule of night and gap windows', () => {
