@@ -1,6 +1,7 @@
 // Schemas of the Operator API's resources (docs/contract.md 4): secured objects, mobile devices, tickets, audit events.
 import { Type } from '@sinclair/typebox';
 import { defaultsOptional } from './query.js';
+import { TimeZoneSchema } from './schedule.js';
 
 /**
  * Operator-chosen ids: URL-safe unreserved characters (RFC 3986 2.3), 1 to 128 of them, but not `.` or `..`: clients
@@ -28,6 +29,7 @@ export const NewSecuredObjectSchema = Type.Object(
       pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$',
       description: 'The Bluetooth LE service UUID.',
     }),
+    timeZone: Type.Optional(TimeZoneSchema),
   },
   {
     additionalProperties: false,
@@ -40,7 +42,17 @@ export const SecuredObjectSchema = Type.Object({
   channels: Type.Array(Type.String(), { description: 'Channels the lock supports.' }),
   urls: Type.Array(Type.String(), { description: 'One address per channel: `btlespp://<localName>/<uuid>` (docs/seed.md 2.1).' }),
   creationTime: Type.Integer({ description: 'Creation time, Unix milliseconds.' }),
+  timeZone: Type.String({
+    description: 'The IANA time zone the lock\'s schedules are read in (docs/contract.md 9), in its canonical spelling; `UTC` unless set.',
+    examples: ['Europe/Berlin'],
+  }),
 });
+
+/** PATCH /operatorapi/securedobjects/{id} (docs/contract.md 9): the fields to change, at least one. */
+export const SecuredObjectChangesSchema = Type.Object(
+  { timeZone: Type.Optional(TimeZoneSchema) },
+  { additionalProperties: false, minProperties: 1, examples: [{ timeZone: 'Europe/Berlin' }] },
+);
 
 // docs/contract.md 8.4, 8.5: the single-lock read adds how far the backend's truth has reached the lock. The list and
 // the create answer stay without it, so a page of locks costs no count per lock.

@@ -1,7 +1,7 @@
 // Schemas of schedules in the lock's local time (docs/contract.md 9): a ticket's or access permission's `schedule`, a
 // secured object's `timeZone`, and the preview's answer, for the routes that take or show them.
 import { Type, type Static } from '@sinclair/typebox';
-import { MAX_EXCEPTED_DATES, MAX_SCHEDULE_WINDOWS, WEEKDAYS } from '../shared/schedule.js';
+import { MAX_EXCEPTED_DATES, MAX_EXPANSION_DAYS, MAX_INSTANT, MAX_SCHEDULE_WINDOWS, WEEKDAYS } from '../shared/schedule.js';
 
 // The shape only: types, required members and no unknown ones (a 400, docs/contract.md 4.3), with the limits as
 // bounds on the work a request can cause. Which strings are days, times and dates is validateSchedule's (a 422 whose
@@ -65,4 +65,35 @@ export const ScheduleIntervalSchema = Type.Object({
   localEnd: Type.String({ description: "The lock's wall clock at `end` (the first instant after the interval)." }),
   startOffset: Type.String({ description: 'The UTC offset in force at `start`, e.g. `+02:00`.' }),
   endOffset: Type.String({ description: 'The UTC offset in force at `end`.' }),
+});
+
+/** POST /operatorapi/schedules/preview (docs/contract.md 9): a schedule, the zone to read it in, and the range to show. */
+export const SchedulePreviewRequestSchema = Type.Object(
+  {
+    timeZone: TimeZoneSchema,
+    schedule: ScheduleSchema,
+    from: Type.Integer({ minimum: 0, maximum: MAX_INSTANT, description: 'Start of the range, Unix milliseconds (UTC), inclusive.' }),
+    to: Type.Integer({
+      minimum: 0,
+      maximum: MAX_INSTANT,
+      description: `End of the range, Unix milliseconds (UTC), exclusive: after \`from\`, at most ${MAX_EXPANSION_DAYS} days after it.`,
+    }),
+  },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        timeZone: 'Europe/Berlin',
+        schedule: { weekly: [{ days: ['SU'], from: '01:00', to: '04:00' }] },
+        from: 1774137600000,
+        to: 1774828800000,
+      },
+    ],
+  },
+);
+
+export const SchedulePreviewSchema = Type.Object({
+  intervals: Type.Array(ScheduleIntervalSchema, {
+    description: 'The UTC intervals within `[from, to)` in which the schedule is open, in order, merged where they touch.',
+  }),
 });

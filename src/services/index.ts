@@ -25,6 +25,7 @@ import { createDeviceService } from './device.service.js';
 import { createAccessCheckService } from './access-check.service.js';
 import { createAccessLogService } from './access-log.service.js';
 import { createLockTelemetryService } from './lock-telemetry.service.js';
+import { createScheduleService } from './schedule.service.js';
 
 export interface ServiceDependencies {
   db: Database;
@@ -88,6 +89,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now }
   const devices = createDeviceService({ db, clock, credentials, telemetry: lockTelemetry });
   const accessChecks = createAccessCheckService({ db, clock, credentials });
   const accessLogs = createAccessLogService({ db, clock });
+  const schedules = createScheduleService();
   const grants = createGrantService({
     db,
     clock,
@@ -145,6 +147,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now }
     accessChecks,
     accessLogs,
     lockTelemetry,
+    schedules,
     /** Loads keys (generating the first one) and starts following revocations. */
     async start(): Promise<void> {
       await accessTokenKeys.ensureKey(null);

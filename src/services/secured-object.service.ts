@@ -1,4 +1,5 @@
-// Secured objects (locks, docs/contract.md 4.1): register, read, page, remove (which revokes their tickets).
+// Secured objects (locks, docs/contract.md 4.1, 9): register, read, page, change the time zone, remove (which revokes
+// their tickets).
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.js';
 import { decommissionClientsOfSecuredObject } from '../db/repositories/client.repo.js';
@@ -8,6 +9,8 @@ import {
   findSecuredObject,
   insertSecuredObject,
   listSecuredObjects,
+  updateSecuredObject,
+  type SecuredObjectChanges,
   type SecuredObjectRecord,
 } from '../db/repositories/secured-object.repo.js';
 import { ConflictError, NotFoundError, UnprocessableError, detailWithReasons } from '../errors.js';
@@ -17,6 +20,7 @@ import type { LockPropagationFields, LockTelemetryService } from './lock-telemet
 import { decodeCursor, pageOf, type Page } from './pagination.js';
 import { removeWithTickets, type TicketHolder } from './removal.js';
 import type { RevocationService } from './revocation.service.js';
+import { checkTimeZone } from './schedule.service.js';
 import { channelErrors, type RevivedInterfaces } from './vocabulary.js';
 
 export interface SecuredObject {
@@ -24,6 +28,8 @@ export interface SecuredObject {
   channels: string[];
   urls: string[];
   creationTime: number;
+  /** The IANA time zone the lock's schedules are read in (docs/contract.md 9). */
+  timeZone: string;
 }
 
 /** GET /operatorapi/securedobjects/{id}: the lock with how far the backend's truth has reached it (docs/contract.md 8.4). */
@@ -34,6 +40,8 @@ export interface NewSecuredObject {
   channels: string[];
   localName: string;
   uuid: string;
+  /** docs/contract.md 9: an IANA name, any spelling the database knows; absent: `UTC`. */
+  timeZone?: string | undefined;
 }
 
 /** docs/seed.md 2.1: one address per channel; `btlespp://<localName>/<UUID>` for Bluetooth LE. */
@@ -43,6 +51,7 @@ export function toSecuredObject(record: SecuredObjectRecord): SecuredObject {
     channels: record.channels,
     urls: record.channels.map((channel) => `${channel}://${record.localName}/${record.uuid}`),
     creationTime: record.createdAt,
+    timeZone: record.timeZone,
   };
 }
 
@@ -82,8 +91,11 @@ export function createSecuredObjectService(options: SecuredObjectServiceOptions)
   const { db, clock, revived, telemetry } = options;
   return {
     async register(context: ActionContext, input: NewSecuredObject): Promise<SecuredObject> {
-      const errors = channelErrors('channels', input.channels, revived);
-      if (errors.length > 0) throw new UnprocessableError(detailWithReasons('The secured object cannot be registered', errors), errors);
+      const zone = checkTimeZone('timeZone', input.timeZone ?? 'UTC');
+      const errors = [...channelErrors('channels', input.channels, revived), ...zone.errors];
+      if (errors.length > 0 || zone.zone === null) {
+        throw new UnprocessableError(detailWithReasons('The secured object cannot be registered', errors), errors);
+      }
       const record: SecuredObjectRecord = {
         tenantId: context.tenantId,
         id: input.id ?? randomUUID(),
@@ -91,6 +103,8 @@ export function createSecuredObjectService(options: SecuredObjectServiceOptions)
         localName: input.localName,
         uuid: input.uuid.toLowerCase(),
         createdAt: clock(),
+        // Stored in canonical spelling ("europe/berlin" → "Europe/Berlin"), so reads and comparisons need no rules.
+        timeZone: zone.zone,
       };
       const created = await db.transaction(async (tx) => {
         const inserted = await insertSecuredObject(tx, record);
@@ -121,6 +135,31 @@ export function createSecuredObjectService(options: SecuredObjectServiceOptions)
     async list(tenantId: string, limit: number, cursor?: string): Promise<Page<SecuredObject>> {
       const rows = await listSecuredObjects(db, tenantId, decodeCursor(cursor), limit + 1);
       return pageOf(rows, limit, (row) => ({ createdAt: row.createdAt, id: row.id }), toSecuredObject);
+    },
+
+    /**
+     * PATCH /operatorapi/securedobjects/{id} (docs/contract.md 9): changes the lock's time zone, audited in the same
+     * transaction, and answers the lock as GET one does. Credentials already signed keep the `win` they were signed
+     * with until a download re-signs them (docs/contract.md 8.2).
+     */
+    async update(context: ActionContext, id: string, changes: SecuredObjectChanges): Promise<SecuredObjectWithPropagation> {
+      const stored: SecuredObjectChanges = {};
+      if (changes.timeZone !== undefined) {
+        const zone = checkTimeZone('timeZone', changes.timeZone);
+        if (zone.zone === null) throw new UnprocessableError(detailWithReasons('The secured object cannot be changed', zone.errors), zone.errors);
+        stored.timeZone = zone.zone;
+      }
+      if (Object.keys(stored).length === 0) {
+        const errors = [{ field: 'timeZone', message: 'is missing; send the field to change' }];
+        throw new UnprocessableError(detailWithReasons('The secured object cannot be changed', errors), errors);
+      }
+      const updated = await db.transaction(async (tx) => {
+        if (!(await updateSecuredObject(tx, context.tenantId, id, stored))) return false;
+        await recordChange(tx, context, clock(), 'secured_object.updated', `secured_object:${id}`);
+        return true;
+      });
+      if (!updated) throw new NotFoundError(`No secured object ${id}.`);
+      return this.read(context.tenantId, id);
     },
 
     /**

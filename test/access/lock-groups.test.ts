@@ -275,6 +275,7 @@ describe('lock groups', () => {
           channels: ['btlespp'],
           urls: [`btlespp://LOCK-${id}/7d8a0c1e-4b7f-4d5e-9a41-3c2b1f0e9d8c`],
           creationTime: expect.any(Number),
+          timeZone: 'UTC',
         })),
       );
       expect(items).toStrictEqual((await v1(t, f.operator, { method: 'GET', url: '/operatorapi/securedobjects' })).json());

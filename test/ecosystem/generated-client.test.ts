@@ -80,7 +80,7 @@ describe('a generated client against the running server', () => {
       body: { id: 'front-door', channels: ['btlespp'], localName: 'LOCK-0042', uuid: LOCK_UUID },
     });
     expect(lock.response.status).toBe(201);
-    expect(lock.data).toEqual({ id: 'front-door', channels: ['btlespp'], urls: [`btlespp://LOCK-0042/${LOCK_UUID}`], creationTime: expect.any(Number) });
+    expect(lock.data).toEqual({ id: 'front-door', channels: ['btlespp'], urls: [`btlespp://LOCK-0042/${LOCK_UUID}`], creationTime: expect.any(Number), timeZone: 'UTC' });
 
     const phone = await operator.POST('/operatorapi/mobiledevices', { body: { id: 'phone-alice-1', name: 'Alice' } });
     expect(phone.response.status).toBe(201);

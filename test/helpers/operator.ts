@@ -9,7 +9,7 @@ export const LOCK_UUID = '7d8a0c1e-4b7f-4d5e-9a41-3c2b1f0e9d8c';
 export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 export const HOUR = 3_600_000;
 
-type Method = 'GET' | 'POST' | 'DELETE';
+type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
 export interface OperatorRequest {
   method: Method;

@@ -210,7 +210,7 @@ describe('removed interfaces, channel nfccard kept alive', () => {
     const registered = await registerLock(f.t, f.token, { id: 'card-door', channels: ['btlespp', 'nfccard'], localName: 'CARD', uuid: LOCK_UUID });
     expect(registered.statusCode).toBe(201);
     const body = registered.json();
-    expect(body).toStrictEqual({ id: 'card-door', channels: ['btlespp', 'nfccard'], urls: expect.any(Array), creationTime: expect.any(Number) });
+    expect(body).toStrictEqual({ id: 'card-door', channels: ['btlespp', 'nfccard'], urls: expect.any(Array), creationTime: expect.any(Number), timeZone: 'UTC' });
     expect(body.urls).toHaveLength(2);
     expect(body.urls[0]).toBe(`btlespp://CARD/${LOCK_UUID}`);
     expect(registered.headers.deprecation).toBe(DEPRECATED_2018_02_01);

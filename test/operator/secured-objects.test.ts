@@ -60,6 +60,7 @@ describe('secured objects', () => {
       channels: ['btlespp'],
       urls: [`btlespp://LOCK-0042/${LOCK_UUID}`],
       creationTime: expect.any(Number),
+      timeZone: 'UTC',
     });
     expect(Math.abs(body.creationTime - Date.now())).toBeLessThan(60_000);
     expect(response.headers.location).toBe('/operatorapi/securedobjects/front-door');
@@ -94,7 +95,7 @@ describe('secured objects', () => {
     expect(response.statusCode).toBe(201);
     const body = response.json();
     expect(body.id).toMatch(UUID_PATTERN);
-    expect(body).toStrictEqual({ id: body.id, channels: ['btlespp'], urls: [`btlespp://side/${LOCK_UUID}`], creationTime: expect.any(Number) });
+    expect(body).toStrictEqual({ id: body.id, channels: ['btlespp'], urls: [`btlespp://side/${LOCK_UUID}`], creationTime: expect.any(Number), timeZone: 'UTC' });
     expect(response.headers.location).toBe(`/operatorapi/securedobjects/${body.id}`);
     expect((await get(body.id)).json()).toStrictEqual({ ...body, pendingRevocations: 0, clockDrift: false });
     expect(await row(acme.tenantId, body.id)).toBeDefined();
@@ -181,7 +182,7 @@ describe('secured objects', () => {
     const first = await call(t, pageToken, { method: 'GET', url: '/operatorapi/securedobjects?limit=2' });
     expect(first.statusCode).toBe(200);
     expect(first.headers.link).toMatch(/^<\/operatorapi\/securedobjects\?limit=2&cursor=[A-Za-z0-9_-]+>; rel="next"$/);
-    expect(first.json()[0]).toStrictEqual({ id: 'p1', channels: ['btlespp'], urls: [`btlespp://LOCK-p1/${LOCK_UUID}`], creationTime: expect.any(Number) });
+    expect(first.json()[0]).toStrictEqual({ id: 'p1', channels: ['btlespp'], urls: [`btlespp://LOCK-p1/${LOCK_UUID}`], creationTime: expect.any(Number), timeZone: 'UTC' });
 
     const { pages, items } = await walk(t, pageToken, '/operatorapi/securedobjects?limit=2');
     expect(pages.map((page) => page.length)).toEqual([2, 2, 1]);

@@ -9,6 +9,8 @@ export interface SecuredObjectRecord {
   localName: string;
   uuid: string;
   createdAt: number;
+  /** The IANA time zone its schedules are read in (docs/contract.md 9), in canonical spelling. */
+  timeZone: string;
 }
 
 interface SecuredObjectRow {
@@ -18,9 +20,10 @@ interface SecuredObjectRow {
   local_name: string;
   uuid: string;
   created_at: number;
+  time_zone: string;
 }
 
-const COLUMNS = 'tenant_id, id, channels, local_name, uuid, created_at';
+const COLUMNS = 'tenant_id, id, channels, local_name, uuid, created_at, time_zone';
 
 /** Ids are the operator's own strings (docs/contract.md 4), ordered as text. */
 const KEYSET: KeysetColumns = { createdAt: 'created_at', id: 'id', idType: 'text' };
@@ -32,14 +35,15 @@ const toRecord = (row: SecuredObjectRow): SecuredObjectRecord => ({
   localName: row.local_name,
   uuid: row.uuid,
   createdAt: row.created_at,
+  timeZone: row.time_zone,
 });
 
 /** Null when the id is taken in the tenant. */
 export async function insertSecuredObject(db: Queryable, object: SecuredObjectRecord): Promise<SecuredObjectRecord | null> {
   const { rows } = await db.query<SecuredObjectRow>(
-    `INSERT INTO secured_objects (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)
+    `INSERT INTO secured_objects (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)
      ON CONFLICT (tenant_id, id) DO NOTHING RETURNING ${COLUMNS}`,
-    [object.tenantId, object.id, object.channels, object.localName, object.uuid, object.createdAt],
+    [object.tenantId, object.id, object.channels, object.localName, object.uuid, object.createdAt, object.timeZone],
   );
   return rows[0] ? toRecord(rows[0]) : null;
 }
@@ -65,6 +69,25 @@ export async function listSecuredObjects(
     params,
   );
   return rows.map(toRecord);
+}
+
+/** The fields PATCH /operatorapi/securedobjects/{id} changes (docs/contract.md 9); an absent one stays as it is. */
+export interface SecuredObjectChanges {
+  timeZone?: string | undefined;
+}
+
+/** Applies the changes in one statement; null when the tenant has no such lock. */
+export async function updateSecuredObject(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+  changes: SecuredObjectChanges,
+): Promise<SecuredObjectRecord | null> {
+  const { rows } = await db.query<SecuredObjectRow>(
+    `UPDATE secured_objects SET time_zone = COALESCE($3, time_zone) WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
+    [tenantId, id, changes.timeZone ?? null],
+  );
+  return rows[0] ? toRecord(rows[0]) : null;
 }
 
 export async function deleteSecuredObject(db: Queryable, tenantId: string, id: string): Promise<boolean> {

@@ -12,6 +12,7 @@ import auditRoutes from './audit-events.js';
 import mobileDeviceRoutes from './mobile-devices.js';
 import oauthClientRoutes from './oauth-clients.js';
 import revocationRoutes from './revocations.js';
+import scheduleRoutes from './schedules.js';
 import securedObjectRoutes from './secured-objects.js';
 import ticketKeyRoutes from './ticket-keys.js';
 import ticketRoutes from './tickets.js';
@@ -81,6 +82,7 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
       revocationRoutes,
       accessCheckRoutes,
       accessLogRoutes,
+      scheduleRoutes,
     ]) {
       await resources.register(routes, { services, prefix: '/operatorapi' });
     }

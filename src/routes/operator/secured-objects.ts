@@ -1,7 +1,13 @@
-// /operatorapi/securedobjects: locks (docs/contract.md 4.1), plus the removed ticket-id listing (docs/contract.md 4.4).
+// /operatorapi/securedobjects: locks (docs/contract.md 4.1) and their time zone (docs/contract.md 9), plus the removed ticket-id listing (docs/contract.md 4.4).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { NewSecuredObjectSchema, ObjectIdParams, SecuredObjectDetailSchema, SecuredObjectSchema } from '../../schemas/operator.js';
+import {
+  NewSecuredObjectSchema,
+  ObjectIdParams,
+  SecuredObjectChangesSchema,
+  SecuredObjectDetailSchema,
+  SecuredObjectSchema,
+} from '../../schemas/operator.js';
 import { problemResponses } from '../../schemas/problem.js';
 import { createdResponse, deprecatedResponse, pageResponse } from '../../schemas/responses.js';
 import { DEPRECATIONS } from '../../services/deprecations.js';
@@ -25,7 +31,8 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
         summary: 'Register a secured object (lock)',
         description:
           'Registers a lock with its Bluetooth LE local name and service UUID. Without an `id` the server makes one. ' +
-          'Send `Idempotency-Key` to make retries safe.',
+          '`timeZone` (an IANA name, default `UTC`) is the wall clock its tickets\' schedules are read on; it is stored ' +
+          'in its canonical spelling, and an unknown zone or a UTC offset is a 422. Send `Idempotency-Key` to make retries safe.',
         headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ description: 'Makes the request safe to retry (24 h).' })) }),
         body: NewSecuredObjectSchema,
         response: {
@@ -80,6 +87,33 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
       },
     },
     async (request) => services.securedObjects.read(request.auth.tenantId, request.params.id),
+  );
+
+  app.patch(
+    '/securedobjects/:id',
+    {
+      config: { scope: 'devices:write', idempotent: true },
+      schema: {
+        tags,
+        security: [{ bearer: ['devices:write'] }],
+        operationId: 'updateSecuredObject',
+        summary: 'Change a secured object\'s time zone',
+        description:
+          'Sets the lock\'s `timeZone` (an IANA name such as `Europe/Berlin`; an unknown zone or a UTC offset is a 422), ' +
+          'the wall clock its tickets\' schedules are read on (docs/contract.md 9), and answers the lock as the single ' +
+          'read does. Credentials already signed keep the windows (`win`) they were signed with until they are renewed: ' +
+          'a phone\'s download re-signs a credential at half its lifetime (docs/contract.md 8.2). Send `Idempotency-Key` ' +
+          'to make retries safe.',
+        headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ description: 'Makes the request safe to retry (24 h).' })) }),
+        params: ObjectIdParams,
+        body: SecuredObjectChangesSchema,
+        response: {
+          200: { ...SecuredObjectDetailSchema, description: 'The secured object.' },
+          ...problemResponses(404, 409, 413, 414, 415, 422),
+        },
+      },
+    },
+    async (request) => services.securedObjects.update(actionContext(request), request.params.id, request.body),
   );
 
   app.delete(

@@ -3307,6 +3307,11 @@ export interface operations {
                         urls: string[];
                         /** @description Creation time, Unix milliseconds. */
                         creationTime: number;
+                        /**
+                         * @description The IANA time zone the lock's schedules are read in (docs/contract.md 9), in its canonical spelling; `UTC` unless set.
+                         * @example Europe/Berlin
+                         */
+                        timeZone: string;
                     }[];
                 };
             };

@@ -17,7 +17,7 @@ export interface paths {
         put?: never;
         /**
          * Register a secured object (lock)
-         * @description Registers a lock with its Bluetooth LE local name and service UUID. Without an `id` the server makes one. Send `Idempotency-Key` to make retries safe.
+         * @description Registers a lock with its Bluetooth LE local name and service UUID. Without an `id` the server makes one. `timeZone` (an IANA name, default `UTC`) is the wall clock its tickets' schedules are read on; it is stored in its canonical spelling, and an unknown zone or a UTC offset is a 422. Send `Idempotency-Key` to make retries safe.
          */
         post: operations["registerSecuredObject"];
         delete?: never;
@@ -47,7 +47,11 @@ export interface paths {
         delete: operations["removeSecuredObject"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a secured object's time zone
+         * @description Sets the lock's `timeZone` (an IANA name such as `Europe/Berlin`; an unknown zone or a UTC offset is a 422), the wall clock its tickets' schedules are read on (docs/contract.md 9), and answers the lock as the single read does. Credentials already signed keep the windows (`win`) they were signed with until they are renewed: a phone's download re-signs a credential at half its lifetime (docs/contract.md 8.2). Send `Idempotency-Key` to make retries safe.
+         */
+        patch: operations["updateSecuredObject"];
         trace?: never;
     };
     "/operatorapi/securedobjects/{id}/tickets": {
@@ -440,6 +444,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/operatorapi/schedules/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Preview a schedule
+         * @description The UTC intervals within `[from, to)` in which the schedule is open on the wall clock of `timeZone`, each with its local start and end and the UTC offsets in force there, so an operator sees what a DST night does (a window on a spring-forward night is shorter, on a fall-back night longer). These are the intervals a credential carries as `win`. Changes nothing. At most 400 days at once; an invalid schedule, an unknown zone or an empty range is a 422 naming every bad field.
+         */
+        post: operations["previewSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -510,6 +534,11 @@ export interface operations {
                         urls: string[];
                         /** @description Creation time, Unix milliseconds. */
                         creationTime: number;
+                        /**
+                         * @description The IANA time zone the lock's schedules are read in (docs/contract.md 9), in its canonical spelling; `UTC` unless set.
+                         * @example Europe/Berlin
+                         */
+                        timeZone: string;
                     }[];
                 };
             };
@@ -636,6 +665,11 @@ export interface operations {
                     localName: string;
                     /** @description The Bluetooth LE service UUID. */
                     uuid: string;
+                    /**
+                     * @description The lock's time zone, an IANA name such as `Europe/Berlin` (default `UTC`). An unknown zone is a 422.
+                     * @example Europe/Berlin
+                     */
+                    timeZone?: string;
                 };
             };
         };
@@ -657,6 +691,11 @@ export interface operations {
                         urls: string[];
                         /** @description Creation time, Unix milliseconds. */
                         creationTime: number;
+                        /**
+                         * @description The IANA time zone the lock's schedules are read in (docs/contract.md 9), in its canonical spelling; `UTC` unless set.
+                         * @example Europe/Berlin
+                         */
+                        timeZone: string;
                     };
                 };
             };
@@ -815,6 +854,11 @@ export interface operations {
                         urls: string[];
                         /** @description Creation time, Unix milliseconds. */
                         creationTime: number;
+                        /**
+                         * @description The IANA time zone the lock's schedules are read in (docs/contract.md 9), in its canonical spelling; `UTC` unless set.
+                         * @example Europe/Berlin
+                         */
+                        timeZone: string;
                         /** @description When a sync or log upload of the lock last reached the server, Unix milliseconds, to within 30 s (a lock that polls with nothing new is recorded at most every 30 s). Absent until the lock was seen. */
                         lastSeenTime?: number;
                         /** @description The change-log position (the `serial` of sync answers and revocation lists) the lock has applied everything up to: its sync cursor, or the `appliedSerial` of a log upload (docs/contract.md 8.4). Absent until the lock was seen. */
@@ -1012,6 +1056,206 @@ export interface operations {
             };
             /** @description The request body is not JSON. */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateSecuredObject: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry (24 h). */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "timeZone": "Europe/Berlin"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description The lock's time zone, an IANA name such as `Europe/Berlin` (default `UTC`). An unknown zone is a 422.
+                     * @example Europe/Berlin
+                     */
+                    timeZone?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The secured object. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The secured object id. */
+                        id: string;
+                        /** @description Channels the lock supports. */
+                        channels: string[];
+                        /** @description One address per channel: `btlespp://<localName>/<uuid>` (docs/seed.md 2.1). */
+                        urls: string[];
+                        /** @description Creation time, Unix milliseconds. */
+                        creationTime: number;
+                        /**
+                         * @description The IANA time zone the lock's schedules are read in (docs/contract.md 9), in its canonical spelling; `UTC` unless set.
+                         * @example Europe/Berlin
+                         */
+                        timeZone: string;
+                        /** @description When a sync or log upload of the lock last reached the server, Unix milliseconds, to within 30 s (a lock that polls with nothing new is recorded at most every 30 s). Absent until the lock was seen. */
+                        lastSeenTime?: number;
+                        /** @description The change-log position (the `serial` of sync answers and revocation lists) the lock has applied everything up to: its sync cursor, or the `appliedSerial` of a log upload (docs/contract.md 8.4). Absent until the lock was seen. */
+                        appliedThrough?: number;
+                        /** @description Revoked tickets of this lock whose revocation it has not applied yet and whose credential may still be alive there (at its clock): how many revoked phones may still open this door. `GET /operatorapi/revocations?applied=false` lists them. */
+                        pendingRevocations: number;
+                        /** @description The lock's clock minus the server's, milliseconds, estimated from its last log upload (docs/contract.md 8.5). Negative: the lock runs behind and accepts credentials that long after they expired. Absent until estimated. */
+                        clockOffset?: number;
+                        /** @description True when the lock's clock is off by more than 30 s (`clockOffset`). */
+                        clockDrift: boolean;
+                    };
+                };
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource in the caller's tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request conflicts with the current state (an id in use, an idempotent request still running). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the configured limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but cannot be carried out; the detail says why. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4745,6 +4989,225 @@ export interface operations {
             };
             /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    previewSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "timeZone": "Europe/Berlin",
+                 *       "schedule": {
+                 *         "weekly": [
+                 *           {
+                 *             "days": [
+                 *               "SU"
+                 *             ],
+                 *             "from": "01:00",
+                 *             "to": "04:00"
+                 *           }
+                 *         ]
+                 *       },
+                 *       "from": 1774137600000,
+                 *       "to": 1774828800000
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description The lock's time zone, an IANA name such as `Europe/Berlin` (default `UTC`). An unknown zone is a 422.
+                     * @example Europe/Berlin
+                     */
+                    timeZone: string;
+                    /**
+                     * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
+                     * @example {
+                     *       "weekly": [
+                     *         {
+                     *           "days": [
+                     *             "MO",
+                     *             "TU",
+                     *             "WE",
+                     *             "TH",
+                     *             "FR"
+                     *           ],
+                     *           "from": "07:00",
+                     *           "to": "19:00"
+                     *         }
+                     *       ],
+                     *       "except": [
+                     *         "2026-12-24"
+                     *       ]
+                     *     }
+                     */
+                    schedule: {
+                        /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
+                        weekly: {
+                            /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
+                            days: string[];
+                            /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
+                            from: string;
+                            /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
+                            to: string;
+                        }[];
+                        /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
+                        except?: string[];
+                    };
+                    /** @description Start of the range, Unix milliseconds (UTC), inclusive. */
+                    from: number;
+                    /** @description End of the range, Unix milliseconds (UTC), exclusive: after `from`, at most 400 days after it. */
+                    to: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The intervals, in order. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The UTC intervals within `[from, to)` in which the schedule is open, in order, merged where they touch. */
+                        intervals: {
+                            /** @description Start, Unix milliseconds (UTC), inclusive. */
+                            start: number;
+                            /** @description End, Unix milliseconds (UTC), exclusive. */
+                            end: number;
+                            /** @description The lock's wall clock at `start`: ISO 8601 without offset, e.g. `2026-03-29T03:00:00`. */
+                            localStart: string;
+                            /** @description The lock's wall clock at `end` (the first instant after the interval). */
+                            localEnd: string;
+                            /** @description The UTC offset in force at `start`, e.g. `+02:00`. */
+                            startOffset: string;
+                            /** @description The UTC offset in force at `end`. */
+                            endOffset: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the configured limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but cannot be carried out; the detail says why. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
