@@ -356,6 +356,29 @@ describe('describeIntervals (the preview, docs/contract.md 9)', () => {
   it('refuses an unknown zone', () => {
     expect(() => describeIntervals([[0, HOUR]], 'Europe/Atlantis')).toThrow(RangeError);
   });
+
+  it('writes exactly what Temporal writes, read from the cached offset segments, across a year of every kind of zone', () => {
+    // The preview reads the wall clock from the expansion's offset segments rather than one Temporal conversion per
+    // bound (a year of windows is about 1,600 intervals): both must give the same text at every bound.
+    const zones = ['Europe/Berlin', 'America/New_York', 'Australia/Lord_Howe', 'America/Santiago', 'Asia/Kathmandu', 'Africa/Monrovia', 'UTC'];
+    let seed = 20261124;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    for (const zone of zones) {
+      const from = zone === 'Africa/Monrovia' ? at('1971-06-01T00:00:00Z') : at('2026-01-01T00:00:00Z');
+      const intervals: [number, number][] = Array.from({ length: 200 }, (_, i) => {
+        const start = from + i * 43 * HOUR + Math.floor(random() * HOUR);
+        return [start, start + 1 + Math.floor(random() * 30 * HOUR)];
+      });
+      const described = describeIntervals(intervals, zone);
+      const temporal = (instant: number) => {
+        const zoned = Temporal.Instant.fromEpochMilliseconds(instant).toZonedDateTimeISO(zone);
+        return [zoned.toPlainDateTime().toString(), zoned.offset];
+      };
+      expect(described.map((i) => [i.localStart, i.startOffset, i.localEnd, i.endOffset])).toEqual(
+        intervals.map(([start, end]) => [...temporal(start), ...temporal(end)]),
+      );
+    }
+  });
 });
 
 describe('time-zone names', () => {
