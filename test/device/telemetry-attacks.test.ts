@@ -1,0 +1,194 @@
+// Lock telemetry under attack (docs/contract.md 8.4, 8.5, docs/security-checklist.md G): what a forged cursor, a
+// re-registered lock id, a relayed absurd clock, malformed values and concurrent uploads can make the server claim.
+import type { LightMyRequestResponse } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { download, lockToken, phoneToken, sync } from '../helpers/device.js';
+import { bearer, clientToken, type TenantFixture } from '../helpers/oauth.js';
+import { call, device, expectProblem, HOUR, lock, ticket, type TicketBody } from '../helpers/operator.js';
+import { twoTenants } from '../helpers/tenants.js';
+
+const START = Date.UTC(2026, 4, 4, 7, 0, 0, 0);
+
+interface LockBody {
+  appliedThrough?: number;
+  pendingRevocations: number;
+  clockOffset?: number;
+}
+
+describe('lock telemetry under attack', () => {
+  let t: TestApp;
+  let now = START;
+  let acme: TenantFixture;
+  let other: TenantFixture;
+  let operator = '';
+  let operatorAt = -Infinity;
+
+  beforeAll(async () => {
+    t = await buildTestApp({ BCRYPT_COST: '4', ACCESS_TOKEN_TTL_SECONDS: '86400' }, { clock: () => now });
+    const tenants = await twoTenants(t);
+    acme = tenants.acme;
+    other = tenants.other;
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  /** A management token of acme, minted again once the clock moved on by half a day (tokens last a day at most). */
+  async function op(): Promise<string> {
+    if (now - operatorAt > 12 * HOUR) {
+      operator = await clientToken(t.app, acme);
+      operatorAt = now;
+    }
+    return operator;
+  }
+
+  /** Past LAST_SEEN_RESOLUTION_MS, so the next sync is written whatever its position. */
+  const later = () => {
+    now += 60_000;
+  };
+
+  async function readLock(id: string): Promise<LockBody> {
+    const response = await call(t, await op(), { method: 'GET', url: `/operatorapi/securedobjects/${id}` });
+    expect(response.statusCode, response.body).toBe(200);
+    return response.json();
+  }
+
+  async function revoke(id: string): Promise<void> {
+    const response = await call(t, await op(), { method: 'DELETE', url: `/operatorapi/tickets/${id}` });
+    expect(response.statusCode, response.body).toBe(200);
+  }
+
+  async function appliedAt(id: string): Promise<number | null> {
+    const { rows } = await t.database.db.query<{ revocation_applied_at: number | null }>('SELECT revocation_applied_at FROM tickets WHERE id = $1', [id]);
+    return rows[0]!.revocation_applied_at === null ? null : Number(rows[0]!.revocation_applied_at);
+  }
+
+  async function pendingIds(lockId: string): Promise<string[]> {
+    const response = await call(t, await op(), { method: 'GET', url: `/operatorapi/revocations?applied=false&securedObjectId=${lockId}` });
+    expect(response.statusCode, response.body).toBe(200);
+    return (response.json() as TicketBody[]).map((item) => item.id);
+  }
+
+  async function downloadedTicket(lockId: string, phoneId: string, overrides: object = {}): Promise<TicketBody> {
+    const issued = await ticket(t, await op(), lockId, phoneId, overrides);
+    await download(t, await phoneToken(t, acme, phoneId), phoneId);
+    return issued;
+  }
+
+  const relay = (token: string, deviceId: string, payload: object) =>
+    t.app.inject({ method: 'POST', url: `/deviceapi/mobiledevices/${encodeURIComponent(deviceId)}/accesslog`, headers: bearer(token), payload });
+  const fromLock = (token: string, lockId: string, payload: object) =>
+    t.app.inject({ method: 'POST', url: `/deviceapi/securedobjects/${encodeURIComponent(lockId)}/accesslog`, headers: bearer(token), payload });
+
+  async function lastSeq(tenantId: string): Promise<number> {
+    const { rows } = await t.database.db.query<{ last_seq: number }>('SELECT last_seq FROM tenant_change_counters WHERE tenant_id = $1', [tenantId]);
+    return Number(rows[0]!.last_seq);
+  }
+
+  it('never answers 500 for extreme values: 1000 weird entries, duplicates, extreme clocks, explain at the extremes', async () => {
+    await lock(t, await op(), 'weird');
+    await device(t, await op(), 'phone-weird');
+    const issued = await downloadedTicket('weird', 'phone-weird');
+    const lockAuth = await lockToken(t, acme, 'weird');
+    const weirdIds = ['', 'x', 'not-a-uuid', '00000000-0000-0000-0000-000000000000', issued.id.toUpperCase(), `${issued.id}x`, '\u00e9\u{1F600}', 'a'.repeat(256), "'; DROP TABLE tickets; --", '\ud800'];
+    const weirdTimes = [0, 1, 8640000000000000, START, Number.MAX_SAFE_INTEGER];
+    const entries = Array.from({ length: 1000 }, (_, i) => ({
+      // Every tenth a repeat of the one before: duplicates within one upload.
+      entryNo: i % 10 === 9 ? i : i + 1,
+      lockTime: weirdTimes[i % weirdTimes.length]!,
+      ...(i % 3 === 0 ? {} : { tokenId: weirdIds[i % weirdIds.length]! }),
+      command: ['open', 'x', 'c'.repeat(16)][i % 3]!,
+      channel: ['btlespp', 'nfc', 'z'.repeat(32)][i % 3]!,
+      result: i % 2 === 0 ? 'granted' : 'denied',
+      ...(i % 4 === 0 ? { reason: 'r'.repeat(200) } : {}),
+    }));
+    const status = (response: LightMyRequestResponse) => {
+      expect([200, 400], response.body).toContain(response.statusCode);
+      return response.statusCode;
+    };
+    // Some of these are refused by the schema (an empty tokenId, a time beyond a Date): never a 500.
+    status(await fromLock(lockAuth, 'weird', { lockTime: 8640000000000000, appliedSerial: Number.MAX_SAFE_INTEGER, entries }));
+    const valid = entries.filter((entry) => entry.lockTime <= 8640000000000000 && entry.tokenId !== '');
+    const stored = await fromLock(lockAuth, 'weird', { lockTime: 8640000000000000, appliedSerial: Number.MAX_SAFE_INTEGER, entries: valid });
+    expect(stored.statusCode, stored.body).toBe(200);
+    const answer = stored.json() as { accepted: number; duplicates: number };
+    expect(answer.accepted + answer.duplicates).toBe(valid.length);
+    expect(answer.accepted).toBe(new Set(valid.map((entry) => entry.entryNo)).size);
+    // The lock's clock says it is far ahead, then far behind: explain and the counts at every extreme of `at`.
+    for (const lockTime of [8640000000000000, 0]) {
+      expect(status(await fromLock(lockAuth, 'weird', { lockTime, entries: [{ entryNo: 5000, lockTime, command: 'open', channel: 'btlespp', result: 'denied' }] }))).toBe(200);
+      for (const at of [0, 1, now, 8640000000000000]) {
+        const explained = await call(t, await op(), { method: 'GET', url: `/operatorapi/access-checks?mobileDeviceId=phone-weird&securedObjectId=weird&at=${at}` });
+        expect(explained.statusCode, explained.body).toBe(200);
+      }
+      expect((await call(t, await op(), { method: 'GET', url: '/operatorapi/securedobjects/weird' })).statusCode).toBe(200);
+      expect((await call(t, await op(), { method: 'GET', url: '/operatorapi/revocations?securedObjectId=weird' })).statusCode).toBe(200);
+      expect((await sync(t, lockAuth, 'weird')).decommissioned).toBeUndefined();
+      await download(t, await phoneToken(t, acme, 'phone-weird'), 'phone-weird');
+    }
+    for (const query of ['from=0&to=8640000000000000', 'tokenId=%00', `tokenId=${'a'.repeat(256)}`, 'securedObjectId=weird&result=denied']) {
+      expect(status(await call(t, await op(), { method: 'GET', url: `/operatorapi/accesslog?${query}` }))).toBeLessThan(500);
+    }
+    // Another tenant reads none of it.
+    const foreign = await call(t, await clientToken(t.app, other), { method: 'GET', url: '/operatorapi/accesslog?securedObjectId=weird' });
+    expect(foreign.json()).toEqual([]);
+    expectProblem(await call(t, await clientToken(t.app, other), { method: 'GET', url: '/operatorapi/access-checks?mobileDeviceId=phone-weird&securedObjectId=weird' }), 404);
+  });
+
+  it('stores overlapping uploads of the lock and a relaying phone at once exactly once each', async () => {
+    await lock(t, await op(), 'busy');
+    await device(t, await op(), 'phone-busy');
+    await downloadedTicket('busy', 'phone-busy');
+    const lockAuth = await lockToken(t, acme, 'busy');
+    const phone = await phoneToken(t, acme, 'phone-busy');
+    const entry = (entryNo: number) => ({ entryNo, lockTime: now - 1000 + entryNo, command: 'open', channel: 'btlespp', result: 'granted' });
+    const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => entry(from + i));
+    const answers = await Promise.all([
+      fromLock(lockAuth, 'busy', { entries: range(1, 600) }),
+      relay(phone, 'phone-busy', { securedObjectId: 'busy', entries: range(300, 900) }),
+      fromLock(lockAuth, 'busy', { entries: range(500, 1000) }),
+      relay(phone, 'phone-busy', { securedObjectId: 'busy', entries: range(1, 1000).filter((item) => item.entryNo % 2 === 0) }),
+    ]);
+    const bodies = answers.map((response) => {
+      expect(response.statusCode, response.body).toBe(200);
+      return response.json() as { accepted: number; duplicates: number };
+    });
+    expect(bodies.reduce((sum, body) => sum + body.accepted, 0)).toBe(1000);
+    const { rows } = await t.database.db.query<{ n: number; high: number }>(
+      `SELECT (SELECT count(*)::int FROM access_log_entries WHERE tenant_id = $1 AND secured_object_id = 'busy') AS n,
+              (SELECT log_high FROM lock_telemetry WHERE tenant_id = $1 AND secured_object_id = 'busy') AS high`,
+      [acme.tenantId],
+    );
+    expect({ n: rows[0]!.n, high: Number(rows[0]!.high) }).toEqual({ n: 1000, high: 1000 });
+  });
+
+  it('an upload racing the lock\'s deletion and re-registration stores under the old lock or is refused, never under the new one, and never a 500', async () => {
+    await device(t, await op(), 'phone-race');
+    for (let round = 0; round < 5; round++) {
+      const id = `race-${round}`;
+      await lock(t, await op(), id);
+      await downloadedTicket(id, 'phone-race');
+      const oldLock = await lockToken(t, acme, id);
+      const entries = Array.from({ length: 200 }, (_, i) => ({ entryNo: i + 1, lockTime: now, command: 'open', channel: 'btlespp', result: 'granted' }));
+      const reRegister = async () => {
+        expect((await call(t, await op(), { method: 'DELETE', url: `/operatorapi/securedobjects/${id}` })).statusCode).toBe(204);
+        now += 1;
+        await lock(t, await op(), id);
+      };
+      const [upload] = await Promise.all([fromLock(oldLock, id, { entries }), reRegister()]);
+      expect([200, 403, 404], upload!.body).toContain(upload!.statusCode);
+      const { rows } = await t.database.db.query<{ registered: number; n: number }>(
+        `SELECT lock_registered_at AS registered, count(*)::int AS n FROM access_log_entries
+          WHERE tenant_id = $1 AND secured_object_id = $2 GROUP BY lock_registered_at`,
+        [acme.tenantId, id],
+      );
+      const { rows: current } = await t.database.db.query<{ created_at: number }>('SELECT created_at FROM secured_objects WHERE tenant_id = $1 AND id = $2', [acme.tenantId, id]);
+      // Whatever the interleaving, nothing the old lock's client sent is filed under the new lock.
+      for (const row of rows) expect(Number(row.registered)).toBeLessThan(Number(current[0]!.created_at));
+      if (upload!.statusCode === 200) expect(rows).toEqual([expect.objectContaining({ n: 200 })]);
+      else expect(rows).toEqual([]);
+      now += 1000;
+    }
+  });
+});
