@@ -86,6 +86,39 @@ describe('lock telemetry under attack', () => {
     return Number(rows[0]!.last_seq);
   }
 
+  it('a lock registered again with a deleted lock\'s id never acknowledges the revocations its deletion left on their way to the old door', async () => {
+    await lock(t, await op(), 'annex');
+    await device(t, await op(), 'phone-annex');
+    const oldTicket = await downloadedTicket('annex', 'phone-annex');
+    // The old door is deleted before it syncs: its deletion's revocation is on its way to it.
+    expect((await call(t, await op(), { method: 'DELETE', url: '/operatorapi/securedobjects/annex' })).statusCode).toBe(204);
+    expect(await pendingIds('annex')).toEqual([oldTicket.id]);
+
+    // Registrations are told apart by time (ms), as a relay's right is (findRelayRight).
+    now += 1;
+    await lock(t, await op(), 'annex');
+    // Another lock: none of the old door's revocations is its to apply.
+    expect(await readLock('annex')).toMatchObject({ pendingRevocations: 0 });
+    const newTicket = await downloadedTicket('annex', 'phone-annex');
+    await revoke(newTicket.id);
+    expect(await readLock('annex')).toMatchObject({ pendingRevocations: 1 });
+    const newLock = await lockToken(t, acme, 'annex');
+    const full = await sync(t, newLock, 'annex');
+    later();
+    await sync(t, newLock, 'annex', full.cursor);
+    // The new lock applied its own revocation; the old door's is still on its way to the old door.
+    expect(await appliedAt(newTicket.id)).toBe(now);
+    expect(await appliedAt(oldTicket.id)).toBeNull();
+    expect(await pendingIds('annex')).toEqual([oldTicket.id]);
+    expect(await readLock('annex')).toMatchObject({ pendingRevocations: 0 });
+
+    // Nor does the new lock's log upload, whatever appliedSerial it claims.
+    later();
+    const upload = await fromLock(newLock, 'annex', { appliedSerial: await lastSeq(acme.tenantId), entries: [{ entryNo: 1, lockTime: now, command: 'open', channel: 'btlespp', result: 'denied' }] });
+    expect(upload.statusCode, upload.body).toBe(200);
+    expect(await appliedAt(oldTicket.id)).toBeNull();
+  });
+
   it('never answers 500 for extreme values: 1000 weird entries, duplicates, extreme clocks, explain at the extremes', async () => {
     await lock(t, await op(), 'weird');
     await device(t, await op(), 'phone-weird');
