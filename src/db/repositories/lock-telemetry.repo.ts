@@ -59,9 +59,17 @@ export interface LockContact {
 }
 
 /**
+ * The tickets of the lock as registered now, over `tickets` aliased `t`: a lock registered again with a deleted lock's
+ * id is another lock (docs/contract.md 4.1), so the old door's tickets (made before the registration) are not its own
+ * to apply or to count. While the id names no lock (deleted, its client still syncing), every ticket of the id is.
+ */
+const OF_CURRENT_REGISTRATION = (tenantId: string, securedObjectId: string) =>
+  `t.created_at >= coalesce((SELECT created_at FROM secured_objects WHERE tenant_id = ${tenantId} AND id = ${securedObjectId}), 0)`;
+
+/**
  * Records a contact with a lock in one statement: `last_seen_at` and `applied_through` only rise, and every revocation
- * of the lock's tickets at or below the applied position that had not reached the lock is stamped
- * `revocation_applied_at` (an index range over the pending revocations only, tickets_pending_revocations_idx).
+ * of the lock's tickets (OF_CURRENT_REGISTRATION) at or below the applied position that had not reached the lock is
+ * stamped `revocation_applied_at` (an index range over the pending revocations only, tickets_pending_revocations_idx).
  * Returns the lock's telemetry after the contact.
  *
  * LOCK ORDER: the lock's telemetry row, then its revoked ticket rows. A revocation locks the tenant's change counter
@@ -84,10 +92,11 @@ export async function recordLockContact(db: Queryable, tenantId: string, secured
               clock_checked_at = coalesce(EXCLUDED.clock_checked_at, t.clock_checked_at)
        RETURNING ${COLUMNS}
      ), stamped AS (
-       UPDATE tickets SET revocation_applied_at = $3
-        WHERE tenant_id = $1 AND secured_object_id = $2
-          AND revoked_at IS NOT NULL AND revocation_applied_at IS NULL AND credential_expires_at IS NOT NULL
-          AND change_seq <= (SELECT applied_through FROM upserted)
+       UPDATE tickets t SET revocation_applied_at = $3
+        WHERE t.tenant_id = $1 AND t.secured_object_id = $2
+          AND t.revoked_at IS NOT NULL AND t.revocation_applied_at IS NULL AND t.credential_expires_at IS NOT NULL
+          AND t.change_seq <= (SELECT applied_through FROM upserted)
+          AND ${OF_CURRENT_REGISTRATION('$1', '$2')}
      )
      SELECT ${COLUMNS} FROM upserted`,
     [tenantId, securedObjectId, contact.seenAt, contact.appliedThrough ?? null, contact.clockOffsetMs ?? null],
@@ -132,13 +141,15 @@ const PENDING = (now: string, offset: string) =>
 
 /**
  * The lock's telemetry and its pending revocations in one round trip: a primary-key read and a count over an index
- * range of tickets_pending_revocations_idx (the lock's pending revocations only, never its whole history).
+ * range of tickets_pending_revocations_idx (the lock's pending revocations only, never its whole history), of the lock
+ * as registered now (OF_CURRENT_REGISTRATION): a deleted door's are listed by listRevocations, not counted here.
  */
 export async function findLockPropagation(db: Queryable, tenantId: string, securedObjectId: string, now: number): Promise<LockPropagation> {
   const { rows } = await db.query<{ [K in keyof LockTelemetryRow]: LockTelemetryRow[K] | null } & { pending: number }>(
     `SELECT ${COLUMNS.split(', ').map((column) => `lt.${column}`).join(', ')},
             (SELECT count(*)::int FROM tickets t
-              WHERE t.tenant_id = $1 AND t.secured_object_id = $2 AND ${PENDING('$3::bigint', 'lt.clock_offset_ms')}) AS pending
+              WHERE t.tenant_id = $1 AND t.secured_object_id = $2 AND ${PENDING('$3::bigint', 'lt.clock_offset_ms')}
+                AND ${OF_CURRENT_REGISTRATION('$1', '$2')}) AS pending
        FROM (VALUES (1)) AS one (x)
        LEFT JOIN lock_telemetry lt ON lt.tenant_id = $1 AND lt.secured_object_id = $2`,
     [tenantId, securedObjectId, now],
