@@ -81,6 +81,8 @@ describe('lock telemetry under attack', () => {
   const fromLock = (token: string, lockId: string, payload: object) =>
     t.app.inject({ method: 'POST', url: `/deviceapi/securedobjects/${encodeURIComponent(lockId)}/accesslog`, headers: bearer(token), payload });
 
+  const syncCursor = (seq: number, id = 'ffffffff-ffff-4fff-bfff-ffffffffffff') => Buffer.from(`${seq}:${id}`, 'utf8').toString('base64url');
+
   async function lastSeq(tenantId: string): Promise<number> {
     const { rows } = await t.database.db.query<{ last_seq: number }>('SELECT last_seq FROM tenant_change_counters WHERE tenant_id = $1', [tenantId]);
     return Number(rows[0]!.last_seq);
@@ -117,6 +119,40 @@ describe('lock telemetry under attack', () => {
     const upload = await fromLock(newLock, 'annex', { appliedSerial: await lastSeq(acme.tenantId), entries: [{ entryNo: 1, lockTime: now, command: 'open', channel: 'btlespp', result: 'denied' }] });
     expect(upload.statusCode, upload.body).toBe(200);
     expect(await appliedAt(oldTicket.id)).toBeNull();
+  });
+
+  it('acknowledges a forged sync cursor no further than the lock\'s own last change', async () => {
+    await lock(t, await op(), 'quiet');
+    await lock(t, await op(), 'busy-elsewhere');
+    await device(t, await op(), 'phone-quiet');
+    const issued = await downloadedTicket('quiet', 'phone-quiet');
+    const quietLock = await lockToken(t, acme, 'quiet');
+    const full = await sync(t, quietLock, 'quiet');
+    // The tenant moves on with changes that do not concern the lock.
+    for (let i = 0; i < 3; i++) await ticket(t, await op(), 'busy-elsewhere', 'phone-quiet');
+    const tenantLast = await lastSeq(acme.tenantId);
+    expect(tenantLast).toBeGreaterThan(full.serial);
+
+    // A hand-made cursor at the tenant's last change: the lock was never answered that far.
+    later();
+    const forged = await sync(t, quietLock, 'quiet', syncCursor(tenantLast));
+    expect(forged.tokens).toEqual([]);
+    expect((await readLock('quiet')).appliedThrough).toBe(full.serial);
+    // Another lock's cursor, the same.
+    later();
+    const elsewhere = await sync(t, await lockToken(t, acme, 'busy-elsewhere'), 'busy-elsewhere');
+    later();
+    await sync(t, quietLock, 'quiet', elsewhere.cursor);
+    expect((await readLock('quiet')).appliedThrough).toBe(full.serial);
+    // A relay's appliedSerial, the same.
+    const phone = await phoneToken(t, acme, 'phone-quiet');
+    const relayed = await relay(phone, 'phone-quiet', {
+      securedObjectId: 'quiet',
+      appliedSerial: Number.MAX_SAFE_INTEGER,
+      entries: [{ entryNo: 1, lockTime: now, tokenId: issued.id, command: 'open', channel: 'btlespp', result: 'granted' }],
+    });
+    expect(relayed.statusCode, relayed.body).toBe(200);
+    expect((await readLock('quiet')).appliedThrough).toBe(full.serial);
   });
 
   it('never answers 500 for extreme values: 1000 weird entries, duplicates, extreme clocks, explain at the extremes', async () => {
