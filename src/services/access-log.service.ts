@@ -136,7 +136,8 @@ export function createAccessLogService({ db, clock }: AccessLogServiceOptions) {
     return db.transaction(async (tx) => {
       // docs/contract.md 8.4, 8.5: locks do not sign their logs, so `appliedSerial` (above all from a relay) cannot be
       // verified: a phone could claim a lock applied a revocation it never saw. recordLockContact caps it at the
-      // tenant's last change, so it can never acknowledge a change that has not happened; no more can be checked.
+      // lock's own serial, so it can never acknowledge a change that has not happened or that concerns no history of
+      // this lock; no more can be checked.
       const telemetry = await recordLockContact(tx, tenantId, securedObjectId, {
         seenAt: now,
         ...(upload.appliedSerial !== undefined ? { appliedThrough: upload.appliedSerial } : {}),

@@ -50,8 +50,12 @@ export interface LockContact {
   seenAt: number;
   /**
    * The change-log position the lock says it has applied everything up to (docs/contract.md 8.4): the sync cursor's
-   * position, or an upload's `appliedSerial`. Absent: the contact acknowledges nothing. It is capped at the tenant's
-   * last committed change, so no caller can acknowledge a change that has not happened yet.
+   * position, or an upload's `appliedSerial`. Absent: the contact acknowledges nothing. It is capped at the lock's own
+   * serial (its last change, key-set changes included; never beyond the tenant's last committed change), so no caller
+   * acknowledges a change that has not happened, and a cursor forged at the tenant's last change or copied from another
+   * lock claims no more than the lock's own history. Locks do not sign, so a position at or below the serial cannot be
+   * checked: a client that holds the lock's credentials can claim the lock applied all of it (what it could do anyway by
+   * ignoring what it is sent), and nothing beyond.
    */
   appliedThrough?: number;
   /** The lock's clock minus the server's (ms), when the contact carried the lock's time. */
@@ -79,8 +83,13 @@ export async function recordLockContact(db: Queryable, tenantId: string, secured
   const { rows } = await db.query<LockTelemetryRow>(
     `WITH acknowledged AS (
        -- least() skips NULLs: without the CASE a contact that acknowledges nothing would acknowledge everything.
+       -- Capped at the lock's own serial (docs/contract.md 8.3): the last change that concerns it, key-set changes
+       -- included, the furthest any sync answer or revocation list for it ever reached (tickets_sync_idx backwards).
        SELECT CASE WHEN $4::bigint IS NOT NULL
-                   THEN least($4::bigint, coalesce((SELECT last_seq FROM tenant_change_counters WHERE tenant_id = $1), 0))
+                   THEN least($4::bigint, greatest(
+                          coalesce((SELECT change_seq FROM tickets WHERE tenant_id = $1 AND secured_object_id = $2
+                                     ORDER BY change_seq DESC LIMIT 1), 0),
+                          coalesce((SELECT change_seq FROM ticket_key_set_changes WHERE tenant_id = $1), 0)))
               END AS position
      ), upserted AS (
        INSERT INTO lock_telemetry AS t (tenant_id, secured_object_id, last_seen_at, applied_through, clock_offset_ms, clock_checked_at)
