@@ -3,12 +3,14 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { download, lockToken, phoneToken, sync } from '../helpers/device.js';
+import { download, lockToken, payloadOf, phoneToken, sync } from '../helpers/device.js';
 import { bearer, clientToken, type TenantFixture } from '../helpers/oauth.js';
 import { call, device, expectProblem, HOUR, lock, ticket, type TicketBody } from '../helpers/operator.js';
 import { twoTenants } from '../helpers/tenants.js';
 
 const START = Date.UTC(2026, 4, 4, 7, 0, 0, 0);
+const DAY = 24 * HOUR;
+const YEAR = 365 * DAY;
 
 interface LockBody {
   appliedThrough?: number;
@@ -153,6 +155,40 @@ describe('lock telemetry under attack', () => {
     });
     expect(relayed.statusCode, relayed.body).toBe(200);
     expect((await readLock('quiet')).appliedThrough).toBe(full.serial);
+  });
+
+  it('bounds the clock margin a relayed absurd lockTime opens to one credential lifetime: lists and counts stay bounded', async () => {
+    await lock(t, await op(), 'cellar');
+    await device(t, await op(), 'phone-cellar');
+    await device(t, await op(), 'visitor');
+    // Revoked a month ago: its credential ran out more than three weeks ago (CREDENTIAL_MAX_LIFETIME is 7 days).
+    const old = await downloadedTicket('cellar', 'phone-cellar', { endDate: now + 60 * DAY });
+    await revoke(old.id);
+    now += 30 * DAY;
+    // Revoked now, its credential ran out three days ago: a lock three days behind still accepts it.
+    const recent = await downloadedTicket('cellar', 'phone-cellar', { endDate: now + 60 * DAY });
+    now += 10 * DAY;
+    await revoke(recent.id);
+    const cellar = await lockToken(t, acme, 'cellar');
+    expect((await sync(t, cellar, 'cellar')).revocations).toEqual([]);
+    expect(await readLock('cellar')).toMatchObject({ pendingRevocations: 0 });
+
+    // A phone that held a ticket for the lock says the lock's clock is ten years behind.
+    const phone = await phoneToken(t, acme, 'phone-cellar');
+    const relayed = await relay(phone, 'phone-cellar', {
+      securedObjectId: 'cellar',
+      lockTime: now - 10 * YEAR,
+      entries: [{ entryNo: 1, lockTime: now - 10 * YEAR, command: 'open', channel: 'btlespp', result: 'denied' }],
+    });
+    expect(relayed.statusCode, relayed.body).toBe(200);
+    // The estimate is shown as it is...
+    expect(await readLock('cellar')).toMatchObject({ clockOffset: -10 * YEAR, pendingRevocations: 1 });
+    // ...but the lists widen by one credential lifetime at most: the recent revocation, never the old one.
+    expect((await sync(t, cellar, 'cellar')).revocations.map((item) => item.tokenId)).toEqual([recent.id]);
+    expect(await pendingIds('cellar')).toEqual([recent.id]);
+    await ticket(t, await op(), 'cellar', 'visitor');
+    const carried = await download(t, await phoneToken(t, acme, 'visitor'), 'visitor');
+    expect(payloadOf(carried.find((item) => item.securedObjectId === 'cellar')!.revocationList!).revoked).toEqual([recent.id]);
   });
 
   it('never answers 500 for extreme values: 1000 weird entries, duplicates, extreme clocks, explain at the extremes', async () => {
