@@ -155,6 +155,7 @@ export async function listLockChanges(
   position: SyncPosition,
   now: number,
   limit: number,
+  maxClockMarginMs: number,
 ): Promise<LockChanges> {
   const { rows } = await db.query<
     TicketRow & { change_seq: number; lock_exists: boolean; decommissioned_seq: number | null; key_set_seq: number; last_seq: number }
@@ -165,7 +166,7 @@ export async function listLockChanges(
                 WHERE client_id = $7 AND tenant_id = $1 AND secured_object_id = $2) AS decommissioned_seq,
               coalesce((SELECT change_seq FROM ticket_key_set_changes WHERE tenant_id = $1), 0) AS key_set_seq,
               coalesce((SELECT last_seq FROM tenant_change_counters WHERE tenant_id = $1), 0) AS last_seq,
-              ${CLOCK_MARGIN_SQL('$1', '$2')} AS clock_margin
+              ${CLOCK_MARGIN_SQL('$1', '$2', '$8')} AS clock_margin
      )
      SELECT state.*, t.* FROM state
        LEFT JOIN LATERAL (
@@ -178,7 +179,7 @@ export async function listLockChanges(
             AND (state.decommissioned_seq IS NULL OR change_seq <= state.decommissioned_seq)
           ORDER BY change_seq, id LIMIT $6
        ) t ON true`,
-    [tenantId, securedObjectId, position.seq, position.id, now, limit, clientId],
+    [tenantId, securedObjectId, position.seq, position.id, now, limit, clientId, maxClockMarginMs],
   );
   const first = rows[0]!;
   return {
@@ -221,7 +222,13 @@ export interface LockRevocations {
  * for the serial, tickets_alive_revocations_idx for the revocations), never the lock's whole history. "Still needs"
  * is at the lock's clock, as in a sync (CLOCK_MARGIN_SQL).
  */
-export async function listLockRevocations(db: Queryable, tenantId: string, securedObjectIds: string[], now: number): Promise<LockRevocations[]> {
+export async function listLockRevocations(
+  db: Queryable,
+  tenantId: string,
+  securedObjectIds: string[],
+  now: number,
+  maxClockMarginMs: number,
+): Promise<LockRevocations[]> {
   if (securedObjectIds.length === 0) return [];
   const { rows } = await db.query<{ secured_object_id: string; serial: number; revoked: string[] }>(
     `SELECT l.id AS secured_object_id,
@@ -232,10 +239,10 @@ export async function listLockRevocations(db: Queryable, tenantId: string, secur
             ) AS serial,
             coalesce((SELECT array_agg(id::text ORDER BY id) FROM tickets
                        WHERE tenant_id = $1 AND secured_object_id = l.id AND revoked_at IS NOT NULL
-                         AND credential_expires_at > $3::bigint + ${CLOCK_MARGIN_SQL('$1', 'l.id')}), '{}') AS revoked
+                         AND credential_expires_at > $3::bigint + ${CLOCK_MARGIN_SQL('$1', 'l.id', '$4')}), '{}') AS revoked
        FROM unnest($2::text[]) AS l (id)
       ORDER BY l.id`,
-    [tenantId, securedObjectIds, now],
+    [tenantId, securedObjectIds, now, maxClockMarginMs],
   );
   return rows.map((row) => ({ securedObjectId: row.secured_object_id, serial: Number(row.serial), revoked: row.revoked }));
 }

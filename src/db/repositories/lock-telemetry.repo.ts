@@ -9,9 +9,17 @@ import { TICKET_COLUMNS, toTicketRecord, type TicketRecord, type TicketRow } fro
  * "now"): a lock whose clock runs behind (a negative offset, docs/contract.md 8.5) still accepts a credential the server
  * thinks expired, so "a credential still alive there" is `credential_expires_at > now + least(offset, 0)`. A clock
  * ahead closes the door early; it never widens anything. 0 while the offset was never estimated. A primary-key look-up.
+ *
+ * The margin never exceeds `maxMarginMs` (a placeholder; the callers pass one CREDENTIAL_MAX_LIFETIME). The offset comes
+ * from an unsigned upload, often relayed by a phone (docs/contract.md 8.5): unbounded, one `lockTime` ten years back
+ * would put every revocation of the lock's history back into its syncs, its revocation lists and its pending count,
+ * which docs/contract.md 8.2 bounds by one lifetime. Bounded, a lie at most doubles that window. A lock whose clock
+ * really is more than a lifetime behind keeps accepting credentials whose revocations have dropped out of its lists:
+ * no list can protect it, its clock must be set (the secured object's `clockDrift` and the explain's `clock-drift`
+ * say so, with the true estimate).
  */
-export const CLOCK_MARGIN_SQL = (tenantId: string, securedObjectId: string): string =>
-  `coalesce((SELECT least(clock_offset_ms, 0) FROM lock_telemetry WHERE tenant_id = ${tenantId} AND secured_object_id = ${securedObjectId}), 0)`;
+export const CLOCK_MARGIN_SQL = (tenantId: string, securedObjectId: string, maxMarginMs: string): string =>
+  `coalesce((SELECT greatest(least(clock_offset_ms, 0), -(${maxMarginMs}::bigint)) FROM lock_telemetry WHERE tenant_id = ${tenantId} AND secured_object_id = ${securedObjectId}), 0)`;
 
 export interface LockTelemetry {
   /** When a sync or log upload for the lock last reached the server (ms). */
@@ -140,28 +148,34 @@ export interface LockPropagation {
 
 /**
  * The predicate of a pending revocation over `tickets` aliased `t`, given the placeholder of "now" and the lock's
- * clock offset (an SQL expression, null when unknown): not applied by the lock, and a credential that may still be
- * alive at the lock's clock (CLOCK_MARGIN_SQL). It implies tickets_pending_revocations_idx's predicate, so it is an
+ * clock offset (an SQL expression, null when unknown) and the placeholder of the margin's bound: not applied by the
+ * lock, and a credential that may still be alive at the lock's clock (CLOCK_MARGIN_SQL, bounded the same way). It implies tickets_pending_revocations_idx's predicate, so it is an
  * index range on (tenant, lock, credential expiry) over the pending revocations alone.
  */
-const PENDING = (now: string, offset: string) =>
+const PENDING = (now: string, offset: string, maxMarginMs: string) =>
   `t.revoked_at IS NOT NULL AND t.revocation_applied_at IS NULL AND t.credential_expires_at IS NOT NULL
-   AND t.credential_expires_at > ${now} + least(coalesce(${offset}, 0), 0)`;
+   AND t.credential_expires_at > ${now} + greatest(least(coalesce(${offset}, 0), 0), -(${maxMarginMs}::bigint))`;
 
 /**
  * The lock's telemetry and its pending revocations in one round trip: a primary-key read and a count over an index
  * range of tickets_pending_revocations_idx (the lock's pending revocations only, never its whole history), of the lock
  * as registered now (OF_CURRENT_REGISTRATION): a deleted door's are listed by listRevocations, not counted here.
  */
-export async function findLockPropagation(db: Queryable, tenantId: string, securedObjectId: string, now: number): Promise<LockPropagation> {
+export async function findLockPropagation(
+  db: Queryable,
+  tenantId: string,
+  securedObjectId: string,
+  now: number,
+  maxClockMarginMs: number,
+): Promise<LockPropagation> {
   const { rows } = await db.query<{ [K in keyof LockTelemetryRow]: LockTelemetryRow[K] | null } & { pending: number }>(
     `SELECT ${COLUMNS.split(', ').map((column) => `lt.${column}`).join(', ')},
             (SELECT count(*)::int FROM tickets t
-              WHERE t.tenant_id = $1 AND t.secured_object_id = $2 AND ${PENDING('$3::bigint', 'lt.clock_offset_ms')}
+              WHERE t.tenant_id = $1 AND t.secured_object_id = $2 AND ${PENDING('$3::bigint', 'lt.clock_offset_ms', '$4')}
                 AND ${OF_CURRENT_REGISTRATION('$1', '$2')}) AS pending
        FROM (VALUES (1)) AS one (x)
        LEFT JOIN lock_telemetry lt ON lt.tenant_id = $1 AND lt.secured_object_id = $2`,
-    [tenantId, securedObjectId, now],
+    [tenantId, securedObjectId, now, maxClockMarginMs],
   );
   const row = rows[0]!;
   return {
@@ -192,6 +206,7 @@ export async function listRevocations(
   now: number,
   after: KeysetPosition | null,
   limit: number,
+  maxClockMarginMs: number,
 ): Promise<TicketRecord[]> {
   const params: unknown[] = [tenantId];
   const conditions = ['t.tenant_id = $1', 't.revoked_at IS NOT NULL'];
@@ -202,8 +217,8 @@ export async function listRevocations(
   const applied = 't.revocation_applied_at IS NOT NULL';
   // "now" is bound only when a predicate uses it: PostgreSQL refuses a parameter no clause mentions.
   const pending = () => {
-    params.push(now);
-    return PENDING(`$${params.length}::bigint`, 'lt.clock_offset_ms');
+    params.push(now, maxClockMarginMs);
+    return PENDING(`$${params.length - 1}::bigint`, 'lt.clock_offset_ms', `$${params.length}`);
   };
   conditions.push(filter.applied === true ? applied : filter.applied === false ? pending() : `(${applied} OR ${pending()})`);
   const page = keysetPage(params, REVOCATION_KEYSET, after, limit);
