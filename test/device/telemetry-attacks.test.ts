@@ -2,9 +2,12 @@
 // re-registered lock id, a relayed absurd clock, malformed values and concurrent uploads can make the server claim.
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Database } from '../../src/db/database.js';
+import { createAccessLogService } from '../../src/services/access-log.service.js';
+import { ForbiddenError, NotFoundError } from '../../src/errors.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { download, lockToken, payloadOf, phoneToken, sync } from '../helpers/device.js';
-import { bearer, clientToken, type TenantFixture } from '../helpers/oauth.js';
+import { bearer, clientToken, createClient, type TenantFixture } from '../helpers/oauth.js';
 import { call, device, expectProblem, HOUR, lock, ticket, type TicketBody } from '../helpers/operator.js';
 import { twoTenants } from '../helpers/tenants.js';
 
@@ -294,6 +297,41 @@ describe('lock telemetry under attack', () => {
       if (upload!.statusCode === 200) expect(rows).toEqual([expect.objectContaining({ n: 200 })]);
       else expect(rows).toEqual([]);
       now += 1000;
+    }
+  });
+
+  it('an upload whose lock is deleted and registered again between the checks and the write stores nothing for the new lock', async () => {
+    await device(t, await op(), 'phone-between');
+    for (const via of ['lock', 'phone'] as const) {
+      const id = `between-${via}`;
+      await lock(t, await op(), id);
+      await downloadedTicket(id, 'phone-between');
+      const lockClient = await createClient(t.app, acme, ['sync'], { securedObjectId: id });
+      const phoneClient = await createClient(t.app, acme, ['tokens:download'], { mobileDeviceId: 'phone-between' });
+      // The service as the app builds it, whose transaction starts only once the lock was deleted and registered again.
+      const db = t.database.db;
+      const racing: Database = Object.assign(Object.create(db) as Database, {
+        transaction: async <T>(work: Parameters<Database['transaction']>[0]): Promise<T> => {
+          expect((await call(t, await op(), { method: 'DELETE', url: `/operatorapi/securedobjects/${id}` })).statusCode).toBe(204);
+          now += 1;
+          await lock(t, await op(), id);
+          return db.transaction(work) as Promise<T>;
+        },
+      });
+      const service = createAccessLogService({ db: racing, clock: () => now });
+      const upload = { lockTime: now, appliedSerial: await lastSeq(acme.tenantId), entries: [{ entryNo: 1, lockTime: now, command: 'open', channel: 'btlespp', result: 'granted' as const }] };
+      const attempt =
+        via === 'lock'
+          ? service.uploadFromLock(acme.tenantId, { clientId: lockClient.clientId, securedObjectId: id }, id, upload)
+          : service.uploadFromPhone(acme.tenantId, { clientId: phoneClient.clientId, mobileDeviceId: 'phone-between' }, 'phone-between', { ...upload, securedObjectId: id });
+      // The old lock's client speaks for a lock that is gone; the phone never held a ticket for the new one.
+      await expect(attempt).rejects.toBeInstanceOf(via === 'lock' ? ForbiddenError : NotFoundError);
+      const { rows } = await db.query<{ n: number; telemetry: number }>(
+        `SELECT (SELECT count(*)::int FROM access_log_entries WHERE tenant_id = $1 AND secured_object_id = $2) AS n,
+                (SELECT count(*)::int FROM lock_telemetry WHERE tenant_id = $1 AND secured_object_id = $2) AS telemetry`,
+        [acme.tenantId, id],
+      );
+      expect(rows[0]).toEqual({ n: 0, telemetry: 0 });
     }
   });
 });
