@@ -334,4 +334,45 @@ describe('lock telemetry under attack', () => {
       expect(rows[0]).toEqual({ n: 0, telemetry: 0 });
     }
   });
+
+  it('an upload holds its lock\'s registration while it writes: a deletion and re-registration meanwhile waits, and files nothing under the new lock', async () => {
+    const id = 'held';
+    await lock(t, await op(), id);
+    const lockClient = await createClient(t.app, acme, ['sync'], { securedObjectId: id });
+    const registeredAt = Number((await t.database.db.query<{ created_at: number }>('SELECT created_at FROM secured_objects WHERE tenant_id = $1 AND id = $2', [acme.tenantId, id])).rows[0]!.created_at);
+    const db = t.database.db;
+    let racer: Promise<void> | undefined;
+    const reRegister = async () => {
+      expect((await call(t, await op(), { method: 'DELETE', url: `/operatorapi/securedobjects/${id}` })).statusCode).toBe(204);
+      now += 1;
+      await lock(t, await op(), id);
+    };
+    // The deletion and re-registration start just before the entries are written, and are given time to commit.
+    const racing: Database = Object.assign(Object.create(db) as Database, {
+      transaction: <T>(work: Parameters<Database['transaction']>[0]): Promise<T> =>
+        db.transaction((tx) =>
+          work(
+            Object.assign(Object.create(tx) as typeof tx, {
+              query: async (text: string, params?: readonly unknown[]) => {
+                if (text.includes('INSERT INTO access_log_entries') && racer === undefined) {
+                  racer = reRegister();
+                  await Promise.race([racer, new Promise((resolve) => setTimeout(resolve, 500))]);
+                }
+                return tx.query(text, params);
+              },
+            }),
+          ),
+        ) as Promise<T>,
+    });
+    const service = createAccessLogService({ db: racing, clock: () => now });
+    const entries = [{ entryNo: 1, lockTime: now, command: 'open', channel: 'btlespp', result: 'granted' as const }];
+    const answer = await service.uploadFromLock(acme.tenantId, { clientId: lockClient.clientId, securedObjectId: id }, id, { entries });
+    await racer;
+    expect(answer.accepted).toBe(1);
+    const { rows } = await db.query<{ registered: number }>('SELECT lock_registered_at AS registered FROM access_log_entries WHERE tenant_id = $1 AND secured_object_id = $2', [acme.tenantId, id]);
+    // Filed under the lock the client spoke for, which existed until the upload committed.
+    expect(rows.map((row) => Number(row.registered))).toEqual([registeredAt]);
+    // The new lock starts with no telemetry of the old one's upload.
+    expect((await db.query('SELECT 1 FROM lock_telemetry WHERE tenant_id = $1 AND secured_object_id = $2', [acme.tenantId, id])).rows).toEqual([]);
+  });
 });
