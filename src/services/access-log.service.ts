@@ -12,6 +12,7 @@ import {
 } from '../db/repositories/access-log.repo.js';
 import { findLockForClient } from '../db/repositories/device-sync.repo.js';
 import { recordLockContact } from '../db/repositories/lock-telemetry.repo.js';
+import { holdSecuredObjectForBinding } from '../db/repositories/secured-object.repo.js';
 import { ForbiddenError, NotFoundError } from '../errors.js';
 import type { Clock } from './context.js';
 import { assertBinding, type DeviceBinding } from './device.service.js';
@@ -126,9 +127,11 @@ export function createAccessLogService({ db, clock }: AccessLogServiceOptions) {
   /**
    * Stores one upload in one transaction. The contact is recorded first: it upserts and row-locks the lock's telemetry
    * row, so concurrent uploads of one lock run one after another, and its `logHigh` is the high mark before this
-   * upload. Then the caller's checks run again (`recheck`): registering the lock id again deletes that row, so it waits
-   * for this transaction or has committed before the row lock was taken, and a lock deleted and registered again since
-   * the first checks is seen here, never written to as if it were the lock the client speaks for. Then the entries
+   * upload. Then the lock's row is held (FOR KEY SHARE: its deletion waits for this transaction) and the caller's
+   * checks run again (`recheck`): a lock deleted, or deleted and registered again, since the first checks is seen
+   * here, and none can be until this transaction ends, so the entries are never written to a lock other than the one
+   * the client speaks for. LOCK ORDER: the telemetry row, the revoked tickets it stamps, the lock's row; a deletion
+   * locks the change counter, the lock's row and the tickets not yet revoked, never the first two. Then the entries
    * (idempotent on lock and entryNo), then the high mark rises.
    */
   async function store(
@@ -152,6 +155,7 @@ export function createAccessLogService({ db, clock }: AccessLogServiceOptions) {
         ...(upload.appliedSerial !== undefined ? { appliedThrough: upload.appliedSerial } : {}),
         ...(clockOffsetMs !== undefined ? { clockOffsetMs } : {}),
       });
+      if (!(await holdSecuredObjectForBinding(tx, tenantId, securedObjectId))) throw new NotFoundError(`No secured object ${securedObjectId}.`);
       await recheck(tx);
       // Each entry carries its upload's estimate, or the lock's last one when this upload has none.
       const stored = await insertAccessLogEntries(tx, tenantId, securedObjectId, upload.entries, {
