@@ -4,9 +4,10 @@ import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/database.js';
 import { createAccessLogService } from '../../src/services/access-log.service.js';
+import { LockSimulator } from '../../src/simulator/lock-simulator.js';
 import { ForbiddenError, NotFoundError } from '../../src/errors.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { download, lockToken, payloadOf, phoneToken, sync } from '../helpers/device.js';
+import { download, lockToken, lockTrust, payloadOf, phoneToken, sync } from '../helpers/device.js';
 import { bearer, clientToken, createClient, type TenantFixture } from '../helpers/oauth.js';
 import { call, device, expectProblem, HOUR, lock, ticket, type TicketBody } from '../helpers/operator.js';
 import { twoTenants } from '../helpers/tenants.js';
@@ -374,5 +375,27 @@ describe('lock telemetry under attack', () => {
     expect(rows.map((row) => Number(row.registered))).toEqual([registeredAt]);
     // The new lock starts with no telemetry of the old one's upload.
     expect((await db.query('SELECT 1 FROM lock_telemetry WHERE tenant_id = $1 AND secured_object_id = $2', [acme.tenantId, id])).rows).toEqual([]);
+  });
+
+  it('explain judges first the tickets that may open: a revoked credential the lock has not applied, beyond 50 newer ones, still says allow as the lock does', async () => {
+    await lock(t, await op(), 'crowded');
+    await device(t, await op(), 'phone-crowded');
+    const old = await downloadedTicket('crowded', 'phone-crowded', { commands: ['open'] });
+    const credential = (await download(t, await phoneToken(t, acme, 'phone-crowded'), 'phone-crowded')).find((item) => item.id === old.id)!.credential;
+    await revoke(old.id);
+    for (let index = 0; index < 50; index++) {
+      now += 1000;
+      await ticket(t, await op(), 'crowded', 'phone-crowded', { commands: ['clos'] });
+    }
+    await download(t, await phoneToken(t, acme, 'phone-crowded'), 'phone-crowded');
+    // The lock never learnt the revocation: it opens for the old credential.
+    const simulator = new LockSimulator(await lockTrust(t, acme, 'crowded'));
+    expect(await simulator.decide(credential, 'open', now, 'btlespp')).toMatchObject({ decision: 'open' });
+    const response = await call(t, await op(), { method: 'GET', url: '/operatorapi/access-checks?mobileDeviceId=phone-crowded&securedObjectId=crowded' });
+    expect(response.statusCode, response.body).toBe(200);
+    const body = response.json() as { decision: string; reasons: { code: string }[]; tokens: { id: string }[]; truncated: boolean };
+    expect(body).toMatchObject({ decision: 'allow', reasons: [{ code: 'revocation-not-applied' }], truncated: true });
+    expect(body.tokens[0]!.id).toBe(old.id);
+    expect(body.tokens).toHaveLength(50);
   });
 });
