@@ -51,7 +51,7 @@ export interface AccessCheck {
   decision: AccessDecision;
   reasons: AccessCheckReason[];
   tokens: TicketAccessCheck[];
-  /** More tickets exist than the MAX_EXPLAINED_TICKETS newest judged here. */
+  /** More tickets exist than the MAX_EXPLAINED_TICKETS judged here (those that may open first, listTicketsOfDeviceForLock). */
   truncated: boolean;
   /** The instant asked about, server time (ms). */
   at: number;
@@ -405,17 +405,16 @@ export function createAccessCheckService({ db, clock, credentials }: AccessCheck
       // The lock's first channel: the one a phone would use when nothing else is said.
       const channel = query.channel ?? lock.channels[0] ?? CHANNELS[0];
 
-      const [telemetry, rows, issuer] = await Promise.all([
-        findLockTelemetry(db, tenantId, lock.id),
-        listTicketsOfDeviceForLock(db, tenantId, device.id, lock.id, MAX_EXPLAINED_TICKETS + 1),
-        credentials.issuerOf(tenantId),
-      ]);
+      const [telemetry, issuer] = await Promise.all([findLockTelemetry(db, tenantId, lock.id), credentials.issuerOf(tenantId)]);
+      const clockOffsetMs = telemetry?.clockOffsetMs ?? null;
+      const request: ExplainRequest = { command, channel, at, lockTime: at + (clockOffsetMs ?? 0) };
+      // The tickets that may open first (listTicketsOfDeviceForLock): beyond the cap, the decision stays the lock's.
+      const rows = await listTicketsOfDeviceForLock(db, tenantId, device.id, lock.id, request, MAX_EXPLAINED_TICKETS + 1);
       const tickets = rows.slice(0, MAX_EXPLAINED_TICKETS);
       // Read only when a credential is held: with none, no key is asked about (and none is made for the tenant).
       const publishedKids = tickets.some((ticket) => ticket.credential !== null)
         ? new Set((await credentials.keySet(tenantId)).keys.map((key) => key.kid))
         : new Set<string>();
-      const clockOffsetMs = telemetry?.clockOffsetMs ?? null;
       const view: LockView = {
         issuer,
         securedObjectId: lock.id,
@@ -425,7 +424,6 @@ export function createAccessCheckService({ db, clock, credentials }: AccessCheck
         publishedKids,
         clockOffsetMs,
       };
-      const request: ExplainRequest = { command, channel, at, lockTime: at + (clockOffsetMs ?? 0) };
 
       const evidence = await Promise.all(
         tickets.map(async (ticket): Promise<TicketEvidence> => {

@@ -272,22 +272,37 @@ export interface ExplainedTicket extends CredentialedTicket {
   revocationAppliedAt: number | null;
 }
 
+/** What explain asks (docs/contract.md 8.6): the lock's time of the question, the command and the channel. */
+export interface ExplainedAccess {
+  lockTime: number;
+  command: string;
+  channel: string;
+}
+
 /**
- * The tickets of one device for one lock, whatever their status, newest first, at most `limit`: what the explain
- * service (docs/contract.md 8.6) judges. A backward range of tickets_device_page_idx, filtered by the lock.
+ * The tickets of one device for one lock, whatever their status, at most `limit`: first those whose credential may open
+ * the lock for `access` (the phone holds one, its revocation is not applied, it has not run out at the lock's time,
+ * it grants the command and the channel; the rule itself decides later), then the others, each newest first. So a
+ * ticket that opens is judged even behind many that do not, and explain's decision (docs/contract.md 8.6) is the
+ * lock's whenever fewer than `limit` tickets may open. The device's tickets for the lock are sorted in full: a phone
+ * holds few tickets for one door.
  */
 export async function listTicketsOfDeviceForLock(
   db: Queryable,
   tenantId: string,
   mobileDeviceId: string,
   securedObjectId: string,
+  access: ExplainedAccess,
   limit: number,
 ): Promise<ExplainedTicket[]> {
   const { rows } = await db.query<TicketRow & CredentialColumns & { revocation_applied_at: number | null }>(
     `SELECT ${TICKET_COLUMNS}, ${CREDENTIAL_COLUMNS}, revocation_applied_at FROM tickets
       WHERE tenant_id = $1 AND mobile_device_id = $2 AND secured_object_id = $3
-      ORDER BY created_at DESC, id DESC LIMIT $4`,
-    [tenantId, mobileDeviceId, securedObjectId, limit],
+      ORDER BY (credential_encrypted IS NOT NULL AND revocation_applied_at IS NULL AND credential_expires_at > $5::bigint
+                AND $6::text = ANY (commands) AND $7::text = ANY (channels)) DESC,
+               created_at DESC, id DESC
+      LIMIT $4`,
+    [tenantId, mobileDeviceId, securedObjectId, limit, access.lockTime, access.command, access.channel],
   );
   return rows.map((row) => ({ ...toCredentialed(row), revocationAppliedAt: row.revocation_applied_at }));
 }
