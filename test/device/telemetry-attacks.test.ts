@@ -398,4 +398,39 @@ describe('lock telemetry under attack', () => {
     expect(body.tokens[0]!.id).toBe(old.id);
     expect(body.tokens).toHaveLength(50);
   });
+
+  it('explain says a credential under a withdrawn key may still open a lock that has not applied the key-set change, as the lock does', async () => {
+    await lock(t, await op(), 'offline');
+    await device(t, await op(), 'phone-offline');
+    const issued = await downloadedTicket('offline', 'phone-offline');
+    const credential = (await download(t, await phoneToken(t, acme, 'phone-offline'), 'phone-offline')).find((item) => item.id === issued.id)!.credential;
+    const lockAuth = await lockToken(t, acme, 'offline');
+    const simulator = new LockSimulator(await lockTrust(t, acme, 'offline'));
+    const syncSimulator = () =>
+      simulator.sync(async (cursor) => {
+        const response = await t.app.inject({ url: `/deviceapi/securedobjects/offline/sync${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ''}`, headers: bearer(lockAuth) });
+        expect(response.statusCode, response.body).toBe(200);
+        return { answer: response.json(), more: false };
+      });
+    await syncSimulator();
+    const explain = async () => {
+      const response = await call(t, await op(), { method: 'GET', url: '/operatorapi/access-checks?mobileDeviceId=phone-offline&securedObjectId=offline' });
+      expect(response.statusCode, response.body).toBe(200);
+      return response.json() as { decision: string; reasons: { code: string; message: string }[] };
+    };
+    // The key leaked: an emergency rotation withdraws it at once. The lock has not synced since: it still holds the key.
+    const rotation = await call(t, await op(), { method: 'POST', url: '/operatorapi/ticket-keys/rotations', payload: { emergency: true } });
+    expect(rotation.statusCode, rotation.body).toBe(201);
+    expect(await simulator.decide(credential, 'open', now, 'btlespp')).toMatchObject({ decision: 'open' });
+    const before = await explain();
+    expect(before).toMatchObject({ decision: 'allow', reasons: [{ code: 'key-not-published' }] });
+    expect(before.reasons[0]!.message).toMatch(/MAY STILL OPEN/);
+    // The lock syncs (learning the new set), and its next sync acknowledges it: both refuse.
+    later();
+    await syncSimulator();
+    later();
+    await syncSimulator();
+    expect(await simulator.decide(credential, 'open', now, 'btlespp')).toMatchObject({ decision: 'deny', reason: 'unknown signing key' });
+    expect(await explain()).toMatchObject({ decision: 'deny', reasons: [{ code: 'key-not-published' }] });
+  });
 });
