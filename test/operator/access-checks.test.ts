@@ -223,6 +223,11 @@ describe('GET /operatorapi/access-checks', () => {
     expect((await check('phone-rotated', 'gate')).decision).toBe('allow');
     const rotation = await call(t, tenants.token, { method: 'POST', url: '/operatorapi/ticket-keys/rotations', payload: { emergency: true } });
     expect(rotation.statusCode, rotation.body).toBe(201);
+    // Until the lock has applied the new key set it may still hold the withdrawn key: the door may still open.
+    const mayOpen = await check('phone-rotated', 'gate');
+    expect(mayOpen).toMatchObject({ decision: 'allow', reasons: [{ code: 'key-not-published', message: expect.stringContaining('MAY STILL OPEN') }] });
+    const { rows } = await t.database.db.query<{ change_seq: number }>('SELECT change_seq FROM ticket_key_set_changes WHERE tenant_id = $1', [tenants.acme.tenantId]);
+    await recordLockContact(t.database.db, tenants.acme.tenantId, 'gate', { seenAt: now, appliedThrough: Number(rows[0]!.change_seq) });
     const refused = await check('phone-rotated', 'gate');
     expect(refused).toMatchObject({ decision: 'deny', reasons: [{ code: 'key-not-published', message: expect.stringContaining('download its tickets again') }] });
     await downloadAs('phone-rotated');
@@ -373,6 +378,9 @@ describe('GET /operatorapi/access-checks', () => {
     const secondCredential = (await downloadAs('phone-vault')).find((item) => item.id === second.id)!.credential;
     const rotation = await call(t, token, { method: 'POST', url: '/operatorapi/ticket-keys/rotations', payload: { emergency: true } });
     expect(rotation.statusCode, rotation.body).toBe(201);
+    await syncSimulator();
+    // Its next sync acknowledges the new key set (docs/contract.md 8.4): explain no longer counts on the withdrawn key.
+    now += 60_000;
     await syncSimulator();
     const at = beginDate + DAY;
     const lockDecision = await simulator.decide(secondCredential, 'open', at - 45_000, 'btlespp');
