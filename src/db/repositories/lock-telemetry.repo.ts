@@ -73,7 +73,10 @@ export interface LockContact {
 /**
  * The tickets of the lock as registered now, over `tickets` aliased `t`: a lock registered again with a deleted lock's
  * id is another lock (docs/contract.md 4.1), so the old door's tickets (made before the registration) are not its own
- * to apply or to count. While the id names no lock (deleted, its client still syncing), every ticket of the id is.
+ * to apply. While the id names no lock (deleted, its client still syncing), every ticket of the id is. Only stamping
+ * uses it, where erring is safe: a ticket made on an instance whose clock is behind the registering one's by the
+ * moment between the two is left pending (it runs out within one lifetime), never marked applied by the wrong door.
+ * The pending count keeps every ticket of the id: the old door may still open for them too.
  */
 const OF_CURRENT_REGISTRATION = (tenantId: string, securedObjectId: string) =>
   `t.created_at >= coalesce((SELECT created_at FROM secured_objects WHERE tenant_id = ${tenantId} AND id = ${securedObjectId}), 0)`;
@@ -158,8 +161,9 @@ const PENDING = (now: string, offset: string, maxMarginMs: string) =>
 
 /**
  * The lock's telemetry and its pending revocations in one round trip: a primary-key read and a count over an index
- * range of tickets_pending_revocations_idx (the lock's pending revocations only, never its whole history), of the lock
- * as registered now (OF_CURRENT_REGISTRATION): a deleted door's are listed by listRevocations, not counted here.
+ * range of tickets_pending_revocations_idx (the lock's pending revocations only, never its whole history). A deleted
+ * door's whose id was registered again are counted too: that door may still open for them, and nothing it says reaches
+ * the server any more (OF_CURRENT_REGISTRATION), so they count until their credentials run out.
  */
 export async function findLockPropagation(
   db: Queryable,
@@ -171,8 +175,7 @@ export async function findLockPropagation(
   const { rows } = await db.query<{ [K in keyof LockTelemetryRow]: LockTelemetryRow[K] | null } & { pending: number }>(
     `SELECT ${COLUMNS.split(', ').map((column) => `lt.${column}`).join(', ')},
             (SELECT count(*)::int FROM tickets t
-              WHERE t.tenant_id = $1 AND t.secured_object_id = $2 AND ${PENDING('$3::bigint', 'lt.clock_offset_ms', '$4')}
-                AND ${OF_CURRENT_REGISTRATION('$1', '$2')}) AS pending
+              WHERE t.tenant_id = $1 AND t.secured_object_id = $2 AND ${PENDING('$3::bigint', 'lt.clock_offset_ms', '$4')}) AS pending
        FROM (VALUES (1)) AS one (x)
        LEFT JOIN lock_telemetry lt ON lt.tenant_id = $1 AND lt.secured_object_id = $2`,
     [tenantId, securedObjectId, now, maxClockMarginMs],
