@@ -41,7 +41,8 @@ async function logPlan(client: pg.Client, tenantId: string, securedObjectId: str
       return { rows: [{ last_seen_at: null, pending: 0 }] as Row[], rowCount: 1 };
     },
   };
-  await findLockPropagation(explaining as never, tenantId, securedObjectId, Date.now());
+  // The margin bound as the default CREDENTIAL_MAX_LIFETIME (7 days) sets it; the plan does not depend on it.
+  await findLockPropagation(explaining as never, tenantId, securedObjectId, Date.now(), 604_800_000);
   log(`plan of the pendingRevocations read:\n${plans.join('\n')}`);
 }
 

@@ -44,7 +44,7 @@ export const AccessCheckReasonSchema = Type.Object({
         'Stable reason code. `valid`: the credential opens the lock. `no-token`: the phone has no ticket for the lock. ' +
         '`not-downloaded`: the phone holds no credential for the ticket (its other reasons, prefixed "Once downloaded", say ' +
         'what a downloaded one would meet). `key-not-published`: the credential\'s signing key was withdrawn (an emergency ' +
-        'rotation); the phone must download again. `revoked`: revoked, and the lock applied it. `revocation-not-applied`: ' +
+        'rotation); the phone must download again; with `allow`, the lock has not applied the key-set change yet and may still accept it. `revoked`: revoked, and the lock applied it. `revocation-not-applied`: ' +
         'revoked, but the lock has not applied it yet, so the door may still open (the ticket\'s decision is then `allow`). ' +
         '`expired`; `credential-expired`: the ticket still runs but the phone\'s credential ran out (it renews on the next ' +
         'download); `not-yet-valid`; `outside-schedule` (with `nextWindowStart`); `command-not-granted`; ' +
@@ -79,10 +79,16 @@ export const AccessCheckSchema = Type.Object({
       decision: DecisionSchema('The decision the lock takes for this ticket with what it has.'),
       reasons: Type.Array(AccessCheckReasonSchema, { description: 'Why, the lock\'s own reason first.' }),
     }),
-    { description: `The tickets of the phone for the lock, whatever their status, newest first: at most ${MAX_EXPLAINED_TICKETS}.` },
+    {
+      description:
+        `The tickets of the phone for the lock, whatever their status, at most ${MAX_EXPLAINED_TICKETS}: first those whose ` +
+        'credential may open the lock for the command and channel at the lock\'s time, then the others, each newest first.',
+    },
   ),
   truncated: Type.Boolean({
-    description: `The phone has more than ${MAX_EXPLAINED_TICKETS} tickets for the lock; only the newest ${MAX_EXPLAINED_TICKETS} were judged.`,
+    description:
+      `The phone has more than ${MAX_EXPLAINED_TICKETS} tickets for the lock; only ${MAX_EXPLAINED_TICKETS} were judged, those that ` +
+      'may open first, so the decision is the lock\'s unless more than that many may open.',
   }),
   at: Type.Integer({ description: 'The instant asked about, Unix milliseconds, server time.' }),
   lockTime: Type.Integer({ description: 'The same instant on the lock\'s clock (`at` plus its estimated offset): what the lock judges with.' }),

@@ -45,7 +45,7 @@ const uploadFields = {
       description:
         'The serial of the last sync answer or revocation list the lock applied (docs/contract.md 8.3, 8.4): the lock has ' +
         'applied every change up to it, so the revocations up to it are marked applied. Locks do not sign their logs, so ' +
-        'the server cannot verify it; it never counts beyond the tenant\'s last change.',
+        'the server cannot verify it; it never counts beyond the lock\'s own serial (its last change).',
     }),
   ),
   lockTime: Type.Optional(

@@ -6,6 +6,7 @@ import { listTicketsOfDeviceForLock, type ExplainedTicket } from '../db/reposito
 import { findLockTelemetry } from '../db/repositories/lock-telemetry.repo.js';
 import { findMobileDevice } from '../db/repositories/mobile-device.repo.js';
 import { findSecuredObject } from '../db/repositories/secured-object.repo.js';
+import { findTicketKeySetSeq } from '../db/repositories/signing-key.repo.js';
 import type { TicketStatus } from '../db/repositories/ticket.repo.js';
 import { NotFoundError } from '../errors.js';
 import {
@@ -51,7 +52,7 @@ export interface AccessCheck {
   decision: AccessDecision;
   reasons: AccessCheckReason[];
   tokens: TicketAccessCheck[];
-  /** More tickets exist than the MAX_EXPLAINED_TICKETS newest judged here. */
+  /** More tickets exist than the MAX_EXPLAINED_TICKETS judged here (those that may open first, listTicketsOfDeviceForLock). */
   truncated: boolean;
   /** The instant asked about, server time (ms). */
   at: number;
@@ -80,6 +81,11 @@ export interface LockView {
   revoked: ReadonlySet<string>;
   /** The tenant's published ticket kids (docs/contract.md 8.1): a credential under another key is refused. */
   publishedKids: ReadonlySet<string>;
+  /**
+   * The lock has not acknowledged the tenant's last key-set change (docs/contract.md 8.4: its applied position is below
+   * it, or it was never seen): it may still hold a key withdrawn since, and accept a credential under it.
+   */
+  keySetPending: boolean;
   /** The lock's clock minus the server's (ms); null: never estimated. */
   clockOffsetMs: number | null;
 }
@@ -272,6 +278,19 @@ function keyNotPublished(kid: unknown): AccessCheckReason {
   };
 }
 
+function keyWithdrawalNotApplied(kid: unknown, opens: boolean): AccessCheckReason {
+  const withdrawn =
+    `The credential the phone holds is signed with the key ${typeof kid === 'string' ? kid : '(none)'}, which is no longer in the ` +
+    "tenant's published key set, but the lock has not applied the key-set change yet";
+  return {
+    code: 'key-not-published',
+    message: opens
+      ? `${withdrawn}: the door MAY STILL OPEN for this credential until the lock syncs or a phone brings it the new key set ` +
+        '(docs/contract.md 8.1). The phone must download its tickets again to get a credential signed with the current key.'
+      : `${withdrawn}; it refuses this credential anyway (see the other reasons).`,
+  };
+}
+
 function revocationNotApplied(ticket: TicketEvidence['ticket'], opens: boolean, claims: CredentialClaims | null): AccessCheckReason {
   const revoked = `The ticket was revoked at ${iso(ticket.revokedAt!)}, but the lock has not applied the revocation yet`;
   return {
@@ -320,8 +339,16 @@ export function explainTicket(evidence: TicketEvidence, lock: LockView, request:
   // The lock verifies the signature with a key of its set before it reads the claims, after the header's type
   // (src/simulator/lock-simulator.ts): a credential of another type is refused as such, by the rule below.
   if (isObject(header) && header.typ === CREDENTIAL_TYPE && !(typeof header.kid === 'string' && lock.publishedKids.has(header.kid))) {
-    decision = 'deny';
-    reasons = [keyNotPublished(header.kid)];
+    if (lock.keySetPending) {
+      // The lock may still hold the key (an emergency rotation it has not learnt): judged as if it did, as it would.
+      const check = checkCredential(header, claims, state, access);
+      decision = check.decision === 'open' ? 'allow' : 'deny';
+      reasons = [keyWithdrawalNotApplied(header.kid, check.decision === 'open')];
+      if (check.decision === 'deny') reasons.unshift(describeCheck(check, parsed, ticket, lock, request));
+    } else {
+      decision = 'deny';
+      reasons = [keyNotPublished(header.kid)];
+    }
   } else {
     const check = checkCredential(header, claims, state, access);
     decision = check.decision === 'open' ? 'allow' : 'deny';
@@ -329,7 +356,7 @@ export function explainTicket(evidence: TicketEvidence, lock: LockView, request:
   }
   if (ticket.revokedAt !== null) {
     // docs/contract.md 8.4: revoked on the server, but not at the door until the lock applies it.
-    if (decision === 'allow') reasons = [revocationNotApplied(ticket, true, parsed)];
+    if (decision === 'allow') reasons = [...reasons.filter((reason) => reason.code !== 'valid'), revocationNotApplied(ticket, true, parsed)];
     else if (reasons[0]!.code !== 'revoked') {
       reasons.push(
         ticket.revocationAppliedAt !== null
@@ -405,17 +432,20 @@ export function createAccessCheckService({ db, clock, credentials }: AccessCheck
       // The lock's first channel: the one a phone would use when nothing else is said.
       const channel = query.channel ?? lock.channels[0] ?? CHANNELS[0];
 
-      const [telemetry, rows, issuer] = await Promise.all([
+      const [telemetry, issuer, keySetSeq] = await Promise.all([
         findLockTelemetry(db, tenantId, lock.id),
-        listTicketsOfDeviceForLock(db, tenantId, device.id, lock.id, MAX_EXPLAINED_TICKETS + 1),
         credentials.issuerOf(tenantId),
+        findTicketKeySetSeq(db, tenantId),
       ]);
+      const clockOffsetMs = telemetry?.clockOffsetMs ?? null;
+      const request: ExplainRequest = { command, channel, at, lockTime: at + (clockOffsetMs ?? 0) };
+      // The tickets that may open first (listTicketsOfDeviceForLock): beyond the cap, the decision stays the lock's.
+      const rows = await listTicketsOfDeviceForLock(db, tenantId, device.id, lock.id, request, MAX_EXPLAINED_TICKETS + 1);
       const tickets = rows.slice(0, MAX_EXPLAINED_TICKETS);
       // Read only when a credential is held: with none, no key is asked about (and none is made for the tenant).
       const publishedKids = tickets.some((ticket) => ticket.credential !== null)
         ? new Set((await credentials.keySet(tenantId)).keys.map((key) => key.kid))
         : new Set<string>();
-      const clockOffsetMs = telemetry?.clockOffsetMs ?? null;
       const view: LockView = {
         issuer,
         securedObjectId: lock.id,
@@ -423,9 +453,9 @@ export function createAccessCheckService({ db, clock, credentials }: AccessCheck
         channels: lock.channels,
         revoked: new Set(tickets.filter((ticket) => ticket.revocationAppliedAt !== null).map((ticket) => ticket.id)),
         publishedKids,
+        keySetPending: (telemetry?.appliedThrough ?? 0) < keySetSeq,
         clockOffsetMs,
       };
-      const request: ExplainRequest = { command, channel, at, lockTime: at + (clockOffsetMs ?? 0) };
 
       const evidence = await Promise.all(
         tickets.map(async (ticket): Promise<TicketEvidence> => {

@@ -1,5 +1,5 @@
 // Access logs (docs/contract.md 8.5): locks (directly, or relayed by a phone) upload their decisions; operators page them.
-import type { Database } from '../db/database.js';
+import type { Database, Queryable } from '../db/database.js';
 import {
   findRelayRight,
   insertAccessLogEntries,
@@ -12,6 +12,7 @@ import {
 } from '../db/repositories/access-log.repo.js';
 import { findLockForClient } from '../db/repositories/device-sync.repo.js';
 import { recordLockContact } from '../db/repositories/lock-telemetry.repo.js';
+import { holdSecuredObjectForBinding } from '../db/repositories/secured-object.repo.js';
 import { ForbiddenError, NotFoundError } from '../errors.js';
 import type { Clock } from './context.js';
 import { assertBinding, type DeviceBinding } from './device.service.js';
@@ -126,9 +127,20 @@ export function createAccessLogService({ db, clock }: AccessLogServiceOptions) {
   /**
    * Stores one upload in one transaction. The contact is recorded first: it upserts and row-locks the lock's telemetry
    * row, so concurrent uploads of one lock run one after another, and its `logHigh` is the high mark before this
-   * upload. Then the entries (idempotent on lock and entryNo), then the high mark rises.
+   * upload. Then the lock's row is held (FOR KEY SHARE: its deletion waits for this transaction) and the caller's
+   * checks run again (`recheck`): a lock deleted, or deleted and registered again, since the first checks is seen
+   * here, and none can be until this transaction ends, so the entries are never written to a lock other than the one
+   * the client speaks for. LOCK ORDER: the telemetry row, the revoked tickets it stamps, the lock's row; a deletion
+   * locks the change counter, the lock's row and the tickets not yet revoked, never the first two. Then the entries
+   * (idempotent on lock and entryNo), then the high mark rises.
    */
-  async function store(tenantId: string, via: string, securedObjectId: string, upload: AccessLogUpload): Promise<UploadAnswer> {
+  async function store(
+    tenantId: string,
+    via: string,
+    securedObjectId: string,
+    upload: AccessLogUpload,
+    recheck: (tx: Queryable) => Promise<void>,
+  ): Promise<UploadAnswer> {
     const now = clock();
     // docs/contract.md 8.5: the upload's `lockTime` is the lock's clock at the moment of the upload (a relaying phone
     // adds the time elapsed since it read the lock), so the difference to the server's clock is the lock's offset.
@@ -136,12 +148,15 @@ export function createAccessLogService({ db, clock }: AccessLogServiceOptions) {
     return db.transaction(async (tx) => {
       // docs/contract.md 8.4, 8.5: locks do not sign their logs, so `appliedSerial` (above all from a relay) cannot be
       // verified: a phone could claim a lock applied a revocation it never saw. recordLockContact caps it at the
-      // tenant's last change, so it can never acknowledge a change that has not happened; no more can be checked.
+      // lock's own serial, so it can never acknowledge a change that has not happened or that concerns no history of
+      // this lock; no more can be checked.
       const telemetry = await recordLockContact(tx, tenantId, securedObjectId, {
         seenAt: now,
         ...(upload.appliedSerial !== undefined ? { appliedThrough: upload.appliedSerial } : {}),
         ...(clockOffsetMs !== undefined ? { clockOffsetMs } : {}),
       });
+      if (!(await holdSecuredObjectForBinding(tx, tenantId, securedObjectId))) throw new NotFoundError(`No secured object ${securedObjectId}.`);
+      await recheck(tx);
       // Each entry carries its upload's estimate, or the lock's last one when this upload has none.
       const stored = await insertAccessLogEntries(tx, tenantId, securedObjectId, upload.entries, {
         receivedAt: now,
@@ -168,13 +183,16 @@ export function createAccessLogService({ db, clock }: AccessLogServiceOptions) {
      */
     async uploadFromLock(tenantId: string, binding: DeviceBinding, securedObjectId: string, upload: AccessLogUpload): Promise<UploadAnswer> {
       assertBinding(binding, 'securedObjectId', securedObjectId, null);
-      const lock = await findLockForClient(db, tenantId, securedObjectId, binding.clientId);
-      if (lock.decommissionedSeq !== null) {
-        throw new ForbiddenError('This lock was deleted: its client can only sync the revocations that deleting it caused.');
-      }
-      if (!lock.lockExists) throw new NotFoundError(`No secured object ${securedObjectId}.`);
+      const check = async (q: Queryable) => {
+        const lock = await findLockForClient(q, tenantId, securedObjectId, binding.clientId);
+        if (lock.decommissionedSeq !== null) {
+          throw new ForbiddenError('This lock was deleted: its client can only sync the revocations that deleting it caused.');
+        }
+        if (!lock.lockExists) throw new NotFoundError(`No secured object ${securedObjectId}.`);
+      };
+      await check(db);
       if (binding.securedObjectId === undefined) throw new ForbiddenError(LOG_NEEDS_LOCK_BINDING);
-      return store(tenantId, 'lock', securedObjectId, upload);
+      return store(tenantId, 'lock', securedObjectId, upload, check);
     },
 
     /**
@@ -190,10 +208,13 @@ export function createAccessLogService({ db, clock }: AccessLogServiceOptions) {
     ): Promise<UploadAnswer> {
       assertBinding(binding, 'mobileDeviceId', mobileDeviceId, RELAY_NEEDS_PHONE_BINDING);
       const { securedObjectId, ...rest } = upload;
-      const right = await findRelayRight(db, tenantId, mobileDeviceId, securedObjectId);
-      if (!right.deviceExists) throw new NotFoundError(`No mobile device ${mobileDeviceId}.`);
-      if (!right.lockExists || !right.hasTicket) throw new NotFoundError(`No secured object ${securedObjectId}.`);
-      return store(tenantId, mobileDeviceId, securedObjectId, rest);
+      const check = async (q: Queryable) => {
+        const right = await findRelayRight(q, tenantId, mobileDeviceId, securedObjectId);
+        if (!right.deviceExists) throw new NotFoundError(`No mobile device ${mobileDeviceId}.`);
+        if (!right.lockExists || !right.hasTicket) throw new NotFoundError(`No secured object ${securedObjectId}.`);
+      };
+      await check(db);
+      return store(tenantId, mobileDeviceId, securedObjectId, rest, check);
     },
 
     /** docs/contract.md 8.5, 7.3: the tenant's entries in lock-time order, filtered, a page at a time. */

@@ -118,7 +118,7 @@ export function createDeviceService({ db, clock, credentials, telemetry }: Devic
     // carry a newer set under an older serial, which a later list corrects; the other order would carry an older set
     // under a serial that already counts the change, and the lock would ignore the correction as stale. Reading the set
     // also brings this instance's keys up to date, so nothing below signs with a withdrawn key.
-    const revocations = await listLockRevocations(db, context.tenantId, [...new Set(rows.map((row) => row.securedObjectId))], now);
+    const revocations = await listLockRevocations(db, context.tenantId, [...new Set(rows.map((row) => row.securedObjectId))], now, credentials.lifetimeMs);
     const published = await credentials.keySet(context.tenantId);
     const publishedKids = new Set(published.keys.map((key) => key.kid));
     const handedOut = await Promise.all(
@@ -219,7 +219,7 @@ export function createDeviceService({ db, clock, credentials, telemetry }: Devic
       // position is read, so the next sync does not send it again.
       if (cursor === undefined) await credentials.ensureKey(tenantId);
       const now = clock();
-      const lock = await listLockChanges(db, tenantId, securedObjectId, binding.clientId, position, now, limit + 1);
+      const lock = await listLockChanges(db, tenantId, securedObjectId, binding.clientId, position, now, limit + 1, credentials.lifetimeMs);
       if (!lock.lockExists && lock.decommissionedSeq === null) throw new NotFoundError(`No secured object ${securedObjectId}.`);
       // A cursor beyond every change the tenant has made was not issued here; its serial would make the lock ignore
       // every revocation list a phone brings (docs/contract.md 8.3).

@@ -31,9 +31,11 @@ export interface LockPropagationFields {
 export interface LockTelemetryServiceOptions {
   db: Database;
   clock: Clock;
+  /** CREDENTIAL_MAX_LIFETIME in ms: how far a lock's clock running behind widens what is still alive there (CLOCK_MARGIN_SQL). */
+  credentialLifetimeMs: number;
 }
 
-export function createLockTelemetryService({ db, clock }: LockTelemetryServiceOptions) {
+export function createLockTelemetryService({ db, clock, credentialLifetimeMs }: LockTelemetryServiceOptions) {
   /** Per tenant and lock: the applied position this instance last wrote (or the database answered) and when. */
   const written = new Map<string, { applied: number; at: number }>();
   const keyOf = (tenantId: string, securedObjectId: string) => `${tenantId}\n${securedObjectId}`;
@@ -67,7 +69,7 @@ export function createLockTelemetryService({ db, clock }: LockTelemetryServiceOp
 
     /** The telemetry fields of a lock (docs/contract.md 8.4, 8.5). */
     async propagation(tenantId: string, securedObjectId: string): Promise<LockPropagationFields> {
-      const { telemetry, pendingRevocations } = await findLockPropagation(db, tenantId, securedObjectId, clock());
+      const { telemetry, pendingRevocations } = await findLockPropagation(db, tenantId, securedObjectId, clock(), credentialLifetimeMs);
       const offset = telemetry?.clockOffsetMs ?? null;
       return {
         ...(telemetry !== null ? { lastSeenTime: telemetry.lastSeenAt, appliedThrough: telemetry.appliedThrough } : {}),
@@ -85,7 +87,7 @@ export function createLockTelemetryService({ db, clock }: LockTelemetryServiceOp
     async revocations(tenantId: string, filter: RevocationFilter, limit: number, cursor?: string): Promise<Page<Ticket>> {
       const after = decodeCursor(cursor, isUuid);
       const now = clock();
-      const rows = await listRevocations(db, tenantId, filter, now, after, limit + 1);
+      const rows = await listRevocations(db, tenantId, filter, now, after, limit + 1, credentialLifetimeMs);
       return pageOf(rows, limit, (row) => ({ createdAt: row.createdAt, id: row.id }), (row) => toTicket(row, now));
     },
   };

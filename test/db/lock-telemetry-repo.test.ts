@@ -39,7 +39,7 @@ describe('lock telemetry repository', () => {
     const pending = await db.query<{ revocation_applied_at: number | null }>('SELECT revocation_applied_at FROM tickets WHERE id = $1', [revoked.id]);
     expect(pending.rows[0]!.revocation_applied_at).toBeNull();
 
-    // Beyond the tenant's last change: capped, so no caller acknowledges what has not happened.
+    // Beyond the lock's own last change (here also the tenant's): capped, so no caller acknowledges what has not happened.
     const after = await recordLockContact(db, tenantId, 'door', { seenAt: now + 1000, appliedThrough: seq + 1000, clockOffsetMs: -45_000 });
     expect(after).toMatchObject({ lastSeenAt: now + 1000, appliedThrough: seq, clockOffsetMs: -45_000, clockCheckedAt: now + 1000 });
     const stamped = await db.query<{ id: string; revocation_applied_at: number | null }>(

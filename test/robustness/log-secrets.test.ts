@@ -112,6 +112,27 @@ describe('no secret in the logs', () => {
     await inject({ method: 'POST', url: '/oauth/introspect', headers: { ...FORM, authorization: basic(tenant.clientId, tenant.clientSecret) }, payload: form({ token: operator }) }, 200);
     await inject({ method: 'POST', url: '/oauth/revoke', headers: { ...FORM, authorization: basic(appClient.clientId, appClient.clientSecret) }, payload: form({ token: refreshed.refresh_token }) }, 200);
 
+    // Lock telemetry (docs/contract.md 8.4–8.6): the lock's and the relaying phone's log uploads, the explain (which
+    // unseals the phone's credential to judge it), the revocations and the log pages. The credential and its sealed
+    // form at rest reach no log line.
+    const { rows: sealedRows } = await t.database.db.query<{ sealed: Uint8Array }>('SELECT credential_encrypted AS sealed FROM tickets WHERE id = $1', [downloaded[0].id]);
+    const sealed = Buffer.from(sealedRows[0]!.sealed);
+    keep('sealed credential (base64)', sealed.toString('base64'));
+    keep('sealed credential (hex)', sealed.toString('hex'));
+    const logged = { entryNo: 1, lockTime: Date.now(), tokenId: downloaded[0].id, command: 'open', channel: 'btlespp', result: 'granted' };
+    await inject({ method: 'POST', url: '/deviceapi/securedobjects/lock-1/accesslog', headers: bearer(lockToken), payload: { appliedSerial: synced.serial, lockTime: Date.now(), entries: [logged] } }, 200);
+    await inject({ method: 'POST', url: '/deviceapi/mobiledevices/phone-1/accesslog', headers: bearer(phoneToken), payload: { securedObjectId: 'lock-1', entries: [{ ...logged, entryNo: 2 }] } }, 200);
+    // A malformed upload is logged as a refusal: it must not quote the body.
+    await inject({ method: 'POST', url: '/deviceapi/securedobjects/lock-1/accesslog', headers: bearer(lockToken), payload: { entries: [{ ...logged, entryNo: 0, reason: downloaded[0].credential }] } }, 400);
+    for (const url of [
+      '/operatorapi/access-checks?mobileDeviceId=phone-1&securedObjectId=lock-1',
+      '/operatorapi/accesslog?securedObjectId=lock-1',
+      '/operatorapi/revocations',
+      '/operatorapi/securedobjects/lock-1',
+    ]) {
+      await inject({ url, headers: bearer(operator) }, 200);
+    }
+
     // The logs are there (at debug level: every request and response line, refused grants), and hold no secret.
     expect(t.app.log.level).toBe('debug');
     expect(t.logLines.length).toBeGreaterThan(20);

@@ -155,6 +155,7 @@ export async function listLockChanges(
   position: SyncPosition,
   now: number,
   limit: number,
+  maxClockMarginMs: number,
 ): Promise<LockChanges> {
   const { rows } = await db.query<
     TicketRow & { change_seq: number; lock_exists: boolean; decommissioned_seq: number | null; key_set_seq: number; last_seq: number }
@@ -165,7 +166,7 @@ export async function listLockChanges(
                 WHERE client_id = $7 AND tenant_id = $1 AND secured_object_id = $2) AS decommissioned_seq,
               coalesce((SELECT change_seq FROM ticket_key_set_changes WHERE tenant_id = $1), 0) AS key_set_seq,
               coalesce((SELECT last_seq FROM tenant_change_counters WHERE tenant_id = $1), 0) AS last_seq,
-              ${CLOCK_MARGIN_SQL('$1', '$2')} AS clock_margin
+              ${CLOCK_MARGIN_SQL('$1', '$2', '$8')} AS clock_margin
      )
      SELECT state.*, t.* FROM state
        LEFT JOIN LATERAL (
@@ -178,7 +179,7 @@ export async function listLockChanges(
             AND (state.decommissioned_seq IS NULL OR change_seq <= state.decommissioned_seq)
           ORDER BY change_seq, id LIMIT $6
        ) t ON true`,
-    [tenantId, securedObjectId, position.seq, position.id, now, limit, clientId],
+    [tenantId, securedObjectId, position.seq, position.id, now, limit, clientId, maxClockMarginMs],
   );
   const first = rows[0]!;
   return {
@@ -221,7 +222,13 @@ export interface LockRevocations {
  * for the serial, tickets_alive_revocations_idx for the revocations), never the lock's whole history. "Still needs"
  * is at the lock's clock, as in a sync (CLOCK_MARGIN_SQL).
  */
-export async function listLockRevocations(db: Queryable, tenantId: string, securedObjectIds: string[], now: number): Promise<LockRevocations[]> {
+export async function listLockRevocations(
+  db: Queryable,
+  tenantId: string,
+  securedObjectIds: string[],
+  now: number,
+  maxClockMarginMs: number,
+): Promise<LockRevocations[]> {
   if (securedObjectIds.length === 0) return [];
   const { rows } = await db.query<{ secured_object_id: string; serial: number; revoked: string[] }>(
     `SELECT l.id AS secured_object_id,
@@ -232,10 +239,10 @@ export async function listLockRevocations(db: Queryable, tenantId: string, secur
             ) AS serial,
             coalesce((SELECT array_agg(id::text ORDER BY id) FROM tickets
                        WHERE tenant_id = $1 AND secured_object_id = l.id AND revoked_at IS NOT NULL
-                         AND credential_expires_at > $3::bigint + ${CLOCK_MARGIN_SQL('$1', 'l.id')}), '{}') AS revoked
+                         AND credential_expires_at > $3::bigint + ${CLOCK_MARGIN_SQL('$1', 'l.id', '$4')}), '{}') AS revoked
        FROM unnest($2::text[]) AS l (id)
       ORDER BY l.id`,
-    [tenantId, securedObjectIds, now],
+    [tenantId, securedObjectIds, now, maxClockMarginMs],
   );
   return rows.map((row) => ({ securedObjectId: row.secured_object_id, serial: Number(row.serial), revoked: row.revoked }));
 }
@@ -265,22 +272,37 @@ export interface ExplainedTicket extends CredentialedTicket {
   revocationAppliedAt: number | null;
 }
 
+/** What explain asks (docs/contract.md 8.6): the lock's time of the question, the command and the channel. */
+export interface ExplainedAccess {
+  lockTime: number;
+  command: string;
+  channel: string;
+}
+
 /**
- * The tickets of one device for one lock, whatever their status, newest first, at most `limit`: what the explain
- * service (docs/contract.md 8.6) judges. A backward range of tickets_device_page_idx, filtered by the lock.
+ * The tickets of one device for one lock, whatever their status, at most `limit`: first those whose credential may open
+ * the lock for `access` (the phone holds one, its revocation is not applied, it has not run out at the lock's time,
+ * it grants the command and the channel; the rule itself decides later), then the others, each newest first. So a
+ * ticket that opens is judged even behind many that do not, and explain's decision (docs/contract.md 8.6) is the
+ * lock's whenever fewer than `limit` tickets may open. The device's tickets for the lock are sorted in full: a phone
+ * holds few tickets for one door.
  */
 export async function listTicketsOfDeviceForLock(
   db: Queryable,
   tenantId: string,
   mobileDeviceId: string,
   securedObjectId: string,
+  access: ExplainedAccess,
   limit: number,
 ): Promise<ExplainedTicket[]> {
   const { rows } = await db.query<TicketRow & CredentialColumns & { revocation_applied_at: number | null }>(
     `SELECT ${TICKET_COLUMNS}, ${CREDENTIAL_COLUMNS}, revocation_applied_at FROM tickets
       WHERE tenant_id = $1 AND mobile_device_id = $2 AND secured_object_id = $3
-      ORDER BY created_at DESC, id DESC LIMIT $4`,
-    [tenantId, mobileDeviceId, securedObjectId, limit],
+      ORDER BY (credential_encrypted IS NOT NULL AND revocation_applied_at IS NULL AND credential_expires_at > $5::bigint
+                AND $6::text = ANY (commands) AND $7::text = ANY (channels)) DESC,
+               created_at DESC, id DESC
+      LIMIT $4`,
+    [tenantId, mobileDeviceId, securedObjectId, limit, access.lockTime, access.command, access.channel],
   );
   return rows.map((row) => ({ ...toCredentialed(row), revocationAppliedAt: row.revocation_applied_at }));
 }

@@ -9,9 +9,17 @@ import { TICKET_COLUMNS, toTicketRecord, type TicketRecord, type TicketRow } fro
  * "now"): a lock whose clock runs behind (a negative offset, docs/contract.md 8.5) still accepts a credential the server
  * thinks expired, so "a credential still alive there" is `credential_expires_at > now + least(offset, 0)`. A clock
  * ahead closes the door early; it never widens anything. 0 while the offset was never estimated. A primary-key look-up.
+ *
+ * The margin never exceeds `maxMarginMs` (a placeholder; the callers pass one CREDENTIAL_MAX_LIFETIME). The offset comes
+ * from an unsigned upload, often relayed by a phone (docs/contract.md 8.5): unbounded, one `lockTime` ten years back
+ * would put every revocation of the lock's history back into its syncs, its revocation lists and its pending count,
+ * which docs/contract.md 8.2 bounds by one lifetime. Bounded, a lie at most doubles that window. A lock whose clock
+ * really is more than a lifetime behind keeps accepting credentials whose revocations have dropped out of its lists:
+ * no list can protect it, its clock must be set (the secured object's `clockDrift` and the explain's `clock-drift`
+ * say so, with the true estimate).
  */
-export const CLOCK_MARGIN_SQL = (tenantId: string, securedObjectId: string): string =>
-  `coalesce((SELECT least(clock_offset_ms, 0) FROM lock_telemetry WHERE tenant_id = ${tenantId} AND secured_object_id = ${securedObjectId}), 0)`;
+export const CLOCK_MARGIN_SQL = (tenantId: string, securedObjectId: string, maxMarginMs: string): string =>
+  `coalesce((SELECT greatest(least(clock_offset_ms, 0), -(${maxMarginMs}::bigint)) FROM lock_telemetry WHERE tenant_id = ${tenantId} AND secured_object_id = ${securedObjectId}), 0)`;
 
 export interface LockTelemetry {
   /** When a sync or log upload for the lock last reached the server (ms). */
@@ -50,8 +58,12 @@ export interface LockContact {
   seenAt: number;
   /**
    * The change-log position the lock says it has applied everything up to (docs/contract.md 8.4): the sync cursor's
-   * position, or an upload's `appliedSerial`. Absent: the contact acknowledges nothing. It is capped at the tenant's
-   * last committed change, so no caller can acknowledge a change that has not happened yet.
+   * position, or an upload's `appliedSerial`. Absent: the contact acknowledges nothing. It is capped at the lock's own
+   * serial (its last change, key-set changes included; never beyond the tenant's last committed change), so no caller
+   * acknowledges a change that has not happened, and a cursor forged at the tenant's last change or copied from another
+   * lock claims no more than the lock's own history. Locks do not sign, so a position at or below the serial cannot be
+   * checked: a client that holds the lock's credentials can claim the lock applied all of it (what it could do anyway by
+   * ignoring what it is sent), and nothing beyond.
    */
   appliedThrough?: number;
   /** The lock's clock minus the server's (ms), when the contact carried the lock's time. */
@@ -59,9 +71,20 @@ export interface LockContact {
 }
 
 /**
+ * The tickets of the lock as registered now, over `tickets` aliased `t`: a lock registered again with a deleted lock's
+ * id is another lock (docs/contract.md 4.1), so the old door's tickets (made before the registration) are not its own
+ * to apply. While the id names no lock (deleted, its client still syncing), every ticket of the id is. Only stamping
+ * uses it, where erring is safe: a ticket made on an instance whose clock is behind the registering one's by the
+ * moment between the two is left pending (it runs out within one lifetime), never marked applied by the wrong door.
+ * The pending count keeps every ticket of the id: the old door may still open for them too.
+ */
+const OF_CURRENT_REGISTRATION = (tenantId: string, securedObjectId: string) =>
+  `t.created_at >= coalesce((SELECT created_at FROM secured_objects WHERE tenant_id = ${tenantId} AND id = ${securedObjectId}), 0)`;
+
+/**
  * Records a contact with a lock in one statement: `last_seen_at` and `applied_through` only rise, and every revocation
- * of the lock's tickets at or below the applied position that had not reached the lock is stamped
- * `revocation_applied_at` (an index range over the pending revocations only, tickets_pending_revocations_idx).
+ * of the lock's tickets (OF_CURRENT_REGISTRATION) at or below the applied position that had not reached the lock is
+ * stamped `revocation_applied_at` (an index range over the pending revocations only, tickets_pending_revocations_idx).
  * Returns the lock's telemetry after the contact.
  *
  * LOCK ORDER: the lock's telemetry row, then its revoked ticket rows. A revocation locks the tenant's change counter
@@ -71,8 +94,13 @@ export async function recordLockContact(db: Queryable, tenantId: string, secured
   const { rows } = await db.query<LockTelemetryRow>(
     `WITH acknowledged AS (
        -- least() skips NULLs: without the CASE a contact that acknowledges nothing would acknowledge everything.
+       -- Capped at the lock's own serial (docs/contract.md 8.3): the last change that concerns it, key-set changes
+       -- included, the furthest any sync answer or revocation list for it ever reached (tickets_sync_idx backwards).
        SELECT CASE WHEN $4::bigint IS NOT NULL
-                   THEN least($4::bigint, coalesce((SELECT last_seq FROM tenant_change_counters WHERE tenant_id = $1), 0))
+                   THEN least($4::bigint, greatest(
+                          coalesce((SELECT change_seq FROM tickets WHERE tenant_id = $1 AND secured_object_id = $2
+                                     ORDER BY change_seq DESC LIMIT 1), 0),
+                          coalesce((SELECT change_seq FROM ticket_key_set_changes WHERE tenant_id = $1), 0)))
               END AS position
      ), upserted AS (
        INSERT INTO lock_telemetry AS t (tenant_id, secured_object_id, last_seen_at, applied_through, clock_offset_ms, clock_checked_at)
@@ -84,10 +112,11 @@ export async function recordLockContact(db: Queryable, tenantId: string, secured
               clock_checked_at = coalesce(EXCLUDED.clock_checked_at, t.clock_checked_at)
        RETURNING ${COLUMNS}
      ), stamped AS (
-       UPDATE tickets SET revocation_applied_at = $3
-        WHERE tenant_id = $1 AND secured_object_id = $2
-          AND revoked_at IS NOT NULL AND revocation_applied_at IS NULL AND credential_expires_at IS NOT NULL
-          AND change_seq <= (SELECT applied_through FROM upserted)
+       UPDATE tickets t SET revocation_applied_at = $3
+        WHERE t.tenant_id = $1 AND t.secured_object_id = $2
+          AND t.revoked_at IS NOT NULL AND t.revocation_applied_at IS NULL AND t.credential_expires_at IS NOT NULL
+          AND t.change_seq <= (SELECT applied_through FROM upserted)
+          AND ${OF_CURRENT_REGISTRATION('$1', '$2')}
      )
      SELECT ${COLUMNS} FROM upserted`,
     [tenantId, securedObjectId, contact.seenAt, contact.appliedThrough ?? null, contact.clockOffsetMs ?? null],
@@ -122,26 +151,34 @@ export interface LockPropagation {
 
 /**
  * The predicate of a pending revocation over `tickets` aliased `t`, given the placeholder of "now" and the lock's
- * clock offset (an SQL expression, null when unknown): not applied by the lock, and a credential that may still be
- * alive at the lock's clock (CLOCK_MARGIN_SQL). It implies tickets_pending_revocations_idx's predicate, so it is an
+ * clock offset (an SQL expression, null when unknown) and the placeholder of the margin's bound: not applied by the
+ * lock, and a credential that may still be alive at the lock's clock (CLOCK_MARGIN_SQL, bounded the same way). It implies tickets_pending_revocations_idx's predicate, so it is an
  * index range on (tenant, lock, credential expiry) over the pending revocations alone.
  */
-const PENDING = (now: string, offset: string) =>
+const PENDING = (now: string, offset: string, maxMarginMs: string) =>
   `t.revoked_at IS NOT NULL AND t.revocation_applied_at IS NULL AND t.credential_expires_at IS NOT NULL
-   AND t.credential_expires_at > ${now} + least(coalesce(${offset}, 0), 0)`;
+   AND t.credential_expires_at > ${now} + greatest(least(coalesce(${offset}, 0), 0), -(${maxMarginMs}::bigint))`;
 
 /**
  * The lock's telemetry and its pending revocations in one round trip: a primary-key read and a count over an index
- * range of tickets_pending_revocations_idx (the lock's pending revocations only, never its whole history).
+ * range of tickets_pending_revocations_idx (the lock's pending revocations only, never its whole history). A deleted
+ * door's whose id was registered again are counted too: that door may still open for them, and nothing it says reaches
+ * the server any more (OF_CURRENT_REGISTRATION), so they count until their credentials run out.
  */
-export async function findLockPropagation(db: Queryable, tenantId: string, securedObjectId: string, now: number): Promise<LockPropagation> {
+export async function findLockPropagation(
+  db: Queryable,
+  tenantId: string,
+  securedObjectId: string,
+  now: number,
+  maxClockMarginMs: number,
+): Promise<LockPropagation> {
   const { rows } = await db.query<{ [K in keyof LockTelemetryRow]: LockTelemetryRow[K] | null } & { pending: number }>(
     `SELECT ${COLUMNS.split(', ').map((column) => `lt.${column}`).join(', ')},
             (SELECT count(*)::int FROM tickets t
-              WHERE t.tenant_id = $1 AND t.secured_object_id = $2 AND ${PENDING('$3::bigint', 'lt.clock_offset_ms')}) AS pending
+              WHERE t.tenant_id = $1 AND t.secured_object_id = $2 AND ${PENDING('$3::bigint', 'lt.clock_offset_ms', '$4')}) AS pending
        FROM (VALUES (1)) AS one (x)
        LEFT JOIN lock_telemetry lt ON lt.tenant_id = $1 AND lt.secured_object_id = $2`,
-    [tenantId, securedObjectId, now],
+    [tenantId, securedObjectId, now, maxClockMarginMs],
   );
   const row = rows[0]!;
   return {
@@ -172,6 +209,7 @@ export async function listRevocations(
   now: number,
   after: KeysetPosition | null,
   limit: number,
+  maxClockMarginMs: number,
 ): Promise<TicketRecord[]> {
   const params: unknown[] = [tenantId];
   const conditions = ['t.tenant_id = $1', 't.revoked_at IS NOT NULL'];
@@ -182,8 +220,8 @@ export async function listRevocations(
   const applied = 't.revocation_applied_at IS NOT NULL';
   // "now" is bound only when a predicate uses it: PostgreSQL refuses a parameter no clause mentions.
   const pending = () => {
-    params.push(now);
-    return PENDING(`$${params.length}::bigint`, 'lt.clock_offset_ms');
+    params.push(now, maxClockMarginMs);
+    return PENDING(`$${params.length - 1}::bigint`, 'lt.clock_offset_ms', `$${params.length}`);
   };
   conditions.push(filter.applied === true ? applied : filter.applied === false ? pending() : `(${applied} OR ${pending()})`);
   const page = keysetPage(params, REVOCATION_KEYSET, after, limit);

@@ -196,3 +196,9 @@ export async function recordTicketKeySetChange(db: Queryable, tenantId: string, 
     [tenantId, changeSeq, changedAt],
   );
 }
+
+/** The change number of the tenant's last ticket-key-set change (docs/contract.md 8.1); 0: none yet. */
+export async function findTicketKeySetSeq(db: Queryable, tenantId: string): Promise<number> {
+  const { rows } = await db.query<{ change_seq: number }>('SELECT change_seq FROM ticket_key_set_changes WHERE tenant_id = $1', [tenantId]);
+  return rows[0] ? Number(rows[0].change_seq) : 0;
+}

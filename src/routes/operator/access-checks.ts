@@ -20,9 +20,9 @@ const accessCheckRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
           'The decision the lock would take at `at` (default now) for this phone, with what it has: the credentials the ' +
           'phone holds (or, for a ticket it has not downloaded, what a downloaded one would meet), the revocations the lock ' +
           'has applied (a revocation it has not applied yet may still let the door open), the tenant\'s published ticket ' +
-          'keys, the lock\'s channels and its clock (it judges `at` plus its estimated offset). Decided by the same rule as ' +
-          'the lock simulator. Each of the phone\'s tickets for the lock is judged, newest first; the answer is `allow` when ' +
-          'any opens. An unknown (or another tenant\'s) lock or phone is `404`, naming which.',
+          'keys (a key withdrawn since the last key-set change the lock applied may still open it), the lock\'s channels and its clock (it judges `at` plus its estimated offset). Decided by the same rule as ' +
+          'the lock simulator. The phone\'s tickets for the lock are judged, those that may open first, each newest first; the ' +
+          'answer is `allow` when any opens. An unknown (or another tenant\'s) lock or phone is `404`, naming which.',
         querystring: AccessCheckQuery,
         response: {
           200: { ...AccessCheckSchema, description: 'The lock\'s decision and why.' },

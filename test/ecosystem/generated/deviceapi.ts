@@ -702,7 +702,7 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    /** @description The serial of the last sync answer or revocation list the lock applied (docs/contract.md 8.3, 8.4): the lock has applied every change up to it, so the revocations up to it are marked applied. Locks do not sign their logs, so the server cannot verify it; it never counts beyond the tenant's last change. */
+                    /** @description The serial of the last sync answer or revocation list the lock applied (docs/contract.md 8.3, 8.4): the lock has applied every change up to it, so the revocations up to it are marked applied. Locks do not sign their logs, so the server cannot verify it; it never counts beyond the lock's own serial (its last change). */
                     appliedSerial?: number;
                     /** @description The lock's clock at the moment of this upload, Unix milliseconds: the server estimates the lock's clock offset from it (docs/contract.md 8.5). A phone relaying a log sends the time it read from the lock plus the time elapsed since, so the estimate holds for relayed logs too. */
                     lockTime?: number;
@@ -919,7 +919,7 @@ export interface operations {
                 "application/json": {
                     /** @description The lock whose log this is: one the phone holds or has held a ticket for. */
                     securedObjectId: string;
-                    /** @description The serial of the last sync answer or revocation list the lock applied (docs/contract.md 8.3, 8.4): the lock has applied every change up to it, so the revocations up to it are marked applied. Locks do not sign their logs, so the server cannot verify it; it never counts beyond the tenant's last change. */
+                    /** @description The serial of the last sync answer or revocation list the lock applied (docs/contract.md 8.3, 8.4): the lock has applied every change up to it, so the revocations up to it are marked applied. Locks do not sign their logs, so the server cannot verify it; it never counts beyond the lock's own serial (its last change). */
                     appliedSerial?: number;
                     /** @description The lock's clock at the moment of this upload, Unix milliseconds: the server estimates the lock's clock offset from it (docs/contract.md 8.5). A phone relaying a log sends the time it read from the lock plus the time elapsed since, so the estimate holds for relayed logs too. */
                     lockTime?: number;

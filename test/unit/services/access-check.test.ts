@@ -44,6 +44,7 @@ const lock = (overrides: Partial<LockView> = {}): LockView => ({
   channels: ['btlespp'],
   revoked: new Set(),
   publishedKids: new Set(['key-1']),
+  keySetPending: false,
   clockOffsetMs: null,
   ...overrides,
 });
@@ -163,6 +164,18 @@ describe('explainTicket', () => {
     // A header of another type is refused as such by the rule, whatever its key.
     expect(codes(explainTicket(held({}, {}, { ...HEADER, typ: 'at+jwt', kid: 'key-9' }), lock(), request(), AT))).toEqual(['malformed-credential']);
     expect(codes(explainTicket(held({}, {}, null), lock(), request(), AT))).toEqual(['malformed-credential']);
+  });
+
+  it('a withdrawn key the lock has not learnt of yet: judged as the lock still holding it would, and said so', () => {
+    const withdrawn = lock({ publishedKids: new Set(['key-2']), keySetPending: true });
+    expect(explainTicket(held(), withdrawn, request(), AT)).toEqual({
+      decision: 'allow',
+      reasons: [{ code: 'key-not-published', message: expect.stringContaining('MAY STILL OPEN') }],
+    });
+    // Refused anyway for another reason: that reason first, the key's state beside it.
+    expect(codes(explainTicket(held({ cmd: ['clos'] }), withdrawn, request(), AT))).toEqual(['command-not-granted', 'key-not-published']);
+    // Revoked too and not applied: both are said.
+    expect(codes(explainTicket(held({}, { revokedAt: BEGIN + 60_000 }), withdrawn, request(), AT))).toEqual(['key-not-published', 'revocation-not-applied']);
   });
 
   it('revoked: allow with revocation-not-applied while the lock has not applied it, revoked once it has', () => {
