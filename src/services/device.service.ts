@@ -229,8 +229,11 @@ export function createDeviceService({ db, clock, credentials, telemetry }: Devic
       // when the previous answer was cut inside it (its remaining tickets come first now). A full sync acknowledges
       // nothing. A decommissioned client whose lock id now names a newly registered lock speaks for another lock and
       // acknowledges nothing; one whose lock is gone does: the deleted door may open until it applied what its
-      // deletion revoked (docs/security-checklist.md G43).
-      if (!(lock.lockExists && lock.decommissionedSeq !== null)) {
+      // deletion revoked (docs/security-checklist.md G43). Only the lock's own client speaks for the lock: an unbound
+      // sync client (a hub, an integration that reads) may sync any lock of the tenant (docs/contract.md 6.2), and
+      // letting it acknowledge would let any holder of the `sync` scope mark every revocation of every door applied.
+      // A hub's locks therefore show their revocations pending: the safe side of "may the door still open".
+      if (binding.securedObjectId !== undefined && !(lock.lockExists && lock.decommissionedSeq !== null)) {
         const applied = cursor === undefined ? undefined : changes[0]?.changeSeq === position.seq ? position.seq - 1 : position.seq;
         await telemetry.acknowledgeSync(tenantId, securedObjectId, applied === undefined ? undefined : Math.max(applied, 0));
       }

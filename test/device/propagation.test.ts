@@ -127,7 +127,7 @@ describe('revocation propagation', () => {
     expect(listed.json()).toEqual([expect.objectContaining({ id: issued.id, revocationAppliedTime: appliedAt })]);
   });
 
-  it('acknowledges nothing on a full sync, and an unbound sync client acknowledges like the lock\'s own', async () => {
+  it('acknowledges nothing on a full sync, and nothing for an unbound sync client: only the lock\'s own client speaks for it', async () => {
     await lock(t, operator, 'porch');
     await device(t, operator, 'phone-2');
     const issued = await downloadedTicket('porch', 'phone-2');
@@ -142,10 +142,17 @@ describe('revocation propagation', () => {
     expect(await readLock('porch')).toMatchObject({ lastSeenTime: now, appliedThrough: 0, pendingRevocations: 1 });
     expect(await readTicket(issued.id)).not.toHaveProperty('revocationAppliedTime');
 
-    // A hub syncing on the lock's behalf (an unbound client, docs/contract.md 6.2) acknowledges what it applied.
+    // An unbound sync client (a hub, or any integration holding `sync`, docs/contract.md 6.2) may read the lock's
+    // changes but never speaks for the door: its sync neither acknowledges nor counts as the lock being seen.
+    const seen = now;
     const hub = await clientToken(t.app, await createClient(t.app, acme, ['sync']));
     later();
     await sync(t, hub, 'porch', full.cursor);
+    expect(await readLock('porch')).toMatchObject({ lastSeenTime: seen, appliedThrough: 0, pendingRevocations: 1 });
+    expect(await readTicket(issued.id)).not.toHaveProperty('revocationAppliedTime');
+    // The lock's own client with the same cursor does.
+    later();
+    await sync(t, lockAuth, 'porch', full.cursor);
     expect(await readLock('porch')).toMatchObject({ lastSeenTime: now, appliedThrough: full.serial, pendingRevocations: 0 });
     expect(await readTicket(issued.id)).toMatchObject({ revocationAppliedTime: now });
   });

@@ -63,7 +63,7 @@ A lock whose client learnt \`decommissioned: true\` opens for no one. The simula
   lock replaces its set with them). \`serial\` is the change-log position the lock has reached. Only revocations of
   tickets whose credential may still be valid are sent, so a lock's revoked set stays bounded by one lifetime of
   revocations. A deleted lock's client keeps syncing the revocations its deletion caused, with \`decommissioned: true\`.
-  A sync with a cursor is the lock's acknowledgement: the server records that it applied everything up to that cursor
+  A sync with a cursor by the lock's own client (bound to it) is the lock's acknowledgement: the server records that it applied everything up to that cursor
   (docs/contract.md 8.4), which the operator sees as \`revocationAppliedTime\` on the tickets. Sync again after applying.
 - **Locks that are never online** learn through phones: the first ticket of each lock in a download page carries
   \`revocationList\`, that lock's
