@@ -180,6 +180,41 @@ describe('schedules in the lock\'s local time', () => {
     expect(downloaded).toBeDefined();
   });
 
+  it('carries each ticket\'s own schedule (or none) through concurrent creates written as one batch', async () => {
+    now = MONDAY;
+    const evenings = { weekly: [{ days: ['SA', 'SU'], from: '18:00', to: '02:00' }], except: ['2026-03-29'] };
+    const schedules = Array.from({ length: 12 }, (_, i) => [WEEKDAYS_8_TO_12, undefined, evenings][i % 3]);
+    const responses = await Promise.all(
+      schedules.map((schedule) =>
+        issueTicket(t, fixture.operator, {
+          securedObjectId: 'garage',
+          mobileDeviceId: 'phone-b',
+          beginDate: now,
+          endDate: now + 30 * DAY,
+          commands: ['open'],
+          channels: ['btlespp'],
+          ...(schedule ? { schedule } : {}),
+        }),
+      ),
+    );
+    const { rows } = await t.database.db.query<{ id: string; schedule: unknown }>(
+      'SELECT id, schedule FROM tickets WHERE tenant_id = $1 AND id = ANY ($2::uuid[])',
+      [fixture.tenant.tenantId, responses.map((response) => response.json().id as string)],
+    );
+    const stored = new Map(rows.map((row) => [row.id, row.schedule]));
+    responses.forEach((response, index) => {
+      expect(response.statusCode, response.body).toBe(201);
+      const body = response.json();
+      if (schedules[index] === undefined) {
+        expect(body).not.toHaveProperty('schedule');
+        expect(stored.get(body.id)).toBeNull();
+      } else {
+        expect(body.schedule).toEqual(schedules[index]);
+        expect(stored.get(body.id)).toEqual(schedules[index]);
+      }
+    });
+  });
+
   it('answers a repeated POST /tickets with a schedule and the same Idempotency-Key with the first answer, issuing once', async () => {
     now = MONDAY;
     const body = { securedObjectId: 'back-door', mobileDeviceId: 'phone-b', beginDate: now, endDate: now + DAY, commands: ['open'], channels: ['btlespp'], schedule: WEEKDAYS_8_TO_12 };
