@@ -66,7 +66,16 @@ async function settle(db: pg.Client): Promise<void> {
   await db.query('CHECKPOINT').catch(() => undefined);
 }
 
-type Variant = 'first' | 'renewal' | 'cached' | 'cachedListsReused';
+type Variant = 'first' | 'firstScheduled' | 'renewal' | 'cached' | 'cachedListsReused';
+
+/** The scheduled phone's tickets' schedule (docs/contract.md 9): office hours and a Saturday morning, a holiday off. */
+const BENCH_SCHEDULE = {
+  weekly: [
+    { days: ['MO', 'TU', 'WE', 'TH', 'FR'], from: '07:00', to: '19:00' },
+    { days: ['SA'], from: '09:00', to: '13:00' },
+  ],
+  except: ['2026-12-24', '2026-12-25', '2027-01-01'],
+};
 
 /**
  * `GET /deviceapi/mobiledevices/{id}/tickets?limit=500` of one phone with 500 VALID tickets on 50 locks. Each round
@@ -78,15 +87,19 @@ type Variant = 'first' | 'renewal' | 'cached' | 'cachedListsReused';
  * - cachedListsReused: the same again at once, so the 50 revocation lists also come from the service's cache;
  * - renewal: `credential_issued_at`/`credential_expires_at` moved four days back (less than half of the 7-day lifetime
  *   left), so all 500 are signed anew.
- * Before first, cached and renewal one new ticket (another phone's) is written on each of the 50 locks with the next
- * change number: every lock's serial rises, so its revocation list is signed anew as after any change there, and the
- * three differ only in the credentials. An untimed round first warms the service up.
+ * - firstScheduled: as first, for a second phone holding the same 500 tickets with a schedule (BENCH_SCHEDULE) on the
+ *   same locks, whose zone is Europe/Berlin: every credential carries `win` (docs/contract.md 9), expanded as it is
+ *   signed; compared with first.
+ * Before first, firstScheduled, cached and renewal one new ticket (another phone's) is written on each of the 50 locks
+ * with the next change number: every lock's serial rises, so its revocation list is signed anew as after any change
+ * there, and the variants differ only in the credentials. An untimed round first warms the service up.
  */
 async function phoneDownload(context: ScaleContext, db: pg.Client): Promise<ScaleResult[]> {
   const tenant = await scaleTenant(context, db, `lt-phone-${process.pid}`);
   const tenantId = tenant.tenantId;
   const now = Date.now();
-  await seedDevicesAndLocks(db, tenantId, 'p', 1, PHONE_LOCKS, now);
+  await seedDevicesAndLocks(db, tenantId, 'p', 2, PHONE_LOCKS, now);
+  await db.query(`UPDATE secured_objects SET time_zone = 'Europe/Berlin' WHERE tenant_id = $1`, [tenantId]);
   const seq = await nextChangeSeq(db, tenantId);
   // Deterministic "random" validity, the same in every run.
   await db.query('SELECT setseed(0.42)');
@@ -98,6 +111,13 @@ async function phoneDownload(context: ScaleContext, db: pg.Client): Promise<Scal
             $2::bigint - 100 * ${DAY} + n, '{open}', '{btlespp}', $4::bigint
        FROM generate_series(1, $5) AS n`,
     [tenantId, now, PHONE_LOCKS, seq, PHONE_TICKETS],
+  );
+  // The scheduled phone: the same tickets with a schedule.
+  await db.query(
+    `INSERT INTO tickets (id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at, commands, channels, schedule, change_seq)
+     SELECT gen_random_uuid(), tenant_id, secured_object_id, 'p-d2', begin_date, end_date, created_at, commands, channels, $3::jsonb, change_seq
+       FROM tickets WHERE tenant_id = $1 AND mobile_device_id = $2`,
+    [tenantId, 'p-d1', JSON.stringify(BENCH_SCHEDULE)],
   );
   // Other phones' tickets on the same locks; some revoked lately with a credential still alive (the lists carry them).
   await db.query(
@@ -112,7 +132,9 @@ async function phoneDownload(context: ScaleContext, db: pg.Client): Promise<Scal
   );
   await settle(db);
   const headers = await boundClient(context, tenant.credentials.tenant, 'tokens:download', '--mobile-device', 'p-d1');
+  const scheduledHeaders = await boundClient(context, tenant.credentials.tenant, 'tokens:download', '--mobile-device', 'p-d2');
   const phone = [tenantId, 'p-d1'];
+  const phoneOf = (variant: Variant) => (variant === 'firstScheduled' ? 'p-d2' : 'p-d1');
   // The locks are installed before phones download (docs/contract.md 8.1): the trust endpoint makes the tenant's first
   // ticket key and caches its issuer. Without this the first download of a new tenant's 500 tickets makes 500 key and
   // issuer look-ups at once, and on a loaded machine some wait past DB_CONNECT_TIMEOUT_MS for a connection (503).
@@ -128,14 +150,20 @@ async function phoneDownload(context: ScaleContext, db: pg.Client): Promise<Scal
          FROM generate_series(1, $3) AS l, change`,
       [tenantId, Date.now(), PHONE_LOCKS],
     );
+  const resetCredentials = (mobileDeviceId: string) =>
+    db.query(
+      `UPDATE tickets SET credential_encrypted = NULL, credential_kid = NULL, credential_issued_at = NULL,
+              credential_expires_at = NULL, downloaded_at = NULL
+        WHERE tenant_id = $1 AND mobile_device_id = $2`,
+      [tenantId, mobileDeviceId],
+    );
   const setUp: Record<Variant, () => Promise<unknown>> = {
     first: async () => {
-      await db.query(
-        `UPDATE tickets SET credential_encrypted = NULL, credential_kid = NULL, credential_issued_at = NULL,
-                credential_expires_at = NULL, downloaded_at = NULL
-          WHERE tenant_id = $1 AND mobile_device_id = $2`,
-        phone,
-      );
+      await resetCredentials('p-d1');
+      await bumpSerials();
+    },
+    firstScheduled: async () => {
+      await resetCredentials('p-d2');
       await bumpSerials();
     },
     cached: bumpSerials,
@@ -149,30 +177,37 @@ async function phoneDownload(context: ScaleContext, db: pg.Client): Promise<Scal
       await bumpSerials();
     },
   };
-  const storedCredentials = async () => {
+  const storedCredentials = async (mobileDeviceId: string) => {
     const { rows } = await db.query<{ id: string; credential_encrypted: Buffer | null }>(
       'SELECT id, credential_encrypted FROM tickets WHERE tenant_id = $1 AND mobile_device_id = $2',
-      phone,
+      [tenantId, mobileDeviceId],
     );
     return new Map(rows.map((row) => [row.id, row.credential_encrypted]));
   };
 
-  const variants: Variant[] = ['first', 'cached', 'cachedListsReused', 'renewal'];
-  const samples: Record<Variant, number[]> = { first: [], renewal: [], cached: [], cachedListsReused: [] };
+  const variants: Variant[] = ['first', 'firstScheduled', 'cached', 'cachedListsReused', 'renewal'];
+  const samples: Record<Variant, number[]> = { first: [], firstScheduled: [], renewal: [], cached: [], cachedListsReused: [] };
   /** What the last measured download of each variant did: credentials signed (stored anew), lists signed, bytes. */
   const work: Record<Variant, { signed: number; listsSigned: number; bytes: number; listBytes: number }> = {} as never;
   let previousLists = new Set<string>();
   for (let round_ = 0; round_ <= context.runs; round_++) {
     for (const variant of variants) {
       await setUp[variant]();
-      const before = await storedCredentials();
-      const answer = await timedGet(context, `/deviceapi/mobiledevices/p-d1/tickets?limit=${PHONE_TICKETS}`, headers);
-      const after = await storedCredentials();
+      const mobileDeviceId = phoneOf(variant);
+      const before = await storedCredentials(mobileDeviceId);
+      const answer = await timedGet(
+        context,
+        `/deviceapi/mobiledevices/${mobileDeviceId}/tickets?limit=${PHONE_TICKETS}`,
+        variant === 'firstScheduled' ? scheduledHeaders : headers,
+      );
+      const after = await storedCredentials(mobileDeviceId);
       const tickets = JSON.parse(answer.text) as { credential?: string; revocationList?: string }[];
       const lists = new Set(tickets.flatMap((ticket) => (ticket.revocationList ? [ticket.revocationList] : [])));
       if (tickets.length !== PHONE_TICKETS || tickets.some((ticket) => !ticket.credential)) {
         throw new Error(`${variant}: the download answered ${tickets.length} tickets, not ${PHONE_TICKETS} with credentials`);
       }
+      const withWin = tickets.filter((ticket) => 'win' in (JSON.parse(Buffer.from(ticket.credential!.split('.')[1]!, 'base64url').toString()) as object)).length;
+      if (withWin !== (variant === 'firstScheduled' ? PHONE_TICKETS : 0)) throw new Error(`${variant}: ${withWin} credentials carry win`);
       work[variant] = {
         signed: [...after].filter(([id, sealed]) => sealed !== null && !before.get(id)?.equals(sealed)).length,
         listsSigned: [...lists].filter((list) => !previousLists.has(list)).length,
@@ -187,6 +222,7 @@ async function phoneDownload(context: ScaleContext, db: pg.Client): Promise<Scal
   }
 
   const first = median(samples.first);
+  const firstScheduled = median(samples.firstScheduled);
   const renewal = median(samples.renewal);
   const cached = median(samples.cached);
   const cachedListsReused = median(samples.cachedListsReused);
@@ -211,6 +247,24 @@ async function phoneDownload(context: ScaleContext, db: pg.Client): Promise<Scal
         listsSigned: work.first.listsSigned,
         responseBytes: work.first.bytes,
         revocationListBytes: work.first.listBytes,
+      },
+    },
+    {
+      name: 'lock trust: phone downloads 500 scheduled tickets (first, every credential signed with win)',
+      description:
+        `the first download of a phone whose ${PHONE_TICKETS} tickets (the same as above) have a schedule on locks in Europe/Berlin: ` +
+        'each credential carries win, its windows expanded as it is signed (docs/contract.md 9); vs the same download without schedules',
+      serviceSeconds: round(firstScheduled),
+      baselineSeconds: round(first),
+      reference: 'first, without schedules',
+      ratio: round(firstScheduled / first, 2),
+      goalRatio: 1.5,
+      goalMet: Math.round((firstScheduled / first) * 100) / 100 <= 1.5,
+      details: {
+        runs: context.runs,
+        samplesMs: list(samples.firstScheduled),
+        credentialsSigned: work.firstScheduled.signed,
+        responseBytes: work.firstScheduled.bytes,
       },
     },
     {

@@ -2,6 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import { defaultsOptional } from './query.js';
 import { NewTicketSchema } from './operator.js';
+import { ScheduleSchema } from './schedule.js';
 
 export const GroupIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, description: 'The group id.' }) });
 const Name = Type.String({ minLength: 1, maxLength: 200, description: 'A name for people.' });
@@ -44,6 +45,7 @@ export const NewAccessPermissionSchema = Type.Object(
     endDate: NewTicketSchema.properties.endDate,
     commands: NewTicketSchema.properties.commands,
     channels: NewTicketSchema.properties.channels,
+    schedule: NewTicketSchema.properties.schedule,
   },
   {
     additionalProperties: false,
@@ -69,6 +71,7 @@ export const AccessPermissionSchema = Type.Object({
   commands: Type.Array(Type.String()),
   channels: Type.Array(Type.String()),
   creationDate: Type.Integer({ description: 'Creation time, Unix milliseconds.' }),
+  schedule: Type.Optional(ScheduleSchema),
   tokenCount: Type.Integer({ description: 'The live (unrevoked) tickets it holds: one per device × lock.' }),
 });
 

@@ -1,7 +1,7 @@
 // Schemas of the Operator API's resources (docs/contract.md 4): secured objects, mobile devices, tickets, audit events.
 import { Type } from '@sinclair/typebox';
 import { defaultsOptional } from './query.js';
-import { TimeZoneSchema } from './schedule.js';
+import { ScheduleSchema, TimeZoneSchema } from './schedule.js';
 
 /**
  * Operator-chosen ids: URL-safe unreserved characters (RFC 3986 2.3), 1 to 128 of them, but not `.` or `..`: clients
@@ -118,6 +118,7 @@ export const NewTicketSchema = Type.Object(
       maxItems: 8,
       description: 'Channels the ticket may be used over; each must be supported by the lock.',
     }),
+    schedule: Type.Optional(ScheduleSchema),
   },
   {
     additionalProperties: false,
@@ -151,6 +152,7 @@ export const TicketSchema = Type.Object({
   revocationDate: Type.Optional(Type.Integer({ description: 'When it was revoked; absent while not revoked.' })),
   downloadDate: Type.Optional(Type.Integer({ description: 'When the device first downloaded it; absent before.' })),
   accessPermissionId: Type.Optional(Type.String({ description: 'The Access API permission that made it, if any.' })),
+  schedule: Type.Optional(ScheduleSchema),
   revocationAppliedTime: Type.Optional(
     Type.Integer({
       description:

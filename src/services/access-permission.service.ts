@@ -10,15 +10,18 @@ import {
   listAccessPermissions,
   listPermissionTickets,
   locksLackingChannels,
+  lockGroupTimeZones,
   revokePermissionTickets,
   type AccessPermissionRecord,
 } from '../db/repositories/access-permission.repo.js';
 import { nextChangeSeq } from '../db/repositories/change-log.repo.js';
 import { LOCK_GROUPS, RESIDENTS, lockGroup } from '../db/repositories/group.repo.js';
 import { NotFoundError, UnprocessableError, detailWithReasons, type FieldError } from '../errors.js';
+import type { Schedule } from '../shared/schedule.js';
 import { recordChange } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
 import { isUuid } from './identifiers.js';
+import { neverOpensError } from './ticket-schedule.js';
 import { decodeCursor, pageOf, type Page } from './pagination.js';
 import { toTicket, validityErrors, type Ticket } from './ticket.service.js';
 import type { RevivedInterfaces } from './vocabulary.js';
@@ -32,11 +35,16 @@ export interface AccessPermission {
   commands: string[];
   channels: string[];
   creationDate: number;
+  /** docs/contract.md 9: the schedule every ticket it makes carries; absent: none. */
+  schedule?: Schedule;
   /** The live (unrevoked) tickets it holds. */
   tokenCount: number;
 }
 
-export type NewAccessPermission = Omit<AccessPermission, 'id' | 'creationDate' | 'tokenCount'>;
+export type NewAccessPermission = Omit<AccessPermission, 'id' | 'creationDate' | 'tokenCount' | 'schedule'> & {
+  /** As the request sent it: validityErrors checks it (validateSchedule) before it is stored. */
+  schedule?: unknown;
+};
 
 const toAccessPermission = (record: AccessPermissionRecord & { tokenCount: number }): AccessPermission => ({
   id: record.id,
@@ -47,6 +55,7 @@ const toAccessPermission = (record: AccessPermissionRecord & { tokenCount: numbe
   commands: record.commands,
   channels: record.channels,
   creationDate: record.createdAt,
+  ...(record.schedule !== null ? { schedule: record.schedule } : {}),
   tokenCount: record.tokenCount,
 });
 
@@ -65,15 +74,17 @@ export function createAccessPermissionService({ db, clock, revived }: AccessPerm
     /** All or nothing: the permission and every ticket it makes commit together, or nothing does. */
     async create(context: ActionContext, input: NewAccessPermission): Promise<AccessPermission> {
       const now = clock();
+      const { schedule, ...fields } = input;
       const record: AccessPermissionRecord = {
-        ...input,
+        ...fields,
+        schedule: schedule === undefined ? null : (schedule as Schedule),
         commands: [...new Set(input.commands)],
         channels: [...new Set(input.channels)],
         tenantId: context.tenantId,
         id: randomUUID(),
         createdAt: now,
       };
-      const errors: FieldError[] = validityErrors(record, now, revived);
+      const errors: FieldError[] = validityErrors({ ...record, schedule }, now, revived);
       if (errors.length > 0) throw refused(errors);
 
       const tokenCount = await db.transaction(async (tx) => {
@@ -90,6 +101,14 @@ export function createAccessPermissionService({ db, clock, revived }: AccessPerm
         const lacking = await locksLackingChannels(tx, context.tenantId, input.lockGroupId, record.channels);
         if (lacking.length > 0) {
           throw refused([{ field: 'channels', message: `not supported by the secured objects ${lacking.join(', ')}` }]);
+        }
+        if (record.schedule !== null) {
+          // Against each distinct zone of the group's locks (one read), UTC for a group without locks yet: a lock whose
+          // tickets would never open is refused as one ticket would be (docs/contract.md 9). Locks added later are not
+          // checked: their tickets carry `win: []` until a window falls in a credential's span.
+          const zones = await lockGroupTimeZones(tx, context.tenantId, input.lockGroupId);
+          const never = neverOpensError(record.schedule, zones.length > 0 ? zones : ['UTC'], record, now);
+          if (never) throw refused([never]);
         }
         await insertAccessPermission(tx, record);
         const issued = await expandAccessPermission(tx, record, now, seq);

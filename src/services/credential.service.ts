@@ -6,6 +6,7 @@ import { findTenantById } from '../db/repositories/tenant.repo.js';
 import type { TicketRecord } from '../db/repositories/ticket.repo.js';
 // Explicit types (RFC 8725 3.11): a credential, a revocation list and an access token are never taken for each other.
 import { CREDENTIAL_TYPE, REVOCATION_LIST_TYPE, type CredentialClaims } from '../shared/credential-check.js';
+import { expandSchedule } from '../shared/schedule.js';
 import { decrypt, encrypt } from './crypto.js';
 import { signCompactJws } from './jws.js';
 import type { KeyService } from './key.service.js';
@@ -61,6 +62,13 @@ export interface CredentialServiceOptions {
   /** CREDENTIAL_MAX_LIFETIME in seconds (docs/contract.md 8.2). */
   maxLifetimeSeconds: number;
 }
+
+/**
+ * A ticket as it is signed: with the time zone of its lock (docs/contract.md 9), which its schedule is read in. The
+ * windows are computed when the credential is signed, so a credential signed before the lock's zone changed keeps its
+ * windows until it is renewed (at most CREDENTIAL_MAX_LIFETIME, half of it with a phone that downloads regularly).
+ */
+export type SignableTicket = TicketRecord & { lockTimeZone: string };
 
 /** The tenant's credential issuer (docs/contract.md 8.1). Tenant names are URL-safe (tenant.service.ts). */
 export const tenantIssuer = (publicUrl: string, tenantName: string) => `${publicUrl.replace(/\/+$/, '')}/tenants/${encodeURIComponent(tenantName)}`;
@@ -138,7 +146,7 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
     },
 
     /** Signs one ticket: its claims (`claimsOf`) under the tenant's signing key. */
-    async sign(ticket: TicketRecord, now: number): Promise<SignedCredential> {
+    async sign(ticket: SignableTicket, now: number): Promise<SignedCredential> {
       const signing = await keys.signingKey(ticket.tenantId);
       const claims = await claimsOf(ticket, now);
       const credential = await signCompactJws(signing, CREDENTIAL_TYPE, { ...claims });
@@ -189,20 +197,34 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
    * and what the explain service (docs/contract.md 8.6) checks for a phone that has not downloaded the ticket yet. The
    * seconds never widen `[beginDate, endDate)`: `nbf` rounds up and `exp` rounds down (RFC 7519 4.1.4: not accepted
    * on or after `exp`), and `exp` is at most `iat` + the lifetime.
+   *
+   * With a schedule, `win` holds its windows in the lock's zone as UTC intervals (docs/contract.md 9), `[]` when none
+   * falls in the credential's span: never omitted then, since an absent `win` means "no schedule". The span ends at
+   * `exp` and starts at `nbf`, but no earlier than one lifetime before `iat`: a ticket valid since long ago would
+   * otherwise carry years of windows (and exceed what one expansion covers), and a lock whose clock runs that far
+   * behind its signer has no use for them.
    */
-  async function claimsOf(ticket: TicketRecord, now: number): Promise<CredentialClaims> {
+  async function claimsOf(ticket: SignableTicket, now: number): Promise<CredentialClaims> {
+    const nbf = Math.ceil(ticket.beginDate / 1000);
+    const exp = Math.floor(expiryOf(ticket, now) / 1000);
+    const iat = Math.floor(now / 1000);
+    const win =
+      ticket.schedule === null
+        ? undefined
+        : expandSchedule(ticket.schedule, ticket.lockTimeZone, Math.max(nbf * 1000, ticket.beginDate, iat * 1000 - lifetimeMs), Math.min(exp * 1000, ticket.endDate));
     return {
       iss: await issuerOf(ticket.tenantId),
       jti: ticket.id,
       sub: ticket.mobileDeviceId,
       aud: ticket.securedObjectId,
-      nbf: Math.ceil(ticket.beginDate / 1000),
-      exp: Math.floor(expiryOf(ticket, now) / 1000),
-      iat: Math.floor(now / 1000),
+      nbf,
+      exp,
+      iat,
       beginDate: ticket.beginDate,
       endDate: ticket.endDate,
       cmd: ticket.commands,
       chn: ticket.channels,
+      ...(win !== undefined ? { win } : {}),
     };
   }
 

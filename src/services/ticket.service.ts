@@ -6,6 +6,7 @@ import { assertStorableText, isDatabaseUnavailable, isStatementCanceled } from '
 import { nextChangeSeq } from '../db/repositories/change-log.repo.js';
 import {
   createTickets,
+  findLockTimeZone,
   findTicket,
   listTickets,
   revokeTicket,
@@ -16,10 +17,12 @@ import {
   type TicketStatus,
 } from '../db/repositories/ticket.repo.js';
 import { NotFoundError, UnprocessableError, detailWithReasons, type FieldError } from '../errors.js';
+import type { Schedule } from '../shared/schedule.js';
 import { recordChange } from './audit.service.js';
 import { createKeyedBatcher } from './batching.js';
 import type { ActionContext, Clock } from './context.js';
 import { isUuid } from './identifiers.js';
+import { neverOpensError, scheduleErrors } from './ticket-schedule.js';
 import { decodeCursor, pageOf, type Page } from './pagination.js';
 import { channelErrors, commandErrors, type RevivedInterfaces } from './vocabulary.js';
 
@@ -37,6 +40,8 @@ export interface Ticket {
   revocationDate?: number;
   downloadDate?: number;
   accessPermissionId?: string;
+  /** Its weekly schedule in the lock's local time (docs/contract.md 9); absent: open all through its validity. */
+  schedule?: Schedule;
   /** When its lock applied its revocation (docs/contract.md 8.4); absent until then. */
   revocationAppliedTime?: number;
 }
@@ -48,6 +53,8 @@ export interface NewTicket {
   endDate: number;
   commands: string[];
   channels: string[];
+  /** As the request sent it: validityErrors checks it (validateSchedule) before it is used as a Schedule. */
+  schedule?: unknown;
 }
 
 export function ticketStatus(record: Pick<TicketRecord, 'revokedAt' | 'endDate'>, now: number): TicketStatus {
@@ -69,6 +76,7 @@ export function toTicket(record: TicketRecord, now: number): Ticket {
     ...(record.revokedAt !== null ? { revocationDate: record.revokedAt } : {}),
     ...(record.downloadedAt !== null ? { downloadDate: record.downloadedAt } : {}),
     ...(record.accessPermissionId !== null ? { accessPermissionId: record.accessPermissionId } : {}),
+    ...(record.schedule !== null ? { schedule: record.schedule } : {}),
     ...(record.revocationAppliedAt !== null ? { revocationAppliedTime: record.revocationAppliedAt } : {}),
   };
 }
@@ -78,6 +86,7 @@ export function validityErrors(input: Omit<NewTicket, 'securedObjectId' | 'mobil
   const errors = [...commandErrors('commands', input.commands), ...channelErrors('channels', input.channels, revived)];
   if (input.beginDate >= input.endDate) errors.push({ field: 'endDate', message: 'must be after beginDate' });
   else if (input.endDate <= now) errors.push({ field: 'endDate', message: 'is already past' });
+  errors.push(...scheduleErrors(input.schedule));
   return errors;
 }
 
@@ -115,11 +124,19 @@ export function createTicketService({ db, clock, revived }: TicketServiceOptions
       const channels = [...new Set(input.channels)];
       const errors = validityErrors({ ...input, commands, channels }, now, revived);
       if (errors.length > 0) throw new UnprocessableError(detailWithReasons('The ticket cannot be issued', errors), errors);
+      const schedule = input.schedule === undefined ? null : (input.schedule as Schedule);
+      if (schedule !== null) {
+        // A lock that does not exist has no zone; the statement below reports it.
+        const timeZone = await findLockTimeZone(db, context.tenantId, input.securedObjectId);
+        const never = timeZone === null ? null : neverOpensError(schedule, [timeZone], input, now);
+        if (never) throw new UnprocessableError(detailWithReasons('The ticket cannot be issued', [never]), [never]);
+      }
 
       const outcome = await issuing.submit(context.tenantId, {
         ...input,
         commands,
         channels,
+        schedule,
         id: randomUUID(),
         createdAt: now,
         audit: { actor: context.actor, requestId: context.requestId },

@@ -1,4 +1,5 @@
 // SQL for access permissions and the tickets they expand into: every fan-out is one set-based statement.
+import type { Schedule } from '../../shared/schedule.js';
 import type { Queryable } from '../database.js';
 import { keysetPage, type KeysetColumns, type KeysetPosition } from '../keyset.js';
 import { TICKET_COLUMNS, TICKET_KEYSET, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';
@@ -14,6 +15,8 @@ export interface AccessPermissionRecord {
   commands: string[];
   channels: string[];
   createdAt: number;
+  /** docs/contract.md 9: copied to every ticket it expands into; null: none. */
+  schedule: Schedule | null;
 }
 
 interface AccessPermissionRow {
@@ -26,10 +29,11 @@ interface AccessPermissionRow {
   commands: string[];
   channels: string[];
   created_at: number;
+  schedule: Schedule | null;
   token_count: number;
 }
 
-const COLUMNS = 'tenant_id, id, resident_id, lock_group_id, begin_date, end_date, commands, channels, created_at';
+const COLUMNS = 'tenant_id, id, resident_id, lock_group_id, begin_date, end_date, commands, channels, created_at, schedule';
 
 /** The live tickets a permission holds now (the partial unique index answers it without the table). */
 const TOKEN_COUNT = `(SELECT count(*)::int FROM tickets t
@@ -47,11 +51,12 @@ const toRecord = (row: AccessPermissionRow): AccessPermissionRecord & { tokenCou
   commands: row.commands,
   channels: row.channels,
   createdAt: row.created_at,
+  schedule: row.schedule,
   tokenCount: row.token_count,
 });
 
 export async function insertAccessPermission(db: Queryable, permission: AccessPermissionRecord): Promise<void> {
-  await db.query(`INSERT INTO access_permissions (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, [
+  await db.query(`INSERT INTO access_permissions (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb)`, [
     permission.tenantId,
     permission.id,
     permission.residentId,
@@ -61,7 +66,20 @@ export async function insertAccessPermission(db: Queryable, permission: AccessPe
     permission.commands,
     permission.channels,
     permission.createdAt,
+    permission.schedule === null ? null : JSON.stringify(permission.schedule),
   ]);
+}
+
+/** The distinct time zones of a lock group's locks (docs/contract.md 9), for checking a schedule against each. */
+export async function lockGroupTimeZones(db: Queryable, tenantId: string, lockGroupId: string): Promise<string[]> {
+  const { rows } = await db.query<{ time_zone: string }>(
+    `SELECT DISTINCT so.time_zone FROM lock_group_objects lgo
+       JOIN secured_objects so ON so.tenant_id = lgo.tenant_id AND so.id = lgo.secured_object_id
+      WHERE lgo.tenant_id = $1 AND lgo.lock_group_id = $2
+      ORDER BY so.time_zone`,
+    [tenantId, lockGroupId],
+  );
+  return rows.map((row) => row.time_zone);
 }
 
 /** Locks of the group that do not support every one of `channels`. */
@@ -100,13 +118,15 @@ export async function permissionsUnsupportedBy(
 }
 
 const INSERT_TICKETS = `INSERT INTO tickets (id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at,
-                        commands, channels, access_permission_id, change_seq)`;
+                        commands, channels, access_permission_id, schedule, change_seq)`;
 const ON_DUPLICATE = `ON CONFLICT (access_permission_id, mobile_device_id, secured_object_id)
    WHERE access_permission_id IS NOT NULL AND revoked_at IS NULL DO NOTHING`;
 
 /**
  * docs/seed.md section 1: one ticket per (device in the resident) × (lock in the lock group), in one INSERT … SELECT: the
- * pairs never travel through Node. Returns how many tickets were issued.
+ * pairs never travel through Node. Each ticket gets the permission's schedule as stored (docs/contract.md 9): its
+ * windows are computed when a credential is signed, so granting costs no per-ticket work. Returns how many tickets
+ * were issued.
  */
 export async function expandAccessPermission(
   db: Queryable,
@@ -116,8 +136,9 @@ export async function expandAccessPermission(
 ): Promise<number> {
   const { rowCount } = await db.query(
     `${INSERT_TICKETS}
-     SELECT gen_random_uuid(), $1, lgo.secured_object_id, rd.mobile_device_id, $5, $6, $7, $8, $9, $2, $10
+     SELECT gen_random_uuid(), $1, lgo.secured_object_id, rd.mobile_device_id, $5, $6, $7, $8, $9, $2, p.schedule, $10
        FROM resident_devices rd
+       JOIN access_permissions p ON p.tenant_id = rd.tenant_id AND p.id = $2
        JOIN lock_group_objects lgo ON lgo.tenant_id = rd.tenant_id AND lgo.lock_group_id = $4
       WHERE rd.tenant_id = $1 AND rd.resident_id = $3
      ${ON_DUPLICATE}`,
@@ -154,12 +175,12 @@ export async function issueForNewMembers(
   if (memberIds.length === 0) return 0;
   const pairs =
     kind.table === 'residents'
-      ? `SELECT p.id, p.begin_date, p.end_date, p.commands, p.channels, new.member_id AS mobile_device_id, lgo.secured_object_id
+      ? `SELECT p.id, p.begin_date, p.end_date, p.commands, p.channels, p.schedule, new.member_id AS mobile_device_id, lgo.secured_object_id
            FROM access_permissions p
            JOIN lock_group_objects lgo ON lgo.tenant_id = p.tenant_id AND lgo.lock_group_id = p.lock_group_id
            CROSS JOIN unnest($3::text[]) AS new (member_id)
           WHERE p.tenant_id = $1 AND p.resident_id = $2`
-      : `SELECT p.id, p.begin_date, p.end_date, p.commands, p.channels, rd.mobile_device_id, new.member_id AS secured_object_id
+      : `SELECT p.id, p.begin_date, p.end_date, p.commands, p.channels, p.schedule, rd.mobile_device_id, new.member_id AS secured_object_id
            FROM access_permissions p
            JOIN resident_devices rd ON rd.tenant_id = p.tenant_id AND rd.resident_id = p.resident_id
            CROSS JOIN unnest($3::text[]) AS new (member_id)
@@ -167,7 +188,7 @@ export async function issueForNewMembers(
   const { rowCount } = await db.query(
     `${INSERT_TICKETS}
      SELECT gen_random_uuid(), $1, pair.secured_object_id, pair.mobile_device_id, pair.begin_date, pair.end_date, $4,
-            pair.commands, pair.channels, pair.id, $5
+            pair.commands, pair.channels, pair.id, pair.schedule, $5
        FROM (${pairs}) AS pair
      ${ON_DUPLICATE}`,
     [tenantId, groupId, memberIds, now, seq],

@@ -7,10 +7,13 @@ import { TICKET_COLUMNS, TICKET_KEYSET, toTicketRecord, type TicketRecord, type 
 
 /** A ticket with the credential last handed out for it, still sealed (docs/security-checklist.md G48). */
 export interface CredentialedTicket extends TicketRecord {
+  /** Its lock's time zone, which its schedule is read in when a credential is signed (docs/contract.md 9). */
+  lockTimeZone: string;
   credential: { sealed: Buffer; kid: string; issuedAt: number; expiresAt: number } | null;
 }
 
 interface CredentialColumns {
+  lock_time_zone: string;
   credential_encrypted: Buffer | Uint8Array | null;
   credential_kid: string | null;
   credential_issued_at: number | null;
@@ -19,8 +22,17 @@ interface CredentialColumns {
 
 const CREDENTIAL_COLUMNS = 'credential_encrypted, credential_kid, credential_issued_at, credential_expires_at';
 
+/**
+ * The zone of the ticket's lock (`tickets` named `alias`), by its primary key. UTC when the lock is gone: its tickets
+ * are revoked with it, so no credential is signed from that value.
+ */
+const LOCK_TIME_ZONE = (alias: string) =>
+  `coalesce((SELECT so.time_zone FROM secured_objects so
+              WHERE so.tenant_id = ${alias}.tenant_id AND so.id = ${alias}.secured_object_id), 'UTC') AS lock_time_zone`;
+
 const toCredentialed = (row: TicketRow & CredentialColumns): CredentialedTicket => ({
   ...toTicketRecord(row),
+  lockTimeZone: row.lock_time_zone,
   credential:
     row.credential_encrypted === null
       ? null
@@ -52,7 +64,7 @@ export async function listValidTicketsOfDevice(
   const params: unknown[] = [tenantId, mobileDeviceId, now];
   const page = keysetPage(params, TICKET_KEYSET, after, limit);
   const { rows } = await db.query<TicketRow & CredentialColumns>(
-    `SELECT ${TICKET_COLUMNS}, ${CREDENTIAL_COLUMNS} FROM tickets
+    `SELECT ${TICKET_COLUMNS}, ${CREDENTIAL_COLUMNS}, ${LOCK_TIME_ZONE('tickets')} FROM tickets
       WHERE tenant_id = $1 AND mobile_device_id = $2 AND revoked_at IS NULL AND end_date > $3 AND ${page.condition}
       ${page.orderAndLimit}`,
     params,
@@ -256,7 +268,8 @@ export async function listValidTicketsOfResident(
   limit: number,
 ): Promise<CredentialedTicket[]> {
   const { rows } = await db.query<TicketRow & CredentialColumns>(
-    `SELECT ${[...TICKET_COLUMNS.split(', '), ...CREDENTIAL_COLUMNS.split(', ')].map((column) => `t.${column}`).join(', ')}
+    `SELECT ${[...TICKET_COLUMNS.split(', '), ...CREDENTIAL_COLUMNS.split(', ')].map((column) => `t.${column}`).join(', ')},
+            ${LOCK_TIME_ZONE('t')}
        FROM resident_devices rd
        JOIN tickets t ON t.tenant_id = rd.tenant_id AND t.mobile_device_id = rd.mobile_device_id
       WHERE rd.tenant_id = $1 AND rd.resident_id = $2 AND t.revoked_at IS NULL AND t.end_date > $3
@@ -296,7 +309,7 @@ export async function listTicketsOfDeviceForLock(
   limit: number,
 ): Promise<ExplainedTicket[]> {
   const { rows } = await db.query<TicketRow & CredentialColumns & { revocation_applied_at: number | null }>(
-    `SELECT ${TICKET_COLUMNS}, ${CREDENTIAL_COLUMNS}, revocation_applied_at FROM tickets
+    `SELECT ${TICKET_COLUMNS}, ${CREDENTIAL_COLUMNS}, ${LOCK_TIME_ZONE('tickets')} FROM tickets
       WHERE tenant_id = $1 AND mobile_device_id = $2 AND secured_object_id = $3
       ORDER BY (credential_encrypted IS NOT NULL AND revocation_applied_at IS NULL AND credential_expires_at > $5::bigint
                 AND $6::text = ANY (commands) AND $7::text = ANY (channels)) DESC,

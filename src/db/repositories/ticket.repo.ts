@@ -1,4 +1,5 @@
 // SQL for tickets: create (one statement with its audit event), read, page with filters, revoke.
+import type { Schedule } from '../../shared/schedule.js';
 import type { Queryable } from '../database.js';
 import { AUDIT_APPEND_CTES } from './audit.repo.js';
 import { NEXT_CHANGE_SEQ_CTE } from './change-log.repo.js';
@@ -20,6 +21,8 @@ export interface TicketRecord {
   accessPermissionId: string | null;
   /** When its lock applied its revocation (docs/contract.md 8.4); null while not revoked or not applied yet. */
   revocationAppliedAt: number | null;
+  /** Its weekly schedule in the lock's local time (docs/contract.md 9); null: open all through its validity. */
+  schedule: Schedule | null;
 }
 
 export interface TicketRow {
@@ -36,10 +39,11 @@ export interface TicketRow {
   downloaded_at: number | null;
   access_permission_id: string | null;
   revocation_applied_at: number | null;
+  schedule: Schedule | null;
 }
 
 export const TICKET_COLUMNS =
-  'id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at, commands, channels, revoked_at, downloaded_at, access_permission_id, revocation_applied_at';
+  'id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at, commands, channels, revoked_at, downloaded_at, access_permission_id, revocation_applied_at, schedule';
 
 /** Tickets page in creation order; their ids are server-made UUIDs. */
 export const TICKET_KEYSET: KeysetColumns = { createdAt: 'created_at', id: 'id', idType: 'uuid' };
@@ -59,6 +63,7 @@ export function toTicketRecord(row: TicketRow): TicketRecord {
     downloadedAt: row.downloaded_at,
     accessPermissionId: row.access_permission_id,
     revocationAppliedAt: row.revocation_applied_at,
+    schedule: row.schedule,
   };
 }
 
@@ -99,6 +104,7 @@ export async function createTickets(
     created_at: ticket.createdAt,
     commands: ticket.commands,
     channels: ticket.channels,
+    schedule: ticket.schedule,
     actor: ticket.audit.actor,
     request_id: ticket.audit.requestId,
   }));
@@ -108,7 +114,8 @@ export async function createTickets(
     `WITH seq AS (${NEXT_CHANGE_SEQ_CTE('$1')}
      ), input AS (
        SELECT * FROM jsonb_to_recordset($2::jsonb) AS i (ordinal int, id uuid, secured_object_id text, mobile_device_id text,
-         begin_date bigint, end_date bigint, created_at bigint, commands text[], channels text[], actor text, request_id text)
+         begin_date bigint, end_date bigint, created_at bigint, commands text[], channels text[], schedule jsonb, actor text,
+         request_id text)
      ), lock AS (
        -- Reading seq orders the counter's lock before the row locks below.
        SELECT so.id, so.channels FROM secured_objects so, seq
@@ -118,9 +125,9 @@ export async function createTickets(
         WHERE md.tenant_id = $1 AND md.id IN (SELECT mobile_device_id FROM input) FOR SHARE OF md
      ), inserted AS (
        INSERT INTO tickets (id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at, commands,
-                            channels, change_seq)
+                            channels, schedule, change_seq)
        SELECT i.id, $1, i.secured_object_id, i.mobile_device_id, i.begin_date, i.end_date, i.created_at, i.commands,
-              i.channels, seq.last_seq
+              i.channels, i.schedule, seq.last_seq
          FROM input i JOIN lock ON lock.id = i.secured_object_id JOIN device ON device.id = i.mobile_device_id, seq
         WHERE lock.channels @> i.channels
        RETURNING ${TICKET_COLUMNS}
@@ -143,6 +150,15 @@ export async function createTickets(
       ? { created: toTicketRecord(row) }
       : { created: null, lockChannels: row.lock_channels, deviceExists: row.device_exists },
   );
+}
+
+/** The time zone a lock's schedules are read in (docs/contract.md 9), or null when the tenant has no such lock. */
+export async function findLockTimeZone(db: Queryable, tenantId: string, securedObjectId: string): Promise<string | null> {
+  const { rows } = await db.query<{ time_zone: string }>('SELECT time_zone FROM secured_objects WHERE tenant_id = $1 AND id = $2', [
+    tenantId,
+    securedObjectId,
+  ]);
+  return rows[0]?.time_zone ?? null;
 }
 
 export async function findTicket(db: Queryable, tenantId: string, id: string): Promise<TicketRecord | null> {

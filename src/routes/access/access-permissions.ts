@@ -27,7 +27,9 @@ const accessPermissionRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
         description:
           'Creates one ticket per (mobile device of the resident) × (secured object of the lock group), all in one ' +
           'transaction: all or nothing. Later membership changes keep the tickets true. `tokenCount` says how many ' +
-          'were made. Send `Idempotency-Key` to make retries safe.',
+          'were made. An optional `schedule` (in each lock\'s time zone) is copied to every ticket; `422` when it is ' +
+          'malformed or never opens within [beginDate, endDate) in a zone of the group\'s locks. Send `Idempotency-Key` ' +
+          'to make retries safe.',
         headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ description: 'Makes the request safe to retry (24 h).' })) }),
         body: NewAccessPermissionSchema,
         response: {

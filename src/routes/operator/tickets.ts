@@ -26,7 +26,8 @@ const ticketRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (a
         description:
           'Lets one mobile device send the listed commands to one secured object over the listed channels within ' +
           '[beginDate, endDate). `400` names every malformed field; `422` says why a well-formed ticket cannot be issued ' +
-          '(unknown lock or device, dates, commands, a channel the lock does not support, `nfccard`). With ' +
+          '(unknown lock or device, dates, commands, a channel the lock does not support, `nfccard`, a `schedule` that is ' +
+          'malformed or never opens within the validity in the lock\'s time zone). With ' +
           '`Idempotency-Key`, a repeat answers the first response and issues nothing.',
         headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ description: 'Makes the request safe to retry (24 h).' })) }),
         body: NewTicketSchema,

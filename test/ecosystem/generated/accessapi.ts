@@ -169,7 +169,7 @@ export interface paths {
         put?: never;
         /**
          * Grant a resident access to a lock group
-         * @description Creates one ticket per (mobile device of the resident) × (secured object of the lock group), all in one transaction: all or nothing. Later membership changes keep the tickets true. `tokenCount` says how many were made. Send `Idempotency-Key` to make retries safe.
+         * @description Creates one ticket per (mobile device of the resident) × (secured object of the lock group), all in one transaction: all or nothing. Later membership changes keep the tickets true. `tokenCount` says how many were made. An optional `schedule` (in each lock's time zone) is copied to every ticket; `422` when it is malformed or never opens within [beginDate, endDate) in a zone of the group's locks. Send `Idempotency-Key` to make retries safe.
          */
         post: operations["createAccessPermission"];
         delete?: never;
@@ -2436,6 +2436,40 @@ export interface operations {
                         channels: string[];
                         /** @description Creation time, Unix milliseconds. */
                         creationDate: number;
+                        /**
+                         * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
+                         * @example {
+                         *       "weekly": [
+                         *         {
+                         *           "days": [
+                         *             "MO",
+                         *             "TU",
+                         *             "WE",
+                         *             "TH",
+                         *             "FR"
+                         *           ],
+                         *           "from": "07:00",
+                         *           "to": "19:00"
+                         *         }
+                         *       ],
+                         *       "except": [
+                         *         "2026-12-24"
+                         *       ]
+                         *     }
+                         */
+                        schedule?: {
+                            /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
+                            weekly: {
+                                /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
+                                days: string[];
+                                /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
+                                from: string;
+                                /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
+                                to: string;
+                            }[];
+                            /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
+                            except?: string[];
+                        };
                         /** @description The live (unrevoked) tickets it holds: one per device × lock. */
                         tokenCount: number;
                     }[];
@@ -2572,6 +2606,40 @@ export interface operations {
                     commands: string[];
                     /** @description Channels the ticket may be used over; each must be supported by the lock. */
                     channels: string[];
+                    /**
+                     * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
+                     * @example {
+                     *       "weekly": [
+                     *         {
+                     *           "days": [
+                     *             "MO",
+                     *             "TU",
+                     *             "WE",
+                     *             "TH",
+                     *             "FR"
+                     *           ],
+                     *           "from": "07:00",
+                     *           "to": "19:00"
+                     *         }
+                     *       ],
+                     *       "except": [
+                     *         "2026-12-24"
+                     *       ]
+                     *     }
+                     */
+                    schedule?: {
+                        /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
+                        weekly: {
+                            /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
+                            days: string[];
+                            /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
+                            from: string;
+                            /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
+                            to: string;
+                        }[];
+                        /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
+                        except?: string[];
+                    };
                 };
             };
         };
@@ -2595,6 +2663,40 @@ export interface operations {
                         channels: string[];
                         /** @description Creation time, Unix milliseconds. */
                         creationDate: number;
+                        /**
+                         * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
+                         * @example {
+                         *       "weekly": [
+                         *         {
+                         *           "days": [
+                         *             "MO",
+                         *             "TU",
+                         *             "WE",
+                         *             "TH",
+                         *             "FR"
+                         *           ],
+                         *           "from": "07:00",
+                         *           "to": "19:00"
+                         *         }
+                         *       ],
+                         *       "except": [
+                         *         "2026-12-24"
+                         *       ]
+                         *     }
+                         */
+                        schedule?: {
+                            /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
+                            weekly: {
+                                /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
+                                days: string[];
+                                /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
+                                from: string;
+                                /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
+                                to: string;
+                            }[];
+                            /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
+                            except?: string[];
+                        };
                         /** @description The live (unrevoked) tickets it holds: one per device × lock. */
                         tokenCount: number;
                     };
@@ -2757,6 +2859,40 @@ export interface operations {
                         channels: string[];
                         /** @description Creation time, Unix milliseconds. */
                         creationDate: number;
+                        /**
+                         * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
+                         * @example {
+                         *       "weekly": [
+                         *         {
+                         *           "days": [
+                         *             "MO",
+                         *             "TU",
+                         *             "WE",
+                         *             "TH",
+                         *             "FR"
+                         *           ],
+                         *           "from": "07:00",
+                         *           "to": "19:00"
+                         *         }
+                         *       ],
+                         *       "except": [
+                         *         "2026-12-24"
+                         *       ]
+                         *     }
+                         */
+                        schedule?: {
+                            /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
+                            weekly: {
+                                /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
+                                days: string[];
+                                /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
+                                from: string;
+                                /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
+                                to: string;
+                            }[];
+                            /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
+                            except?: string[];
+                        };
                         /** @description The live (unrevoked) tickets it holds: one per device × lock. */
                         tokenCount: number;
                     };
@@ -3047,6 +3183,40 @@ export interface operations {
                         downloadDate?: number;
                         /** @description The Access API permission that made it, if any. */
                         accessPermissionId?: string;
+                        /**
+                         * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
+                         * @example {
+                         *       "weekly": [
+                         *         {
+                         *           "days": [
+                         *             "MO",
+                         *             "TU",
+                         *             "WE",
+                         *             "TH",
+                         *             "FR"
+                         *           ],
+                         *           "from": "07:00",
+                         *           "to": "19:00"
+                         *         }
+                         *       ],
+                         *       "except": [
+                         *         "2026-12-24"
+                         *       ]
+                         *     }
+                         */
+                        schedule?: {
+                            /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
+                            weekly: {
+                                /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
+                                days: string[];
+                                /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
+                                from: string;
+                                /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
+                                to: string;
+                            }[];
+                            /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
+                            except?: string[];
+                        };
                         /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
                         revocationAppliedTime?: number;
                     }[];

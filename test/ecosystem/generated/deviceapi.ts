@@ -189,6 +189,40 @@ export interface operations {
                         downloadDate?: number;
                         /** @description The Access API permission that made it, if any. */
                         accessPermissionId?: string;
+                        /**
+                         * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
+                         * @example {
+                         *       "weekly": [
+                         *         {
+                         *           "days": [
+                         *             "MO",
+                         *             "TU",
+                         *             "WE",
+                         *             "TH",
+                         *             "FR"
+                         *           ],
+                         *           "from": "07:00",
+                         *           "to": "19:00"
+                         *         }
+                         *       ],
+                         *       "except": [
+                         *         "2026-12-24"
+                         *       ]
+                         *     }
+                         */
+                        schedule?: {
+                            /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
+                            weekly: {
+                                /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
+                                days: string[];
+                                /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
+                                from: string;
+                                /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
+                                to: string;
+                            }[];
+                            /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
+                            except?: string[];
+                        };
                         /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
                         revocationAppliedTime?: number;
                         /** @description Compact JWS the lock checks offline (docs/contract.md 6.3): header {alg, kid, typ: "ticket+jwt"}, payload {iss, jti, sub, aud, nbf, exp, beginDate, endDate, cmd, chn, iat}, signed with the tenant's key (GET /tenants/{tenant}/jwks.json). Valid at most CREDENTIAL_MAX_LIFETIME; download again to renew (docs/contract.md 8.2). Absent while the ticket begins beyond that horizon. */
@@ -362,6 +396,40 @@ export interface operations {
                             downloadDate?: number;
                             /** @description The Access API permission that made it, if any. */
                             accessPermissionId?: string;
+                            /**
+                             * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
+                             * @example {
+                             *       "weekly": [
+                             *         {
+                             *           "days": [
+                             *             "MO",
+                             *             "TU",
+                             *             "WE",
+                             *             "TH",
+                             *             "FR"
+                             *           ],
+                             *           "from": "07:00",
+                             *           "to": "19:00"
+                             *         }
+                             *       ],
+                             *       "except": [
+                             *         "2026-12-24"
+                             *       ]
+                             *     }
+                             */
+                            schedule?: {
+                                /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
+                                weekly: {
+                                    /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
+                                    days: string[];
+                                    /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
+                                    from: string;
+                                    /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
+                                    to: string;
+                                }[];
+                                /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
+                                except?: string[];
+                            };
                             /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
                             revocationAppliedTime?: number;
                         }[];

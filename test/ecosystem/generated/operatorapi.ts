@@ -159,7 +159,7 @@ export interface paths {
         put?: never;
         /**
          * Issue a ticket
-         * @description Lets one mobile device send the listed commands to one secured object over the listed channels within [beginDate, endDate). `400` names every malformed field; `422` says why a well-formed ticket cannot be issued (unknown lock or device, dates, commands, a channel the lock does not support, `nfccard`). With `Idempotency-Key`, a repeat answers the first response and issues nothing.
+         * @description Lets one mobile device send the listed commands to one secured object over the listed channels within [beginDate, endDate). `400` names every malformed field; `422` says why a well-formed ticket cannot be issued (unknown lock or device, dates, commands, a channel the lock does not support, `nfccard`, a `schedule` that is malformed or never opens within the validity in the lock's time zone). With `Idempotency-Key`, a repeat answers the first response and issues nothing.
          */
         post: operations["createTicket"];
         delete?: never;
@@ -2058,6 +2058,40 @@ export interface operations {
                         downloadDate?: number;
                         /** @description The Access API permission that made it, if any. */
                         accessPermissionId?: string;
+                        /**
+                         * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
+                         * @example {
+                         *       "weekly": [
+                         *         {
+                         *           "days": [
+                         *             "MO",
+                         *             "TU",
+                         *             "WE",
+                         *             "TH",
+                         *             "FR"
+                         *           ],
+                         *           "from": "07:00",
+                         *           "to": "19:00"
+                         *         }
+                         *       ],
+                         *       "except": [
+                         *         "2026-12-24"
+                         *       ]
+                         *     }
+                         */
+                        schedule?: {
+                            /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
+                            weekly: {
+                                /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
+                                days: string[];
+                                /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
+                                from: string;
+                                /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
+                                to: string;
+                            }[];
+                            /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
+                            except?: string[];
+                        };
                         /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
                         revocationAppliedTime?: number;
                     }[];
@@ -2226,6 +2260,40 @@ export interface operations {
                         downloadDate?: number;
                         /** @description The Access API permission that made it, if any. */
                         accessPermissionId?: string;
+                        /**
+                         * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
+                         * @example {
+                         *       "weekly": [
+                         *         {
+                         *           "days": [
+                         *             "MO",
+                         *             "TU",
+                         *             "WE",
+                         *             "TH",
+                         *             "FR"
+                         *           ],
+                         *           "from": "07:00",
+                         *           "to": "19:00"
+                         *         }
+                         *       ],
+                         *       "except": [
+                         *         "2026-12-24"
+                         *       ]
+                         *     }
+                         */
+                        schedule?: {
+                            /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
+                            weekly: {
+                                /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
+                                days: string[];
+                                /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
+                                from: string;
+                                /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
+                                to: string;
+                            }[];
+                            /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
+                            except?: string[];
+                        };
                         /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
                         revocationAppliedTime?: number;
                     }[];
@@ -2362,6 +2430,40 @@ export interface operations {
                     commands: string[];
                     /** @description Channels the ticket may be used over; each must be supported by the lock. */
                     channels: string[];
+                    /**
+                     * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
+                     * @example {
+                     *       "weekly": [
+                     *         {
+                     *           "days": [
+                     *             "MO",
+                     *             "TU",
+                     *             "WE",
+                     *             "TH",
+                     *             "FR"
+                     *           ],
+                     *           "from": "07:00",
+                     *           "to": "19:00"
+                     *         }
+                     *       ],
+                     *       "except": [
+                     *         "2026-12-24"
+                     *       ]
+                     *     }
+                     */
+                    schedule?: {
+                        /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
+                        weekly: {
+                            /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
+                            days: string[];
+                            /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
+                            from: string;
+                            /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
+                            to: string;
+                        }[];
+                        /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
+                        except?: string[];
+                    };
                 };
             };
         };
@@ -2395,6 +2497,40 @@ export interface operations {
                         downloadDate?: number;
                         /** @description The Access API permission that made it, if any. */
                         accessPermissionId?: string;
+                        /**
+                         * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
+                         * @example {
+                         *       "weekly": [
+                         *         {
+                         *           "days": [
+                         *             "MO",
+                         *             "TU",
+                         *             "WE",
+                         *             "TH",
+                         *             "FR"
+                         *           ],
+                         *           "from": "07:00",
+                         *           "to": "19:00"
+                         *         }
+                         *       ],
+                         *       "except": [
+                         *         "2026-12-24"
+                         *       ]
+                         *     }
+                         */
+                        schedule?: {
+                            /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
+                            weekly: {
+                                /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
+                                days: string[];
+                                /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
+                                from: string;
+                                /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
+                                to: string;
+                            }[];
+                            /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
+                            except?: string[];
+                        };
                         /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
                         revocationAppliedTime?: number;
                     };
@@ -2567,6 +2703,40 @@ export interface operations {
                         downloadDate?: number;
                         /** @description The Access API permission that made it, if any. */
                         accessPermissionId?: string;
+                        /**
+                         * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
+                         * @example {
+                         *       "weekly": [
+                         *         {
+                         *           "days": [
+                         *             "MO",
+                         *             "TU",
+                         *             "WE",
+                         *             "TH",
+                         *             "FR"
+                         *           ],
+                         *           "from": "07:00",
+                         *           "to": "19:00"
+                         *         }
+                         *       ],
+                         *       "except": [
+                         *         "2026-12-24"
+                         *       ]
+                         *     }
+                         */
+                        schedule?: {
+                            /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
+                            weekly: {
+                                /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
+                                days: string[];
+                                /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
+                                from: string;
+                                /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
+                                to: string;
+                            }[];
+                            /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
+                            except?: string[];
+                        };
                         /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
                         revocationAppliedTime?: number;
                     };
@@ -2712,6 +2882,40 @@ export interface operations {
                         downloadDate?: number;
                         /** @description The Access API permission that made it, if any. */
                         accessPermissionId?: string;
+                        /**
+                         * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
+                         * @example {
+                         *       "weekly": [
+                         *         {
+                         *           "days": [
+                         *             "MO",
+                         *             "TU",
+                         *             "WE",
+                         *             "TH",
+                         *             "FR"
+                         *           ],
+                         *           "from": "07:00",
+                         *           "to": "19:00"
+                         *         }
+                         *       ],
+                         *       "except": [
+                         *         "2026-12-24"
+                         *       ]
+                         *     }
+                         */
+                        schedule?: {
+                            /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
+                            weekly: {
+                                /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
+                                days: string[];
+                                /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
+                                from: string;
+                                /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
+                                to: string;
+                            }[];
+                            /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
+                            except?: string[];
+                        };
                         /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
                         revocationAppliedTime?: number;
                     };
@@ -4618,6 +4822,40 @@ export interface operations {
                         downloadDate?: number;
                         /** @description The Access API permission that made it, if any. */
                         accessPermissionId?: string;
+                        /**
+                         * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
+                         * @example {
+                         *       "weekly": [
+                         *         {
+                         *           "days": [
+                         *             "MO",
+                         *             "TU",
+                         *             "WE",
+                         *             "TH",
+                         *             "FR"
+                         *           ],
+                         *           "from": "07:00",
+                         *           "to": "19:00"
+                         *         }
+                         *       ],
+                         *       "except": [
+                         *         "2026-12-24"
+                         *       ]
+                         *     }
+                         */
+                        schedule?: {
+                            /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
+                            weekly: {
+                                /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
+                                days: string[];
+                                /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
+                                from: string;
+                                /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
+                                to: string;
+                            }[];
+                            /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
+                            except?: string[];
+                        };
                         /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
                         revocationAppliedTime?: number;
                     }[];

@@ -3,8 +3,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { Database } from '../../../src/db/database.js';
-import type { TicketRecord } from '../../../src/db/repositories/ticket.repo.js';
-import { createCredentialService, type StoredCredential } from '../../../src/services/credential.service.js';
+import { createCredentialService, type SignableTicket, type StoredCredential } from '../../../src/services/credential.service.js';
 import type { KeyService } from '../../../src/services/key.service.js';
 
 const LIFETIME_S = 7 * 86400;
@@ -26,7 +25,7 @@ function service(queries: string[] = []) {
   return createCredentialService({ db, publicUrl: 'https://acs.example/', keys, secretsKey: Buffer.alloc(32, 7), maxLifetimeSeconds: LIFETIME_S });
 }
 
-const ticket = (overrides: Partial<TicketRecord> = {}): TicketRecord =>
+const ticket = (overrides: Partial<SignableTicket> = {}): SignableTicket =>
   ({
     id: '0b9a3d4e-0000-4000-8000-000000000001',
     tenantId: 'tenant-1',
@@ -40,10 +39,41 @@ const ticket = (overrides: Partial<TicketRecord> = {}): TicketRecord =>
     revokedAt: null,
     downloadedAt: null,
     accessPermissionId: null,
+    schedule: null,
+    lockTimeZone: 'UTC',
     ...overrides,
-  }) as TicketRecord;
+  }) as SignableTicket;
 
 describe('credential service', () => {
+  it('carries a schedule as win: its windows in the lock\'s zone within [max(nbf, iat - lifetime), exp), [] when none (docs/contract.md 9)', async () => {
+    const credentials = service();
+    const schedule = { weekly: [{ days: ['MO', 'TU', 'WE', 'TH', 'FR'] as ('MO' | 'TU' | 'WE' | 'TH' | 'FR')[], from: '08:00', to: '12:00' }] };
+    // Thursday 2026-03-26 10:00 UTC; Berlin moves from +01:00 to +02:00 on Sunday 2026-03-29.
+    const at = Date.UTC(2026, 2, 26, 10, 0, 0);
+    const claims = await credentials.claimsOf(ticket({ beginDate: at - 86400_000, schedule, lockTimeZone: 'Europe/Berlin' }), at);
+    // From nbf (Wednesday 10:00Z, inside Wednesday's 07:00Z–11:00Z window) to exp a week after iat.
+    expect(claims.win).toEqual([
+      [at - 86400_000, Date.UTC(2026, 2, 25, 11)],
+      [Date.UTC(2026, 2, 26, 7), Date.UTC(2026, 2, 26, 11)],
+      [Date.UTC(2026, 2, 27, 7), Date.UTC(2026, 2, 27, 11)],
+      [Date.UTC(2026, 2, 30, 6), Date.UTC(2026, 2, 30, 10)],
+      [Date.UTC(2026, 2, 31, 6), Date.UTC(2026, 2, 31, 10)],
+      [Date.UTC(2026, 3, 1, 6), Date.UTC(2026, 3, 1, 10)],
+      [Date.UTC(2026, 3, 2, 6), Date.UTC(2026, 3, 2, 10)],
+    ]);
+    // A ticket valid over one weekend only: the schedule never opens in its span, so win is [] (not absent).
+    const weekend = await credentials.claimsOf(
+      ticket({ beginDate: Date.UTC(2026, 2, 28), endDate: Date.UTC(2026, 2, 29, 12), schedule, lockTimeZone: 'Europe/Berlin' }),
+      Date.UTC(2026, 2, 28),
+    );
+    expect(weekend.win).toEqual([]);
+    // A ticket valid since 1970: the windows start one lifetime before iat, not in 1970.
+    const old = await credentials.claimsOf(ticket({ beginDate: 0, schedule, lockTimeZone: 'UTC' }), at);
+    expect(old.win![0]![0]).toBeGreaterThanOrEqual(Math.floor(at / 1000) * 1000 - LIFETIME_S * 1000);
+    // No schedule: no win member at all.
+    expect('win' in (await credentials.claimsOf(ticket(), at))).toBe(false);
+  });
+
   it('looks the tenant\'s issuer up once for 500 credentials signed at once on a cold process', async () => {
     const queries: string[] = [];
     const credentials = service(queries);

@@ -20,6 +20,7 @@ const record: TicketRecord = {
   downloadedAt: null,
   accessPermissionId: null,
   revocationAppliedAt: null,
+  schedule: null,
 };
 
 describe('ticketStatus', () => {
