@@ -66,7 +66,8 @@ export interface CredentialServiceOptions {
 /**
  * A ticket as it is signed: with the time zone of its lock (docs/contract.md 9), which its schedule is read in. The
  * windows are computed when the credential is signed, so a credential signed before the lock's zone changed keeps its
- * windows until it is renewed (at most CREDENTIAL_MAX_LIFETIME, half of it with a phone that downloads regularly).
+ * windows until the phone downloads again (a zone change drops the cached ones: forgetScheduledCredentials), at most
+ * CREDENTIAL_MAX_LIFETIME.
  */
 export type SignableTicket = TicketRecord & { lockTimeZone: string };
 

@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.js';
 import { decommissionClientsOfSecuredObject } from '../db/repositories/client.repo.js';
+import { forgetScheduledCredentials } from '../db/repositories/device-sync.repo.js';
 import { deleteLockTelemetry } from '../db/repositories/lock-telemetry.repo.js';
 import {
   deleteSecuredObject,
@@ -155,6 +156,9 @@ export function createSecuredObjectService(options: SecuredObjectServiceOptions)
       }
       const updated = await db.transaction(async (tx) => {
         if (!(await updateSecuredObject(tx, context.tenantId, id, stored))) return false;
+        // docs/contract.md 9: windows are computed when a credential is signed, so a new zone re-signs the lock's
+        // scheduled credentials on their phones' next download instead of at their half-lifetime renewal.
+        if (stored.timeZone !== undefined) await forgetScheduledCredentials(tx, context.tenantId, id);
         await recordChange(tx, context, clock(), 'secured_object.updated', `secured_object:${id}`);
         return true;
       });

@@ -6,6 +6,7 @@ import { LockSimulator } from '../../src/simulator/lock-simulator.js';
 import { accessTenant, grant, join, lockGroup, permissionBody, resident, v1, type AccessTenant } from '../helpers/access.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { download, lockTrust, payloadOf, phoneToken } from '../helpers/device.js';
+import { clientToken } from '../helpers/oauth.js';
 import { call, device, expectProblem, HOUR, issueTicket, lock } from '../helpers/operator.js';
 
 const DAY = 24 * HOUR;
@@ -226,5 +227,31 @@ describe('schedules in the lock\'s local time', () => {
     expect(again.json()).toEqual(first.json());
     expect(first.json().schedule).toEqual(WEEKDAYS_8_TO_12);
     expect(await countTickets()).toBe(before + 1);
+  });
+  it('re-signs a lock\'s scheduled credentials in its new time zone on the next download, and leaves the others as they were', async () => {
+    now = MONDAY;
+    // A token of this moment: the tests before moved the clock past the fixture's.
+    const operator = await clientToken(t.app, fixture.tenant);
+    await lock(t, operator, 'side-door');
+    await device(t, operator, 'phone-z');
+    const zone = (timeZone: string) => call(t, operator, { method: 'PATCH', url: '/operatorapi/securedobjects/side-door', payload: { timeZone } });
+    expect((await zone('Europe/Berlin')).statusCode).toBe(200);
+    const body = { securedObjectId: 'side-door', mobileDeviceId: 'phone-z', beginDate: now - HOUR, endDate: now + 30 * DAY, commands: ['open'], channels: ['btlespp'] };
+    const scheduled = (await issueTicket(t, operator, { ...body, schedule: WEEKDAYS_8_TO_12 })).json();
+    const plain = (await issueTicket(t, operator, body)).json();
+    const phone = await phoneToken(t, fixture.tenant, 'phone-z');
+    const credentialOf = (tickets: { id: string; credential?: string }[], id: string) => tickets.find((item) => item.id === id)!.credential!;
+    const before = await download(t, phone, 'phone-z');
+    // Berlin: Monday 08:00–12:00 CET is 07:00Z–11:00Z (the first window starts at nbf, 08:00Z).
+    expect((payloadOf(credentialOf(before, scheduled.id)).win as number[][])[1]).toEqual([Date.UTC(2026, 2, 24, 7), Date.UTC(2026, 2, 24, 11)]);
+
+    now += 10 * 60_000;
+    expect((await zone('America/New_York')).statusCode).toBe(200);
+    const after = await download(t, phone, 'phone-z');
+    // New York (EDT since 8 March, -04:00): Tuesday 08:00–12:00 is 12:00Z–16:00Z.
+    expect(credentialOf(after, scheduled.id)).not.toBe(credentialOf(before, scheduled.id));
+    expect(payloadOf(credentialOf(after, scheduled.id)).win as number[][]).toContainEqual([Date.UTC(2026, 2, 24, 12), Date.UTC(2026, 2, 24, 16)]);
+    // A ticket without a schedule has nothing in the lock's zone: its credential is handed out again unchanged.
+    expect(credentialOf(after, plain.id)).toBe(credentialOf(before, plain.id));
   });
 });

@@ -319,3 +319,20 @@ export async function listTicketsOfDeviceForLock(
   );
   return rows.map((row) => ({ ...toCredentialed(row), revocationAppliedAt: row.revocation_applied_at }));
 }
+
+/**
+ * Drops the credentials cached for a lock's scheduled tickets that are still valid, so each is signed anew, with its
+ * windows in the lock's new time zone (docs/contract.md 9), on the phone's next download. The expiry of what was handed
+ * out stays: the lock still needs a revocation of such a ticket until then (docs/contract.md 8.2).
+ * LOCK ORDER: called after the secured object's row is updated in the same transaction; a removal of the lock takes
+ * its row before its tickets too (removal.ts), so the two never wait on each other in a cycle.
+ */
+export async function forgetScheduledCredentials(db: Queryable, tenantId: string, securedObjectId: string): Promise<number> {
+  const { rowCount } = await db.query(
+    `UPDATE tickets SET credential_encrypted = NULL, credential_kid = NULL, credential_issued_at = NULL
+      WHERE tenant_id = $1 AND secured_object_id = $2 AND schedule IS NOT NULL AND revoked_at IS NULL
+        AND credential_encrypted IS NOT NULL`,
+    [tenantId, securedObjectId],
+  );
+  return rowCount;
+}

@@ -101,8 +101,9 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
         description:
           'Sets the lock\'s `timeZone` (an IANA name such as `Europe/Berlin`; an unknown zone or a UTC offset is a 422), ' +
           'the wall clock its tickets\' schedules are read on (docs/contract.md 9), and answers the lock as the single ' +
-          'read does. Credentials already signed keep the windows (`win`) they were signed with until they are renewed: ' +
-          'a phone\'s download re-signs a credential at half its lifetime (docs/contract.md 8.2). Send `Idempotency-Key` ' +
+          'read does. Each phone\'s next download re-signs its scheduled credentials for this lock with windows (`win`) in ' +
+          'the new zone; a credential a phone already holds keeps its windows until then, at most one credential lifetime ' +
+          '(docs/contract.md 8.2), as a lock that is never online learns nothing sooner. Send `Idempotency-Key` ' +
           'to make retries safe.',
         headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ description: 'Makes the request safe to retry (24 h).' })) }),
         params: ObjectIdParams,

@@ -49,7 +49,7 @@ export interface paths {
         head?: never;
         /**
          * Change a secured object's time zone
-         * @description Sets the lock's `timeZone` (an IANA name such as `Europe/Berlin`; an unknown zone or a UTC offset is a 422), the wall clock its tickets' schedules are read on (docs/contract.md 9), and answers the lock as the single read does. Credentials already signed keep the windows (`win`) they were signed with until they are renewed: a phone's download re-signs a credential at half its lifetime (docs/contract.md 8.2). Send `Idempotency-Key` to make retries safe.
+         * @description Sets the lock's `timeZone` (an IANA name such as `Europe/Berlin`; an unknown zone or a UTC offset is a 422), the wall clock its tickets' schedules are read on (docs/contract.md 9), and answers the lock as the single read does. Each phone's next download re-signs its scheduled credentials for this lock with windows (`win`) in the new zone; a credential a phone already holds keeps its windows until then, at most one credential lifetime (docs/contract.md 8.2), as a lock that is never online learns nothing sooner. Send `Idempotency-Key` to make retries safe.
          */
         patch: operations["updateSecuredObject"];
         trace?: never;
