@@ -105,7 +105,7 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
     requestIdHeader: false,
     logController: new LogController({ requestIdLogLabel: 'requestId' }),
     // The request id is always the server's own: it is what the audit trail records (docs/contract.md 7.5) and what problem
-    // bodies and the X-Request-Id answer carry (7.1), so a client must not choose it (it could forge another
+    // bodies and the X-Request-Id answer carry (docs/contract.md 7.1), so a client must not choose it (it could forge another
     // request's id or collide with one). Trusting it from a configured proxy (TRUST_PROXY) was rejected too: proxies
     // commonly pass a client's header through unchanged. The client's own X-Request-Id is kept for correlation as
     // `clientRequestId` on the request's log lines (childLoggerFactory above), sanitised and bounded.

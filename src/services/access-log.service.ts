@@ -179,7 +179,7 @@ export function createAccessLogService({ db, clock }: AccessLogServiceOptions) {
     /**
      * docs/contract.md 8.5: a lock uploads its own log through its own client. Another lock's id answers as missing
      * (assertBinding); a client of a deleted lock only syncs (docs/contract.md 4.1). An unbound sync client, which may
-     * sync any lock (6.2), may not write a lock's log: for a lock of the tenant it is told which client to use.
+     * sync any lock (docs/contract.md 6.2), may not write a lock's log: for a lock of the tenant it is told which client to use.
      */
     async uploadFromLock(tenantId: string, binding: DeviceBinding, securedObjectId: string, upload: AccessLogUpload): Promise<UploadAnswer> {
       assertBinding(binding, 'securedObjectId', securedObjectId, null);
@@ -198,7 +198,7 @@ export function createAccessLogService({ db, clock }: AccessLogServiceOptions) {
     /**
      * docs/contract.md 8.5: a phone relays what a lock gave it, through the phone's own client (the download's binding
      * rules). The lock must be one the phone holds or has held a ticket for: a phone cannot write logs, or
-     * acknowledge revocations (8.4), for doors it never had access to; any other lock answers as missing.
+     * acknowledge revocations (docs/contract.md 8.4), for doors it never had access to; any other lock answers as missing.
      */
     async uploadFromPhone(
       tenantId: string,

@@ -193,7 +193,7 @@ export function createDeviceService({ db, clock, credentials, telemetry }: Devic
     /**
      * docs/contract.md 5: a token card (v2) holds the credentials of the resident's VALID tickets, as base64 of
      * `{"version":2,"credentials":[…]}`. Writing a card is its devices' download: credentials are cached and
-     * first downloads stamped as in 6.1.
+     * first downloads stamped as in docs/contract.md 6.1.
      */
     async tokenCard(context: ActionContext, residentId: string): Promise<{ version: 2; cardData: string }> {
       const now = clock();

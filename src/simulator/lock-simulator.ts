@@ -1,11 +1,10 @@
 // A lock simulator: the reference for what a lock does offline (docs/contract.md 6.3, 8.1–8.3). Provisioned with the
 // trust answer (its tenant's issuer and key set, its own id, the maximum credential lifetime), it learns revocations
-// and key changes by syncing (6.2) and from revocation lists a phone carries (8.3), decides as strictly as firmware
-// must (anything malformed or missing is a refusal), and logs every decision for upload (8.5).
+// and key changes by syncing (docs/contract.md 6.2) and from revocation lists a phone carries (docs/contract.md 8.3),
+// decides as strictly as firmware must (anything malformed or missing is a refusal), and logs every decision for upload
+// (docs/contract.md 8.5).
 import { compactVerify, decodeProtectedHeader, importJWK, type JSONWebKeySet, type JWK } from 'jose';
 import { CREDENTIAL_TYPE, REVOCATION_LIST_TYPE, checkCredential, isValidInstant, type CredentialCheckReason } from '../shared/credential-check.js';
-
-/** The `typ` of a revocation list's protected header (docs/contract.md 8.3). */
 
 /** The signature algorithms of ticket keys (src/services/jws.ts); `none` and HMAC never. */
 const ALGORITHMS = new Set(['EdDSA', 'ES256']);
@@ -211,7 +210,7 @@ export class LockSimulator {
   /**
    * Applies one sync answer (docs/contract.md 6.2). Revocations are only ever added: a ticket issued again after a
    * revocation has a new id, so a revoked id never becomes valid again. A malformed answer throws and changes
-   * nothing (its cursor could skip changes); a malformed `keys` alone is ignored and the old set kept (8.1).
+   * nothing (its cursor could skip changes); a malformed `keys` alone is ignored and the old set kept (docs/contract.md 8.1).
    */
   applySync(answer: SyncAnswer): SyncApplied {
     if (!isObject(answer) || typeof answer.cursor !== 'string' || !Array.isArray(answer.revocations)) throw new Error('malformed sync answer');

@@ -27,7 +27,7 @@ export function sendPage<T>(request: FastifyRequest, reply: FastifyReply, page: 
   return page.items;
 }
 
-/** The `Link: rel="next"` header alone, for an answer cut short that is not a list of items (the lock sync, 6.2). */
+/** The `Link: rel="next"` header alone, for an answer cut short that is not a list of items (the lock sync, docs/contract.md 6.2). */
 export function linkNextPage(request: FastifyRequest, reply: FastifyReply, cursor: string): void {
   const query = new URL(request.url, 'http://placeholder').searchParams;
   query.set('cursor', cursor);
