@@ -16,3 +16,21 @@ export const NEXT_CHANGE_SEQ_CTE = (tenantPlaceholder: string) => `
   INSERT INTO tenant_change_counters AS c (tenant_id, last_seq) VALUES (${tenantPlaceholder}, 1)
   ON CONFLICT (tenant_id) DO UPDATE SET last_seq = c.last_seq + 1
   RETURNING last_seq`;
+
+/**
+ * The change-log position of the tenant's last ticket-key-set change (docs/contract.md 8.1), 0 while there was none,
+ * as an SQL expression over the tenant's placeholder: a primary-key read of ticket_key_set_changes.
+ */
+export const KEY_SET_SEQ_SQL = (tenantPlaceholder: string) =>
+  `coalesce((SELECT change_seq FROM ticket_key_set_changes WHERE tenant_id = ${tenantPlaceholder}), 0)`;
+
+/**
+ * A lock's serial (docs/contract.md 8.3) as an SQL expression: the change-log position of the last change that
+ * concerns it, key-set changes included — the furthest any sync answer or revocation list for it can reach
+ * (tickets_sync_idx read backwards, one row).
+ */
+export const LOCK_SERIAL_SQL = (tenantPlaceholder: string, lockExpression: string) =>
+  `greatest(
+     coalesce((SELECT change_seq FROM tickets WHERE tenant_id = ${tenantPlaceholder} AND secured_object_id = ${lockExpression}
+                ORDER BY change_seq DESC LIMIT 1), 0),
+     ${KEY_SET_SEQ_SQL(tenantPlaceholder)})`;

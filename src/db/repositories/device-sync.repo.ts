@@ -2,6 +2,7 @@
 import type { Queryable } from '../database.js';
 import { keysetPage, type KeysetPosition } from '../keyset.js';
 import { AUDIT_APPEND_CTES } from './audit.repo.js';
+import { KEY_SET_SEQ_SQL, LOCK_SERIAL_SQL } from './change-log.repo.js';
 import { CLOCK_MARGIN_SQL } from './lock-telemetry.repo.js';
 import { TICKET_COLUMNS, TICKET_KEYSET, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';
 
@@ -176,7 +177,7 @@ export async function listLockChanges(
        SELECT EXISTS (SELECT 1 FROM secured_objects WHERE tenant_id = $1 AND id = $2) AS lock_exists,
               (SELECT decommissioned_seq FROM oauth_clients
                 WHERE client_id = $7 AND tenant_id = $1 AND secured_object_id = $2) AS decommissioned_seq,
-              coalesce((SELECT change_seq FROM ticket_key_set_changes WHERE tenant_id = $1), 0) AS key_set_seq,
+              ${KEY_SET_SEQ_SQL('$1')} AS key_set_seq,
               coalesce((SELECT last_seq FROM tenant_change_counters WHERE tenant_id = $1), 0) AS last_seq,
               ${CLOCK_MARGIN_SQL('$1', '$2', '$8')} AS clock_margin
      )
@@ -244,11 +245,7 @@ export async function listLockRevocations(
   if (securedObjectIds.length === 0) return [];
   const { rows } = await db.query<{ secured_object_id: string; serial: number; revoked: string[] }>(
     `SELECT l.id AS secured_object_id,
-            greatest(
-              coalesce((SELECT change_seq FROM tickets WHERE tenant_id = $1 AND secured_object_id = l.id
-                         ORDER BY change_seq DESC LIMIT 1), 0),
-              coalesce((SELECT change_seq FROM ticket_key_set_changes WHERE tenant_id = $1), 0)
-            ) AS serial,
+            ${LOCK_SERIAL_SQL('$1', 'l.id')} AS serial,
             coalesce((SELECT array_agg(id::text ORDER BY id) FROM tickets
                        WHERE tenant_id = $1 AND secured_object_id = l.id AND revoked_at IS NOT NULL
                          AND credential_expires_at > $3::bigint + ${CLOCK_MARGIN_SQL('$1', 'l.id', '$4')}), '{}') AS revoked

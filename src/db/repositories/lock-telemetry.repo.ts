@@ -2,6 +2,7 @@
 // log (and so which revocations have reached the door), its clock's offset, and the revocations still on their way.
 import type { Queryable } from '../database.js';
 import { keysetPage, type KeysetColumns, type KeysetPosition } from '../keyset.js';
+import { LOCK_SERIAL_SQL } from './change-log.repo.js';
 import { TICKET_COLUMNS, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';
 
 /**
@@ -97,10 +98,7 @@ export async function recordLockContact(db: Queryable, tenantId: string, secured
        -- Capped at the lock's own serial (docs/contract.md 8.3): the last change that concerns it, key-set changes
        -- included, the furthest any sync answer or revocation list for it ever reached (tickets_sync_idx backwards).
        SELECT CASE WHEN $4::bigint IS NOT NULL
-                   THEN least($4::bigint, greatest(
-                          coalesce((SELECT change_seq FROM tickets WHERE tenant_id = $1 AND secured_object_id = $2
-                                     ORDER BY change_seq DESC LIMIT 1), 0),
-                          coalesce((SELECT change_seq FROM ticket_key_set_changes WHERE tenant_id = $1), 0)))
+                   THEN least($4::bigint, ${LOCK_SERIAL_SQL('$1', '$2')})
               END AS position
      ), upserted AS (
        INSERT INTO lock_telemetry AS t (tenant_id, secured_object_id, last_seen_at, applied_through, clock_offset_ms, clock_checked_at)

@@ -1,5 +1,6 @@
 // SQL for signing keys (access tokens and ticket credentials) and the change position of each tenant's ticket-key set.
 import type { Queryable } from '../database.js';
+import { KEY_SET_SEQ_SQL } from './change-log.repo.js';
 
 export type KeyPurpose = 'access_token' | 'ticket';
 
@@ -199,6 +200,6 @@ export async function recordTicketKeySetChange(db: Queryable, tenantId: string, 
 
 /** The change number of the tenant's last ticket-key-set change (docs/contract.md 8.1); 0: none yet. */
 export async function findTicketKeySetSeq(db: Queryable, tenantId: string): Promise<number> {
-  const { rows } = await db.query<{ change_seq: number }>('SELECT change_seq FROM ticket_key_set_changes WHERE tenant_id = $1', [tenantId]);
-  return rows[0] ? Number(rows[0].change_seq) : 0;
+  const { rows } = await db.query<{ change_seq: number }>(`SELECT ${KEY_SET_SEQ_SQL('$1')} AS change_seq`, [tenantId]);
+  return Number(rows[0]!.change_seq);
 }
