@@ -126,6 +126,40 @@ export const ConfigSchema = Type.Object(
       description:
         'Comma-separated removed interfaces to keep alive (with `Deprecation` and `Sunset` headers): `tickets-by-object`, `nfccard-channel`.',
     }),
+    EVENT_RETENTION_DAYS: Type.Integer({
+      minimum: 1,
+      default: 30,
+      description:
+        'Days the event log (the audit trail, `/operatorapi/events`) and the webhook delivery attempts are kept (docs/contract.md 10). Events a subscription has not yet been sent are kept until they are.',
+    }),
+    WEBHOOK_RETRY_SCHEDULE: Type.String({
+      pattern: '^[0-9]{1,7}(,[0-9]{1,7}){0,29}$',
+      default: '5,300,1800,7200,18000,36000,36000,86400,86400',
+      description:
+        'Comma-separated delays in seconds between the attempts of one webhook delivery, before jitter (docs/contract.md 10). The default retries for 75.6 hours; tests set short ones.',
+    }),
+    WEBHOOK_TIMEOUT_MS: Type.Integer({
+      minimum: 100,
+      maximum: 60000,
+      default: 10000,
+      description: 'How long a webhook receiver has to answer an attempt before it counts as failed (docs/contract.md 10).',
+    }),
+    WEBHOOK_DISABLE_AFTER_SECONDS: Type.Integer({
+      minimum: 1,
+      default: 5 * 86400,
+      description: 'A subscription whose every attempt failed for this long is disabled (`webhook.disabled`).',
+    }),
+    WEBHOOK_ALLOW_INSECURE: Type.Union([Type.Literal('true'), Type.Literal('false')], {
+      default: 'false',
+      description:
+        '`true` allows `http` webhook URLs and loopback or private addresses, for development and tests. Link-local and cloud-metadata addresses stay refused.',
+    }),
+    WEBHOOK_WORKER_INTERVAL_MS: Type.Integer({
+      minimum: 10,
+      maximum: 60000,
+      default: 1000,
+      description: 'How often each instance looks for new events to dispatch and webhook deliveries that are due.',
+    }),
   },
   { additionalProperties: true },
 );

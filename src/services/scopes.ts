@@ -26,6 +26,8 @@ export const MANAGEMENT_SCOPES = [
   'clients:manage',
   'users:manage',
   'audit:read',
+  'events:read',
+  'webhooks:manage',
 ];
 
 const operatorSet = new Set<string>(OPERATOR_SCOPES);

@@ -12,6 +12,8 @@ export const OPERATOR_SCOPES = [
   'clients:manage',
   'users:manage',
   'audit:read',
+  'events:read',
+  'webhooks:manage',
 ] as const;
 
 /** Scopes of the Access API (password and refresh grants). `devices:read` belongs to both. */

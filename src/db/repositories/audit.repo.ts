@@ -121,3 +121,48 @@ export async function listAuditEvents(
     ...(row.request_id !== null ? { requestId: row.request_id } : {}),
   }));
 }
+
+/**
+ * An event as the feed answers it and a webhook delivers it (docs/contract.md 10): the same row the audit view shows
+ * (`type` is its `action`), under the id it is delivered with.
+ */
+export interface WireEvent {
+  id: string;
+  type: string;
+  sequence: number;
+  time: number;
+  data: Record<string, unknown>;
+  requestId?: string;
+}
+
+export const WIRE_EVENT_COLUMNS = 'event_id, action, seq, time, data, request_id';
+
+export interface WireEventRow {
+  event_id: string;
+  action: string;
+  seq: number | string;
+  time: number | string;
+  data: Record<string, unknown>;
+  request_id: string | null;
+}
+
+export function toWireEvent(row: WireEventRow): WireEvent {
+  return {
+    id: row.event_id,
+    type: row.action,
+    sequence: Number(row.seq),
+    time: Number(row.time),
+    data: row.data,
+    ...(row.request_id !== null ? { requestId: row.request_id } : {}),
+  };
+}
+
+/** The tenant's events with these sequence numbers, in sequence order (those pruned are missing). */
+export async function readWireEvents(db: Queryable, tenantId: string, seqs: readonly number[]): Promise<WireEvent[]> {
+  if (seqs.length === 0) return [];
+  const { rows } = await db.query<WireEventRow>(
+    `SELECT ${WIRE_EVENT_COLUMNS} FROM audit_events WHERE tenant_id = $1 AND seq = ANY($2::bigint[]) ORDER BY seq`,
+    [tenantId, seqs],
+  );
+  return rows.map(toWireEvent);
+}

@@ -35,6 +35,8 @@ const SCOPE_DESCRIPTIONS: Record<string, string> = {
   'clients:manage': 'manage OAuth clients',
   'users:manage': 'manage Access API users',
   'audit:read': 'read the audit trail',
+  'events:read': 'read the event feed',
+  'webhooks:manage': 'manage webhook subscriptions and their deliveries',
 };
 
 export default async function operatorApi(app: FastifyInstance, options: OperatorApiOptions) {
