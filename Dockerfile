@@ -1,5 +1,6 @@
-# Container image of the service: compiled in a build stage, run on node:20 slim with production dependencies only.
-ARG NODE_IMAGE=node:20-bookworm-slim
+# Container image of the service: compiled in a build stage, run on Node.js 22 LTS (slim) with production dependencies only.
+# NODE_IMAGE=node:20-bookworm-slim still works; Node.js 20 is past its end of life.
+ARG NODE_IMAGE=node:22-bookworm-slim
 
 # ---- build: all dependencies, TypeScript → dist/
 FROM ${NODE_IMAGE} AS build
@@ -16,6 +17,11 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
+# The command line and the lock simulator as commands (package.json `bin`), runnable without a build step:
+# `docker compose exec app acs tenant create acme`.
+RUN chmod 0755 dist/cli.js dist/simulator/cli.js \
+ && ln -s /app/dist/cli.js /usr/local/bin/acs \
+ && ln -s /app/dist/simulator/cli.js /usr/local/bin/acs-simulate
 # Applied at start; dist/db/migrate.js reads them from ../../migrations, i.e. /app/migrations.
 COPY migrations ./migrations
 

@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 // The command line (docs/contract.md 2): `npm run --silent cli -- COMMAND …`. It calls services, never SQL.
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';

@@ -41,6 +41,21 @@ async function main(): Promise<void> {
   });
 
   await running.listen({ port: config.PORT, host: config.HOST });
+  stopWhenOrphaned();
+}
+
+/**
+ * `npm start` runs this process under npm. A signal to npm reaches it (the start script `exec`s node, so no shell sits
+ * between them), but npm killed outright (SIGKILL) forwards nothing, and the server would keep the port and the embedded
+ * database as an orphan. So under npm it stops gracefully once its parent is gone. Elsewhere (a container's PID 1, a
+ * service manager) the parent never changes and this does nothing.
+ */
+function stopWhenOrphaned(): void {
+  if (process.env.npm_lifecycle_event !== 'start') return;
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) process.kill(process.pid, 'SIGTERM');
+  }, 1000).unref();
 }
 
 main().catch((error: unknown) => {

@@ -1,5 +1,5 @@
 // The real server process over HTTP: probes, graceful shutdown, the embedded DATA_DIR lock, restarts that keep data.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
@@ -10,7 +10,7 @@ import { DataDirInUseError, acquireDataDirLock, createPgliteDatabase } from '../
 import { buildTestApp } from './helpers/app.js';
 import { createEmptyTestDatabase, createSeededDataDir, createTestDatabase } from './helpers/database.js';
 import { postgresTestUrl } from './helpers/postgres-url.js';
-import { freePort, killAll, spawnNode, temporaryDirectory, waitForUrl, type Child } from './helpers/process.js';
+import { ROOT, childEnv, freePort, killAll, spawnNode, temporaryDirectory, waitForUrl, type Child } from './helpers/process.js';
 
 const SECRETS_KEY = '0123456789abcdef'.repeat(4);
 const START_MS = 60_000;
@@ -321,5 +321,59 @@ describe('graceful shutdown in process', () => {
     expect(Date.now() - closeStarted).toBeGreaterThanOrEqual(200); // it waited for the request
     await expect(fetch(`${address}/healthz`)).rejects.toThrow();
     await expect(t.database.db.query('SELECT 1')).rejects.toThrow();
+  });
+});
+
+describe('npm start', () => {
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const gone = async (pid: number, ms: number) => {
+    const deadline = Date.now() + ms;
+    while (alive(pid) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    return !alive(pid);
+  };
+
+  /** `npm start` (dist/ is built by the global setup, so the pre-script is skipped) and the server's own pid. */
+  async function npmStart(): Promise<{ npm: ChildProcess; server: number; remove(): void }> {
+    const dataDir = temporaryDirectory();
+    const port = await freePort();
+    const npm = spawn('npm', ['start', '--ignore-scripts'], {
+      cwd: ROOT,
+      env: childEnv({ PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir.path, LOG_LEVEL: 'warn' }),
+      stdio: 'ignore',
+    });
+    try {
+      expect((await waitForUrl(`http://127.0.0.1:${port}/healthz`, START_MS)).status).toBe(200);
+      const children = spawnSync('pgrep', ['-P', String(npm.pid)], { encoding: 'utf8' }).stdout.trim().split('\n');
+      expect(children).toHaveLength(1);
+      const server = Number(children[0]);
+      // No shell between npm and node: the start script `exec`s it.
+      expect(readFileSync(`/proc/${server}/cmdline`, 'utf8').split('\0').slice(0, 2)).toEqual([expect.stringMatching(/(^|\/)node$/), 'dist/server.js']);
+      return { npm, server, remove: () => dataDir.remove() };
+    } catch (error) {
+      npm.kill('SIGKILL');
+      dataDir.remove();
+      throw error;
+    }
+  }
+
+  it.runIf(process.platform === 'linux')('stops the server when npm gets SIGTERM', async () => {
+    const started = await npmStart();
+    started.npm.kill('SIGTERM');
+    expect(await gone(started.server, STOP_MS)).toBe(true);
+    started.remove();
+  });
+
+  it.runIf(process.platform === 'linux')('stops the server when npm is killed outright (SIGKILL forwards nothing)', async () => {
+    const started = await npmStart();
+    started.npm.kill('SIGKILL');
+    expect(await gone(started.server, STOP_MS)).toBe(true);
+    started.remove();
   });
 });

@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 // `npm run simulate -- …`: a lock provisioned from the trust endpoint through its bound client, synced, given the
 // revocation lists a phone carried, then deciding on credentials and, asked to, uploading its access log
 // (docs/contract.md 6.2, 8.1, 8.3, 8.5).
