@@ -1,6 +1,7 @@
 // The service configuration: one TypeBox schema over the environment, validated once at start.
 import { Type, type Static } from '@sinclair/typebox';
-import { Value } from '@sinclair/typebox/value';
+import { Value, type ValueError } from '@sinclair/typebox/value';
+import { REVIVABLE_INTERFACES } from './services/deprecations.js';
 
 /**
  * Every variable the server and the CLI read. Descriptions feed the README table, so they are the documentation.
@@ -124,7 +125,7 @@ export const ConfigSchema = Type.Object(
       default: '',
       pattern: '^[a-z0-9, -]*$',
       description:
-        'Comma-separated removed interfaces to keep alive (with `Deprecation` and `Sunset` headers): `tickets-by-object`, `nfccard-channel`.',
+        `Comma-separated removed interfaces to keep alive (with \`Deprecation\` and \`Sunset\` headers): ${REVIVABLE_INTERFACES.map((key) => `\`${key}\``).join(', ')}.`,
     }),
     EVENT_RETENTION_DAYS: Type.Integer({
       minimum: 1,
@@ -189,15 +190,25 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   const problems: string[] = [];
   for (const key of integerKeys) {
     const value = raw[key];
-    if (typeof value === 'string' && !INTEGER_TEXT.test(value)) problems.push(`${key}=${JSON.stringify(value)}: Expected integer`);
+    if (typeof value === 'string' && !INTEGER_TEXT.test(value)) problems.push(`${key}=${JSON.stringify(value)}: ${integerRange(key)}`);
   }
   const converted = Value.Convert(ConfigSchema, Value.Default(ConfigSchema, raw)) as Record<string, unknown>;
   for (const error of Value.Errors(ConfigSchema, converted)) {
     const key = error.path.replace(/^\//, '').split('/')[0] ?? '';
-    problems.push(`${key}=${JSON.stringify(raw[key] ?? null)}: ${error.message}`);
+    if (problems.some((problem) => problem.startsWith(`${key}=`) || problem.startsWith(`${key} (`))) continue;
+    problems.push(`${shownValue(key, raw[key])}: ${explain(key, error)}`);
   }
   const config = converted as Static<typeof ConfigSchema>;
   if (problems.length === 0) {
+    const unknown = config.DEPRECATED_INTERFACES_ENABLED.split(',')
+      .map((item) => item.trim())
+      .filter((item) => item !== '' && !REVIVABLE_INTERFACES.includes(item));
+    if (unknown.length > 0) {
+      problems.push(
+        `DEPRECATED_INTERFACES_ENABLED=${JSON.stringify(config.DEPRECATED_INTERFACES_ENABLED)}: unknown ${unknown.map((item) => JSON.stringify(item)).join(', ')}; ` +
+          `the interfaces that can be kept alive are ${REVIVABLE_INTERFACES.join(', ')}`,
+      );
+    }
     if (Boolean(config.TLS_CERT_FILE) !== Boolean(config.TLS_KEY_FILE)) {
       problems.push('TLS_CERT_FILE and TLS_KEY_FILE: set both to serve HTTPS, or neither');
     }
@@ -205,6 +216,36 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   if (problems.length > 0) throw new ConfigError(dedupe(problems));
   // Kept byte for byte: it is the OAuth issuer (RFC 8414 section 3.3 compares it exactly).
   return { ...config, PUBLIC_URL: config.PUBLIC_URL ?? `http://localhost:${config.PORT}` };
+}
+
+/** Variables whose value is a secret (or may carry one, as a password in a connection string): never echoed. */
+const SECRET_KEYS: ReadonlySet<string> = new Set(['SECRETS_KEY', 'DATABASE_URL']);
+
+/** `KEY="value"` so the operator sees what was read; for a secret only its length, so no log or terminal keeps it. */
+function shownValue(key: string, value: unknown): string {
+  if (SECRET_KEYS.has(key) && typeof value === 'string') return `${key} (value not shown, ${value.length} characters)`;
+  return `${key}=${JSON.stringify(value ?? null)}`;
+}
+
+/** What a refused value must be instead: the choices of a choice, the form of a pattern, the bounds of a number. */
+function explain(key: string, error: ValueError): string {
+  const schema = ConfigSchema.properties[key as keyof typeof ConfigSchema.properties] as
+    | { anyOf?: { const?: unknown }[]; pattern?: string; description?: string }
+    | undefined;
+  if (schema?.anyOf) return `must be one of ${schema.anyOf.map((choice) => String(choice.const)).join(', ')}`;
+  if (key === 'SECRETS_KEY') return 'must be exactly 64 hex characters (`openssl rand -hex 32`); look for a space, a newline or quotes';
+  if (key === 'DATABASE_URL') return 'must be a PostgreSQL connection string starting with postgres:// or postgresql://';
+  if (schema?.pattern && schema.description) return `does not have the expected form. ${schema.description}`;
+  if (integerKeys.includes(key as (typeof integerKeys)[number])) return integerRange(key);
+  return error.message;
+}
+
+/** "must be a whole number from 1 to 1000", from the schema's bounds. */
+function integerRange(key: string): string {
+  const { minimum, maximum } = ConfigSchema.properties[key as keyof typeof ConfigSchema.properties] as { minimum?: number; maximum?: number };
+  const range =
+    minimum !== undefined && maximum !== undefined ? ` from ${minimum} to ${maximum}` : minimum !== undefined ? ` of at least ${minimum}` : '';
+  return `must be a whole number${range}, written in digits`;
 }
 
 function dedupe(items: string[]): string[] {

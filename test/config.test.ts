@@ -126,6 +126,38 @@ describe('loadConfig', () => {
     expect(error.message).toMatch(/^Invalid configuration:/);
   });
 
+  it('never echoes a secret: a near-miss SECRETS_KEY or a DATABASE_URL with a password shows only its length', () => {
+    const key = `${'ab'.repeat(32)} `;
+    const keyError = configError({ SECRETS_KEY: key });
+    expect(keyError.message).not.toContain('abab');
+    expect(keyError.message).toContain('SECRETS_KEY (value not shown, 65 characters)');
+    expect(keyError.message).toMatch(/64 hex characters/);
+    const urlError = configError({ DATABASE_URL: 'mysql://acs:hunter2@db/acs' });
+    expect(urlError.message).not.toContain('hunter2');
+    expect(urlError.message).toMatch(/postgres:\/\//);
+  });
+
+  it('names the allowed choices of a choice variable', () => {
+    expect(configError({ LOG_LEVEL: 'loud' }).problems).toEqual(['LOG_LEVEL="loud": must be one of fatal, error, warn, info, debug, trace, silent']);
+    expect(configError({ JWT_ALG: 'RS256' }).problems).toEqual(['JWT_ALG="RS256": must be one of EdDSA, ES256']);
+    expect(configError({ WEBHOOK_ALLOW_INSECURE: 'yes' }).problems).toEqual(['WEBHOOK_ALLOW_INSECURE="yes": must be one of true, false']);
+  });
+
+  it('gives the range of an integer variable', () => {
+    expect(configError({ DB_POOL_MAX: 'many' }).problems).toEqual(['DB_POOL_MAX="many": must be a whole number from 1 to 1000, written in digits']);
+  });
+
+  it('refuses an unknown removed interface in DEPRECATED_INTERFACES_ENABLED and lists those that can be kept alive', () => {
+    for (const value of ['foo', 'nfccard', 'tickets-by-object,basic-auth']) {
+      const error = configError({ DEPRECATED_INTERFACES_ENABLED: value });
+      expect(error.problems).toHaveLength(1);
+      expect(error.problems[0]).toMatch(/^DEPRECATED_INTERFACES_ENABLED=.*: unknown .*; the interfaces that can be kept alive are tickets-by-object, nfccard-channel$/);
+    }
+    expect(loadConfig({ DEPRECATED_INTERFACES_ENABLED: 'nfccard-channel, tickets-by-object' }).DEPRECATED_INTERFACES_ENABLED).toBe(
+      'nfccard-channel, tickets-by-object',
+    );
+  });
+
   it('quotes the rejected value so the operator sees what was read', () => {
     expect(configError({ PORT: 'abc' }).message).toContain('PORT="abc"');
   });

@@ -54,6 +54,9 @@ export const DEPRECATIONS = {
   },
 } as const satisfies Record<string, Deprecation>;
 
+/** The removed interfaces an operator may keep alive with `DEPRECATED_INTERFACES_ENABLED`; the others are gone for good. */
+export const REVIVABLE_INTERFACES: readonly string[] = [DEPRECATIONS.ticketsByObject.key, DEPRECATIONS.nfcCardChannel.key];
+
 /** `2019-01-01` → `01.01.2019`, the form the original description uses (docs/seed.md). */
 export function seedDate(isoDate: string): string {
   const [year, month, day] = isoDate.split('-');
