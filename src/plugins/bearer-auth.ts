@@ -4,7 +4,7 @@ import fp from 'fastify-plugin';
 import { ForbiddenError, ProblemError, UnauthorizedError } from '../errors.js';
 import { DEPRECATIONS, deprecationHeaders, removalNotice } from '../services/deprecations.js';
 import type { Api } from '../services/scopes.js';
-import { InvalidAccessTokenError, type AccessTokenClaims } from '../services/oauth/access-token.js';
+import { ACCESS_TOKEN_REFUSALS, InvalidAccessTokenError, type AccessTokenClaims } from '../services/oauth/access-token.js';
 import type { AccessTokenVerifier } from '../services/oauth/access-token-verifier.service.js';
 
 declare module 'fastify' {
@@ -93,9 +93,14 @@ export default fp(
         claims = await options.tokens.verifyAccessToken(match[1]!, options.audience);
       } catch (error) {
         if (!(error instanceof InvalidAccessTokenError)) throw error;
+        const reason = ACCESS_TOKEN_REFUSALS[error.reason];
+        const remedy =
+          error.reason === 'wrong_audience'
+            ? `Obtain a token for this API from POST ${options.audience === 'accessapi' ? '/oauth2/token' : '/oauth/token'}.`
+            : 'Obtain a new one.';
         throw new UnauthorizedError(
-          'The access token is invalid, expired, revoked, or not meant for this API. Obtain a new one.',
-          bearerChallenge(realm, { code: 'invalid_token' }),
+          `${reason[0]!.toUpperCase()}${reason.slice(1)}. ${remedy}`,
+          bearerChallenge(realm, { code: 'invalid_token', description: reason }),
         );
       }
       // Set before the scope check: a 403 is counted against its client's rate limit (refused by the route's hook).

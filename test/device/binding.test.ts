@@ -137,7 +137,7 @@ describe('Device API binding, audience and scopes', () => {
     ] as const) {
       const response = await call(t, token, { method: 'GET', url });
       expectProblem(response, 401);
-      expect(response.headers['www-authenticate']).toBe('Bearer realm="operatorapi", error="invalid_token"');
+      expect(response.headers['www-authenticate']).toBe('Bearer realm="operatorapi", error="invalid_token", error_description="the access token is for another API"');
     }
 
     // An unbound client with a device scope gets both audiences; without one, the Operator API's only.
@@ -147,7 +147,7 @@ describe('Device API binding, audience and scopes', () => {
     expect(decodeJwt(operator).aud).toBe('operatorapi');
     const management = await syncRequest(t, operator, 'lock-x');
     expectProblem(management, 401);
-    expect(management.headers['www-authenticate']).toBe('Bearer realm="deviceapi", error="invalid_token"');
+    expect(management.headers['www-authenticate']).toBe('Bearer realm="deviceapi", error="invalid_token", error_description="the access token is for another API"');
   });
 
   it('answers 403 with the needed scope in WWW-Authenticate, and 401 without a token', async () => {

@@ -299,6 +299,8 @@ describe('GET /deviceapi/mobiledevices/{id}/tickets', () => {
     expect((await call(t, operator, { method: 'DELETE', url: '/operatorapi/mobiledevices/phone-removed' })).statusCode).toBe(204);
     const removed = await downloadRequest(t, token, 'phone-removed');
     expectProblem(removed, 401);
-    expect(removed.headers['www-authenticate']).toBe('Bearer realm="deviceapi", error="invalid_token"');
+    expect(removed.headers['www-authenticate']).toBe(
+      'Bearer realm="deviceapi", error="invalid_token", error_description="the access token has been revoked"',
+    );
   });
 });

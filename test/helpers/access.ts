@@ -195,7 +195,9 @@ export async function expectAccessAuthChecks(
 
       const operator = await v1(t, tokens.operator, request);
       expectProblem(operator, 401);
-      expect(operator.headers['www-authenticate'], label).toBe('Bearer realm="accessapi", error="invalid_token"');
+      expect(operator.headers['www-authenticate'], label).toBe(
+        'Bearer realm="accessapi", error="invalid_token", error_description="the access token is for another API"',
+      );
 
       const forbidden = await v1(t, tokens.wrongScope, request);
       expect(expectProblem(forbidden, 403).detail, label).toContain(scope);

@@ -95,7 +95,9 @@ describe('docs/security-checklist.md D: bearer JWT at every API', () => {
     for (const [what, token] of Object.entries(tokens)) {
       const response = await get(`Bearer ${token}`);
       expectInvalidToken(response, what);
-      expect(response.headers['www-authenticate']).toBe(INVALID_TOKEN_CHALLENGE);
+      expect(response.headers['www-authenticate'], what).toMatch(
+        new RegExp(`^${INVALID_TOKEN_CHALLENGE}, error_description="the access token (is not a well-formed JWT|was not issued by this server for this use)"$`),
+      );
     }
   });
 
@@ -261,6 +263,42 @@ describe('docs/security-checklist.md D: bearer JWT at every API', () => {
     expect((await get(`Bearer ${issued}`)).statusCode).toBe(200);
   });
 
+  it('D25–D26: error_description says which check failed (expired, bad signature, wrong API, revoked), and no more', async () => {
+    const now = Math.floor((Date.now() + skew) / 1000);
+    const described = async (token: string, url = PROBE) => {
+      const response = await get(`Bearer ${token}`, url);
+      expect(response.statusCode).toBe(401);
+      return { challenge: response.headers['www-authenticate'], detail: response.json<{ detail: string }>().detail };
+    };
+    expect(await described(await craft({ claims: { iat: now - 7200, exp: now - 1 } }))).toEqual({
+      challenge: `${INVALID_TOKEN_CHALLENGE}, error_description="the access token has expired"`,
+      detail: 'The access token has expired. Obtain a new one.',
+    });
+    const valid = await craft();
+    const [header, payload, signature] = valid.split('.') as [string, string, string];
+    const flipped = Buffer.from(signature, 'base64url');
+    flipped[0]! ^= 0x01;
+    expect((await described(`${header}.${payload}.${b64url(flipped)}`)).challenge).toBe(
+      `${INVALID_TOKEN_CHALLENGE}, error_description="the access token signature does not verify"`,
+    );
+    // An unknown key id reads the same as a bad signature: which key ids exist is not told.
+    expect((await described(await craft({ header: { kid: 'no-such-key' } }))).challenge).toBe(
+      `${INVALID_TOKEN_CHALLENGE}, error_description="the access token signature does not verify"`,
+    );
+    expect((await described('not-a-token')).challenge).toBe(`${INVALID_TOKEN_CHALLENGE}, error_description="the access token is not a well-formed JWT"`);
+    const userToken = (await passwordGrant(t.app, accessClient, 'alice@acme', PASSWORD, 'devices:read')).json<{ access_token: string }>().access_token;
+    expect(await described(userToken)).toEqual({
+      challenge: `${INVALID_TOKEN_CHALLENGE}, error_description="the access token is for another API"`,
+      detail: 'The access token is for another API. Obtain a token for this API from POST /oauth/token.',
+    });
+    const revoked = await createClient(t.app, acme, ['devices:read']);
+    const revokedToken = await clientToken(t.app, revoked);
+    await t.app.services.clients.delete({ tenantId: acme.tenantId, actor: 'test', requestId: null }, revoked.clientId);
+    const gone = await described(revokedToken, '/operatorapi/mobiledevices');
+    expect(gone.challenge).toBe('Bearer realm="operatorapi", error="invalid_token", error_description="the access token has been revoked"');
+    expect(gone.detail).not.toContain(revoked.clientId);
+  });
+
   it('D26: wrong or missing iss or aud → 401', async () => {
     const cases: Record<string, Record<string, unknown>> = {
       'another issuer': { iss: 'https://attacker.test' },
@@ -294,7 +332,10 @@ describe('docs/security-checklist.md D: bearer JWT at every API', () => {
     const operatorToken = await clientToken(t.app, { clientId: acme.clientId, clientSecret: acme.clientSecret }, 'devices:read');
     const onAccessApi = await get(`Bearer ${operatorToken}`, ACCESS_API_PROBE);
     expect(onAccessApi.statusCode).toBe(401);
-    expect(onAccessApi.headers['www-authenticate']).toBe('Bearer realm="accessapi", error="invalid_token"');
+    expect(onAccessApi.headers['www-authenticate']).toBe(
+      'Bearer realm="accessapi", error="invalid_token", error_description="the access token is for another API"',
+    );
+    expect(onAccessApi.json<{ detail: string }>().detail).toBe('The access token is for another API. Obtain a token for this API from POST /oauth2/token.');
 
     // A client bound to one device: aud deviceapi only.
     await t.app.services.mobileDevices.register({ tenantId: acme.tenantId, actor: 'cli', requestId: null }, { id: 'phone-1' });

@@ -309,7 +309,9 @@ describe('docs/security-checklist.md A: token endpoint and client authentication
 
     const refused = await t.app.inject({ method: 'GET', url: '/operatorapi/oauthclients', headers: bearer(doomedToken) });
     expect(refused.statusCode).toBe(401);
-    expect(refused.headers['www-authenticate']).toBe('Bearer realm="operatorapi", error="invalid_token"');
+    expect(refused.headers['www-authenticate']).toBe(
+      'Bearer realm="operatorapi", error="invalid_token", error_description="the access token has been revoked"',
+    );
     const next = await tokenRequest(t.app, doomed, { grant_type: 'client_credentials' });
     expectOAuthError(next, 401, 'invalid_client', 'Client authentication failed.');
     expect(next.headers['www-authenticate']).toBe('Basic realm="oauth"');

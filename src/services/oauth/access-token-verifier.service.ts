@@ -1,5 +1,5 @@
 // Access-token verification (docs/contract.md 3.4, RFC 9068 section 4) and its cache of tokens already checked.
-import { jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { Clock } from '../context.js';
 import type { KeyService } from '../key.service.js';
 import type { RevocationService } from '../revocation.service.js';
@@ -9,6 +9,7 @@ import {
   ACCESS_TOKEN_TYPE,
   InvalidAccessTokenError,
   looksLikeJwt,
+  type AccessTokenRefusal,
   type AccessTokenClaims,
 } from './access-token.js';
 
@@ -19,13 +20,22 @@ export interface AccessTokenVerifierOptions {
   revocations: RevocationService;
 }
 
+/** The check a `jose` verification error stands for. */
+function refusalOf(error: unknown): AccessTokenRefusal {
+  if (error instanceof joseErrors.JWTExpired) return 'expired';
+  if (error instanceof joseErrors.JWSSignatureVerificationFailed) return 'bad_signature';
+  if (error instanceof joseErrors.JWTClaimValidationFailed || error instanceof joseErrors.JOSEAlgNotAllowed) return 'invalid_claims';
+  return 'malformed';
+}
+
 export function createAccessTokenVerifier(options: AccessTokenVerifierOptions) {
   const { clock, keys, revocations, issuer } = options;
 
   const getKey: JWTVerifyGetKey = async (header) => {
-    if (typeof header.kid !== 'string' || header.kid.length > 100) throw new InvalidAccessTokenError('unknown key');
+    // An unknown key is told as a bad signature: which key ids exist is none of the client's business.
+    if (typeof header.kid !== 'string' || header.kid.length > 100) throw new InvalidAccessTokenError('bad_signature', 'unknown key');
     const found = await keys.verificationKey(header.kid);
-    if (!found || found.alg !== header.alg) throw new InvalidAccessTokenError('unknown key');
+    if (!found || found.alg !== header.alg) throw new InvalidAccessTokenError('bad_signature', 'unknown key');
     return found.key;
   };
 
@@ -39,7 +49,7 @@ export function createAccessTokenVerifier(options: AccessTokenVerifierOptions) {
 
   async function verifySignatureAndClaims(token: string): Promise<AccessTokenClaims> {
     // RFC 7515 7.1: unpadded base64url only. A padded or base64 spelling of a valid token is refused, not decoded.
-    if (!looksLikeJwt(token)) throw new InvalidAccessTokenError('not a compact JWS');
+    if (!looksLikeJwt(token)) throw new InvalidAccessTokenError('malformed', 'not a compact JWS');
     const known = verified.get(token);
     if (known && clock() < known.expiresAt) return known;
     let payload: JWTPayload;
@@ -52,7 +62,8 @@ export function createAccessTokenVerifier(options: AccessTokenVerifierOptions) {
         currentDate: new Date(clock()),
       }));
     } catch (error) {
-      throw new InvalidAccessTokenError(error instanceof Error ? error.message : 'invalid token');
+      if (error instanceof InvalidAccessTokenError) throw error;
+      throw new InvalidAccessTokenError(refusalOf(error), error instanceof Error ? error.message : 'invalid token');
     }
     const claims = payload as JWTPayload & Record<string, unknown>;
     if (
@@ -61,7 +72,7 @@ export function createAccessTokenVerifier(options: AccessTokenVerifierOptions) {
       typeof claims.scope !== 'string' ||
       typeof claims.jti !== 'string'
     ) {
-      throw new InvalidAccessTokenError('missing claims');
+      throw new InvalidAccessTokenError('invalid_claims', 'missing claims');
     }
     const isUser = claims.sub !== claims.client_id;
     const result: AccessTokenClaims = {
@@ -86,7 +97,7 @@ export function createAccessTokenVerifier(options: AccessTokenVerifierOptions) {
   async function verify(token: string, audience?: Api): Promise<AccessTokenClaims> {
     const result = await verifySignatureAndClaims(token);
     // RFC 9068 4: a token is accepted only by the API named in its `aud`.
-    if (audience && !result.audience.includes(audience)) throw new InvalidAccessTokenError('wrong audience');
+    if (audience && !result.audience.includes(audience)) throw new InvalidAccessTokenError('wrong_audience');
     if (
       revocations.isRevoked({
         clientId: result.clientId,

@@ -23,9 +23,27 @@ export interface AccessTokenClaims {
   issuedAt: number;
 }
 
+/**
+ * Which check refused a token, as the `error_description` of RFC 6750 section 3 may tell the client: enough to know
+ * what to do (get a new token, use the right API), nothing about the server's keys or the token's contents.
+ */
+export type AccessTokenRefusal = 'malformed' | 'bad_signature' | 'expired' | 'wrong_audience' | 'revoked' | 'invalid_claims';
+
+export const ACCESS_TOKEN_REFUSALS: Record<AccessTokenRefusal, string> = {
+  malformed: 'the access token is not a well-formed JWT',
+  bad_signature: 'the access token signature does not verify',
+  expired: 'the access token has expired',
+  wrong_audience: 'the access token is for another API',
+  revoked: 'the access token has been revoked',
+  invalid_claims: 'the access token was not issued by this server for this use',
+};
+
 export class InvalidAccessTokenError extends Error {
-  constructor(message: string) {
-    super(message);
+  constructor(
+    readonly reason: AccessTokenRefusal,
+    detail?: string,
+  ) {
+    super(detail ?? ACCESS_TOKEN_REFUSALS[reason]);
     this.name = 'InvalidAccessTokenError';
   }
 }
