@@ -17,7 +17,7 @@ import {
   type TicketStatus,
 } from '../db/repositories/ticket.repo.js';
 import { NotFoundError, UnprocessableError, detailWithReasons, type FieldError } from '../errors.js';
-import type { Schedule } from '../shared/schedule.js';
+import { MAX_INSTANT, type Schedule } from '../shared/schedule.js';
 import { recordChange } from './audit.service.js';
 import { createKeyedBatcher } from './batching.js';
 import type { ActionContext, Clock } from './context.js';
@@ -81,11 +81,40 @@ export function toTicket(record: TicketRecord, now: number): Ticket {
   };
 }
 
+/**
+ * The first instant after the year 9999. docs/contract.md 7.4 lets a date run to 8,640,000,000,000,000 (the end of
+ * JavaScript time, in the year 275,760), and that exact value stays the way to say "no end". Any other date past the
+ * year 9999 is in practice a time in microseconds, so it is refused with that hint rather than stored as a ticket
+ * valid until the year 58,000.
+ */
+export const LAST_SANE_DATE = Date.UTC(10000, 0, 1);
+/** Times before 1973-03-03 (10^11 ms) are almost always seconds sent as milliseconds. */
+const SECONDS_SUSPECT_BELOW = 100_000_000_000;
+const MILLISECONDS_HINT = 'times are milliseconds since 1970-01-01T00:00:00Z';
+
+function dateErrors(field: 'beginDate' | 'endDate', value: number): FieldError[] {
+  if (value >= LAST_SANE_DATE && value !== MAX_INSTANT) {
+    return [
+      {
+        field,
+        message: `is after the year 9999; ${MILLISECONDS_HINT} (this looks like microseconds: divide by 1000; ${MAX_INSTANT} alone means no end)`,
+      },
+    ];
+  }
+  return [];
+}
+
 /** Validity checks that need no database (docs/contract.md 4.3's 422 cases), all reported at once. */
 export function validityErrors(input: Omit<NewTicket, 'securedObjectId' | 'mobileDeviceId'>, now: number, revived: RevivedInterfaces): FieldError[] {
   const errors = [...commandErrors('commands', input.commands), ...channelErrors('channels', input.channels, revived)];
-  if (input.beginDate >= input.endDate) errors.push({ field: 'endDate', message: 'must be after beginDate' });
-  else if (input.endDate <= now) errors.push({ field: 'endDate', message: 'is already past' });
+  const dates = [...dateErrors('beginDate', input.beginDate), ...dateErrors('endDate', input.endDate)];
+  errors.push(...dates);
+  // A date in the wrong unit, compared with the other date or with now, would only add a misleading second error.
+  if (dates.length === 0 && input.beginDate >= input.endDate) errors.push({ field: 'endDate', message: 'must be after beginDate' });
+  else if (dates.length === 0 && input.endDate <= now) {
+    const hint = input.endDate < SECONDS_SUSPECT_BELOW ? `; ${MILLISECONDS_HINT} (this looks like seconds: multiply by 1000)` : '';
+    errors.push({ field: 'endDate', message: `is already past${hint}` });
+  }
   errors.push(...scheduleErrors(input.schedule));
   return errors;
 }

@@ -136,6 +136,19 @@ describe('tickets', () => {
       ['beginDate = endDate', { beginDate: at + HOUR, endDate: at + HOUR }, [{ field: 'endDate', message: 'must be after beginDate' }]],
       ['beginDate > endDate', { beginDate: at + 2 * HOUR, endDate: at + HOUR }, [{ field: 'endDate', message: 'must be after beginDate' }]],
       ['endDate past', { beginDate: 0, endDate: at - 1000 }, [{ field: 'endDate', message: 'is already past' }]],
+      [
+        'dates in seconds',
+        { beginDate: Math.floor(at / 1000), endDate: Math.floor(at / 1000) + 3600 },
+        [{ field: 'endDate', message: 'is already past; times are milliseconds since 1970-01-01T00:00:00Z (this looks like seconds: multiply by 1000)' }],
+      ],
+      [
+        'dates in microseconds (valid in the year 58,000 as milliseconds)',
+        { beginDate: at * 1000, endDate: (at + HOUR) * 1000 },
+        [
+          { field: 'beginDate', message: expect.stringMatching(/^is after the year 9999; times are milliseconds .*divide by 1000; 8640000000000000 alone means no end\)$/) },
+          { field: 'endDate', message: expect.stringMatching(/^is after the year 9999; times are milliseconds .*divide by 1000; 8640000000000000 alone means no end\)$/) },
+        ],
+      ],
       ['unknown command', { commands: ['open', 'kick'] }, [{ field: 'commands[1]', message: expect.stringContaining('tokn, open, clos') }]],
       ['upper-case command', { commands: ['OPEN'] }, [{ field: 'commands[0]', message: expect.stringContaining('OPEN') }]],
       ['no commands', { commands: [] }, [{ field: 'commands', message: expect.any(String) }]],

@@ -77,6 +77,16 @@ describe('validityErrors', () => {
     ]);
   });
 
+  it('refuses dates after the year 9999 (microseconds), and hints at seconds for a past endDate before 1973', () => {
+    const beyond = Date.UTC(10000, 0, 1);
+    expect(validityErrors({ ...valid, endDate: beyond - 1 }, NOW, none)).toEqual([]);
+    expect(validityErrors({ ...valid, beginDate: beyond, endDate: beyond + 1 }, NOW, none).map((e) => e.field)).toEqual(['beginDate', 'endDate']);
+    expect(validityErrors({ ...valid, endDate: 8_640_000_000_000_000 }, NOW, none)).toEqual([]);
+    expect(validityErrors({ ...valid, endDate: 8_640_000_000_000_000 - 1 }, NOW, none).map((e) => e.field)).toEqual(['endDate']);
+    expect(validityErrors({ ...valid, endDate: 99_999_999_999 }, NOW, none)[0]!.message).toMatch(/looks like seconds/);
+    expect(validityErrors({ ...valid, endDate: 100_000_000_000 }, NOW, none)).toEqual([{ field: 'endDate', message: 'is already past' }]);
+  });
+
   it('refuses an endDate that is already past, the present included', () => {
     expect(validityErrors({ ...valid, endDate: NOW }, NOW, none)).toEqual([{ field: 'endDate', message: 'is already past' }]);
   });
