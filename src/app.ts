@@ -21,6 +21,7 @@ import deviceApi from './routes/device/index.js';
 import operatorApi from './routes/operator/index.js';
 import removedInterfaceRoutes from './routes/ops/removed-interfaces.js';
 import { createServices, type Services } from './services/index.js';
+import type { Resolver } from './services/webhook-url-guard.js';
 
 export interface AppDependencies {
   db: Database;
@@ -29,6 +30,8 @@ export interface AppDependencies {
   secretsKey: Buffer;
   /** Milliseconds since the epoch; tests move it. */
   clock?: () => number;
+  /** Resolves webhook host names (default: the system's DNS); tests make a name resolve to a private address. */
+  resolveHost?: Resolver;
 }
 
 /** A client's X-Request-Id reaches the logs (as `clientRequestId`) only when it is short and plain. */
@@ -177,7 +180,14 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
       withTimeout(migrationsCurrent(db, migrations), config.DB_CONNECT_TIMEOUT_MS, 'readiness check timed out'),
   });
 
-  const services = createServices({ db, config, log, secretsKey: dependencies.secretsKey, clock: dependencies.clock });
+  const services = createServices({
+    db,
+    config,
+    log,
+    secretsKey: dependencies.secretsKey,
+    clock: dependencies.clock,
+    ...(dependencies.resolveHost ? { resolveHost: dependencies.resolveHost } : {}),
+  });
   await services.start();
   // Tests and the CLI reach the services the same way the routes do.
   typed.decorate('services', services);

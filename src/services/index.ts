@@ -26,6 +26,8 @@ import { createAccessCheckService } from './access-check.service.js';
 import { createAccessLogService } from './access-log.service.js';
 import { createLockTelemetryService } from './lock-telemetry.service.js';
 import { createScheduleService } from './schedule.service.js';
+import { createWebhookService } from './webhook.service.js';
+import { createWebhookUrlGuard, type Resolver } from './webhook-url-guard.js';
 
 export interface ServiceDependencies {
   db: Database;
@@ -33,6 +35,8 @@ export interface ServiceDependencies {
   log: Logger;
   secretsKey: Buffer;
   clock?: Clock;
+  /** Resolves webhook host names (default: the system's DNS); tests make a name resolve to a private address. */
+  resolveHost?: Resolver;
 }
 
 /** How often each instance re-reads revocations if a NOTIFY was lost: well inside docs/contract.md 3.4's 5 s. */
@@ -42,7 +46,7 @@ const KEY_REFRESH_MS = 60_000;
 /** docs/contract.md 4.3: Idempotency-Key records are kept per tenant for 24 h. */
 const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 
-export function createServices({ db, config, log, secretsKey, clock = Date.now }: ServiceDependencies) {
+export function createServices({ db, config, log, secretsKey, clock = Date.now, resolveHost }: ServiceDependencies) {
   const accessTokenTtlMs = config.ACCESS_TOKEN_TTL_SECONDS * 1000;
   const credentialLifetimeMs = config.CREDENTIAL_MAX_LIFETIME * 1000;
   const revocations = createRevocationService({ db, clock, log, pollMs: REVOCATION_POLL_MS });
@@ -90,6 +94,12 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now }
   const accessChecks = createAccessCheckService({ db, clock, credentials });
   const accessLogs = createAccessLogService({ db, clock });
   const schedules = createScheduleService();
+  // docs/contract.md 10: one guard for subscribing and for delivering, so both refuse the same addresses.
+  const webhookUrlGuard = createWebhookUrlGuard({
+    allowInsecure: config.WEBHOOK_ALLOW_INSECURE === 'true',
+    ...(resolveHost ? { resolve: resolveHost } : {}),
+  });
+  const webhooks = createWebhookService({ db, clock, secretsKey, urlGuard: webhookUrlGuard });
   const grants = createGrantService({
     db,
     clock,
@@ -148,6 +158,8 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now }
     accessLogs,
     lockTelemetry,
     schedules,
+    webhookUrlGuard,
+    webhooks,
     /** Loads keys (generating the first one) and starts following revocations. */
     async start(): Promise<void> {
       await accessTokenKeys.ensureKey(null);

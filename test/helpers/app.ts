@@ -1,7 +1,7 @@
 // Builds the app on a fresh database for a test file; `app.inject` talks to it without a socket.
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { buildApp, type App } from '../../src/app.js';
+import { buildApp, type App, type AppDependencies } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createPostgresDatabase } from '../../src/db/postgres.js';
 import { createLogger } from '../../src/logger.js';
@@ -24,6 +24,8 @@ export interface TestAppOptions {
   beforeReady?: (app: App) => void | Promise<void>;
   /** Milliseconds since the epoch, for tests that move time (token expiry, lockout windows). */
   clock?: () => number;
+  /** Resolves webhook host names instead of the DNS (a name made to resolve to a private address). */
+  resolveHost?: AppDependencies['resolveHost'];
   /**
    * Every `app.inject` answer to an operation of the committed OpenAPI documents (or of the given validators' documents)
    * is validated against them: status, media type, body schema; a mismatch rejects the inject (issue 8: any mismatch
@@ -50,6 +52,7 @@ export async function buildTestApp(env: Record<string, string> = {}, options: Te
       log: createLogger(config.LOG_LEVEL, sink),
       secretsKey,
       ...(options.clock ? { clock: options.clock } : {}),
+      ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}),
     });
   } catch (error) {
     await database.db.close();
@@ -88,6 +91,7 @@ const SECRET_SHAPES: [string, RegExp][] = [
   ['a bcrypt hash', /\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}/],
   ['an Authorization credential', /(Basic|Bearer) [A-Za-z0-9+/=._~-]{16,}/],
   ['a form-encoded secret', /(client_secret|password|refresh_token)=(?!\[Redacted\])[^&\s"]+/],
+  ['a webhook signing secret', /whsec_[A-Za-z0-9+/]{16,}/],
 ];
 
 export function assertNoSecretsLogged(lines: string[]): void {

@@ -74,6 +74,8 @@ export interface TenantData {
   permissionId: string;
   /** A published ticket key of the tenant (docs/contract.md 8.1). */
   ticketKeyId: string;
+  /** A webhook subscription of the tenant (docs/contract.md 10). */
+  webhookId: string;
 }
 
 /** The collection a path parameter follows names the kind of id it takes. */
@@ -87,6 +89,7 @@ const KIND_BY_COLLECTION: Record<string, keyof Omit<TenantData, 'tenant'>> = {
   'lock-groups': 'lockGroupId',
   'access-permissions': 'permissionId',
   'ticket-keys': 'ticketKeyId',
+  webhooks: 'webhookId',
 };
 
 const QUERY_VALUES: Record<string, string> = { version: '2' };
@@ -156,6 +159,8 @@ export async function seedTenant(app: App, tenant: TenantFixture, suffix: string
   });
   // The tenant's first ticket key (it signs at once: there is no key to announce it ahead of).
   const ticketKey = await post('/operatorapi/ticket-keys/rotations', operator, {});
+  // An address literal, so no DNS is asked; a type nothing here writes, so nothing is ever delivered to it.
+  const webhook = await post('/operatorapi/webhooks', operator, { url: `https://93.184.215.14/hooks/${suffix}`, eventTypes: ['webhook.disabled'] });
   return {
     tenant,
     lockId: lock.id,
@@ -167,6 +172,7 @@ export async function seedTenant(app: App, tenant: TenantFixture, suffix: string
     lockGroupId: group.id,
     permissionId: permission.id,
     ticketKeyId: ticketKey.kid,
+    webhookId: webhook.id,
   };
 }
 

@@ -19,6 +19,7 @@ const TABLES = [
   'access_permissions',
   'signing_keys',
   'ticket_key_set_changes',
+  'webhooks',
 ];
 
 describe('tenant isolation matrix', () => {

@@ -133,6 +133,21 @@ describe('no secret in the logs', () => {
       await inject({ url, headers: bearer(operator) }, 200);
     }
 
+    // Webhook subscriptions (docs/contract.md 10): the signing secret of a creation and of a rotation, and its sealed
+    // form at rest; a refused URL is logged as a refusal.
+    const webhook = (
+      await inject({ method: 'POST', url: '/operatorapi/webhooks', headers: bearer(operator), payload: { url: 'https://93.184.215.14/in', eventTypes: ['ticket.created'] } }, 201)
+    ).json();
+    keep('webhook secret', webhook.secret);
+    keep('rotated webhook secret', (await inject({ method: 'POST', url: `/operatorapi/webhooks/${webhook.id}/secret`, headers: bearer(operator) }, 200)).json().secret);
+    await inject({ method: 'PATCH', url: `/operatorapi/webhooks/${webhook.id}`, headers: bearer(operator), payload: { url: 'https://127.0.0.1/in' } }, 422);
+    await inject({ url: `/operatorapi/webhooks/${webhook.id}`, headers: bearer(operator) }, 200);
+    const { rows: webhookRows } = await t.database.db.query<{ sealed: Uint8Array; previous: Uint8Array }>(
+      'SELECT secret_sealed AS sealed, previous_secret_sealed AS previous FROM webhooks WHERE id = $1',
+      [webhook.id],
+    );
+    for (const value of [webhookRows[0]!.sealed, webhookRows[0]!.previous]) keep('sealed webhook secret', Buffer.from(value).toString('base64'));
+
     // The logs are there (at debug level: every request and response line, refused grants), and hold no secret.
     expect(t.app.log.level).toBe('debug');
     expect(t.logLines.length).toBeGreaterThan(20);

@@ -17,6 +17,7 @@ import securedObjectRoutes from './secured-objects.js';
 import ticketKeyRoutes from './ticket-keys.js';
 import ticketRoutes from './tickets.js';
 import userRoutes from './users.js';
+import webhookRoutes from './webhooks.js';
 
 export interface OperatorApiOptions {
   services: Services;
@@ -61,6 +62,10 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
         description: 'Why a phone does or does not open a lock: the lock\'s decision, as far as the server knows what it holds.',
       },
       {
+        name: 'Webhooks',
+        description: 'Subscriptions that receive the tenant\'s events as signed HTTP requests (Standard Webhooks), and their secrets.',
+      },
+      {
         name: 'Ticket keys',
         description: 'The keys the tenant\'s credentials are signed with, published at `/tenants/{tenant}/jwks.json`, and their rotation.',
       },
@@ -85,6 +90,7 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
       accessCheckRoutes,
       accessLogRoutes,
       scheduleRoutes,
+      webhookRoutes,
     ]) {
       await resources.register(routes, { services, prefix: '/operatorapi' });
     }
