@@ -171,7 +171,7 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
     done(null, payload);
   });
 
-  await typed.register(problemDetails);
+  await typed.register(problemDetails, { bodyLimit: config.BODY_LIMIT });
   await typed.register(metrics, { db });
 
   const migrations = readMigrations();

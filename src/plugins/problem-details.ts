@@ -2,6 +2,7 @@
 import { STATUS_CODES as HTTP_REASONS, validateHeaderName, validateHeaderValue } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
+import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import { isDatabaseUnavailable, isUnstorableText } from '../db/errors.js';
 import { PROBLEM_TYPE_BASE, ProblemError, ServiceUnavailableError, type FieldError } from '../errors.js';
 
@@ -86,6 +87,9 @@ function fieldError(error: AjvErrorLike, context: string | undefined): FieldErro
     // The name of an unknown field is the client's and may be as long as the body: cut below.
     path = path ? `${path}.${error.params.additionalProperty}` : error.params.additionalProperty;
     message = 'is not a known field';
+  } else if (context === 'params' && error.keyword === 'minLength' && error.params?.limit === 1) {
+    // `/operatorapi/mobiledevices/` matches the item route with an empty id: the slash is the mistake.
+    message = 'is empty: the path ends with a slash; leave it off (without it, the path names the whole collection)';
   } else if (error.keyword === 'enum' && Array.isArray(error.params?.allowedValues)) {
     // Name the words the parameter takes (Ajv's own message says only that there are some).
     message = `must be one of: ${error.params.allowedValues.map(String).join(', ')}`;
@@ -106,9 +110,20 @@ export function fieldErrorsFromAjv(
 ): { errors: FieldError[]; count: number } {
   const listed: FieldError[] = [];
   const seen = new Set<string>();
+  // A choice of words (a union of literals) fails as one `const` error per word and an `anyOf`: say the words once.
+  const choices = new Map<string, unknown[]>();
   for (const error of errors) {
+    if (error.keyword === 'const' && 'allowedValue' in (error.params ?? {})) {
+      const path = error.instancePath ?? '';
+      choices.set(path, [...(choices.get(path) ?? []), error.params!.allowedValue]);
+    }
+  }
+  for (const original of errors) {
     // Ajv adds an `if` error when a `then` fails; the errors of the `then` already name the fields (validation.ts).
-    if (error.keyword === 'if') continue;
+    if (original.keyword === 'if') continue;
+    const words = choices.get(original.instancePath ?? '');
+    if (words && original.keyword === 'const') continue;
+    const error = words && original.keyword === 'anyOf' ? { ...original, keyword: 'enum', params: { allowedValues: words } } : original;
     const property = error.params?.missingProperty ?? error.params?.additionalProperty ?? '';
     const key = `${error.instancePath ?? ''}\u0000${String(property)}\u0000${error.message ?? ''}`;
     if (seen.has(key)) continue;
@@ -151,8 +166,24 @@ export function sendProblem(reply: FastifyReply, error: ProblemError): FastifyRe
     );
 }
 
+export interface ProblemDetailsOptions {
+  /** BODY_LIMIT, named in a 413 so the client knows how far to shrink. */
+  bodyLimit: number;
+}
+
+/** What a framework 4xx should tell the client to do, where Fastify's own message does not. */
+function frameworkDetail(error: FastifyError, options: ProblemDetailsOptions | undefined): string {
+  if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' && options) {
+    return `The request body is larger than the limit of ${options.bodyLimit} bytes (BODY_LIMIT); send less per request.`;
+  }
+  if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    return 'This API takes JSON only: send the body with Content-Type: application/json (docs/contract.md 7.2).';
+  }
+  return error.message;
+}
+
 /** Maps any thrown error to a ProblemError; unknown errors become a 500 whose detail reveals nothing. */
-export function toProblem(error: FastifyError | Error): ProblemError {
+export function toProblem(error: FastifyError | Error, options?: ProblemDetailsOptions): ProblemError {
   if (error instanceof ProblemError) return error;
   const fastifyError = error as FastifyError & { validation?: AjvErrorLike[]; validationContext?: string };
   if (fastifyError.validation) {
@@ -175,7 +206,7 @@ export function toProblem(error: FastifyError | Error): ProblemError {
   if (typeof status === 'number' && status >= 400 && status < 500) {
     // Framework client errors (bad JSON, body too large, media type, rate limit) carry safe messages.
     return new ProblemError(status, STATUS_CODES[status] ?? 'client-error', STATUS_TITLES[status] ?? 'Client Error', {
-      detail: fastifyError.message,
+      detail: frameworkDetail(fastifyError, options),
     });
   }
   return new ProblemError(500, 'internal', 'Internal Server Error', {
@@ -237,12 +268,26 @@ const dropUnwritableHeaders: onSendHookHandler = (request, reply, payload, done)
   );
 };
 
+/** Methods a 405 may offer, in the order `Allow` lists them. */
+const METHODS: HTTPMethod[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
 export default fp(
-  async function problemDetails(app: FastifyInstance) {
+  async function problemDetails(app: FastifyInstance, options: ProblemDetailsOptions) {
     app.addHook('onSend', dropUnwritableHeaders);
 
+    // Every route's method and path, to tell "no such path" (404) from "not this method here" (405 with Allow,
+    // RFC 9110 section 15.5.6). Fastify's own router answers only for the method asked.
+    const routes = FindMyWay();
+    app.addHook('onRoute', (route) => {
+      for (const method of [route.method].flat()) {
+        if (METHODS.includes(method as HTTPMethod) && !routes.hasRoute(method as HTTPMethod, route.url)) {
+          routes.on(method as HTTPMethod, route.url, () => undefined);
+        }
+      }
+    });
+
     app.setErrorHandler(function renderProblem(error: FastifyError, request, reply) {
-      const problem = toProblem(error);
+      const problem = toProblem(error, options);
       if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
       else if (problem.status !== 401 && problem.status !== 404) {
         // A detail can repeat 20 field names the client chose; one log line keeps its start (docs/security-checklist.md G46).
@@ -256,10 +301,18 @@ export default fp(
     });
 
     app.setNotFoundHandler(function notFound(request, reply) {
-      return sendProblem(
-        reply,
-        new ProblemError(404, 'not-found', 'Not Found', { detail: `No route ${request.method} ${request.url.split('?')[0]}.` }),
-      );
+      const path = request.url.split('?')[0]!;
+      const allowed = METHODS.filter((method) => routes.find(method, path) !== null);
+      if (allowed.length > 0) {
+        return sendProblem(
+          reply,
+          new ProblemError(405, 'method-not-allowed', 'Method Not Allowed', {
+            detail: `${request.method} is not allowed on ${path}; it takes ${allowed.join(', ')}.`,
+            headers: { allow: allowed.join(', ') },
+          }),
+        );
+      }
+      return sendProblem(reply, new ProblemError(404, 'not-found', 'Not Found', { detail: `No route ${request.method} ${path}.` }));
     });
   },
   { name: 'problem-details' },

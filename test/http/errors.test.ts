@@ -27,6 +27,12 @@ function registerTestRoutes(app: App): void {
     n: request.query.n,
     type: typeof request.query.n,
   }));
+  app.get(
+    '/test/choice',
+    { schema: { querystring: Type.Object({ status: Type.Optional(Type.Union([Type.Literal('VALID'), Type.Literal('REVOKED')])) }) } },
+    async (request) => request.query,
+  );
+  app.get('/test/items/:id', { schema: { params: Type.Object({ id: Type.String({ minLength: 1 }) }) } }, async (request) => request.params);
   app.get('/test/throw', async () => {
     throw new Error('connection string postgres://admin:hunter2@db/acs rejected');
   });
@@ -88,9 +94,31 @@ describe('HTTP shell', () => {
       expect(response.headers['x-request-id']).toMatch(UUID);
     });
 
-    it('answers 404 for a known path with another method', async () => {
+    it('answers 405 with Allow for a known path with another method (RFC 9110 section 15.5.6)', async () => {
       const response = await t.app.inject({ method: 'DELETE', url: '/healthz' });
-      expectProblem(response, 404, '/healthz');
+      const body = expectProblem(response, 405, '/healthz');
+      expect(response.headers.allow).toBe('GET, HEAD');
+      expect(body).toMatchObject({ type: `${PROBLEM_BASE}method-not-allowed`, detail: 'DELETE is not allowed on /healthz; it takes GET, HEAD.' });
+      const collection = await t.app.inject({ method: 'PUT', url: '/operatorapi/mobiledevices', headers: { 'content-type': 'application/json' }, payload: '{}' });
+      expectProblem(collection, 405, '/operatorapi/mobiledevices');
+      expect(collection.headers.allow).toBe('GET, HEAD, POST');
+      const item = await t.app.inject({ method: 'PUT', url: '/operatorapi/mobiledevices/phone-1?x=1' });
+      expect(item.headers.allow).toBe('GET, HEAD, DELETE');
+    });
+
+    it('names the empty segment of a path that ends with a slash', async () => {
+      const response = await t.app.inject({ method: 'GET', url: '/test/items/' });
+      const body = expectProblem(response, 400, '/test/items/');
+      expect(body.errors).toEqual([
+        { field: 'id', message: 'is empty: the path ends with a slash; leave it off (without it, the path names the whole collection)' },
+      ]);
+    });
+
+    it('lists the allowed words of a choice once, not one error per word', async () => {
+      const response = await t.app.inject({ method: 'GET', url: '/test/choice?status=valid' });
+      const body = expectProblem(response, 400, '/test/choice');
+      expect(body.errors).toEqual([{ field: 'status', message: 'must be one of: VALID, REVOKED' }]);
+      expect(body.detail).toBe('status: must be one of: VALID, REVOKED');
     });
   });
 
@@ -163,7 +191,11 @@ describe('HTTP shell', () => {
     it('refuses a text/plain body with 415', async () => {
       const response = await post('{"count":1,"tags":[]}', 'text/plain');
       const body = expectProblem(response, 415, '/test/echo');
-      expect(body).toMatchObject({ type: `${PROBLEM_BASE}unsupported-media-type`, title: 'Unsupported Media Type' });
+      expect(body).toMatchObject({
+        type: `${PROBLEM_BASE}unsupported-media-type`,
+        title: 'Unsupported Media Type',
+        detail: 'This API takes JSON only: send the body with Content-Type: application/json (docs/contract.md 7.2).',
+      });
     });
 
     it('refuses a form body with 415', async () => {
@@ -176,7 +208,11 @@ describe('HTTP shell', () => {
       expect(Buffer.byteLength(payload)).toBeGreaterThan(2048);
       const response = await post(payload);
       const body = expectProblem(response, 413, '/test/echo');
-      expect(body).toMatchObject({ type: `${PROBLEM_BASE}payload-too-large`, title: 'Content Too Large' });
+      expect(body).toMatchObject({
+        type: `${PROBLEM_BASE}payload-too-large`,
+        title: 'Content Too Large',
+        detail: 'The request body is larger than the limit of 2048 bytes (BODY_LIMIT); send less per request.',
+      });
     });
 
     it('accepts a body just under BODY_LIMIT', async () => {
