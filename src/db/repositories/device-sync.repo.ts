@@ -318,6 +318,21 @@ export async function listTicketsOfDeviceForLock(
 }
 
 /**
+ * The time zones of the tenant's locks, each row held FOR SHARE until the transaction ends: a PATCH of a zone
+ * (docs/contract.md 9) commits before this read, which then sees its zone, or waits for this transaction, whose stored
+ * credentials its forgetScheduledCredentials then drops. A download stores a scheduled ticket's credential only when
+ * it was signed in the zone read here, so neither order keeps windows of the old zone.
+ * LOCK ORDER: the lock rows before the tickets' (recordDownload), the order a PATCH and a removal take.
+ */
+export async function lockTimeZonesForShare(db: Queryable, tenantId: string, securedObjectIds: string[]): Promise<Map<string, string>> {
+  const { rows } = await db.query<{ id: string; time_zone: string }>(
+    `SELECT id, time_zone FROM secured_objects WHERE tenant_id = $1 AND id = ANY ($2::text[]) ORDER BY id FOR SHARE`,
+    [tenantId, securedObjectIds],
+  );
+  return new Map(rows.map((row) => [row.id, row.time_zone]));
+}
+
+/**
  * Drops the credentials cached for a lock's scheduled tickets that are still valid, so each is signed anew, with its
  * windows in the lock's new time zone (docs/contract.md 9), on the phone's next download. The expiry of what was handed
  * out stays: the lock still needs a revocation of such a ticket until then (docs/contract.md 8.2).
