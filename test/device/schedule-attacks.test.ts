@@ -1,12 +1,14 @@
 // Schedules attacked (docs/contract.md 9, 4.1, 5, 6.3): a credential signed while its lock's zone changes, the
 // schedule each membership change copies, a zone change in another tenant, and absurd schedules and zone names at
 // the routes: 4xx with field errors, never a 500, never a write.
+import { Temporal } from '@js-temporal/polyfill';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDeviceService } from '../../src/services/device.service.js';
+import { LockSimulator } from '../../src/simulator/lock-simulator.js';
 import type { CredentialService } from '../../src/services/credential.service.js';
 import { accessTenant, grant, join, lockGroup, permissionBody, resident, type AccessTenant } from '../helpers/access.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { download, payloadOf, phoneToken } from '../helpers/device.js';
+import { download, lockTrust, payloadOf, phoneToken } from '../helpers/device.js';
 import { call, device, expectProblem, HOUR, issueTicket, lock } from '../helpers/operator.js';
 
 const DAY = 24 * HOUR;
@@ -107,6 +109,27 @@ describe('schedules attacked', () => {
     expect(winOf((await download(t, await phoneToken(t, a.tenant, 'phone-r'), 'phone-r')), first.id)).toContainEqual(TUESDAY_IN['Europe/Berlin']);
   });
 
+  it("a credential a phone holds when its lock's zone changes keeps its old windows at most one credential lifetime", async () => {
+    now = MONDAY;
+    expect((await setZone(b, 'front-door', 'Europe/Berlin')).statusCode).toBe(200);
+    const held = await scheduledTicket(b, 'front-door', 'phone-a');
+    const phone = await phoneToken(t, b.tenant, 'phone-a');
+    const credential = (await download(t, phone, 'phone-a')).find((item) => item.id === held.id)!.credential!;
+    expect((await setZone(b, 'front-door', 'America/New_York')).statusCode).toBe(200);
+
+    // The lock decides offline on what the phone holds: Tuesday 08:30 Berlin still opens, 08:30 New York does not.
+    const door = new LockSimulator(await lockTrust(t, b.tenant, 'front-door'));
+    expect(await door.decide(credential, 'open', Date.UTC(2026, 2, 24, 7, 30))).toMatchObject({ decision: 'open' });
+    expect(await door.decide(credential, 'open', Date.UTC(2026, 2, 24, 12, 30))).toMatchObject({ decision: 'deny', reason: 'outside schedule' });
+    // The bound: the credential lives at most CREDENTIAL_MAX_LIFETIME (docs/contract.md 8.2), and no window outlives it.
+    const { iat, exp, win } = payloadOf(credential) as { iat: number; exp: number; win: number[][] };
+    expect(exp - iat).toBeLessThanOrEqual(t.config.CREDENTIAL_MAX_LIFETIME);
+    expect(Math.max(...win.map(([, end]) => end!))).toBeLessThanOrEqual(exp * 1000);
+    expect(await door.decide(credential, 'open', exp * 1000)).toMatchObject({ decision: 'deny', reason: 'expired' });
+    // The phone's next download already carries New York's windows.
+    expect(winOf(await download(t, phone, 'phone-a'), held.id)).toContainEqual(TUESDAY_IN['America/New_York']);
+  });
+
   it("a zone change re-signs only its own tenant's credentials: another tenant's lock with the same id keeps its stored one", async () => {
     now = MONDAY;
     const ours = await scheduledTicket(a, 'side-door', 'phone-b');
@@ -149,6 +172,34 @@ describe('schedules attacked', () => {
     // Tenant B has locks and devices with the same ids and got nothing.
     const { rows: other } = await t.database.db.query('SELECT 1 FROM tickets WHERE tenant_id = $1 AND access_permission_id IS NOT NULL', [b.tenant.tenantId]);
     expect(other).toHaveLength(0);
+  });
+
+  it("a scheduled grant over locks in many zones signs and expands nothing per ticket; each download reads the schedule in its own lock's zone", async () => {
+    now = MONDAY;
+    const zones = ['Pacific/Kiritimati', 'Asia/Kathmandu', 'Australia/Lord_Howe', 'America/St_Johns', 'Pacific/Pago_Pago', 'Europe/Berlin', 'UTC', 'Asia/Tehran'];
+    const locks = zones.map((_, index) => `zoned-${index}`);
+    for (const id of locks) await lock(t, a.operator, id);
+    for (const [index, zone] of zones.entries()) expect((await setZone(a, locks[index]!, zone)).statusCode).toBe(200);
+    const who = await resident(t, a.token, 'Zoned', ['phone-r']);
+    const where = await lockGroup(t, a.token, 'Zoned', locks);
+    const granted = await grant(t, a.token, { ...permissionBody(t, who.id, where.id, { endDate: now + 30 * DAY }), schedule: WEEKDAYS_8_TO_12 });
+    expect(granted.statusCode, granted.body).toBe(201);
+    expect(granted.json().tokenCount).toBe(zones.length);
+    // Nothing is signed at grant time (the credentials are signed on download): no per-ticket work but the copy.
+    const { rows } = await t.database.db.query<{ signed: number }>(
+      'SELECT count(*) FILTER (WHERE credential_encrypted IS NOT NULL)::int AS signed FROM tickets WHERE tenant_id = $1 AND access_permission_id = $2',
+      [a.tenant.tenantId, granted.json().id],
+    );
+    expect(rows[0]!.signed).toBe(0);
+    const downloaded = (await download(t, await phoneToken(t, a.tenant, 'phone-r'), 'phone-r')).filter((item) => locks.includes(item.securedObjectId));
+    expect(downloaded).toHaveLength(zones.length);
+    for (const item of downloaded) {
+      const zone = zones[locks.indexOf(item.securedObjectId)]!;
+      // Tuesday 24 March 08:00 on that lock's wall clock, whatever the zone's offset (Kathmandu +05:45, St John's -02:30).
+      const opens = (payloadOf(item.credential!).win as number[][]).map(([start]) => start);
+      const tuesday = Temporal.PlainDateTime.from('2026-03-24T08:00').toZonedDateTime(zone).epochMilliseconds;
+      expect(opens, zone).toContain(tuesday);
+    }
   });
 
   it('answers absurd schedules with a 400 or a 422 naming the fields, never a 500, and writes nothing', async () => {
