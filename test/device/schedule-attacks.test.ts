@@ -43,9 +43,10 @@ describe('schedules attacked', () => {
     expect(issued.statusCode, issued.body).toBe(201);
     return issued.json() as { id: string };
   };
+  /** Whether the ticket's stored credential is handed out again as it is (a zone change marks it to sign anew). */
   const storedCredentialOf = async (fixture: AccessTenant, ticketId: string) =>
     (
-      await t.database.db.query<{ stored: boolean }>('SELECT credential_encrypted IS NOT NULL AS stored FROM tickets WHERE tenant_id = $1 AND id = $2', [
+      await t.database.db.query<{ stored: boolean }>('SELECT credential_kid IS NOT NULL AS stored FROM tickets WHERE tenant_id = $1 AND id = $2', [
         fixture.tenant.tenantId,
         ticketId,
       ])
@@ -128,6 +129,32 @@ describe('schedules attacked', () => {
     expect(await door.decide(credential, 'open', exp * 1000)).toMatchObject({ decision: 'deny', reason: 'expired' });
     // The phone's next download already carries New York's windows.
     expect(winOf(await download(t, phone, 'phone-a'), held.id)).toContainEqual(TUESDAY_IN['America/New_York']);
+  });
+
+  it('explain judges the credential the phone still holds after a zone change, not "no credential", until the next download replaces it', async () => {
+    now = MONDAY;
+    await lock(t, a.operator, 'explain-door');
+    expect((await setZone(a, 'explain-door', 'Europe/Berlin')).statusCode).toBe(200);
+    const held = await scheduledTicket(a, 'explain-door', 'phone-a');
+    const phone = await phoneToken(t, a.tenant, 'phone-a');
+    await download(t, phone, 'phone-a');
+    expect((await setZone(a, 'explain-door', 'America/New_York')).statusCode).toBe(200);
+    const explain = async (at: number) => {
+      const response = await call(t, a.operator, {
+        method: 'GET',
+        url: `/operatorapi/access-checks?mobileDeviceId=phone-a&securedObjectId=explain-door&at=${at}&command=open&channel=btlespp`,
+      });
+      expect(response.statusCode, response.body).toBe(200);
+      return response.json() as { decision: string; reasons: { code: string; nextWindowStart?: number }[] };
+    };
+    // Tuesday 07:30Z is 08:30 in Berlin: the credential the phone holds opens the door, as the lock would.
+    expect(await explain(Date.UTC(2026, 2, 24, 7, 30))).toMatchObject({ decision: 'allow' });
+    // The next download hands out New York's windows, and the explain follows.
+    expect(winOf(await download(t, phone, 'phone-a'), held.id)).toContainEqual(TUESDAY_IN['America/New_York']);
+    expect(await explain(Date.UTC(2026, 2, 24, 7, 30))).toMatchObject({
+      decision: 'deny',
+      reasons: [{ code: 'outside-schedule', nextWindowStart: TUESDAY_IN['America/New_York'][0] }],
+    });
   });
 
   it("a zone change re-signs only its own tenant's credentials: another tenant's lock with the same id keeps its stored one", async () => {
