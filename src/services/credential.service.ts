@@ -48,7 +48,8 @@ export interface SignedCredential {
 /** The credential stored for a ticket (docs/security-checklist.md G48: sealed under SECRETS_KEY). */
 export interface StoredCredential {
   sealed: Buffer;
-  kid: string;
+  /** Null: to be signed anew (its lock's zone changed since, device-sync.repo.ts forgetScheduledCredentials). */
+  kid: string | null;
   issuedAt: number;
   expiresAt: number;
 }
@@ -66,8 +67,8 @@ export interface CredentialServiceOptions {
 /**
  * A ticket as it is signed: with the time zone of its lock (docs/contract.md 9), which its schedule is read in. The
  * windows are computed when the credential is signed, so a credential signed before the lock's zone changed keeps its
- * windows until the phone downloads again (a zone change drops the cached ones: forgetScheduledCredentials), at most
- * CREDENTIAL_MAX_LIFETIME.
+ * windows until the phone downloads again (a zone change marks the stored ones to be signed anew:
+ * forgetScheduledCredentials), at most CREDENTIAL_MAX_LIFETIME.
  */
 export type SignableTicket = TicketRecord & { lockTimeZone: string };
 
@@ -131,11 +132,12 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
     },
 
     /**
-     * Whether a download must sign anew: nothing stored, its key no longer published (an emergency rotation), or
-     * less than half its lifetime left while a new one would last longer (docs/contract.md 8.2).
+     * Whether a download must sign anew: nothing stored, its key no longer published (an emergency rotation) or
+     * unknown (its windows are of a zone its lock no longer has, docs/contract.md 9), or less than half its lifetime
+     * left while a new one would last longer (docs/contract.md 8.2).
      */
     needsSigning(ticket: TicketRecord, stored: StoredCredential | null, publishedKids: ReadonlySet<string>, now: number): boolean {
-      if (!stored || !publishedKids.has(stored.kid)) return true;
+      if (!stored || stored.kid === null || !publishedKids.has(stored.kid)) return true;
       // The stored credential's own exp: `expiresAt` is the latest exp ever handed out for the ticket (it bounds the
       // revocations, docs/contract.md 8.2) and may be later, e.g. a credential of the old form (migration 009) or one
       // stored by a concurrent download.

@@ -1,12 +1,13 @@
 // The Device API (docs/contract.md 6): a phone downloads its valid tickets with credentials; an online lock syncs the
 // tickets and revocations that concern it through the tenant's change log.
-import type { Database } from '../db/database.js';
+import type { Database, Queryable } from '../db/database.js';
 import {
   findLockForClient,
   listLockChanges,
   listLockRevocations,
   listValidTicketsOfDevice,
   listValidTicketsOfResident,
+  lockTimeZonesForShare,
   recordDownload,
   type CredentialedTicket,
   type LockRevocations,
@@ -135,14 +136,35 @@ export function createDeviceService({ db, clock, credentials, telemetry }: Devic
         };
       }),
     );
-    const stamps = await recordDownload(
-      db,
-      context.tenantId,
-      rows.map((row) => row.id),
-      handedOut.map((out) => out.stored ?? null),
-      now,
-      context,
-    );
+    const store = (queryable: Queryable) =>
+      recordDownload(
+        queryable,
+        context.tenantId,
+        rows.map((row) => row.id),
+        handedOut.map((out) => out.stored ?? null),
+        now,
+        context,
+      );
+    // docs/contract.md 9: a scheduled credential's windows are of the zone read with the tickets. A PATCH of the zone
+    // committing since then would leave old windows handed out and stored (a renewal only at half-life), so the
+    // locks' zones are read again, held until the credentials are stored, and a credential of another zone is
+    // signed anew in the current one.
+    const scheduled = rows.filter((row, index) => row.schedule !== null && handedOut[index]!.credential !== undefined);
+    const stamps =
+      scheduled.length === 0
+        ? await store(db)
+        : await db.transaction(async (tx) => {
+            const zones = await lockTimeZonesForShare(tx, context.tenantId, [...new Set(scheduled.map((row) => row.securedObjectId))]);
+            await Promise.all(
+              rows.map(async (row, index) => {
+                const zone = zones.get(row.securedObjectId);
+                if (row.schedule === null || handedOut[index]!.credential === undefined || zone === undefined || zone === row.lockTimeZone) return;
+                const signed = await credentials.sign({ ...row, lockTimeZone: zone }, now);
+                handedOut[index] = { credential: signed.credential, stored: { ...signed, sealed: credentials.seal(context.tenantId, row.id, signed.credential) } };
+              }),
+            );
+            return store(tx);
+          });
     const lists = await signRevocationLists(context.tenantId, revocations, published, now);
     return rows.flatMap((row, index) => {
       const downloadedAt = stamps.get(row.id);

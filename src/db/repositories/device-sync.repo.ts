@@ -10,7 +10,11 @@ import { TICKET_COLUMNS, TICKET_KEYSET, toTicketRecord, type TicketRecord, type 
 export interface CredentialedTicket extends TicketRecord {
   /** Its lock's time zone, which its schedule is read in when a credential is signed (docs/contract.md 9). */
   lockTimeZone: string;
-  credential: { sealed: Buffer; kid: string; issuedAt: number; expiresAt: number } | null;
+  /**
+   * `kid` null: the credential is still what the phone holds (the explain judges it) but must be signed anew on the
+   * next download, as its windows are of a zone its lock no longer has (forgetScheduledCredentials).
+   */
+  credential: { sealed: Buffer; kid: string | null; issuedAt: number; expiresAt: number } | null;
 }
 
 interface CredentialColumns {
@@ -39,7 +43,7 @@ const toCredentialed = (row: TicketRow & CredentialColumns): CredentialedTicket 
       ? null
       : {
           sealed: Buffer.from(row.credential_encrypted),
-          kid: row.credential_kid!,
+          kid: row.credential_kid,
           issuedAt: row.credential_issued_at!,
           expiresAt: row.credential_expires_at!,
         },
@@ -318,17 +322,34 @@ export async function listTicketsOfDeviceForLock(
 }
 
 /**
- * Drops the credentials cached for a lock's scheduled tickets that are still valid, so each is signed anew, with its
- * windows in the lock's new time zone (docs/contract.md 9), on the phone's next download. The expiry of what was handed
- * out stays: the lock still needs a revocation of such a ticket until then (docs/contract.md 8.2).
+ * The time zones of the tenant's locks, each row held FOR SHARE until the transaction ends: a PATCH of a zone
+ * (docs/contract.md 9) commits before this read, which then sees its zone, or waits for this transaction, whose stored
+ * credentials its forgetScheduledCredentials then drops. A download stores a scheduled ticket's credential only when
+ * it was signed in the zone read here, so neither order keeps windows of the old zone.
+ * LOCK ORDER: the lock rows before the tickets' (recordDownload), the order a PATCH and a removal take.
+ */
+export async function lockTimeZonesForShare(db: Queryable, tenantId: string, securedObjectIds: string[]): Promise<Map<string, string>> {
+  const { rows } = await db.query<{ id: string; time_zone: string }>(
+    `SELECT id, time_zone FROM secured_objects WHERE tenant_id = $1 AND id = ANY ($2::text[]) ORDER BY id FOR SHARE`,
+    [tenantId, securedObjectIds],
+  );
+  return new Map(rows.map((row) => [row.id, row.time_zone]));
+}
+
+/**
+ * Marks the credentials stored for a lock's scheduled tickets that are still valid to be signed anew, with their
+ * windows in the lock's new time zone (docs/contract.md 9), on the phone's next download: their key id goes, which a
+ * download takes as "sign again" (credential.service.ts needsSigning). The sealed credential stays, since the phone
+ * still holds it until then and the explain (docs/contract.md 8.6) judges what the phone holds; its expiry stays too,
+ * as the lock needs a revocation of such a ticket until then (docs/contract.md 8.2).
  * LOCK ORDER: called after the secured object's row is updated in the same transaction; a removal of the lock takes
  * its row before its tickets too (removal.ts), so the two never wait on each other in a cycle.
  */
 export async function forgetScheduledCredentials(db: Queryable, tenantId: string, securedObjectId: string): Promise<number> {
   const { rowCount } = await db.query(
-    `UPDATE tickets SET credential_encrypted = NULL, credential_kid = NULL, credential_issued_at = NULL
+    `UPDATE tickets SET credential_kid = NULL
       WHERE tenant_id = $1 AND secured_object_id = $2 AND schedule IS NOT NULL AND revoked_at IS NULL
-        AND credential_encrypted IS NOT NULL`,
+        AND credential_encrypted IS NOT NULL AND credential_kid IS NOT NULL`,
     [tenantId, securedObjectId],
   );
   return rowCount;

@@ -74,6 +74,22 @@ describe('credential service', () => {
     expect('win' in (await credentials.claimsOf(ticket(), at))).toBe(false);
   });
 
+  it('cuts the windows at the ticket\'s [beginDate, endDate): none starts before nor ends after it, across a DST night too', async () => {
+    const credentials = service();
+    const nights = { weekly: [{ days: ['SA'] as 'SA'[], from: '22:00', to: '06:00' }] };
+    // Berlin's spring-forward night: Saturday 22:00 CET (21:00Z) to Sunday 06:00 CEST (04:00Z), seven hours. A ticket
+    // from 23:30 CET (22:30Z, not a whole second's start: 250 ms in) to 03:30 CEST (01:30Z) holds only its middle.
+    const beginDate = Date.UTC(2026, 2, 28, 22, 30, 0, 250);
+    const endDate = Date.UTC(2026, 2, 29, 1, 30);
+    const claims = await credentials.claimsOf(ticket({ beginDate, endDate, schedule: nights, lockTimeZone: 'Europe/Berlin' }), beginDate - 3600_000);
+    // nbf rounds beginDate up to the whole second, and the lock checks both, so the window starts at nbf.
+    expect(claims.win).toEqual([[Date.UTC(2026, 2, 28, 22, 30, 1), endDate]]);
+    // An endDate that is not a whole second: exp rounds down, and the window ends at exp.
+    const cut = await credentials.claimsOf(ticket({ beginDate, endDate: endDate + 700, schedule: nights, lockTimeZone: 'Europe/Berlin' }), beginDate);
+    expect(cut.exp * 1000).toBe(endDate);
+    expect(cut.win).toEqual([[Date.UTC(2026, 2, 28, 22, 30, 1), endDate]]);
+  });
+
   it('looks the tenant\'s issuer up once for 500 credentials signed at once on a cold process', async () => {
     const queries: string[] = [];
     const credentials = service(queries);

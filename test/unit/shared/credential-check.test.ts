@@ -156,6 +156,35 @@ describe('checkCredential', () => {
     expect(reason({ win: [] }, AT)).toBe('outside schedule');
   });
 
+  it('fails closed on a win that is not a list of [integer, integer] windows: a present but broken win is never "no schedule"', () => {
+    for (const win of [null, {}, { 0: [BEGIN, END] }, 0, true, '', [[AT]], [[AT - 1, AT + 1.5]], [[AT - 0.5, AT + 1]], [[NaN, Infinity]], [[-Infinity, Infinity]], [[0, Number.MAX_SAFE_INTEGER + 1]], [[[AT - 1, AT + 1]]], [null], [[AT - 1, AT + 1], 'always'], [{ 0: AT - 1, 1: AT + 1, length: 2 }]]) {
+      expect(reason({ win }), JSON.stringify(win)).toBe('malformed credential');
+    }
+  });
+
+  it('opens only inside a window of win, whatever its order, overlaps, reversed or empty windows and size, and never outside [nbf, exp) or [beginDate, endDate)', () => {
+    // Unsorted and overlapping windows: the lock opens in their union, nowhere else.
+    const win = [
+      [AT + 5_000, AT + 9_000],
+      [AT - 1_000, AT + 1_000],
+      [AT + 500, AT + 2_000],
+    ];
+    for (const at of [AT - 1_000, AT, AT + 1_999, AT + 5_000, AT + 8_999]) expect(reason({ win }, at), String(at)).toBe('valid');
+    for (const at of [AT - 1_001, AT + 2_000, AT + 4_999, AT + 9_000]) expect(reason({ win }, at), String(at)).toBe('outside schedule');
+    // A reversed or empty window holds no instant.
+    expect(reason({ win: [[AT + 1_000, AT - 1_000]] })).toBe('outside schedule');
+    expect(reason({ win: [[AT, AT]] })).toBe('outside schedule');
+    // A window reaching beyond the credential's validity does not widen it.
+    const everything = [[0, Number.MAX_SAFE_INTEGER]];
+    expect(reason({ win: everything }, BEGIN)).toBe('not yet valid');
+    expect(reason({ win: everything }, END)).toBe('expired');
+    expect(reason({ win: everything }, Math.floor(END / 1000) * 1000)).toBe('expired');
+    // 200,000 windows, none around AT: refused, and the one that holds it is found.
+    const many = Array.from({ length: 200_000 }, (_, index) => [AT + 10 + index * 2, AT + 11 + index * 2]);
+    expect(reason({ win: many })).toBe('outside schedule');
+    expect(reason({ win: [...many, [AT, AT + 1]] })).toBe('valid');
+  });
+
   it('denies a command or a channel the credential does not permit', () => {
     expect(check({ cmd: ['open'] }, AT, lock(), 'clos')).toEqual({ decision: 'deny', reason: 'command not permitted' });
     expect(check({ cmd: [] }, AT)).toEqual({ decision: 'deny', reason: 'command not permitted' });
