@@ -14,6 +14,7 @@ import problemDetails, { rawProblemAnswer, sendProblem } from './plugins/problem
 import { ProblemError } from './errors.js';
 import { validatorCompiler } from './plugins/validation.js';
 import healthRoutes from './routes/ops/health.js';
+import landingRoutes from './routes/ops/landing.js';
 import oauthRoutes from './routes/oauth/index.js';
 import tenantJwksRoutes from './routes/keys/tenant-jwks.js';
 import accessApi from './routes/access/index.js';
@@ -179,6 +180,8 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
     isReady: () =>
       withTimeout(migrationsCurrent(db, migrations), config.DB_CONNECT_TIMEOUT_MS, 'readiness check timed out'),
   });
+
+  await typed.register(landingRoutes);
 
   const services = createServices({
     db,
