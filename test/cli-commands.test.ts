@@ -120,6 +120,8 @@ describe('CLI commands', () => {
     const unknown = await cli(['client', 'create', '--tenant', 'acme', '--scopes', 'sync doors:kick']);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('doors:kick');
+    // It says which scopes there are.
+    expect(unknown.stderr).toMatch(/Known scopes: .*tokens:create .*audit:read .*webhooks:manage/);
     const missing = await cli(['client', 'create', '--scopes', 'sync']);
     expect(missing.code).toBe(2);
   });

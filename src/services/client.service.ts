@@ -18,7 +18,7 @@ import type { ActionContext, Clock } from './context.js';
 import { digestsEqual, randomToken, sha256 } from './crypto.js';
 import { decodeCursor, pageOf, type Page } from './pagination.js';
 import type { RevocationService } from './revocation.service.js';
-import { isKnownScope } from './scopes.js';
+import { ALL_SCOPES, isKnownScope } from './scopes.js';
 
 /** What the API shows of a client: never the secret or its hash (docs/security-checklist.md 36). */
 export interface Client {
@@ -107,7 +107,7 @@ export function createClientService(options: ClientServiceOptions) {
     const unknown = input.scopes.filter((scope) => !isKnownScope(scope));
     if (unknown.length > 0) {
       // docs/contract.md 3.7: unknown scopes are a 400.
-      throw new BadRequestError(`Unknown scopes: ${unknown.join(', ')}.`, [
+      throw new BadRequestError(`Unknown scopes: ${unknown.join(', ')}. Known scopes: ${ALL_SCOPES.join(' ')}.`, [
         { field: 'scopes', message: `unknown scope ${unknown.join(', ')}` },
       ]);
     }
