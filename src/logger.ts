@@ -45,7 +45,8 @@ const LEVEL_NAMES: LevelName[] = ['fatal', 'error', 'warn', 'info', 'debug', 'tr
  */
 export function lazyChildLogger(parent: Logger, bindings: pino.Bindings, options: pino.ChildLoggerOptions): Logger {
   let child: Logger | undefined;
-  const made = () => (child ??= parent.child(bindings, options));
+  let pending = bindings;
+  const made = () => (child ??= parent.child(pending, options));
   const lazy = Object.create(parent) as Logger;
   for (const level of LEVEL_NAMES) {
     lazy[level] = ((...args: Parameters<pino.LogFn>) => {
@@ -55,5 +56,11 @@ export function lazyChildLogger(parent: Logger, bindings: pino.Bindings, options
   lazy.child = ((childBindings: pino.Bindings, childOptions?: pino.ChildLoggerOptions) =>
     made().child(childBindings, childOptions)) as unknown as Logger['child'];
   lazy.bindings = () => made().bindings();
+  // Bindings added later (the tenant and client once the bearer token is checked) go on every line written after,
+  // including Fastify's "request completed". The prototype's setBindings would change the parent logger itself.
+  lazy.setBindings = (more: pino.Bindings) => {
+    if (child) child.setBindings(more);
+    else pending = { ...pending, ...more };
+  };
   return lazy;
 }

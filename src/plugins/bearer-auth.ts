@@ -1,5 +1,6 @@
 // The bearer check of one API (docs/contract.md 3.4, 3.5; RFC 6750): every route declares the scope it needs.
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
 import fp from 'fastify-plugin';
 import { ForbiddenError, ProblemError, UnauthorizedError } from '../errors.js';
 import { DEPRECATIONS, deprecationHeaders, removalNotice } from '../services/deprecations.js';
@@ -105,6 +106,12 @@ export default fp(
       }
       // Set before the scope check: a 403 is counted against its client's rate limit (refused by the route's hook).
       request.auth = claims;
+      // Who made the request, on every log line it writes from here on (ids only, never a token).
+      (request.log as FastifyBaseLogger & Pick<Logger, 'setBindings'>).setBindings({
+        tenantId: claims.tenantId,
+        clientId: claims.clientId,
+        ...(claims.userId ? { userId: claims.userId } : {}),
+      });
       if (!claims.scopes.has(scope)) {
         throw new ForbiddenError(`This request needs the scope ${scope}.`, {
           'www-authenticate': bearerChallenge(realm, { code: 'insufficient_scope', scope }),

@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redactUrl } from '../../src/logger.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { clientToken, createTenant } from '../helpers/oauth.js';
 
 const SECRETS = ['secret-token-123', 'leak123', 'leak456', 'pw-789', 'rt-000'];
 
@@ -12,6 +13,8 @@ interface LogLine {
   clientRequestId?: string;
   req?: { method: string; url: string };
   res?: { statusCode: number };
+  tenantId?: string;
+  clientId?: string;
 }
 
 describe('request logging', () => {
@@ -92,6 +95,19 @@ describe('request logging', () => {
       expect(lines.length).toBeGreaterThanOrEqual(2);
       expect(lines.every((line) => line.clientRequestId === undefined)).toBe(true);
     }
+  });
+
+  it('names the tenant and client of an authenticated request on its completion line, and nothing on the server logger', async () => {
+    const tenant = await createTenant(t.app, 'logged');
+    const token = await clientToken(t.app, { clientId: tenant.clientId, clientSecret: tenant.clientSecret });
+    const response = await t.app.inject({ method: 'GET', url: '/operatorapi/mobiledevices', headers: { authorization: `Bearer ${token}` } });
+    expect(response.statusCode).toBe(200);
+    const completed = linesOf(String(response.headers['x-request-id'])).find((line) => line.msg === 'request completed');
+    expect(completed).toMatchObject({ tenantId: tenant.tenantId, clientId: tenant.clientId });
+    expect(JSON.stringify(completed)).not.toContain(token);
+    // The next request, unauthenticated, carries none of it: the bindings were the request's own.
+    const anonymous = await t.app.inject({ method: 'GET', url: '/healthz' });
+    for (const line of linesOf(String(anonymous.headers['x-request-id']))) expect(line).not.toHaveProperty('tenantId');
   });
 
   it('writes one JSON object per line', () => {
