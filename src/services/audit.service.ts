@@ -1,11 +1,12 @@
-// The audit trail (docs/contract.md 7.5): how a service records its change, and the read side.
+// The tenant's event log and its audit view (docs/contract.md 10, 7.5): how a service records its change, the feed,
+// the audit pages and retention.
 import type { Logger } from 'pino';
 import type { Database, Queryable } from '../db/database.js';
 import {
   appendAuditEvents,
+  countEventsWritten,
   EVENT_CHUNK_SIZE,
   listAuditEvents,
-  countEventsWritten,
   listWireEvents,
   pruneEvents,
   type AuditEvent,
