@@ -173,7 +173,8 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
   });
 
   await typed.register(problemDetails, { bodyLimit: config.BODY_LIMIT });
-  await typed.register(metrics, { db });
+  // Read at scrape time, after the services below exist.
+  await typed.register(metrics, { db, eventsWritten: () => services.audit.eventsWritten() });
 
   const migrations = readMigrations();
   await typed.register(healthRoutes, {

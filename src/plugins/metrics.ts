@@ -15,6 +15,8 @@ declare module 'fastify' {
 
 export interface MetricsOptions {
   db: Database;
+  /** Events every tenant's log has been written so far (docs/contract.md 10): gapless sequences, so a database count. */
+  eventsWritten: () => Promise<number>;
 }
 
 export default fp(
@@ -47,6 +49,20 @@ export default fp(
     pool('db_pool_connections', 'Database connections open.', (stats) => stats.total);
     pool('db_pool_idle_connections', 'Database connections idle.', (stats) => stats.idle);
     pool('db_pool_waiting_requests', 'Queries waiting for a database connection.', (stats) => stats.waiting);
+
+    // Read from the database at each scrape, so it counts every instance's appends and survives restarts: the counter
+    // rises by what was appended since the last scrape (the first scrape starts it at the total so far).
+    let eventsSeen: number | null = null;
+    new Counter({
+      name: 'event_log_events_written_total',
+      help: 'Events appended to the tenants\' event logs (docs/contract.md 10), all instances together.',
+      registers: [registry],
+      async collect() {
+        const total = await options.eventsWritten();
+        if (total > (eventsSeen ?? 0)) this.inc(total - (eventsSeen ?? 0));
+        eventsSeen = Math.max(total, eventsSeen ?? 0);
+      },
+    });
 
     app.decorate('metrics', registry);
     app.decorateRequest('startTime', 0n);

@@ -204,8 +204,12 @@ export const AuditEventSchema = Type.Object({
   }),
   time: Type.Integer({ description: 'When, Unix milliseconds.' }),
   actor: Type.String({ description: '`client:<id>`, `user:<id>` or `cli`.' }),
-  action: Type.String({ description: 'What happened, e.g. `ticket.created`.' }),
-  target: Type.String({ description: 'What it happened to, e.g. `ticket:<id>`.' }),
+  action: Type.String({ description: 'What happened: the event\'s `type` (docs/contract.md 10), e.g. `ticket.created`.' }),
+  target: Type.String({
+    description:
+      'What it happened to, e.g. `ticket:<id>`; for the tickets a grant, membership change or removal made or revoked ' +
+      '(in chunks of up to 1,000), the change itself, e.g. `access_permission:<id>`.',
+  }),
   requestId: Type.Optional(
     Type.String({ description: 'The id the server gave the request that made the change (its `X-Request-Id` answer).' }),
   ),
@@ -214,7 +218,13 @@ export const AuditEventSchema = Type.Object({
 export const AuditQuery = defaultsOptional(
   Type.Object(
     {
-      target: Type.Optional(Type.String({ minLength: 1, maxLength: 300, description: 'Only events about this target, e.g. `ticket:<id>`.' })),
+      target: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: 300,
+          description: 'Only events about this target, e.g. `ticket:<id>` (its creation and revocation whatever made them).',
+        }),
+      ),
       action: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Only this action, e.g. `ticket.revoked`.' })),
       from: Type.Optional(Millis('Only events at or after this time, Unix milliseconds.')),
       to: Type.Optional(Millis('Only events before this time, Unix milliseconds.')),

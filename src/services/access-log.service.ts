@@ -136,6 +136,7 @@ export function createAccessLogService({ db, clock }: AccessLogServiceOptions) {
    */
   async function store(
     tenantId: string,
+    actor: string,
     via: string,
     securedObjectId: string,
     upload: AccessLogUpload,
@@ -154,15 +155,20 @@ export function createAccessLogService({ db, clock }: AccessLogServiceOptions) {
         seenAt: now,
         ...(upload.appliedSerial !== undefined ? { appliedThrough: upload.appliedSerial } : {}),
         ...(clockOffsetMs !== undefined ? { clockOffsetMs } : {}),
+        // Its events go with the entries' below, after the lock's row is held: the event counter last (audit.repo.ts).
+        events: 'defer',
       });
       if (!(await holdSecuredObjectForBinding(tx, tenantId, securedObjectId))) throw new NotFoundError(`No secured object ${securedObjectId}.`);
       await recheck(tx);
       // Each entry carries its upload's estimate, or the lock's last one when this upload has none.
-      const stored = await insertAccessLogEntries(tx, tenantId, securedObjectId, upload.entries, {
-        receivedAt: now,
-        via,
-        clockOffsetMs: telemetry.clockOffsetMs,
-      });
+      const stored = await insertAccessLogEntries(
+        tx,
+        tenantId,
+        securedObjectId,
+        upload.entries,
+        { receivedAt: now, via, clockOffsetMs: telemetry.clockOffsetMs },
+        { actor, requestId: null, contact: telemetry.events },
+      );
       // Deleted since the checks: nothing of this upload is kept (the transaction rolls back).
       if (stored === null) throw new NotFoundError(`No secured object ${securedObjectId}.`);
       const entryNos = upload.entries.map((entry) => entry.entryNo);
@@ -192,7 +198,7 @@ export function createAccessLogService({ db, clock }: AccessLogServiceOptions) {
       };
       await check(db);
       if (binding.securedObjectId === undefined) throw new ForbiddenError(LOG_NEEDS_LOCK_BINDING);
-      return store(tenantId, 'lock', securedObjectId, upload, check);
+      return store(tenantId, `client:${binding.clientId}`, 'lock', securedObjectId, upload, check);
     },
 
     /**
@@ -214,7 +220,7 @@ export function createAccessLogService({ db, clock }: AccessLogServiceOptions) {
         if (!right.lockExists || !right.hasTicket) throw new NotFoundError(`No secured object ${securedObjectId}.`);
       };
       await check(db);
-      return store(tenantId, mobileDeviceId, securedObjectId, rest, check);
+      return store(tenantId, `client:${binding.clientId}`, mobileDeviceId, securedObjectId, rest, check);
     },
 
     /** docs/contract.md 8.5, 7.3: the tenant's entries in lock-time order, filtered, a page at a time. */

@@ -18,7 +18,7 @@ import { nextChangeSeq } from '../db/repositories/change-log.repo.js';
 import { LOCK_GROUPS, RESIDENTS, lockGroup } from '../db/repositories/group.repo.js';
 import { NotFoundError, UnprocessableError, detailWithReasons, type FieldError } from '../errors.js';
 import type { Schedule } from '../shared/schedule.js';
-import { recordChange } from './audit.service.js';
+import { auditEvent, recordChange, recordChanges, ticketChunks } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
 import { isUuid } from './identifiers.js';
 import { neverOpensError } from './ticket-schedule.js';
@@ -111,8 +111,14 @@ export function createAccessPermissionService({ db, clock, revived }: AccessPerm
           if (never) throw refused([never]);
         }
         await insertAccessPermission(tx, record);
-        const issued = await expandAccessPermission(tx, record, now, seq);
-        await recordChange(tx, context, now, 'access_permission.created', `access_permission:${record.id}`);
+        // Its tickets' events (chunks of 1,000) in the statement that makes them, then its own: the event counter last.
+        const issued = await expandAccessPermission(tx, record, now, seq, context);
+        await recordChange(tx, context, now, 'access_permission.created', `access_permission:${record.id}`, {
+          accessPermissionId: record.id,
+          residentId: record.residentId,
+          lockGroupId: record.lockGroupId,
+          ticketCount: issued,
+        });
         return issued;
       });
       return toAccessPermission({ ...record, tokenCount });
@@ -153,9 +159,13 @@ export function createAccessPermissionService({ db, clock, revived }: AccessPerm
       await db.transaction(async (tx) => {
         const seq = await nextChangeSeq(tx, context.tenantId);
         const now = clock();
-        await revokePermissionTickets(tx, context.tenantId, 'id', id, now, seq);
+        const revoked = await revokePermissionTickets(tx, context.tenantId, 'id', id, now, seq);
         if ((await deletePermissions(tx, context.tenantId, 'id', id)).length === 0) throw notFound(id);
-        await recordChange(tx, context, now, 'access_permission.deleted', `access_permission:${id}`);
+        const target = `access_permission:${id}`;
+        await recordChanges(tx, [
+          ...ticketChunks(revoked).map((ticketIds) => auditEvent(context, now, 'ticket.revoked', target, { accessPermissionId: id, ticketIds })),
+          auditEvent(context, now, 'access_permission.deleted', target, { accessPermissionId: id }),
+        ]);
       });
     },
   };

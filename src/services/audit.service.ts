@@ -1,18 +1,43 @@
-// The audit trail (docs/contract.md 7.5): how a service records its change, and the read side.
+// The tenant's event log and its audit view (docs/contract.md 10, 7.5): how a service records its change, the feed,
+// the audit pages and retention.
+import type { Logger } from 'pino';
 import type { Database, Queryable } from '../db/database.js';
 import {
   appendAuditEvents,
+  countEventsWritten,
+  EVENT_CHUNK_SIZE,
   listAuditEvents,
+  listWireEvents,
+  pruneEvents,
   type AuditEvent,
   type AuditEventInput,
   type AuditFilter,
+  type WireEvent,
 } from '../db/repositories/audit.repo.js';
-import type { ActionContext } from './context.js';
+import { BadRequestError } from '../errors.js';
+import { isEventType, type EventType } from '../shared/event-types.js';
+import type { ActionContext, Clock } from './context.js';
 import { cutPage, invalidCursor, type Page } from './pagination.js';
 
-/** The audit event of a change made by `context` (docs/contract.md 7.5); `action` is the full name, e.g. `resident.created`. */
-export function auditEvent(context: ActionContext, time: number, action: string, target: string): AuditEventInput {
-  return { tenantId: context.tenantId, time, actor: context.actor, action, target, requestId: context.requestId };
+/**
+ * The event of a change made by `context` (docs/contract.md 10, 7.5); `action` is its type (EVENT_TYPES, e.g.
+ * `resident.created`), `data` the ids the change touched.
+ */
+export function auditEvent(
+  context: ActionContext,
+  time: number,
+  action: EventType,
+  target: string,
+  data: Record<string, unknown> = {},
+): AuditEventInput {
+  return { tenantId: context.tenantId, time, actor: context.actor, action, target, requestId: context.requestId, data };
+}
+
+/** Ticket ids in the chunks one event carries (EVENT_CHUNK_SIZE, docs/contract.md 10); none for none. */
+export function ticketChunks(ticketIds: readonly string[]): string[][] {
+  const chunks: string[][] = [];
+  for (let start = 0; start < ticketIds.length; start += EVENT_CHUNK_SIZE) chunks.push(ticketIds.slice(start, start + EVENT_CHUNK_SIZE));
+  return chunks;
 }
 
 /**
@@ -24,8 +49,15 @@ export async function recordChanges(tx: Queryable, events: AuditEventInput[]): P
 }
 
 /** Appends the one audit event of a change (see recordChanges: last in the transaction). */
-export async function recordChange(tx: Queryable, context: ActionContext, time: number, action: string, target: string): Promise<void> {
-  await recordChanges(tx, [auditEvent(context, time, action, target)]);
+export async function recordChange(
+  tx: Queryable,
+  context: ActionContext,
+  time: number,
+  action: EventType,
+  target: string,
+  data: Record<string, unknown> = {},
+): Promise<void> {
+  await recordChanges(tx, [auditEvent(context, time, action, target, data)]);
 }
 
 /**
@@ -46,8 +78,77 @@ function decodeAuditCursor(cursor: string | undefined): number | null {
   return seq;
 }
 
-export function createAuditService({ db }: { db: Database }) {
+/** A page of the feed and the `after` of the next one; null: this page reached the end. */
+export interface EventPage {
+  items: WireEvent[];
+  nextAfter: number | null;
+}
+
+/** `types` as the feed takes it (comma-separated); 400 naming the unknown ones. Absent or empty: every type. */
+function parseTypes(types: string | undefined): string[] | null {
+  if (types === undefined) return null;
+  const wanted = [...new Set(types.split(',').map((type) => type.trim()).filter((type) => type !== ''))];
+  const unknown = wanted.filter((type) => !isEventType(type));
+  if (unknown.length > 0) {
+    throw new BadRequestError(`Unknown event types: ${unknown.join(', ')}.`, [{ field: 'types', message: `unknown: ${unknown.join(', ')}` }]);
+  }
+  return wanted.length > 0 ? wanted : null;
+}
+
+/** How often an instance prunes events past retention, and how many it deletes per statement (bounded locks and WAL). */
+const PRUNE_INTERVAL_MS = 10 * 60_000;
+export const PRUNE_BATCH = 5_000;
+/** At most this many batches per sweep, so one sweep never runs for long; the next one carries on. */
+const PRUNE_MAX_BATCHES = 100;
+
+export interface AuditServiceOptions {
+  db: Database;
+  clock: Clock;
+  log: Logger;
+  /** EVENT_RETENTION_DAYS in ms: how long an event is kept (docs/contract.md 10). */
+  retentionMs: number;
+}
+
+export function createAuditService({ db, clock, log, retentionMs }: AuditServiceOptions) {
+  let timer: NodeJS.Timeout | null = null;
   return {
+    /**
+     * Deletes the events older than the retention, in batches of PRUNE_BATCH, keeping those a webhook delivery still
+     * waits to send (pruneEvents); answers how many went.
+     */
+    async prune(): Promise<number> {
+      const before = clock() - retentionMs;
+      let total = 0;
+      for (let batch = 0; batch < PRUNE_MAX_BATCHES; batch++) {
+        const deleted = await pruneEvents(db, before, PRUNE_BATCH);
+        total += deleted;
+        if (deleted < PRUNE_BATCH) break;
+      }
+      return total;
+    },
+
+    /** Events written so far, every tenant together (countEventsWritten): what the metrics count. */
+    eventsWritten: () => countEventsWritten(db),
+
+    start(): void {
+      timer = setInterval(() => {
+        this.prune().catch((error: unknown) => log.warn({ err: error }, 'event log prune failed'));
+      }, PRUNE_INTERVAL_MS);
+      timer.unref();
+    },
+
+    stop(): void {
+      if (timer) clearInterval(timer);
+      timer = null;
+    },
+
+    /** The feed (docs/contract.md 10): the tenant's events after `after`, in sequence order. */
+    async feed(tenantId: string, after: number, types: string | undefined, limit: number): Promise<EventPage> {
+      const rows = await listWireEvents(db, tenantId, after, parseTypes(types), limit + 1);
+      const page = cutPage(rows, limit);
+      return { items: page.rows, nextAfter: page.more && page.last ? page.last.sequence : null };
+    },
+
     async list(tenantId: string, filter: AuditFilter, limit: number, cursor?: string): Promise<Page<AuditEvent>> {
       const rows = await listAuditEvents(db, tenantId, filter, decodeAuditCursor(cursor), limit + 1);
       const page = cutPage(rows, limit);

@@ -147,7 +147,7 @@ export function createClientService(options: ClientServiceOptions) {
         decommissionedSeq: null,
       };
       await insertClient(tx, record);
-      await recordChange(tx, context, record.createdAt, 'client.created', `client:${record.clientId}`);
+      await recordChange(tx, context, record.createdAt, 'client.created', `client:${record.clientId}`, { clientId: record.clientId });
       return { ...toClient(record), clientSecret };
     },
 
@@ -171,7 +171,7 @@ export function createClientService(options: ClientServiceOptions) {
       const deleted = await db.transaction(async (tx) => {
         if (!(await deleteClient(tx, context.tenantId, clientId))) return false;
         await revocations.record(tx, 'client', clientId, clock() + options.accessTokenTtlMs);
-        await recordChange(tx, context, clock(), 'client.deleted', `client:${clientId}`);
+        await recordChange(tx, context, clock(), 'client.deleted', `client:${clientId}`, { clientId });
         return true;
       });
       if (!deleted) throw new NotFoundError(`No OAuth client ${clientId}.`);
@@ -186,7 +186,7 @@ export function createClientService(options: ClientServiceOptions) {
         if (!updated) return null;
         // Other instances drop their cached copy of the old secret (revocation feed, docs/contract.md 3.4's 5 s).
         await revocations.record(tx, 'client-secret', clientId, clock() + options.accessTokenTtlMs);
-        await recordChange(tx, context, clock(), 'client.secret_rotated', `client:${clientId}`);
+        await recordChange(tx, context, clock(), 'client.secret_rotated', `client:${clientId}`, { clientId });
         return updated;
       });
       if (!record) throw new NotFoundError(`No OAuth client ${clientId}.`);

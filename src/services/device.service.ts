@@ -257,7 +257,12 @@ export function createDeviceService({ db, clock, credentials, telemetry }: Devic
       // A hub's locks therefore show their revocations pending: the safe side of "may the door still open".
       if (binding.securedObjectId !== undefined && !(lock.lockExists && lock.decommissionedSeq !== null)) {
         const applied = cursor === undefined ? undefined : changes[0]?.changeSeq === position.seq ? position.seq - 1 : position.seq;
-        await telemetry.acknowledgeSync(tenantId, securedObjectId, applied === undefined ? undefined : Math.max(applied, 0));
+        await telemetry.acknowledgeSync(
+          tenantId,
+          securedObjectId,
+          applied === undefined ? undefined : Math.max(applied, 0),
+          `client:${binding.clientId}`,
+        );
       }
       let reached = last ? { seq: last.changeSeq, id: last.id } : position;
       const keysChanged = cursor === undefined || position.seq < lock.keySetSeq;

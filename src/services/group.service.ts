@@ -25,18 +25,24 @@ import {
   type GroupRecord,
 } from '../db/repositories/group.repo.js';
 import { NotFoundError, UnprocessableError } from '../errors.js';
-import { auditEvent, recordChange, recordChanges } from './audit.service.js';
+import type { EventType } from '../shared/event-types.js';
+import { auditEvent, recordChange, recordChanges, ticketChunks } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
 import { isUuid } from './identifiers.js';
 import { decodeCursor, pageOf, type Page } from './pagination.js';
 
-/** Names used in messages, audit actions and answers, per kind. */
+/** Names used in messages, event types and answers, per kind. */
 interface GroupVocabulary {
   noun: string;
   auditPrefix: string;
   memberNoun: string;
   memberField: string;
   permissionColumn: 'resident_id' | 'lock_group_id';
+  /** The event types of the group's changes (docs/contract.md 10). */
+  events: Record<'created' | 'renamed' | 'deleted' | 'memberAdded' | 'memberRemoved', EventType>;
+  /** The keys naming the group and a member in an event's `data`. */
+  idKey: 'residentId' | 'lockGroupId';
+  memberKey: 'mobileDeviceId' | 'securedObjectId';
 }
 
 const VOCABULARY: Record<GroupKind['table'], GroupVocabulary> = {
@@ -46,6 +52,15 @@ const VOCABULARY: Record<GroupKind['table'], GroupVocabulary> = {
     memberNoun: 'mobile device',
     memberField: 'mobileDeviceIds',
     permissionColumn: 'resident_id',
+    events: {
+      created: 'resident.created',
+      renamed: 'resident.renamed',
+      deleted: 'resident.deleted',
+      memberAdded: 'resident.device_added',
+      memberRemoved: 'resident.device_removed',
+    },
+    idKey: 'residentId',
+    memberKey: 'mobileDeviceId',
   },
   lock_groups: {
     noun: 'lock group',
@@ -53,6 +68,15 @@ const VOCABULARY: Record<GroupKind['table'], GroupVocabulary> = {
     memberNoun: 'secured object',
     memberField: 'securedObjectIds',
     permissionColumn: 'lock_group_id',
+    events: {
+      created: 'lock_group.created',
+      renamed: 'lock_group.renamed',
+      deleted: 'lock_group.deleted',
+      memberAdded: 'lock_group.lock_added',
+      memberRemoved: 'lock_group.lock_removed',
+    },
+    idKey: 'lockGroupId',
+    memberKey: 'securedObjectId',
   },
 };
 
@@ -67,6 +91,8 @@ export function createGroupService({ db, clock, kind }: GroupServiceOptions) {
   const notFound = (id: string) => new NotFoundError(`No ${words.noun} ${id}.`);
   const self = (id: string) => `${words.auditPrefix}:${id}`;
   const membership = (id: string, memberId: string) => `${self(id)}/${kind.memberTable.slice(0, -1)}:${memberId}`;
+  const ids = (id: string) => ({ [words.idKey]: id });
+  const memberIds = (id: string, memberId: string) => ({ [words.idKey]: id, [words.memberKey]: memberId });
 
   async function current(tenantId: string, id: string): Promise<GroupRecord> {
     const group = isUuid(id) ? await findGroup(db, kind, tenantId, id) : null;
@@ -89,7 +115,7 @@ export function createGroupService({ db, clock, kind }: GroupServiceOptions) {
         }
         await insertGroup(tx, kind, { tenantId: context.tenantId, id, name, createdAt: clock() });
         await addMembers(tx, kind, context.tenantId, id, members);
-        await recordChange(tx, context, clock(), `${words.auditPrefix}.created`, self(id));
+        await recordChange(tx, context, clock(), words.events.created, self(id), { ...ids(id), [`${words.memberKey}s`]: members });
       });
       return current(context.tenantId, id);
     },
@@ -106,7 +132,7 @@ export function createGroupService({ db, clock, kind }: GroupServiceOptions) {
       if (!isUuid(id)) throw notFound(id);
       const renamed = await db.transaction(async (tx) => {
         if (!(await renameGroup(tx, kind, context.tenantId, id, name))) return false;
-        await recordChange(tx, context, clock(), `${words.auditPrefix}.renamed`, self(id));
+        await recordChange(tx, context, clock(), words.events.renamed, self(id), ids(id));
         return true;
       });
       if (!renamed) throw notFound(id);
@@ -119,13 +145,17 @@ export function createGroupService({ db, clock, kind }: GroupServiceOptions) {
       await db.transaction(async (tx) => {
         const seq = await nextChangeSeq(tx, context.tenantId);
         if (!(await lockGroup(tx, kind, context.tenantId, id, 'UPDATE'))) throw notFound(id);
-        await revokePermissionTickets(tx, context.tenantId, words.permissionColumn, id, clock(), seq);
+        const revoked = await revokePermissionTickets(tx, context.tenantId, words.permissionColumn, id, clock(), seq);
         const permissionIds = await deletePermissions(tx, context.tenantId, words.permissionColumn, id);
         await deleteGroup(tx, kind, context.tenantId, id);
-        // The audit counter last, after every row lock (audit.repo.ts): one append for the whole change.
+        // The event counter last, after every row lock (audit.repo.ts): one append for the whole change, the revoked
+        // tickets in chunks (docs/contract.md 10).
         await recordChanges(tx, [
-          ...permissionIds.map((permissionId) => auditEvent(context, clock(), 'access_permission.deleted', `access_permission:${permissionId}`)),
-          auditEvent(context, clock(), `${words.auditPrefix}.deleted`, self(id)),
+          ...ticketChunks(revoked).map((ticketIds) => auditEvent(context, clock(), 'ticket.revoked', self(id), { ...ids(id), ticketIds })),
+          ...permissionIds.map((permissionId) =>
+            auditEvent(context, clock(), 'access_permission.deleted', `access_permission:${permissionId}`, { accessPermissionId: permissionId }),
+          ),
+          auditEvent(context, clock(), words.events.deleted, self(id), ids(id)),
         ]);
       });
     },
@@ -149,8 +179,14 @@ export function createGroupService({ db, clock, kind }: GroupServiceOptions) {
         }
         const added = await addMembers(tx, kind, context.tenantId, id, [memberId]);
         if (added.length === 0) return;
-        await issueForNewMembers(tx, kind, context.tenantId, id, added, clock(), seq);
-        await recordChange(tx, context, clock(), `${words.auditPrefix}.member_added`, membership(id, memberId));
+        // The tickets' events in chunks, in the statement that makes them, then the membership's: the event counter
+        // is taken by the first and held to commit, so nothing locks a row after it (audit.repo.ts).
+        await issueForNewMembers(tx, kind, context.tenantId, id, added, clock(), seq, {
+          ...context,
+          target: membership(id, memberId),
+          data: memberIds(id, memberId),
+        });
+        await recordChange(tx, context, clock(), words.events.memberAdded, membership(id, memberId), memberIds(id, memberId));
       });
       return current(context.tenantId, id);
     },
@@ -164,8 +200,12 @@ export function createGroupService({ db, clock, kind }: GroupServiceOptions) {
         if (!(await removeMember(tx, kind, context.tenantId, id, memberId))) {
           throw new NotFoundError(`The ${words.memberNoun} ${memberId} is not a member of ${words.noun} ${id}.`);
         }
-        await revokeForLeavingMember(tx, kind, context.tenantId, id, memberId, clock(), seq);
-        await recordChange(tx, context, clock(), `${words.auditPrefix}.member_removed`, membership(id, memberId));
+        await revokeForLeavingMember(tx, kind, context.tenantId, id, memberId, clock(), seq, {
+          ...context,
+          target: membership(id, memberId),
+          data: memberIds(id, memberId),
+        });
+        await recordChange(tx, context, clock(), words.events.memberRemoved, membership(id, memberId), memberIds(id, memberId));
       });
       return current(context.tenantId, id);
     },

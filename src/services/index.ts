@@ -85,7 +85,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
   const securedObjects = createSecuredObjectService({ db, clock, revived, revocations, telemetry: lockTelemetry, accessTokenTtlMs });
   const mobileDevices = createMobileDeviceService({ db, clock, revocations, accessTokenTtlMs });
   const tickets = createTicketService({ db, clock, revived });
-  const audit = createAuditService({ db });
+  const audit = createAuditService({ db, clock, log, retentionMs: config.EVENT_RETENTION_DAYS * 86_400_000 });
   const idempotency = createIdempotencyService({ db, clock, log, ttlMs: IDEMPOTENCY_TTL_MS });
   const residents = createGroupService({ db, clock, kind: RESIDENTS });
   const lockGroups = createGroupService({ db, clock, kind: LOCK_GROUPS });
@@ -167,11 +167,13 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
       await ticketKeys.start(KEY_REFRESH_MS);
       await revocations.start();
       idempotency.start();
+      audit.start();
       tokens.start();
     },
     async stop(): Promise<void> {
       tokens.stop();
       idempotency.stop();
+      audit.stop();
       await accessTokenKeys.stop();
       await ticketKeys.stop();
       await revocations.stop();

@@ -75,7 +75,7 @@ export interface RotateOptions {
    * longer verifying) at once. Locks that are never online then need a visit with the installer's tools.
    */
   emergency?: boolean;
-  /** Who rotates: recorded as the audit event `ticket_key.rotated` of the tenant (docs/contract.md 7.5). */
+  /** Who rotates: recorded as the audit event `key.rotated` of the tenant (docs/contract.md 7.5). */
   context?: ActionContext;
 }
 
@@ -406,7 +406,7 @@ export function createKeyService(options: KeyServiceOptions) {
           : await retireKeysExcept(tx, purpose, tenantId, kid, activatesAt);
         if (seq !== null) await recordTicketKeySetChange(tx, tenantId!, seq, now);
         // Last: the audit counter's lock (audit.service.ts). Only tenant keys (ticket keys) have a tenant's trail.
-        if (context && tenantId !== null) await recordChange(tx, context, now, 'ticket_key.rotated', `ticket_key:${kid}`);
+        if (context && tenantId !== null) await recordChange(tx, context, now, 'key.rotated', `ticket_key:${kid}`, { kid });
         return { kid, activatesAt, emergency, retired };
       });
       await reloadAfterWrite();

@@ -1,6 +1,12 @@
 // Revocation propagation (docs/contract.md 8.4): a lock's syncs acknowledge what it has applied, and the operator sees how far each revocation has reached.
 import type { Database } from '../db/database.js';
-import { findLockPropagation, listRevocations, recordLockContact, type RevocationFilter } from '../db/repositories/lock-telemetry.repo.js';
+import {
+  CLOCK_DRIFT_LIMIT_MS,
+  findLockPropagation,
+  listRevocations,
+  recordLockContact,
+  type RevocationFilter,
+} from '../db/repositories/lock-telemetry.repo.js';
 import type { Clock } from './context.js';
 import { isUuid } from './identifiers.js';
 import { decodeCursor, pageOf, type Page } from './pagination.js';
@@ -13,8 +19,7 @@ import { toTicket, type Ticket } from './ticket.service.js';
  */
 export const LAST_SEEN_RESOLUTION_MS = 30_000;
 
-/** docs/contract.md 8.5: a lock whose clock is off by more than this is flagged (`clockDrift`). */
-export const CLOCK_DRIFT_LIMIT_MS = 30_000;
+export { CLOCK_DRIFT_LIMIT_MS };
 
 /** How many locks one instance remembers its last write for; the oldest written is forgotten first. */
 const MAX_REMEMBERED_LOCKS = 10_000;
@@ -47,7 +52,7 @@ export function createLockTelemetryService({ db, clock, credentialLifetimeMs }: 
      * position did not rise since this instance's last write for the lock and that write is less than
      * LAST_SEEN_RESOLUTION_MS old: the hot path of an online lock that polls stays a read.
      */
-    async acknowledgeSync(tenantId: string, securedObjectId: string, applied: number | undefined): Promise<void> {
+    async acknowledgeSync(tenantId: string, securedObjectId: string, applied: number | undefined, actor?: string): Promise<void> {
       const key = keyOf(tenantId, securedObjectId);
       const now = clock();
       const last = written.get(key);
@@ -55,6 +60,7 @@ export function createLockTelemetryService({ db, clock, credentialLifetimeMs }: 
       const telemetry = await recordLockContact(db, tenantId, securedObjectId, {
         seenAt: now,
         ...(applied !== undefined ? { appliedThrough: applied } : {}),
+        ...(actor !== undefined ? { actor } : {}),
       });
       // Re-inserted so the map's order is the order of writes: the oldest written is forgotten first.
       written.delete(key);

@@ -44,6 +44,7 @@ const MOBILE_DEVICES: TicketHolder = {
   boundClients: { retire: deleteClientsOfMobileDevice, revocationKind: 'client', auditAction: 'client.deleted' },
   noun: 'mobile device',
   auditNoun: 'mobile_device',
+  dataKey: 'mobileDeviceId',
 };
 
 export function createMobileDeviceService(options: MobileDeviceServiceOptions) {
@@ -59,7 +60,7 @@ export function createMobileDeviceService(options: MobileDeviceServiceOptions) {
       const created = await db.transaction(async (tx) => {
         const inserted = await insertMobileDevice(tx, record);
         if (!inserted) return null;
-        await recordChange(tx, context, record.createdAt, 'mobile_device.created', `mobile_device:${record.id}`);
+        await recordChange(tx, context, record.createdAt, 'mobile_device.created', `mobile_device:${record.id}`, { mobileDeviceId: record.id });
         return inserted;
       });
       if (!created) throw new ConflictError(`The mobile device id ${record.id} is in use.`);

@@ -5,6 +5,7 @@ import { nextChangeSeq } from '../db/repositories/change-log.repo.js';
 import type { RevocationKind } from '../db/repositories/revocation.repo.js';
 import { revokeTicketsOf } from '../db/repositories/ticket.repo.js';
 import { NotFoundError } from '../errors.js';
+import type { EventType } from '../shared/event-types.js';
 import { auditEvent, recordChanges } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
 import type { RevocationService } from './revocation.service.js';
@@ -15,8 +16,8 @@ export interface BoundClientRetirement {
   retire(db: Queryable, tenantId: string, id: string, seq: number): Promise<string[]>;
   /** The revocation recorded for each retired client, so every instance acts on it within seconds (docs/contract.md 3.4). */
   revocationKind: Extract<RevocationKind, 'client' | 'client-decommissioned'>;
-  /** The audit action of each retired client, e.g. `client.deleted` (docs/contract.md 7.5). */
-  auditAction: string;
+  /** The event type of each retired client, e.g. `client.deleted` (docs/contract.md 10, 7.5). */
+  auditAction: EventType;
 }
 
 /** What differs between the two removals: the row's delete, the tickets' column that names it, its clients, its nouns. */
@@ -27,8 +28,10 @@ export interface TicketHolder {
   boundClients: BoundClientRetirement;
   /** The noun in messages, e.g. `secured object`. */
   noun: string;
-  /** The noun in audit actions and targets, e.g. `secured_object`. */
-  auditNoun: string;
+  /** The noun in event types and targets, e.g. `secured_object`. */
+  auditNoun: 'secured_object' | 'mobile_device';
+  /** The key naming the row in an event's `data`. */
+  dataKey: 'securedObjectId' | 'mobileDeviceId';
 }
 
 export interface RemovalDependencies {
@@ -60,10 +63,15 @@ export async function removeWithTickets(
     const clientIds = await holder.boundClients.retire(tx, context.tenantId, id, seq);
     // Every access token issued before now expires within one lifetime: the revocations need to outlive none longer.
     await revocations.recordMany(tx, holder.boundClients.revocationKind, clientIds, now + accessTokenTtlMs);
-    await revokeTicketsOf(tx, context.tenantId, holder.ticketColumn, id, now, seq, context);
+    // The tickets' events in chunks of 1,000, in the statement that revokes them (it takes the event counter).
+    await revokeTicketsOf(tx, context.tenantId, holder.ticketColumn, id, now, seq, {
+      ...context,
+      target: `${holder.auditNoun}:${id}`,
+      data: { [holder.dataKey]: id },
+    });
     await recordChanges(tx, [
-      auditEvent(context, now, `${holder.auditNoun}.deleted`, `${holder.auditNoun}:${id}`),
-      ...clientIds.map((clientId) => auditEvent(context, now, holder.boundClients.auditAction, `client:${clientId}`)),
+      auditEvent(context, now, `${holder.auditNoun}.deleted` as const, `${holder.auditNoun}:${id}`, { [holder.dataKey]: id }),
+      ...clientIds.map((clientId) => auditEvent(context, now, holder.boundClients.auditAction, `client:${clientId}`, { clientId })),
     ]);
     return clientIds;
   });

@@ -86,6 +86,7 @@ const SECURED_OBJECTS: TicketHolder = {
   },
   noun: 'secured object',
   auditNoun: 'secured_object',
+  dataKey: 'securedObjectId',
 };
 
 export function createSecuredObjectService(options: SecuredObjectServiceOptions) {
@@ -112,7 +113,7 @@ export function createSecuredObjectService(options: SecuredObjectServiceOptions)
         if (!inserted) return null;
         // A deleted lock's id registered again names another lock: its telemetry starts anew (docs/contract.md 8.4).
         await deleteLockTelemetry(tx, context.tenantId, record.id);
-        await recordChange(tx, context, record.createdAt, 'secured_object.created', `secured_object:${record.id}`);
+        await recordChange(tx, context, record.createdAt, 'secured_object.created', `secured_object:${record.id}`, { securedObjectId: record.id });
         return inserted;
       });
       if (!created) throw new ConflictError(`The secured object id ${record.id} is in use.`);
@@ -159,7 +160,7 @@ export function createSecuredObjectService(options: SecuredObjectServiceOptions)
         // docs/contract.md 9: windows are computed when a credential is signed, so a new zone re-signs the lock's
         // scheduled credentials on their phones' next download instead of at their half-lifetime renewal.
         if (stored.timeZone !== undefined) await forgetScheduledCredentials(tx, context.tenantId, id);
-        await recordChange(tx, context, clock(), 'secured_object.updated', `secured_object:${id}`);
+        await recordChange(tx, context, clock(), 'secured_object.updated', `secured_object:${id}`, { securedObjectId: id });
         return true;
       });
       if (!updated) throw new NotFoundError(`No secured object ${id}.`);

@@ -220,7 +220,11 @@ export function createTicketService({ db, clock, revived }: TicketServiceOptions
         const revoked = await revokeTicket(tx, context.tenantId, id, now, seq);
         if (!revoked) throw new NotFoundError(`No ticket ${id}.`);
         if (revoked.revokedNow) {
-          await recordChange(tx, context, now, 'ticket.revoked', `ticket:${id}`);
+          await recordChange(tx, context, now, 'ticket.revoked', `ticket:${id}`, {
+            ticketIds: [id],
+            securedObjectId: revoked.ticket.securedObjectId,
+            mobileDeviceId: revoked.ticket.mobileDeviceId,
+          });
         }
         return revoked;
       });

@@ -61,7 +61,7 @@ export function createUserService(options: UserServiceOptions) {
       const created = await db.transaction(async (tx) => {
         const record = await insertUser(tx, { tenantId: context.tenantId, username, passwordHash, createdAt: clock() });
         if (!record) return null;
-        await recordChange(tx, context, record.createdAt, 'user.created', `user:${record.id}`);
+        await recordChange(tx, context, record.createdAt, 'user.created', `user:${record.id}`, { userId: record.id });
         return record;
       });
       if (!created) throw new ConflictError(`The username ${username} is taken in this tenant.`);
@@ -79,7 +79,7 @@ export function createUserService(options: UserServiceOptions) {
         const userId = await deleteUser(tx, context.tenantId, username);
         if (!userId) return null;
         await revocations.record(tx, 'user', userId, clock() + options.accessTokenTtlMs);
-        await recordChange(tx, context, clock(), 'user.deleted', `user:${userId}`);
+        await recordChange(tx, context, clock(), 'user.deleted', `user:${userId}`, { userId });
         return userId;
       });
       if (!deletedId) throw new NotFoundError(`No user ${username}.`);

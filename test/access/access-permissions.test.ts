@@ -90,8 +90,9 @@ describe('access permissions', () => {
       });
     }
 
-    // One audit event for the grant.
+    // The grant's events (docs/contract.md 10): its 10 tickets in one chunk, then the permission.
     expect(await auditTrail(t, f.tenant.tenantId, { requestId: String(response.headers['x-request-id']) })).toEqual([
+      { action: 'ticket.created', target: `access_permission:${created.id}`, actor: f.actor, request_id: String(response.headers['x-request-id']), time: created.creationDate },
       { action: 'access_permission.created', target: `access_permission:${created.id}`, actor: f.actor, request_id: String(response.headers['x-request-id']), time: created.creationDate },
     ]);
 
@@ -264,6 +265,7 @@ describe('access permissions', () => {
     expect(await permissionCount(f.tenant.tenantId)).toBe(1);
     expect(await ticketRows(t, f.tenant.tenantId)).toHaveLength(4);
     expect((await auditTrail(t, f.tenant.tenantId, { targetPrefix: 'access_permission:' })).map((event) => event.action)).toEqual([
+      'ticket.created',
       'access_permission.created',
     ]);
 
@@ -344,6 +346,7 @@ describe('access permissions', () => {
     expectProblem(await v1(t, f.token, { method: 'GET', url: `/v1/access-permissions/${doomed.id}/tokens` }), 404);
     expect((await get(kept.id, f)).json()).toStrictEqual(kept);
     expect(await auditTrail(t, f.tenant.tenantId, { requestId: String(removed.headers['x-request-id']) })).toEqual([
+      { action: 'ticket.revoked', target: `access_permission:${doomed.id}`, actor: f.actor, request_id: String(removed.headers['x-request-id']), time: revokedAt },
       { action: 'access_permission.deleted', target: `access_permission:${doomed.id}`, actor: f.actor, request_id: String(removed.headers['x-request-id']), time: revokedAt },
     ]);
     await expectNothingChanged(t, async () => {

@@ -95,7 +95,8 @@ describe('membership under concurrency', () => {
     expect(await ticketRows(t, f.tenant.tenantId, { mobileDeviceId: 'phone' })).toHaveLength(3);
     await expectComplete(f, p.id, ['other', 'phone'], locks);
     expect((await auditTrail(t, f.tenant.tenantId, { targetPrefix: `resident:${r.id}/` })).map((event) => event.action)).toEqual([
-      'resident.member_added',
+      'ticket.created',
+      'resident.device_added',
     ]);
 
     // The same for locks.

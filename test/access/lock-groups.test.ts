@@ -183,7 +183,7 @@ describe('lock groups', () => {
     expect(await members(f.tenant.tenantId, created.id)).toEqual(['door', 'gate']);
     const target = `lock_group:${created.id}/secured_object:gate`;
     expect(await auditTrail(t, f.tenant.tenantId, { requestId: String(added.headers['x-request-id']) })).toEqual([
-      { action: 'lock_group.member_added', target, actor: f.actor, request_id: String(added.headers['x-request-id']), time: expect.any(Number) },
+      { action: 'lock_group.lock_added', target, actor: f.actor, request_id: String(added.headers['x-request-id']), time: expect.any(Number) },
     ]);
     await expectNothingChanged(t, async () => {
       const repeat = await put();
@@ -195,7 +195,7 @@ describe('lock groups', () => {
     expect(removed.statusCode).toBe(200);
     expect(removed.json()).toStrictEqual({ ...created, securedObjectIds: ['door'] });
     expect(await auditTrail(t, f.tenant.tenantId, { requestId: String(removed.headers['x-request-id']) })).toEqual([
-      { action: 'lock_group.member_removed', target, actor: f.actor, request_id: String(removed.headers['x-request-id']), time: expect.any(Number) },
+      { action: 'lock_group.lock_removed', target, actor: f.actor, request_id: String(removed.headers['x-request-id']), time: expect.any(Number) },
     ]);
     await expectNothingChanged(t, async () => {
       expect(expectProblem(await v1(t, f.token, { method: 'DELETE', url: memberUrl('lock-groups', created.id, 'gate') }), 404).detail).toContain('gate');

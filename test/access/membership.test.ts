@@ -70,15 +70,19 @@ describe('membership stays true', () => {
     }
     expect([await tokenCount(f, toA.id), await tokenCount(f, toB.id)]).toEqual([6, 4]);
     expect(await ticketRows(t, f.tenant.tenantId)).toHaveLength(10);
-    // One audit event for the membership (the tickets follow from it).
-    expect((await auditTrail(t, f.tenant.tenantId, { requestId: String(joined.headers['x-request-id']) })).map((event) => event.action)).toEqual(['resident.member_added']);
+    // The tickets the membership made in one chunk (docs/contract.md 10), then the membership's own event.
+    expect((await auditTrail(t, f.tenant.tenantId, { requestId: String(joined.headers['x-request-id']) })).map((event) => event.action)).toEqual([
+      'ticket.created',
+      'resident.device_added',
+    ]);
 
     // Joining again changes nothing: no new tickets, no event.
     const before = await ticketRows(t, f.tenant.tenantId);
     expect((await join(t, f.token, 'residents', r.id, 'new-phone')).mobileDeviceIds).toEqual(['new-phone', 'old-phone']);
     expect(await ticketRows(t, f.tenant.tenantId)).toEqual(before);
     expect((await auditTrail(t, f.tenant.tenantId, { targetPrefix: `resident:${r.id}/` })).map((event) => event.action)).toEqual([
-      'resident.member_added',
+      'ticket.created',
+      'resident.device_added',
     ]);
   });
 
@@ -116,7 +120,8 @@ describe('membership stays true', () => {
     expect(revokedTicket).toMatchObject({ status: 'REVOKED', revocationDate: changed[0]!.revoked_at, accessPermissionId: annGrant.id });
     expect([await tokenCount(f, annGrant.id), await tokenCount(f, benGrant.id)]).toEqual([2, 4]);
     expect((await auditTrail(t, f.tenant.tenantId, { requestId: String(left.headers['x-request-id']) })).map((event) => [event.action, event.target])).toEqual([
-      ['resident.member_removed', `resident:${ann.id}/mobile_device:shared-phone`],
+      ['ticket.revoked', `resident:${ann.id}/mobile_device:shared-phone`],
+      ['resident.device_removed', `resident:${ann.id}/mobile_device:shared-phone`],
     ]);
   });
 
@@ -254,6 +259,7 @@ describe('membership stays true', () => {
       [
         ['access_permission.deleted', `access_permission:${gone[0]!.id}`],
         ['access_permission.deleted', `access_permission:${gone[1]!.id}`],
+        ['ticket.revoked', `resident:${doomed.id}`],
         ['resident.deleted', `resident:${doomed.id}`],
       ].sort(),
     );
@@ -279,6 +285,7 @@ describe('membership stays true', () => {
     expect(pairsOf(live(await ticketRows(t, f.tenant.tenantId, { accessPermissionId: kept.id })))).toEqual(product(['p1', 'p2'], ['l2', 'l3']));
     expect((await operatorTicket(f, direct.id)).status).toBe('VALID');
     expect((await auditTrail(t, f.tenant.tenantId, { requestId: String(removed.headers['x-request-id']) })).map((event) => [event.action, event.target])).toEqual([
+      ['ticket.revoked', `lock_group:${doomed.id}`],
       ['access_permission.deleted', `access_permission:${gone.id}`],
       ['lock_group.deleted', `lock_group:${doomed.id}`],
     ]);

@@ -220,7 +220,7 @@ describe('residents', () => {
     expect(await members(f.tenant.tenantId, created.id)).toEqual(['card', 'phone']);
     const target = `resident:${created.id}/mobile_device:phone`;
     expect(await auditTrail(t, f.tenant.tenantId, { requestId: String(added.headers['x-request-id']) })).toEqual([
-      { action: 'resident.member_added', target, actor: f.actor, request_id: String(added.headers['x-request-id']), time: expect.any(Number) },
+      { action: 'resident.device_added', target, actor: f.actor, request_id: String(added.headers['x-request-id']), time: expect.any(Number) },
     ]);
 
     await expectNothingChanged(t, async () => {
@@ -234,7 +234,7 @@ describe('residents', () => {
     expect(removed.json()).toStrictEqual({ ...created, mobileDeviceIds: ['card'] });
     expect(await members(f.tenant.tenantId, created.id)).toEqual(['card']);
     expect(await auditTrail(t, f.tenant.tenantId, { requestId: String(removed.headers['x-request-id']) })).toEqual([
-      { action: 'resident.member_removed', target, actor: f.actor, request_id: String(removed.headers['x-request-id']), time: expect.any(Number) },
+      { action: 'resident.device_removed', target, actor: f.actor, request_id: String(removed.headers['x-request-id']), time: expect.any(Number) },
     ]);
 
     await expectNothingChanged(t, async () => {

@@ -54,7 +54,10 @@ describe('lock telemetry repository', () => {
     // An older contact (a relayed upload arriving late) lowers nothing.
     const late = await recordLockContact(db, tenantId, 'door', { seenAt: now + 500, appliedThrough: 1 });
     expect(late).toMatchObject({ lastSeenAt: now + 1000, appliedThrough: seq, clockOffsetMs: -45_000 });
-    expect(await findLockTelemetry(db, tenantId, 'door')).toEqual(late);
+    const { events, ...telemetry } = late;
+    // Nothing was stamped by it (the position never lowers), so it had nothing for the event log (docs/contract.md 10).
+    expect(events).toEqual({ revocationsApplied: [], driftOffsetMs: null });
+    expect(await findLockTelemetry(db, tenantId, 'door')).toEqual(telemetry);
     expect(await findLockTelemetry(db, tenantId, 'elsewhere')).toBeNull();
   });
 

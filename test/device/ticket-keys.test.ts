@@ -293,7 +293,7 @@ describe('ticket keys', () => {
       expect(await changeNumbers(acme)).toEqual(before);
     });
 
-    it('audits each rotation as ticket_key.rotated on ticket_key:<kid>, with the caller and the request id', async () => {
+    it('audits each rotation as key.rotated on ticket_key:<kid>, with the caller and the request id', async () => {
       const management = await operator(acme);
       const response = await t.app.inject({ method: 'POST', url: '/operatorapi/ticket-keys/rotations', headers: bearer(management), payload: {} });
       expect(response.statusCode, response.body).toBe(201);
@@ -303,13 +303,13 @@ describe('ticket keys', () => {
           tenant_id: acme.tenantId,
           time: now,
           actor: `client:${acme.clientId}`,
-          action: 'ticket_key.rotated',
+          action: 'key.rotated',
           target: `ticket_key:${kid}`,
           request_id: response.headers['x-request-id'],
         },
       ]);
       const listed = await t.app.inject({ url: `/operatorapi/audit-events?target=ticket_key:${kid}`, headers: bearer(management) });
-      expect(listed.json()).toEqual([expect.objectContaining({ action: 'ticket_key.rotated', target: `ticket_key:${kid}` })]);
+      expect(listed.json()).toEqual([expect.objectContaining({ action: 'key.rotated', target: `ticket_key:${kid}` })]);
     });
   });
 
@@ -342,7 +342,7 @@ describe('ticket keys', () => {
       expect(announced).toEqual({ tenant: 'cli-keys', kid: expect.any(String), activatesTime: now + lifetime, emergency: false, retired: [current] });
       expect(await signingKid(tenant)).toBe(current);
       expect(await auditEvents(t, { target: `ticket_key:${announced.kid}` })).toEqual([
-        expect.objectContaining({ actor: 'cli', action: 'ticket_key.rotated', tenant_id: tenant.tenantId }),
+        expect.objectContaining({ actor: 'cli', action: 'key.rotated', tenant_id: tenant.tenantId }),
       ]);
 
       const refused = cli(['keys', 'rotate', '--tenant', 'cli-keys', '--json']);

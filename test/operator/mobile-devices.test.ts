@@ -189,10 +189,15 @@ describe('mobile devices', () => {
     expect(events.map((event) => [event.action, event.target]).sort()).toEqual(
       [
         ['mobile_device.deleted', 'mobile_device:lost-phone'],
-        ['ticket.revoked', `ticket:${first.id}`],
-        ['ticket.revoked', `ticket:${second.id}`],
+        // Its tickets' revocations in one chunk (docs/contract.md 10), under the removed row.
+        ['ticket.revoked', 'mobile_device:lost-phone'],
       ].sort(),
     );
+    const { rows: chunk } = await t.database.db.query<{ ids: string[] }>(
+      `SELECT data -> 'ticketIds' AS ids FROM audit_events WHERE request_id = $1 AND action = 'ticket.revoked'`,
+      [String(removed.headers['x-request-id'])],
+    );
+    expect(chunk[0]!.ids.sort()).toEqual([first.id, second.id].sort());
     for (const event of events) expect(event.actor).toBe(`client:${acme.clientId}`);
 
     // The id is free again; the new device does not inherit the old one's tickets as VALID.

@@ -254,10 +254,15 @@ describe('secured objects', () => {
     expect(events.map((event) => [event.action, event.target]).sort()).toEqual(
       [
         ['secured_object.deleted', 'secured_object:doomed'],
-        ['ticket.revoked', `ticket:${first.id}`],
-        ['ticket.revoked', `ticket:${second.id}`],
+        // Its tickets' revocations in one chunk (docs/contract.md 10), under the removed row.
+        ['ticket.revoked', 'secured_object:doomed'],
       ].sort(),
     );
+    const { rows: chunk } = await t.database.db.query<{ ids: string[] }>(
+      `SELECT data -> 'ticketIds' AS ids FROM audit_events WHERE request_id = $1 AND action = 'ticket.revoked'`,
+      [String(removed.headers['x-request-id'])],
+    );
+    expect(chunk[0]!.ids.sort()).toEqual([first.id, second.id].sort());
     for (const event of events) expect(event).toMatchObject({ tenant_id: acme.tenantId, actor: `client:${acme.clientId}`, time: revokedAt[first.id] });
 
     await expectNothingChanged(t, async () => {

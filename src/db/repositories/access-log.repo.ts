@@ -1,5 +1,7 @@
 // SQL for access logs (docs/contract.md 8.5): storing what a lock reports, idempotent on (lock, entryNo), and the operator's pages.
 import type { Queryable } from '../database.js';
+import { AUDIT_APPEND_CTES, TICKET_EVENT_CHUNKS } from './audit.repo.js';
+import { CONTACT_EVENTS, type ContactEvents } from './lock-telemetry.repo.js';
 
 /** One entry as a lock reports it (docs/contract.md 8.5). */
 export interface ReportedEntry {
@@ -21,6 +23,13 @@ export interface UploadStamp {
   clockOffsetMs: number | null;
 }
 
+/** Who uploaded, and what the contact with the lock left for the event log (recordLockContact with `events: 'defer'`). */
+export interface UploadEvents {
+  actor: string;
+  requestId: string | null;
+  contact: ContactEvents;
+}
+
 /** The entries an upload stored; null when the lock is no longer registered (deleted meanwhile). */
 export interface StoredUpload {
   accepted: number;
@@ -38,6 +47,10 @@ const UUID_TEXT = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-
  * a lock deleted and registered again with the same id counts from its own first entry. An entry's phone is the
  * device of the ticket its `tokenId` names when that is a ticket of this tenant for this lock; any other value (a
  * credential of another tenant, a malformed id) names no phone. Answers null, storing nothing, when the lock is gone.
+ *
+ * The same statement appends the upload's events (docs/contract.md 10): the contact's deferred ones
+ * (`ticket.revocation_applied`, `secured_object.clock_drift`), then `access_log.granted` and `access_log.denied`, each
+ * naming up to 1,000 of the entries it stored (`entryNos`). It takes the event counter: call it after every row lock.
  */
 export async function insertAccessLogEntries(
   db: Queryable,
@@ -45,7 +58,21 @@ export async function insertAccessLogEntries(
   securedObjectId: string,
   entries: ReportedEntry[],
   stamp: UploadStamp,
+  events: UploadEvents,
 ): Promise<StoredUpload | null> {
+  const chunks = (result: 'granted' | 'denied') =>
+    TICKET_EVENT_CHUNKS(
+      result,
+      {
+        time: '$10::bigint',
+        actor: '$13::text',
+        action: `'access_log.${result}'`,
+        target: `'secured_object:' || $2::text`,
+        requestId: '$14::text',
+        extraData: `jsonb_build_object('securedObjectId', $2::text, 'via', $11::text)`,
+      },
+      'entryNos',
+    );
   const { rows } = await db.query<{ registered: boolean; accepted: number }>(
     `WITH lock AS (
        SELECT created_at FROM secured_objects WHERE tenant_id = $1 AND id = $2
@@ -61,8 +88,19 @@ export async function insertAccessLogEntries(
                 ON t.tenant_id = $1 AND t.secured_object_id = $2
                AND t.id = CASE WHEN e.token_id ~ '${UUID_TEXT}' THEN e.token_id::uuid END
        ON CONFLICT (tenant_id, secured_object_id, lock_registered_at, entry_no) DO NOTHING
-       RETURNING 1
-     )
+       RETURNING entry_no, result
+     ), granted AS (
+       SELECT entry_no AS id FROM inserted WHERE result = 'granted' ORDER BY entry_no
+     ), denied AS (
+       SELECT entry_no AS id FROM inserted WHERE result = 'denied' ORDER BY entry_no
+     ), stamped AS (
+       SELECT unnest($15::uuid[]) AS id
+     ), drift AS (
+       SELECT $16::bigint AS clock_offset_ms WHERE $16::bigint IS NOT NULL
+     ), ${AUDIT_APPEND_CTES(
+       '$1',
+       `${CONTACT_EVENTS('$10::bigint', '$13::text', '$14::text', '$2::text')} UNION ALL (${chunks('granted')}) UNION ALL (${chunks('denied')})`,
+     )}
      SELECT EXISTS (SELECT 1 FROM lock) AS registered, (SELECT count(*) FROM inserted)::int AS accepted`,
     [
       tenantId,
@@ -77,6 +115,10 @@ export async function insertAccessLogEntries(
       stamp.receivedAt,
       stamp.via,
       stamp.clockOffsetMs,
+      events.actor,
+      events.requestId,
+      events.contact.revocationsApplied,
+      events.contact.driftOffsetMs,
     ],
   );
   const row = rows[0]!;

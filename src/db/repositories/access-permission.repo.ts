@@ -4,6 +4,7 @@ import type { Queryable } from '../database.js';
 import { keysetPage, type KeysetColumns, type KeysetPosition } from '../keyset.js';
 import { TICKET_COLUMNS, TICKET_KEYSET, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';
 import type { GroupKind } from './group.repo.js';
+import { AUDIT_APPEND_CTES, TICKET_EVENT_CHUNKS } from './audit.repo.js';
 
 export interface AccessPermissionRecord {
   tenantId: string;
@@ -122,26 +123,48 @@ const INSERT_TICKETS = `INSERT INTO tickets (id, tenant_id, secured_object_id, m
 const ON_DUPLICATE = `ON CONFLICT (access_permission_id, mobile_device_id, secured_object_id)
    WHERE access_permission_id IS NOT NULL AND revoked_at IS NULL DO NOTHING`;
 
+/** Who made a change, as its events record it (docs/contract.md 10, 7.5). */
+export interface EventStamp {
+  actor: string;
+  requestId: string | null;
+}
+
 /**
  * docs/seed.md section 1: one ticket per (device in the resident) × (lock in the lock group), in one INSERT … SELECT: the
  * pairs never travel through Node. Each ticket gets the permission's schedule as stored (docs/contract.md 9): its
- * windows are computed when a credential is signed, so granting costs no per-ticket work. Returns how many tickets
- * were issued.
+ * windows are computed when a credential is signed, so granting costs no per-ticket work. The same statement appends
+ * their `ticket.created` events, one per 1,000 tickets (docs/contract.md 10), and so takes the event counter: call it
+ * last in the transaction but for further events (audit.repo.ts). Returns how many tickets were issued.
  */
 export async function expandAccessPermission(
   db: Queryable,
   permission: AccessPermissionRecord,
   now: number,
   seq: number,
+  stamp: EventStamp,
 ): Promise<number> {
-  const { rowCount } = await db.query(
-    `${INSERT_TICKETS}
+  const { rows } = await db.query<{ issued: number }>(
+    `WITH inserted AS (
+     ${INSERT_TICKETS}
      SELECT gen_random_uuid(), $1, lgo.secured_object_id, rd.mobile_device_id, $5, $6, $7, $8, $9, $2, p.schedule, $10
        FROM resident_devices rd
        JOIN access_permissions p ON p.tenant_id = rd.tenant_id AND p.id = $2
        JOIN lock_group_objects lgo ON lgo.tenant_id = rd.tenant_id AND lgo.lock_group_id = $4
       WHERE rd.tenant_id = $1 AND rd.resident_id = $3
-     ${ON_DUPLICATE}`,
+     ${ON_DUPLICATE}
+     RETURNING id
+     ), ${AUDIT_APPEND_CTES(
+       '$1',
+       TICKET_EVENT_CHUNKS('inserted', {
+         time: '$7::bigint',
+         actor: '$11::text',
+         action: `'ticket.created'`,
+         target: `'access_permission:' || $2::text`,
+         requestId: '$12::text',
+         extraData: `jsonb_build_object('accessPermissionId', $2::text)`,
+       }),
+     )}
+     SELECT count(*)::int AS issued FROM inserted`,
     [
       permission.tenantId,
       permission.id,
@@ -153,15 +176,19 @@ export async function expandAccessPermission(
       permission.commands,
       permission.channels,
       seq,
+      stamp.actor,
+      stamp.requestId,
     ],
   );
-  return rowCount;
+  return rows[0]!.issued;
 }
 
 /**
  * Membership stays true (docs/contract.md 5): new members of a group get the tickets of every permission reaching it —
  * new devices of a resident for every lock of its permissions' lock groups, new locks of a lock group for every
- * device of its permissions' residents. One statement; returns how many tickets were issued.
+ * device of its permissions' residents. One statement, which appends their `ticket.created` events in chunks of 1,000
+ * under `target` (the membership) and so takes the event counter (call it last, audit.repo.ts); returns how many
+ * tickets were issued.
  */
 export async function issueForNewMembers(
   db: Queryable,
@@ -171,6 +198,7 @@ export async function issueForNewMembers(
   memberIds: string[],
   now: number,
   seq: number,
+  stamp: EventStamp & { target: string; data: Record<string, unknown> },
 ): Promise<number> {
   if (memberIds.length === 0) return 0;
   const pairs =
@@ -185,18 +213,36 @@ export async function issueForNewMembers(
            JOIN resident_devices rd ON rd.tenant_id = p.tenant_id AND rd.resident_id = p.resident_id
            CROSS JOIN unnest($3::text[]) AS new (member_id)
           WHERE p.tenant_id = $1 AND p.lock_group_id = $2`;
-  const { rowCount } = await db.query(
-    `${INSERT_TICKETS}
+  const { rows } = await db.query<{ issued: number }>(
+    `WITH inserted AS (
+     ${INSERT_TICKETS}
      SELECT gen_random_uuid(), $1, pair.secured_object_id, pair.mobile_device_id, pair.begin_date, pair.end_date, $4,
             pair.commands, pair.channels, pair.id, pair.schedule, $5
        FROM (${pairs}) AS pair
-     ${ON_DUPLICATE}`,
-    [tenantId, groupId, memberIds, now, seq],
+     ${ON_DUPLICATE}
+     RETURNING id
+     ), ${AUDIT_APPEND_CTES('$1', TICKET_EVENT_CHUNKS('inserted', EVENT_COLUMNS('ticket.created')))}
+     SELECT count(*)::int AS issued FROM inserted`,
+    [tenantId, groupId, memberIds, now, seq, stamp.actor, stamp.requestId, stamp.target, JSON.stringify(stamp.data)],
   );
-  return rowCount;
+  return rows[0]!.issued;
 }
 
-/** A member leaving a group loses the tickets of the permissions reaching that group (and only those). */
+/** The event columns of the membership statements: $4 the time, $6..$9 the stamp's actor, request id, target, data. */
+const EVENT_COLUMNS = (action: 'ticket.created' | 'ticket.revoked') => ({
+  time: '$4::bigint',
+  actor: '$6::text',
+  action: `'${action}'`,
+  target: '$8::text',
+  requestId: '$7::text',
+  extraData: '$9::jsonb',
+});
+
+/**
+ * A member leaving a group loses the tickets of the permissions reaching that group (and only those). The same
+ * statement appends their `ticket.revoked` events in chunks of 1,000 under `target` (the membership), taking the event
+ * counter (call it last, audit.repo.ts); returns how many were revoked.
+ */
 export async function revokeForLeavingMember(
   db: Queryable,
   kind: GroupKind,
@@ -205,17 +251,25 @@ export async function revokeForLeavingMember(
   memberId: string,
   now: number,
   seq: number,
+  stamp: EventStamp & { target: string; data: Record<string, unknown> },
 ): Promise<number> {
-  const { rowCount } = await db.query(
-    `UPDATE tickets SET revoked_at = $4, change_seq = $5
-      WHERE tenant_id = $1 AND ${kind.memberColumn} = $3 AND revoked_at IS NULL
-        AND access_permission_id IN (SELECT id FROM access_permissions WHERE tenant_id = $1 AND ${kind.groupColumn} = $2)`,
-    [tenantId, groupId, memberId, now, seq],
+  const { rows } = await db.query<{ revoked: number }>(
+    `WITH revoked AS (
+       UPDATE tickets SET revoked_at = $4, change_seq = $5
+        WHERE tenant_id = $1 AND ${kind.memberColumn} = $3 AND revoked_at IS NULL
+          AND access_permission_id IN (SELECT id FROM access_permissions WHERE tenant_id = $1 AND ${kind.groupColumn} = $2)
+       RETURNING id
+     ), ${AUDIT_APPEND_CTES('$1', TICKET_EVENT_CHUNKS('revoked', EVENT_COLUMNS('ticket.revoked')))}
+     SELECT count(*)::int AS revoked FROM revoked`,
+    [tenantId, groupId, memberId, now, seq, stamp.actor, stamp.requestId, stamp.target, JSON.stringify(stamp.data)],
   );
-  return rowCount;
+  return rows[0]!.revoked;
 }
 
-/** Revokes every live ticket of the permissions selected by `column = id` (one permission, or a group's). */
+/**
+ * Revokes every live ticket of the permissions selected by `column = id` (one permission, or a group's); returns their
+ * ids, for the change's events, which come after the rows it deletes next (the event counter is taken last).
+ */
 export async function revokePermissionTickets(
   db: Queryable,
   tenantId: string,
@@ -223,14 +277,15 @@ export async function revokePermissionTickets(
   id: string,
   now: number,
   seq: number,
-): Promise<number> {
-  const { rowCount } = await db.query(
+): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
     `UPDATE tickets SET revoked_at = $3, change_seq = $4
       WHERE tenant_id = $1 AND revoked_at IS NULL
-        AND access_permission_id IN (SELECT p.id FROM access_permissions p WHERE p.tenant_id = $1 AND p.${column} = $2)`,
+        AND access_permission_id IN (SELECT p.id FROM access_permissions p WHERE p.tenant_id = $1 AND p.${column} = $2)
+      RETURNING id`,
     [tenantId, id, now, seq],
   );
-  return rowCount;
+  return rows.map((row) => row.id);
 }
 
 /** Deletes the permissions selected by `column = id`; returns their ids. */

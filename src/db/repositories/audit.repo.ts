@@ -1,4 +1,5 @@
-// SQL for the audit trail (docs/contract.md 7.5): append in the caller's transaction, numbered per tenant; keyset pages.
+// SQL for the tenant's event log, which the audit view projects (docs/contract.md 10, 7.5): append in the caller's
+// transaction, numbered per tenant without gaps; keyset pages; the feed; retention.
 import type { Queryable } from '../database.js';
 
 export interface AuditEventInput {
@@ -8,13 +9,33 @@ export interface AuditEventInput {
   action: string;
   target: string;
   requestId: string | null;
+  /** What an integrator reacts to: the ids the change touched (docs/contract.md 10); small, documented per type. */
+  data?: Record<string, unknown>;
 }
+
+/** At most this many ticket ids in one event of a fan-out change (docs/contract.md 10). */
+export const EVENT_CHUNK_SIZE = 1000;
+
+/**
+ * A SELECT of the six columns AUDIT_APPEND_CTES takes: one event per EVENT_CHUNK_SIZE rows of `from` (a CTE with an
+ * `id` column, e.g. the tickets an INSERT … SELECT returned), each with `data` = `extraData` plus `ticketIds` (or `idsKey`). The
+ * other columns are SQL expressions. Nothing when `from` is empty. Chunks are formed in the order rows come, so a
+ * grant pays one aggregation over its ids and no sort.
+ */
+export const TICKET_EVENT_CHUNKS = (
+  from: string,
+  columns: { time: string; actor: string; action: string; target: string; requestId: string; extraData: string },
+  idsKey = 'ticketIds',
+) => `SELECT ${columns.time}, ${columns.actor}, ${columns.action}, ${columns.target}, ${columns.requestId},
+         ${columns.extraData} || jsonb_build_object('${idsKey}', jsonb_agg(c.id))
+    FROM (SELECT id, (row_number() OVER () - 1) / ${EVENT_CHUNK_SIZE} AS chunk FROM ${from}) AS c
+   GROUP BY c.chunk ORDER BY c.chunk`;
 
 /**
  * The CTEs that append the rows of `source` to the audit trail of the tenant in `tenantPlaceholder`, numbered with
  * the tenant's next audit sequence numbers (migration 008), for writes that audit inside one statement (ticket
- * creation, revocation, download). `source` is a SELECT of five columns, in this order: time, actor, action,
- * target, request_id; its order is the numbering order. It names the CTEs `audit_input`, `audit_seq` and `audited`, so it comes after the statement's other CTEs:
+ * creation, revocation, download). `source` is a SELECT of six columns, in this order: time, actor, action,
+ * target, request_id, data (jsonb); its order is the numbering order. It names the CTEs `audit_input`, `audit_seq` and `audited`, so it comes after the statement's other CTEs:
  *
  *   WITH changed AS (...), ${AUDIT_APPEND_CTES('$1', 'SELECT ... FROM changed')} SELECT ...
  *
@@ -24,16 +45,16 @@ export interface AuditEventInput {
  */
 export const AUDIT_APPEND_CTES = (tenantPlaceholder: string, source: string) => `
   audit_input AS (
-    SELECT row_number() OVER () AS n, s.* FROM (${source}) AS s (time, actor, action, target, request_id)
+    SELECT row_number() OVER () AS n, s.* FROM (${source}) AS s (time, actor, action, target, request_id, data)
   ), audit_seq AS (
     INSERT INTO tenant_audit_counters AS c (tenant_id, last_seq)
     SELECT ${tenantPlaceholder}::uuid, count(*) FROM audit_input HAVING count(*) > 0
     ON CONFLICT (tenant_id) DO UPDATE SET last_seq = c.last_seq + EXCLUDED.last_seq
     RETURNING last_seq
   ), audited AS (
-    INSERT INTO audit_events (tenant_id, seq, time, actor, action, target, request_id)
+    INSERT INTO audit_events (tenant_id, seq, time, actor, action, target, request_id, data)
     SELECT ${tenantPlaceholder}::uuid, audit_seq.last_seq - (SELECT count(*) FROM audit_input) + a.n,
-           a.time, a.actor, a.action, a.target, a.request_id
+           a.time, a.actor, a.action, a.target, a.request_id, a.data
       FROM audit_input a, audit_seq
   )`;
 
@@ -50,9 +71,9 @@ export async function appendAuditEvents(db: Queryable, events: AuditEventInput[]
     await db.query(
       `WITH ${AUDIT_APPEND_CTES(
         '$1',
-        `SELECT time, actor, action, target, request_id
-           FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY
-                AS e (time, actor, action, target, request_id, ordinal)
+        `SELECT time, actor, action, target, request_id, data
+           FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[]) WITH ORDINALITY
+                AS e (time, actor, action, target, request_id, data, ordinal)
           ORDER BY ordinal`,
       )}
       SELECT 1`,
@@ -63,6 +84,7 @@ export async function appendAuditEvents(db: Queryable, events: AuditEventInput[]
         mine.map((e) => e.action),
         mine.map((e) => e.target),
         mine.map((e) => e.requestId),
+        mine.map((e) => JSON.stringify(e.data ?? {})),
       ],
     );
   }
@@ -102,7 +124,14 @@ export async function listAuditEvents(
     params.push(value);
     conditions.push(sql(`$${params.length}`));
   };
-  if (filter.target !== undefined) add((p) => `target = ${p}`, filter.target);
+  if (filter.target !== undefined) {
+    // A ticket's history includes the chunked events of the fan-out changes that created or revoked it (migration 014).
+    if (filter.target.startsWith('ticket:')) {
+      add((p) => `(target = ${p} OR (data -> 'ticketIds') @> jsonb_build_array(substr(${p}, 8)))`, filter.target);
+    } else {
+      add((p) => `target = ${p}`, filter.target);
+    }
+  }
   if (filter.action !== undefined) add((p) => `action = ${p}`, filter.action);
   if (filter.from !== undefined) add((p) => `time >= ${p}::bigint`, filter.from);
   if (filter.to !== undefined) add((p) => `time < ${p}::bigint`, filter.to);
@@ -165,4 +194,48 @@ export async function readWireEvents(db: Queryable, tenantId: string, seqs: read
     [tenantId, seqs],
   );
   return rows.map(toWireEvent);
+}
+
+/**
+ * The feed (docs/contract.md 10): the tenant's events after `afterSeq` in sequence order, of `types` when given. Pages
+ * are stable while events are appended: a tenant's events commit in sequence order (migration 008).
+ */
+export async function listWireEvents(
+  db: Queryable,
+  tenantId: string,
+  afterSeq: number,
+  types: readonly string[] | null,
+  limit: number,
+): Promise<WireEvent[]> {
+  const { rows } = await db.query<WireEventRow>(
+    `SELECT ${WIRE_EVENT_COLUMNS} FROM audit_events
+      WHERE tenant_id = $1 AND seq > $2::bigint AND ($3::text[] IS NULL OR action = ANY ($3::text[]))
+      ORDER BY seq LIMIT $4`,
+    [tenantId, afterSeq, types, limit],
+  );
+  return rows.map(toWireEvent);
+}
+
+/**
+ * Retention (EVENT_RETENTION_DAYS): deletes up to `limit` events of any tenant older than `before`, oldest first, and
+ * answers how many. An event a webhook delivery still waits to send is kept (its `pending` delivery references it, and
+ * the foreign key's cascade would drop the delivery with it). SKIP LOCKED: two instances pruning at once share the work.
+ */
+export async function pruneEvents(db: Queryable, before: number, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM audit_events WHERE id IN (
+       SELECT e.id FROM audit_events e
+        WHERE e.time < $1::bigint
+          AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d
+                           WHERE d.tenant_id = e.tenant_id AND d.event_seq = e.seq AND d.state = 'pending')
+        ORDER BY e.time LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+    [before, limit],
+  );
+  return rowCount;
+}
+
+/** How many events every tenant's log has been written so far: the sequences are gapless, so their sum (pruning aside). */
+export async function countEventsWritten(db: Queryable): Promise<number> {
+  const { rows } = await db.query<{ total: string | number }>('SELECT coalesce(sum(last_seq), 0) AS total FROM tenant_audit_counters');
+  return Number(rows[0]!.total);
 }

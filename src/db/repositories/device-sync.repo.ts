@@ -99,7 +99,7 @@ export async function recordDownload(
   if (ticketIds.length === 0) return new Map();
   const { rows } = await db.query<{ id: string; downloaded_at: number }>(
     `WITH before AS (
-       SELECT id, downloaded_at FROM tickets
+       SELECT id, downloaded_at, mobile_device_id, secured_object_id FROM tickets
         WHERE tenant_id = $1 AND id = ANY ($2::uuid[]) AND revoked_at IS NULL
           FOR UPDATE
      ), updated AS (
@@ -115,8 +115,10 @@ export async function recordDownload(
         RETURNING t.id, t.downloaded_at
      ), ${AUDIT_APPEND_CTES(
        '$1',
-       `SELECT $4::bigint, $5::text, 'ticket.downloaded', 'ticket:' || b.id, $6::text FROM before b
-         WHERE b.downloaded_at IS NULL ORDER BY b.id`,
+       `SELECT $4::bigint, $5::text, 'ticket.downloaded', 'ticket:' || b.id, $6::text,
+               jsonb_build_object('ticketIds', jsonb_build_array(b.id), 'mobileDeviceId', b.mobile_device_id,
+                                  'securedObjectId', b.secured_object_id)
+          FROM before b WHERE b.downloaded_at IS NULL ORDER BY b.id`,
      )}
      SELECT id, downloaded_at FROM updated`,
     [

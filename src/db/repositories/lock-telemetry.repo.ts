@@ -2,6 +2,7 @@
 // log (and so which revocations have reached the door), its clock's offset, and the revocations still on their way.
 import type { Queryable } from '../database.js';
 import { keysetPage, type KeysetColumns, type KeysetPosition } from '../keyset.js';
+import { AUDIT_APPEND_CTES, TICKET_EVENT_CHUNKS } from './audit.repo.js';
 import { LOCK_SERIAL_SQL } from './change-log.repo.js';
 import { TICKET_COLUMNS, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';
 
@@ -69,7 +70,40 @@ export interface LockContact {
   appliedThrough?: number;
   /** The lock's clock minus the server's (ms), when the contact carried the lock's time. */
   clockOffsetMs?: number;
+  /** Who made the contact, as its events record it (default `secured_object:<id>`), and the request's id. */
+  actor?: string;
+  requestId?: string | null;
+  /**
+   * `append` (default): the contact's events are written by its own statement. `defer`: they are answered instead
+   * (ContactEvents), for a transaction that locks rows after the contact and so must take the event counter later
+   * (audit.repo.ts, lock order).
+   */
+  events?: 'append' | 'defer';
 }
+
+/** docs/contract.md 8.5: a lock whose clock is off by more than this is flagged (`clockDrift`, `secured_object.clock_drift`). */
+export const CLOCK_DRIFT_LIMIT_MS = 30_000;
+
+/** What a contact changed that the event log records (docs/contract.md 10), when its events were deferred. */
+export interface ContactEvents {
+  /** The tickets whose revocation this contact stamped applied (`ticket.revocation_applied`). */
+  revocationsApplied: string[];
+  /** The offset that first put the lock's clock beyond CLOCK_DRIFT_LIMIT_MS (`secured_object.clock_drift`); null: none. */
+  driftOffsetMs: number | null;
+}
+
+/** The events of a contact as AUDIT_APPEND_CTES takes them, over the CTEs `stamped (id)` and `drift (clock_offset_ms)`. */
+export const CONTACT_EVENTS = (time: string, actor: string, requestId: string, securedObjectId: string) => `(${TICKET_EVENT_CHUNKS('stamped', {
+  time,
+  actor,
+  action: `'ticket.revocation_applied'`,
+  target: `'secured_object:' || ${securedObjectId}`,
+  requestId,
+  extraData: `jsonb_build_object('securedObjectId', ${securedObjectId})`,
+})})
+   UNION ALL
+   (SELECT ${time}, ${actor}, 'secured_object.clock_drift', 'secured_object:' || ${securedObjectId}, ${requestId},
+           jsonb_build_object('securedObjectId', ${securedObjectId}, 'clockOffset', clock_offset_ms) FROM drift)`;
 
 /**
  * The tickets of the lock as registered now, over `tickets` aliased `t`: a lock registered again with a deleted lock's
@@ -88,12 +122,25 @@ const OF_CURRENT_REGISTRATION = (tenantId: string, securedObjectId: string) =>
  * stamped `revocation_applied_at` (an index range over the pending revocations only, tickets_pending_revocations_idx).
  * Returns the lock's telemetry after the contact.
  *
- * LOCK ORDER: the lock's telemetry row, then its revoked ticket rows. A revocation locks the tenant's change counter
+ * The same statement appends its events (docs/contract.md 10): `ticket.revocation_applied`, one per 1,000 tickets it
+ * stamped, and `secured_object.clock_drift` when this contact first puts the lock's clock beyond CLOCK_DRIFT_LIMIT_MS.
+ * Nothing is appended, and the event counter is not touched, when neither happened (the sync's hot path).
+ *
+ * LOCK ORDER: the lock's telemetry row, then its revoked ticket rows, then the event counter (only when there are
+ * events; with `events: 'defer'` never: the caller appends them last). A revocation locks the tenant's change counter
  * and ticket rows and never this row, so the two cannot wait on each other in a cycle.
  */
-export async function recordLockContact(db: Queryable, tenantId: string, securedObjectId: string, contact: LockContact): Promise<LockTelemetry> {
-  const { rows } = await db.query<LockTelemetryRow>(
-    `WITH acknowledged AS (
+export async function recordLockContact(
+  db: Queryable,
+  tenantId: string,
+  securedObjectId: string,
+  contact: LockContact,
+): Promise<LockTelemetry & { events: ContactEvents }> {
+  const append = (contact.events ?? 'append') === 'append';
+  const { rows } = await db.query<LockTelemetryRow & { stamped_ids: string[]; drift_offset: number | string | null }>(
+    `WITH previous AS (
+       SELECT clock_offset_ms FROM lock_telemetry WHERE tenant_id = $1 AND secured_object_id = $2
+     ), acknowledged AS (
        -- least() skips NULLs: without the CASE a contact that acknowledges nothing would acknowledge everything.
        -- Capped at the lock's own serial (docs/contract.md 8.3): the last change that concerns it, key-set changes
        -- included, the furthest any sync answer or revocation list for it ever reached (tickets_sync_idx backwards).
@@ -115,11 +162,35 @@ export async function recordLockContact(db: Queryable, tenantId: string, secured
           AND t.revoked_at IS NOT NULL AND t.revocation_applied_at IS NULL AND t.credential_expires_at IS NOT NULL
           AND t.change_seq <= (SELECT applied_through FROM upserted)
           AND ${OF_CURRENT_REGISTRATION('$1', '$2')}
-     )
-     SELECT ${COLUMNS} FROM upserted`,
-    [tenantId, securedObjectId, contact.seenAt, contact.appliedThrough ?? null, contact.clockOffsetMs ?? null],
+       RETURNING t.id
+     ), drift AS (
+       -- Flagged when this contact first puts the clock beyond the limit, not on every contact while it stays there.
+       SELECT u.clock_offset_ms FROM upserted u
+        WHERE $5::bigint IS NOT NULL AND abs(u.clock_offset_ms) > $6::bigint
+          AND NOT EXISTS (SELECT 1 FROM previous p WHERE abs(p.clock_offset_ms) > $6::bigint)
+     )${append ? `, ${AUDIT_APPEND_CTES('$1', CONTACT_EVENTS('$3::bigint', '$7::text', '$8::text', '$2::text'))}` : ''}
+     SELECT ${COLUMNS}, ${append ? `'[]'::jsonb` : `(SELECT coalesce(jsonb_agg(id), '[]'::jsonb) FROM stamped)`} AS stamped_ids,
+            (SELECT clock_offset_ms FROM drift) AS drift_offset
+       FROM upserted`,
+    [
+      tenantId,
+      securedObjectId,
+      contact.seenAt,
+      contact.appliedThrough ?? null,
+      contact.clockOffsetMs ?? null,
+      CLOCK_DRIFT_LIMIT_MS,
+      // Only the appending statement names the event's actor and request id (a parameter nothing uses is an error).
+      ...(append ? [contact.actor ?? `secured_object:${securedObjectId}`, contact.requestId ?? null] : []),
+    ],
   );
-  return toTelemetry(rows[0]!);
+  const row = rows[0]!;
+  return {
+    ...toTelemetry(row),
+    events: {
+      revocationsApplied: append ? [] : row.stamped_ids,
+      driftOffsetMs: append || row.drift_offset === null ? null : Number(row.drift_offset),
+    },
+  };
 }
 
 /** The lock's telemetry, or null when it was never seen. */

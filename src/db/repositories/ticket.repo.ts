@@ -1,7 +1,7 @@
 // SQL for tickets: create (one statement with its audit event), read, page with filters, revoke.
 import type { Schedule } from '../../shared/schedule.js';
 import type { Queryable } from '../database.js';
-import { AUDIT_APPEND_CTES } from './audit.repo.js';
+import { AUDIT_APPEND_CTES, TICKET_EVENT_CHUNKS } from './audit.repo.js';
 import { NEXT_CHANGE_SEQ_CTE } from './change-log.repo.js';
 import { keysetPage, type KeysetColumns, type KeysetPosition } from '../keyset.js';
 
@@ -133,7 +133,9 @@ export async function createTickets(
        RETURNING ${TICKET_COLUMNS}
      ), ${AUDIT_APPEND_CTES(
        '$1',
-       `SELECT i.created_at, i.actor, 'ticket.created', 'ticket:' || i.id, i.request_id
+       `SELECT i.created_at, i.actor, 'ticket.created', 'ticket:' || i.id, i.request_id,
+               jsonb_build_object('ticketIds', jsonb_build_array(i.id), 'securedObjectId', i.secured_object_id,
+                                  'mobileDeviceId', i.mobile_device_id)
           FROM inserted JOIN input i ON i.id = inserted.id ORDER BY i.ordinal`,
      )}
      SELECT i.ordinal, inserted.*, inserted.id IS NOT NULL AS created, lock.channels AS lock_channels,
@@ -242,8 +244,8 @@ export async function revokeTicket(
 }
 
 /**
- * Revokes every unrevoked ticket of a lock or device (its removal) and appends one `ticket.revoked` audit event per
- * ticket, set-based in one statement. Returns how many were revoked.
+ * Revokes every unrevoked ticket of a lock or device (its removal) and appends their `ticket.revoked` events, one per
+ * 1,000 tickets under `audit.target` (docs/contract.md 10), set-based in one statement. Returns how many were revoked.
  */
 export async function revokeTicketsOf(
   db: Queryable,
@@ -252,15 +254,25 @@ export async function revokeTicketsOf(
   id: string,
   now: number,
   seq: number,
-  audit: AuditStamp,
+  audit: AuditStamp & { target: string; data: Record<string, unknown> },
 ): Promise<number> {
   const { rows } = await db.query<{ revoked: number }>(
     `WITH revoked AS (
        UPDATE tickets SET revoked_at = $3, change_seq = $6
         WHERE tenant_id = $1 AND ${column} = $2 AND revoked_at IS NULL RETURNING id
-     ), ${AUDIT_APPEND_CTES('$1', `SELECT $3::bigint, $4::text, 'ticket.revoked', 'ticket:' || id, $5::text FROM revoked ORDER BY id`)}
+     ), ${AUDIT_APPEND_CTES(
+       '$1',
+       TICKET_EVENT_CHUNKS('revoked', {
+         time: '$3::bigint',
+         actor: '$4::text',
+         action: `'ticket.revoked'`,
+         target: '$7::text',
+         requestId: '$5::text',
+         extraData: '$8::jsonb',
+       }),
+     )}
      SELECT count(*)::int AS revoked FROM revoked`,
-    [tenantId, id, now, audit.actor, audit.requestId, seq],
+    [tenantId, id, now, audit.actor, audit.requestId, seq, audit.target, JSON.stringify(audit.data)],
   );
   return rows[0]?.revoked ?? 0;
 }

@@ -1,4 +1,4 @@
-// /operatorapi/audit-events: the tenant's audit trail (docs/contract.md 7.5), scope `audit:read`.
+// /operatorapi/audit-events: the tenant's audit trail (docs/contract.md 7.5), a view of its event log, scope `audit:read`.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { AuditEventSchema, AuditQuery } from '../../schemas/operator.js';
 import { problemResponses } from '../../schemas/problem.js';
@@ -18,7 +18,10 @@ const auditRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (ap
         summary: 'List audit events',
         description:
           'Every change in the tenant (clients, users, devices, locks, tickets, groups, permissions, downloads), in ' +
-          'append order, filtered by target, action and time range `[from, to)`. Pages follow `Link: rel="next"`.',
+          'append order, filtered by target, action and time range `[from, to)`: a view of the event log ' +
+          '(`GET /operatorapi/events`; `id` is its `sequence`, `action` its `type`). `target=ticket:<id>` shows the ' +
+          'ticket\'s creation and revocation whatever made them, the chunked events of grants, membership changes and ' +
+          'removals included. Pages follow `Link: rel="next"`.',
         querystring: AuditQuery,
         response: {
           200: pageResponse(AuditEventSchema, 'A page of audit events.'),

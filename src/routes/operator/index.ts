@@ -9,6 +9,7 @@ import idempotency from '../../plugins/idempotency.js';
 import accessCheckRoutes from './access-checks.js';
 import accessLogRoutes from './access-log.js';
 import auditRoutes from './audit-events.js';
+import eventRoutes from './events.js';
 import mobileDeviceRoutes from './mobile-devices.js';
 import oauthClientRoutes from './oauth-clients.js';
 import revocationRoutes from './revocations.js';
@@ -56,7 +57,8 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
       { name: 'Tickets', description: 'Time-limited permissions for one mobile device to operate one secured object.' },
       { name: 'OAuth clients', description: 'The backends and devices that get access tokens from `POST /oauth/token`.' },
       { name: 'Users', description: 'The people who log in to the Access API.' },
-      { name: 'Audit', description: 'The record of every change in the tenant.' },
+      { name: 'Audit', description: 'The record of every change in the tenant: a view of its event log.' },
+      { name: 'Events', description: 'The tenant\'s event log (docs/contract.md 10): every change a client would react to, in order.' },
       {
         name: 'Access checks',
         description: 'Why a phone does or does not open a lock: the lock\'s decision, as far as the server knows what it holds.',
@@ -85,6 +87,7 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
       oauthClientRoutes,
       userRoutes,
       auditRoutes,
+      eventRoutes,
       ticketKeyRoutes,
       revocationRoutes,
       accessCheckRoutes,

@@ -1,6 +1,7 @@
 // Revokes a refresh-token family with its access tokens: on reuse (the refresh grant) and on request (RFC 7009).
 import type { Database } from '../../db/database.js';
 import { revokeRefreshFamily, type RefreshTokenRecord } from '../../db/repositories/refresh-token.repo.js';
+import type { EventType } from '../../shared/event-types.js';
 import { recordChange } from '../audit.service.js';
 import type { Clock } from '../context.js';
 import type { RevocationService } from '../revocation.service.js';
@@ -17,14 +18,14 @@ export interface RefreshFamilyDependencies {
 export async function revokeFamily(
   { db, clock, revocations, accessTokenTtlMs: ttlMs }: RefreshFamilyDependencies,
   record: RefreshTokenRecord,
-  action: string | null,
+  action: EventType | null,
   actor: string,
 ): Promise<void> {
   await db.transaction(async (tx) => {
     await revokeRefreshFamily(tx, record.familyId, clock());
     await revocations.record(tx, 'family', record.familyId, clock() + ttlMs);
     if (action) {
-      await recordChange(tx, { tenantId: record.tenantId, actor, requestId: null }, clock(), action, `user:${record.userId}`);
+      await recordChange(tx, { tenantId: record.tenantId, actor, requestId: null }, clock(), action, `user:${record.userId}`, { userId: record.userId });
     }
   });
   await revocations.refresh();

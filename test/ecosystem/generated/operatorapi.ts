@@ -313,9 +313,29 @@ export interface paths {
         };
         /**
          * List audit events
-         * @description Every change in the tenant (clients, users, devices, locks, tickets, groups, permissions, downloads), in append order, filtered by target, action and time range `[from, to)`. Pages follow `Link: rel="next"`.
+         * @description Every change in the tenant (clients, users, devices, locks, tickets, groups, permissions, downloads), in append order, filtered by target, action and time range `[from, to)`: a view of the event log (`GET /operatorapi/events`; `id` is its `sequence`, `action` its `type`). `target=ticket:<id>` shows the ticket's creation and revocation whatever made them, the chunked events of grants, membership changes and removals included. Pages follow `Link: rel="next"`.
          */
         get: operations["listAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/operatorapi/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List events
+         * @description The tenant's event log (docs/contract.md 10) after `after`, in sequence order: the same events webhooks deliver, written in the transaction of each change, numbered without gaps. Poll with the `sequence` of the last event seen; while more remain, `Link: rel="next"` names the next page (docs/contract.md 7.3). Events are kept for EVENT_RETENTION_DAYS (default 30).
+         */
+        get: operations["listEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4287,7 +4307,7 @@ export interface operations {
     listAuditEvents: {
         parameters: {
             query?: {
-                /** @description Only events about this target, e.g. `ticket:<id>`. */
+                /** @description Only events about this target, e.g. `ticket:<id>` (its creation and revocation whatever made them). */
                 target?: string;
                 /** @description Only this action, e.g. `ticket.revoked`. */
                 action?: string;
@@ -4321,10 +4341,147 @@ export interface operations {
                         time: number;
                         /** @description `client:<id>`, `user:<id>` or `cli`. */
                         actor: string;
-                        /** @description What happened, e.g. `ticket.created`. */
+                        /** @description What happened: the event's `type` (docs/contract.md 10), e.g. `ticket.created`. */
                         action: string;
-                        /** @description What it happened to, e.g. `ticket:<id>`. */
+                        /** @description What it happened to, e.g. `ticket:<id>`; for the tickets a grant, membership change or removal made or revoked (in chunks of up to 1,000), the change itself, e.g. `access_permission:<id>`. */
                         target: string;
+                        /** @description The id the server gave the request that made the change (its `X-Request-Id` answer). */
+                        requestId?: string;
+                    }[];
+                };
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description Only events with a higher `sequence`: the last one a client has seen (0: from the oldest kept). */
+                after?: number;
+                /** @description Comma-separated event types; only these. An unknown type is refused (400). */
+                types?: string;
+                /** @description Page size, 1 to 1000. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events. */
+            200: {
+                headers: {
+                    /** @description RFC 8288 `<…>; rel="next"`: the same request with the cursor of the next page; absent on the last page. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description The event's id: the `webhook-id` it is delivered under, the same on every retry and replay.
+                         */
+                        id: string;
+                        /** @description What happened, e.g. `ticket.created` (docs/contract.md 10). The same as the audit view's `action`: the audit view is a projection of this log. */
+                        type: string;
+                        /** @description The event's number in its tenant's sequence: 1, 2, 3, ... in commit order, without gaps (the audit view's `id`). */
+                        sequence: number;
+                        /** @description When, Unix milliseconds. */
+                        time: number;
+                        /** @description The ids the change touched, e.g. `{ticketIds, accessPermissionId}` for `ticket.created` by a grant, or `{residentId, mobileDeviceId}` for `resident.device_added`. A change that makes or revokes many tickets writes one event per 1,000 of them, each with its `ticketIds`. */
+                        data: {
+                            [key: string]: unknown;
+                        };
                         /** @description The id the server gave the request that made the change (its `X-Request-Id` answer). */
                         requestId?: string;
                     }[];

@@ -1,0 +1,51 @@
+// Schemas of the tenant's event log (docs/contract.md 10): an event as the feed answers it and a webhook delivers it.
+import { Type } from '@sinclair/typebox';
+import { defaultsOptional } from './query.js';
+
+export const EventSchema = Type.Object({
+  id: Type.String({
+    format: 'uuid',
+    description: "The event's id: the `webhook-id` it is delivered under, the same on every retry and replay.",
+  }),
+  type: Type.String({
+    description:
+      'What happened, e.g. `ticket.created` (docs/contract.md 10). The same as the audit view\'s `action`: the audit view ' +
+      'is a projection of this log.',
+  }),
+  sequence: Type.Integer({
+    minimum: 1,
+    description: "The event's number in its tenant's sequence: 1, 2, 3, ... in commit order, without gaps (the audit view's `id`).",
+  }),
+  time: Type.Integer({ description: 'When, Unix milliseconds.' }),
+  data: Type.Record(Type.String(), Type.Unknown(), {
+    description:
+      'The ids the change touched, e.g. `{ticketIds, accessPermissionId}` for `ticket.created` by a grant, or ' +
+      '`{residentId, mobileDeviceId}` for `resident.device_added`. A change that makes or revokes many tickets writes ' +
+      'one event per 1,000 of them, each with its `ticketIds`.',
+  }),
+  requestId: Type.Optional(
+    Type.String({ description: 'The id the server gave the request that made the change (its `X-Request-Id` answer).' }),
+  ),
+});
+
+export const EventsQuery = defaultsOptional(
+  Type.Object(
+    {
+      after: Type.Integer({
+        minimum: 0,
+        maximum: 9007199254740991,
+        default: 0,
+        description: 'Only events with a higher `sequence`: the last one a client has seen (0: from the oldest kept).',
+      }),
+      types: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: 2000,
+          description: 'Comma-separated event types; only these. An unknown type is refused (400).',
+        }),
+      ),
+      limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Page size, 1 to 1000.' }),
+    },
+    { additionalProperties: false },
+  ),
+);
