@@ -143,7 +143,7 @@ export function createWebhookService({ db, clock, secretsKey, urlGuard, maxPerTe
         if (!inserted) {
           throw new ConflictError(`A tenant has at most ${maxPerTenant} webhook subscriptions; delete one before adding another.`);
         }
-        await recordChange(tx, context, now, 'webhook.created', target(id));
+        await recordChange(tx, context, now, 'webhook.created', target(id), { webhookId: id, eventTypes: input.eventTypes });
         return inserted;
       });
       return { ...toWebhook(record), secret };
@@ -185,7 +185,7 @@ export function createWebhookService({ db, clock, secretsKey, urlGuard, maxPerTe
         // The URL checked above is the one written: a concurrent change of it is overwritten by a checked value.
         const updated = await updateWebhookSettings(tx, context.tenantId, id, settings, clock());
         if (!updated) throw notFound(id);
-        await recordChange(tx, context, updated.updatedAt, 'webhook.updated', target(id));
+        await recordChange(tx, context, updated.updatedAt, 'webhook.updated', target(id), { webhookId: id, enabled: updated.enabled });
         return updated;
       });
       return toWebhook(record);
@@ -196,7 +196,7 @@ export function createWebhookService({ db, clock, secretsKey, urlGuard, maxPerTe
       if (!isUuid(id)) throw notFound(id);
       await db.transaction(async (tx) => {
         if (!(await deleteWebhook(tx, context.tenantId, id))) throw notFound(id);
-        await recordChange(tx, context, clock(), 'webhook.deleted', target(id));
+        await recordChange(tx, context, clock(), 'webhook.deleted', target(id), { webhookId: id });
       });
     },
 
@@ -212,7 +212,7 @@ export function createWebhookService({ db, clock, secretsKey, urlGuard, maxPerTe
       const record = await db.transaction(async (tx) => {
         const rotated = await rotateWebhookSecret(tx, context.tenantId, id, sealed, now + PREVIOUS_SECRET_MS, now);
         if (!rotated) throw notFound(id);
-        await recordChange(tx, context, now, 'webhook.secret_rotated', target(id));
+        await recordChange(tx, context, now, 'webhook.secret_rotated', target(id), { webhookId: id });
         return rotated;
       });
       return { ...toWebhook(record), secret };
