@@ -26,6 +26,8 @@ import { createAccessCheckService } from './access-check.service.js';
 import { createAccessLogService } from './access-log.service.js';
 import { createLockTelemetryService } from './lock-telemetry.service.js';
 import { createScheduleService } from './schedule.service.js';
+import { createWebhookDeliveryService, parseRetrySchedule } from './webhook-delivery.service.js';
+import { createWebhookUrlGuard } from './webhook-url-guard.js';
 
 export interface ServiceDependencies {
   db: Database;
@@ -90,6 +92,18 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now }
   const accessChecks = createAccessCheckService({ db, clock, credentials });
   const accessLogs = createAccessLogService({ db, clock });
   const schedules = createScheduleService();
+  const webhookUrlGuard = createWebhookUrlGuard({ allowInsecure: config.WEBHOOK_ALLOW_INSECURE === 'true' });
+  const webhookDeliveries = createWebhookDeliveryService({
+    db,
+    clock,
+    log,
+    secretsKey,
+    guard: webhookUrlGuard,
+    retryScheduleSeconds: parseRetrySchedule(config.WEBHOOK_RETRY_SCHEDULE),
+    timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+    disableAfterSeconds: config.WEBHOOK_DISABLE_AFTER_SECONDS,
+    intervalMs: config.WEBHOOK_WORKER_INTERVAL_MS,
+  });
   const grants = createGrantService({
     db,
     clock,
@@ -148,6 +162,8 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now }
     accessLogs,
     lockTelemetry,
     schedules,
+    webhookUrlGuard,
+    webhookDeliveries,
     /** Loads keys (generating the first one) and starts following revocations. */
     async start(): Promise<void> {
       await accessTokenKeys.ensureKey(null);
@@ -156,8 +172,11 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now }
       await revocations.start();
       idempotency.start();
       tokens.start();
+      webhookDeliveries.start();
     },
     async stop(): Promise<void> {
+      // First: attempts under way are abandoned while the database is still open (their claims come due again).
+      await webhookDeliveries.stop();
       tokens.stop();
       idempotency.stop();
       await accessTokenKeys.stop();
