@@ -17,6 +17,7 @@ import securedObjectRoutes from './secured-objects.js';
 import ticketKeyRoutes from './ticket-keys.js';
 import ticketRoutes from './tickets.js';
 import userRoutes from './users.js';
+import webhookDeliveryRoutes from './webhook-deliveries.js';
 
 export interface OperatorApiOptions {
   services: Services;
@@ -64,6 +65,7 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
         name: 'Ticket keys',
         description: 'The keys the tenant\'s credentials are signed with, published at `/tenants/{tenant}/jwks.json`, and their rotation.',
       },
+      { name: 'Webhooks', description: 'Subscriptions to the tenant\'s events, delivered by Standard Webhooks, and their deliveries.' },
     ],
     scopes: Object.fromEntries(OPERATOR_SCOPES.map((scope) => [scope, SCOPE_DESCRIPTIONS[scope] ?? scope])),
     tokenUrl: options.tokenUrl,
@@ -85,6 +87,7 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
       accessCheckRoutes,
       accessLogRoutes,
       scheduleRoutes,
+      webhookDeliveryRoutes,
     ]) {
       await resources.register(routes, { services, prefix: '/operatorapi' });
     }
