@@ -1,6 +1,8 @@
 // The protected routes, read from the OpenAPI documents the server serves, with fixtures to fill them: the scope and
 // tenant-isolation matrices are generated from this table, so a new route is covered without a new test.
 import type { App } from '../../src/app.js';
+import type { Queryable } from '../../src/db/database.js';
+import { insertWebhook } from '../helpers/webhooks.js';
 import { ACCESS_SCOPES, OPERATOR_SCOPES } from '../../src/services/scopes.js';
 import { bearer, clientToken, createClient, createUser, passwordGrant, tokenRequest, type TenantFixture } from '../helpers/oauth.js';
 
@@ -74,6 +76,8 @@ export interface TenantData {
   permissionId: string;
   /** A published ticket key of the tenant (docs/contract.md 8.1). */
   ticketKeyId: string;
+  /** A webhook subscription of the tenant (docs/contract.md 10). */
+  webhookId: string;
 }
 
 /** The collection a path parameter follows names the kind of id it takes. */
@@ -87,6 +91,7 @@ const KIND_BY_COLLECTION: Record<string, keyof Omit<TenantData, 'tenant'>> = {
   'lock-groups': 'lockGroupId',
   'access-permissions': 'permissionId',
   'ticket-keys': 'ticketKeyId',
+  webhooks: 'webhookId',
 };
 
 const QUERY_VALUES: Record<string, string> = { version: '2' };
@@ -118,7 +123,7 @@ export function urlFor(route: RouteEntry, data: TenantData): string {
 }
 
 /** Creates one of every resource in the tenant through the APIs, with a management token. */
-export async function seedTenant(app: App, tenant: TenantFixture, suffix: string): Promise<TenantData> {
+export async function seedTenant(app: App, tenant: TenantFixture, suffix: string, store: { db: Queryable; secretsKey: Buffer }): Promise<TenantData> {
   const operator = bearer(await clientToken(app, tenant));
   const post = async (url: string, headers: Record<string, string>, payload: object) => {
     const response = await app.inject({ method: 'POST', url, headers, payload });
@@ -156,6 +161,8 @@ export async function seedTenant(app: App, tenant: TenantFixture, suffix: string
   });
   // The tenant's first ticket key (it signs at once: there is no key to announce it ahead of).
   const ticketKey = await post('/operatorapi/ticket-keys/rotations', operator, {});
+  // Inserted until the subscription API exists. An http URL: without WEBHOOK_ALLOW_INSECURE nothing is ever sent to it.
+  const webhook = await insertWebhook(store.db, store.secretsKey, tenant.tenantId, 'http://127.0.0.1:9/matrix', ['ticket.created']);
   return {
     tenant,
     lockId: lock.id,
@@ -167,6 +174,7 @@ export async function seedTenant(app: App, tenant: TenantFixture, suffix: string
     lockGroupId: group.id,
     permissionId: permission.id,
     ticketKeyId: ticketKey.kid,
+    webhookId: webhook.id,
   };
 }
 

@@ -13,7 +13,7 @@ describe('scope matrix', () => {
 
   beforeAll(async () => {
     t = await buildTestApp({ BCRYPT_COST: '4', DEPRECATED_INTERFACES_ENABLED: 'tickets-by-object' });
-    data = await seedTenant(t.app, await createTenant(t.app, 'scopes'), 'a');
+    data = await seedTenant(t.app, await createTenant(t.app, 'scopes'), 'a', { db: t.database.db, secretsKey: t.secretsKey });
     routes = await routeTable(t.app);
     for (const [api, scopes] of Object.entries(API_SCOPES) as [ApiName, readonly string[]][]) {
       for (const scope of scopes) tokens.set(`${api} ${scope}`, await tokenWithScope(t.app, data.tenant, api, scope, data));

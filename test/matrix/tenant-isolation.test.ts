@@ -19,6 +19,9 @@ const TABLES = [
   'access_permissions',
   'signing_keys',
   'ticket_key_set_changes',
+  'webhooks',
+  'webhook_deliveries',
+  'webhook_attempts',
 ];
 
 describe('tenant isolation matrix', () => {
@@ -60,8 +63,8 @@ describe('tenant isolation matrix', () => {
 
   beforeAll(async () => {
     t = await buildTestApp({ BCRYPT_COST: '4', DEPRECATED_INTERFACES_ENABLED: 'tickets-by-object' });
-    a = await seedTenant(t.app, await createTenant(t.app, 'tenant-a'), 'a');
-    b = await seedTenant(t.app, await createTenant(t.app, 'tenant-b'), 'b');
+    a = await seedTenant(t.app, await createTenant(t.app, 'tenant-a'), 'a', { db: t.database.db, secretsKey: t.secretsKey });
+    b = await seedTenant(t.app, await createTenant(t.app, 'tenant-b'), 'b', { db: t.database.db, secretsKey: t.secretsKey });
     routes = (await routeTable(t.app)).filter(takesIds);
     const operatorClient = await createClient(t.app, a.tenant, [...OPERATOR_SCOPES]);
     tokensOfA.set('operatorapi', [['operator', (await tokenRequest(t.app, operatorClient, { grant_type: 'client_credentials' })).json().access_token]]);

@@ -200,7 +200,7 @@ describe('fuzzing from the OpenAPI documents', () => {
     });
     const tenant = await createTenant(t.app, 'fuzz');
     management = tenant;
-    data = await seedTenant(t.app, tenant, 'a');
+    data = await seedTenant(t.app, tenant, 'a', { db: t.database.db, secretsKey: t.secretsKey });
     const table = await routeTable(t.app);
     const documents = new Map<ApiName, { paths: Record<string, Record<string, { parameters?: { name: string; in: string }[]; requestBody?: { content?: Record<string, { schema?: Schema }> } }>> }>();
     for (const [api, url] of Object.entries(DOCUMENTS) as [ApiName, string][]) documents.set(api, (await t.app.inject({ url })).json());
