@@ -13,22 +13,25 @@ import type { Database } from '../db/database.js';
 import {
   claimDueDeliveries,
   clearFailing,
-  disableWebhook,
+  deliveryKey,
+  disableWebhooks,
   dispatchDeliveries,
   findWebhookTarget,
-  insertAttempt,
+  insertAttempts,
   listAttempts,
   markFailing,
   oldestPendingAgeMs,
   replayDeliveries,
-  settleDelivery,
+  settleDeliveries,
   unreplayableEvents,
   type Attempt,
   type ClaimedDelivery,
+  type Settlement,
+  type WebhookKey,
 } from '../db/repositories/webhook-delivery.repo.js';
 import { NotFoundError, UnprocessableError, BadRequestError } from '../errors.js';
 import { auditEvent, recordChanges } from './audit.service.js';
-import type { ActionContext, Clock } from './context.js';
+import type { Clock } from './context.js';
 import { cutPage, invalidCursor, type Page } from './pagination.js';
 import { unsealWebhookSecret } from './webhook-secrets.js';
 import type { WebhookUrlGuard } from './webhook-url-guard.js';
@@ -114,7 +117,7 @@ function reasonOf(error: unknown, timeoutMs: number): string {
 export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
   const { db, clock, log, secretsKey, guard, timeoutMs } = options;
   const schedule = options.retryScheduleSeconds.map((seconds) => seconds * 1000);
-  const concurrency = options.concurrency ?? 16;
+  const concurrency = options.concurrency ?? 32;
   const random = options.random ?? Math.random;
   const leaseMs = timeoutMs + LEASE_MARGIN_MS;
   const httpAgent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
@@ -210,51 +213,80 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
     return base === undefined ? null : Math.round(base * (1 + random() * JITTER));
   }
 
-  async function attempt(delivery: ClaimedDelivery): Promise<void> {
-    const body = JSON.stringify(delivery.event);
-    let result: SendResult;
+  /** Sends one claimed delivery; null when the instance stopped meanwhile (the claim is abandoned). */
+  async function attempt(delivery: ClaimedDelivery): Promise<{ delivery: ClaimedDelivery; result: SendResult } | null> {
     try {
-      result = await send(delivery.url, delivery.event.id, body, secretsOf(delivery, clock()));
+      return { delivery, result: await send(delivery.url, delivery.event.id, JSON.stringify(delivery.event), secretsOf(delivery, clock())) };
     } catch (error) {
-      if (error instanceof AbandonedError) return; // stopping: the claim becomes due again after its lease
+      if (error instanceof AbandonedError) return null;
       throw error;
     }
+  }
+
+  /**
+   * Records a batch of attempts in one transaction, set-based: each claim's outcome (only while it is the latest
+   * claim), the attempt log, failing_since, and the subscriptions to disable with their `webhook.disabled` events.
+   */
+  async function record(sent: { delivery: ClaimedDelivery; result: SendResult }[]): Promise<void> {
+    if (sent.length === 0) return;
     const now = clock();
-    const ok = result.statusCode !== undefined && result.statusCode >= 200 && result.statusCode < 300;
-    const gone = result.statusCode === 410;
-    const delay = ok ? null : retryDelay(delivery.attempts);
-    const nextAttemptAt = delay === null ? null : now + delay;
-    const outcome: DeliveryOutcome = ok ? 'delivered' : gone ? 'gone' : nextAttemptAt === null ? 'failed' : 'retrying';
-    const context: ActionContext = { tenantId: delivery.tenantId, actor: WORKER_ACTOR, requestId: null };
-    await db.transaction(async (tx) => {
-      const current = await settleDelivery(tx, delivery, ok ? 'delivered' : nextAttemptAt === null ? 'failed' : 'pending', nextAttemptAt);
-      await insertAttempt(tx, {
+    const outcomes = sent.map(({ delivery, result }) => {
+      const ok = result.statusCode !== undefined && result.statusCode >= 200 && result.statusCode < 300;
+      const gone = result.statusCode === 410;
+      const delay = ok ? null : retryDelay(delivery.attempts);
+      const nextAttemptAt = delay === null ? null : now + delay;
+      const outcome: DeliveryOutcome = ok ? 'delivered' : gone ? 'gone' : nextAttemptAt === null ? 'failed' : 'retrying';
+      const settlement: Settlement = {
         tenantId: delivery.tenantId,
         webhookId: delivery.webhookId,
-        eventId: delivery.event.id,
-        time: now,
-        statusCode: result.statusCode ?? null,
-        error: result.error ?? null,
-        durationMs: result.durationMs,
-        nextAttemptAt: current ? nextAttemptAt : null,
-      });
-      // A stale claim (another worker took the delivery after this one's lease ran out) changes nothing more.
-      if (!current) return;
-      if (ok) return clearFailing(tx, delivery.tenantId, delivery.webhookId);
-      let disabled: 'gone' | 'failing' | null = null;
-      if (gone) {
-        // docs/contract.md 10: the receiver says it is gone for good; the subscription is disabled at once.
-        if (await disableWebhook(tx, delivery.tenantId, delivery.webhookId, 'gone', now)) disabled = 'gone';
-      } else {
-        const failingSince = await markFailing(tx, delivery.tenantId, delivery.webhookId, now);
-        if (failingSince !== null && now - failingSince >= options.disableAfterSeconds * 1000) {
-          if (await disableWebhook(tx, delivery.tenantId, delivery.webhookId, 'failing', now)) disabled = 'failing';
-        }
-      }
-      // Last in the transaction: it locks the tenant's event counter until commit (audit.service.ts).
-      if (disabled) await recordChanges(tx, [auditEvent(context, now, 'webhook.disabled', `webhook:${delivery.webhookId}`)]);
+        eventSeq: delivery.eventSeq,
+        attempts: delivery.attempts,
+        state: ok ? 'delivered' : nextAttemptAt === null ? 'failed' : 'pending',
+        nextAttemptAt,
+      };
+      return { delivery, result, ok, gone, nextAttemptAt, outcome, settlement };
     });
-    for (const listener of outcomeListeners) listener(outcome);
+    const uniqueWebhooks = (list: typeof outcomes): WebhookKey[] => [
+      ...new Map(list.map(({ delivery }) => [`${delivery.tenantId}/${delivery.webhookId}`, { tenantId: delivery.tenantId, webhookId: delivery.webhookId }])).values(),
+    ];
+    await db.transaction(async (tx) => {
+      const current = await settleDeliveries(tx, outcomes.map((o) => o.settlement));
+      const isCurrent = (o: (typeof outcomes)[number]) => current.has(deliveryKey(o.delivery.tenantId, o.delivery.webhookId, o.delivery.eventSeq));
+      await insertAttempts(
+        tx,
+        outcomes.map((o) => ({
+          tenantId: o.delivery.tenantId,
+          webhookId: o.delivery.webhookId,
+          eventId: o.delivery.event.id,
+          time: now,
+          statusCode: o.result.statusCode ?? null,
+          error: o.result.error ?? null,
+          durationMs: o.result.durationMs,
+          nextAttemptAt: isCurrent(o) ? o.nextAttemptAt : null,
+        })),
+      );
+      // A stale claim (another worker took the delivery after this one's lease ran out) changes nothing more.
+      const settled = outcomes.filter(isCurrent);
+      await clearFailing(tx, uniqueWebhooks(settled.filter((o) => o.ok)));
+      // docs/contract.md 10: a 410 disables at once; failing for WEBHOOK_DISABLE_AFTER_SECONDS disables too.
+      const toDisable = new Map<string, WebhookKey & { reason: 'gone' | 'failing' }>();
+      for (const key of uniqueWebhooks(settled.filter((o) => o.gone))) toDisable.set(`${key.tenantId}/${key.webhookId}`, { ...key, reason: 'gone' });
+      const failingSince = await markFailing(tx, uniqueWebhooks(settled.filter((o) => !o.ok && !o.gone)), now);
+      for (const [key, since] of failingSince) {
+        if (now - since < options.disableAfterSeconds * 1000 || toDisable.has(key)) continue;
+        const [tenantId, webhookId] = key.split('/') as [string, string];
+        toDisable.set(key, { tenantId, webhookId, reason: 'failing' });
+      }
+      const disabled = await disableWebhooks(tx, [...toDisable.values()], now);
+      // Last in the transaction: it locks the tenants' event counters until commit (audit.service.ts).
+      await recordChanges(
+        tx,
+        disabled.map(({ tenantId, webhookId }) =>
+          auditEvent({ tenantId, actor: WORKER_ACTOR, requestId: null }, now, 'webhook.disabled', `webhook:${webhookId}`),
+        ),
+      );
+    });
+    for (const { outcome } of outcomes) for (const listener of outcomeListeners) listener(outcome);
   }
 
   /** Creates deliveries for every committed event not yet dispatched (bounded per tick). */
@@ -276,10 +308,14 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
       const claimed = await claimDueDeliveries(db, now, now + leaseMs, concurrency);
       if (claimed.length === 0) break;
       const results = await Promise.allSettled(claimed.map(attempt));
+      const done = results.flatMap((result) => (result.status === 'fulfilled' && result.value ? [result.value] : []));
       for (const result of results) {
-        if (result.status === 'rejected') log.warn({ err: result.reason }, 'recording a webhook attempt failed; it is retried after its lease');
+        if (result.status === 'rejected') log.warn({ err: result.reason }, 'a webhook attempt failed unexpectedly; it is retried after its lease');
       }
-      sent += claimed.length;
+      await record(done).catch((error: unknown) => {
+        log.warn({ err: error }, 'recording webhook attempts failed; they are retried after their lease');
+      });
+      sent += done.length;
       if (claimed.length < concurrency) break;
     }
     return sent;
@@ -398,16 +434,18 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
         if (error instanceof AbandonedError) return { error: 'the server is shutting down', durationMs: 0 } satisfies SendResult;
         throw error;
       });
-      await insertAttempt(db, {
-        tenantId,
-        webhookId,
-        eventId: ping.id,
-        time: clock(),
-        statusCode: result.statusCode ?? null,
-        error: result.error ?? null,
-        durationMs: result.durationMs,
-        nextAttemptAt: null,
-      });
+      await insertAttempts(db, [
+        {
+          tenantId,
+          webhookId,
+          eventId: ping.id,
+          time: clock(),
+          statusCode: result.statusCode ?? null,
+          error: result.error ?? null,
+          durationMs: result.durationMs,
+          nextAttemptAt: null,
+        },
+      ]);
       return { eventId: ping.id, ...result };
     },
   };

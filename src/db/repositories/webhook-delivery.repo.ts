@@ -161,77 +161,125 @@ export interface AttemptInput {
   nextAttemptAt: number | null;
 }
 
-export async function insertAttempt(db: Queryable, attempt: AttemptInput): Promise<void> {
+/** Appends attempts to the log, in one statement. */
+export async function insertAttempts(db: Queryable, attempts: readonly AttemptInput[]): Promise<void> {
+  if (attempts.length === 0) return;
   await db.query(
     `INSERT INTO webhook_attempts (tenant_id, webhook_id, event_id, time, status_code, error, duration_ms, next_attempt_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::bigint[], $5::int[], $6::text[], $7::int[], $8::bigint[])`,
     [
-      attempt.tenantId,
-      attempt.webhookId,
-      attempt.eventId,
-      attempt.time,
-      attempt.statusCode,
-      attempt.error,
-      attempt.durationMs,
-      attempt.nextAttemptAt,
+      attempts.map((a) => a.tenantId),
+      attempts.map((a) => a.webhookId),
+      attempts.map((a) => a.eventId),
+      attempts.map((a) => a.time),
+      attempts.map((a) => a.statusCode),
+      attempts.map((a) => a.error),
+      attempts.map((a) => a.durationMs),
+      attempts.map((a) => a.nextAttemptAt),
     ],
   );
 }
 
-/**
- * Records a claim's outcome: `delivered`, or `pending` again at `nextAttemptAt`, or `failed` (schedule exhausted).
- * Only while nobody claimed the delivery after this worker (`attempts` still equals the claim); returns whether it did.
- */
-export async function settleDelivery(
-  db: Queryable,
-  delivery: { tenantId: string; webhookId: string; eventSeq: number; attempts: number },
-  state: 'delivered' | 'pending' | 'failed',
-  nextAttemptAt: number | null,
-): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `UPDATE webhook_deliveries SET state = $5, next_attempt_at = $6
-      WHERE tenant_id = $1 AND webhook_id = $2 AND event_seq = $3 AND attempts = $4 AND state = 'pending'`,
-    [delivery.tenantId, delivery.webhookId, delivery.eventSeq, delivery.attempts, state, state === 'pending' ? nextAttemptAt : null],
-  );
-  return rowCount > 0;
+/** What a claim came to: `delivered`, `pending` again at `nextAttemptAt`, or `failed` (schedule exhausted). */
+export interface Settlement {
+  tenantId: string;
+  webhookId: string;
+  eventSeq: number;
+  /** The claim it settles. */
+  attempts: number;
+  state: 'delivered' | 'pending' | 'failed';
+  nextAttemptAt: number | null;
 }
 
-/** A success: the subscription is no longer failing. */
-export async function clearFailing(db: Queryable, tenantId: string, webhookId: string): Promise<void> {
-  await db.query(`UPDATE webhooks SET failing_since = NULL WHERE tenant_id = $1 AND id = $2 AND failing_since IS NOT NULL`, [
-    tenantId,
-    webhookId,
-  ]);
-}
+const deliveryKey = (tenantId: string, webhookId: string, eventSeq: number) => `${tenantId}/${webhookId}/${eventSeq}`;
 
 /**
- * A failure: the subscription is failing since now unless it already was; returns when it started failing, or null
- * when the subscription is gone or no longer enabled.
+ * Records the outcomes of claims in one statement, each only while nobody claimed its delivery after this worker
+ * (`attempts` still equals the claim, migration 013). Answers the keys (`tenant/webhook/seq`) it recorded.
  */
-export async function markFailing(db: Queryable, tenantId: string, webhookId: string, now: number): Promise<number | null> {
-  const { rows } = await db.query<{ failing_since: number | string }>(
-    `UPDATE webhooks SET failing_since = coalesce(failing_since, $3::bigint)
-      WHERE tenant_id = $1 AND id = $2 AND enabled
-     RETURNING failing_since`,
-    [tenantId, webhookId, now],
+export async function settleDeliveries(db: Queryable, settlements: readonly Settlement[]): Promise<Set<string>> {
+  if (settlements.length === 0) return new Set();
+  const { rows } = await db.query<{ tenant_id: string; webhook_id: string; event_seq: number | string }>(
+    `UPDATE webhook_deliveries d SET state = o.state, next_attempt_at = o.next_attempt_at
+       FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::int[], $5::text[], $6::bigint[])
+            AS o (tenant_id, webhook_id, event_seq, attempts, state, next_attempt_at)
+      WHERE d.tenant_id = o.tenant_id AND d.webhook_id = o.webhook_id AND d.event_seq = o.event_seq
+        AND d.attempts = o.attempts AND d.state = 'pending'
+     RETURNING d.tenant_id, d.webhook_id, d.event_seq`,
+    [
+      settlements.map((s) => s.tenantId),
+      settlements.map((s) => s.webhookId),
+      settlements.map((s) => s.eventSeq),
+      settlements.map((s) => s.attempts),
+      settlements.map((s) => s.state),
+      settlements.map((s) => (s.state === 'pending' ? s.nextAttemptAt : null)),
+    ],
   );
-  return rows[0] ? Number(rows[0].failing_since) : null;
+  return new Set(rows.map((row) => deliveryKey(row.tenant_id, row.webhook_id, Number(row.event_seq))));
 }
 
-/** Disables an enabled subscription for `reason`; returns whether this call did (so one event is written). */
-export async function disableWebhook(
+export { deliveryKey };
+
+export interface WebhookKey {
+  tenantId: string;
+  webhookId: string;
+}
+
+/**
+ * The CTE that locks the named subscriptions in (tenant, id) order: workers recording batches that share
+ * subscriptions take their row locks in one order, so they never deadlock. `$1`, `$2`: tenant ids, webhook ids.
+ */
+const LOCKED_WEBHOOKS = (condition: string) => `
+  locked AS (
+    SELECT w.tenant_id, w.id FROM webhooks w
+      JOIN unnest($1::uuid[], $2::uuid[]) AS k (tenant_id, id) ON w.tenant_id = k.tenant_id AND w.id = k.id
+     WHERE ${condition}
+     ORDER BY w.tenant_id, w.id
+       FOR UPDATE OF w
+  )`;
+
+/** Successes: these subscriptions are no longer failing. Touches (and locks) only the ones that were. */
+export async function clearFailing(db: Queryable, webhooks: readonly WebhookKey[]): Promise<void> {
+  if (webhooks.length === 0) return;
+  await db.query(
+    `WITH ${LOCKED_WEBHOOKS('w.failing_since IS NOT NULL')}
+     UPDATE webhooks w SET failing_since = NULL FROM locked l WHERE w.tenant_id = l.tenant_id AND w.id = l.id`,
+    [webhooks.map((w) => w.tenantId), webhooks.map((w) => w.webhookId)],
+  );
+}
+
+/**
+ * Failures: each enabled subscription is failing since now unless it already was. Answers when each started failing
+ * (`tenant/webhook` → time); a subscription no longer enabled is absent.
+ */
+export async function markFailing(db: Queryable, webhooks: readonly WebhookKey[], now: number): Promise<Map<string, number>> {
+  if (webhooks.length === 0) return new Map();
+  const { rows } = await db.query<{ tenant_id: string; id: string; failing_since: number | string }>(
+    `WITH ${LOCKED_WEBHOOKS('w.enabled')}
+     UPDATE webhooks w SET failing_since = coalesce(w.failing_since, $3::bigint)
+       FROM locked l WHERE w.tenant_id = l.tenant_id AND w.id = l.id
+     RETURNING w.tenant_id, w.id, w.failing_since`,
+    [webhooks.map((w) => w.tenantId), webhooks.map((w) => w.webhookId), now],
+  );
+  return new Map(rows.map((row) => [`${row.tenant_id}/${row.id}`, Number(row.failing_since)]));
+}
+
+/** Disables enabled subscriptions, each for its reason; answers those this call disabled (so one event each is written). */
+export async function disableWebhooks(
   db: Queryable,
-  tenantId: string,
-  webhookId: string,
-  reason: 'gone' | 'failing',
+  webhooks: readonly (WebhookKey & { reason: 'gone' | 'failing' })[],
   now: number,
-): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `UPDATE webhooks SET enabled = false, disabled_reason = $3, disabled_at = $4, updated_at = $4
-      WHERE tenant_id = $1 AND id = $2 AND enabled`,
-    [tenantId, webhookId, reason, now],
+): Promise<(WebhookKey & { reason: 'gone' | 'failing' })[]> {
+  if (webhooks.length === 0) return [];
+  const { rows } = await db.query<{ tenant_id: string; id: string; disabled_reason: 'gone' | 'failing' }>(
+    `WITH ${LOCKED_WEBHOOKS('w.enabled')}
+     UPDATE webhooks w SET enabled = false, disabled_reason = r.reason, disabled_at = $4::bigint, updated_at = $4::bigint
+       FROM locked l, unnest($1::uuid[], $2::uuid[], $3::text[]) AS r (tenant_id, id, reason)
+      WHERE w.tenant_id = l.tenant_id AND w.id = l.id AND r.tenant_id = l.tenant_id AND r.id = l.id
+     RETURNING w.tenant_id, w.id, w.disabled_reason`,
+    [webhooks.map((w) => w.tenantId), webhooks.map((w) => w.webhookId), webhooks.map((w) => w.reason), now],
   );
-  return rowCount > 0;
+  return rows.map((row) => ({ tenantId: row.tenant_id, webhookId: row.id, reason: row.disabled_reason }));
 }
 
 /** An attempt as `GET /operatorapi/webhooks/{id}/deliveries` answers it. */
