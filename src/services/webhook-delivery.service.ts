@@ -333,12 +333,12 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
     return ticking;
   }
 
-  function schedule_(): void {
+  function scheduleTick(): void {
     if (stopping) return;
     timer = setTimeout(() => {
       tick()
         .catch((error: unknown) => log.warn({ err: error }, 'webhook delivery tick failed'))
-        .finally(schedule_);
+        .finally(scheduleTick);
     }, options.intervalMs);
     timer.unref();
   }
@@ -352,7 +352,7 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
   return {
     start(): void {
       stopping = false;
-      schedule_();
+      scheduleTick();
     },
 
     /** Stops the loop; attempts under way are abandoned (their claims become due again after the lease). */
