@@ -57,7 +57,7 @@ const webhookDeliveryRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
         body: ReplaySchema,
         response: {
           202: { ...ReplayResultSchema, description: 'The deliveries are due now.' },
-          ...problemResponses(404, 415, 422),
+          ...problemResponses(404, 413, 415, 422),
         },
       },
     },
@@ -83,7 +83,7 @@ const webhookDeliveryRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
         params: WebhookIdParams,
         response: {
           200: { ...TestPingResultSchema, description: 'What the receiver answered.' },
-          ...problemResponses(404),
+          ...problemResponses(404, 413, 415),
         },
       },
     },
