@@ -250,6 +250,8 @@ async function startServers(settings: Settings, selection: Selection, signal: Ab
     TOKEN_RATE_LIMIT_PER_MINUTE: process.env.TOKEN_RATE_LIMIT_PER_MINUTE || '1000000000',
     // One client sends every Operator API request of a row: its per-client limit would turn them into 429s too.
     API_RATE_LIMIT_PER_MINUTE: process.env.API_RATE_LIMIT_PER_MINUTE || '1000000000',
+    // The webhook rows deliver to a receiver in the bench process, on 127.0.0.1 over http.
+    WEBHOOK_ALLOW_INSECURE: 'true',
   };
   // The bench speaks plain HTTP.
   delete appEnv.TLS_CERT_FILE;
@@ -291,6 +293,7 @@ async function startServers(settings: Settings, selection: Selection, signal: Ab
   const context: Omit<ScenarioContext, 'url'> = {
     appUrl: appServer.url,
     databaseUrl: database.url,
+    secretsKey: appEnv.SECRETS_KEY!,
     async request(spec) {
       const { status, headers, body } = await fetchOnce(spec.url ?? appServer.url, prepare(spec, {}), spec.timeoutMs);
       return { status, headers, body };

@@ -28,6 +28,8 @@ export interface ScenarioContext {
   appUrl: string;
   /** The run's fresh database, already migrated by the service at start. */
   databaseUrl: string;
+  /** The service's SECRETS_KEY (hex): a set-up that stores sealed secrets (webhook subscriptions) seals with it. */
+  secretsKey: string;
   /**
    * One request with fetch, body parsed as JSON when it is JSON; for logging in, creating fixtures, ... It gives up
    * after `timeoutMs` (default 10 s).

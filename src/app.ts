@@ -9,7 +9,7 @@ import { trustProxyOption, type Config } from './config.js';
 import type { Database } from './db/database.js';
 import { migrationsCurrent, readMigrations } from './db/migrate.js';
 import { lazyChildLogger } from './logger.js';
-import metrics from './plugins/metrics.js';
+import metrics, { registerWebhookMetrics } from './plugins/metrics.js';
 import problemDetails, { rawProblemAnswer, sendProblem } from './plugins/problem-details.js';
 import { ProblemError } from './errors.js';
 import { validatorCompiler } from './plugins/validation.js';
@@ -192,6 +192,7 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
     clock: dependencies.clock,
     ...(dependencies.resolveHost ? { resolveHost: dependencies.resolveHost } : {}),
   });
+  registerWebhookMetrics(typed.metrics, services.webhookDeliveries);
   await services.start();
   // Tests and the CLI reach the services the same way the routes do.
   typed.decorate('services', services);

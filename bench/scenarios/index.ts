@@ -11,11 +11,13 @@ import { lockTrustScaleRuns } from './lock-trust.js';
 import { propagationComparisons, propagationScenarios } from './propagation.js';
 import { ticketScenarios } from './tickets.js';
 import { verifyAccessTokenBenchmarks } from './verify-access-token.js';
+import { webhookComparisons, webhookScaleRuns, webhookScenarios } from './webhooks.js';
 
 export const scenarios: Scenario[] = [
   ...opsScenarios,
   ...oauthTokenScenarios,
   ...ticketScenarios,
+  ...webhookScenarios,
   ...lockSyncScenarios,
   ...propagationScenarios,
   // Last: their set-up empties the tickets table and then fills it with a million rows.
@@ -23,10 +25,10 @@ export const scenarios: Scenario[] = [
 ];
 
 /** p50 ratios between two rows, printed under the table when both ran. */
-export const comparisons: Comparison[] = [...ticketPageComparisons, ...propagationComparisons];
+export const comparisons: Comparison[] = [...ticketPageComparisons, ...propagationComparisons, ...webhookComparisons];
 
 /** In-process measurements, run after every row (nothing else is measured meanwhile). */
 export const microBenchmarks: MicroBenchmark[] = [...verifyAccessTokenBenchmarks, ...credentialsAtRestBenchmarks];
 
 /** Large single operations (bench/scale.ts), run last, one after another, each BENCH_SCALE_RUNS times. */
-export const scaleRuns: ScaleRun[] = [...baseScaleRuns, ...lockTrustScaleRuns, ...accessLogScaleRuns];
+export const scaleRuns: ScaleRun[] = [...baseScaleRuns, ...lockTrustScaleRuns, ...accessLogScaleRuns, ...webhookScaleRuns];

@@ -115,6 +115,14 @@ export function createPostgresDatabase(options: PostgresOptions): Database {
     async transaction<T>(work: (tx: TransactionScope) => Promise<T>): Promise<T> {
       const client = await pool.connect();
       let broken: Error | undefined;
+      // pg-pool removes its error listener from a client while it is checked out, and pg emits 'error' on a client
+      // whose connection ends unexpectedly even when a query of it is failing too: without a listener here, a database
+      // crash during any transaction is an uncaught exception that stops the process. The query that was running
+      // rejects on its own; the connection is dropped below rather than handed back.
+      const onError = (error: Error) => {
+        broken = error;
+      };
+      client.on('error', onError);
       try {
         await client.query('BEGIN');
         const scope: TransactionScope = {
@@ -143,6 +151,7 @@ export function createPostgresDatabase(options: PostgresOptions): Database {
         }
         throw error;
       } finally {
+        client.removeListener('error', onError);
         client.release(broken);
       }
     },

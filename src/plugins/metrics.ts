@@ -92,3 +92,34 @@ export default fp(
   },
   { name: 'metrics' },
 );
+
+/** What the webhook metrics read: the delivery service's outcomes and its oldest waiting delivery. */
+export interface WebhookDeliveryMetricsSource {
+  onOutcome(listener: (outcome: string) => void): void;
+  oldestPendingAgeMs(): Promise<number>;
+}
+
+/**
+ * Webhook delivery (docs/contract.md 10): attempts by outcome, and how long the oldest delivery still waiting for an
+ * enabled subscription has waited (a growing age is a stuck or failing receiver, or workers that cannot keep up).
+ */
+export function registerWebhookMetrics(registry: Registry, source: WebhookDeliveryMetricsSource): void {
+  const outcomes = new Counter({
+    name: 'webhook_deliveries_total',
+    help: 'Webhook delivery attempts by outcome: delivered, retrying, failed (retries exhausted), gone (410, disabled).',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  for (const outcome of ['delivered', 'retrying', 'failed', 'gone']) outcomes.inc({ outcome }, 0);
+  source.onOutcome((outcome) => outcomes.inc({ outcome }));
+  new Gauge({
+    name: 'webhook_oldest_undelivered_age_seconds',
+    help: 'Age of the oldest webhook delivery still pending for an enabled subscription, seconds (0 when none).',
+    registers: [registry],
+    async collect() {
+      // A database outage keeps the last figure rather than failing the whole scrape.
+      const ageMs = await source.oldestPendingAgeMs().catch(() => null);
+      if (ageMs !== null) this.set(ageMs / 1000);
+    },
+  });
+}

@@ -26,6 +26,7 @@ import { createAccessCheckService } from './access-check.service.js';
 import { createAccessLogService } from './access-log.service.js';
 import { createLockTelemetryService } from './lock-telemetry.service.js';
 import { createScheduleService } from './schedule.service.js';
+import { createWebhookDeliveryService, parseRetrySchedule } from './webhook-delivery.service.js';
 import { createWebhookService } from './webhook.service.js';
 import { createWebhookUrlGuard, type Resolver } from './webhook-url-guard.js';
 
@@ -100,6 +101,17 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     ...(resolveHost ? { resolve: resolveHost } : {}),
   });
   const webhooks = createWebhookService({ db, clock, secretsKey, urlGuard: webhookUrlGuard });
+  const webhookDeliveries = createWebhookDeliveryService({
+    db,
+    clock,
+    log,
+    secretsKey,
+    guard: webhookUrlGuard,
+    retryScheduleSeconds: parseRetrySchedule(config.WEBHOOK_RETRY_SCHEDULE),
+    timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+    disableAfterSeconds: config.WEBHOOK_DISABLE_AFTER_SECONDS,
+    intervalMs: config.WEBHOOK_WORKER_INTERVAL_MS,
+  });
   const grants = createGrantService({
     db,
     clock,
@@ -160,6 +172,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     schedules,
     webhookUrlGuard,
     webhooks,
+    webhookDeliveries,
     /** Loads keys (generating the first one) and starts following revocations. */
     async start(): Promise<void> {
       await accessTokenKeys.ensureKey(null);
@@ -169,8 +182,11 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
       idempotency.start();
       audit.start();
       tokens.start();
+      webhookDeliveries.start();
     },
     async stop(): Promise<void> {
+      // First: attempts under way are abandoned while the database is still open (their claims come due again).
+      await webhookDeliveries.stop();
       tokens.stop();
       idempotency.stop();
       audit.stop();

@@ -159,8 +159,11 @@ export async function seedTenant(app: App, tenant: TenantFixture, suffix: string
   });
   // The tenant's first ticket key (it signs at once: there is no key to announce it ahead of).
   const ticketKey = await post('/operatorapi/ticket-keys/rotations', operator, {});
-  // An address literal, so no DNS is asked; a type nothing here writes, so nothing is ever delivered to it.
+  // An address literal, so no DNS is asked; a type nothing here writes, so nothing is ever delivered to it. Paused, so
+  // the delivery worker never moves its position while a matrix compares the tables before and after.
   const webhook = await post('/operatorapi/webhooks', operator, { url: `https://93.184.215.14/hooks/${suffix}`, eventTypes: ['webhook.disabled'] });
+  const paused = await app.inject({ method: 'PATCH', url: `/operatorapi/webhooks/${webhook.id}`, headers: operator, payload: { enabled: false } });
+  if (paused.statusCode !== 200) throw new Error(`pausing the seeded webhook: ${paused.statusCode} ${paused.body}`);
   return {
     tenant,
     lockId: lock.id,

@@ -20,6 +20,8 @@ const TABLES = [
   'signing_keys',
   'ticket_key_set_changes',
   'webhooks',
+  'webhook_deliveries',
+  'webhook_attempts',
 ];
 
 describe('tenant isolation matrix', () => {

@@ -19,6 +19,7 @@ import ticketKeyRoutes from './ticket-keys.js';
 import ticketRoutes from './tickets.js';
 import userRoutes from './users.js';
 import webhookRoutes from './webhooks.js';
+import webhookDeliveryRoutes from './webhook-deliveries.js';
 
 export interface OperatorApiOptions {
   services: Services;
@@ -71,6 +72,7 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
         name: 'Ticket keys',
         description: 'The keys the tenant\'s credentials are signed with, published at `/tenants/{tenant}/jwks.json`, and their rotation.',
       },
+      { name: 'Webhooks', description: 'Subscriptions to the tenant\'s events, delivered by Standard Webhooks, and their deliveries.' },
     ],
     scopes: Object.fromEntries(OPERATOR_SCOPES.map((scope) => [scope, SCOPE_DESCRIPTIONS[scope] ?? scope])),
     tokenUrl: options.tokenUrl,
@@ -94,6 +96,7 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
       accessLogRoutes,
       scheduleRoutes,
       webhookRoutes,
+      webhookDeliveryRoutes,
     ]) {
       await resources.register(routes, { services, prefix: '/operatorapi' });
     }

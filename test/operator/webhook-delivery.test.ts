@@ -1,0 +1,526 @@
+// Webhook delivery (docs/contract.md 10): Standard Webhooks signatures checked by a real receiver with the
+// standardwebhooks package, retries, 410, disabling, replay, rotation, DNS rebinding, two workers, the attempt log.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/logger.js';
+import { createWebhookDeliveryService, type WebhookDeliveryService } from '../../src/services/webhook-delivery.service.js';
+import { createWebhookUrlGuard, type Resolver } from '../../src/services/webhook-url-guard.js';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { clientToken, createClient, type TenantFixture } from '../helpers/oauth.js';
+import { call, device, expectAuthChecks, expectProblem, lock, nextLink, walk } from '../helpers/operator.js';
+import { twoTenants } from '../helpers/tenants.js';
+import {
+  insertWebhook,
+  rotateWebhookSecret,
+  setWebhookEnabled,
+  startReceiver,
+  verify,
+  type Receiver,
+  type ReceivedRequest,
+} from '../helpers/webhooks.js';
+
+interface Attempt {
+  eventId: string;
+  time: number;
+  statusCode?: number;
+  error?: string;
+  durationMs: number;
+  nextAttemptTime?: number;
+}
+
+const DAY = 86_400_000;
+
+describe('webhook delivery', () => {
+  let t: TestApp;
+  let acme: TenantFixture;
+  let other: TenantFixture;
+  let offset = 0;
+  const receivers: Receiver[] = [];
+  const extraServices: WebhookDeliveryService[] = [];
+  let locks = 0;
+
+  beforeAll(async () => {
+    // The app's own worker waits a minute between rounds: the tests drive rounds with runOnce().
+    t = await buildTestApp(
+      {
+        BCRYPT_COST: '4',
+        WEBHOOK_ALLOW_INSECURE: 'true',
+        WEBHOOK_RETRY_SCHEDULE: '1,1,1',
+        WEBHOOK_TIMEOUT_MS: '2000',
+        WEBHOOK_WORKER_INTERVAL_MS: '60000',
+      },
+      { clock: () => Date.now() + offset },
+    );
+    ({ acme, other } = await twoTenants(t));
+  });
+  afterEach(async () => {
+    offset = 0;
+    // Each test's subscriptions stop receiving, so the next test sees only its own deliveries.
+    await t.database.db.query(`UPDATE webhooks SET enabled = false, disabled_reason = 'operator', disabled_at = 0 WHERE enabled`);
+    for (const service of extraServices.splice(0)) await service.stop();
+    for (const receiver of receivers.splice(0)) await receiver.close();
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  const receiver = async (status = 200, port = 0) => {
+    const started = await startReceiver(status, port);
+    receivers.push(started);
+    return started;
+  };
+  /** Management tokens of both tenants, fetched again when the clock has moved (they live an hour). */
+  let cached = { offset: Number.NaN, acme: '', other: '' };
+  const fresh = async () => {
+    if (!(offset >= cached.offset && offset - cached.offset < 30 * 60_000)) {
+      cached = { offset, acme: await clientToken(t.app, acme), other: await clientToken(t.app, other) };
+    }
+    return cached;
+  };
+  const acmeToken = async () => (await fresh()).acme;
+  const otherToken = async () => (await fresh()).other;
+  const run = () => t.app.services.webhookDeliveries.runOnce();
+  /** A change that writes a `secured_object.created` event. */
+  const change = async (auth?: string) => (await lock(t, auth ?? (await acmeToken()), `door-${++locks}`)).id;
+  const subscribe = (url: string, types = ['secured_object.created'], options: { enabled?: boolean } = {}) =>
+    insertWebhook(t.database.db, t.secretsKey, acme.tenantId, url, types, { now: t.app.services.clock(), ...options });
+  const attempts = async (webhookId: string, query = ''): Promise<Attempt[]> => {
+    const response = await call(t, await acmeToken(), { method: 'GET', url: `/operatorapi/webhooks/${webhookId}/deliveries${query}` });
+    expect(response.statusCode, response.body).toBe(200);
+    return response.json();
+  };
+  const delivery = async (webhookId: string) => {
+    const { rows } = await t.database.db.query<{ state: string; attempts: number; next_attempt_at: string | null }>(
+      `SELECT state, attempts, next_attempt_at FROM webhook_deliveries WHERE tenant_id = $1 AND webhook_id = $2 ORDER BY event_seq`,
+      [acme.tenantId, webhookId],
+    );
+    return rows;
+  };
+  const webhookRow = async (webhookId: string) => {
+    const { rows } = await t.database.db.query<{ enabled: boolean; disabled_reason: string | null; failing_since: string | null }>(
+      `SELECT enabled, disabled_reason, failing_since FROM webhooks WHERE tenant_id = $1 AND id = $2`,
+      [acme.tenantId, webhookId],
+    );
+    return rows[0]!;
+  };
+  const eventOf = async (target: string) => {
+    const { rows } = await t.database.db.query<{ event_id: string; seq: string; action: string; time: string; data: unknown; request_id: string | null }>(
+      `SELECT event_id, seq, action, time, data, request_id FROM audit_events WHERE tenant_id = $1 AND target = $2 ORDER BY seq DESC LIMIT 1`,
+      [acme.tenantId, target],
+    );
+    return rows[0]!;
+  };
+  /** Moves the clock past every retry delay of WEBHOOK_RETRY_SCHEDULE=1,1,1 (with jitter, at most 1.25 s). */
+  const afterRetryDelay = () => {
+    offset += 1500;
+  };
+
+  it('delivers a committed change\'s event, signed so the standardwebhooks package verifies it, with the event as the body', async () => {
+    const hooks = await receiver();
+    const webhook = await subscribe(hooks.url);
+    const lockId = await change();
+    expect(hooks.received).toHaveLength(0);
+    await run();
+    const [request] = await hooks.waitFor(1);
+    expect(verify(webhook.secret, request!)).toEqual(request!.json);
+    const event = await eventOf(`secured_object:${lockId}`);
+    expect(request!.headers['webhook-id']).toBe(event.event_id);
+    expect(request!.headers['content-type']).toBe('application/json');
+    expect(request!.headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/=]+$/);
+    expect(Math.abs(Number(request!.headers['webhook-timestamp']) - (Date.now() + offset) / 1000)).toBeLessThan(5);
+    expect(request!.json).toEqual({
+      id: event.event_id,
+      type: 'secured_object.created',
+      sequence: Number(event.seq),
+      time: Number(event.time),
+      data: event.data,
+      ...(event.request_id !== null ? { requestId: event.request_id } : {}),
+    });
+    expect(await delivery(webhook.id)).toEqual([{ state: 'delivered', attempts: 1, next_attempt_at: null }]);
+    const log = await attempts(webhook.id);
+    expect(log).toEqual([{ eventId: event.event_id, time: expect.any(Number), statusCode: 200, durationMs: expect.any(Number) }]);
+    // Nothing more is sent on later rounds.
+    await run();
+    expect(hooks.received).toHaveLength(1);
+  });
+
+  it('delivers only the subscribed types, and only the tenant\'s own events', async () => {
+    const hooks = await receiver();
+    await subscribe(hooks.url, ['mobile_device.created']);
+    await change(); // secured_object.created: not subscribed
+    await change(await otherToken()); // the other tenant's
+    await device(t, await otherToken(), `other-phone-${locks}`);
+    await device(t, await acmeToken(), `phone-${locks}`);
+    await run();
+    await hooks.waitFor(1);
+    await run();
+    expect(hooks.received.map((request) => request.json.type)).toEqual(['mobile_device.created']);
+    expect(hooks.received[0]!.json.data).toBeDefined();
+  });
+
+  it('retries a receiver that is down and delivers once it is up, under the same webhook-id', async () => {
+    const probe = await startReceiver();
+    const port = probe.port;
+    await probe.close();
+    const webhook = await subscribe(probe.url);
+    const lockId = await change();
+    await run();
+    const [failed] = await attempts(webhook.id);
+    expect(failed).toMatchObject({ error: 'connection refused' });
+    expect(failed!.statusCode).toBeUndefined();
+    expect(failed!.nextAttemptTime! - failed!.time).toBeGreaterThanOrEqual(1000);
+    expect(failed!.nextAttemptTime! - failed!.time).toBeLessThan(1250 + 50);
+    expect((await webhookRow(webhook.id)).failing_since).not.toBeNull();
+
+    const hooks = await receiver(200, port);
+    await run(); // not due yet
+    expect(hooks.received).toHaveLength(0);
+    afterRetryDelay();
+    await run();
+    const [request] = await hooks.waitFor(1);
+    expect(verify(webhook.secret, request!)).toEqual(request!.json);
+    expect(request!.headers['webhook-id']).toBe((await eventOf(`secured_object:${lockId}`)).event_id);
+    expect(await delivery(webhook.id)).toEqual([{ state: 'delivered', attempts: 2, next_attempt_at: null }]);
+    expect((await webhookRow(webhook.id)).failing_since).toBeNull();
+    expect((await attempts(webhook.id)).map((attempt) => attempt.statusCode ?? attempt.error)).toEqual([200, 'connection refused']);
+  });
+
+  it('marks a delivery failed when the schedule is exhausted: one attempt and one per delay', async () => {
+    const hooks = await receiver(500);
+    const webhook = await subscribe(hooks.url);
+    await change();
+    for (let round = 0; round < 6; round++) {
+      await run();
+      afterRetryDelay();
+    }
+    expect(hooks.received).toHaveLength(4);
+    expect(new Set(hooks.received.map((request) => request.headers['webhook-id'])).size).toBe(1);
+    expect(await delivery(webhook.id)).toEqual([{ state: 'failed', attempts: 4, next_attempt_at: null }]);
+    const log = await attempts(webhook.id);
+    expect(log.map((attempt) => attempt.statusCode)).toEqual([500, 500, 500, 500]);
+    expect(log[0]!.nextAttemptTime).toBeUndefined();
+    expect(log.slice(1).every((attempt) => attempt.nextAttemptTime !== undefined)).toBe(true);
+    // The receiver's body is never stored.
+    expect(JSON.stringify(log)).not.toContain('receiver says');
+    expect((await webhookRow(webhook.id)).enabled).toBe(true);
+  });
+
+  it('treats a redirect as a failure and does not follow it', async () => {
+    const target = await receiver();
+    const hooks = await receiver(307);
+    const webhook = await subscribe(hooks.url);
+    await change();
+    await run();
+    expect(hooks.received).toHaveLength(1);
+    expect(target.received).toHaveLength(0);
+    expect((await attempts(webhook.id))[0]).toMatchObject({ statusCode: 307, error: 'redirects are not followed' });
+    expect((await delivery(webhook.id))[0]!.state).toBe('pending');
+  });
+
+  it('disables the subscription at once on 410 and writes webhook.disabled', async () => {
+    const hooks = await receiver(410);
+    const webhook = await subscribe(hooks.url);
+    await change();
+    await run();
+    expect(await webhookRow(webhook.id)).toMatchObject({ enabled: false, disabled_reason: 'gone' });
+    await change();
+    afterRetryDelay();
+    await run();
+    expect(hooks.received).toHaveLength(1);
+    const event = await eventOf(`webhook:${webhook.id}`);
+    expect(event.action).toBe('webhook.disabled');
+    const { rows } = await t.database.db.query<{ actor: string }>(`SELECT actor FROM audit_events WHERE tenant_id = $1 AND target = $2`, [
+      acme.tenantId,
+      `webhook:${webhook.id}`,
+    ]);
+    expect(rows).toHaveLength(1);
+  });
+
+  it('disables a subscription that has failed for WEBHOOK_DISABLE_AFTER_SECONDS (5 days) and writes webhook.disabled', async () => {
+    const hooks = await receiver(503);
+    const webhook = await subscribe(hooks.url);
+    await change();
+    await run();
+    expect((await webhookRow(webhook.id)).enabled).toBe(true);
+    // Four days on, still failing: still enabled.
+    offset += 4 * DAY;
+    await change();
+    await run();
+    expect((await webhookRow(webhook.id)).enabled).toBe(true);
+    offset += DAY;
+    await run();
+    expect(await webhookRow(webhook.id)).toMatchObject({ enabled: false, disabled_reason: 'failing' });
+    expect((await eventOf(`webhook:${webhook.id}`)).action).toBe('webhook.disabled');
+    // Paused: nothing is sent while it is disabled, and its deliveries wait.
+    const sent = hooks.received.length;
+    afterRetryDelay();
+    await run();
+    expect(hooks.received).toHaveLength(sent);
+    expect((await delivery(webhook.id)).every((row) => row.state === 'pending')).toBe(true);
+  });
+
+  it('sends a paused subscription what happened while it was paused once it is enabled', async () => {
+    const hooks = await receiver();
+    const webhook = await subscribe(hooks.url, ['secured_object.created'], { enabled: false });
+    await change();
+    await change();
+    await run();
+    expect(hooks.received).toHaveLength(0);
+    await setWebhookEnabled(t.database.db, acme.tenantId, webhook.id, true);
+    await run();
+    await hooks.waitFor(2);
+    expect(hooks.received.every((request) => verify(webhook.secret, request) !== undefined)).toBe(true);
+  });
+
+  it('replays events by id and since a time under the same webhook-id; unknown ids are 422 and replay nothing', async () => {
+    const hooks = await receiver();
+    const webhook = await subscribe(hooks.url);
+    const first = await change();
+    await change();
+    await run();
+    await hooks.waitFor(2);
+    const event = await eventOf(`secured_object:${first}`);
+
+    const replay = async (payload: object) => call(t, await acmeToken(), { method: 'POST', url: `/operatorapi/webhooks/${webhook.id}/replay`, payload });
+    const byId = await replay({ eventIds: [event.event_id] });
+    expect(byId.statusCode, byId.body).toBe(202);
+    expect(byId.json()).toEqual({ replayed: 1 });
+    await run();
+    const [, , again] = await hooks.waitFor(3);
+    expect(again!.headers['webhook-id']).toBe(event.event_id);
+    expect(again!.body).toBe(hooks.received[0]!.body);
+    expect(verify(webhook.secret, again!)).toEqual(again!.json);
+
+    // Every event of its types since then that it was dispatched (earlier tests moved the clock: some are later).
+    const { rows: expected } = await t.database.db.query<{ event_id: string }>(
+      `SELECT e.event_id FROM audit_events e JOIN webhooks w ON w.tenant_id = e.tenant_id AND w.id = $2
+        WHERE e.tenant_id = $1 AND e.action = 'secured_object.created' AND e.time >= $3 AND e.seq <= w.dispatched_through`,
+      [acme.tenantId, webhook.id, event.time],
+    );
+    expect(expected.length).toBeGreaterThanOrEqual(2);
+    const since = await replay({ since: Number(event.time) });
+    expect(since.json()).toEqual({ replayed: expected.length });
+    await run();
+    await hooks.waitFor(3 + expected.length);
+    expect(hooks.received.slice(3).map((request) => request.headers['webhook-id']).sort()).toEqual(expected.map((row) => row.event_id).sort());
+
+    const unknown = '00000000-0000-4000-8000-000000000000';
+    const otherEvent = (await t.database.db.query<{ event_id: string }>(`SELECT event_id FROM audit_events WHERE tenant_id <> $1 LIMIT 1`, [acme.tenantId])).rows[0]!;
+    const unsubscribedEvent = (await t.database.db.query<{ event_id: string }>(
+      `SELECT event_id FROM audit_events WHERE tenant_id = $1 AND action <> 'secured_object.created' LIMIT 1`,
+      [acme.tenantId],
+    )).rows[0]!;
+    const refused = await replay({ eventIds: [event.event_id, unknown, otherEvent.event_id, unsubscribedEvent.event_id, 'not-an-id'] });
+    const problem = expectProblem(refused, 422);
+    expect(problem.errors!.map((error) => error.message)).toEqual([
+      expect.stringContaining(unknown),
+      expect.stringContaining(otherEvent.event_id),
+      expect.stringMatching(new RegExp(`^${unsubscribedEvent.event_id} is of a type`)),
+      expect.stringContaining('not-an-id'),
+    ]);
+    expect(problem.errors!.some((error) => error.message.includes(event.event_id))).toBe(false);
+    expect((await delivery(webhook.id)).every((row) => row.state === 'delivered' && row.attempts === 1)).toBe(true);
+
+    expectProblem(await replay({}), 400);
+    expectProblem(await replay({ since: 0, eventIds: [event.event_id] }), 400);
+    expectProblem(await replay({ eventIds: [] }), 400);
+    expectProblem(await replay({ since: 0, extra: 1 }), 400);
+  });
+
+  it('signs with both secrets during a rotation, each verifying with its own; then with the new one only', async () => {
+    const hooks = await receiver();
+    const webhook = await subscribe(hooks.url);
+    const now = t.app.services.clock();
+    const newSecret = await rotateWebhookSecret(t.database.db, t.secretsKey, acme.tenantId, webhook.id, now + DAY);
+    await change();
+    await run();
+    const [request] = await hooks.waitFor(1);
+    const signatures = request!.headers['webhook-signature']!.split(' ');
+    expect(signatures).toHaveLength(2);
+    const only = (signature: string): ReceivedRequest => ({ ...request!, headers: { ...request!.headers, 'webhook-signature': signature } });
+    expect(verify(newSecret, only(signatures[0]!))).toEqual(request!.json);
+    expect(verify(webhook.secret, only(signatures[1]!))).toEqual(request!.json);
+    expect(() => verify(webhook.secret, only(signatures[0]!))).toThrow();
+    expect(() => verify(newSecret, only(signatures[1]!))).toThrow();
+
+    // The overlap ends (as 24 h after the rotation would; the receiver checks timestamps against its own clock).
+    await t.database.db.query(`UPDATE webhooks SET previous_secret_until = $3 WHERE tenant_id = $1 AND id = $2`, [
+      acme.tenantId,
+      webhook.id,
+      t.app.services.clock() - 1,
+    ]);
+    await change();
+    await run();
+    const [, later] = await hooks.waitFor(2);
+    expect(later!.headers['webhook-signature']!.split(' ')).toHaveLength(1);
+    expect(verify(newSecret, later!)).toEqual(later!.json);
+    expect(() => verify(webhook.secret, later!)).toThrow();
+  });
+
+  it('refuses at delivery a host that now resolves to a forbidden address (DNS rebinding): nothing is sent', async () => {
+    const hooks = await receiver();
+    let answer = '127.0.0.1';
+    const resolve: Resolver = async () => [{ address: answer, family: 4 }];
+    const worker = createWebhookDeliveryService({
+      db: t.database.db,
+      clock: () => Date.now() + offset,
+      log: createLogger('silent'),
+      secretsKey: t.secretsKey,
+      guard: createWebhookUrlGuard({ allowInsecure: true, resolve }),
+      retryScheduleSeconds: [1, 1, 1],
+      timeoutMs: 2000,
+      disableAfterSeconds: 5 * 86400,
+      intervalMs: 60_000,
+    });
+    extraServices.push(worker);
+    const webhook = await subscribe(`http://hooks.rebinding.test:${hooks.port}/hook`);
+    await change();
+    await worker.runOnce();
+    await hooks.waitFor(1);
+
+    // The name now points at the cloud metadata address.
+    answer = '169.254.169.254';
+    await change();
+    afterRetryDelay();
+    await worker.runOnce();
+    expect(hooks.received).toHaveLength(1);
+    const [refused] = await attempts(webhook.id);
+    expect(refused!.error).toMatch(/^address refused: resolves to 169\.254\.169\.254/);
+    expect(refused!.statusCode).toBeUndefined();
+
+    // Refused at connect time too: the check passes, then the name changes before the connection is made.
+    let calls = 0;
+    const flipping: Resolver = async () => [{ address: ++calls === 1 ? '127.0.0.1' : '169.254.169.254', family: 4 }];
+    const guard = createWebhookUrlGuard({ allowInsecure: true, resolve: flipping });
+    const rebinder = createWebhookDeliveryService({
+      db: t.database.db,
+      clock: () => Date.now() + offset,
+      log: createLogger('silent'),
+      secretsKey: t.secretsKey,
+      guard,
+      retryScheduleSeconds: [1, 1, 1],
+      timeoutMs: 2000,
+      disableAfterSeconds: 5 * 86400,
+      intervalMs: 60_000,
+    });
+    extraServices.push(rebinder);
+    afterRetryDelay();
+    await rebinder.runOnce();
+    expect(calls).toBe(2);
+    expect(hooks.received).toHaveLength(1);
+    expect((await attempts(webhook.id))[0]!.error).toMatch(/^webhook address refused: resolves to 169\.254\.169\.254/);
+    await t.database.db.query(`DELETE FROM webhooks WHERE tenant_id = $1 AND id = $2`, [acme.tenantId, webhook.id]);
+  });
+
+  it('never sends one event twice with two workers on one database', async () => {
+    const hooks = await receiver();
+    await subscribe(hooks.url);
+    const workers = [0, 1].map(() =>
+      createWebhookDeliveryService({
+        db: t.database.db,
+        clock: () => Date.now() + offset,
+        log: createLogger('silent'),
+        secretsKey: t.secretsKey,
+        guard: createWebhookUrlGuard({ allowInsecure: true }),
+        retryScheduleSeconds: [1, 1, 1],
+        timeoutMs: 2000,
+        disableAfterSeconds: 5 * 86400,
+        intervalMs: 60_000,
+        concurrency: 4,
+      }),
+    );
+    extraServices.push(...workers);
+    for (let index = 0; index < 30; index++) await change();
+    await Promise.all([workers[0]!.runOnce(), workers[1]!.runOnce(), run(), workers[0]!.runOnce(), workers[1]!.runOnce()]);
+    await Promise.all(workers.map((worker) => worker.runOnce()));
+    await hooks.waitFor(30);
+    const ids = hooks.received.map((request) => request.headers['webhook-id']);
+    expect(ids).toHaveLength(30);
+    expect(new Set(ids).size).toBe(30);
+  });
+
+  it('sends a test ping now and answers what came of it; the attempt is logged', async () => {
+    const hooks = await receiver();
+    const webhook = await subscribe(hooks.url);
+    const response = await call(t, await acmeToken(), { method: 'POST', url: `/operatorapi/webhooks/${webhook.id}/test` });
+    expect(response.statusCode, response.body).toBe(200);
+    const body = response.json();
+    expect(body).toEqual({ eventId: expect.any(String), statusCode: 200, durationMs: expect.any(Number) });
+    expect(hooks.received).toHaveLength(1);
+    const ping = hooks.received[0]!;
+    expect(verify(webhook.secret, ping)).toEqual(ping.json);
+    expect(ping.json).toEqual({ id: body.eventId, type: 'webhook.test', time: expect.any(Number), data: { webhookId: webhook.id } });
+    expect(ping.headers['webhook-id']).toBe(body.eventId);
+    expect(await attempts(webhook.id)).toEqual([{ eventId: body.eventId, time: expect.any(Number), statusCode: 200, durationMs: expect.any(Number) }]);
+
+    hooks.status = 500;
+    const failed = await call(t, await acmeToken(), { method: 'POST', url: `/operatorapi/webhooks/${webhook.id}/test` });
+    expect(failed.json()).toMatchObject({ statusCode: 500 });
+    // A ping does not count towards disabling.
+    expect((await webhookRow(webhook.id)).failing_since).toBeNull();
+
+    const closed = await startReceiver();
+    await closed.close();
+    const down = await subscribe(closed.url);
+    const refused = await call(t, await acmeToken(), { method: 'POST', url: `/operatorapi/webhooks/${down.id}/test` });
+    expect(refused.json()).toEqual({ eventId: expect.any(String), error: 'connection refused', durationMs: expect.any(Number) });
+  });
+
+  it('pages the attempt log newest first, filters by event, and follows Link: rel="next"', async () => {
+    const hooks = await receiver(500);
+    const webhook = await subscribe(hooks.url);
+    await change();
+    await change();
+    await run();
+    afterRetryDelay();
+    await run();
+    const all = await attempts(webhook.id);
+    expect(all).toHaveLength(4);
+    expect([...all].sort((a, b) => b.time - a.time)).toEqual(all);
+    const first = await call(t, await acmeToken(), { method: 'GET', url: `/operatorapi/webhooks/${webhook.id}/deliveries?limit=3` });
+    expect(first.json()).toHaveLength(3);
+    expect(nextLink(first)).toBeDefined();
+    const walked = await walk<Attempt>(t, await acmeToken(), `/operatorapi/webhooks/${webhook.id}/deliveries?limit=1`);
+    expect(walked.items).toEqual(all);
+    expect(walked.pages).toHaveLength(4);
+    const one = all[0]!.eventId;
+    expect((await attempts(webhook.id, `?eventId=${one}`)).map((attempt) => attempt.eventId)).toEqual([one, one]);
+    expect(await attempts(webhook.id, '?eventId=not-a-uuid')).toEqual([]);
+    expectProblem(await call(t, await acmeToken(), { method: 'GET', url: `/operatorapi/webhooks/${webhook.id}/deliveries?cursor=bogus` }), 400);
+    expectProblem(await call(t, await acmeToken(), { method: 'GET', url: `/operatorapi/webhooks/${webhook.id}/deliveries?limit=0` }), 400);
+  });
+
+  it('answers 404 for another tenant\'s subscription and an unknown one, 401/403 without the scope, and changes nothing', async () => {
+    const hooks = await receiver();
+    const webhook = await subscribe(hooks.url);
+    const before = await delivery(webhook.id);
+    for (const id of [webhook.id, '00000000-0000-4000-8000-000000000000', 'not-a-uuid']) {
+      const auth = id === webhook.id ? await otherToken() : await acmeToken();
+      expectProblem(await call(t, auth, { method: 'GET', url: `/operatorapi/webhooks/${id}/deliveries` }), 404);
+      expectProblem(await call(t, auth, { method: 'POST', url: `/operatorapi/webhooks/${id}/replay`, payload: { since: 0 } }), 404);
+      expectProblem(await call(t, auth, { method: 'POST', url: `/operatorapi/webhooks/${id}/test` }), 404);
+    }
+    expect(hooks.received).toHaveLength(0);
+    expect(await delivery(webhook.id)).toEqual(before);
+    expect(await attempts(webhook.id)).toEqual([]);
+
+    const reader = await clientToken(t.app, await createClient(t.app, acme, ['audit:read']));
+    await expectAuthChecks(t, reader, [
+      { method: 'GET', url: `/operatorapi/webhooks/${webhook.id}/deliveries`, scope: 'webhooks:manage' },
+      { method: 'POST', url: `/operatorapi/webhooks/${webhook.id}/replay`, payload: { since: 0 }, scope: 'webhooks:manage' },
+      { method: 'POST', url: `/operatorapi/webhooks/${webhook.id}/test`, scope: 'webhooks:manage' },
+    ]);
+    expect(hooks.received).toHaveLength(0);
+  });
+
+  it('counts deliveries by outcome and reports the oldest undelivered age in /metrics', async () => {
+    const hooks = await receiver(500);
+    await subscribe(hooks.url);
+    await change();
+    await run();
+    offset += 60_000;
+    const text = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+    expect(Number(/^webhook_deliveries_total\{outcome="delivered"\} (\d+)/m.exec(text)?.[1])).toBeGreaterThan(0);
+    expect(Number(/^webhook_deliveries_total\{outcome="retrying"\} (\d+)/m.exec(text)?.[1])).toBeGreaterThan(0);
+    expect(Number(/^webhook_oldest_undelivered_age_seconds (\S+)/m.exec(text)?.[1])).toBeGreaterThanOrEqual(60);
+  });
+});
