@@ -111,6 +111,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
     disableAfterSeconds: config.WEBHOOK_DISABLE_AFTER_SECONDS,
     intervalMs: config.WEBHOOK_WORKER_INTERVAL_MS,
+    retentionMs: config.EVENT_RETENTION_DAYS * 86_400_000,
   });
   const grants = createGrantService({
     db,

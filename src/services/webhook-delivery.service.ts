@@ -21,6 +21,7 @@ import {
   listAttempts,
   markFailing,
   oldestPendingAgeMs,
+  pruneAttempts,
   replayDeliveries,
   settleDeliveries,
   unreplayableEvents,
@@ -53,6 +54,8 @@ export interface WebhookDeliveryOptions {
   disableAfterSeconds: number;
   /** WEBHOOK_WORKER_INTERVAL_MS. */
   intervalMs: number;
+  /** EVENT_RETENTION_DAYS in ms: how long the attempt log is kept. */
+  retentionMs: number;
   /** How many attempts one instance has under way at once. */
   concurrency?: number;
   /** Jitter source in [0, 1); tests pin it. */
@@ -66,6 +69,10 @@ export function parseRetrySchedule(text: string): number[] {
 
 /** docs/contract.md 10: jitter only lengthens a delay (by up to a quarter), so the retries span at least the schedule. */
 const JITTER = 0.25;
+/** How often an instance prunes the attempt log, and how much per statement and per sweep (as the event log's prune). */
+const PRUNE_INTERVAL_MS = 10 * 60_000;
+const PRUNE_BATCH = 5_000;
+const PRUNE_MAX_BATCHES = 100;
 /** A receiver's answer body is read up to this much and discarded (it is never stored or logged). */
 const MAX_RESPONSE_BYTES = 64 * 1024;
 /** Per tick: subscriptions per dispatch statement, and sequence numbers per subscription per statement. */
@@ -126,6 +133,7 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
   /** Attempts under way: aborted when the instance stops (their claims simply become due again). */
   const inFlight = new Set<AbortController>();
   let timer: NodeJS.Timeout | null = null;
+  let pruneTimer: NodeJS.Timeout | null = null;
   let stopping = false;
   let ticking: Promise<void> | null = null;
 
@@ -282,7 +290,10 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
       await recordChanges(
         tx,
         disabled.map(({ tenantId, webhookId }) =>
-          auditEvent({ tenantId, actor: WORKER_ACTOR, requestId: null }, now, 'webhook.disabled', `webhook:${webhookId}`),
+          auditEvent({ tenantId, actor: WORKER_ACTOR, requestId: null }, now, 'webhook.disabled', `webhook:${webhookId}`, {
+            webhookId,
+            reason: toDisable.get(`${tenantId}/${webhookId}`)?.reason ?? 'failing',
+          }),
         ),
       );
     });
@@ -349,17 +360,37 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
     return target;
   }
 
+  /** Deletes the attempts logged before the retention, in bounded batches; answers how many went. */
+  async function prune(): Promise<number> {
+    const before = clock() - options.retentionMs;
+    let total = 0;
+    for (let batch = 0; batch < PRUNE_MAX_BATCHES; batch++) {
+      const deleted = await pruneAttempts(db, before, PRUNE_BATCH);
+      total += deleted;
+      if (deleted < PRUNE_BATCH) break;
+    }
+    return total;
+  }
+
   return {
     start(): void {
       stopping = false;
       scheduleTick();
+      pruneTimer = setInterval(() => {
+        prune().catch((error: unknown) => log.warn({ err: error }, 'webhook attempt prune failed'));
+      }, PRUNE_INTERVAL_MS);
+      pruneTimer.unref();
     },
+
+    prune,
 
     /** Stops the loop; attempts under way are abandoned (their claims become due again after the lease). */
     async stop(): Promise<void> {
       stopping = true;
       if (timer) clearTimeout(timer);
       timer = null;
+      if (pruneTimer) clearInterval(pruneTimer);
+      pruneTimer = null;
       for (const controller of inFlight) controller.abort();
       await ticking?.catch(() => undefined);
       httpAgent.destroy();

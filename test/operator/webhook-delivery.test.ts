@@ -228,6 +228,7 @@ describe('webhook delivery', () => {
     expect(hooks.received).toHaveLength(1);
     const event = await eventOf(`webhook:${webhook.id}`);
     expect(event.action).toBe('webhook.disabled');
+    expect(event.data).toEqual({ webhookId: webhook.id, reason: 'gone' });
     const { rows } = await t.database.db.query<{ actor: string }>(`SELECT actor FROM audit_events WHERE tenant_id = $1 AND target = $2`, [
       acme.tenantId,
       `webhook:${webhook.id}`,
@@ -249,7 +250,7 @@ describe('webhook delivery', () => {
     offset += DAY;
     await run();
     expect(await webhookRow(webhook.id)).toMatchObject({ enabled: false, disabled_reason: 'failing' });
-    expect((await eventOf(`webhook:${webhook.id}`)).action).toBe('webhook.disabled');
+    expect(await eventOf(`webhook:${webhook.id}`)).toMatchObject({ action: 'webhook.disabled', data: { webhookId: webhook.id, reason: 'failing' } });
     // Paused: nothing is sent while it is disabled, and its deliveries wait.
     const sent = hooks.received.length;
     afterRetryDelay();
@@ -370,6 +371,7 @@ describe('webhook delivery', () => {
       timeoutMs: 2000,
       disableAfterSeconds: 5 * 86400,
       intervalMs: 60_000,
+      retentionMs: 30 * DAY,
     });
     extraServices.push(worker);
     const webhook = await subscribe(`http://hooks.rebinding.test:${hooks.port}/hook`);
@@ -401,6 +403,7 @@ describe('webhook delivery', () => {
       timeoutMs: 2000,
       disableAfterSeconds: 5 * 86400,
       intervalMs: 60_000,
+      retentionMs: 30 * DAY,
     });
     extraServices.push(rebinder);
     afterRetryDelay();
@@ -425,6 +428,7 @@ describe('webhook delivery', () => {
         timeoutMs: 2000,
         disableAfterSeconds: 5 * 86400,
         intervalMs: 60_000,
+        retentionMs: 30 * DAY,
         concurrency: 4,
       }),
     );
@@ -463,6 +467,19 @@ describe('webhook delivery', () => {
     const down = await subscribe(closed.url);
     const refused = await call(t, await acmeToken(), { method: 'POST', url: `/operatorapi/webhooks/${down.id}/test` });
     expect(refused.json()).toEqual({ eventId: expect.any(String), error: 'connection refused', durationMs: expect.any(Number) });
+  });
+
+  it('prunes attempts logged before EVENT_RETENTION_DAYS (30 days here), keeping the newer ones', async () => {
+    const hooks = await receiver();
+    const webhook = await subscribe(hooks.url);
+    await call(t, await acmeToken(), { method: 'POST', url: `/operatorapi/webhooks/${webhook.id}/test` });
+    offset += 31 * DAY;
+    await call(t, await acmeToken(), { method: 'POST', url: `/operatorapi/webhooks/${webhook.id}/test` });
+    expect(await attempts(webhook.id)).toHaveLength(2);
+    expect(await t.app.services.webhookDeliveries.prune()).toBeGreaterThanOrEqual(1);
+    const kept = await attempts(webhook.id);
+    expect(kept).toHaveLength(1);
+    expect(kept[0]!.time).toBeGreaterThanOrEqual(Date.now() + offset - DAY);
   });
 
   it('pages the attempt log newest first, filters by event, and follows Link: rel="next"', async () => {

@@ -391,3 +391,16 @@ export async function oldestPendingAgeMs(db: Queryable, now: number): Promise<nu
   const oldest = rows[0]?.oldest;
   return oldest === null || oldest === undefined ? 0 : Math.max(0, now - Number(oldest));
 }
+
+/**
+ * Deletes up to `limit` delivery attempts logged before `before` (EVENT_RETENTION_DAYS: the attempt log is kept as
+ * long as the events are); answers how many went.
+ */
+export async function pruneAttempts(db: Queryable, before: number, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM webhook_attempts WHERE (tenant_id, webhook_id, id) IN (
+       SELECT tenant_id, webhook_id, id FROM webhook_attempts WHERE time < $1::bigint ORDER BY time LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+    [before, limit],
+  );
+  return rowCount ?? 0;
+}
