@@ -65,14 +65,13 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
         description: 'Why a phone does or does not open a lock: the lock\'s decision, as far as the server knows what it holds.',
       },
       {
-        name: 'Webhooks',
-        description: 'Subscriptions that receive the tenant\'s events as signed HTTP requests (Standard Webhooks), and their secrets.',
-      },
-      {
         name: 'Ticket keys',
         description: 'The keys the tenant\'s credentials are signed with, published at `/tenants/{tenant}/jwks.json`, and their rotation.',
       },
-      { name: 'Webhooks', description: 'Subscriptions to the tenant\'s events, delivered by Standard Webhooks, and their deliveries.' },
+      {
+        name: 'Webhooks',
+        description: 'Subscriptions that receive the tenant\'s events as signed HTTP requests (Standard Webhooks), their secrets and their deliveries.',
+      },
     ],
     scopes: Object.fromEntries(OPERATOR_SCOPES.map((scope) => [scope, SCOPE_DESCRIPTIONS[scope] ?? scope])),
     tokenUrl: options.tokenUrl,
