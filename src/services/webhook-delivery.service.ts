@@ -137,6 +137,23 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
   let stopping = false;
   let ticking: Promise<void> | null = null;
 
+  /**
+   * Unsealed secrets by their sealed bytes: a busy subscription is sent many events in a row, each signed with the
+   * same secret. Keyed by the sealed value itself, so a rotation (a new sealed value) is never served an old secret.
+   */
+  const unsealed = new Map<string, string>();
+  const UNSEALED_CACHE_SIZE = 1_000;
+  const unseal = (tenantId: string, webhookId: string, sealed: Buffer): string => {
+    const key = `${tenantId}/${webhookId}/${sealed.toString('base64')}`;
+    let secret = unsealed.get(key);
+    if (secret === undefined) {
+      secret = unsealWebhookSecret(secretsKey, tenantId, webhookId, sealed);
+      if (unsealed.size >= UNSEALED_CACHE_SIZE) unsealed.delete(unsealed.keys().next().value!);
+      unsealed.set(key, secret);
+    }
+    return secret;
+  };
+
   const secretsOf = (target: {
     tenantId: string;
     webhookId: string;
@@ -144,9 +161,9 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
     previousSecretSealed: Buffer | null;
     previousSecretUntil: number | null;
   }, now: number): string[] => {
-    const secrets = [unsealWebhookSecret(secretsKey, target.tenantId, target.webhookId, target.secretSealed)];
+    const secrets = [unseal(target.tenantId, target.webhookId, target.secretSealed)];
     if (target.previousSecretSealed && target.previousSecretUntil !== null && target.previousSecretUntil > now) {
-      secrets.push(unsealWebhookSecret(secretsKey, target.tenantId, target.webhookId, target.previousSecretSealed));
+      secrets.push(unseal(target.tenantId, target.webhookId, target.previousSecretSealed));
     }
     return secrets;
   };
