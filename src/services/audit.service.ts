@@ -17,7 +17,8 @@ import {
 import { BadRequestError } from '../errors.js';
 import { isEventType, type EventType } from '../shared/event-types.js';
 import type { ActionContext, Clock } from './context.js';
-import { cutPage, invalidCursor, type Page } from './pagination.js';
+import { cutPage, numberCursor, type Page } from './pagination.js';
+import { pruneInBatches, sweepPeriodically } from './retention.js';
 
 /**
  * The event of a change made by `context` (docs/contract.md 10, 7.5); `action` is its type (EVENT_TYPES, e.g.
@@ -64,19 +65,7 @@ export async function recordChange(
  * A cursor is opaque (docs/contract.md 7.3): the tenant's sequence number of the last event shown, behind a version tag, so
  * a cursor of the earlier global numbering is refused (400) instead of silently starting elsewhere.
  */
-const CURSOR_TAG = 'a1:';
-
-function encodeAuditCursor(seq: string): string {
-  return Buffer.from(`${CURSOR_TAG}${seq}`, 'utf8').toString('base64url');
-}
-
-function decodeAuditCursor(cursor: string | undefined): number | null {
-  if (cursor === undefined) return null;
-  const text = Buffer.from(cursor, 'base64url').toString('utf8');
-  const seq = text.startsWith(CURSOR_TAG) && /^[0-9]{1,15}$/.test(text.slice(CURSOR_TAG.length)) ? Number(text.slice(CURSOR_TAG.length)) : NaN;
-  if (!Number.isSafeInteger(seq)) throw invalidCursor();
-  return seq;
-}
+const auditCursor = numberCursor('a1:');
 
 /** A page of the feed and the `after` of the next one; null: this page reached the end. */
 export interface EventPage {
@@ -95,12 +84,6 @@ function parseTypes(types: string | undefined): string[] | null {
   return wanted.length > 0 ? wanted : null;
 }
 
-/** How often an instance prunes events past retention, and how many it deletes per statement (bounded locks and WAL). */
-const PRUNE_INTERVAL_MS = 10 * 60_000;
-export const PRUNE_BATCH = 5_000;
-/** At most this many batches per sweep, so one sweep never runs for long; the next one carries on. */
-const PRUNE_MAX_BATCHES = 100;
-
 export interface AuditServiceOptions {
   db: Database;
   clock: Clock;
@@ -110,36 +93,27 @@ export interface AuditServiceOptions {
 }
 
 export function createAuditService({ db, clock, log, retentionMs }: AuditServiceOptions) {
-  let timer: NodeJS.Timeout | null = null;
+  let stopSweeping: (() => void) | null = null;
   return {
     /**
-     * Deletes the events older than the retention, in batches of PRUNE_BATCH, keeping those a webhook delivery still
-     * waits to send (pruneEvents); answers how many went.
+     * Deletes the events older than the retention, in bounded batches, keeping those a webhook delivery still waits to
+     * send (pruneEvents); answers how many went.
      */
     async prune(): Promise<number> {
       const before = clock() - retentionMs;
-      let total = 0;
-      for (let batch = 0; batch < PRUNE_MAX_BATCHES; batch++) {
-        const deleted = await pruneEvents(db, before, PRUNE_BATCH);
-        total += deleted;
-        if (deleted < PRUNE_BATCH) break;
-      }
-      return total;
+      return pruneInBatches((limit) => pruneEvents(db, before, limit));
     },
 
     /** Events written so far, every tenant together (countEventsWritten): what the metrics count. */
     eventsWritten: () => countEventsWritten(db),
 
     start(): void {
-      timer = setInterval(() => {
-        this.prune().catch((error: unknown) => log.warn({ err: error }, 'event log prune failed'));
-      }, PRUNE_INTERVAL_MS);
-      timer.unref();
+      stopSweeping = sweepPeriodically(() => this.prune(), log, 'event log');
     },
 
     stop(): void {
-      if (timer) clearInterval(timer);
-      timer = null;
+      stopSweeping?.();
+      stopSweeping = null;
     },
 
     /** The feed (docs/contract.md 10): the tenant's events after `after`, in sequence order. */
@@ -150,9 +124,9 @@ export function createAuditService({ db, clock, log, retentionMs }: AuditService
     },
 
     async list(tenantId: string, filter: AuditFilter, limit: number, cursor?: string): Promise<Page<AuditEvent>> {
-      const rows = await listAuditEvents(db, tenantId, filter, decodeAuditCursor(cursor), limit + 1);
+      const rows = await listAuditEvents(db, tenantId, filter, auditCursor.decode(cursor), limit + 1);
       const page = cutPage(rows, limit);
-      return { items: page.rows, nextCursor: page.more && page.last ? encodeAuditCursor(page.last.id) : null };
+      return { items: page.rows, nextCursor: page.more && page.last ? auditCursor.encode(page.last.id) : null };
     },
   };
 }

@@ -37,6 +37,24 @@ export function decodeCursor(cursor: string | undefined, isValidId: (id: string)
   throw invalidCursor();
 }
 
+/**
+ * A cursor that names one number in a list ordered by it (a sequence or a row number), behind a tag per list, so a
+ * cursor of one list (or of an earlier numbering) is refused with a 400 instead of silently starting elsewhere.
+ */
+export function numberCursor(tag: string) {
+  return {
+    encode: (position: number | string): string => Buffer.from(`${tag}${position}`, 'utf8').toString('base64url'),
+    decode(cursor: string | undefined): number | null {
+      if (cursor === undefined) return null;
+      const text = Buffer.from(cursor, 'base64url').toString('utf8');
+      const digits = text.slice(tag.length);
+      const position = text.startsWith(tag) && /^[0-9]{1,15}$/.test(digits) ? Number(digits) : NaN;
+      if (!Number.isSafeInteger(position)) throw invalidCursor();
+      return position;
+    },
+  };
+}
+
 /** A page cut from the rows a list fetched; `last` is its last row, the one the next cursor names. */
 export interface CutPage<Row> {
   rows: Row[];

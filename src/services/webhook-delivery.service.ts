@@ -33,7 +33,8 @@ import {
 import { NotFoundError, UnprocessableError, BadRequestError } from '../errors.js';
 import { auditEvent, recordChanges } from './audit.service.js';
 import type { Clock } from './context.js';
-import { cutPage, invalidCursor, type Page } from './pagination.js';
+import { cutPage, numberCursor, type Page } from './pagination.js';
+import { pruneInBatches, sweepPeriodically } from './retention.js';
 import { unsealWebhookSecret } from './webhook-secrets.js';
 import type { WebhookUrlGuard } from './webhook-url-guard.js';
 
@@ -69,10 +70,6 @@ export function parseRetrySchedule(text: string): number[] {
 
 /** docs/contract.md 10: jitter only lengthens a delay (by up to a quarter), so the retries span at least the schedule. */
 const JITTER = 0.25;
-/** How often an instance prunes the attempt log, and how much per statement and per sweep (as the event log's prune). */
-const PRUNE_INTERVAL_MS = 10 * 60_000;
-const PRUNE_BATCH = 5_000;
-const PRUNE_MAX_BATCHES = 100;
 /** A receiver's answer body is read up to this much and discarded (it is never stored or logged). */
 const MAX_RESPONSE_BYTES = 64 * 1024;
 /** Per tick: subscriptions per dispatch statement, and sequence numbers per subscription per statement. */
@@ -98,15 +95,8 @@ export function signatures(secrets: readonly string[], id: string, time: Date, b
   return secrets.map((secret) => new Webhook(secret).sign(id, time, body)).join(' ');
 }
 
-const CURSOR_TAG = 'w1:';
-const encodeAttemptCursor = (position: number) => Buffer.from(`${CURSOR_TAG}${position}`, 'utf8').toString('base64url');
-function decodeAttemptCursor(cursor: string | undefined): number | null {
-  if (cursor === undefined) return null;
-  const text = Buffer.from(cursor, 'base64url').toString('utf8');
-  const position = text.startsWith(CURSOR_TAG) && /^[0-9]{1,15}$/.test(text.slice(CURSOR_TAG.length)) ? Number(text.slice(CURSOR_TAG.length)) : NaN;
-  if (!Number.isSafeInteger(position)) throw invalidCursor();
-  return position;
-}
+/** The attempt log's cursor: the log's own number of the last attempt shown (pages run newest first). */
+const attemptCursor = numberCursor('w1:');
 
 /** A short, secret-free reason for a failed request. */
 function reasonOf(error: unknown, timeoutMs: number): string {
@@ -133,7 +123,7 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
   /** Attempts under way: aborted when the instance stops (their claims simply become due again). */
   const inFlight = new Set<AbortController>();
   let timer: NodeJS.Timeout | null = null;
-  let pruneTimer: NodeJS.Timeout | null = null;
+  let stopSweeping: (() => void) | null = null;
   let stopping = false;
   let ticking: Promise<void> | null = null;
 
@@ -380,23 +370,14 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
   /** Deletes the attempts logged before the retention, in bounded batches; answers how many went. */
   async function prune(): Promise<number> {
     const before = clock() - options.retentionMs;
-    let total = 0;
-    for (let batch = 0; batch < PRUNE_MAX_BATCHES; batch++) {
-      const deleted = await pruneAttempts(db, before, PRUNE_BATCH);
-      total += deleted;
-      if (deleted < PRUNE_BATCH) break;
-    }
-    return total;
+    return pruneInBatches((limit) => pruneAttempts(db, before, limit));
   }
 
   return {
     start(): void {
       stopping = false;
       scheduleTick();
-      pruneTimer = setInterval(() => {
-        prune().catch((error: unknown) => log.warn({ err: error }, 'webhook attempt prune failed'));
-      }, PRUNE_INTERVAL_MS);
-      pruneTimer.unref();
+      stopSweeping = sweepPeriodically(prune, log, 'webhook attempt');
     },
 
     prune,
@@ -406,8 +387,8 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
       stopping = true;
       if (timer) clearTimeout(timer);
       timer = null;
-      if (pruneTimer) clearInterval(pruneTimer);
-      pruneTimer = null;
+      stopSweeping?.();
+      stopSweeping = null;
       for (const controller of inFlight) controller.abort();
       await ticking?.catch(() => undefined);
       httpAgent.destroy();
@@ -431,13 +412,13 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
     /** `GET /operatorapi/webhooks/{id}/deliveries`: the subscription's attempts, newest first. */
     async listAttempts(tenantId: string, webhookId: string, filter: { eventId?: string | undefined }, limit: number, cursor?: string): Promise<Page<Omit<Attempt, 'position'>>> {
       await requireWebhook(tenantId, webhookId);
-      const before = decodeAttemptCursor(cursor);
+      const before = attemptCursor.decode(cursor);
       if (filter.eventId !== undefined && !UUID.test(filter.eventId)) return { items: [], nextCursor: null };
       const rows = await listAttempts(db, tenantId, webhookId, filter.eventId, before, limit + 1);
       const page = cutPage(rows, limit);
       return {
         items: page.rows.map(({ position: _position, ...item }) => item),
-        nextCursor: page.more && page.last ? encodeAttemptCursor(page.last.position) : null,
+        nextCursor: page.more && page.last ? attemptCursor.encode(page.last.position) : null,
       };
     },
 

@@ -136,16 +136,8 @@ export async function auditEvents(t: TestApp, where: { target?: string; requestI
     params.push(value);
     conditions.push(`${column} = $${params.length}`);
   }
-  const { rows } = await t.database.db.query<{
-    tenant_id: string;
-    time: number;
-    actor: string;
-    action: string;
-    target: string;
-    request_id: string | null;
-    data: Record<string, unknown>;
-  }>(
-    `SELECT tenant_id, time, actor, action, target, request_id, data FROM audit_events
+  const { rows } = await t.database.db.query<{ tenant_id: string; time: number; actor: string; action: string; target: string; request_id: string | null }>(
+    `SELECT tenant_id, time, actor, action, target, request_id FROM audit_events
       ${conditions.length ? `WHERE ${conditions.join(' AND ')}` : ''} ORDER BY id`,
     params,
   );

@@ -1,0 +1,30 @@
+// Retention (EVENT_RETENTION_DAYS, docs/contract.md 10): what is past it goes in bounded batches, on a timer in every
+// instance, so no sweep holds many row locks or writes much WAL at once.
+import type { Logger } from 'pino';
+
+/** How often an instance sweeps. */
+const SWEEP_INTERVAL_MS = 10 * 60_000;
+/** Rows per statement. */
+export const PRUNE_BATCH = 5_000;
+/** At most this many batches per sweep, so one sweep never runs for long; the next one carries on. */
+const PRUNE_MAX_BATCHES = 100;
+
+/** Runs `deleteBatch(PRUNE_BATCH)` until it deletes less than a full batch (or the sweep's bound); answers the total. */
+export async function pruneInBatches(deleteBatch: (limit: number) => Promise<number>): Promise<number> {
+  let total = 0;
+  for (let batch = 0; batch < PRUNE_MAX_BATCHES; batch++) {
+    const deleted = await deleteBatch(PRUNE_BATCH);
+    total += deleted;
+    if (deleted < PRUNE_BATCH) break;
+  }
+  return total;
+}
+
+/** Runs `prune` every sweep interval until the returned stop is called; a failed sweep is logged and retried next time. */
+export function sweepPeriodically(prune: () => Promise<number>, log: Logger, what: string): () => void {
+  const timer = setInterval(() => {
+    prune().catch((error: unknown) => log.warn({ err: error }, `${what} prune failed`));
+  }, SWEEP_INTERVAL_MS);
+  timer.unref();
+  return () => clearInterval(timer);
+}
