@@ -255,7 +255,7 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
         tenantId: delivery.tenantId,
         webhookId: delivery.webhookId,
         eventSeq: delivery.eventSeq,
-        attempts: delivery.attempts,
+        claim: delivery.claim,
         state: ok ? 'delivered' : nextAttemptAt === null ? 'failed' : 'pending',
         nextAttemptAt,
       };

@@ -1,6 +1,7 @@
 // Webhook delivery (docs/contract.md 10): Standard Webhooks signatures checked by a real receiver with the
 // standardwebhooks package, retries, 410, disabling, replay, rotation, DNS rebinding, two workers, the attempt log.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { claimDueDeliveries, dispatchDeliveries, settleDeliveries } from '../../src/db/repositories/webhook-delivery.repo.js';
 import { createLogger } from '../../src/logger.js';
 import { createWebhookDeliveryService, type WebhookDeliveryService } from '../../src/services/webhook-delivery.service.js';
 import { createWebhookUrlGuard, type Resolver } from '../../src/services/webhook-url-guard.js';
@@ -440,6 +441,35 @@ describe('webhook delivery', () => {
     const ids = hooks.received.map((request) => request.headers['webhook-id']);
     expect(ids).toHaveLength(30);
     expect(new Set(ids).size).toBe(30);
+  });
+
+  it('records nothing from a claim a replay superseded: the replayed attempt decides, even when it is again the first', async () => {
+    const hooks = await receiver();
+    const webhook = await subscribe(hooks.url);
+    const target = `secured_object:${await change()}`;
+    const db = t.database.db;
+    const now = t.app.services.clock();
+    await dispatchDeliveries(db, now, 1000, 1000);
+    // A worker holds the first attempt (attempts 1) when the operator replays the event: due now, counted from the start.
+    const [stale] = await claimDueDeliveries(db, now, now + 60_000, 10);
+    expect(stale).toMatchObject({ webhookId: webhook.id, attempts: 1 });
+    const replay = await call(t, await acmeToken(), {
+      method: 'POST',
+      url: `/operatorapi/webhooks/${webhook.id}/replay`,
+      payload: { eventIds: [(await eventOf(target)).event_id] },
+    });
+    expect(replay.statusCode, replay.body).toBe(202);
+    // Another worker takes the replayed delivery: its claim is again the first attempt.
+    const later = t.app.services.clock();
+    const [replayed] = await claimDueDeliveries(db, later, later + 60_000, 10);
+    expect(replayed).toMatchObject({ webhookId: webhook.id, eventSeq: stale!.eventSeq, attempts: 1 });
+    // The superseded claim's success is not recorded; the replayed attempt's failure is, and it is retried.
+    const settle = (claim: typeof stale, state: 'delivered' | 'pending') =>
+      settleDeliveries(db, [{ ...claim!, state, nextAttemptAt: state === 'pending' ? now + 1000 : null }]);
+    expect((await settle(stale, 'delivered')).size).toBe(0);
+    expect((await settle(replayed, 'pending')).size).toBe(1);
+    const [row] = await delivery(webhook.id);
+    expect({ ...row, next_attempt_at: Number(row!.next_attempt_at) }).toEqual({ state: 'pending', attempts: 1, next_attempt_at: now + 1000 });
   });
 
   it('sends a test ping now and answers what came of it; the attempt is logged', async () => {
