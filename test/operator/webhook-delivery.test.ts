@@ -415,6 +415,35 @@ describe('webhook delivery', () => {
     await t.database.db.query(`DELETE FROM webhooks WHERE tenant_id = $1 AND id = $2`, [acme.tenantId, webhook.id]);
   });
 
+  it('gives up on a host whose name never resolves within WEBHOOK_TIMEOUT_MS: a slow DNS answer holds no worker', async () => {
+    const hooks = await receiver();
+    // The receiver's own name server never answers (a malicious subscriber controls it).
+    const resolve: Resolver = () => new Promise(() => undefined);
+    const worker = createWebhookDeliveryService({
+      db: t.database.db,
+      clock: () => Date.now() + offset,
+      log: createLogger('silent'),
+      secretsKey: t.secretsKey,
+      guard: createWebhookUrlGuard({ allowInsecure: true, resolve }),
+      retryScheduleSeconds: [1, 1, 1],
+      timeoutMs: 300,
+      disableAfterSeconds: 5 * 86400,
+      intervalMs: 60_000,
+      retentionMs: 30 * DAY,
+    });
+    extraServices.push(worker);
+    const webhook = await subscribe(`http://hooks.slow-dns.test:${hooks.port}/hook`);
+    await change();
+    const started = Date.now();
+    const outcome = await Promise.race([worker.runOnce(), new Promise((resolve) => setTimeout(() => resolve('still waiting'), 3000))]);
+    expect(outcome).toEqual({ dispatched: 1, sent: 1 });
+    expect(Date.now() - started).toBeLessThan(3000);
+    const [attempt] = await attempts(webhook.id);
+    expect(attempt).toMatchObject({ error: 'no answer within 300 ms' });
+    expect(attempt!.statusCode).toBeUndefined();
+    expect(hooks.received).toHaveLength(0);
+  });
+
   it('never sends one event twice with two workers on one database', async () => {
     const hooks = await receiver();
     await subscribe(hooks.url);
