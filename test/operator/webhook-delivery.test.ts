@@ -1,5 +1,7 @@
 // Webhook delivery (docs/contract.md 10): Standard Webhooks signatures checked by a real receiver with the
 // standardwebhooks package, retries, 410, disabling, replay, rotation, DNS rebinding, two workers, the attempt log.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { claimDueDeliveries, dispatchDeliveries, settleDeliveries } from '../../src/db/repositories/webhook-delivery.repo.js';
 import { createLogger } from '../../src/logger.js';
@@ -442,6 +444,33 @@ describe('webhook delivery', () => {
     expect(attempt).toMatchObject({ error: 'no answer within 300 ms' });
     expect(attempt!.statusCode).toBeUndefined();
     expect(hooks.received).toHaveLength(0);
+  });
+
+  it('records the other outcomes of a batch when a subscription is deleted while its attempt is in flight', async () => {
+    const hooks = await receiver();
+    const kept = await subscribe(hooks.url);
+    let deleted: Promise<unknown> | null = null;
+    // A receiver whose request makes the operator delete its subscription before it answers.
+    const deleting = http.createServer((request, response) => {
+      request.resume();
+      deleted = t.database.db.query('DELETE FROM webhooks WHERE tenant_id = $1 AND id = $2', [acme.tenantId, gone.id]);
+      void deleted.then(() => response.end());
+    });
+    await new Promise<void>((resolve) => deleting.listen(0, '127.0.0.1', resolve));
+    const gone = await subscribe(`http://127.0.0.1:${(deleting.address() as AddressInfo).port}/hook`);
+    try {
+      await change();
+      await run();
+      expect(deleted).not.toBeNull();
+      await hooks.waitFor(1);
+      expect(await delivery(kept.id)).toEqual([{ state: 'delivered', attempts: 1, next_attempt_at: null }]);
+      expect((await attempts(kept.id)).map((attempt) => attempt.statusCode)).toEqual([200]);
+      const { rows } = await t.database.db.query('SELECT 1 FROM webhook_attempts WHERE tenant_id = $1 AND webhook_id = $2', [acme.tenantId, gone.id]);
+      expect(rows).toEqual([]);
+    } finally {
+      deleting.closeAllConnections();
+      await new Promise<void>((resolve) => deleting.close(() => resolve()));
+    }
   });
 
   it('never sends one event twice with two workers on one database', async () => {

@@ -165,12 +165,19 @@ export interface AttemptInput {
   nextAttemptAt: number | null;
 }
 
-/** Appends attempts to the log, in one statement. */
+/**
+ * Appends attempts to the log, in one statement. The attempts of a subscription deleted while they were in flight are
+ * dropped with it (its log went with it): the others of the batch are still recorded. FOR KEY SHARE holds each
+ * subscription until commit, and skips one a concurrent DELETE removed, so the foreign key never fails.
+ */
 export async function insertAttempts(db: Queryable, attempts: readonly AttemptInput[]): Promise<void> {
   if (attempts.length === 0) return;
   await db.query(
     `INSERT INTO webhook_attempts (tenant_id, webhook_id, event_id, time, status_code, error, duration_ms, next_attempt_at)
-     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::bigint[], $5::int[], $6::text[], $7::int[], $8::bigint[])`,
+     SELECT a.* FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::bigint[], $5::int[], $6::text[], $7::int[], $8::bigint[])
+                     AS a (tenant_id, webhook_id, event_id, time, status_code, error, duration_ms, next_attempt_at)
+       JOIN webhooks w ON w.tenant_id = a.tenant_id AND w.id = a.webhook_id
+        FOR KEY SHARE OF w`,
     [
       attempts.map((a) => a.tenantId),
       attempts.map((a) => a.webhookId),
