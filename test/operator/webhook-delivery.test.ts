@@ -1,15 +1,17 @@
 // Webhook delivery (docs/contract.md 10): Standard Webhooks signatures checked by a real receiver with the
 // standardwebhooks package, retries, 410, disabling, replay, rotation, DNS rebinding, two workers, the attempt log.
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { claimDueDeliveries, dispatchDeliveries, settleDeliveries } from '../../src/db/repositories/webhook-delivery.repo.js';
+import { claimDueDeliveries, dispatchDeliveries, insertAttempts, markFailing, settleDeliveries } from '../../src/db/repositories/webhook-delivery.repo.js';
 import { createLogger } from '../../src/logger.js';
 import { createWebhookDeliveryService, type WebhookDeliveryService } from '../../src/services/webhook-delivery.service.js';
 import { createWebhookUrlGuard, type Resolver } from '../../src/services/webhook-url-guard.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { clientToken, createClient, type TenantFixture } from '../helpers/oauth.js';
 import { call, device, expectAuthChecks, expectProblem, lock, nextLink, walk } from '../helpers/operator.js';
+import { postgresTestUrl } from '../helpers/postgres-url.js';
 import { twoTenants } from '../helpers/tenants.js';
 import {
   insertWebhook,
@@ -471,6 +473,27 @@ describe('webhook delivery', () => {
       deleting.closeAllConnections();
       await new Promise<void>((resolve) => deleting.close(() => resolve()));
     }
+  });
+
+  // PostgreSQL only: PGlite has one connection, so two transactions cannot overlap.
+  it.runIf(postgresTestUrl() !== undefined)('never deadlocks two workers recording failures of one subscription at once', async () => {
+    const webhook = await subscribe('http://127.0.0.1:9/hook');
+    const now = t.app.services.clock();
+    const key = { tenantId: acme.tenantId, webhookId: webhook.id };
+    let arrived = 0;
+    let bothLogged!: () => void;
+    const barrier = new Promise<void>((resolve) => (bothLogged = resolve));
+    // What record() does for a failed attempt: log it, then mark the subscription failing, each worker in its transaction.
+    const worker = () =>
+      t.database.db.transaction(async (tx) => {
+        await insertAttempts(tx, [{ ...key, eventId: randomUUID(), time: now, statusCode: 500, error: null, durationMs: 1, nextAttemptAt: now + 1000 }]);
+        if (++arrived === 2) bothLogged();
+        await barrier;
+        return markFailing(tx, [key], now);
+      });
+    const [first, second] = await Promise.all([worker(), worker()]);
+    expect([...first.values(), ...second.values()]).toEqual([now, now]);
+    expect(await attempts(webhook.id)).toHaveLength(2);
   });
 
   it('never sends one event twice with two workers on one database', async () => {

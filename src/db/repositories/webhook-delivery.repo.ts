@@ -239,7 +239,10 @@ export interface WebhookKey {
 
 /**
  * The CTE that locks the named subscriptions in (tenant, id) order: workers recording batches that share
- * subscriptions take their row locks in one order, so they never deadlock. `$1`, `$2`: tenant ids, webhook ids.
+ * subscriptions take their row locks in one order, so they never deadlock. NO KEY UPDATE (the updates below change no
+ * key), so the FOR KEY SHARE each worker holds from logging its attempts (insertAttempts, or a foreign key check)
+ * never blocks it: FOR UPDATE did, and two workers failing on one subscription deadlocked. `$1`, `$2`: tenant ids,
+ * webhook ids.
  */
 const LOCKED_WEBHOOKS = (condition: string) => `
   locked AS (
@@ -247,7 +250,7 @@ const LOCKED_WEBHOOKS = (condition: string) => `
       JOIN unnest($1::uuid[], $2::uuid[]) AS k (tenant_id, id) ON w.tenant_id = k.tenant_id AND w.id = k.id
      WHERE ${condition}
      ORDER BY w.tenant_id, w.id
-       FOR UPDATE OF w
+       FOR NO KEY UPDATE OF w
   )`;
 
 /** Successes: these subscriptions are no longer failing. Touches (and locks) only the ones that were. */
