@@ -98,6 +98,21 @@ export function signatures(secrets: readonly string[], id: string, time: Date, b
 /** The attempt log's cursor: the log's own number of the last attempt shown (pages run newest first). */
 const attemptCursor = numberCursor('w1:');
 
+const TIMED_OUT = Symbol('timed out');
+
+/** `promise`'s value, or TIMED_OUT when it has not settled within `ms`. */
+async function settledWithin<T>(promise: Promise<T>, ms: number): Promise<T | typeof TIMED_OUT> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<typeof TIMED_OUT>((resolve) => {
+    timer = setTimeout(() => resolve(TIMED_OUT), ms);
+  });
+  try {
+    return await Promise.race([promise, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** A short, secret-free reason for a failed request. */
 function reasonOf(error: unknown, timeoutMs: number): string {
   const code = (error as NodeJS.ErrnoException | null)?.code;
@@ -160,12 +175,15 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
 
   /**
    * One POST (docs/contract.md 10): the guard is asked first and again at connect time (its `lookup`), redirects are
-   * not followed, the answer body is read up to a cap and dropped, and the whole exchange has `timeoutMs`.
+   * not followed, the answer body is read up to a cap and dropped, and the whole exchange, the first name lookup
+   * included, has `timeoutMs`.
    */
   async function send(url: string, id: string, body: string, secrets: readonly string[]): Promise<SendResult> {
     const started = performance.now();
     const duration = () => Math.round(performance.now() - started);
-    const refused = await guard.refusal(url);
+    // The name is resolved by the receiver's own name server: its answer counts against the timeout too.
+    const refused = await settledWithin(guard.refusal(url), timeoutMs);
+    if (refused === TIMED_OUT) return { error: reasonOf(new Error('timeout'), timeoutMs), durationMs: duration() };
     if (refused) return { error: `address refused: ${refused}`.slice(0, 300), durationMs: duration() };
     const now = new Date(clock());
     const controller = new AbortController();
@@ -204,7 +222,7 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
             response.on('close', () => resolve(response.statusCode ?? 0));
           },
         );
-        const deadline = setTimeout(() => request.destroy(new Error('timeout')), timeoutMs);
+        const deadline = setTimeout(() => request.destroy(new Error('timeout')), Math.max(0, timeoutMs - duration()));
         request.on('close', () => clearTimeout(deadline));
         request.on('error', (error) => {
           clearTimeout(deadline);
@@ -255,7 +273,7 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
         tenantId: delivery.tenantId,
         webhookId: delivery.webhookId,
         eventSeq: delivery.eventSeq,
-        attempts: delivery.attempts,
+        claim: delivery.claim,
         state: ok ? 'delivered' : nextAttemptAt === null ? 'failed' : 'pending',
         nextAttemptAt,
       };

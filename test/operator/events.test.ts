@@ -5,6 +5,7 @@ import { accessTenant, join, leave, lockGroup, permission, resident, v1, type Ac
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { clientToken, createClient, createTenant } from '../helpers/oauth.js';
 import { recordLockContact } from '../../src/db/repositories/lock-telemetry.repo.js';
+import { dispatchDeliveries } from '../../src/db/repositories/webhook-delivery.repo.js';
 import { download, lockToken, phoneToken } from '../helpers/device.js';
 import { bearer } from '../helpers/oauth.js';
 import { call, device, expectProblem, lock, ticket } from '../helpers/operator.js';
@@ -264,9 +265,11 @@ describe('event log', () => {
   it('retention deletes events older than EVENT_RETENTION_DAYS, but never one a webhook delivery still waits for', async () => {
     const f = await accessTenant(t, 'retention');
     const old = await allEvents(f.operator);
+    // A subscription dispatched through every event so far, with one delivery still pending (event 1).
     const { rows } = await t.database.db.query<{ id: string }>(
       `INSERT INTO webhooks (tenant_id, id, url, event_types, secret_sealed, dispatched_through, created_at, updated_at)
-       VALUES ($1, gen_random_uuid(), 'https://hooks.test/x', '{client.created}', '\\x00', 0, 0, 0) RETURNING id`,
+       SELECT $1, gen_random_uuid(), 'https://hooks.test/x', '{client.created}', '\\x00', last_seq, 0, 0
+         FROM tenant_audit_counters WHERE tenant_id = $1 RETURNING id`,
       [f.tenant.tenantId],
     );
     await t.database.db.query(
@@ -283,6 +286,43 @@ describe('event log', () => {
       expect(kept.map((event) => event.type)).toEqual([old[0]!.type, 'mobile_device.created']);
       expect(kept[0]!.sequence).toBe(1);
       expect(kept[1]!.sequence).toBe(old.length + 1);
+    } finally {
+      offset -= 31 * DAY;
+    }
+  });
+
+  it('retention keeps an event a subscription has not been dispatched yet (paused), so resuming loses nothing', async () => {
+    const f = await accessTenant(t, 'retention-paused');
+    // A subscription to mobile_device.created, paused with everything so far dispatched (migration 013).
+    const { rows } = await t.database.db.query<{ id: string }>(
+      `INSERT INTO webhooks (tenant_id, id, url, event_types, enabled, disabled_reason, disabled_at, secret_sealed,
+                             dispatched_through, created_at, updated_at)
+       SELECT $1, gen_random_uuid(), 'https://hooks.test/x', '{mobile_device.created}', false, 'operator', 0, '\\x00',
+              last_seq, 0, 0
+         FROM tenant_audit_counters WHERE tenant_id = $1 RETURNING id`,
+      [f.tenant.tenantId],
+    );
+    const webhookId = rows[0]!.id;
+    await device(t, f.operator, 'while-paused');
+    const paused = (await allEvents(f.operator)).filter((event) => event.type === 'mobile_device.created' && event.data.mobileDeviceId === 'while-paused');
+    expect(paused).toHaveLength(1);
+    offset += 31 * DAY;
+    try {
+      await t.app.services.audit.prune();
+      const fresh = await clientToken(t.app, f.tenant);
+      const kept = await allEvents(fresh);
+      // The paused subscription's event stays; the events it never receives go as usual.
+      expect(kept.map((event) => event.id)).toEqual([paused[0]!.id]);
+      await t.database.db.query(`UPDATE webhooks SET enabled = true, disabled_reason = NULL, disabled_at = NULL WHERE tenant_id = $1 AND id = $2`, [
+        f.tenant.tenantId,
+        webhookId,
+      ]);
+      await dispatchDeliveries(t.database.db, t.app.services.clock(), 1000, 1000);
+      const { rows: deliveries } = await t.database.db.query<{ event_seq: string }>(
+        'SELECT event_seq FROM webhook_deliveries WHERE tenant_id = $1 AND webhook_id = $2',
+        [f.tenant.tenantId, webhookId],
+      );
+      expect(deliveries.map((row) => Number(row.event_seq))).toEqual([paused[0]!.sequence]);
     } finally {
       offset -= 31 * DAY;
     }

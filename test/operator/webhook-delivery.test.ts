@@ -1,12 +1,17 @@
 // Webhook delivery (docs/contract.md 10): Standard Webhooks signatures checked by a real receiver with the
 // standardwebhooks package, retries, 410, disabling, replay, rotation, DNS rebinding, two workers, the attempt log.
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { claimDueDeliveries, dispatchDeliveries, insertAttempts, markFailing, settleDeliveries } from '../../src/db/repositories/webhook-delivery.repo.js';
 import { createLogger } from '../../src/logger.js';
 import { createWebhookDeliveryService, type WebhookDeliveryService } from '../../src/services/webhook-delivery.service.js';
 import { createWebhookUrlGuard, type Resolver } from '../../src/services/webhook-url-guard.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { clientToken, createClient, type TenantFixture } from '../helpers/oauth.js';
 import { call, device, expectAuthChecks, expectProblem, lock, nextLink, walk } from '../helpers/operator.js';
+import { postgresTestUrl } from '../helpers/postgres-url.js';
 import { twoTenants } from '../helpers/tenants.js';
 import {
   insertWebhook,
@@ -414,6 +419,83 @@ describe('webhook delivery', () => {
     await t.database.db.query(`DELETE FROM webhooks WHERE tenant_id = $1 AND id = $2`, [acme.tenantId, webhook.id]);
   });
 
+  it('gives up on a host whose name never resolves within WEBHOOK_TIMEOUT_MS: a slow DNS answer holds no worker', async () => {
+    const hooks = await receiver();
+    // The receiver's own name server never answers (a malicious subscriber controls it).
+    const resolve: Resolver = () => new Promise(() => undefined);
+    const worker = createWebhookDeliveryService({
+      db: t.database.db,
+      clock: () => Date.now() + offset,
+      log: createLogger('silent'),
+      secretsKey: t.secretsKey,
+      guard: createWebhookUrlGuard({ allowInsecure: true, resolve }),
+      retryScheduleSeconds: [1, 1, 1],
+      timeoutMs: 300,
+      disableAfterSeconds: 5 * 86400,
+      intervalMs: 60_000,
+      retentionMs: 30 * DAY,
+    });
+    extraServices.push(worker);
+    const webhook = await subscribe(`http://hooks.slow-dns.test:${hooks.port}/hook`);
+    await change();
+    const started = Date.now();
+    const outcome = await Promise.race([worker.runOnce(), new Promise((resolve) => setTimeout(() => resolve('still waiting'), 3000))]);
+    expect(outcome).toEqual({ dispatched: 1, sent: 1 });
+    expect(Date.now() - started).toBeLessThan(3000);
+    const [attempt] = await attempts(webhook.id);
+    expect(attempt).toMatchObject({ error: 'no answer within 300 ms' });
+    expect(attempt!.statusCode).toBeUndefined();
+    expect(hooks.received).toHaveLength(0);
+  });
+
+  it('records the other outcomes of a batch when a subscription is deleted while its attempt is in flight', async () => {
+    const hooks = await receiver();
+    const kept = await subscribe(hooks.url);
+    let deleted: Promise<unknown> | null = null;
+    // A receiver whose request makes the operator delete its subscription before it answers.
+    const deleting = http.createServer((request, response) => {
+      request.resume();
+      deleted = t.database.db.query('DELETE FROM webhooks WHERE tenant_id = $1 AND id = $2', [acme.tenantId, gone.id]);
+      void deleted.then(() => response.end());
+    });
+    await new Promise<void>((resolve) => deleting.listen(0, '127.0.0.1', resolve));
+    const gone = await subscribe(`http://127.0.0.1:${(deleting.address() as AddressInfo).port}/hook`);
+    try {
+      await change();
+      await run();
+      expect(deleted).not.toBeNull();
+      await hooks.waitFor(1);
+      expect(await delivery(kept.id)).toEqual([{ state: 'delivered', attempts: 1, next_attempt_at: null }]);
+      expect((await attempts(kept.id)).map((attempt) => attempt.statusCode)).toEqual([200]);
+      const { rows } = await t.database.db.query('SELECT 1 FROM webhook_attempts WHERE tenant_id = $1 AND webhook_id = $2', [acme.tenantId, gone.id]);
+      expect(rows).toEqual([]);
+    } finally {
+      deleting.closeAllConnections();
+      await new Promise<void>((resolve) => deleting.close(() => resolve()));
+    }
+  });
+
+  // PostgreSQL only: PGlite has one connection, so two transactions cannot overlap.
+  it.runIf(postgresTestUrl() !== undefined)('never deadlocks two workers recording failures of one subscription at once', async () => {
+    const webhook = await subscribe('http://127.0.0.1:9/hook');
+    const now = t.app.services.clock();
+    const key = { tenantId: acme.tenantId, webhookId: webhook.id };
+    let arrived = 0;
+    let bothLogged!: () => void;
+    const barrier = new Promise<void>((resolve) => (bothLogged = resolve));
+    // What record() does for a failed attempt: log it, then mark the subscription failing, each worker in its transaction.
+    const worker = () =>
+      t.database.db.transaction(async (tx) => {
+        await insertAttempts(tx, [{ ...key, eventId: randomUUID(), time: now, statusCode: 500, error: null, durationMs: 1, nextAttemptAt: now + 1000 }]);
+        if (++arrived === 2) bothLogged();
+        await barrier;
+        return markFailing(tx, [key], now);
+      });
+    const [first, second] = await Promise.all([worker(), worker()]);
+    expect([...first.values(), ...second.values()]).toEqual([now, now]);
+    expect(await attempts(webhook.id)).toHaveLength(2);
+  });
+
   it('never sends one event twice with two workers on one database', async () => {
     const hooks = await receiver();
     await subscribe(hooks.url);
@@ -440,6 +522,35 @@ describe('webhook delivery', () => {
     const ids = hooks.received.map((request) => request.headers['webhook-id']);
     expect(ids).toHaveLength(30);
     expect(new Set(ids).size).toBe(30);
+  });
+
+  it('records nothing from a claim a replay superseded: the replayed attempt decides, even when it is again the first', async () => {
+    const hooks = await receiver();
+    const webhook = await subscribe(hooks.url);
+    const target = `secured_object:${await change()}`;
+    const db = t.database.db;
+    const now = t.app.services.clock();
+    await dispatchDeliveries(db, now, 1000, 1000);
+    // A worker holds the first attempt (attempts 1) when the operator replays the event: due now, counted from the start.
+    const [stale] = await claimDueDeliveries(db, now, now + 60_000, 10);
+    expect(stale).toMatchObject({ webhookId: webhook.id, attempts: 1 });
+    const replay = await call(t, await acmeToken(), {
+      method: 'POST',
+      url: `/operatorapi/webhooks/${webhook.id}/replay`,
+      payload: { eventIds: [(await eventOf(target)).event_id] },
+    });
+    expect(replay.statusCode, replay.body).toBe(202);
+    // Another worker takes the replayed delivery: its claim is again the first attempt.
+    const later = t.app.services.clock();
+    const [replayed] = await claimDueDeliveries(db, later, later + 60_000, 10);
+    expect(replayed).toMatchObject({ webhookId: webhook.id, eventSeq: stale!.eventSeq, attempts: 1 });
+    // The superseded claim's success is not recorded; the replayed attempt's failure is, and it is retried.
+    const settle = (claim: typeof stale, state: 'delivered' | 'pending') =>
+      settleDeliveries(db, [{ ...claim!, state, nextAttemptAt: state === 'pending' ? now + 1000 : null }]);
+    expect((await settle(stale, 'delivered')).size).toBe(0);
+    expect((await settle(replayed, 'pending')).size).toBe(1);
+    const [row] = await delivery(webhook.id);
+    expect({ ...row, next_attempt_at: Number(row!.next_attempt_at) }).toEqual({ state: 'pending', attempts: 1, next_attempt_at: now + 1000 });
   });
 
   it('sends a test ping now and answers what came of it; the attempt is logged', async () => {

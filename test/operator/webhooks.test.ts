@@ -63,7 +63,9 @@ describe('webhook subscriptions', () => {
   let now = Date.now();
 
   beforeAll(async () => {
-    t = await buildTestApp({ BCRYPT_COST: '4' }, { clock: () => now, resolveHost });
+    // The app's own delivery worker waits a minute between rounds: it moves dispatched_through and failing_since, which
+    // the "writes nothing" checks compare.
+    t = await buildTestApp({ BCRYPT_COST: '4', WEBHOOK_WORKER_INTERVAL_MS: '60000' }, { clock: () => now, resolveHost });
     ({ acme, other, token, otherToken } = await twoTenants(t));
   });
   afterAll(async () => {

@@ -219,7 +219,10 @@ export async function listWireEvents(
 /**
  * Retention (EVENT_RETENTION_DAYS): deletes up to `limit` events of any tenant older than `before`, oldest first, and
  * answers how many. An event a webhook delivery still waits to send is kept (its `pending` delivery references it, and
- * the foreign key's cascade would drop the delivery with it). SKIP LOCKED: two instances pruning at once share the work.
+ * the foreign key's cascade would drop the delivery with it), and so is one not yet dispatched to a subscription of
+ * its type (past its `dispatched_through`: a paused one, or a dispatcher behind), since a subscription resumes where
+ * it stopped and receives every event committed after it (docs/contract.md 10). SKIP LOCKED: two instances pruning at
+ * once share the work.
  */
 export async function pruneEvents(db: Queryable, before: number, limit: number): Promise<number> {
   const { rowCount } = await db.query(
@@ -228,6 +231,8 @@ export async function pruneEvents(db: Queryable, before: number, limit: number):
         WHERE e.time < $1::bigint
           AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d
                            WHERE d.tenant_id = e.tenant_id AND d.event_seq = e.seq AND d.state = 'pending')
+          AND NOT EXISTS (SELECT 1 FROM webhooks w
+                           WHERE w.tenant_id = e.tenant_id AND w.dispatched_through < e.seq AND e.action = ANY (w.event_types))
         ORDER BY e.time LIMIT $2 FOR UPDATE SKIP LOCKED)`,
     [before, limit],
   );

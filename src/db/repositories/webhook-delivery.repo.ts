@@ -52,8 +52,10 @@ export interface ClaimedDelivery {
   tenantId: string;
   webhookId: string;
   eventSeq: number;
-  /** The claim: the outcome is recorded only while `attempts` still equals it. */
+  /** The attempt this claim makes (1-based): its place in the retry schedule. */
   attempts: number;
+  /** The claim: the outcome is recorded only while the delivery's `claims` still equals it (migration 015). */
+  claim: number;
   url: string;
   secretSealed: Buffer;
   previousSecretSealed: Buffer | null;
@@ -66,6 +68,7 @@ interface ClaimRow extends WireEventRow {
   webhook_id: string;
   event_seq: number | string;
   attempts: number;
+  claims: number | string;
   url: string;
   secret_sealed: Buffer;
   previous_secret_sealed: Buffer | null;
@@ -78,6 +81,7 @@ function toClaimedDelivery(row: ClaimRow): ClaimedDelivery {
     webhookId: row.webhook_id,
     eventSeq: Number(row.event_seq),
     attempts: row.attempts,
+    claim: Number(row.claims),
     url: row.url,
     secretSealed: row.secret_sealed,
     previousSecretSealed: row.previous_secret_sealed,
@@ -102,12 +106,12 @@ export async function claimDueDeliveries(db: Queryable, now: number, leaseUntil:
         LIMIT $3
           FOR UPDATE OF d SKIP LOCKED
      )
-     UPDATE webhook_deliveries d SET attempts = d.attempts + 1, next_attempt_at = $2::bigint
+     UPDATE webhook_deliveries d SET attempts = d.attempts + 1, claims = d.claims + 1, next_attempt_at = $2::bigint
        FROM due, webhooks w, audit_events e
       WHERE d.tenant_id = due.tenant_id AND d.webhook_id = due.webhook_id AND d.event_seq = due.event_seq
         AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id
         AND e.tenant_id = d.tenant_id AND e.seq = d.event_seq
-     RETURNING d.tenant_id, d.webhook_id, d.event_seq, d.attempts, w.url, w.secret_sealed, w.previous_secret_sealed,
+     RETURNING d.tenant_id, d.webhook_id, d.event_seq, d.attempts, d.claims, w.url, w.secret_sealed, w.previous_secret_sealed,
                w.previous_secret_until, ${WIRE_EVENT_COLUMNS.split(', ').map((column) => `e.${column}`).join(', ')}`,
     [now, leaseUntil, limit],
   );
@@ -161,12 +165,19 @@ export interface AttemptInput {
   nextAttemptAt: number | null;
 }
 
-/** Appends attempts to the log, in one statement. */
+/**
+ * Appends attempts to the log, in one statement. The attempts of a subscription deleted while they were in flight are
+ * dropped with it (its log went with it): the others of the batch are still recorded. FOR KEY SHARE holds each
+ * subscription until commit, and skips one a concurrent DELETE removed, so the foreign key never fails.
+ */
 export async function insertAttempts(db: Queryable, attempts: readonly AttemptInput[]): Promise<void> {
   if (attempts.length === 0) return;
   await db.query(
     `INSERT INTO webhook_attempts (tenant_id, webhook_id, event_id, time, status_code, error, duration_ms, next_attempt_at)
-     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::bigint[], $5::int[], $6::text[], $7::int[], $8::bigint[])`,
+     SELECT a.* FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::bigint[], $5::int[], $6::text[], $7::int[], $8::bigint[])
+                     AS a (tenant_id, webhook_id, event_id, time, status_code, error, duration_ms, next_attempt_at)
+       JOIN webhooks w ON w.tenant_id = a.tenant_id AND w.id = a.webhook_id
+        FOR KEY SHARE OF w`,
     [
       attempts.map((a) => a.tenantId),
       attempts.map((a) => a.webhookId),
@@ -185,8 +196,8 @@ export interface Settlement {
   tenantId: string;
   webhookId: string;
   eventSeq: number;
-  /** The claim it settles. */
-  attempts: number;
+  /** The claim it settles (ClaimedDelivery.claim). */
+  claim: number;
   state: 'delivered' | 'pending' | 'failed';
   nextAttemptAt: number | null;
 }
@@ -194,23 +205,24 @@ export interface Settlement {
 const deliveryKey = (tenantId: string, webhookId: string, eventSeq: number) => `${tenantId}/${webhookId}/${eventSeq}`;
 
 /**
- * Records the outcomes of claims in one statement, each only while nobody claimed its delivery after this worker
- * (`attempts` still equals the claim, migration 013). Answers the keys (`tenant/webhook/seq`) it recorded.
+ * Records the outcomes of claims in one statement, each only while nobody claimed or replayed its delivery since
+ * (`claims` still equals the claim, migrations 013 and 015: not `attempts`, which a replay resets). Answers the keys
+ * (`tenant/webhook/seq`) it recorded.
  */
 export async function settleDeliveries(db: Queryable, settlements: readonly Settlement[]): Promise<Set<string>> {
   if (settlements.length === 0) return new Set();
   const { rows } = await db.query<{ tenant_id: string; webhook_id: string; event_seq: number | string }>(
     `UPDATE webhook_deliveries d SET state = o.state, next_attempt_at = o.next_attempt_at
-       FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::int[], $5::text[], $6::bigint[])
-            AS o (tenant_id, webhook_id, event_seq, attempts, state, next_attempt_at)
+       FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[])
+            AS o (tenant_id, webhook_id, event_seq, claim, state, next_attempt_at)
       WHERE d.tenant_id = o.tenant_id AND d.webhook_id = o.webhook_id AND d.event_seq = o.event_seq
-        AND d.attempts = o.attempts AND d.state = 'pending'
+        AND d.claims = o.claim AND d.state = 'pending'
      RETURNING d.tenant_id, d.webhook_id, d.event_seq`,
     [
       settlements.map((s) => s.tenantId),
       settlements.map((s) => s.webhookId),
       settlements.map((s) => s.eventSeq),
-      settlements.map((s) => s.attempts),
+      settlements.map((s) => s.claim),
       settlements.map((s) => s.state),
       settlements.map((s) => (s.state === 'pending' ? s.nextAttemptAt : null)),
     ],
@@ -227,7 +239,10 @@ export interface WebhookKey {
 
 /**
  * The CTE that locks the named subscriptions in (tenant, id) order: workers recording batches that share
- * subscriptions take their row locks in one order, so they never deadlock. `$1`, `$2`: tenant ids, webhook ids.
+ * subscriptions take their row locks in one order, so they never deadlock. NO KEY UPDATE (the updates below change no
+ * key), so the FOR KEY SHARE each worker holds from logging its attempts (insertAttempts, or a foreign key check)
+ * never blocks it: FOR UPDATE did, and two workers failing on one subscription deadlocked. `$1`, `$2`: tenant ids,
+ * webhook ids.
  */
 const LOCKED_WEBHOOKS = (condition: string) => `
   locked AS (
@@ -235,7 +250,7 @@ const LOCKED_WEBHOOKS = (condition: string) => `
       JOIN unnest($1::uuid[], $2::uuid[]) AS k (tenant_id, id) ON w.tenant_id = k.tenant_id AND w.id = k.id
      WHERE ${condition}
      ORDER BY w.tenant_id, w.id
-       FOR UPDATE OF w
+       FOR NO KEY UPDATE OF w
   )`;
 
 /** Successes: these subscriptions are no longer failing. Touches (and locks) only the ones that were. */
@@ -357,6 +372,7 @@ export async function unreplayableEvents(db: Queryable, tenantId: string, webhoo
  * subscription's types since a time, become pending deliveries due now, in one statement. A delivery that exists
  * (delivered, failed or pending) is reset: its attempts count again from the start of the schedule. Only events the
  * subscription has already been dispatched: later ones reach it through the dispatcher anyway.
+ * A claim in flight is superseded (`claims` moves, migration 015): its outcome is not recorded, the replay's is.
  */
 export async function replayDeliveries(
   db: Queryable,
@@ -374,7 +390,8 @@ export async function replayDeliveries(
       WHERE w.tenant_id = $1 AND w.id = $2
         AND ${byIds ? 'e.event_id = ANY ($3::uuid[])' : 'e.time >= $3::bigint AND e.seq <= w.dispatched_through AND e.action = ANY (w.event_types)'}
      ON CONFLICT (tenant_id, webhook_id, event_seq)
-     DO UPDATE SET state = 'pending', attempts = 0, next_attempt_at = EXCLUDED.next_attempt_at, created_at = EXCLUDED.created_at`,
+     DO UPDATE SET state = 'pending', attempts = 0, claims = webhook_deliveries.claims + 1,
+                   next_attempt_at = EXCLUDED.next_attempt_at, created_at = EXCLUDED.created_at`,
     [tenantId, webhookId, byIds ? selection.eventIds : selection.since, now],
   );
   return rowCount;
