@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { claimDueDeliveries, dispatchDeliveries, insertAttempts, markFailing, settleDeliveries } from '../../src/db/repositories/webhook-delivery.repo.js';
 import { createLogger } from '../../src/logger.js';
 import { createWebhookDeliveryService, type WebhookDeliveryService } from '../../src/services/webhook-delivery.service.js';
-import { createWebhookUrlGuard, type Resolver } from '../../src/services/webhook-url-guard.js';
+import { createWebhookUrlGuard, type Resolver, type WebhookUrlGuard } from '../../src/services/webhook-url-guard.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { clientToken, createClient, type TenantFixture } from '../helpers/oauth.js';
 import { call, device, expectAuthChecks, expectProblem, lock, nextLink, walk } from '../helpers/operator.js';
@@ -113,6 +113,27 @@ describe('webhook delivery', () => {
       [acme.tenantId, target],
     );
     return rows[0]!;
+  };
+  /**
+   * A second delivery worker on the test's database, as another instance would run it, with its own guard; stopped
+   * after the test.
+   */
+  const extraWorker = (guard: WebhookUrlGuard, overrides: { timeoutMs?: number; concurrency?: number } = {}) => {
+    const worker = createWebhookDeliveryService({
+      db: t.database.db,
+      clock: () => Date.now() + offset,
+      log: createLogger('silent'),
+      secretsKey: t.secretsKey,
+      guard,
+      retryScheduleSeconds: [1, 1, 1],
+      timeoutMs: overrides.timeoutMs ?? 2000,
+      disableAfterSeconds: 5 * 86400,
+      intervalMs: 60_000,
+      retentionMs: 30 * DAY,
+      ...(overrides.concurrency !== undefined ? { concurrency: overrides.concurrency } : {}),
+    });
+    extraServices.push(worker);
+    return worker;
   };
   /** Moves the clock past every retry delay of WEBHOOK_RETRY_SCHEDULE=1,1,1 (with jitter, at most 1.25 s). */
   const afterRetryDelay = () => {
@@ -366,19 +387,7 @@ describe('webhook delivery', () => {
     const hooks = await receiver();
     let answer = '127.0.0.1';
     const resolve: Resolver = async () => [{ address: answer, family: 4 }];
-    const worker = createWebhookDeliveryService({
-      db: t.database.db,
-      clock: () => Date.now() + offset,
-      log: createLogger('silent'),
-      secretsKey: t.secretsKey,
-      guard: createWebhookUrlGuard({ allowInsecure: true, resolve }),
-      retryScheduleSeconds: [1, 1, 1],
-      timeoutMs: 2000,
-      disableAfterSeconds: 5 * 86400,
-      intervalMs: 60_000,
-      retentionMs: 30 * DAY,
-    });
-    extraServices.push(worker);
+    const worker = extraWorker(createWebhookUrlGuard({ allowInsecure: true, resolve }));
     const webhook = await subscribe(`http://hooks.rebinding.test:${hooks.port}/hook`);
     await change();
     await worker.runOnce();
@@ -398,19 +407,7 @@ describe('webhook delivery', () => {
     let calls = 0;
     const flipping: Resolver = async () => [{ address: ++calls === 1 ? '127.0.0.1' : '169.254.169.254', family: 4 }];
     const guard = createWebhookUrlGuard({ allowInsecure: true, resolve: flipping });
-    const rebinder = createWebhookDeliveryService({
-      db: t.database.db,
-      clock: () => Date.now() + offset,
-      log: createLogger('silent'),
-      secretsKey: t.secretsKey,
-      guard,
-      retryScheduleSeconds: [1, 1, 1],
-      timeoutMs: 2000,
-      disableAfterSeconds: 5 * 86400,
-      intervalMs: 60_000,
-      retentionMs: 30 * DAY,
-    });
-    extraServices.push(rebinder);
+    const rebinder = extraWorker(guard);
     afterRetryDelay();
     await rebinder.runOnce();
     expect(calls).toBe(2);
@@ -423,19 +420,7 @@ describe('webhook delivery', () => {
     const hooks = await receiver();
     // The receiver's own name server never answers (a malicious subscriber controls it).
     const resolve: Resolver = () => new Promise(() => undefined);
-    const worker = createWebhookDeliveryService({
-      db: t.database.db,
-      clock: () => Date.now() + offset,
-      log: createLogger('silent'),
-      secretsKey: t.secretsKey,
-      guard: createWebhookUrlGuard({ allowInsecure: true, resolve }),
-      retryScheduleSeconds: [1, 1, 1],
-      timeoutMs: 300,
-      disableAfterSeconds: 5 * 86400,
-      intervalMs: 60_000,
-      retentionMs: 30 * DAY,
-    });
-    extraServices.push(worker);
+    const worker = extraWorker(createWebhookUrlGuard({ allowInsecure: true, resolve }), { timeoutMs: 300 });
     const webhook = await subscribe(`http://hooks.slow-dns.test:${hooks.port}/hook`);
     await change();
     const started = Date.now();
@@ -499,22 +484,7 @@ describe('webhook delivery', () => {
   it('never sends one event twice with two workers on one database', async () => {
     const hooks = await receiver();
     await subscribe(hooks.url);
-    const workers = [0, 1].map(() =>
-      createWebhookDeliveryService({
-        db: t.database.db,
-        clock: () => Date.now() + offset,
-        log: createLogger('silent'),
-        secretsKey: t.secretsKey,
-        guard: createWebhookUrlGuard({ allowInsecure: true }),
-        retryScheduleSeconds: [1, 1, 1],
-        timeoutMs: 2000,
-        disableAfterSeconds: 5 * 86400,
-        intervalMs: 60_000,
-        retentionMs: 30 * DAY,
-        concurrency: 4,
-      }),
-    );
-    extraServices.push(...workers);
+    const workers = [0, 1].map(() => extraWorker(createWebhookUrlGuard({ allowInsecure: true }), { concurrency: 4 }));
     for (let index = 0; index < 30; index++) await change();
     await Promise.all([workers[0]!.runOnce(), workers[1]!.runOnce(), run(), workers[0]!.runOnce(), workers[1]!.runOnce()]);
     await Promise.all(workers.map((worker) => worker.runOnce()));
