@@ -80,7 +80,8 @@ async function postgresStore(): Promise<Store> {
       const { rows } = await use((db) =>
         db.query<{ n: number }>(
           `SELECT count(*)::int AS n FROM pg_stat_activity
-            WHERE application_name = 'access-credential-service' AND state = 'active' AND query LIKE 'INSERT INTO tickets%'`,
+            WHERE application_name = 'access-credential-service' AND state = 'active'
+              AND query LIKE '%INSERT INTO tickets%' AND query NOT LIKE '%pg_stat_activity%'`,
         ),
       );
       return rows[0]!.n > 0;
