@@ -186,16 +186,6 @@ export function toWireEvent(row: WireEventRow): WireEvent {
   };
 }
 
-/** The tenant's events with these sequence numbers, in sequence order (those pruned are missing). */
-export async function readWireEvents(db: Queryable, tenantId: string, seqs: readonly number[]): Promise<WireEvent[]> {
-  if (seqs.length === 0) return [];
-  const { rows } = await db.query<WireEventRow>(
-    `SELECT ${WIRE_EVENT_COLUMNS} FROM audit_events WHERE tenant_id = $1 AND seq = ANY($2::bigint[]) ORDER BY seq`,
-    [tenantId, seqs],
-  );
-  return rows.map(toWireEvent);
-}
-
 /**
  * The feed (docs/contract.md 10): the tenant's events after `afterSeq` in sequence order, of `types` when given. Pages
  * are stable while events are appended: a tenant's events commit in sequence order (migration 008).

@@ -4,7 +4,7 @@ import { EventSchema, EventsQuery } from '../../schemas/events.js';
 import { problemResponses } from '../../schemas/problem.js';
 import { pageResponse } from '../../schemas/responses.js';
 import type { Services } from '../../services/index.js';
-import { linkValue, routePath } from '../shared/headers.js';
+import { linkNextPage } from '../shared/pages.js';
 
 const eventRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   app.get(
@@ -31,12 +31,8 @@ const eventRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (ap
     async (request, reply) => {
       const { after, types, limit } = request.query;
       const page = await services.audit.feed(request.auth.tenantId, after, types, limit);
-      if (page.nextAfter !== null) {
-        // docs/contract.md 7.3: the same route and filters; `after` is this feed's public cursor.
-        const query = new URL(request.url, 'http://placeholder').searchParams;
-        query.set('after', String(page.nextAfter));
-        reply.header('link', linkValue(`${routePath(request)}?${query.toString()}`, 'next'));
-      }
+      // docs/contract.md 7.3: the same route and filters; `after` is this feed's public cursor.
+      if (page.nextAfter !== null) linkNextPage(request, reply, String(page.nextAfter), 'after');
       return page.items;
     },
   );

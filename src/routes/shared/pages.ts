@@ -27,9 +27,13 @@ export function sendPage<T>(request: FastifyRequest, reply: FastifyReply, page: 
   return page.items;
 }
 
-/** The `Link: rel="next"` header alone, for an answer cut short that is not a list of items (the lock sync, docs/contract.md 6.2). */
-export function linkNextPage(request: FastifyRequest, reply: FastifyReply, cursor: string): void {
+/**
+ * The `Link: rel="next"` header alone: the same route and query with `parameter` (the cursor, or the event feed's
+ * `after`) set to `position`. For an answer cut short that is not a list of items (the lock sync, docs/contract.md
+ * 6.2) and for the feed, whose position is public.
+ */
+export function linkNextPage(request: FastifyRequest, reply: FastifyReply, position: string, parameter = 'cursor'): void {
   const query = new URL(request.url, 'http://placeholder').searchParams;
-  query.set('cursor', cursor);
+  query.set(parameter, position);
   reply.header('link', linkValue(`${routePath(request)}?${query.toString()}`, 'next'));
 }
