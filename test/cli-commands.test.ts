@@ -11,7 +11,7 @@ import { createLogger } from '../src/logger.js';
 import { resolveSecretsKey } from '../src/secrets-key.js';
 import { createTestDatabase, type TestDatabase } from './helpers/database.js';
 import { passwordGrant, tokenRequest } from './helpers/oauth.js';
-import { ROOT, childEnv, temporaryDirectory } from './helpers/process.js';
+import { ROOT, childEnv, nodeArguments, temporaryDirectory } from './helpers/process.js';
 
 interface CliResult {
   code: number | null;
@@ -40,7 +40,7 @@ describe('CLI commands', () => {
 
   function cli(args: string[], input?: string): Promise<CliResult> {
     return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+      const child = spawn(process.execPath, [...nodeArguments('src/cli.ts'), ...args], {
         cwd: ROOT,
         env: childEnv(env),
         stdio: ['pipe', 'pipe', 'pipe'],
