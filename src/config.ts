@@ -64,6 +64,18 @@ export const ConfigSchema = Type.Object(
       }),
     ),
     DB_POOL_MAX: Type.Integer({ minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL pool size.' }),
+    SYNC_MAX_WAITING: Type.Integer({
+      minimum: 0,
+      default: 20,
+      description:
+        'docs/lock-sync.md: a lock sync that needs the database answers `503` with a jittered `Retry-After` while more than this many requests wait for a pooled connection (a sync storm after an outage).',
+    }),
+    SYNC_RETRY_AFTER_MAX_SECONDS: Type.Integer({
+      minimum: 1,
+      maximum: 3600,
+      default: 30,
+      description: 'docs/lock-sync.md: a refused sync\'s `Retry-After` is drawn uniformly from 1 to this many seconds.',
+    }),
     DB_CONNECT_TIMEOUT_MS: Type.Integer({
       minimum: 100,
       default: 2000,

@@ -91,8 +91,9 @@ export function detailWithReasons(summary: string, errors: FieldError[]): string
 }
 
 export class ServiceUnavailableError extends ProblemError {
-  constructor(detail = 'The service cannot reach its database right now. Retry shortly.') {
-    super(503, 'unavailable', 'Service Unavailable', { detail, headers: { 'retry-after': '1' } });
+  /** `retryAfterSeconds`: RFC 9110 10.2.3's delay-seconds, when the client should ask again. */
+  constructor(detail = 'The service cannot reach its database right now. Retry shortly.', retryAfterSeconds = 1) {
+    super(503, 'unavailable', 'Service Unavailable', { detail, headers: { 'retry-after': String(retryAfterSeconds) } });
   }
 }
 

@@ -7,6 +7,13 @@ export interface QueryResult<Row> {
 export interface Queryable {
   /** One parameterised statement. */
   query<Row = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<QueryResult<Row>>;
+  /**
+   * Hands `payload` to this process's own listeners of `channel` once what this queryable wrote is committed (at once
+   * outside a transaction, after COMMIT inside one, never after a ROLLBACK). NOTIFY reaches every instance, but only
+   * some time after the commit; this one must not answer from memory older than its own committed writes
+   * (docs/lock-sync.md). Absent on test doubles.
+   */
+  announceOnCommit?(channel: string, payload: string): void;
 }
 
 export interface TransactionScope extends Queryable {
@@ -23,12 +30,19 @@ export interface PoolStats {
 /** A notification handler; `null` means notifications may have been missed (reconnect): drop every cached answer. */
 export type NotificationHandler = (payload: string | null) => void;
 
+/**
+ * The listening connection's state, for a subscriber that trusts memory only while notifications flow
+ * (docs/lock-sync.md): `listening` once LISTEN holds on a connection (every later commit is delivered), `lost` as soon
+ * as that connection is gone (what commits from now on may never be delivered).
+ */
+export type ListenState = 'listening' | 'lost';
+
 export interface Database extends Queryable {
   readonly kind: 'postgres' | 'pglite';
   /** Runs `work` in one transaction: COMMIT when it resolves, ROLLBACK when it throws. */
   transaction<T>(work: (tx: TransactionScope) => Promise<T>): Promise<T>;
-  /** LISTEN on a channel; resolves to an unsubscribe function. */
-  listen(channel: string, onNotification: NotificationHandler): Promise<() => Promise<void>>;
+  /** LISTEN on a channel; resolves to an unsubscribe function. `onState` follows the listening connection. */
+  listen(channel: string, onNotification: NotificationHandler, onState?: (state: ListenState) => void): Promise<() => Promise<void>>;
   stats(): PoolStats;
   close(): Promise<void>;
 }

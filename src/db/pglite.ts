@@ -2,7 +2,7 @@
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
-import { INT8_OID, parseInt8, type Database, type NotificationHandler, type TransactionScope } from './database.js';
+import { INT8_OID, parseInt8, type Database, type ListenState, type NotificationHandler, type TransactionScope } from './database.js';
 
 export class DataDirInUseError extends Error {
   constructor(
@@ -93,6 +93,12 @@ export async function createPgliteDatabase(options: PgliteOptions = {}): Promise
   }
   let active = 0;
   let waiting = 0;
+  // This process's own handlers, for announceOnCommit (database.ts); PGlite delivers its NOTIFYs to them too.
+  const localHandlers = new Map<string, Set<NotificationHandler>>();
+  const announce = (channel: string, payload: string) => {
+    for (const handler of localHandlers.get(channel) ?? []) handler(payload);
+  };
+  const announcements = new WeakMap<Transaction, [channel: string, payload: string][]>();
 
   const scopeOf = (tx: Transaction): TransactionScope => ({
     async query<Row>(text: string, params?: readonly unknown[]) {
@@ -101,6 +107,9 @@ export async function createPgliteDatabase(options: PgliteOptions = {}): Promise
     },
     async execScript(sql: string) {
       await tx.exec(sql);
+    },
+    announceOnCommit(channel: string, payload: string) {
+      announcements.get(tx)?.push([channel, payload]);
     },
   });
 
@@ -112,23 +121,36 @@ export async function createPgliteDatabase(options: PgliteOptions = {}): Promise
       return { rows: result.rows, rowCount: result.rowCount ?? result.affectedRows ?? 0 };
     },
 
+    announceOnCommit: announce,
+
     // PGlite is one connection: its transaction() holds a mutex, so transactions (and queries) run one at a time.
     async transaction<T>(work: (tx: TransactionScope) => Promise<T>): Promise<T> {
       waiting++;
-      return pglite.transaction(async (tx) => {
+      const pending: [channel: string, payload: string][] = [];
+      const value = await pglite.transaction(async (tx) => {
         waiting--;
         active++;
+        announcements.set(tx, pending);
         try {
           return await work(scopeOf(tx));
         } finally {
           active--;
         }
       });
+      // Resolved: committed (a throw rolled back and announces nothing).
+      for (const [channel, payload] of pending) announce(channel, payload);
+      return value;
     },
 
-    async listen(channel: string, onNotification: NotificationHandler) {
+    // One process, one in-memory connection: once LISTEN holds, it never drops.
+    async listen(channel: string, onNotification: NotificationHandler, onState?: (state: ListenState) => void) {
       const unlisten = await pglite.listen(channel, (payload) => onNotification(payload));
+      let handlers = localHandlers.get(channel);
+      if (!handlers) localHandlers.set(channel, (handlers = new Set()));
+      handlers.add(onNotification);
+      onState?.('listening');
       return async () => {
+        handlers.delete(onNotification);
         await unlisten();
       };
     },

@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { INT8_OID, parseInt8, type Database, type NotificationHandler, type TransactionScope } from './database.js';
+import { INT8_OID, parseInt8, type Database, type ListenState, type NotificationHandler, type TransactionScope } from './database.js';
 
 export interface PostgresOptions {
   connectionString: string;
@@ -54,6 +54,7 @@ export function createPostgresDatabase(options: PostgresOptions): Database {
   pool.on('error', (error) => options.log.warn({ err: error }, 'idle database connection lost'));
 
   const listeners = new Map<string, Set<NotificationHandler>>();
+  const stateHandlers = new Set<(state: ListenState) => void>();
   let listenClient: pg.Client | null = null;
   let listenConnecting: Promise<void> | null = null;
   let closed = false;
@@ -65,6 +66,17 @@ export function createPostgresDatabase(options: PostgresOptions): Database {
       if (channel !== undefined && name !== channel) continue;
       for (const handler of handlers) handler(payload);
     }
+  };
+
+  const tellState = (state: ListenState) => {
+    for (const handler of stateHandlers) handler(state);
+  };
+
+  /** The listening connection is gone: whatever commits from now on may never be delivered. */
+  const lost = (client: pg.Client) => {
+    if (listenClient !== client) return;
+    listenClient = null;
+    tellState('lost');
   };
 
   const scheduleReconnect = () => {
@@ -83,8 +95,14 @@ export function createPostgresDatabase(options: PostgresOptions): Database {
       const client = new pg.Client(clientConfig);
       client.on('error', (error) => {
         options.log.warn({ err: error }, 'LISTEN connection lost; reconnecting');
-        if (listenClient === client) listenClient = null;
+        lost(client);
         void client.end().catch(() => undefined);
+        scheduleReconnect();
+      });
+      // A connection closed without an error first (the server ended it cleanly) is as lost.
+      client.on('end', () => {
+        if (listenClient !== client) return;
+        lost(client);
         scheduleReconnect();
       });
       client.on('notification', (message) => notifyAll(message.payload ?? '', message.channel));
@@ -98,6 +116,7 @@ export function createPostgresDatabase(options: PostgresOptions): Database {
       listenClient = client;
       // Whatever was sent while we were not listening is lost: tell every handler to drop its cache.
       notifyAll(null);
+      tellState('listening');
     })().finally(() => {
       listenConnecting = null;
     });
@@ -112,6 +131,11 @@ export function createPostgresDatabase(options: PostgresOptions): Database {
       return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
     },
 
+    // Outside a transaction a statement has committed when it resolves.
+    announceOnCommit(channel: string, payload: string) {
+      notifyAll(payload, channel);
+    },
+
     async transaction<T>(work: (tx: TransactionScope) => Promise<T>): Promise<T> {
       const client = await pool.connect();
       let broken: Error | undefined;
@@ -123,6 +147,7 @@ export function createPostgresDatabase(options: PostgresOptions): Database {
         broken = error;
       };
       client.on('error', onError);
+      const announcements: [channel: string, payload: string][] = [];
       try {
         await client.query('BEGIN');
         const scope: TransactionScope = {
@@ -133,9 +158,13 @@ export function createPostgresDatabase(options: PostgresOptions): Database {
           async execScript(sql: string) {
             await client.query(sql);
           },
+          announceOnCommit(channel: string, payload: string) {
+            announcements.push([channel, payload]);
+          },
         };
         const value = await work(scope);
         await client.query('COMMIT');
+        for (const [channel, payload] of announcements) notifyAll(payload, channel);
         return value;
       } catch (error) {
         if (isQueryReadTimeout(error)) {
@@ -156,7 +185,7 @@ export function createPostgresDatabase(options: PostgresOptions): Database {
       }
     },
 
-    async listen(channel, onNotification) {
+    async listen(channel, onNotification, onState) {
       let handlers = listeners.get(channel);
       const isNewChannel = !handlers;
       if (!handlers) {
@@ -164,15 +193,22 @@ export function createPostgresDatabase(options: PostgresOptions): Database {
         listeners.set(channel, handlers);
       }
       handlers.add(onNotification);
+      if (onState) stateHandlers.add(onState);
       try {
         if (!listenClient) await connectListener();
-        else if (isNewChannel) await listenClient.query(`LISTEN ${quoteIdentifier(channel)}`);
+        else {
+          const client = listenClient;
+          if (isNewChannel) await client.query(`LISTEN ${quoteIdentifier(channel)}`);
+          // Connected before this subscriber came: it hears the connection's state now that its channel is heard.
+          if (listenClient === client) onState?.('listening');
+        }
       } catch (error) {
         options.log.warn({ err: error }, 'LISTEN failed; retrying in the background');
         scheduleReconnect();
       }
       return async () => {
         handlers.delete(onNotification);
+        if (onState) stateHandlers.delete(onState);
         if (handlers.size === 0) {
           listeners.delete(channel);
           await listenClient?.query(`UNLISTEN ${quoteIdentifier(channel)}`).catch(() => undefined);

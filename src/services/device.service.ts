@@ -15,7 +15,8 @@ import {
   type SyncPosition,
 } from '../db/repositories/device-sync.repo.js';
 import { findMobileDevice } from '../db/repositories/mobile-device.repo.js';
-import { ForbiddenError, NotFoundError, UnprocessableError } from '../errors.js';
+import { ForbiddenError, NotFoundError, ServiceUnavailableError, UnprocessableError } from '../errors.js';
+import type { ChangeWatermarks } from './change-watermark.js';
 import type { ActionContext, Clock } from './context.js';
 import type { CredentialService, KeySet } from './credential.service.js';
 import { isUuid } from './identifiers.js';
@@ -100,14 +101,86 @@ export function decodeSyncCursor(cursor: string | undefined): SyncPosition {
   return { seq: value, id };
 }
 
+/** How many database-bound syncs may wait for a connection, and how long a refused lock is told to wait (docs/lock-sync.md). */
+export interface SyncAdmission {
+  /** A sync that needs the database is refused (503) while more requests than this wait for a pooled connection. */
+  maxWaiting: number;
+  /** A refusal's `Retry-After` is drawn uniformly from 1 to this many seconds, so refused locks come back spread out. */
+  retryAfterMaxSeconds: number;
+  /** In [0, 1); Math.random unless a test fixes it. */
+  random?: () => number;
+}
+
 export interface DeviceServiceOptions {
   db: Database;
   clock: Clock;
   credentials: CredentialService;
   telemetry: LockTelemetryService;
+  /** Each tenant's last change number from NOTIFY (docs/lock-sync.md); absent: every sync asks the database. */
+  watermarks?: Pick<ChangeWatermarks, 'current'>;
+  admission?: SyncAdmission;
 }
 
-export function createDeviceService({ db, clock, credentials, telemetry }: DeviceServiceOptions) {
+/**
+ * How many (tenant, lock, client) answers an instance remembers for "nothing new" (docs/lock-sync.md): one small entry
+ * each; the oldest is forgotten first, and a forgotten lock's next sync asks the database once.
+ */
+const MAX_REMEMBERED_SYNCS = 100_000;
+
+/** What the database confirmed for a lock's client at the tenant's change number `tenantSeq` (docs/lock-sync.md). */
+interface ConfirmedSync {
+  /** The tenant's last change number read with the answer. */
+  tenantSeq: number;
+  /** The cursor that answer handed out: everything of the lock up to `tenantSeq` lies at or before it. */
+  cursor: string;
+  serial: number;
+}
+
+export function createDeviceService({ db, clock, credentials, telemetry, watermarks, admission }: DeviceServiceOptions) {
+  const confirmed = new Map<string, ConfirmedSync>();
+  const syncKey = (tenantId: string, securedObjectId: string, clientId: string) => `${tenantId}\u0000${securedObjectId}\u0000${clientId}`;
+
+  /**
+   * docs/lock-sync.md: the answer from memory to a sync with the cursor the database last handed this client, while the
+   * tenant's change number is still the one read with it. The database then confirmed that the lock existed, that
+   * this client was not decommissioned, and that nothing of the lock lay beyond the cursor; everything that could
+   * change that (a ticket created or revoked, the lock deleted, the key set changed) takes a change number, which the
+   * trusted watermark would show. So this is the database's own answer, empty arrays and the same cursor. A change
+   * whose notification is still on its way is not seen yet: the cursor stays where the database put it and the lock
+   * learns the change on a later sync. Undefined: ask the database.
+   */
+  function rememberedNothingNew(tenantId: string, securedObjectId: string, clientId: string, cursor: string): ConfirmedSync | undefined {
+    if (watermarks === undefined) return undefined;
+    const known = confirmed.get(syncKey(tenantId, securedObjectId, clientId));
+    if (known === undefined || known.cursor !== cursor) return undefined;
+    return watermarks.current(tenantId) === known.tenantSeq ? known : undefined;
+  }
+
+  function remember(tenantId: string, securedObjectId: string, clientId: string, answer: ConfirmedSync | null): void {
+    const key = syncKey(tenantId, securedObjectId, clientId);
+    confirmed.delete(key);
+    if (answer === null) return;
+    // Re-inserted so the map's order is the order of answers: the oldest is forgotten first.
+    confirmed.set(key, answer);
+    if (confirmed.size > MAX_REMEMBERED_SYNCS) confirmed.delete(confirmed.keys().next().value!);
+  }
+
+  /**
+   * docs/lock-sync.md: a storm of syncs (every lock back after an outage) must not queue without bound for the
+   * database. While more than `maxWaiting` requests wait for a pooled connection, a sync that needs one is refused with
+   * 503 and a Retry-After drawn from 1..retryAfterMaxSeconds, so the refused locks come back spread out rather than
+   * together; a sync answered from memory is never refused.
+   */
+  function admit(): void {
+    if (admission === undefined || db.stats().waiting <= admission.maxWaiting) return;
+    const random = admission.random ?? Math.random;
+    const retryAfter = 1 + Math.floor(random() * admission.retryAfterMaxSeconds);
+    throw new ServiceUnavailableError(
+      'Too many locks are syncing at once. Retry after the number of seconds in Retry-After (docs/lock-sync.md).',
+      Math.min(retryAfter, admission.retryAfterMaxSeconds),
+    );
+  }
+
   /**
    * Hands tickets to a device (a phone's download, or a token card written for it): reuses the stored credential
    * while it has more than half its lifetime left and its key is still published, signs the others anew (docs/contract.md
@@ -237,10 +310,21 @@ export function createDeviceService({ db, clock, credentials, telemetry }: Devic
     async sync(tenantId: string, binding: DeviceBinding, securedObjectId: string, limit: number, cursor?: string): Promise<SyncAnswer> {
       assertBinding(binding, 'securedObjectId', securedObjectId, null);
       const position = decodeSyncCursor(cursor);
+      const remembered = cursor === undefined ? undefined : rememberedNothingNew(tenantId, securedObjectId, binding.clientId, cursor);
+      if (remembered !== undefined) {
+        // The acknowledgement the database path would make (below): nothing new, so everything up to the cursor. It
+        // writes only when that rises or last-seen is due (lock-telemetry.service.ts), not once per sync.
+        if (binding.securedObjectId !== undefined) {
+          await telemetry.acknowledgeSync(tenantId, securedObjectId, remembered.serial, `client:${binding.clientId}`);
+        }
+        return { tokens: [], revocations: [], cursor: remembered.cursor, serial: remembered.serial, more: false };
+      }
       // A full sync always carries the key set: the tenant's first key (a key-set change of its own) is made before the
       // position is read, so the next sync does not send it again.
       if (cursor === undefined) await credentials.ensureKey(tenantId);
       const now = clock();
+      // No await between the check and the query: the query joins the pool's queue in the same turn.
+      admit();
       const lock = await listLockChanges(db, tenantId, securedObjectId, binding.clientId, position, now, limit + 1, credentials.lifetimeMs);
       if (!lock.lockExists && lock.decommissionedSeq === null) throw new NotFoundError(`No secured object ${securedObjectId}.`);
       // A cursor beyond every change the tenant has made was not issued here; its serial would make the lock ignore
@@ -269,7 +353,7 @@ export function createDeviceService({ db, clock, credentials, telemetry }: Devic
       // A key-set change writes no ticket, so no ticket carries its number: once every ticket change before it has
       // been answered, the cursor moves past it and the next sync does not send the keys again.
       if (!more && reached.seq < lock.keySetSeq) reached = { seq: lock.keySetSeq, id: ZERO_UUID };
-      return {
+      const answer: SyncAnswer = {
         tokens: changes.filter((row) => row.revokedAt === null).map((row) => toTicket(row, now)),
         revocations: changes
           .filter((row) => row.revokedAt !== null)
@@ -282,6 +366,12 @@ export function createDeviceService({ db, clock, credentials, telemetry }: Devic
         ...(lock.decommissionedSeq !== null ? { decommissioned: true as const } : {}),
         more,
       };
+      // docs/lock-sync.md: what the next sync with this cursor may be answered from memory. Only a whole answer (a cut
+      // one has more of the same change number to come) for a lock that exists and a client that is not
+      // decommissioned: those answers carry more than empty arrays.
+      const whole = !more && lock.lockExists && lock.decommissionedSeq === null;
+      remember(tenantId, securedObjectId, binding.clientId, whole ? { tenantSeq: lock.lastSeq, cursor: answer.cursor, serial: answer.serial } : null);
+      return answer;
     },
 
     /**

@@ -23,6 +23,7 @@ import { LOCK_GROUPS, RESIDENTS } from '../db/repositories/group.repo.js';
 import { createAccessPermissionService } from './access-permission.service.js';
 import { createGroupService } from './group.service.js';
 import { createCredentialService } from './credential.service.js';
+import { createChangeWatermarks } from './change-watermark.js';
 import { createDeviceService } from './device.service.js';
 import { createAccessCheckService } from './access-check.service.js';
 import { createAccessLogService } from './access-log.service.js';
@@ -93,7 +94,15 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
   const residents = createGroupService({ db, clock, kind: RESIDENTS });
   const lockGroups = createGroupService({ db, clock, kind: LOCK_GROUPS });
   const accessPermissions = createAccessPermissionService({ db, clock, revived });
-  const devices = createDeviceService({ db, clock, credentials, telemetry: lockTelemetry });
+  const changeWatermarks = createChangeWatermarks({ db, log });
+  const devices = createDeviceService({
+    db,
+    clock,
+    credentials,
+    telemetry: lockTelemetry,
+    watermarks: changeWatermarks,
+    admission: { maxWaiting: config.SYNC_MAX_WAITING, retryAfterMaxSeconds: config.SYNC_RETRY_AFTER_MAX_SECONDS },
+  });
   const accessChecks = createAccessCheckService({ db, clock, credentials });
   const accessLogs = createAccessLogService({ db, clock });
   const schedules = createScheduleService();
@@ -170,6 +179,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     ticketKeys,
     credentials,
     devices,
+    changeWatermarks,
     accessChecks,
     accessLogs,
     lockTelemetry,
@@ -183,6 +193,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
       await accessTokenKeys.start(KEY_REFRESH_MS);
       await ticketKeys.start(KEY_REFRESH_MS);
       await revocations.start();
+      await changeWatermarks.start();
       idempotency.start();
       audit.start();
       tokens.start();
@@ -197,6 +208,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
       await accessTokenKeys.stop();
       await ticketKeys.stop();
       await revocations.stop();
+      await changeWatermarks.stop();
     },
   };
 }

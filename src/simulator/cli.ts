@@ -3,7 +3,7 @@
 // revocation lists a phone carried, then deciding on credentials and, asked to, uploading its access log
 // (docs/contract.md 6.2, 8.1, 8.3, 8.5).
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { LockSimulator, type LockProvisioning, type SyncAnswer } from './lock-simulator.js';
+import { LockSimulator, withSyncBackoff, type LockProvisioning, type SyncAnswer } from './lock-simulator.js';
 
 const USAGE = `Usage: npm run --silent simulate -- --url URL --client-id ID --client-secret SECRET --secured-object ID
          [--command open] [--channel btlespp] [--at MILLIS] [--revocation-list JWS ...] [--upload-log] [CREDENTIAL ...]
@@ -125,7 +125,8 @@ async function main(): Promise<number> {
   const lock = new LockSimulator(trust);
   await lock.sync(async (cursor) => {
     const query = cursor ? `?cursor=${encodeURIComponent(cursor)}` : '';
-    const response = await fetch(`${lockPath}/sync${query}`, { headers });
+    // docs/lock-sync.md: a sync refused for load is retried with backoff and full jitter, never before Retry-After.
+    const response = await withSyncBackoff(() => fetch(`${lockPath}/sync${query}`, { headers }));
     if (!response.ok) throw new Error(`sync failed: ${response.status} ${await response.text()}`);
     return { answer: (await response.json()) as SyncAnswer, more: (response.headers.get('link') ?? '').includes('rel="next"') };
   });

@@ -348,3 +348,63 @@ export class LockSimulator {
     return this.revoked.size - before;
   }
 }
+
+/** docs/lock-sync.md: the backoff of a refused sync: exponential from `baseMs`, bounded by `capMs`, full jitter. */
+export const SYNC_BACKOFF = { baseMs: 1000, capMs: 300_000 } as const;
+
+/**
+ * How long to wait before retrying a refused sync (docs/lock-sync.md): a uniformly random delay up to
+ * min(cap, base * 2^attempt) (full jitter spreads a fleet that failed together), and never less than the server's
+ * `Retry-After` (RFC 9110 10.2.3: delay-seconds or an HTTP-date). `attempt` counts the refusals in a row from 0.
+ */
+export function syncRetryDelayMs(attempt: number, retryAfter: string | null, now: number, random: () => number = Math.random): number {
+  const bound = Math.min(SYNC_BACKOFF.capMs, SYNC_BACKOFF.baseMs * 2 ** Math.max(0, attempt));
+  const jittered = Math.floor(random() * bound);
+  return Math.max(jittered, retryAfterMs(retryAfter, now));
+}
+
+/** `Retry-After` in ms from now; 0 when absent or unreadable (the backoff alone then decides). */
+function retryAfterMs(value: string | null, now: number): number {
+  if (value === null) return 0;
+  const trimmed = value.trim();
+  if (/^\d+$/.test(trimmed)) return Math.min(Number(trimmed) * 1000, SYNC_BACKOFF.capMs);
+  const at = Date.parse(trimmed);
+  return Number.isNaN(at) ? 0 : Math.min(Math.max(0, at - now), SYNC_BACKOFF.capMs);
+}
+
+/** What a lock needs of an HTTP answer to decide whether to retry. */
+export interface SyncHttpAnswer {
+  status: number;
+  headers: { get(name: string): string | null };
+}
+
+export interface SyncRetryOptions {
+  /** Waits `ms`; a test passes one that records instead of sleeping. */
+  sleep?: (ms: number) => Promise<void>;
+  random?: () => number;
+  clock?: () => number;
+  /** Refusals in a row before giving up (the answer is then returned as it is). */
+  maxAttempts?: number;
+}
+
+/**
+ * Sends one sync request, retrying while the server refuses it for load (503, 429) or the connection fails, as
+ * docs/lock-sync.md says a lock must: backoff with full jitter, honouring Retry-After. Any other answer is returned.
+ */
+export async function withSyncBackoff<T extends SyncHttpAnswer>(send: () => Promise<T>, options: SyncRetryOptions = {}): Promise<T> {
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const clock = options.clock ?? Date.now;
+  const maxAttempts = options.maxAttempts ?? 8;
+  for (let attempt = 0; ; attempt++) {
+    let answer: T;
+    try {
+      answer = await send();
+    } catch (error) {
+      if (attempt + 1 >= maxAttempts) throw error;
+      await sleep(syncRetryDelayMs(attempt, null, clock(), options.random));
+      continue;
+    }
+    if ((answer.status !== 503 && answer.status !== 429) || attempt + 1 >= maxAttempts) return answer;
+    await sleep(syncRetryDelayMs(attempt, answer.headers.get('retry-after'), clock(), options.random));
+  }
+}

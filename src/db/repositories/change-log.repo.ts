@@ -8,7 +8,39 @@ import type { Queryable } from '../database.js';
  */
 export async function nextChangeSeq(db: Queryable, tenantId: string): Promise<number> {
   const { rows } = await db.query<{ last_seq: number }>(NEXT_CHANGE_SEQ_CTE('$1'), [tenantId]);
-  return rows[0]!.last_seq;
+  const seq = Number(rows[0]!.last_seq);
+  announceChange(db, tenantId, seq);
+  return seq;
+}
+
+/**
+ * The channel on which every advance of a tenant's change counter is announced, with the payload
+ * `<last_seq>:<tenant_id>` (migrations/018_tenant_change_notify.sql, docs/lock-sync.md).
+ */
+export const TENANT_CHANGES_CHANNEL = 'tenant_changes';
+
+export const changePayload = (tenantId: string, seq: number): string => `${seq}:${tenantId}`;
+
+/** The change number and tenant of a payload on TENANT_CHANGES_CHANNEL; null when it is not one. */
+export function parseChangePayload(payload: string): { tenantId: string; seq: number } | null {
+  const colon = payload.indexOf(':');
+  const seq = Number(payload.slice(0, colon));
+  if (colon <= 0 || !Number.isSafeInteger(seq) || seq < 0 || colon === payload.length - 1) return null;
+  return { tenantId: payload.slice(colon + 1), seq };
+}
+
+/**
+ * This process hears of its own change at once when it commits (Queryable.announceOnCommit); the trigger's NOTIFY
+ * tells the other instances, a little later. Call it right after taking the change number, in the same queryable.
+ */
+export function announceChange(db: Queryable, tenantId: string, seq: number): void {
+  db.announceOnCommit?.(TENANT_CHANGES_CHANNEL, changePayload(tenantId, seq));
+}
+
+/** Every tenant's last change number, for an instance that has just started listening (docs/lock-sync.md). */
+export async function listChangeWatermarks(db: Queryable): Promise<{ tenantId: string; seq: number }[]> {
+  const { rows } = await db.query<{ tenant_id: string; last_seq: number }>('SELECT tenant_id, last_seq FROM tenant_change_counters');
+  return rows.map((row) => ({ tenantId: row.tenant_id, seq: Number(row.last_seq) }));
 }
 
 /** The same statement as a CTE body, for single-statement writes (ticket creation). `$tenant` is the placeholder. */

@@ -2,7 +2,7 @@
 import type { Schedule } from '../../shared/schedule.js';
 import type { Queryable } from '../database.js';
 import { AUDIT_APPEND_CTES, TICKET_EVENT_CHUNKS } from './audit.repo.js';
-import { NEXT_CHANGE_SEQ_CTE } from './change-log.repo.js';
+import { announceChange, NEXT_CHANGE_SEQ_CTE } from './change-log.repo.js';
 import { keysetPage, type KeysetColumns, type KeysetPosition } from '../keyset.js';
 
 export interface TicketRecord {
@@ -109,7 +109,7 @@ export async function createTickets(
     request_id: ticket.audit.requestId,
   }));
   const { rows } = await db.query<
-    TicketRow & { ordinal: number; lock_channels: string[] | null; device_exists: boolean; created: boolean }
+    TicketRow & { ordinal: number; lock_channels: string[] | null; device_exists: boolean; created: boolean; taken_seq: number }
   >(
     `WITH seq AS (${NEXT_CHANGE_SEQ_CTE('$1')}
      ), input AS (
@@ -139,7 +139,7 @@ export async function createTickets(
           FROM inserted JOIN input i ON i.id = inserted.id ORDER BY i.ordinal`,
      )}
      SELECT i.ordinal, inserted.*, inserted.id IS NOT NULL AS created, lock.channels AS lock_channels,
-            device.id IS NOT NULL AS device_exists
+            device.id IS NOT NULL AS device_exists, (SELECT last_seq FROM seq) AS taken_seq
        FROM input i
        LEFT JOIN inserted ON inserted.id = i.id
        LEFT JOIN lock ON lock.id = i.secured_object_id
@@ -147,6 +147,7 @@ export async function createTickets(
       ORDER BY i.ordinal`,
     [tenantId, JSON.stringify(input)],
   );
+  if (rows[0]) announceChange(db, tenantId, Number(rows[0].taken_seq));
   return rows.map((row) =>
     row.created
       ? { created: toTicketRecord(row) }

@@ -24,7 +24,9 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
           'same cursor. Large answers are cut at `limit` with `Link: rel="next"`. Needs a client bound to this lock, or an ' +
           'unbound one. A deleted lock\'s client still syncs the revocations its deletion caused, with `decommissioned: true`. ' +
           'A sync with a cursor tells the server the lock has applied everything the cursor reached (docs/contract.md 8.4): ' +
-          'ask again after applying an answer, so the operator sees the revocations arrive.',
+          'ask again after applying an answer, so the operator sees the revocations arrive. When too many locks sync at once ' +
+          'the answer may be `503` with a jittered `Retry-After`: retry with exponential backoff and full jitter, never sooner ' +
+          '(docs/lock-sync.md).',
         params: ObjectIdParams,
         querystring: SyncQuery,
         response: {

@@ -1,0 +1,129 @@
+// Each tenant's latest change number, kept in memory from NOTIFY, so an online lock's "nothing new" sync is answered
+// without the database (docs/lock-sync.md). Trusted only while notifications flow: from the moment LISTEN holds and
+// the numbers committed before it were read, until the listening connection drops; otherwise callers ask the database.
+import type { Database } from '../db/database.js';
+import { listChangeWatermarks, parseChangePayload, TENANT_CHANGES_CHANNEL } from '../db/repositories/change-log.repo.js';
+
+/** How soon a failed catch-up read is tried again while the connection still listens. */
+const CATCH_UP_RETRY_MS = 1000;
+
+export type WatermarkPhase = 'down' | 'catching-up' | 'trusted';
+
+/**
+ * The state machine, without I/O. `down`: not listening, nothing is trusted. `listening()` → `catching-up`: every
+ * commit from now on is delivered, but those before are not known yet. `caughtUp(epoch, read)` → `trusted` when the
+ * read (made after LISTEN held) belongs to the current connection: every commit is then either in the read or
+ * delivered. `lost()` → `down` at once. Numbers only rise: a read and a notification of the same change in either
+ * order leave the larger.
+ */
+export function createWatermarkState() {
+  let phase: WatermarkPhase = 'down';
+  let epoch = 0;
+  let marks = new Map<string, number>();
+
+  const advance = (tenantId: string, seq: number) => {
+    if (seq > (marks.get(tenantId) ?? 0)) marks.set(tenantId, seq);
+  };
+
+  return {
+    get phase(): WatermarkPhase {
+      return phase;
+    },
+
+    /** LISTEN holds on a (new) connection; returns the epoch its catch-up read must present. */
+    listening(): number {
+      phase = 'catching-up';
+      marks = new Map();
+      return ++epoch;
+    },
+
+    /** The numbers read after `listening()` returned `readEpoch`; ignored when the connection changed since. */
+    caughtUp(readEpoch: number, read: readonly { tenantId: string; seq: number }[]): boolean {
+      if (readEpoch !== epoch || phase !== 'catching-up') return false;
+      for (const { tenantId, seq } of read) advance(tenantId, seq);
+      phase = 'trusted';
+      return true;
+    },
+
+    /** The listening connection dropped: what commits from now on may never be delivered. */
+    lost(): void {
+      phase = 'down';
+      epoch++;
+      marks = new Map();
+    },
+
+    /** A committed change (a notification, or this process's own commit). */
+    advance,
+
+    /** Whether `epoch` is still the connection a catch-up was started for. */
+    isCurrent(readEpoch: number): boolean {
+      return readEpoch === epoch && phase === 'catching-up';
+    },
+
+    /** The tenant's last change number (0: none yet) while trusted; undefined: ask the database. */
+    current(tenantId: string): number | undefined {
+      return phase === 'trusted' ? (marks.get(tenantId) ?? 0) : undefined;
+    },
+  };
+}
+
+export type WatermarkState = ReturnType<typeof createWatermarkState>;
+
+export interface ChangeWatermarksOptions {
+  db: Database;
+  log: { warn(object: object, message: string): void };
+}
+
+export function createChangeWatermarks({ db, log }: ChangeWatermarksOptions) {
+  const state = createWatermarkState();
+  let unlisten: (() => Promise<void>) | null = null;
+  let retryTimer: NodeJS.Timeout | null = null;
+
+  async function catchUp(readEpoch: number): Promise<void> {
+    try {
+      state.caughtUp(readEpoch, await listChangeWatermarks(db));
+    } catch (error) {
+      log.warn({ err: error }, 'change watermark catch-up failed; syncs ask the database meanwhile');
+      if (!state.isCurrent(readEpoch)) return;
+      retryTimer = setTimeout(() => {
+        retryTimer = null;
+        if (state.isCurrent(readEpoch)) void catchUp(readEpoch);
+      }, CATCH_UP_RETRY_MS);
+      retryTimer.unref();
+    }
+  }
+
+  return {
+    async start(): Promise<void> {
+      unlisten = await db.listen(
+        TENANT_CHANGES_CHANNEL,
+        (payload) => {
+          // null: the connection was (re)made; onState says so too, and the catch-up read replaces what was known.
+          const change = payload === null ? null : parseChangePayload(payload);
+          if (change) state.advance(change.tenantId, change.seq);
+        },
+        (listenState) => {
+          if (listenState === 'lost') state.lost();
+          else void catchUp(state.listening());
+        },
+      );
+    },
+
+    async stop(): Promise<void> {
+      if (retryTimer) clearTimeout(retryTimer);
+      retryTimer = null;
+      state.lost();
+      await unlisten?.().catch(() => undefined);
+      unlisten = null;
+    },
+
+    /** The tenant's last change number while it can be trusted; undefined: ask the database. */
+    current: (tenantId: string): number | undefined => state.current(tenantId),
+
+    get phase(): WatermarkPhase {
+      return state.phase;
+    },
+  };
+}
+
+export type ChangeWatermarks = ReturnType<typeof createChangeWatermarks>;
