@@ -101,6 +101,9 @@ export function decodeSyncCursor(cursor: string | undefined): SyncPosition {
   return { seq: value, id };
 }
 
+/** A credential signed by this download, to be stored, with the algorithm it was signed with (for the metrics). */
+type SignedToStore = NewCredential & { alg: string };
+
 export interface DeviceServiceOptions {
   db: Database;
   clock: Clock;
@@ -126,7 +129,7 @@ export function createDeviceService({ db, clock, credentials, telemetry, metrics
     const published = await credentials.keySet(context.tenantId);
     const publishedKids = new Set(published.keys.map((key) => key.kid));
     const handedOut = await Promise.all(
-      rows.map(async (row): Promise<{ credential?: string; stored?: NewCredential; availableFrom?: number }> => {
+      rows.map(async (row): Promise<{ credential?: string; stored?: SignedToStore; availableFrom?: number }> => {
         const availableFrom = credentials.availableFrom(row, now);
         if (availableFrom !== undefined) return { availableFrom };
         if (!credentials.needsSigning(row, row.credential, publishedKids, now)) {
@@ -195,13 +198,13 @@ export function createDeviceService({ db, clock, credentials, telemetry, metrics
    */
   function countSigned(
     rows: CredentialedTicket[],
-    handedOut: { stored?: NewCredential & { alg?: string } }[],
+    handedOut: { stored?: SignedToStore }[],
     stamps: ReadonlyMap<string, number>,
   ): void {
     const byAlgorithm = new Map<string, number>();
     rows.forEach((row, index) => {
       const stored = handedOut[index]!.stored;
-      if (stored?.alg === undefined || !stamps.has(row.id)) return;
+      if (stored === undefined || !stamps.has(row.id)) return;
       byAlgorithm.set(stored.alg, (byAlgorithm.get(stored.alg) ?? 0) + 1);
     });
     for (const [alg, count] of byAlgorithm) metrics.credentialsSigned(alg, count);

@@ -59,7 +59,7 @@ export async function removeWithTickets(
   id: string,
 ): Promise<void> {
   const { db, clock, revocations, accessTokenTtlMs, metrics } = dependencies;
-  const retired = await db.transaction(async (tx) => {
+  const removed = await db.transaction(async (tx) => {
     const seq = await nextChangeSeq(tx, context.tenantId);
     if (!(await holder.remove(tx, context.tenantId, id))) throw new NotFoundError(`No ${holder.noun} ${id}.`);
     const now = clock();
@@ -78,8 +78,8 @@ export async function removeWithTickets(
     ]);
     return { clientIds, revoked };
   });
-  metrics.ticketsRevoked(retired.revoked);
+  metrics.ticketsRevoked(removed.revoked);
   // This instance acts on the revocations at once (the token endpoint answers invalid_client right away); the others
   // on the NOTIFY delivered at commit, or the poll.
-  if (retired.clientIds.length > 0) await revocations.refresh();
+  if (removed.clientIds.length > 0) await revocations.refresh();
 }
