@@ -9,7 +9,7 @@ import { trustProxyOption, type Config } from './config.js';
 import type { Database } from './db/database.js';
 import { migrationsCurrent, readMigrations } from './db/migrate.js';
 import { lazyChildLogger } from './logger.js';
-import metrics, { registerWebhookMetrics } from './plugins/metrics.js';
+import metrics, { createDomainMetrics, registerWebhookMetrics } from './plugins/metrics.js';
 import problemDetails, { rawProblemAnswer, sendProblem } from './plugins/problem-details.js';
 import { ProblemError } from './errors.js';
 import { validatorCompiler } from './plugins/validation.js';
@@ -191,6 +191,7 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
     log,
     secretsKey: dependencies.secretsKey,
     clock: dependencies.clock,
+    metrics: createDomainMetrics(typed.metrics),
     ...(dependencies.resolveHost ? { resolveHost: dependencies.resolveHost } : {}),
   });
   registerWebhookMetrics(typed.metrics, services.webhookDeliveries);

@@ -3,6 +3,14 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Database } from '../db/database.js';
+import {
+  GRANT_OUTCOMES,
+  GRANT_TYPES,
+  LOGIN_FAILURE_REASONS,
+  SIGNING_ALGORITHMS,
+  SYNC_OUTCOMES,
+  type DomainMetrics,
+} from '../services/metrics.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -122,4 +130,72 @@ export function registerWebhookMetrics(registry: Registry, source: WebhookDelive
       if (ageMs !== null) this.set(ageMs / 1000);
     },
   });
+}
+
+/**
+ * The domain counters behind the services' metrics port (services/metrics.ts). Every label combination is set to 0
+ * at start, so a rate over a counter that has not moved yet is 0 rather than absent, and the label values are the
+ * port's fixed lists: never a tenant, client or lock id.
+ */
+export function createDomainMetrics(registry: Registry): DomainMetrics {
+  const grants = new Counter({
+    name: 'oauth_grants_total',
+    help: 'Token endpoint answers by grant type and outcome: success or the RFC 6749 error code.',
+    labelNames: ['grant_type', 'outcome'] as const,
+    registers: [registry],
+  });
+  for (const grant_type of GRANT_TYPES) for (const outcome of GRANT_OUTCOMES) grants.inc({ grant_type, outcome }, 0);
+  const loginFailures = new Counter({
+    name: 'login_failures_total',
+    help: 'Password grants refused by reason: invalid_credentials (wrong user or password), locked (refused unchecked).',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  for (const reason of LOGIN_FAILURE_REASONS) loginFailures.inc({ reason }, 0);
+  const lockouts = new Counter({
+    name: 'login_lockouts_total',
+    help: 'Logins locked for reaching LOCKOUT_THRESHOLD attempts.',
+    registers: [registry],
+  });
+  const created = new Counter({
+    name: 'tickets_created_total',
+    help: 'Tickets issued by committed changes: single creates and every ticket an access permission or membership made.',
+    registers: [registry],
+  });
+  const revoked = new Counter({
+    name: 'tickets_revoked_total',
+    help: 'Tickets revoked by committed changes, one by one or with their permission, group, lock or device.',
+    registers: [registry],
+  });
+  const signed = new Counter({
+    name: 'credentials_signed_total',
+    help: 'Ticket credentials signed and handed out by downloads and token cards, by signature algorithm.',
+    labelNames: ['alg'] as const,
+    registers: [registry],
+  });
+  for (const alg of SIGNING_ALGORITHMS) signed.inc({ alg }, 0);
+  const syncs = new Counter({
+    name: 'lock_syncs_total',
+    help: 'Lock syncs by outcome: changes to apply, nothing_new since the cursor, refused.',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  for (const outcome of SYNC_OUTCOMES) syncs.inc({ outcome }, 0);
+  const knownAlgorithms = new Set<string>(SIGNING_ALGORITHMS);
+  return {
+    grantAnswered: (grant_type, outcome) => grants.inc({ grant_type, outcome }),
+    loginFailed: (reason) => loginFailures.inc({ reason }),
+    loginLocked: () => lockouts.inc(),
+    ticketsCreated: (count) => {
+      if (count > 0) created.inc(count);
+    },
+    ticketsRevoked: (count) => {
+      if (count > 0) revoked.inc(count);
+    },
+    credentialsSigned: (alg, count) => {
+      // A key of an algorithm this version no longer makes still signs; it is counted, under a bounded name.
+      if (count > 0) signed.inc({ alg: knownAlgorithms.has(alg) ? alg : 'other' }, count);
+    },
+    lockSynced: (outcome) => syncs.inc({ outcome }),
+  };
 }

@@ -20,6 +20,7 @@ import { NotFoundError, UnprocessableError, detailWithReasons, type FieldError }
 import type { Schedule } from '../shared/schedule.js';
 import { auditEvent, recordChange, recordChanges, ticketChunks } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
+import type { DomainMetrics } from './metrics.js';
 import { isUuid } from './identifiers.js';
 import { neverOpensError } from './ticket-schedule.js';
 import { decodeCursor, pageOf, type Page } from './pagination.js';
@@ -63,9 +64,11 @@ export interface AccessPermissionServiceOptions {
   db: Database;
   clock: Clock;
   revived: RevivedInterfaces;
+  /** Counts what the service did, after it committed (services/metrics.ts). */
+  metrics: DomainMetrics;
 }
 
-export function createAccessPermissionService({ db, clock, revived }: AccessPermissionServiceOptions) {
+export function createAccessPermissionService({ db, clock, revived, metrics }: AccessPermissionServiceOptions) {
   const notFound = (id: string) => new NotFoundError(`No access permission ${id}.`);
   /** docs/contract.md 4.3: the detail itself says why (removed channel, dates, unknown groups, a lock lacking a channel). */
   const refused = (errors: FieldError[]) => new UnprocessableError(detailWithReasons('The access permission cannot be granted', errors), errors);
@@ -121,6 +124,8 @@ export function createAccessPermissionService({ db, clock, revived }: AccessPerm
         });
         return issued;
       });
+      // After the commit: a grant of 1,000 tickets counts 1,000 once, and a refused or rolled-back one counts nothing.
+      metrics.ticketsCreated(tokenCount);
       return toAccessPermission({ ...record, tokenCount });
     },
 
@@ -156,7 +161,7 @@ export function createAccessPermissionService({ db, clock, revived }: AccessPerm
     /** Every ticket the permission made becomes REVOKED, and the permission is gone (docs/contract.md 5). */
     async delete(context: ActionContext, id: string): Promise<void> {
       if (!isUuid(id)) throw notFound(id);
-      await db.transaction(async (tx) => {
+      const revokedCount = await db.transaction(async (tx) => {
         const seq = await nextChangeSeq(tx, context.tenantId);
         const now = clock();
         const revoked = await revokePermissionTickets(tx, context.tenantId, 'id', id, now, seq);
@@ -166,7 +171,9 @@ export function createAccessPermissionService({ db, clock, revived }: AccessPerm
           ...ticketChunks(revoked).map((ticketIds) => auditEvent(context, now, 'ticket.revoked', target, { accessPermissionId: id, ticketIds })),
           auditEvent(context, now, 'access_permission.deleted', target, { accessPermissionId: id }),
         ]);
+        return revoked.length;
       });
+      metrics.ticketsRevoked(revokedCount);
     },
   };
 }

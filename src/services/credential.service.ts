@@ -40,6 +40,8 @@ const REVOCATION_LIST_REUSE_MS = 60_000;
 export interface SignedCredential {
   credential: string;
   kid: string;
+  /** The signing key's algorithm (JWT_ALG when it was made). */
+  alg: string;
   /** `iat` in milliseconds (a whole second). */
   issuedAt: number;
   /** `exp` in milliseconds (a whole second). */
@@ -153,7 +155,7 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
       const signing = await keys.signingKey(ticket.tenantId);
       const claims = await claimsOf(ticket, now);
       const credential = await signCompactJws(signing, CREDENTIAL_TYPE, { ...claims });
-      return { credential, kid: signing.kid, issuedAt: claims.iat * 1000, expiresAt: claims.exp * 1000 };
+      return { credential, kid: signing.kid, alg: signing.alg, issuedAt: claims.iat * 1000, expiresAt: claims.exp * 1000 };
     },
 
     claimsOf,

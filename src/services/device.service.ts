@@ -15,12 +15,13 @@ import {
   type SyncPosition,
 } from '../db/repositories/device-sync.repo.js';
 import { findMobileDevice } from '../db/repositories/mobile-device.repo.js';
-import { ForbiddenError, NotFoundError, ServiceUnavailableError, UnprocessableError } from '../errors.js';
+import { ForbiddenError, NotFoundError, ProblemError, ServiceUnavailableError, UnprocessableError } from '../errors.js';
 import type { ChangeWatermarks } from './change-watermark.js';
 import type { ActionContext, Clock } from './context.js';
 import type { CredentialService, KeySet } from './credential.service.js';
 import { isUuid } from './identifiers.js';
 import type { LockTelemetryService } from './lock-telemetry.service.js';
+import type { DomainMetrics } from './metrics.js';
 import { cutPage, decodeCursor, invalidCursor, pageOf, type Page } from './pagination.js';
 import { toTicket, type Ticket } from './ticket.service.js';
 
@@ -111,6 +112,9 @@ export interface SyncAdmission {
   random?: () => number;
 }
 
+/** A credential signed by this download, to be stored, with the algorithm it was signed with (for the metrics). */
+type SignedToStore = NewCredential & { alg: string };
+
 export interface DeviceServiceOptions {
   db: Database;
   clock: Clock;
@@ -119,6 +123,8 @@ export interface DeviceServiceOptions {
   /** Each tenant's last change number from NOTIFY (docs/lock-sync.md); absent: every sync asks the database. */
   watermarks?: Pick<ChangeWatermarks, 'current'>;
   admission?: SyncAdmission;
+  /** Counts credentials signed and syncs answered (services/metrics.ts). */
+  metrics: DomainMetrics;
 }
 
 /**
@@ -136,7 +142,7 @@ interface ConfirmedSync {
   serial: number;
 }
 
-export function createDeviceService({ db, clock, credentials, telemetry, watermarks, admission }: DeviceServiceOptions) {
+export function createDeviceService({ db, clock, credentials, telemetry, watermarks, admission, metrics }: DeviceServiceOptions) {
   const confirmed = new Map<string, ConfirmedSync>();
   const syncKey = (tenantId: string, securedObjectId: string, clientId: string) => `${tenantId}\u0000${securedObjectId}\u0000${clientId}`;
 
@@ -196,7 +202,7 @@ export function createDeviceService({ db, clock, credentials, telemetry, waterma
     const published = await credentials.keySet(context.tenantId);
     const publishedKids = new Set(published.keys.map((key) => key.kid));
     const handedOut = await Promise.all(
-      rows.map(async (row): Promise<{ credential?: string; stored?: NewCredential; availableFrom?: number }> => {
+      rows.map(async (row): Promise<{ credential?: string; stored?: SignedToStore; availableFrom?: number }> => {
         const availableFrom = credentials.availableFrom(row, now);
         if (availableFrom !== undefined) return { availableFrom };
         if (!credentials.needsSigning(row, row.credential, publishedKids, now)) {
@@ -238,6 +244,7 @@ export function createDeviceService({ db, clock, credentials, telemetry, waterma
             );
             return store(tx);
           });
+    countSigned(rows, handedOut, stamps);
     const lists = await signRevocationLists(context.tenantId, revocations, published, now);
     return rows.flatMap((row, index) => {
       const downloadedAt = stamps.get(row.id);
@@ -258,10 +265,96 @@ export function createDeviceService({ db, clock, credentials, telemetry, waterma
     });
   }
 
+  /**
+   * The credentials signed anew that are handed out, by algorithm, once they are stored: a signature whose ticket was
+   * revoked meanwhile (no stamp) or superseded in the zone check is never handed out and is not counted.
+   */
+  function countSigned(
+    rows: CredentialedTicket[],
+    handedOut: { stored?: SignedToStore }[],
+    stamps: ReadonlyMap<string, number>,
+  ): void {
+    const byAlgorithm = new Map<string, number>();
+    rows.forEach((row, index) => {
+      const stored = handedOut[index]!.stored;
+      if (stored === undefined || !stamps.has(row.id)) return;
+      byAlgorithm.set(stored.alg, (byAlgorithm.get(stored.alg) ?? 0) + 1);
+    });
+    for (const [alg, count] of byAlgorithm) metrics.credentialsSigned(alg, count);
+  }
+
   /** One signed revocation list per lock (docs/contract.md 8.3), by lock id. */
   async function signRevocationLists(tenantId: string, revocations: LockRevocations[], published: KeySet, now: number): Promise<Map<string, string>> {
     const signed = await Promise.all(revocations.map((lock) => credentials.revocationList(tenantId, lock, published, now)));
     return new Map(revocations.map((lock, index) => [lock.securedObjectId, signed[index]!]));
+  }
+
+  /** One sync's answer (`sync` counts it). */
+  async function syncAnswer(tenantId: string, binding: DeviceBinding, securedObjectId: string, limit: number, cursor?: string): Promise<SyncAnswer> {
+    assertBinding(binding, 'securedObjectId', securedObjectId, null);
+    const position = decodeSyncCursor(cursor);
+    const remembered = cursor === undefined ? undefined : rememberedNothingNew(tenantId, securedObjectId, binding.clientId, cursor);
+    if (remembered !== undefined) {
+      // The acknowledgement the database path would make (below): nothing new, so everything up to the cursor. It
+      // writes only when that rises or last-seen is due (lock-telemetry.service.ts), not once per sync.
+      if (binding.securedObjectId !== undefined) {
+        await telemetry.acknowledgeSync(tenantId, securedObjectId, remembered.serial, `client:${binding.clientId}`);
+      }
+      return { tokens: [], revocations: [], cursor: remembered.cursor, serial: remembered.serial, more: false };
+    }
+    // A full sync always carries the key set: the tenant's first key (a key-set change of its own) is made before the
+    // position is read, so the next sync does not send it again.
+    if (cursor === undefined) await credentials.ensureKey(tenantId);
+    const now = clock();
+    // No await between the check and the query: the query joins the pool's queue in the same turn.
+    admit();
+    const lock = await listLockChanges(db, tenantId, securedObjectId, binding.clientId, position, now, limit + 1, credentials.lifetimeMs);
+    if (!lock.lockExists && lock.decommissionedSeq === null) throw new NotFoundError(`No secured object ${securedObjectId}.`);
+    // A cursor beyond every change the tenant has made was not issued here; its serial would make the lock ignore
+    // every revocation list a phone brings (docs/contract.md 8.3).
+    if (position.seq > lock.lastSeq) throw invalidCursor();
+    const { rows: changes, more, last } = cutPage(lock.changes, limit);
+    // docs/contract.md 8.4: the lock has applied everything up to its cursor, except the cursor's own change number
+    // when the previous answer was cut inside it (its remaining tickets come first now). A full sync acknowledges
+    // nothing. A decommissioned client whose lock id now names a newly registered lock speaks for another lock and
+    // acknowledges nothing; one whose lock is gone does: the deleted door may open until it applied what its
+    // deletion revoked (docs/security-checklist.md G43). Only the lock's own client speaks for the lock: an unbound
+    // sync client (a hub, an integration that reads) may sync any lock of the tenant (docs/contract.md 6.2), and
+    // letting it acknowledge would let any holder of the `sync` scope mark every revocation of every door applied.
+    // A hub's locks therefore show their revocations pending: the safe side of "may the door still open".
+    if (binding.securedObjectId !== undefined && !(lock.lockExists && lock.decommissionedSeq !== null)) {
+      const applied = cursor === undefined ? undefined : changes[0]?.changeSeq === position.seq ? position.seq - 1 : position.seq;
+      await telemetry.acknowledgeSync(
+        tenantId,
+        securedObjectId,
+        applied === undefined ? undefined : Math.max(applied, 0),
+        `client:${binding.clientId}`,
+      );
+    }
+    let reached = last ? { seq: last.changeSeq, id: last.id } : position;
+    const keysChanged = cursor === undefined || position.seq < lock.keySetSeq;
+    // A key-set change writes no ticket, so no ticket carries its number: once every ticket change before it has
+    // been answered, the cursor moves past it and the next sync does not send the keys again.
+    if (!more && reached.seq < lock.keySetSeq) reached = { seq: lock.keySetSeq, id: ZERO_UUID };
+    const answer: SyncAnswer = {
+      tokens: changes.filter((row) => row.revokedAt === null).map((row) => toTicket(row, now)),
+      revocations: changes
+        .filter((row) => row.revokedAt !== null)
+        .map((row) => ({ tokenId: row.id, revocationDate: row.revokedAt! })),
+      cursor: reached === position && cursor !== undefined ? cursor : encodeSyncCursor(reached),
+      // Cut inside a change number: that number may have more to come, so the lock has reached the one before.
+      serial: more ? reached.seq - 1 : reached.seq,
+      // Read after the position (docs/contract.md 8.1): a rotation committing meanwhile is sent again, never lost.
+      ...(keysChanged ? { keys: await credentials.keySet(tenantId) } : {}),
+      ...(lock.decommissionedSeq !== null ? { decommissioned: true as const } : {}),
+      more,
+    };
+    // docs/lock-sync.md: what the next sync with this cursor may be answered from memory. Only a whole answer (a cut
+    // one has more of the same change number to come) for a lock that exists and a client that is not
+    // decommissioned: those answers carry more than empty arrays.
+    const whole = !more && lock.lockExists && lock.decommissionedSeq === null;
+    remember(tenantId, securedObjectId, binding.clientId, whole ? { tenantSeq: lock.lastSeq, cursor: answer.cursor, serial: answer.serial } : null);
+    return answer;
   }
 
   return {
@@ -308,69 +401,17 @@ export function createDeviceService({ db, clock, credentials, telemetry, waterma
      * was deleted still learns every revocation the deletion caused (docs/contract.md 4.1, docs/security-checklist.md G43).
      */
     async sync(tenantId: string, binding: DeviceBinding, securedObjectId: string, limit: number, cursor?: string): Promise<SyncAnswer> {
-      assertBinding(binding, 'securedObjectId', securedObjectId, null);
-      const position = decodeSyncCursor(cursor);
-      const remembered = cursor === undefined ? undefined : rememberedNothingNew(tenantId, securedObjectId, binding.clientId, cursor);
-      if (remembered !== undefined) {
-        // The acknowledgement the database path would make (below): nothing new, so everything up to the cursor. It
-        // writes only when that rises or last-seen is due (lock-telemetry.service.ts), not once per sync.
-        if (binding.securedObjectId !== undefined) {
-          await telemetry.acknowledgeSync(tenantId, securedObjectId, remembered.serial, `client:${binding.clientId}`);
-        }
-        return { tokens: [], revocations: [], cursor: remembered.cursor, serial: remembered.serial, more: false };
+      let answer: SyncAnswer;
+      try {
+        answer = await syncAnswer(tenantId, binding, securedObjectId, limit, cursor);
+      } catch (error) {
+        // A refusal the lock is told (unknown lock, another lock's client, a cursor not issued here); a failure of the
+        // server (the database down) is no answer about the lock and is left to the HTTP metrics.
+        if (error instanceof ProblemError && error.status < 500) metrics.lockSynced('refused');
+        throw error;
       }
-      // A full sync always carries the key set: the tenant's first key (a key-set change of its own) is made before the
-      // position is read, so the next sync does not send it again.
-      if (cursor === undefined) await credentials.ensureKey(tenantId);
-      const now = clock();
-      // No await between the check and the query: the query joins the pool's queue in the same turn.
-      admit();
-      const lock = await listLockChanges(db, tenantId, securedObjectId, binding.clientId, position, now, limit + 1, credentials.lifetimeMs);
-      if (!lock.lockExists && lock.decommissionedSeq === null) throw new NotFoundError(`No secured object ${securedObjectId}.`);
-      // A cursor beyond every change the tenant has made was not issued here; its serial would make the lock ignore
-      // every revocation list a phone brings (docs/contract.md 8.3).
-      if (position.seq > lock.lastSeq) throw invalidCursor();
-      const { rows: changes, more, last } = cutPage(lock.changes, limit);
-      // docs/contract.md 8.4: the lock has applied everything up to its cursor, except the cursor's own change number
-      // when the previous answer was cut inside it (its remaining tickets come first now). A full sync acknowledges
-      // nothing. A decommissioned client whose lock id now names a newly registered lock speaks for another lock and
-      // acknowledges nothing; one whose lock is gone does: the deleted door may open until it applied what its
-      // deletion revoked (docs/security-checklist.md G43). Only the lock's own client speaks for the lock: an unbound
-      // sync client (a hub, an integration that reads) may sync any lock of the tenant (docs/contract.md 6.2), and
-      // letting it acknowledge would let any holder of the `sync` scope mark every revocation of every door applied.
-      // A hub's locks therefore show their revocations pending: the safe side of "may the door still open".
-      if (binding.securedObjectId !== undefined && !(lock.lockExists && lock.decommissionedSeq !== null)) {
-        const applied = cursor === undefined ? undefined : changes[0]?.changeSeq === position.seq ? position.seq - 1 : position.seq;
-        await telemetry.acknowledgeSync(
-          tenantId,
-          securedObjectId,
-          applied === undefined ? undefined : Math.max(applied, 0),
-          `client:${binding.clientId}`,
-        );
-      }
-      let reached = last ? { seq: last.changeSeq, id: last.id } : position;
-      const keysChanged = cursor === undefined || position.seq < lock.keySetSeq;
-      // A key-set change writes no ticket, so no ticket carries its number: once every ticket change before it has
-      // been answered, the cursor moves past it and the next sync does not send the keys again.
-      if (!more && reached.seq < lock.keySetSeq) reached = { seq: lock.keySetSeq, id: ZERO_UUID };
-      const answer: SyncAnswer = {
-        tokens: changes.filter((row) => row.revokedAt === null).map((row) => toTicket(row, now)),
-        revocations: changes
-          .filter((row) => row.revokedAt !== null)
-          .map((row) => ({ tokenId: row.id, revocationDate: row.revokedAt! })),
-        cursor: reached === position && cursor !== undefined ? cursor : encodeSyncCursor(reached),
-        // Cut inside a change number: that number may have more to come, so the lock has reached the one before.
-        serial: more ? reached.seq - 1 : reached.seq,
-        // Read after the position (docs/contract.md 8.1): a rotation committing meanwhile is sent again, never lost.
-        ...(keysChanged ? { keys: await credentials.keySet(tenantId) } : {}),
-        ...(lock.decommissionedSeq !== null ? { decommissioned: true as const } : {}),
-        more,
-      };
-      // docs/lock-sync.md: what the next sync with this cursor may be answered from memory. Only a whole answer (a cut
-      // one has more of the same change number to come) for a lock that exists and a client that is not
-      // decommissioned: those answers carry more than empty arrays.
-      const whole = !more && lock.lockExists && lock.decommissionedSeq === null;
-      remember(tenantId, securedObjectId, binding.clientId, whole ? { tenantSeq: lock.lastSeq, cursor: answer.cursor, serial: answer.serial } : null);
+      const changed = answer.tokens.length > 0 || answer.revocations.length > 0 || answer.keys !== undefined;
+      metrics.lockSynced(changed ? 'changes' : 'nothing_new');
       return answer;
     },
 

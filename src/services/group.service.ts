@@ -28,6 +28,7 @@ import { NotFoundError, UnprocessableError } from '../errors.js';
 import type { EventType } from '../shared/event-types.js';
 import { auditEvent, recordChange, recordChanges, ticketChunks } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
+import type { DomainMetrics } from './metrics.js';
 import { isUuid } from './identifiers.js';
 import { decodeCursor, pageOf, type Page } from './pagination.js';
 
@@ -84,9 +85,11 @@ export interface GroupServiceOptions {
   db: Database;
   clock: Clock;
   kind: GroupKind;
+  /** Counts what the service did, after it committed (services/metrics.ts). */
+  metrics: DomainMetrics;
 }
 
-export function createGroupService({ db, clock, kind }: GroupServiceOptions) {
+export function createGroupService({ db, clock, kind, metrics }: GroupServiceOptions) {
   const words = VOCABULARY[kind.table];
   const notFound = (id: string) => new NotFoundError(`No ${words.noun} ${id}.`);
   const self = (id: string) => `${words.auditPrefix}:${id}`;
@@ -142,7 +145,7 @@ export function createGroupService({ db, clock, kind }: GroupServiceOptions) {
     /** Deletes the group and its permissions; every ticket they made becomes REVOKED (docs/contract.md 5). */
     async delete(context: ActionContext, id: string): Promise<void> {
       if (!isUuid(id)) throw notFound(id);
-      await db.transaction(async (tx) => {
+      const revokedCount = await db.transaction(async (tx) => {
         const seq = await nextChangeSeq(tx, context.tenantId);
         if (!(await lockGroup(tx, kind, context.tenantId, id, 'UPDATE'))) throw notFound(id);
         const revoked = await revokePermissionTickets(tx, context.tenantId, words.permissionColumn, id, clock(), seq);
@@ -157,13 +160,15 @@ export function createGroupService({ db, clock, kind }: GroupServiceOptions) {
           ),
           auditEvent(context, clock(), words.events.deleted, self(id), ids(id)),
         ]);
+        return revoked.length;
       });
+      metrics.ticketsRevoked(revokedCount);
     },
 
     /** PUT member: joins the group and gets the tickets of every permission reaching it (idempotent). */
     async addMember(context: ActionContext, id: string, memberId: string): Promise<GroupRecord> {
       if (!isUuid(id)) throw notFound(id);
-      await db.transaction(async (tx) => {
+      const issued = await db.transaction(async (tx) => {
         const seq = await nextChangeSeq(tx, context.tenantId);
         if (!(await lockGroup(tx, kind, context.tenantId, id, 'UPDATE'))) throw notFound(id);
         if ((await missingMembers(tx, kind, context.tenantId, [memberId])).length > 0) {
@@ -178,35 +183,39 @@ export function createGroupService({ db, clock, kind }: GroupServiceOptions) {
           }
         }
         const added = await addMembers(tx, kind, context.tenantId, id, [memberId]);
-        if (added.length === 0) return;
+        if (added.length === 0) return 0;
         // The tickets' events in chunks, in the statement that makes them, then the membership's: the event counter
         // is taken by the first and held to commit, so nothing locks a row after it (audit.repo.ts).
-        await issueForNewMembers(tx, kind, context.tenantId, id, added, clock(), seq, {
+        const count = await issueForNewMembers(tx, kind, context.tenantId, id, added, clock(), seq, {
           ...context,
           target: membership(id, memberId),
           data: memberIds(id, memberId),
         });
         await recordChange(tx, context, clock(), words.events.memberAdded, membership(id, memberId), memberIds(id, memberId));
+        return count;
       });
+      metrics.ticketsCreated(issued);
       return current(context.tenantId, id);
     },
 
     /** DELETE member: leaves the group; the tickets its permissions gave that member become REVOKED. */
     async removeMember(context: ActionContext, id: string, memberId: string): Promise<GroupRecord> {
       if (!isUuid(id)) throw notFound(id);
-      await db.transaction(async (tx) => {
+      const revoked = await db.transaction(async (tx) => {
         const seq = await nextChangeSeq(tx, context.tenantId);
         if (!(await lockGroup(tx, kind, context.tenantId, id, 'UPDATE'))) throw notFound(id);
         if (!(await removeMember(tx, kind, context.tenantId, id, memberId))) {
           throw new NotFoundError(`The ${words.memberNoun} ${memberId} is not a member of ${words.noun} ${id}.`);
         }
-        await revokeForLeavingMember(tx, kind, context.tenantId, id, memberId, clock(), seq, {
+        const count = await revokeForLeavingMember(tx, kind, context.tenantId, id, memberId, clock(), seq, {
           ...context,
           target: membership(id, memberId),
           data: memberIds(id, memberId),
         });
         await recordChange(tx, context, clock(), words.events.memberRemoved, membership(id, memberId), memberIds(id, memberId));
+        return count;
       });
+      metrics.ticketsRevoked(revoked);
       return current(context.tenantId, id);
     },
   };

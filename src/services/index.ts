@@ -32,6 +32,7 @@ import { createScheduleService } from './schedule.service.js';
 import { createWebhookDeliveryService, parseRetrySchedule } from './webhook-delivery.service.js';
 import { createWebhookService } from './webhook.service.js';
 import { createWebhookUrlGuard, type Resolver } from './webhook-url-guard.js';
+import { noMetrics, type DomainMetrics } from './metrics.js';
 
 export interface ServiceDependencies {
   db: Database;
@@ -41,6 +42,8 @@ export interface ServiceDependencies {
   clock?: Clock;
   /** Resolves webhook host names (default: the system's DNS); tests make a name resolve to a private address. */
   resolveHost?: Resolver;
+  /** Where the services count what they did (README "Metrics"); default: nowhere. */
+  metrics?: DomainMetrics;
 }
 
 /** How often each instance re-reads revocations if a NOTIFY was lost: well inside docs/contract.md 3.4's 5 s. */
@@ -50,7 +53,7 @@ const KEY_REFRESH_MS = 60_000;
 /** docs/contract.md 4.3: Idempotency-Key records are kept per tenant for 24 h. */
 const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 
-export function createServices({ db, config, log, secretsKey, clock = Date.now, resolveHost }: ServiceDependencies) {
+export function createServices({ db, config, log, secretsKey, clock = Date.now, resolveHost, metrics = noMetrics }: ServiceDependencies) {
   const accessTokenTtlMs = config.ACCESS_TOKEN_TTL_SECONDS * 1000;
   const credentialLifetimeMs = config.CREDENTIAL_MAX_LIFETIME * 1000;
   const revocations = createRevocationService({ db, clock, log, pollMs: REVOCATION_POLL_MS });
@@ -86,14 +89,14 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
   const tenants = createTenantService({ db, clock, clients });
   const revived = parseRevivedInterfaces(config.DEPRECATED_INTERFACES_ENABLED);
   const lockTelemetry = createLockTelemetryService({ db, clock, credentialLifetimeMs });
-  const securedObjects = createSecuredObjectService({ db, clock, revived, revocations, telemetry: lockTelemetry, accessTokenTtlMs });
-  const mobileDevices = createMobileDeviceService({ db, clock, revocations, accessTokenTtlMs });
-  const tickets = createTicketService({ db, clock, revived });
+  const securedObjects = createSecuredObjectService({ db, clock, revived, revocations, telemetry: lockTelemetry, accessTokenTtlMs, metrics });
+  const mobileDevices = createMobileDeviceService({ db, clock, revocations, accessTokenTtlMs, metrics });
+  const tickets = createTicketService({ db, clock, revived, metrics });
   const audit = createAuditService({ db, clock, log, retentionMs: config.EVENT_RETENTION_DAYS * 86_400_000 });
   const idempotency = createIdempotencyService({ db, clock, log, ttlMs: IDEMPOTENCY_TTL_MS });
-  const residents = createGroupService({ db, clock, kind: RESIDENTS });
-  const lockGroups = createGroupService({ db, clock, kind: LOCK_GROUPS });
-  const accessPermissions = createAccessPermissionService({ db, clock, revived });
+  const residents = createGroupService({ db, clock, kind: RESIDENTS, metrics });
+  const lockGroups = createGroupService({ db, clock, kind: LOCK_GROUPS, metrics });
+  const accessPermissions = createAccessPermissionService({ db, clock, revived, metrics });
   const changeWatermarks = createChangeWatermarks({ db, log });
   const devices = createDeviceService({
     db,
@@ -102,6 +105,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     telemetry: lockTelemetry,
     watermarks: changeWatermarks,
     admission: { maxWaiting: config.SYNC_MAX_WAITING, retryAfterMaxSeconds: config.SYNC_RETRY_AFTER_MAX_SECONDS },
+    metrics,
   });
   const accessChecks = createAccessCheckService({ db, clock, credentials });
   const accessLogs = createAccessLogService({ db, clock });
@@ -132,6 +136,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     keys: accessTokenKeys,
     users,
     revocations,
+    metrics,
     accessTokenTtlSeconds: config.ACCESS_TOKEN_TTL_SECONDS,
     refreshTokenTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS,
     lockout: {
@@ -161,6 +166,8 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
   return {
     clock,
     secretsKey: createSecretsKeyService({ db, secretsKey }),
+    /** The token endpoint counts its answers here: only it sees every outcome, client authentication's included. */
+    metrics,
     revocations,
     accessTokenKeys,
     clients,

@@ -13,6 +13,7 @@ import { ConflictError, NotFoundError } from '../errors.js';
 import { recordChange } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
 import { decodeCursor, pageOf, type Page } from './pagination.js';
+import type { DomainMetrics } from './metrics.js';
 import { removeWithTickets, type TicketHolder } from './removal.js';
 import type { RevocationService } from './revocation.service.js';
 
@@ -32,6 +33,8 @@ export interface MobileDeviceServiceOptions {
   revocations: RevocationService;
   /** Access-token lifetime: how long a deleted client's tokens must stay refused. */
   accessTokenTtlMs: number;
+  /** Counts what the service did, after it committed (services/metrics.ts). */
+  metrics: DomainMetrics;
 }
 
 /** How a mobile device is removed with its tickets and clients (removal.ts). */

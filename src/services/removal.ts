@@ -8,6 +8,7 @@ import { NotFoundError } from '../errors.js';
 import type { EventType } from '../shared/event-types.js';
 import { auditEvent, recordChanges } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
+import type { DomainMetrics } from './metrics.js';
 import type { RevocationService } from './revocation.service.js';
 
 /** What becomes of the OAuth clients bound to the removed row (docs/contract.md 3.7). */
@@ -40,6 +41,8 @@ export interface RemovalDependencies {
   revocations: RevocationService;
   /** Access-token lifetime: how long a retired client's revocation must be kept. */
   accessTokenTtlMs: number;
+  /** Counts what the service did, after it committed (services/metrics.ts). */
+  metrics: DomainMetrics;
 }
 
 /**
@@ -55,8 +58,8 @@ export async function removeWithTickets(
   context: ActionContext,
   id: string,
 ): Promise<void> {
-  const { db, clock, revocations, accessTokenTtlMs } = dependencies;
-  const retired = await db.transaction(async (tx) => {
+  const { db, clock, revocations, accessTokenTtlMs, metrics } = dependencies;
+  const removed = await db.transaction(async (tx) => {
     const seq = await nextChangeSeq(tx, context.tenantId);
     if (!(await holder.remove(tx, context.tenantId, id))) throw new NotFoundError(`No ${holder.noun} ${id}.`);
     const now = clock();
@@ -64,7 +67,7 @@ export async function removeWithTickets(
     // Every access token issued before now expires within one lifetime: the revocations need to outlive none longer.
     await revocations.recordMany(tx, holder.boundClients.revocationKind, clientIds, now + accessTokenTtlMs);
     // The tickets' events in chunks of 1,000, in the statement that revokes them (it takes the event counter).
-    await revokeTicketsOf(tx, context.tenantId, holder.ticketColumn, id, now, seq, {
+    const revoked = await revokeTicketsOf(tx, context.tenantId, holder.ticketColumn, id, now, seq, {
       ...context,
       target: `${holder.auditNoun}:${id}`,
       data: { [holder.dataKey]: id },
@@ -73,9 +76,10 @@ export async function removeWithTickets(
       auditEvent(context, now, `${holder.auditNoun}.deleted` as const, `${holder.auditNoun}:${id}`, { [holder.dataKey]: id }),
       ...clientIds.map((clientId) => auditEvent(context, now, holder.boundClients.auditAction, `client:${clientId}`, { clientId })),
     ]);
-    return clientIds;
+    return { clientIds, revoked };
   });
+  metrics.ticketsRevoked(removed.revoked);
   // This instance acts on the revocations at once (the token endpoint answers invalid_client right away); the others
   // on the NOTIFY delivered at commit, or the poll.
-  if (retired.length > 0) await revocations.refresh();
+  if (removed.clientIds.length > 0) await revocations.refresh();
 }

@@ -19,6 +19,7 @@ import { recordChange } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
 import type { LockPropagationFields, LockTelemetryService } from './lock-telemetry.service.js';
 import { decodeCursor, pageOf, type Page } from './pagination.js';
+import type { DomainMetrics } from './metrics.js';
 import { removeWithTickets, type TicketHolder } from './removal.js';
 import type { RevocationService } from './revocation.service.js';
 import { checkTimeZone } from './schedule.service.js';
@@ -64,6 +65,8 @@ export interface SecuredObjectServiceOptions {
   telemetry: LockTelemetryService;
   /** Access-token lifetime: how long a decommissioned client's older tokens must stay refused. */
   accessTokenTtlMs: number;
+  /** Counts what the service did, after it committed (services/metrics.ts). */
+  metrics: DomainMetrics;
 }
 
 /** How a secured object is removed with its tickets, its clients decommissioned (removal.ts). */

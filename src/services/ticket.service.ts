@@ -21,6 +21,7 @@ import { MAX_INSTANT, type Schedule } from '../shared/schedule.js';
 import { recordChange } from './audit.service.js';
 import { createKeyedBatcher } from './batching.js';
 import type { ActionContext, Clock } from './context.js';
+import type { DomainMetrics } from './metrics.js';
 import { isUuid } from './identifiers.js';
 import { neverOpensError, scheduleErrors } from './ticket-schedule.js';
 import { decodeCursor, pageOf, type Page } from './pagination.js';
@@ -123,12 +124,14 @@ export interface TicketServiceOptions {
   db: Database;
   clock: Clock;
   revived: RevivedInterfaces;
+  /** Counts what the service did, after it committed (services/metrics.ts). */
+  metrics: DomainMetrics;
 }
 
 /** Bounds one statement's size; ten concurrent writers of one tenant make batches of about ten. */
 const MAX_TICKETS_PER_BATCH = 100;
 
-export function createTicketService({ db, clock, revived }: TicketServiceOptions) {
+export function createTicketService({ db, clock, revived, metrics }: TicketServiceOptions) {
   // Concurrent creates of one tenant share one statement and one commit (see batching.ts). That statement is all or
   // nothing, so when the database refuses it for a reason no check before it saw, its tickets are written again one
   // by one: only the one at fault fails, the others are written once (docs/security-checklist.md G47). Not when the database is
@@ -170,7 +173,11 @@ export function createTicketService({ db, clock, revived }: TicketServiceOptions
         createdAt: now,
         audit: { actor: context.actor, requestId: context.requestId },
       });
-      if (outcome.created) return toTicket(outcome.created, now);
+      if (outcome.created) {
+        // Its batch's statement has committed: the batcher resolves only after it.
+        metrics.ticketsCreated(1);
+        return toTicket(outcome.created, now);
+      }
       const reasons: FieldError[] = [];
       if (outcome.lockChannels === null) {
         reasons.push({ field: 'securedObjectId', message: `no secured object ${input.securedObjectId} in this tenant` });
@@ -228,6 +235,7 @@ export function createTicketService({ db, clock, revived }: TicketServiceOptions
         }
         return revoked;
       });
+      if (result.revokedNow) metrics.ticketsRevoked(1);
       return toTicket(result.ticket, now);
     },
   };

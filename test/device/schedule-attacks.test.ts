@@ -4,6 +4,7 @@
 import { Temporal } from '@js-temporal/polyfill';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDeviceService } from '../../src/services/device.service.js';
+import { noMetrics } from '../../src/services/metrics.js';
 import { LockSimulator } from '../../src/simulator/lock-simulator.js';
 import type { CredentialService } from '../../src/services/credential.service.js';
 import { accessTenant, grant, join, lockGroup, permissionBody, resident, type AccessTenant } from '../helpers/access.js';
@@ -72,7 +73,7 @@ describe('schedules attacked', () => {
         return keys;
       },
     };
-    const devices = createDeviceService({ db: t.database.db, clock: () => now, credentials: overtaken, telemetry: lockTelemetry });
+    const devices = createDeviceService({ db: t.database.db, clock: () => now, credentials: overtaken, telemetry: lockTelemetry, metrics: noMetrics });
     const page = await devices.download({ tenantId: fixture.tenant.tenantId, actor: 'client:racing', requestId: null }, { clientId: 'racing', mobileDeviceId }, mobileDeviceId, 50);
     expect(raced).toBe(true);
     return page.items;

@@ -1,17 +1,7 @@
 // GET /metrics: Prometheus text with request counts and latencies by route pattern and status, and pool figures.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-
-/** The value of one sample line (`name{labels} value`), or undefined when the line is absent. */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  for (const line of text.split('\n')) {
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!match || match[1] !== name) continue;
-    const present = Object.fromEntries([...(match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]));
-    if (Object.entries(labels).every(([key, value]) => present[key] === value)) return Number(match[3]);
-  }
-  return undefined;
-}
+import { sample } from '../helpers/metrics.js';
 
 describe('metrics', () => {
   let t: TestApp;

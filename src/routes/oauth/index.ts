@@ -6,6 +6,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { isDatabaseUnavailable, isUnstorableText } from '../../db/errors.js';
 import { OAuthError } from '../../errors.js';
 import type { Services } from '../../services/index.js';
+import { GRANT_TYPES, grantOutcomeOf, type GrantType } from '../../services/metrics.js';
 import { ALL_SCOPES, parseScopeParameter } from '../../services/scopes.js';
 import { authenticateClient, single, type FormBody } from './client-auth.js';
 
@@ -116,23 +117,31 @@ export default async function oauthRoutes(app: FastifyInstance, options: OAuthRo
     const form = formOf(request);
     const grantType = single(form, 'grant_type');
     if (!grantType) throw new OAuthError('invalid_request', 'The parameter grant_type is missing.');
-    if (!['client_credentials', 'password', 'refresh_token'].includes(grantType)) {
+    if (!(GRANT_TYPES as readonly string[]).includes(grantType)) {
       throw new OAuthError('unsupported_grant_type', `The grant type ${grantType} is not supported.`);
     }
+    // Counted here, where every outcome is known (client authentication's too), by the code the client is answered.
+    try {
+      const body = await grant(request, form, grantType as GrantType);
+      services.metrics.grantAnswered(grantType as GrantType, 'success');
+      return reply.headers(NO_STORE).type('application/json').send(body);
+    } catch (error) {
+      services.metrics.grantAnswered(grantType as GrantType, grantOutcomeOf(toOAuthError(error as FastifyError).error));
+      throw error;
+    }
+  }
+
+  async function grant(request: FastifyRequest, form: FormBody, grantType: GrantType) {
     const client = await authenticateClient(request, form, services.clients, REALM);
     const scopes = requestedScopes(form);
-    let body;
     switch (grantType) {
       case 'client_credentials':
-        body = await services.tokens.clientCredentials(client, scopes);
-        break;
+        return services.tokens.clientCredentials(client, scopes);
       case 'password':
-        body = await services.tokens.password(client, required(form, 'username'), required(form, 'password'), scopes);
-        break;
+        return services.tokens.password(client, required(form, 'username'), required(form, 'password'), scopes);
       default:
-        body = await services.tokens.refresh(client, required(form, 'refresh_token'), scopes);
+        return services.tokens.refresh(client, required(form, 'refresh_token'), scopes);
     }
-    return reply.headers(NO_STORE).type('application/json').send(body);
   }
 
   const methodNotAllowed = async (_request: FastifyRequest, reply: FastifyReply) => {

@@ -15,6 +15,7 @@ import type { AuthenticatedClient } from '../client.service.js';
 import type { Clock } from '../context.js';
 import { randomToken, sha256 } from '../crypto.js';
 import type { KeyService } from '../key.service.js';
+import type { DomainMetrics } from '../metrics.js';
 import type { RevocationService } from '../revocation.service.js';
 import { DECOMMISSIONED_CLIENT_SCOPES, DEVICE_SCOPES, isAccessScope, isKnownScope, isOperatorScope, type Api } from '../scopes.js';
 import { MAX_USERNAME_LENGTH, type UserService } from '../user.service.js';
@@ -29,6 +30,8 @@ export interface GrantServiceOptions {
   keys: KeyService;
   users: UserService;
   revocations: RevocationService;
+  /** Counts refused logins and lockouts (services/metrics.ts). */
+  metrics: DomainMetrics;
   accessTokenTtlSeconds: number;
   refreshTokenTtlSeconds: number;
   lockout: { threshold: number; windowMs: number; durationMs: number };
@@ -74,7 +77,7 @@ function grantScopes(requested: string[] | undefined, grantable: string[]): stri
 }
 
 export function createGrantService(options: GrantServiceOptions) {
-  const { db, clock, users, revocations } = options;
+  const { db, clock, users, revocations, metrics } = options;
   const issue = createAccessTokenIssuer(options);
   const accessTokenTtlMs = options.accessTokenTtlSeconds * 1000;
   const family: RefreshFamilyDependencies = { db, clock, revocations, accessTokenTtlMs };
@@ -169,12 +172,14 @@ export function createGrantService(options: GrantServiceOptions) {
       if (login.includes('\u0000')) {
         // PostgreSQL text cannot hold NUL, so no such login exists; looking it up would fail with a 500.
         await users.spendComparison(password);
+        metrics.loginFailed('invalid_credentials');
         throw new OAuthError('invalid_grant', INVALID_LOGIN);
       }
 
       // A username the API never accepts (src/schemas/user.ts) names nobody and is not stored.
       if (parts.username.length > MAX_USERNAME_LENGTH) {
         await users.spendComparison(password);
+        metrics.loginFailed('invalid_credentials');
         throw new OAuthError('invalid_grant', INVALID_LOGIN);
       }
       // The attempt counts before the password is checked, atomically, so a burst of parallel guesses cannot slip
@@ -194,6 +199,7 @@ export function createGrantService(options: GrantServiceOptions) {
       });
       if (!attempt || attempt.attempts > threshold) {
         await users.spendLookupAndComparison(parts.tenantName, parts.username, password);
+        metrics.loginFailed(attempt ? 'locked' : 'invalid_credentials');
         throw new OAuthError('invalid_grant', INVALID_LOGIN);
       }
       const user = await users.verifyPassword(parts.tenantName, parts.username, password);
@@ -202,7 +208,9 @@ export function createGrantService(options: GrantServiceOptions) {
           // Exactly one attempt reaches the threshold: the user's tenant sees the lock once (docs/contract.md 7.5).
           const context = { tenantId: client.tenantId, actor: `client:${client.clientId}`, requestId: null };
           await recordChange(db, context, now, 'login.locked', `login:${parts.username}@${parts.tenantName}`);
+          metrics.loginLocked();
         }
+        metrics.loginFailed('invalid_credentials');
         // Slowed down before refused (docs/contract.md 3.2): 200 ms, 400 ms, … up to 2 s.
         if (attempt.attempts >= 2) await sleep(Math.min(100 * 2 ** (attempt.attempts - 1), 2000));
         throw new OAuthError('invalid_grant', INVALID_LOGIN);
