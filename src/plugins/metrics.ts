@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Database } from '../db/database.js';
+import { routeConfig } from './route-config.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -74,7 +75,7 @@ export default fp(
       // The route pattern, not the URL: ids must not explode the label cardinality.
       const labels = {
         method: request.method,
-        route: request.routeOptions.url ?? 'unmatched',
+        route: routeConfig(request).url ?? 'unmatched',
         status: String(reply.statusCode),
       };
       requests.inc(labels);
