@@ -28,7 +28,7 @@ const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 const resultsPath = fileURLToPath(new URL('./results/latest.json', import.meta.url));
 const databasePrefix = 'acs_bench_';
 /** The Node flags `npm start` and the Dockerfile run the service with (bench/README.md, Node flags): measured as deployed. */
-const SERVICE_NODE_FLAGS = ['--max-semi-space-size=32'];
+const SERVICE_NODE_FLAGS = ['--max-semi-space-size=64'];
 
 interface Settings {
   connections: number;

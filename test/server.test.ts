@@ -356,7 +356,7 @@ describe('npm start', () => {
       // No shell between npm and node: the start script `exec`s it.
       expect(readFileSync(`/proc/${server}/cmdline`, 'utf8').split('\0').slice(0, 3)).toEqual([
         expect.stringMatching(/(^|\/)node$/),
-        '--max-semi-space-size=32',
+        '--max-semi-space-size=64',
         'dist/server.js',
       ]);
       return { npm, server, remove: () => dataDir.remove() };
