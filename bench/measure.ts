@@ -47,11 +47,55 @@ function round(value: number): number {
   return Math.round(value * 1000) / 1000;
 }
 
-export function runLoad(
+/**
+ * Loads one server, or several at once (a client spreading its connections round-robin over the servers of one
+ * deployment): autocannon takes one URL, so each server gets an instance of its own with its share of the
+ * connections, all started together; the counts are summed and the percentiles taken over every response.
+ */
+export async function runLoad(
+  baseUrls: string | string[],
+  request: PreparedRequest,
+  settings: LoadSettings,
+  signal: AbortSignal,
+): Promise<Measurement> {
+  const urls = typeof baseUrls === 'string' ? [baseUrls] : baseUrls;
+  if (settings.connections < urls.length) throw new Error(`${urls.length} servers need at least ${urls.length} connections`);
+  const latencies: number[] = [];
+  const parts = await Promise.all(
+    urls.map((url, index) => {
+      // Connection i goes to server i mod n: the shares differ by one at most.
+      const connections = Math.floor(settings.connections / urls.length) + (index < settings.connections % urls.length ? 1 : 0);
+      return runOne(url, request, { ...settings, connections }, signal, latencies);
+    }),
+  );
+  const sorted = Float64Array.from(latencies).sort();
+  const total = latencies.reduce((sum, value) => sum + value, 0);
+  const sum = (pick: (part: Measurement) => number) => parts.reduce((acc, part) => acc + pick(part), 0);
+  const statusCodes: Record<string, number> = {};
+  for (const part of parts) for (const [code, count] of Object.entries(part.statusCodes)) statusCodes[code] = (statusCodes[code] ?? 0) + count;
+  return {
+    requestsPerSecond: sum((part) => part.requestsPerSecond),
+    latencyP50Ms: round(percentile(sorted, 0.5)),
+    latencyP99Ms: round(percentile(sorted, 0.99)),
+    latencyAverageMs: round(latencies.length ? total / latencies.length : Number.NaN),
+    latencyMaxMs: round(percentile(sorted, 1)),
+    responses: sum((part) => part.responses),
+    status2xx: sum((part) => part.status2xx),
+    non2xx: sum((part) => part.non2xx),
+    errors: sum((part) => part.errors),
+    timeouts: sum((part) => part.timeouts),
+    statusCodes,
+    durationSeconds: Math.max(...parts.map((part) => part.durationSeconds)),
+  };
+}
+
+/** One autocannon instance against one server; its response times are appended to `latencies`. */
+function runOne(
   baseUrl: string,
   request: PreparedRequest,
   settings: LoadSettings,
   signal: AbortSignal,
+  latencies: number[],
 ): Promise<Measurement> {
   signal.throwIfAborted();
   return new Promise((resolve, reject) => {
@@ -68,7 +112,6 @@ export function runLoad(
     if (request.body !== undefined) options.body = request.body;
     if (request.requests !== undefined) options.requests = request.requests;
 
-    const latencies: number[] = [];
     const onAbort = () => instance.stop();
     const instance = autocannon(options, (error: unknown, result) => {
       signal.removeEventListener('abort', onAbort);
@@ -76,14 +119,13 @@ export function runLoad(
       if (error) return reject(error instanceof Error ? error : new Error(String(error)));
       const statusCodes: Record<string, number> = {};
       for (const [code, stats] of Object.entries(result.statusCodeStats ?? {})) statusCodes[code] = stats.count ?? 0;
-      const sorted = Float64Array.from(latencies).sort();
-      const total = latencies.reduce((sum, value) => sum + value, 0);
+      // The latencies are summarised by runLoad, over every instance's responses.
       resolve({
         requestsPerSecond: result.requests.average,
-        latencyP50Ms: round(percentile(sorted, 0.5)),
-        latencyP99Ms: round(percentile(sorted, 0.99)),
-        latencyAverageMs: round(latencies.length ? total / latencies.length : Number.NaN),
-        latencyMaxMs: round(percentile(sorted, 1)),
+        latencyP50Ms: Number.NaN,
+        latencyP99Ms: Number.NaN,
+        latencyAverageMs: Number.NaN,
+        latencyMaxMs: Number.NaN,
         responses: result['1xx'] + result['2xx'] + result['3xx'] + result['4xx'] + result['5xx'],
         status2xx: result['2xx'],
         non2xx: result.non2xx,

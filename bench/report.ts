@@ -12,9 +12,17 @@ export interface ResultRow {
   baseline: string;
   method: string;
   path: string;
-  measurement: Measurement;
+  measurement: Measurement & {
+    /** CPU time (user + system) the server's processes used in the measured run, per response; null where unknown. */
+    cpuMicrosPerRequest: number | null;
+  };
   /** req/s divided by the baseline's req/s in this run; null when the baseline was not measured. */
   ratio: number | null;
+  /**
+   * The baseline's CPU µs per request divided by this row's, in this run: the req/s ratio the row would reach where
+   * both are bound by their own process's CPU, and far steadier than it on a machine shared with other work.
+   */
+  cpuRatio: number | null;
   /** The ratio the scenario aims for (at least), and whether this run reached it; null without a goal. */
   goalRatio: number | null;
   goalMet: boolean | null;
@@ -69,7 +77,7 @@ function fixed(value: number, digits: number): string {
 }
 
 export function formatTable(rows: ResultRow[]): string {
-  const header = ['scenario', 'target', 'req/s', 'p50 ms', 'p99 ms', 'err/non-2xx', 'vs baseline', 'goal'];
+  const header = ['scenario', 'target', 'req/s', 'p50 ms', 'p99 ms', 'err/non-2xx', 'cpu µs/req', 'vs baseline', 'cpu vs baseline', 'goal'];
   const body = rows.map((row) => {
     const m = row.measurement;
     return [
@@ -79,7 +87,9 @@ export function formatTable(rows: ResultRow[]): string {
       fixed(m.latencyP50Ms, 2),
       fixed(m.latencyP99Ms, 2),
       `${m.errors}/${m.non2xx}`,
+      m.cpuMicrosPerRequest === null ? '-' : String(m.cpuMicrosPerRequest),
       row.ratio === null ? '-' : `${fixed(row.ratio, 2)} x ${row.baseline}`,
+      row.cpuRatio === null ? '-' : `${fixed(row.cpuRatio, 2)} x`,
       row.goalRatio === null ? '' : `≥ ${fixed(row.goalRatio, 2)} ${row.goalMet ? 'met' : 'missed'}`,
     ];
   });

@@ -1,7 +1,7 @@
 // `npm run bench`: build, start the service and its baselines on a fresh database, measure each scenario in turn.
 import { execFileSync, type ExecFileSyncOptionsWithStringEncoding } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,6 +27,8 @@ import type { MeasuredRequest, MicroBenchmark, RequestSpec, Scenario, ScenarioCo
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 const resultsPath = fileURLToPath(new URL('./results/latest.json', import.meta.url));
 const databasePrefix = 'acs_bench_';
+/** The Node flags `npm start` and the Dockerfile run the service with (bench/README.md, Node flags): measured as deployed. */
+const SERVICE_NODE_FLAGS = ['--max-semi-space-size=64'];
 
 interface Settings {
   connections: number;
@@ -133,6 +135,30 @@ async function fetchOnce(url: string, request: PreparedRequest, timeoutMs = 10_0
 interface Target {
   label: string;
   server: ChildServer;
+  /** More processes of the same service on the same database: a row with `instances: 2` spreads its load over them. */
+  replicas?: ChildServer[];
+}
+
+/**
+ * CPU seconds a process has used so far (user + system, /proc/PID/stat; null where there is none, e.g. macOS).
+ * Per request, it says what a row costs the server itself, which the load of other processes on the machine
+ * changes far less than req/s (a busy machine takes cores away; it does not make a request's work larger).
+ */
+async function cpuSeconds(pid: number): Promise<number | null> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // The fields after the command name (which may hold spaces) start at its closing parenthesis.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name, in clock ticks (100 per second on Linux).
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return null;
+  }
+}
+
+async function totalCpuSeconds(servers: ChildServer[]): Promise<number | null> {
+  const each = await Promise.all(servers.map((server) => cpuSeconds(server.pid)));
+  return each.some((value) => value === null) ? null : each.reduce((sum: number, value) => sum + value!, 0);
 }
 
 async function measureRequest(
@@ -156,12 +182,25 @@ async function measureRequest(
 
   const printedBefore = target.server.printed().lines;
   const load = (seconds: number): LoadSettings => ({ connections: settings.connections, duration: seconds });
+  // `instances: 2`: every process of the service, each with its share of the connections (runLoad).
+  const servers = (request.instances ?? 1) > 1 ? [target.server, ...(target.replicas ?? [])] : [target.server];
+  if (servers.length !== (request.instances ?? 1)) throw new Error(`${request.name}: ${request.instances} instances asked, ${servers.length} running`);
+  const urls = servers.map((server) => server.url);
   if (settings.warmupSeconds > 0) {
-    await runLoad(target.server.url, prepared, load(settings.warmupSeconds), signal);
-    target.server.assertRunning();
+    await runLoad(urls, prepared, load(settings.warmupSeconds), signal);
+    for (const server of servers) server.assertRunning();
   }
-  const measurement = await runLoad(target.server.url, prepared, load(settings.durationSeconds), signal);
-  target.server.assertRunning();
+  const cpuBefore = await totalCpuSeconds(servers);
+  const measured = await runLoad(urls, prepared, load(settings.durationSeconds), signal);
+  const cpuAfter = await totalCpuSeconds(servers);
+  for (const server of servers) server.assertRunning();
+  const measurement: ResultRow['measurement'] = {
+    ...measured,
+    cpuMicrosPerRequest:
+      cpuBefore === null || cpuAfter === null || measured.responses === 0
+        ? null
+        : Math.round(((cpuAfter - cpuBefore) * 1e6) / measured.responses),
+  };
 
   const printed = target.server.printed();
   if (printed.lines > printedBefore) {
@@ -258,18 +297,41 @@ async function startServers(settings: Settings, selection: Selection, signal: Ab
   delete appEnv.TLS_KEY_FILE;
 
   const common = { cwd: repoRoot, readyTimeoutMs: settings.readyTimeoutMs, signal };
+  // BENCH_CPU_PROFILE=DIR: every Node server of the run writes a V8 CPU profile there when it stops (open it in Chrome
+  // DevTools); its file name carries the process id, which is logged with each server.
+  const profileArgs = process.env.BENCH_CPU_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE}`] : [];
   log(`starting the service on port ${appPort}`);
   const appServer = await ChildServer.start({
     ...common,
     label: 'app',
     command: process.execPath,
-    // BENCH_CPU_PROFILE=DIR: the service writes a V8 CPU profile there when it stops (open it in Chrome DevTools).
-    args: [...(process.env.BENCH_CPU_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE}`] : []), 'dist/server.js'],
+    args: [...profileArgs, ...SERVICE_NODE_FLAGS, 'dist/server.js'],
     env: appEnv,
     port: appPort,
     readyPath: '/readyz',
   });
   cleanups.push({ label: 'stop app', run: () => appServer.stop() });
+  if (profileArgs.length > 0) log(`app: pid ${appServer.pid}`);
+
+  // A second process of the service on the same database, only when a selected row spreads its load over two: the
+  // same environment (keys, secrets, PUBLIC_URL: one deployment behind one address, so either accepts the other's
+  // tokens), its own port.
+  const replicas: ChildServer[] = [];
+  if (selection.scenarios.some((scenario) => (scenario.instances ?? 1) > 1)) {
+    const port = await freePort();
+    log(`starting a second process of the service on port ${port}`);
+    const replica = await ChildServer.start({
+      ...common,
+      label: 'app#2',
+      command: process.execPath,
+      args: [...profileArgs, ...SERVICE_NODE_FLAGS, 'dist/server.js'],
+      env: { ...appEnv, PORT: String(port) },
+      port,
+      readyPath: '/readyz',
+    });
+    cleanups.push({ label: 'stop app#2', run: () => replica.stop() });
+    replicas.push(replica);
+  }
 
   const baselineTargets = new Map<BaselineName, Target>();
   for (const name of new Set(selection.scenarios.map((scenario) => scenario.baseline))) {
@@ -282,12 +344,13 @@ async function startServers(settings: Settings, selection: Selection, signal: Ab
       ...common,
       label,
       command: launch.command,
-      args: launch.args,
+      args: launch.command === process.execPath ? [...profileArgs, ...launch.args] : launch.args,
       env: { ...process.env, ...launch.env, PORT: String(port), HOST: '127.0.0.1' },
       port,
       readyPath: definition.readyPath,
     });
     cleanups.push({ label: `stop ${label}`, run: () => server.stop() });
+    if (profileArgs.length > 0) log(`${label}: pid ${server.pid}`);
     baselineTargets.set(name, { label, server });
   }
 
@@ -306,7 +369,7 @@ async function startServers(settings: Settings, selection: Selection, signal: Ab
         ...(input === undefined ? {} : { input }),
       }),
   };
-  return { app: { label: 'app', server: appServer }, baselines: baselineTargets, context };
+  return { app: { label: 'app', server: appServer, replicas }, baselines: baselineTargets, context };
 }
 
 /** Every baseline's reference first (ratio 1), then each scenario against its baseline, one at a time. */
@@ -314,19 +377,24 @@ async function measureRows(servers: Servers, selection: Selection, settings: Set
   // One after another, never two at once: the machine may have as few as two cores.
   const rows: ResultRow[] = [];
   const baselineRate = new Map<BaselineName, number>();
+  const baselineCpu = new Map<BaselineName, number | null>();
   const record = async (request: MeasuredRequest, target: Target, baseline: BaselineName, goalRatio?: number) => {
     log(`measuring ${request.name} on ${target.label} (${settings.warmupSeconds}s warm-up, ${settings.durationSeconds}s)`);
     const { prepared, measurement, notes } = await measureRequest(request, target, servers.context, settings, signal);
     const reference = baselineRate.get(baseline);
     const ratio = reference ? measurement.requestsPerSecond / reference : null;
+    const referenceCpu = baselineCpu.get(baseline);
+    const cpuRatio =
+      referenceCpu && measurement.cpuMicrosPerRequest ? Math.round((referenceCpu / measurement.cpuMicrosPerRequest) * 1000) / 1000 : null;
     rows.push({
       name: request.name,
-      target: target.label,
+      target: (request.instances ?? 1) > 1 ? `${target.label} ×${request.instances}` : target.label,
       baseline,
       method: prepared.method,
       path: prepared.path,
       measurement,
       ratio,
+      cpuRatio,
       goalRatio: goalRatio ?? null,
       // Judged on the two decimals the table shows, so that a row never reads "0.60 … ≥ 0.60 missed".
       goalMet: goalRatio === undefined || ratio === null ? null : Math.round(ratio * 100) / 100 >= goalRatio,
@@ -337,7 +405,9 @@ async function measureRows(servers: Servers, selection: Selection, settings: Set
   for (const [name, target] of servers.baselines) {
     const measurement = await record(baselines[name].reference, target, name);
     baselineRate.set(name, measurement.requestsPerSecond);
+    baselineCpu.set(name, measurement.cpuMicrosPerRequest);
     rows[rows.length - 1]!.ratio = 1;
+    rows[rows.length - 1]!.cpuRatio = measurement.cpuMicrosPerRequest === null ? null : 1;
   }
   for (const scenario of selection.scenarios) await record(scenario, servers.app, scenario.baseline, scenario.goalRatio);
   return rows;

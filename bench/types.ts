@@ -45,6 +45,11 @@ export interface MeasuredRequest extends RequestSpec {
   name: string;
   /** Runs once before the warm-up, e.g. to obtain an OAuth token; its result overrides the request above. */
   setup?(context: ScenarioContext): Promise<ScenarioOverrides | void>;
+  /**
+   * Processes of the service the load is spread over (default 1; at most 2): with 2 the bench starts a second one
+   * on the same database and environment, and the connections alternate between the two (bench/run.ts).
+   */
+  instances?: 1 | 2;
 }
 
 /** A request against the service under test, compared with one baseline measured in the same run. */

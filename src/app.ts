@@ -10,6 +10,7 @@ import type { Database } from './db/database.js';
 import { migrationsCurrent, readMigrations } from './db/migrate.js';
 import { lazyChildLogger } from './logger.js';
 import metrics, { createDomainMetrics, registerWebhookMetrics } from './plugins/metrics.js';
+import { routeConfig } from './plugins/route-config.js';
 import problemDetails, { rawProblemAnswer, sendProblem } from './plugins/problem-details.js';
 import { ProblemError } from './errors.js';
 import { validatorCompiler } from './plugins/validation.js';
@@ -140,12 +141,15 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
   // docs/contract.md 7.2: JSON only. Fastify would also parse text/plain; without a parser other types get 415.
   typed.removeContentTypeParser('text/plain');
 
+  // Read by routeConfig (plugins/route-config.ts): declared here so every request object has the same shape.
+  typed.decorateRequest('routeConfigRead', null);
+
   // Callback-style hooks where nothing is awaited: an async hook costs a promise on every request.
   typed.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     // RFC 9111 section 5.2.2.5 (as RFC 6749 section 5.1 does for tokens): an answer holding a secret or credential
     // is never stored by a cache. Routes declare it with `config.noStore`.
-    if (request.routeOptions.config.noStore) reply.header('cache-control', 'no-store');
+    if (routeConfig(request).noStore) reply.header('cache-control', 'no-store');
     // An over-long request is refused and its connection closed, as Node's parser does with the ones it refuses.
     if (request.url.length > MAX_URL_LENGTH) {
       reply.header('connection', 'close');

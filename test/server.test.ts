@@ -354,7 +354,11 @@ describe('npm start', () => {
       expect(children).toHaveLength(1);
       const server = Number(children[0]);
       // No shell between npm and node: the start script `exec`s it.
-      expect(readFileSync(`/proc/${server}/cmdline`, 'utf8').split('\0').slice(0, 2)).toEqual([expect.stringMatching(/(^|\/)node$/), 'dist/server.js']);
+      expect(readFileSync(`/proc/${server}/cmdline`, 'utf8').split('\0').slice(0, 3)).toEqual([
+        expect.stringMatching(/(^|\/)node$/),
+        '--max-semi-space-size=64',
+        'dist/server.js',
+      ]);
       return { npm, server, remove: () => dataDir.remove() };
     } catch (error) {
       npm.kill('SIGKILL');

@@ -237,7 +237,7 @@ async function phoneDownload(context: ScaleContext, db: pg.Client): Promise<Scal
       baselineSeconds: round(cached),
       reference: 'cached',
       ratio: round(first / cached, 2),
-      // A later issue's goal, reported here already (never asserted).
+      // Signing must not dominate a download (never asserted).
       goalRatio: 3,
       goalMet: Math.round((first / cached) * 100) / 100 <= 3,
       details: {

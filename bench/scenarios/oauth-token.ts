@@ -12,7 +12,7 @@ export const oauthTokenScenarios: Scenario[] = [
     // No scope: the client's every Operator API scope, as most operator backends ask.
     body: 'grant_type=client_credentials',
     baseline: 'oidc-provider',
-    goalRatio: 2,
+    goalRatio: 3,
     async setup(context) {
       const { clientId, clientSecret } = await createTenant(context, 'bench-oauth-token');
       return { headers: { authorization: basicAuthorization(clientId, clientSecret) } };

@@ -1,5 +1,5 @@
 // The bearer check of one API (docs/contract.md 3.4, 3.5; RFC 6750): every route declares the scope it needs.
-import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import fp from 'fastify-plugin';
 import { ForbiddenError, ProblemError, UnauthorizedError } from '../errors.js';
@@ -7,6 +7,7 @@ import { DEPRECATIONS, deprecationHeaders, removalNotice } from '../services/dep
 import type { Api } from '../services/scopes.js';
 import { ACCESS_TOKEN_REFUSALS, InvalidAccessTokenError, type AccessTokenClaims } from '../services/oauth/access-token.js';
 import type { AccessTokenVerifier } from '../services/oauth/access-token-verifier.service.js';
+import { routeConfig } from './route-config.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -50,9 +51,11 @@ export default fp(
      * limit (registered after this plugin) counts a failed authentication against its address before it is refused
      * (docs/security-checklist.md G46). Fail-closed: a request without verified claims never reaches validation or a handler.
      */
-    async function refuseUnauthenticated(request: FastifyRequest): Promise<void> {
-      if (request.authFailure) throw request.authFailure;
-      if (!request.auth) throw new UnauthorizedError('This API requires an access token.', bearerChallenge(realm));
+    function refuseUnauthenticated(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
+      // Callback style: an async hook costs a promise on every request, and this one awaits nothing.
+      if (request.authFailure) return done(request.authFailure);
+      if (!request.auth) return done(new UnauthorizedError('This API requires an access token.', bearerChallenge(realm)));
+      done();
     }
 
     // Auth is declared, not matched: a route of this API without a scope is a programming error.
@@ -66,7 +69,7 @@ export default fp(
     });
 
     async function authenticate(request: FastifyRequest): Promise<void> {
-      const scope = request.routeOptions.config.scope;
+      const scope = routeConfig(request).scope;
       if (!scope) throw new ForbiddenError('This route declares no scope.');
       const header = request.headers.authorization;
       if (header === undefined || header.trim() === '') {
@@ -121,7 +124,7 @@ export default fp(
 
     app.addHook('onRequest', async (request) => {
       // Unmatched URLs (404) have no route config; they stay 404 for everyone.
-      if (!request.routeOptions.url) return;
+      if (!routeConfig(request).url) return;
       try {
         await authenticate(request);
       } catch (error) {

@@ -11,6 +11,7 @@ import {
   SYNC_OUTCOMES,
   type DomainMetrics,
 } from '../services/metrics.js';
+import { routeConfig } from './route-config.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -82,7 +83,7 @@ export default fp(
       // The route pattern, not the URL: ids must not explode the label cardinality.
       const labels = {
         method: request.method,
-        route: request.routeOptions.url ?? 'unmatched',
+        route: routeConfig(request).url ?? 'unmatched',
         status: String(reply.statusCode),
       };
       requests.inc(labels);

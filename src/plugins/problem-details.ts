@@ -1,5 +1,5 @@
 // Renders every error as RFC 9457 problem details (docs/contract.md 7.1): domain errors, validation, framework 4xx, outages.
-import { STATUS_CODES as HTTP_REASONS, validateHeaderName, validateHeaderValue } from 'node:http';
+import { STATUS_CODES as HTTP_REASONS } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
@@ -233,17 +233,25 @@ export function rawProblemAnswer(status: number, detail: string, requestId: stri
   );
 }
 
-/** The reply's headers Node would refuse to write (RFC 9110 section 5.5: no CR, LF, NUL or other controls). */
-function unwritableHeaders(reply: FastifyReply): string[] {
-  const refused: string[] = [];
-  for (const [name, value] of Object.entries(reply.getHeaders())) {
-    if (value === undefined) continue;
-    try {
-      validateHeaderName(name);
-      for (const item of Array.isArray(value) ? value : [value]) validateHeaderValue(name, String(item));
-    } catch {
-      refused.push(name);
-    }
+/**
+ * A character Node refuses in a header value when it writes the head (RFC 9110 section 5.5: no CR, LF, NUL or other
+ * controls; Node's own test, `checkInvalidHeaderChar` in `_http_common`, also refuses anything past U+00FF).
+ */
+const UNWRITABLE_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
+
+/**
+ * The reply's headers Node would refuse to write. Only values are checked: every header name is the service's own
+ * constant, while a value may carry something from the request. One regular expression per value: this runs on
+ * every response.
+ */
+function unwritableHeaders(reply: FastifyReply): string[] | null {
+  let refused: string[] | null = null;
+  const headers = reply.getHeaders();
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined || typeof value === 'number') continue;
+    const bad = typeof value === 'string' ? UNWRITABLE_VALUE.test(value) : value.some((item) => UNWRITABLE_VALUE.test(String(item)));
+    if (bad) (refused ??= []).push(name);
   }
   return refused;
 }
@@ -257,7 +265,7 @@ function unwritableHeaders(reply: FastifyReply): string[] {
  */
 const dropUnwritableHeaders: onSendHookHandler = (request, reply, payload, done) => {
   const refused = unwritableHeaders(reply);
-  if (refused.length === 0) return done(null, payload);
+  if (refused === null) return done(null, payload);
   for (const name of refused) reply.removeHeader(name);
   request.log.warn({ headers: refused }, 'a response header could not be written; it was left out');
   if (reply.statusCode >= 400) return done(null, payload);

@@ -14,9 +14,26 @@ export interface SigningKey {
 
 const base64url = (json: unknown) => Buffer.from(JSON.stringify(json)).toString('base64url');
 
+/**
+ * The encoded protected header of each key and type: the same few bytes for every token and credential a key signs,
+ * so encoded once (a key's `alg` and `kid` never change). Bounded: keys rotate, so old entries are dropped past 64.
+ */
+const encodedHeaders = new Map<string, string>();
+
+function encodedHeader(key: SigningKey, typ: string): string {
+  const cacheKey = `${key.alg}\u0000${key.kid}\u0000${typ}`;
+  let encoded = encodedHeaders.get(cacheKey);
+  if (encoded === undefined) {
+    encoded = base64url({ alg: key.alg, kid: key.kid, typ });
+    if (encodedHeaders.size >= 64) encodedHeaders.delete(encodedHeaders.keys().next().value!);
+    encodedHeaders.set(cacheKey, encoded);
+  }
+  return encoded;
+}
+
 /** `header.payload.signature`, the protected header naming `alg`, `kid` and `typ` (RFC 8725 3.11: explicit types). */
 export function signCompactJws(key: SigningKey, typ: string, payload: Record<string, unknown>): Promise<string> {
-  const signingInput = `${base64url({ alg: key.alg, kid: key.kid, typ })}.${base64url(payload)}`;
+  const signingInput = `${encodedHeader(key, typ)}.${base64url(payload)}`;
   const data = Buffer.from(signingInput);
   return new Promise((resolve, reject) => {
     const done = (error: Error | null, signature: Buffer) => {
