@@ -7,6 +7,7 @@ import { createPgliteDatabase } from '../src/db/pglite.js';
 import { createLogger } from '../src/logger.js';
 import type { Database } from '../src/db/database.js';
 import { OPENAPI_DOCUMENTS } from './openapi-files.js';
+import { secretsKeyOf } from '../src/services/crypto.js';
 
 /** Builds the app on `db` (a fresh in-memory database when none is given; the app closes it). */
 export async function servedDocuments(given?: Database): Promise<Map<string, unknown>> {
@@ -15,7 +16,7 @@ export async function servedDocuments(given?: Database): Promise<Map<string, unk
   const app = await buildApp(loadConfig({ LOG_LEVEL: 'silent' }), {
     db,
     log: createLogger('silent'),
-    secretsKey: randomBytes(32),
+    secretsKey: secretsKeyOf(randomBytes(32)),
   });
   try {
     const documents = new Map<string, unknown>();

@@ -22,13 +22,14 @@ import deviceApi from './routes/device/index.js';
 import operatorApi from './routes/operator/index.js';
 import removedInterfaceRoutes from './routes/ops/removed-interfaces.js';
 import { createServices, type Services } from './services/index.js';
+import type { SecretsKey } from './services/crypto.js';
 import type { Resolver } from './services/webhook-url-guard.js';
 
 export interface AppDependencies {
   db: Database;
   log: Logger;
   /** Encrypts signing keys at rest (resolveSecretsKey). */
-  secretsKey: Buffer;
+  secretsKey: SecretsKey;
   /** Milliseconds since the epoch; tests move it. */
   clock?: () => number;
   /** Resolves webhook host names (default: the system's DNS); tests make a name resolve to a private address. */

@@ -187,6 +187,45 @@ commands.push(
       );
     },
   },
+  {
+    path: ['secrets-key', 'reencrypt'],
+    summary:
+      'After a change of SECRETS_KEY: seal every value sealed under a key in SECRETS_KEY_PREVIOUS again under ' +
+      'SECRETS_KEY (signing keys, stored credentials, webhook secrets). Run it again to check: it then finds them current.',
+    usage: 'secrets-key reencrypt [--json]',
+    options: { json: { type: 'boolean' } },
+    async run({ positionals, values }, context) {
+      if (positionals.length > 0) throw new CliError('Usage: secrets-key reencrypt [--json]', 2);
+      const services = await context.services();
+      const report = await services.secretsKey.reencrypt();
+      const resealed = Object.values(report.resealed).reduce((sum, count) => sum + count, 0);
+      const lines = [
+        `Sealed again under SECRETS_KEY: ${resealed} (signing keys ${report.resealed.signingKey}, credentials ` +
+          `${report.resealed.credential}, webhook secrets ${report.resealed.webhookSecret + report.resealed.previousWebhookSecret}); ` +
+          `already under it: ${report.alreadyCurrent}.`,
+      ];
+      if (report.unopenable.length > 0) {
+        lines.push(
+          `${report.unopenable.length} value(s) open under none of the given keys and were left as they are ` +
+            '(add the key that sealed them to SECRETS_KEY_PREVIOUS and run this again):',
+          ...report.unopenable.slice(0, 20).map((value) => `  ${value.kind} ${value.key.join('/')}`),
+          ...(report.unopenable.length > 20 ? [`  … and ${report.unopenable.length - 20} more (--json lists all)`] : []),
+        );
+      }
+      if (report.stillChanging > 0) {
+        lines.push(
+          `${report.stillChanging} value(s) kept changing while they were sealed again: a server still seals under a ` +
+            'previous key. Restart every server with the new SECRETS_KEY, then run this again.',
+        );
+      }
+      const done = report.unopenable.length === 0 && report.stillChanging === 0;
+      if (done && context.config.SECRETS_KEY_PREVIOUS) {
+        lines.push('Everything is sealed under SECRETS_KEY: remove SECRETS_KEY_PREVIOUS from every server\'s environment.');
+      }
+      print(context, values.json, report, lines.join('\n'));
+      if (!done) throw new CliError('Not every value is sealed under SECRETS_KEY yet (above); keep SECRETS_KEY_PREVIOUS.', 1);
+    },
+  },
 );
 
 function helpText(prefix: string[]): string {

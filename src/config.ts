@@ -53,7 +53,14 @@ export const ConfigSchema = Type.Object(
       Type.String({
         pattern: '^[0-9a-fA-F]{64}$',
         description:
-          '64 hex characters: encrypts signing keys at rest. Required with `DATABASE_URL`; generated into `DATA_DIR` otherwise.',
+          '64 hex characters: seals what the service must use again (signing keys, stored credentials, webhook secrets). Required with `DATABASE_URL`; generated into `DATA_DIR` otherwise. To change it see README, "SECRETS_KEY".',
+      }),
+    ),
+    SECRETS_KEY_PREVIOUS: Type.Optional(
+      Type.String({
+        pattern: '^[0-9a-fA-F]{64}(,[0-9a-fA-F]{64})*$',
+        description:
+          'Only while `SECRETS_KEY` is being changed: the key(s) it replaces, comma-separated. They still open what they sealed until `acs secrets-key reencrypt` has sealed it again under `SECRETS_KEY`; then remove this.',
       }),
     ),
     DB_POOL_MAX: Type.Integer({ minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL pool size.' }),
@@ -225,7 +232,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
 }
 
 /** Variables whose value is a secret (or may carry one, as a password in a connection string): never echoed. */
-const SECRET_KEYS: ReadonlySet<string> = new Set(['SECRETS_KEY', 'DATABASE_URL']);
+const SECRET_KEYS: ReadonlySet<string> = new Set(['SECRETS_KEY', 'SECRETS_KEY_PREVIOUS', 'DATABASE_URL']);
 
 /** `KEY="value"` so the operator sees what was read; for a secret only its length, so no log or terminal keeps it. */
 function shownValue(key: string, value: unknown): string {
@@ -240,6 +247,7 @@ function explain(key: string, error: ValueError): string {
     | undefined;
   if (schema?.anyOf) return `must be one of ${schema.anyOf.map((choice) => String(choice.const)).join(', ')}`;
   if (key === 'SECRETS_KEY') return 'must be exactly 64 hex characters (`openssl rand -hex 32`); look for a space, a newline or quotes';
+  if (key === 'SECRETS_KEY_PREVIOUS') return 'must be one or more keys of 64 hex characters, separated by commas without spaces';
   if (key === 'DATABASE_URL') return 'must be a PostgreSQL connection string starting with postgres:// or postgresql://';
   if (schema?.pattern && schema.description) return `does not have the expected form. ${schema.description}`;
   if (integerKeys.includes(key as (typeof integerKeys)[number])) return integerRange(key);

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from './config.js';
+import { secretsKeyOf, type SecretsKey } from './services/crypto.js';
 
 export class SecretsKeyError extends Error {
   constructor(message: string) {
@@ -13,7 +14,23 @@ export class SecretsKeyError extends Error {
 
 const FILE_NAME = 'secrets.key';
 
-export function resolveSecretsKey(config: Config): Buffer {
+/**
+ * SECRETS_KEY, with the keys it replaces while it is being changed (SECRETS_KEY_PREVIOUS): they open what they sealed
+ * until `acs secrets-key reencrypt` has sealed it again under the current key (README, "SECRETS_KEY").
+ */
+export function resolveSecretsKey(config: Config): SecretsKey {
+  const current = currentSecretsKey(config);
+  const previous = (config.SECRETS_KEY_PREVIOUS ?? '')
+    .split(',')
+    .filter((hex) => hex !== '')
+    .map((hex) => Buffer.from(hex, 'hex'));
+  if (previous.some((key) => key.equals(current))) {
+    throw new SecretsKeyError('SECRETS_KEY_PREVIOUS holds the current key: it lists only the keys SECRETS_KEY replaces.');
+  }
+  return secretsKeyOf(current, previous);
+}
+
+function currentSecretsKey(config: Config): Buffer {
   if (config.SECRETS_KEY) return Buffer.from(config.SECRETS_KEY, 'hex');
   if (config.DATABASE_URL) {
     // Several instances share a PostgreSQL database: a key generated on one machine would be missing on the others.

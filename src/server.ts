@@ -21,6 +21,12 @@ async function main(): Promise<void> {
   const log = createLogger(config.LOG_LEVEL);
 
   const secretsKey = resolveSecretsKey(config);
+  if (secretsKey.previous.length > 0) {
+    log.warn(
+      { previousKeys: secretsKey.previous.length },
+      'SECRETS_KEY_PREVIOUS is set: once every server runs with the new SECRETS_KEY, run `acs secrets-key reencrypt`, then remove it',
+    );
+  }
   const db = await openDatabase(config, log);
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   try {

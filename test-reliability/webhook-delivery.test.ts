@@ -3,6 +3,7 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Queryable } from '../src/db/database.js';
+import { secretsKeyOf } from '../src/services/crypto.js';
 import { freePort, killAll } from '../test/helpers/process.js';
 import { insertWebhook, startReceiver, verify, type Receiver } from '../test/helpers/webhooks.js';
 import { createPrivateCluster, privateClusterAvailable, type PrivateCluster } from './helpers/cluster.js';
@@ -66,7 +67,7 @@ describe.skipIf(!privateClusterAvailable())('webhook delivery across crashes, in
     receivers.push(started);
     return started;
   };
-  const subscribe = (url: string) => insertWebhook(queryable, Buffer.from(SECRETS_KEY, 'hex'), tenantId, url, ['secured_object.created']);
+  const subscribe = (url: string) => insertWebhook(queryable, secretsKeyOf(Buffer.from(SECRETS_KEY, 'hex')), tenantId, url, ['secured_object.created']);
   /** Registers a lock (a `secured_object.created` event); its event id once committed. */
   const change = async (server: Server, bearer: string): Promise<string> => {
     const id = `door-${++locks}`;

@@ -1,5 +1,7 @@
 // The CLI's tenant, client, user and keys commands (docs/contract.md 2), run as child processes on the test's database.
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type App } from '../src/app.js';
@@ -9,7 +11,7 @@ import { createLogger } from '../src/logger.js';
 import { resolveSecretsKey } from '../src/secrets-key.js';
 import { createTestDatabase, type TestDatabase } from './helpers/database.js';
 import { passwordGrant, tokenRequest } from './helpers/oauth.js';
-import { ROOT, childEnv, temporaryDirectory } from './helpers/process.js';
+import { ROOT, childEnv, nodeArguments, temporaryDirectory } from './helpers/process.js';
 
 interface CliResult {
   code: number | null;
@@ -38,7 +40,7 @@ describe('CLI commands', () => {
 
   function cli(args: string[], input?: string): Promise<CliResult> {
     return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+      const child = spawn(process.execPath, [...nodeArguments('src/cli.ts'), ...args], {
         cwd: ROOT,
         env: childEnv(env),
         stdio: ['pipe', 'pipe', 'pipe'],
@@ -154,8 +156,49 @@ describe('CLI commands', () => {
     expect(rotated).toEqual({ kid: expect.any(String), retired: [JSON.parse(first.stdout).kid] });
   });
 
+  it('secrets-key reencrypt moves every sealed value to a new SECRETS_KEY and back, and says what it did', async () => {
+    const oldKeyHex = env.SECRETS_KEY ?? readFileSync(join(directory.path, 'secrets.key'), 'utf8').trim();
+    const newKeyHex = randomBytes(32).toString('hex');
+    const unchanged = await cli(['secrets-key', 'reencrypt', '--json']);
+    expect(unchanged.code, unchanged.stderr).toBe(0);
+    const current = JSON.parse(unchanged.stdout);
+    expect(current.resealed).toEqual({ signingKey: 0, credential: 0, webhookSecret: 0, previousWebhookSecret: 0 });
+    expect(current.alreadyCurrent).toBeGreaterThanOrEqual(2);
+
+    const saved = env;
+    try {
+      env = { ...saved, SECRETS_KEY: newKeyHex, SECRETS_KEY_PREVIOUS: oldKeyHex };
+      const forward = await cli(['secrets-key', 'reencrypt']);
+      expect(forward.code, forward.stderr).toBe(0);
+      expect(forward.stdout).toMatch(new RegExp(`Sealed again under SECRETS_KEY: ${current.alreadyCurrent} \\(signing keys ${current.alreadyCurrent},`));
+      expect(forward.stdout).toContain('remove SECRETS_KEY_PREVIOUS');
+      expect(forward.stdout + forward.stderr).not.toContain(newKeyHex);
+      expect(forward.stdout + forward.stderr).not.toContain(oldKeyHex);
+      // Without the old key: everything opens under the new one.
+      env = { ...saved, SECRETS_KEY: newKeyHex };
+      const check = await cli(['secrets-key', 'reencrypt', '--json']);
+      expect(JSON.parse(check.stdout)).toMatchObject({ alreadyCurrent: current.alreadyCurrent, unopenable: [] });
+      // The old key alone opens nothing now: listed, exit code 1.
+      env = { ...saved, SECRETS_KEY: oldKeyHex };
+      const stale = await cli(['secrets-key', 'reencrypt']);
+      expect(stale.code).toBe(1);
+      expect(stale.stdout).toContain(`${current.alreadyCurrent} value(s) open under none of the given keys`);
+      expect(stale.stderr).toContain('keep SECRETS_KEY_PREVIOUS');
+      // The key that is also previous is refused before anything runs.
+      env = { ...saved, SECRETS_KEY: newKeyHex, SECRETS_KEY_PREVIOUS: newKeyHex };
+      const same = await cli(['secrets-key', 'reencrypt']);
+      expect(same.code).toBe(1);
+      expect(same.stderr).toContain('SECRETS_KEY_PREVIOUS holds the current key');
+      // Back, so that the tests below use the key they were set up with.
+      env = { ...saved, SECRETS_KEY: oldKeyHex, SECRETS_KEY_PREVIOUS: newKeyHex };
+      expect((await cli(['secrets-key', 'reencrypt'])).code).toBe(0);
+    } finally {
+      env = saved;
+    }
+  });
+
   it('prints --help on every level', async () => {
-    for (const args of [['--help'], ['tenant', '--help'], ['tenant', 'create', '--help'], ['user', 'create', '--help'], ['keys', 'rotate', '--help']]) {
+    for (const args of [['--help'], ['tenant', '--help'], ['tenant', 'create', '--help'], ['user', 'create', '--help'], ['keys', 'rotate', '--help'], ['secrets-key', 'reencrypt', '--help']]) {
       const result = await cli(args);
       expect(result.code, args.join(' ')).toBe(0);
       expect(result.stdout, args.join(' ')).toContain('Usage: npm run --silent cli --');

@@ -12,7 +12,7 @@ const RUN_MS = 60_000;
 const usePostgres = postgresTestUrl() !== undefined;
 const cleanups: (() => unknown)[] = [];
 
-/** Runs `node --import tsx src/cli.ts ...args` to completion with exactly `env`. */
+/** Runs the CLI (`node dist/cli.js ...args`) to completion with exactly `env`. */
 async function cli(args: string[], env: Record<string, string> = {}) {
   const child = spawnNode('src/cli.ts', args, { LOG_LEVEL: 'info', ...env });
   const exit = await child.waitForExit(RUN_MS);

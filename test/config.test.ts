@@ -132,6 +132,10 @@ describe('loadConfig', () => {
     expect(keyError.message).not.toContain('abab');
     expect(keyError.message).toContain('SECRETS_KEY (value not shown, 65 characters)');
     expect(keyError.message).toMatch(/64 hex characters/);
+    const previousError = configError({ SECRETS_KEY_PREVIOUS: `${'cd'.repeat(32)}, ${'ef'.repeat(32)}` });
+    expect(previousError.message).not.toContain('cdcd');
+    expect(previousError.message).toContain('SECRETS_KEY_PREVIOUS (value not shown, 130 characters)');
+    expect(previousError.message).toMatch(/separated by commas without spaces/);
     const urlError = configError({ DATABASE_URL: 'mysql://acs:hunter2@db/acs' });
     expect(urlError.message).not.toContain('hunter2');
     expect(urlError.message).toMatch(/postgres:\/\//);

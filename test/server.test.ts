@@ -23,7 +23,7 @@ interface Running {
   base: string;
 }
 
-/** Starts `node --import tsx src/server.ts` on a free port and waits until /healthz answers. */
+/** Starts the server (`node dist/server.js`) on a free port and waits until /healthz answers. */
 async function startServer(store: Record<string, string>): Promise<Running> {
   const port = await freePort();
   const child = spawnNode('src/server.ts', [], {

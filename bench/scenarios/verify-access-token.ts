@@ -1,6 +1,7 @@
 // Micro-benchmark of the bearer check: tokens.verifyAccessToken(token, 'operatorapi') in-process, no HTTP.
 import { randomBytes } from 'node:crypto';
 import type { MicroBenchmark } from '../types.js';
+import { secretsKeyOf } from '../../src/services/crypto.js';
 
 /** Revoked clients and tokens held in memory while measuring: the look-ups then probe a populated map. */
 const REVOKED_CLIENTS = 50;
@@ -33,7 +34,7 @@ function verifyBenchmark(fresh: boolean): MicroBenchmark {
       // The algorithm the service under test signs with in this run (EdDSA unless JWT_ALG says otherwise).
       const config = loadConfig({ PUBLIC_URL: 'http://127.0.0.1:8080', JWT_ALG: process.env.JWT_ALG });
       const db = await createPgliteDatabase();
-      const services = createServices({ db, config, log: createLogger('silent'), secretsKey: randomBytes(32) });
+      const services = createServices({ db, config, log: createLogger('silent'), secretsKey: secretsKeyOf(randomBytes(32)) });
       try {
         await migrate(db);
         await services.start();

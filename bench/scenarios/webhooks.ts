@@ -8,6 +8,7 @@ import { newTicketBody } from '../requests.js';
 import { median, round, timed, type ScaleContext, type ScaleResult, type ScaleRun } from '../scale.js';
 import type { Comparison, Scenario } from '../types.js';
 import { createTenant, operatorFixture } from './fixtures.js';
+import { secretsKeyOf } from '../../src/services/crypto.js';
 
 const WITH_SUBSCRIPTION = 'POST /operatorapi/tickets (one webhook subscription)';
 /** Events per throughput run. */
@@ -55,7 +56,7 @@ async function startReceiver(): Promise<{ url: string; count(): Promise<number>;
 /** A subscription of the tenant to `ticket.created` at `url`, dispatched from the tenant's current last event on. */
 async function subscribe(db: pg.Client, secretsKeyHex: string, tenantId: string, url: string): Promise<string> {
   const id = randomUUID();
-  const sealed = sealWebhookSecret(Buffer.from(secretsKeyHex, 'hex'), tenantId, id, newWebhookSecret());
+  const sealed = sealWebhookSecret(secretsKeyOf(Buffer.from(secretsKeyHex, 'hex')), tenantId, id, newWebhookSecret());
   await db.query(
     `INSERT INTO webhooks (tenant_id, id, url, event_types, secret_sealed, dispatched_through, created_at, updated_at)
      VALUES ($1, $2, $3, '{ticket.created}', $4, coalesce((SELECT last_seq FROM tenant_audit_counters WHERE tenant_id = $1), 0), $5, $5)`,

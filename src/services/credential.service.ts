@@ -7,7 +7,8 @@ import type { TicketRecord } from '../db/repositories/ticket.repo.js';
 // Explicit types (RFC 8725 3.11): a credential, a revocation list and an access token are never taken for each other.
 import { CREDENTIAL_TYPE, REVOCATION_LIST_TYPE, type CredentialClaims } from '../shared/credential-check.js';
 import { expandSchedule } from '../shared/schedule.js';
-import { decrypt, encrypt } from './crypto.js';
+import { seal, unseal, type SecretsKey } from './crypto.js';
+import { SEALED_AAD } from './sealed-values.js';
 import { signCompactJws } from './jws.js';
 import type { KeyService } from './key.service.js';
 
@@ -59,7 +60,7 @@ export interface CredentialServiceOptions {
   /** PUBLIC_URL: each tenant's issuer is `{publicUrl}/tenants/{name}` (docs/contract.md 8.1). */
   publicUrl: string;
   keys: KeyService;
-  secretsKey: Buffer;
+  secretsKey: SecretsKey;
   /** CREDENTIAL_MAX_LIFETIME in seconds (docs/contract.md 8.2). */
   maxLifetimeSeconds: number;
 }
@@ -79,7 +80,6 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
   const lifetimeMs = maxLifetimeSeconds * 1000;
   /** Tenants are never renamed: an id's issuer is cached for the life of the process. */
   const issuers = new Map<string, Promise<string>>();
-  const aadOf = (tenantId: string, ticketId: string) => `ticket-credential:${tenantId}:${ticketId}`;
   const signedLists = new Map<string, { content: string; signedAt: number; jws: string }>();
 
   /** Makes the tenant's first ticket key if it has none (a key-set change of its own, docs/contract.md 8.1). */
@@ -187,11 +187,11 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
     },
 
     seal(tenantId: string, ticketId: string, credential: string): Buffer {
-      return encrypt(secretsKey, credential, aadOf(tenantId, ticketId));
+      return seal(secretsKey, credential, SEALED_AAD.credential(tenantId, ticketId));
     },
 
     unseal(tenantId: string, ticketId: string, sealed: Buffer): string {
-      return decrypt(secretsKey, sealed, aadOf(tenantId, ticketId));
+      return unseal(secretsKey, sealed, SEALED_AAD.credential(tenantId, ticketId));
     },
   };
 

@@ -36,3 +36,54 @@ export function decrypt(key: Buffer, sealed: Buffer, aad: string): string {
   decipher.setAuthTag(tag);
   return Buffer.concat([decipher.update(body), decipher.final()]).toString('utf8');
 }
+
+/**
+ * SECRETS_KEY as the services use it: `current` seals; while the key is being rotated, `previous` holds the keys it
+ * replaces, which still open what they sealed until `acs secrets-key reencrypt` has sealed it again under `current`
+ * (README, "SECRETS_KEY").
+ */
+export interface SecretsKey {
+  readonly current: Buffer;
+  readonly previous: readonly Buffer[];
+}
+
+export function secretsKeyOf(current: Buffer, previous: readonly Buffer[] = []): SecretsKey {
+  return { current, previous };
+}
+
+/** Seals under the current key. */
+export function seal(key: SecretsKey, plaintext: string, aad: string): Buffer {
+  return encrypt(key.current, plaintext, aad);
+}
+
+/**
+ * Opens under the current key, else under a previous one. AES-GCM's tag tells a wrong key from the right one, so no
+ * marker of the key is stored. Throws the current key's error when no key opens it.
+ */
+export function unseal(key: SecretsKey, sealed: Buffer, aad: string): string {
+  return opened(key, sealed, aad).plaintext;
+}
+
+/**
+ * For a re-encryption: null when `sealed` already opens under the current key, else the same plaintext sealed under
+ * it. Throws when no key opens it (a value sealed under a key no longer given, or damaged).
+ */
+export function resealUnderCurrent(key: SecretsKey, sealed: Buffer, aad: string): Buffer | null {
+  const { plaintext, underCurrent } = opened(key, sealed, aad);
+  return underCurrent ? null : encrypt(key.current, plaintext, aad);
+}
+
+function opened(key: SecretsKey, sealed: Buffer, aad: string): { plaintext: string; underCurrent: boolean } {
+  try {
+    return { plaintext: decrypt(key.current, sealed, aad), underCurrent: true };
+  } catch (error) {
+    for (const previous of key.previous) {
+      try {
+        return { plaintext: decrypt(previous, sealed, aad), underCurrent: false };
+      } catch {
+        // Not this one either.
+      }
+    }
+    throw error;
+  }
+}

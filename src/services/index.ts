@@ -4,6 +4,8 @@ import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import { createClientService } from './client.service.js';
 import type { Clock } from './context.js';
+import type { SecretsKey } from './crypto.js';
+import { createSecretsKeyService } from './secrets-key.service.js';
 import { createKeyService } from './key.service.js';
 import { createRevocationService } from './revocation.service.js';
 import { createTenantService } from './tenant.service.js';
@@ -34,7 +36,7 @@ export interface ServiceDependencies {
   db: Database;
   config: Config;
   log: Logger;
-  secretsKey: Buffer;
+  secretsKey: SecretsKey;
   clock?: Clock;
   /** Resolves webhook host names (default: the system's DNS); tests make a name resolve to a private address. */
   resolveHost?: Resolver;
@@ -149,6 +151,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
 
   return {
     clock,
+    secretsKey: createSecretsKeyService({ db, secretsKey }),
     revocations,
     accessTokenKeys,
     clients,

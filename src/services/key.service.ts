@@ -21,7 +21,8 @@ import {
 import { ConflictError, NotFoundError } from '../errors.js';
 import { recordChange } from './audit.service.js';
 import type { ActionContext } from './context.js';
-import { decrypt, encrypt } from './crypto.js';
+import { seal, unseal, type SecretsKey } from './crypto.js';
+import { SEALED_AAD } from './sealed-values.js';
 import type { SigningAlgorithm, SigningKey } from './jws.js';
 
 export type { SigningAlgorithm, SigningKey } from './jws.js';
@@ -41,7 +42,7 @@ interface LoadedKey {
 
 export interface KeyServiceOptions {
   db: Database;
-  secretsKey: Buffer;
+  secretsKey: SecretsKey;
   clock: () => number;
   alg: SigningAlgorithm;
   purpose: KeyPurpose;
@@ -112,8 +113,6 @@ export function createKeyService(options: KeyServiceOptions) {
   let refreshTimer: NodeJS.Timeout | null = null;
   let unlisten: (() => Promise<void>) | null = null;
 
-  const aadOf = (kid: string) => `signing-key:${kid}`;
-
   async function generate(tx: Queryable, tenantId: string | null, createdAt: number, activatesAt: number): Promise<string> {
     const { publicKey, privateKey } = await generateKeyPair(options.alg, { extractable: true, crv: options.alg === 'EdDSA' ? 'Ed25519' : 'P-256' });
     const kid = randomUUID();
@@ -125,7 +124,7 @@ export function createKeyService(options: KeyServiceOptions) {
       purpose,
       alg: options.alg,
       publicJwk,
-      privateJwkEncrypted: encrypt(secretsKey, JSON.stringify(privateJwk), aadOf(kid)),
+      privateJwkEncrypted: seal(secretsKey, JSON.stringify(privateJwk), SEALED_AAD.signingKey(kid)),
       createdAt,
       activatesAt,
       retiredAt: null,
@@ -181,7 +180,7 @@ export function createKeyService(options: KeyServiceOptions) {
 
   function privateKeyOf(key: LoadedKey): NodeKeyObject {
     key.privateKey ??= createPrivateKey({
-      key: JSON.parse(decrypt(secretsKey, key.record.privateJwkEncrypted, aadOf(key.kid))) as JsonWebKey,
+      key: JSON.parse(unseal(secretsKey, key.record.privateJwkEncrypted, SEALED_AAD.signingKey(key.kid))) as JsonWebKey,
       format: 'jwk',
     });
     return key.privateKey;

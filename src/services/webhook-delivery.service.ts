@@ -5,6 +5,7 @@
 // becomes due again, with the same webhook-id. Two workers never hold one attempt: claims take rows FOR UPDATE SKIP
 // LOCKED and push them past the lease, and an outcome is recorded only while the claim is still the latest.
 import { randomUUID } from 'node:crypto';
+import type { SecretsKey } from './crypto.js';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import type { Logger } from 'pino';
@@ -45,7 +46,7 @@ export interface WebhookDeliveryOptions {
   db: Database;
   clock: Clock;
   log: Logger;
-  secretsKey: Buffer;
+  secretsKey: SecretsKey;
   guard: WebhookUrlGuard;
   /** WEBHOOK_RETRY_SCHEDULE: the delays between attempts, seconds. */
   retryScheduleSeconds: readonly number[];

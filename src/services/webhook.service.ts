@@ -1,5 +1,6 @@
 // Webhook subscriptions (docs/contract.md 10): create, read, list, change, delete, and rotate the signing secret.
 import { randomUUID } from 'node:crypto';
+import type { SecretsKey } from './crypto.js';
 import type { Database } from '../db/database.js';
 import {
   deleteWebhook,
@@ -62,7 +63,7 @@ export interface WebhookServiceOptions {
   db: Database;
   clock: Clock;
   /** Seals the signing secrets (SECRETS_KEY). */
-  secretsKey: Buffer;
+  secretsKey: SecretsKey;
   /** Where a subscription may point (WEBHOOK_ALLOW_INSECURE and the DNS resolver are its concern). */
   urlGuard: WebhookUrlGuard;
   maxPerTenant?: number;

@@ -7,13 +7,14 @@ import { createPostgresDatabase } from '../../src/db/postgres.js';
 import { createLogger } from '../../src/logger.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
 import { validateInjectedResponses, type OpenApiResponseValidator } from './openapi-response-validator.js';
+import { secretsKeyOf, type SecretsKey } from '../../src/services/crypto.js';
 
 export interface TestApp {
   app: App;
   config: Config;
   database: TestDatabase;
   /** Decrypts the signing keys: a second instance on the same database needs it to sign. */
-  secretsKey: Buffer;
+  secretsKey: SecretsKey;
   /** Every log line the app wrote, for asserting that no secret reaches the logs. */
   logLines: string[];
   close(): Promise<void>;
@@ -44,7 +45,7 @@ export async function buildTestApp(env: Record<string, string> = {}, options: Te
       callback();
     },
   });
-  const secretsKey = randomBytes(32);
+  const secretsKey = secretsKeyOf(randomBytes(32));
   let app: App;
   try {
     app = await buildApp(config, {
@@ -106,7 +107,7 @@ export function assertNoSecretsLogged(lines: string[]): void {
  * A second server on a PostgreSQL test's database, as another instance behind the same load balancer. With the test
  * app's SECRETS_KEY by default (the peer signs with the same keys); another key shows what an instance without it does.
  */
-export function anotherInstance(t: TestApp, secretsKey: Buffer = t.secretsKey): Promise<App> {
+export function anotherInstance(t: TestApp, secretsKey: SecretsKey = t.secretsKey): Promise<App> {
   if (!t.database.url) throw new Error('anotherInstance needs a PostgreSQL test database (TEST_DATABASE_URL)');
   return buildApp(t.config, {
     db: createPostgresDatabase({

@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import type { Queryable } from '../../src/db/database.js';
 import { newWebhookSecret, sealWebhookSecret } from '../../src/services/webhook-secrets.js';
+import type { SecretsKey } from '../../src/services/crypto.js';
 
 export interface TestWebhook {
   id: string;
@@ -18,7 +19,7 @@ export interface TestWebhook {
  */
 export async function insertWebhook(
   db: Queryable,
-  secretsKey: Buffer,
+  secretsKey: SecretsKey,
   tenantId: string,
   url: string,
   eventTypes: string[],
@@ -39,7 +40,7 @@ export async function insertWebhook(
 }
 
 /** A rotation as the subscription API will make it: a new secret, the old one signing beside it until `until`. */
-export async function rotateWebhookSecret(db: Queryable, secretsKey: Buffer, tenantId: string, webhookId: string, until: number): Promise<string> {
+export async function rotateWebhookSecret(db: Queryable, secretsKey: SecretsKey, tenantId: string, webhookId: string, until: number): Promise<string> {
   const secret = newWebhookSecret();
   await db.query(
     `UPDATE webhooks SET previous_secret_sealed = secret_sealed, previous_secret_until = $3, secret_sealed = $4

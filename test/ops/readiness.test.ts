@@ -11,6 +11,7 @@ import { createLogger } from '../../src/logger.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { freePort } from '../helpers/process.js';
+import { secretsKeyOf } from '../../src/services/crypto.js';
 
 const PROBLEM_BASE = 'https://access-credential-service.dev/problems/';
 
@@ -90,7 +91,7 @@ describe('readiness when PostgreSQL becomes unreachable', () => {
     swappable = swappableDatabase(database.db);
     const config = loadConfig({ DB_CONNECT_TIMEOUT_MS: '500', LOG_LEVEL: 'info', PUBLIC_URL: 'http://issuer.test' });
     const log = createLogger(config.LOG_LEVEL, { write: (line: string) => void lines.push(line) });
-    app = await buildApp(config, { db: swappable.db, log, secretsKey: randomBytes(32) });
+    app = await buildApp(config, { db: swappable.db, log, secretsKey: secretsKeyOf(randomBytes(32)) });
     await app.ready();
   });
   afterEach(async () => {

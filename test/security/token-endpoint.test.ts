@@ -17,6 +17,7 @@ import {
   type TenantFixture,
 } from '../helpers/oauth.js';
 import { decodeJwt, expectOAuthError, expectSimilarDurations, stableHeaders } from '../helpers/security.js';
+import { secretsKeyOf } from '../../src/services/crypto.js';
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 const OPERATOR_SCOPES = ['tokens:read', 'devices:read', 'clients:manage'];
@@ -333,7 +334,7 @@ describe('docs/security-checklist.md A: token endpoint and client authentication
   describe.runIf(Boolean(process.env.TEST_DATABASE_URL))('A9 across two instances on one PostgreSQL database', () => {
     it('A9: a client deleted on one instance has its tokens refused by another within 5 s', async () => {
       // Verifying needs only the public keys in the database; this instance never signs.
-      const other = await anotherInstance(t, randomBytes(32));
+      const other = await anotherInstance(t, secretsKeyOf(randomBytes(32)));
       try {
         await other.ready();
         const doomed = await createClient(t.app, tenant, ['clients:manage']);

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { Database } from '../../../src/db/database.js';
 import { createCredentialService, type SignableTicket, type StoredCredential } from '../../../src/services/credential.service.js';
 import type { KeyService } from '../../../src/services/key.service.js';
+import { secretsKeyOf } from '../../../src/services/crypto.js';
 
 const LIFETIME_S = 7 * 86400;
 const NOW = Date.UTC(2026, 5, 1, 8, 0, 0, 400);
@@ -22,7 +23,7 @@ function service(queries: string[] = []) {
     signingKey: async () => ({ kid: 'k1', alg: 'EdDSA' as const, privateKey }),
     publicJwks: () => [{ kty: 'OKP', kid: 'k1', alg: 'EdDSA' }],
   } as unknown as KeyService;
-  return createCredentialService({ db, publicUrl: 'https://acs.example/', keys, secretsKey: Buffer.alloc(32, 7), maxLifetimeSeconds: LIFETIME_S });
+  return createCredentialService({ db, publicUrl: 'https://acs.example/', keys, secretsKey: secretsKeyOf(Buffer.alloc(32, 7)), maxLifetimeSeconds: LIFETIME_S });
 }
 
 const ticket = (overrides: Partial<SignableTicket> = {}): SignableTicket =>

@@ -1,7 +1,7 @@
 // Random secrets, digests and encryption at rest (docs/security-checklist.md 37), without an app.
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { decrypt, digestsEqual, encrypt, randomToken, sha256 } from '../../../src/services/crypto.js';
+import { decrypt, digestsEqual, encrypt, randomToken, resealUnderCurrent, seal, secretsKeyOf, sha256, unseal } from '../../../src/services/crypto.js';
 
 describe('randomToken', () => {
   it('gives 256 bits as unpadded base64url by default, and never the same twice', () => {
@@ -37,5 +37,29 @@ describe('encrypt and decrypt (AES-256-GCM)', () => {
     const flipped = Buffer.from(sealed);
     flipped[14] = flipped[14]! ^ 1;
     expect(() => decrypt(key, flipped, 'key-1')).toThrow();
+  });
+});
+
+describe('a SECRETS_KEY being changed (seal, unseal, resealUnderCurrent)', () => {
+  const oldKey = randomBytes(32);
+  const newKey = randomBytes(32);
+  const rotating = secretsKeyOf(newKey, [oldKey]);
+
+  it('seals under the current key and opens under the current or a previous one', () => {
+    const sealedNew = seal(rotating, 'secret', 'row-1');
+    expect(decrypt(newKey, sealedNew, 'row-1')).toBe('secret');
+    expect(() => decrypt(oldKey, sealedNew, 'row-1')).toThrow();
+    expect(unseal(rotating, encrypt(oldKey, 'old secret', 'row-1'), 'row-1')).toBe('old secret');
+    // Without the previous key, what it sealed no longer opens.
+    expect(() => unseal(secretsKeyOf(newKey), encrypt(oldKey, 'old secret', 'row-1'), 'row-1')).toThrow();
+  });
+
+  it('reseals only what a previous key sealed, and refuses what no key opens', () => {
+    expect(resealUnderCurrent(rotating, encrypt(newKey, 'current', 'row-1'), 'row-1')).toBeNull();
+    const resealed = resealUnderCurrent(rotating, encrypt(oldKey, 'old', 'row-1'), 'row-1')!;
+    expect(decrypt(newKey, resealed, 'row-1')).toBe('old');
+    expect(() => resealUnderCurrent(rotating, encrypt(randomBytes(32), 'stranger', 'row-1'), 'row-1')).toThrow();
+    // The additional data still binds: a previous key does not open another row's value.
+    expect(() => unseal(rotating, encrypt(oldKey, 'old', 'row-1'), 'row-2')).toThrow();
   });
 });

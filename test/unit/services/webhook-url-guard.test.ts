@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { classifyAddress, createWebhookUrlGuard, type Resolver } from '../../../src/services/webhook-url-guard.js';
 import { newWebhookSecret, sealWebhookSecret, unsealWebhookSecret } from '../../../src/services/webhook-secrets.js';
+import { secretsKeyOf } from '../../../src/services/crypto.js';
 
 const resolverOf =
   (table: Record<string, string[]>): Resolver =>
@@ -118,7 +119,7 @@ describe('webhook secrets', () => {
     const secret = newWebhookSecret();
     expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     expect(Buffer.from(secret.slice(6), 'base64')).toHaveLength(32);
-    const key = Buffer.alloc(32, 7);
+    const key = secretsKeyOf(Buffer.alloc(32, 7));
     const sealed = sealWebhookSecret(key, 'tenant-a', 'hook-1', secret);
     expect(sealed.toString('utf8')).not.toContain(secret.slice(6));
     expect(unsealWebhookSecret(key, 'tenant-a', 'hook-1', sealed)).toBe(secret);
