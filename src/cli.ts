@@ -288,7 +288,7 @@ async function main(): Promise<void> {
       async database() {
         if (!database) {
           database = await openDatabase(config, log);
-          this.appliedMigrations = await migrate(database);
+          this.appliedMigrations = await migrate(database, undefined, { lockTimeoutMs: config.MIGRATION_LOCK_TIMEOUT_MS });
         }
         return database;
       },

@@ -86,6 +86,12 @@ export const ConfigSchema = Type.Object(
       default: 30000,
       description: 'PostgreSQL `statement_timeout` for every pooled connection.',
     }),
+    MIGRATION_LOCK_TIMEOUT_MS: Type.Integer({
+      minimum: 1,
+      default: 5000,
+      description:
+        'How long a migration waits for a table lock (PostgreSQL `lock_timeout`) before it gives up, rolls back whole and fails the start (docs/scaling.md).',
+    }),
     SHUTDOWN_TIMEOUT_MS: Type.Integer({
       minimum: 100,
       default: 10000,

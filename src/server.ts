@@ -30,7 +30,7 @@ async function main(): Promise<void> {
   const db = await openDatabase(config, log);
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   try {
-    const applied = await migrate(db);
+    const applied = await migrate(db, undefined, { lockTimeoutMs: config.MIGRATION_LOCK_TIMEOUT_MS });
     if (applied.length > 0) log.info({ applied }, 'migrations applied');
     app = await buildApp(config, { db, log, secretsKey });
   } catch (error) {

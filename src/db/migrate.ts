@@ -10,6 +10,22 @@ export const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/', import.
 /** Any constant works; it only has to be the same for every instance of this service. */
 const MIGRATION_LOCK_KEY = 7_318_442_901;
 
+/**
+ * How long a migration's statements wait for a table lock (PostgreSQL `lock_timeout`) unless told otherwise
+ * (MIGRATION_LOCK_TIMEOUT_MS). An ALTER TABLE waiting for its ACCESS EXCLUSIVE lock queues every later query of the
+ * table behind it, so a migration stuck behind one long transaction would stall every lock's sync: it gives up instead,
+ * rolls back whole, and is retried (docs/scaling.md).
+ */
+export const DEFAULT_MIGRATION_LOCK_TIMEOUT_MS = 5000;
+
+/** SQLSTATE 55P03 lock_not_available: `lock_timeout` expired (or NOWAIT found the lock taken). */
+const LOCK_NOT_AVAILABLE = '55P03';
+
+export interface MigrateOptions {
+  /** `lock_timeout` of every migration transaction, in ms (at least 1). */
+  lockTimeoutMs?: number;
+}
+
 export interface Migration {
   version: number;
   name: string;
@@ -81,7 +97,15 @@ function verifyChecksum(migration: Migration, applied: AppliedRow | undefined): 
  * advisory lock, so instances starting together on one PostgreSQL apply each migration exactly once.
  * Returns the versions this call applied.
  */
-export async function migrate(db: Database, migrations: Migration[] = readMigrations()): Promise<number[]> {
+export async function migrate(
+  db: Database,
+  migrations: Migration[] = readMigrations(),
+  options: MigrateOptions = {},
+): Promise<number[]> {
+  const lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_MIGRATION_LOCK_TIMEOUT_MS;
+  if (!Number.isInteger(lockTimeoutMs) || lockTimeoutMs < 1) {
+    throw new MigrationError(`The migration lock timeout must be a whole number of milliseconds, at least 1 (got ${lockTimeoutMs}).`);
+  }
   await db.transaction(async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
     await tx.execScript(CREATE_LEDGER);
@@ -93,7 +117,11 @@ export async function migrate(db: Database, migrations: Migration[] = readMigrat
   for (const migration of migrations) {
     if (before.has(migration.version)) continue;
     const applied = await db.transaction(async (tx) => {
+      // The advisory lock is taken first and without the timeout: an instance starting beside one that migrates waits
+      // for it, however long the migration runs.
       await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+      // SET LOCAL: for this transaction only, so the pooled connection goes back as it was.
+      await tx.query(`SET LOCAL lock_timeout = ${lockTimeoutMs}`);
       // Another instance may have applied it while we waited for the lock.
       const { rows } = await tx.query<AppliedRow>(
         'SELECT version, name, checksum FROM schema_migrations WHERE version = $1',
@@ -110,10 +138,24 @@ export async function migrate(db: Database, migrations: Migration[] = readMigrat
         migration.checksum,
       ]);
       return true;
+    }).catch((error: unknown) => {
+      throw lockTimeoutError(error, migration, lockTimeoutMs) ?? error;
     });
     if (applied) appliedNow.push(migration.version);
   }
   return appliedNow;
+}
+
+/** The clear error for a migration that gave up waiting for a table lock; undefined for any other error. */
+function lockTimeoutError(error: unknown, migration: Migration, lockTimeoutMs: number): MigrationError | undefined {
+  if (!error || typeof error !== 'object' || (error as { code?: unknown }).code !== LOCK_NOT_AVAILABLE) return undefined;
+  const detail = (error as { message?: unknown }).message;
+  return new MigrationError(
+    `Migration ${migration.version}_${migration.name} waited ${lockTimeoutMs} ms for a table lock that another session ` +
+      `holds (${typeof detail === 'string' ? detail : 'lock timeout'}), and gave up so as not to stall the queries ` +
+      'queued behind it. Nothing of it was applied. Retry when that session has finished (a long transaction or query; ' +
+      'see pg_stat_activity), or raise MIGRATION_LOCK_TIMEOUT_MS.',
+  );
 }
 
 /** True when every migration file is applied with its checksum: what `/readyz` requires. */

@@ -4,10 +4,12 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/database.js';
-import { MigrationError, migrate, migrationsCurrent, readMigrations } from '../../src/db/migrate.js';
+import pg from 'pg';
+import { DEFAULT_MIGRATION_LOCK_TIMEOUT_MS, MigrationError, migrate, migrationsCurrent, readMigrations } from '../../src/db/migrate.js';
 import { createPostgresDatabase } from '../../src/db/postgres.js';
 import { createLogger } from '../../src/logger.js';
 import { createEmptyTestDatabase, createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { postgresTestUrl } from '../helpers/postgres-url.js';
 import { temporaryDirectory } from '../helpers/process.js';
 
 // Versions far above the real migrations/ and tables prefixed `mt_`, so nothing clashes with the schema.
@@ -253,6 +255,98 @@ describe('migrate on concurrent starts', () => {
     ]);
     expect((await ledger(t.db, 970, 972)).map((row) => row.version)).toEqual([970, 971, 972]);
   });
+});
+
+describe('migrate under lock_timeout', () => {
+  let t: TestDatabase;
+  beforeAll(async () => {
+    t = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await t.db.close();
+    for (const directory of directories) directory.remove();
+  });
+
+  it('runs every migration with lock_timeout set, 5 s unless told otherwise, and leaves the connection as it was', async () => {
+    const migrations = readMigrations(
+      migrationDirectory({
+        '1000_default.sql': "CREATE TABLE mt_timeouts AS SELECT 1000 AS version, current_setting('lock_timeout') AS lock_timeout;",
+      }),
+    );
+    expect(await migrate(t.db, migrations)).toEqual([1000]);
+    const told = readMigrations(
+      migrationDirectory({
+        '1001_told.sql': "INSERT INTO mt_timeouts SELECT 1001, current_setting('lock_timeout');",
+      }),
+    );
+    expect(await migrate(t.db, [...migrations, ...told], { lockTimeoutMs: 1500 })).toEqual([1001]);
+
+    expect(DEFAULT_MIGRATION_LOCK_TIMEOUT_MS).toBe(5000);
+    expect((await t.db.query('SELECT version, lock_timeout FROM mt_timeouts ORDER BY version')).rows).toEqual([
+      { version: 1000, lock_timeout: '5s' },
+      { version: 1001, lock_timeout: '1500ms' },
+    ]);
+    // SET LOCAL: outside the migration's transaction the server's own setting (none) holds again.
+    const after = await t.db.transaction((tx) => tx.query<{ lock_timeout: string }>("SELECT current_setting('lock_timeout') AS lock_timeout"));
+    expect(after.rows).toEqual([{ lock_timeout: '0' }]);
+  });
+
+  it('refuses a lock timeout that is not a whole number of milliseconds, before touching anything', async () => {
+    const migrations = readMigrations(migrationDirectory({ '1010_never.sql': 'CREATE TABLE mt_never (id integer);' }));
+    for (const lockTimeoutMs of [0, -1, 1.5, Number.NaN]) {
+      await expect(migrate(t.db, migrations, { lockTimeoutMs })).rejects.toThrow(/must be a whole number of milliseconds/);
+    }
+    expect(await tableExists(t.db, 'mt_never')).toBe(false);
+  });
+
+  // PGlite has one connection, so nothing else can hold a lock there.
+  it.runIf(postgresTestUrl() !== undefined)(
+    'gives up waiting for a lock another session holds, says so, and applies nothing: not the migration, not its ledger row',
+    async () => {
+      await t.db.query('CREATE TABLE mt_busy (id integer NOT NULL)');
+      await t.db.query('INSERT INTO mt_busy VALUES (1)');
+      const migrations = readMigrations(
+        migrationDirectory({
+          '1020_first.sql': 'CREATE TABLE mt_before_busy (id integer);',
+          // The first statement succeeds; the ALTER then waits for the lock the other session holds.
+          '1021_alter_busy.sql': 'CREATE TABLE mt_half_done (id integer);\nALTER TABLE mt_busy ADD COLUMN note text;',
+          '1022_after.sql': 'CREATE TABLE mt_after_busy (id integer);',
+        }),
+      );
+      // Another session reads the table in an open transaction: its ACCESS SHARE lock blocks the ALTER's ACCESS EXCLUSIVE.
+      const other = new pg.Client({ connectionString: t.url });
+      await other.connect();
+      try {
+        await other.query('BEGIN');
+        await other.query('SELECT count(*) FROM mt_busy');
+
+        const error = await migrate(t.db, migrations, { lockTimeoutMs: 200 }).then(
+          () => null,
+          (caught: unknown) => caught,
+        );
+
+        expect(error).toBeInstanceOf(MigrationError);
+        expect((error as Error).message).toMatch(
+          /^Migration 1021_alter_busy waited 200 ms for a table lock that another session holds \(.*lock timeout.*\), .*Nothing of it was applied\. Retry when that session has finished/,
+        );
+      } finally {
+        await other.query('ROLLBACK').catch(() => undefined);
+        await other.end();
+      }
+      // The migration before it stands; of the failed one nothing is left, and nothing after it ran.
+      expect((await ledger(t.db, 1020, 1022)).map((row) => row.version)).toEqual([1020]);
+      expect(await tableExists(t.db, 'mt_half_done')).toBe(false);
+      expect(await tableExists(t.db, 'mt_after_busy')).toBe(false);
+      const { rows } = await t.db.query<{ column_name: string }>(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = 'mt_busy' ORDER BY ordinal_position",
+      );
+      expect(rows.map((row) => row.column_name)).toEqual(['id']);
+
+      // Once the other session is done, the retry applies the rest.
+      expect(await migrate(t.db, migrations, { lockTimeoutMs: 200 })).toEqual([1021, 1022]);
+      expect(await tableExists(t.db, 'mt_half_done')).toBe(true);
+    },
+  );
 });
 
 describe('the repository migrations', () => {

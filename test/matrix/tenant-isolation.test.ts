@@ -11,6 +11,7 @@ const TABLES = [
   'mobile_devices',
   'tickets',
   'oauth_clients',
+  'client_tenants',
   'users',
   'residents',
   'resident_devices',

@@ -38,7 +38,7 @@ const COLUMNS = 'tenant_id, id, resident_id, lock_group_id, begin_date, end_date
 
 /** The live tickets a permission holds now (the partial unique index answers it without the table). */
 const TOKEN_COUNT = `(SELECT count(*)::int FROM tickets t
-   WHERE t.access_permission_id = p.id AND t.revoked_at IS NULL) AS token_count`;
+   WHERE t.tenant_id = p.tenant_id AND t.access_permission_id = p.id AND t.revoked_at IS NULL) AS token_count`;
 
 const KEYSET: KeysetColumns = { createdAt: 'p.created_at', id: 'p.id', idType: 'uuid' };
 
@@ -120,7 +120,8 @@ export async function permissionsUnsupportedBy(
 
 const INSERT_TICKETS = `INSERT INTO tickets (id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at,
                         commands, channels, access_permission_id, schedule, change_seq)`;
-const ON_DUPLICATE = `ON CONFLICT (access_permission_id, mobile_device_id, secured_object_id)
+/** The columns of tickets_permission_pair_idx (migration 016): at most one live ticket per pair, within the tenant. */
+const ON_DUPLICATE = `ON CONFLICT (tenant_id, access_permission_id, mobile_device_id, secured_object_id)
    WHERE access_permission_id IS NOT NULL AND revoked_at IS NULL DO NOTHING`;
 
 /** Who made a change, as its events record it (docs/contract.md 10, 7.5). */

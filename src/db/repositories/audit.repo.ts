@@ -216,8 +216,8 @@ export async function listWireEvents(
  */
 export async function pruneEvents(db: Queryable, before: number, limit: number): Promise<number> {
   const { rowCount } = await db.query(
-    `DELETE FROM audit_events WHERE id IN (
-       SELECT e.id FROM audit_events e
+    `DELETE FROM audit_events WHERE (tenant_id, seq) IN (
+       SELECT e.tenant_id, e.seq FROM audit_events e
         WHERE e.time < $1::bigint
           AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d
                            WHERE d.tenant_id = e.tenant_id AND d.event_seq = e.seq AND d.state = 'pending')

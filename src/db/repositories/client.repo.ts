@@ -50,7 +50,13 @@ function toClient(row: ClientRow): ClientRecord {
   };
 }
 
+/**
+ * Inserts the client and its entry in `client_tenants`, the reference table that maps a client id to its tenant
+ * (migration 016, docs/scaling.md): two statements, so call it in a transaction. The entry comes first: it holds the
+ * rule that a client id is unique across tenants, and the client's foreign key requires it.
+ */
 export async function insertClient(db: Queryable, client: Omit<ClientRecord, 'decommissionedSeq'>): Promise<void> {
+  await db.query('INSERT INTO client_tenants (client_id, tenant_id) VALUES ($1, $2)', [client.clientId, client.tenantId]);
   await db.query(`INSERT INTO oauth_clients (${INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, [
     client.clientId,
     client.tenantId,
@@ -63,11 +69,22 @@ export async function insertClient(db: Queryable, client: Omit<ClientRecord, 'de
   ]);
 }
 
-/** Any tenant: the token endpoint learns the tenant from the client. */
+/**
+ * Any tenant: the token endpoint learns the tenant from the client. The id is resolved to its tenant in the reference
+ * table first, and the client is then read by its key within that tenant: on Citus the second read goes to the one
+ * node that holds the tenant (docs/scaling.md). Two primary-key reads, found or not.
+ */
 export async function findClient(db: Queryable, clientId: string): Promise<ClientRecord | null> {
-  const { rows } = await db.query<ClientRow>(`SELECT ${COLUMNS} FROM oauth_clients WHERE client_id = $1`, [clientId]);
-  return rows[0] ? toClient(rows[0]) : null;
+  const { rows: directory } = await db.query<{ tenant_id: string }>('SELECT tenant_id FROM client_tenants WHERE client_id = $1', [
+    clientId,
+  ]);
+  // An unknown id pays the second read too, in a tenant that cannot exist (tenant ids are random UUIDs), so it answers
+  // in the time a known id does (docs/security-checklist.md 2).
+  return findTenantClient(db, directory[0]?.tenant_id ?? NO_TENANT, clientId);
 }
+
+/** The nil UUID (RFC 9562 5.9): never a tenant's id. */
+const NO_TENANT = '00000000-0000-0000-0000-000000000000';
 
 export async function findTenantClient(db: Queryable, tenantId: string, clientId: string): Promise<ClientRecord | null> {
   const { rows } = await db.query<ClientRow>(
@@ -93,12 +110,20 @@ export async function listClients(
   return rows.map(toClient);
 }
 
+/** Deletes the client, then its `client_tenants` entry (which its foreign key needs until then): call it in a transaction. */
 export async function deleteClient(db: Queryable, tenantId: string, clientId: string): Promise<boolean> {
-  const { rowCount } = await db.query('DELETE FROM oauth_clients WHERE tenant_id = $1 AND client_id = $2', [
-    tenantId,
-    clientId,
-  ]);
-  return rowCount > 0;
+  const { rows } = await db.query<{ client_id: string }>(
+    'DELETE FROM oauth_clients WHERE tenant_id = $1 AND client_id = $2 RETURNING client_id',
+    [tenantId, clientId],
+  );
+  await forgetClientTenants(db, tenantId, rows.map((row) => row.client_id));
+  return rows.length > 0;
+}
+
+/** Drops the reference entries of clients just deleted in the same transaction. */
+async function forgetClientTenants(db: Queryable, tenantId: string, clientIds: string[]): Promise<void> {
+  if (clientIds.length === 0) return;
+  await db.query('DELETE FROM client_tenants WHERE tenant_id = $1 AND client_id = ANY ($2::text[])', [tenantId, clientIds]);
 }
 
 export async function updateClientSecret(
@@ -116,14 +141,17 @@ export async function updateClientSecret(
 
 /**
  * Deletes every client of the tenant bound to the mobile device (docs/contract.md 4.2) and answers their ids, in
- * order. Called by the device's removal, after it deleted the device row (lock order in removal.ts).
+ * order, with their `client_tenants` entries. Called by the device's removal, in its transaction, after it deleted the
+ * device row (lock order in removal.ts).
  */
 export async function deleteClientsOfMobileDevice(db: Queryable, tenantId: string, mobileDeviceId: string): Promise<string[]> {
   const { rows } = await db.query<{ client_id: string }>(
     'DELETE FROM oauth_clients WHERE tenant_id = $1 AND mobile_device_id = $2 RETURNING client_id',
     [tenantId, mobileDeviceId],
   );
-  return rows.map((row) => row.client_id).sort();
+  const clientIds = rows.map((row) => row.client_id).sort();
+  await forgetClientTenants(db, tenantId, clientIds);
+  return clientIds;
 }
 
 /**

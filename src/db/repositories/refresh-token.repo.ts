@@ -1,4 +1,5 @@
-// SQL for refresh tokens: rotation is an atomic compare-and-set, reuse revokes the family (RFC 9700 4.14.2).
+// SQL for refresh tokens: rotation is an atomic compare-and-set, reuse revokes the family (RFC 9700 4.14.2). Every
+// look-up comes from an authenticated client, so it is made within the client's tenant (migration 016).
 import type { Queryable } from '../database.js';
 
 export interface RefreshTokenRecord {
@@ -60,31 +61,35 @@ export async function insertRefreshToken(
  */
 export async function consumeRefreshToken(
   db: Queryable,
+  tenantId: string,
   tokenHash: Buffer,
   clientId: string,
   now: number,
 ): Promise<RefreshTokenRecord | null> {
   const { rows } = await db.query<RefreshTokenRow>(
     `UPDATE refresh_tokens SET used_at = $3
-      WHERE token_hash = $1 AND client_id = $2 AND used_at IS NULL AND revoked_at IS NULL AND expires_at > $3
+      WHERE tenant_id = $4 AND token_hash = $1 AND client_id = $2 AND used_at IS NULL AND revoked_at IS NULL
+        AND expires_at > $3
       RETURNING ${COLUMNS}`,
-    [tokenHash, clientId, now],
+    [tokenHash, clientId, now, tenantId],
   );
   return rows[0] ? toRecord(rows[0]) : null;
 }
 
-export async function findRefreshToken(db: Queryable, tokenHash: Buffer): Promise<RefreshTokenRecord | null> {
-  const { rows } = await db.query<RefreshTokenRow>(`SELECT ${COLUMNS} FROM refresh_tokens WHERE token_hash = $1`, [
+/** The tenant's token with this hash: a token of another tenant is not found (no client may learn of it). */
+export async function findRefreshToken(db: Queryable, tenantId: string, tokenHash: Buffer): Promise<RefreshTokenRecord | null> {
+  const { rows } = await db.query<RefreshTokenRow>(`SELECT ${COLUMNS} FROM refresh_tokens WHERE tenant_id = $1 AND token_hash = $2`, [
+    tenantId,
     tokenHash,
   ]);
   return rows[0] ? toRecord(rows[0]) : null;
 }
 
 /** Revokes every refresh token of the family; returns how many were still unrevoked. */
-export async function revokeRefreshFamily(db: Queryable, familyId: string, now: number): Promise<number> {
+export async function revokeRefreshFamily(db: Queryable, tenantId: string, familyId: string, now: number): Promise<number> {
   const { rowCount } = await db.query(
-    'UPDATE refresh_tokens SET revoked_at = $2 WHERE family_id = $1 AND revoked_at IS NULL',
-    [familyId, now],
+    'UPDATE refresh_tokens SET revoked_at = $3 WHERE tenant_id = $1 AND family_id = $2 AND revoked_at IS NULL',
+    [tenantId, familyId, now],
   );
   return rowCount;
 }

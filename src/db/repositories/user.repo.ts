@@ -44,15 +44,23 @@ export async function insertUser(
   return rows[0] ? toUser(rows[0]) : null;
 }
 
+/**
+ * The user `username` of the tenant named `tenantName` (a login `USER@TENANT`, docs/contract.md 3.2). The name is
+ * resolved in `tenants`, a reference table, first, and the user is then read within that tenant: on Citus the second
+ * read goes to the one node that holds the tenant (docs/scaling.md). Two index reads, whether the tenant exists or not,
+ * so an unknown tenant costs what an unknown user does.
+ */
 export async function findUserByLogin(db: Queryable, tenantName: string, username: string): Promise<UserRecord | null> {
-  const { rows } = await db.query<UserRow>(
-    `SELECT u.id, u.tenant_id, u.username, u.password_hash, u.created_at
-       FROM users u JOIN tenants t ON t.id = u.tenant_id
-      WHERE t.name = $1 AND u.username = $2`,
-    [tenantName, username],
-  );
+  const { rows: tenants } = await db.query<{ id: string }>('SELECT id FROM tenants WHERE name = $1', [tenantName]);
+  const { rows } = await db.query<UserRow>(`SELECT ${COLUMNS} FROM users WHERE tenant_id = $1 AND username = $2`, [
+    tenants[0]?.id ?? NO_TENANT,
+    username,
+  ]);
   return rows[0] ? toUser(rows[0]) : null;
 }
+
+/** The nil UUID (RFC 9562 5.9): never a tenant's id. */
+const NO_TENANT = '00000000-0000-0000-0000-000000000000';
 
 export async function listUsers(
   db: Queryable,

@@ -233,7 +233,7 @@ export function createGrantService(options: GrantServiceOptions) {
       }
       const tokenHash = sha256(refreshToken);
       const outcome = await db.transaction(async (tx) => {
-        const record = await consumeRefreshToken(tx, tokenHash, client.clientId, clock());
+        const record = await consumeRefreshToken(tx, client.tenantId, tokenHash, client.clientId, clock());
         if (!record) return { record: null, rotated: null };
         const scopes = requested === undefined ? record.scopes : requested;
         const widened = scopes.filter((scope) => !record.scopes.includes(scope));
@@ -248,7 +248,7 @@ export function createGrantService(options: GrantServiceOptions) {
         return { record, rotated: { scopes, next } };
       });
       if (!outcome.record || !outcome.rotated) {
-        const existing = await findRefreshToken(db, tokenHash);
+        const existing = await findRefreshToken(db, client.tenantId, tokenHash);
         if (existing && existing.clientId === client.clientId && existing.usedAt !== null && existing.revokedAt === null) {
           options.log.warn({ familyId: existing.familyId }, 'refresh token reused; revoking its family');
           await revokeFamily(family, existing, 'token.refresh_reuse', `client:${client.clientId}`);

@@ -22,7 +22,7 @@ export async function revokeFamily(
   actor: string,
 ): Promise<void> {
   await db.transaction(async (tx) => {
-    await revokeRefreshFamily(tx, record.familyId, clock());
+    await revokeRefreshFamily(tx, record.tenantId, record.familyId, clock());
     await revocations.record(tx, 'family', record.familyId, clock() + ttlMs);
     if (action) {
       await recordChange(tx, { tenantId: record.tenantId, actor, requestId: null }, clock(), action, `user:${record.userId}`, { userId: record.userId });

@@ -40,7 +40,7 @@ export function createRevocationIntrospectionService(options: RevocationIntrospe
         await revocations.refresh();
         return;
       }
-      const record = await findRefreshToken(db, sha256(token));
+      const record = await findRefreshToken(db, client.tenantId, sha256(token));
       if (!record || record.clientId !== client.clientId || record.revokedAt !== null) return;
       await revokeFamily(family, record, null, `client:${client.clientId}`);
     },
@@ -81,7 +81,7 @@ export function createRevocationIntrospectionService(options: RevocationIntrospe
           tenant: claims.tenantId,
         };
       }
-      const record = await findRefreshToken(db, sha256(token));
+      const record = await findRefreshToken(db, client.tenantId, sha256(token));
       if (
         !record ||
         !mayLearnAbout(record) ||
