@@ -53,7 +53,8 @@ describe('CLI commands', () => {
         child.kill('SIGKILL');
         reject(new Error(`cli ${args.join(' ')} timed out\n${stdout}\n${stderr}`));
       }, 30_000);
-      child.once('exit', (code) => {
+      // 'close', not 'exit': 'exit' may come before the last of the child's output has been read from its pipes.
+      child.once('close', (code) => {
         clearTimeout(timer);
         resolve({ code, stdout, stderr });
       });

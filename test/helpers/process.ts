@@ -91,7 +91,8 @@ export function spawnNode(script: string, args: string[] = [], env: Record<strin
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
   const exited = new Promise<Exit>((resolve) => {
-    child.once('exit', (code, signal) => resolve({ code, signal }));
+    // 'close', not 'exit': 'exit' may come before the last of the child's output has been read from its pipes.
+    child.once('close', (code, signal) => resolve({ code, signal }));
     child.once('error', () => resolve({ code: null, signal: null }));
   });
   const describe = () => `\n--- stdout ---\n${out}\n--- stderr ---\n${err}`;
@@ -122,11 +123,11 @@ export function spawnNode(script: string, args: string[] = [], env: Record<strin
           const cleanup = () => {
             child.stdout!.off('data', check);
             child.stderr!.off('data', check);
-            child.off('exit', onExit);
+            child.off('close', onExit);
           };
           child.stdout!.on('data', check);
           child.stderr!.on('data', check);
-          child.once('exit', onExit);
+          child.once('close', onExit);
           check();
         }),
         ms,
