@@ -1,9 +1,11 @@
 // One OpenAPI document and Swagger UI per API (docs/contract.md 1), built from the route schemas of that API's context.
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import type { TSchema } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { ProblemSchema } from '../schemas/problem.js';
+import { nameDocumentSchemas } from './openapi-components.js';
 
 /**
  * sha256 of the inline <style> in Swagger UI's top-bar logo (an SVG, swagger-ui-dist 5.34), which `style-src` must
@@ -37,6 +39,11 @@ export interface ApiDocsOptions {
   tokenUrl: string;
   /** The OAuth flow that gets this API's tokens: client credentials (default) or password (the Access API). */
   flow?: 'clientCredentials' | 'password';
+  /**
+   * Models no route carries that the API's readers decode themselves (the Device API's credential claims), listed in
+   * `components.schemas` under their title.
+   */
+  schemas?: TSchema[];
 }
 
 export default fp(
@@ -65,6 +72,9 @@ export default fp(
           },
         },
       },
+      // Every titled model a component (openapi-components.ts), so a generated client gets a named type for each.
+      transformObject: (documentObject) =>
+        nameDocumentSchemas('openapiObject' in documentObject ? documentObject.openapiObject : documentObject.swaggerObject, options.schemas),
       refResolver: {
         buildLocalReference: (json, _baseUri, _fragment, index) => String(json.$id ?? `def-${index}`),
       },

@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import { ACCESS_CHECK_CODES, MAX_EXPLAINED_TICKETS } from '../shared/access-check.js';
 import { defaultsOptional } from './query.js';
 import { TicketStatusSchema } from './operator.js';
+import { named } from './named.js';
 
 export const AccessCheckQuery = defaultsOptional(
   Type.Object(
@@ -36,7 +37,7 @@ export const AccessCheckQuery = defaultsOptional(
   ),
 );
 
-export const AccessCheckReasonSchema = Type.Object({
+export const AccessCheckReasonSchema = named('AccessCheckReason', Type.Object({
   code: Type.Union(
     ACCESS_CHECK_CODES.map((code) => Type.Literal(code)),
     {
@@ -61,11 +62,11 @@ export const AccessCheckReasonSchema = Type.Object({
   credentialAvailableFrom: Type.Optional(
     Type.Integer({ description: '`not-downloaded`: from when a download hands the credential out, Unix milliseconds (docs/contract.md 8.2).' }),
   ),
-});
+}), { code: 'valid', message: 'The credential opens the lock.' });
 
 const DecisionSchema = (description: string) => Type.Union([Type.Literal('allow'), Type.Literal('deny')], { description });
 
-export const AccessCheckSchema = Type.Object({
+export const AccessCheckSchema = named('AccessCheck', Type.Object({
   decision: DecisionSchema('`allow` when any ticket\'s credential opens the lock; `deny` otherwise.'),
   reasons: Type.Array(AccessCheckReasonSchema, {
     description:
@@ -94,4 +95,4 @@ export const AccessCheckSchema = Type.Object({
   lockTime: Type.Integer({ description: 'The same instant on the lock\'s clock (`at` plus its estimated offset): what the lock judges with.' }),
   command: Type.String({ description: 'The command asked about.' }),
   channel: Type.String({ description: 'The channel asked about.' }),
-});
+}), { decision: 'allow', reasons: [{ code: 'valid', message: 'The credential opens the lock.' }], tokens: [{ id: '0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c', status: 'VALID', decision: 'allow', reasons: [{ code: 'valid', message: 'The credential opens the lock.' }] }], truncated: false, at: 1767254400000, lockTime: 1767254398800, command: 'open', channel: 'btlespp' });

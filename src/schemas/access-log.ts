@@ -2,6 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import { ID_PATTERN } from './operator.js';
 import { defaultsOptional } from './query.js';
+import { named } from './named.js';
 
 /** docs/contract.md 7.4: times are integers of Unix milliseconds within JavaScript's date range. */
 const Millis = (description: string) => Type.Integer({ minimum: 0, maximum: 8640000000000000, description });
@@ -16,7 +17,7 @@ const ResultSchema = Type.Unsafe<'granted' | 'denied'>({
   description: 'What the lock decided: `granted` (it opened) or `denied`.',
 });
 
-export const ReportedEntrySchema = Type.Object(
+export const ReportedEntrySchema = named('ReportedAccessLogEntry', Type.Object(
   {
     entryNo: Type.Integer({
       minimum: 1,
@@ -35,7 +36,7 @@ export const ReportedEntrySchema = Type.Object(
     reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Why, as the lock words it, e.g. `revoked`.' })),
   },
   { additionalProperties: false },
-);
+), { entryNo: 41, lockTime: 1767254400000, tokenId: '0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c', command: 'open', channel: 'btlespp', result: 'granted', reason: 'valid' });
 
 const uploadFields = {
   appliedSerial: Type.Optional(
@@ -67,12 +68,12 @@ const EXAMPLE_ENTRIES = [
   { entryNo: 42, lockTime: 1767254460000, command: 'open', channel: 'btlespp', result: 'denied', reason: 'malformed credential' },
 ];
 
-export const LockAccessLogUploadSchema = Type.Object(uploadFields, {
+export const LockAccessLogUploadSchema = named('LockAccessLogUpload', Type.Object(uploadFields, {
   additionalProperties: false,
   examples: [{ appliedSerial: 17, lockTime: 1767254470000, entries: EXAMPLE_ENTRIES }],
-});
+}));
 
-export const RelayedAccessLogUploadSchema = Type.Object(
+export const RelayedAccessLogUploadSchema = named('RelayedAccessLogUpload', Type.Object(
   {
     securedObjectId: Type.String({
       pattern: ID_PATTERN,
@@ -81,9 +82,9 @@ export const RelayedAccessLogUploadSchema = Type.Object(
     ...uploadFields,
   },
   { additionalProperties: false, examples: [{ securedObjectId: 'front-door', appliedSerial: 17, lockTime: 1767254470000, entries: EXAMPLE_ENTRIES }] },
-);
+));
 
-export const UploadAnswerSchema = Type.Object({
+export const UploadAnswerSchema = named('AccessLogUploadResult', Type.Object({
   accepted: Type.Integer({ minimum: 0, description: 'Entries stored by this upload.' }),
   duplicates: Type.Integer({ minimum: 0, description: 'Entries already stored (or repeated within this upload): stored once.' }),
   // Pairs as arrays of two: OpenAPI 3.0 has no tuple schema.
@@ -92,9 +93,9 @@ export const UploadAnswerSchema = Type.Object({
       'Ranges `[fromEntryNo, toEntryNo]` (inclusive) of entry numbers missing between the highest entry received before ' +
       'this upload and the highest of this upload: entries the lock dropped or has not sent yet. A later upload of them fills them.',
   }),
-});
+}), { accepted: 2, duplicates: 0, gaps: [[38, 40]] });
 
-export const AccessLogEntrySchema = Type.Object({
+export const AccessLogEntrySchema = named('AccessLogEntry', Type.Object({
   securedObjectId: Type.String({ description: 'The lock that decided.' }),
   entryNo: Type.Integer({ description: 'The lock\'s number of the entry.' }),
   lockTime: Type.Integer({ description: 'When, by the lock\'s clock, Unix milliseconds (see `clockOffset`).' }),
@@ -115,7 +116,7 @@ export const AccessLogEntrySchema = Type.Object({
         '`lockTime - clockOffset` is the server\'s time of the decision. Absent while never estimated.',
     }),
   ),
-});
+}), { securedObjectId: 'front-door', entryNo: 41, lockTime: 1767254400000, tokenId: '0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c', mobileDeviceId: 'phone-alice-1', command: 'open', channel: 'btlespp', result: 'granted', reason: 'valid', receivedTime: 1767254471200, via: 'lock', clockOffset: -1200 });
 
 export const AccessLogQuery = defaultsOptional(
   Type.Object(

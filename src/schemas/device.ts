@@ -2,8 +2,9 @@
 import { Type } from '@sinclair/typebox';
 import { defaultsOptional } from './query.js';
 import { TicketSchema } from './operator.js';
+import { named } from './named.js';
 
-export const DownloadedTicketSchema = Type.Composite([
+export const DownloadedTicketSchema = named('DownloadedTicket', Type.Composite([
   TicketSchema,
   Type.Object({
     credential: Type.Optional(
@@ -29,7 +30,7 @@ export const DownloadedTicketSchema = Type.Composite([
       Type.Integer({ description: 'Set when `credential` is absent: from when a download carries it, Unix milliseconds (docs/contract.md 8.2).' }),
     ),
   }),
-]);
+]), { ...{ id: '0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c', securedObjectId: 'front-door', mobileDeviceId: 'phone-alice-1', beginDate: 1767225600000, endDate: 1798761600000, creationDate: 1767225600000, commands: ['open'], channels: ['btlespp'], status: 'VALID' }, downloadDate: 1767229200000, credential: 'eyJhbGciOiJFZERTQSIsImtpZCI6InRrLTIwMjYtMDEiLCJ0eXAiOiJ0aWNrZXQrand0In0.eyJpc3MiOiJodHRwczovL2Fjcy5leGFtcGxlLmNvbS90ZW5hbnRzL2RlbW8iLCJqdGkiOiIwYjRmNWI5ZS0zZjNhLTRjNTYtOWE0MS0zYzJiMWYwZTlkOGMifQ.hY8h2m8f9r6Zx4s8Qv0yWk3u1JcX2a7b5dE9gT1oLpQnR4sV6wY8zA0cB2eD4fG6hI8jK0lM2nO4pQ6rS8tU' });
 
 export const SyncQuery = defaultsOptional(
   Type.Object(
@@ -44,7 +45,7 @@ export const SyncQuery = defaultsOptional(
 );
 
 /** A JWKS (RFC 7517 section 5): public keys only. */
-export const KeySetSchema = Type.Object(
+export const KeySetSchema = named('KeySet', Type.Object(
   {
     keys: Type.Array(
       Type.Object(
@@ -62,18 +63,18 @@ export const KeySetSchema = Type.Object(
     ),
   },
   { description: 'The tenant\'s published ticket keys (docs/contract.md 8.1): announced, signing, and retired ones still needed.' },
-);
+), { keys: [{ kty: 'OKP', crv: 'Ed25519', kid: 'tk-2026-01', alg: 'EdDSA', use: 'sig', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo' }] });
 
-export const TrustSchema = Type.Object({
+export const TrustSchema = named('LockTrust', Type.Object({
   issuer: Type.String({ description: 'The tenant\'s credential issuer: a lock accepts only credentials whose `iss` is exactly this.' }),
   securedObjectId: Type.String({ description: 'The lock\'s own id: a credential\'s `aud` must be exactly this.' }),
   keys: KeySetSchema,
   maxCredentialLifetime: Type.Integer({
     description: 'CREDENTIAL_MAX_LIFETIME in seconds: no credential lasts longer (`exp - iat`); a lock refuses one that claims to.',
   }),
-});
+}), { issuer: 'https://acs.example.com/tenants/demo', securedObjectId: 'front-door', keys: { keys: [{ kty: 'OKP', crv: 'Ed25519', kid: 'tk-2026-01', alg: 'EdDSA', use: 'sig', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo' }] }, maxCredentialLifetime: 604800 });
 
-export const SyncAnswerSchema = Type.Object({
+export const SyncAnswerSchema = named('SyncAnswer', Type.Object({
   tokens: Type.Array(TicketSchema, { description: 'Tickets for this lock created (and still valid) since the cursor.' }),
   revocations: Type.Array(
     Type.Object({
@@ -98,4 +99,4 @@ export const SyncAnswerSchema = Type.Object({
       description: 'The lock was deleted: this client syncs the revocations the deletion caused and nothing else (docs/contract.md 4.1).',
     }),
   ),
-});
+}), { tokens: [{ id: '0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c', securedObjectId: 'front-door', mobileDeviceId: 'phone-alice-1', beginDate: 1767225600000, endDate: 1798761600000, creationDate: 1767225600000, commands: ['open'], channels: ['btlespp'], status: 'VALID' }], revocations: [{ tokenId: '7c6b5a49-3827-4165-9f0e-d1c2b3a49586', revocationDate: 1767312000000 }], cursor: 'c3luYzoxNw', serial: 17, keys: { keys: [{ kty: 'OKP', crv: 'Ed25519', kid: 'tk-2026-01', alg: 'EdDSA', use: 'sig', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo' }] } });

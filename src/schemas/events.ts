@@ -1,8 +1,9 @@
 // Schemas of the tenant's event log (docs/contract.md 10): an event as the feed answers it and a webhook delivers it.
 import { Type } from '@sinclair/typebox';
 import { defaultsOptional } from './query.js';
+import { named } from './named.js';
 
-export const EventSchema = Type.Object({
+export const EventSchema = named('Event', Type.Object({
   id: Type.String({
     format: 'uuid',
     description: "The event's id: the `webhook-id` it is delivered under, the same on every retry and replay.",
@@ -26,7 +27,7 @@ export const EventSchema = Type.Object({
   requestId: Type.Optional(
     Type.String({ description: 'The id the server gave the request that made the change (its `X-Request-Id` answer).' }),
   ),
-});
+}), { id: '1f2e3d4c-5b6a-4978-8e9f-0a1b2c3d4e5f', type: 'ticket.created', sequence: 42, time: 1767225600000, data: { ticketIds: ['0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c'] }, requestId: '5d6e7f80-91a2-4b3c-8d4e-5f6a7b8c9d0e' });
 
 export const EventsQuery = defaultsOptional(
   Type.Object(

@@ -1,6 +1,7 @@
 // Schemas of OAuth client management (docs/contract.md 3.7).
 import { Type } from '@sinclair/typebox';
 import { ALL_SCOPES } from '../shared/scopes.js';
+import { named } from './named.js';
 
 export const ScopeSchema = Type.String({ minLength: 1, maxLength: 64, description: `One of: ${ALL_SCOPES.join(', ')}.` });
 
@@ -8,7 +9,7 @@ export const ClientIdParams = Type.Object({
   clientId: Type.String({ minLength: 1, maxLength: 128, description: 'The client id.' }),
 });
 
-export const NewClientSchema = Type.Object(
+export const NewClientSchema = named('NewClient', Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 200, description: 'A name for people.' }),
     scopes: Type.Array(ScopeSchema, { minItems: 1, maxItems: 32, description: 'The scopes the client may request.' }),
@@ -23,9 +24,9 @@ export const NewClientSchema = Type.Object(
     additionalProperties: false,
     examples: [{ name: 'Front desk backend', scopes: ['tokens:create', 'tokens:read', 'devices:read'] }],
   },
-);
+));
 
-export const ClientSchema = Type.Object({
+export const ClientSchema = named('Client', Type.Object({
   clientId: Type.String({ description: 'The client id (the Basic user name at the token endpoint).' }),
   name: Type.String(),
   scopes: Type.Array(Type.String()),
@@ -39,9 +40,9 @@ export const ClientSchema = Type.Object({
         '(docs/contract.md 4.1). Absent otherwise.',
     }),
   ),
-});
+}), { clientId: '3f2a9c4e-1b7d-4e8f-9a0b-1c2d3e4f5a6b', name: 'Front desk backend', scopes: ['tokens:create', 'tokens:read', 'devices:read'], creationDate: 1767225600000 });
 
-export const ClientWithSecretSchema = Type.Composite([
+export const ClientWithSecretSchema = named('ClientWithSecret', Type.Composite([
   ClientSchema,
   Type.Object({ clientSecret: Type.String({ description: 'The secret: shown in this answer only. Store it safely.' }) }),
-]);
+]), { clientId: '3f2a9c4e-1b7d-4e8f-9a0b-1c2d3e4f5a6b', name: 'Front desk backend', scopes: ['tokens:create', 'tokens:read', 'devices:read'], creationDate: 1767225600000, clientSecret: 'Vq3k8Zx1Rt6Yw0Pm4Ns7Lb2Hc9Jd5Fg' });

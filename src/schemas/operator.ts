@@ -2,6 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import { defaultsOptional } from './query.js';
 import { ScheduleSchema, TimeZoneSchema } from './schedule.js';
+import { named } from './named.js';
 
 /**
  * Operator-chosen ids: URL-safe unreserved characters (RFC 3986 2.3), 1 to 128 of them, but not `.` or `..`: clients
@@ -12,7 +13,7 @@ const Millis = (description: string) => Type.Integer({ minimum: 0, maximum: 8640
 
 export const ObjectIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 256, description: 'The id.' }) });
 
-export const NewSecuredObjectSchema = Type.Object(
+export const NewSecuredObjectSchema = named('NewSecuredObject', Type.Object(
   {
     id: Type.Optional(Type.String({ pattern: ID_PATTERN, description: 'Your id for the lock; the server makes one when absent.' })),
     channels: Type.Array(Type.String({ maxLength: 32 }), {
@@ -35,9 +36,9 @@ export const NewSecuredObjectSchema = Type.Object(
     additionalProperties: false,
     examples: [{ id: 'front-door', channels: ['btlespp'], localName: 'LOCK-0042', uuid: '7d8a0c1e-4b7f-4d5e-9a41-3c2b1f0e9d8c' }],
   },
-);
+));
 
-export const SecuredObjectSchema = Type.Object({
+export const SecuredObjectSchema = named('SecuredObject', Type.Object({
   id: Type.String({ description: 'The secured object id.' }),
   channels: Type.Array(Type.String(), { description: 'Channels the lock supports.' }),
   urls: Type.Array(Type.String(), { description: 'One address per channel: `btlespp://<localName>/<uuid>` (docs/seed.md 2.1).' }),
@@ -46,17 +47,17 @@ export const SecuredObjectSchema = Type.Object({
     description: 'The IANA time zone the lock\'s schedules are read in (docs/contract.md 9), in its canonical spelling; `UTC` unless set.',
     examples: ['Europe/Berlin'],
   }),
-});
+}), { id: 'front-door', channels: ['btlespp'], urls: ['btlespp://LOCK-0042/7d8a0c1e-4b7f-4d5e-9a41-3c2b1f0e9d8c'], creationTime: 1767225600000, timeZone: 'Europe/Berlin' });
 
 /** PATCH /operatorapi/securedobjects/{id} (docs/contract.md 9): the fields to change, at least one. */
-export const SecuredObjectChangesSchema = Type.Object(
+export const SecuredObjectChangesSchema = named('SecuredObjectChanges', Type.Object(
   { timeZone: Type.Optional(TimeZoneSchema) },
   { additionalProperties: false, minProperties: 1, examples: [{ timeZone: 'Europe/Berlin' }] },
-);
+));
 
 // docs/contract.md 8.4, 8.5: the single-lock read adds how far the backend's truth has reached the lock. The list and
 // the create answer stay without it, so a page of locks costs no count per lock.
-export const SecuredObjectDetailSchema = Type.Composite([
+export const SecuredObjectDetailSchema = named('SecuredObjectDetail', Type.Composite([
   SecuredObjectSchema,
   Type.Object({
     lastSeenTime: Type.Optional(
@@ -88,23 +89,23 @@ export const SecuredObjectDetailSchema = Type.Composite([
     ),
     clockDrift: Type.Boolean({ description: 'True when the lock\'s clock is off by more than 30 s (`clockOffset`).' }),
   }),
-]);
+]), { id: 'front-door', channels: ['btlespp'], urls: ['btlespp://LOCK-0042/7d8a0c1e-4b7f-4d5e-9a41-3c2b1f0e9d8c'], creationTime: 1767225600000, timeZone: 'Europe/Berlin', lastSeenTime: 1767254470000, appliedThrough: 17, pendingRevocations: 0, clockOffset: -1200, clockDrift: false });
 
-export const NewMobileDeviceSchema = Type.Object(
+export const NewMobileDeviceSchema = named('NewMobileDevice', Type.Object(
   {
     id: Type.Optional(Type.String({ pattern: ID_PATTERN, description: 'Your id for the device; the server makes one when absent.' })),
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'A name for people.' })),
   },
   { additionalProperties: false, examples: [{ id: 'phone-alice-1', name: "Alice's phone" }] },
-);
+));
 
-export const MobileDeviceSchema = Type.Object({
+export const MobileDeviceSchema = named('MobileDevice', Type.Object({
   id: Type.String({ description: 'The mobile device id.' }),
   name: Type.Optional(Type.String()),
   creationTime: Type.Integer({ description: 'Creation time, Unix milliseconds.' }),
-});
+}), { id: 'phone-alice-1', name: "Alice's phone", creationTime: 1767225600000 });
 
-export const NewTicketSchema = Type.Object(
+export const NewTicketSchema = named('NewTicket', Type.Object(
   {
     securedObjectId: Type.String({ minLength: 1, maxLength: 128, description: 'The lock the ticket opens.' }),
     mobileDeviceId: Type.String({ minLength: 1, maxLength: 128, description: 'The device the ticket is issued to.' }),
@@ -133,13 +134,13 @@ export const NewTicketSchema = Type.Object(
       },
     ],
   },
-);
+));
 
-export const TicketStatusSchema = Type.Union([Type.Literal('VALID'), Type.Literal('REVOKED'), Type.Literal('EXPIRED')], {
+export const TicketStatusSchema = named('TicketStatus', Type.Union([Type.Literal('VALID'), Type.Literal('REVOKED'), Type.Literal('EXPIRED')], {
   description: '`VALID`, `REVOKED` (revocationDate set) or `EXPIRED` (endDate passed, not revoked).',
-});
+}), 'VALID');
 
-export const TicketSchema = Type.Object({
+export const TicketSchema = named('Ticket', Type.Object({
   id: Type.String({ description: 'The ticket id.' }),
   securedObjectId: Type.String(),
   mobileDeviceId: Type.String(),
@@ -161,7 +162,7 @@ export const TicketSchema = Type.Object({
         'the lock never needed (the ticket was never downloaded).',
     }),
   ),
-});
+}), { id: '0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c', securedObjectId: 'front-door', mobileDeviceId: 'phone-alice-1', beginDate: 1767225600000, endDate: 1798761600000, creationDate: 1767225600000, commands: ['open'], channels: ['btlespp'], status: 'VALID' });
 
 export const TicketQuery = defaultsOptional(
   Type.Object(
@@ -197,7 +198,7 @@ export const RevocationQuery = defaultsOptional(
   ),
 );
 
-export const AuditEventSchema = Type.Object({
+export const AuditEventSchema = named('AuditEvent', Type.Object({
   id: Type.String({
     pattern: '^[1-9][0-9]*$',
     description: "The event's number in its tenant's own sequence: 1, 2, 3, ... in append order, without gaps.",
@@ -213,7 +214,7 @@ export const AuditEventSchema = Type.Object({
   requestId: Type.Optional(
     Type.String({ description: 'The id the server gave the request that made the change (its `X-Request-Id` answer).' }),
   ),
-});
+}), { id: '42', time: 1767225600000, actor: 'client:3f2a9c4e-1b7d-4e8f-9a0b-1c2d3e4f5a6b', action: 'ticket.created', target: 'ticket:0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c', requestId: '5d6e7f80-91a2-4b3c-8d4e-5f6a7b8c9d0e' });
 
 export const AuditQuery = defaultsOptional(
   Type.Object(
@@ -236,7 +237,7 @@ export const AuditQuery = defaultsOptional(
 );
 
 // docs/contract.md 8.1: the tenant's ticket keys, what its locks verify credentials with.
-export const TicketKeySchema = Type.Object({
+export const TicketKeySchema = named('TicketKey', Type.Object({
   kid: Type.String({ description: 'The key id, as in the credentials\' `kid` and the tenant\'s key set.' }),
   alg: Type.String({ description: 'The signing algorithm: `EdDSA` or `ES256`.' }),
   state: Type.Union([Type.Literal('announced'), Type.Literal('active'), Type.Literal('retired')], {
@@ -255,13 +256,13 @@ export const TicketKeySchema = Type.Object({
       description: 'When it drops out of the key set: one CREDENTIAL_MAX_LIFETIME after its last signature, Unix milliseconds.',
     }),
   ),
-});
+}), { kid: 'tk-2026-01', alg: 'EdDSA', state: 'active', createdTime: 1767225600000, activatesTime: 1767225600000 });
 
 export const TicketKeyParams = Type.Object({
   kid: Type.String({ minLength: 1, maxLength: 128, description: 'The key id.' }),
 });
 
-export const NewTicketKeyRotationSchema = Type.Object(
+export const NewTicketKeyRotationSchema = named('NewTicketKeyRotation', Type.Object(
   {
     emergency: Type.Optional(
       Type.Boolean({
@@ -274,13 +275,13 @@ export const NewTicketKeyRotationSchema = Type.Object(
     ),
   },
   { additionalProperties: false, examples: [{ emergency: false }] },
-);
+));
 
-export const TicketKeyRotationSchema = Type.Object({
+export const TicketKeyRotationSchema = named('TicketKeyRotation', Type.Object({
   kid: Type.String({ description: 'The new key\'s id.' }),
   activatesTime: Type.Integer({ description: 'When the new key signs its first credential, Unix milliseconds.' }),
   emergency: Type.Boolean({ description: 'Whether the other keys were withdrawn at once.' }),
   retired: Type.Array(Type.String(), {
     description: 'The keys it replaces: retired at `activatesTime` (normal rotation) or withdrawn now (emergency).',
   }),
-});
+}), { kid: 'tk-2026-02', activatesTime: 1767830400000, emergency: false, retired: ['tk-2026-01'] });

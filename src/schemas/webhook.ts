@@ -1,6 +1,7 @@
 // Schemas of webhook subscriptions (docs/contract.md 10).
 import { Type } from '@sinclair/typebox';
 import { EVENT_TYPES, type EventType } from '../shared/event-types.js';
+import { named } from './named.js';
 
 const MAX_URL_LENGTH = 2048;
 const MAX_DESCRIPTION_LENGTH = 500;
@@ -41,7 +42,7 @@ export const WebhookIdParams = Type.Object({
   id: Type.String({ minLength: 1, maxLength: 128, description: 'The subscription id (a UUID).' }),
 });
 
-export const NewWebhookSchema = Type.Object(
+export const NewWebhookSchema = named('NewWebhook', Type.Object(
   {
     url: UrlSchema,
     eventTypes: EventTypesSchema,
@@ -51,9 +52,9 @@ export const NewWebhookSchema = Type.Object(
     additionalProperties: false,
     examples: [{ url: 'https://example.com/webhooks/access', eventTypes: ['ticket.created', 'ticket.revoked'], description: 'Front desk' }],
   },
-);
+));
 
-export const WebhookChangesSchema = Type.Object(
+export const WebhookChangesSchema = named('WebhookChanges', Type.Object(
   {
     url: Type.Optional(UrlSchema),
     eventTypes: Type.Optional(EventTypesSchema),
@@ -72,9 +73,9 @@ export const WebhookChangesSchema = Type.Object(
     additionalProperties: false,
     examples: [{ eventTypes: ['ticket.created', 'ticket.revoked', 'ticket.revocation_applied'], enabled: true }],
   },
-);
+));
 
-export const WebhookSchema = Type.Object({
+export const WebhookSchema = named('Webhook', Type.Object({
   id: Type.String({ description: 'The subscription id.' }),
   url: Type.String({ description: 'Where deliveries are POSTed.' }),
   eventTypes: Type.Array(Type.String(), { description: 'The event types it receives.' }),
@@ -99,9 +100,9 @@ export const WebhookSchema = Type.Object({
         'entry), Unix milliseconds. Absent otherwise.',
     }),
   ),
-});
+}), { id: 'b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e', url: 'https://example.com/webhooks/access', eventTypes: ['ticket.created', 'ticket.revoked'], description: 'Front desk', enabled: true, createdTime: 1767225600000, updatedTime: 1767225600000 });
 
-export const WebhookWithSecretSchema = Type.Composite([
+export const WebhookWithSecretSchema = named('WebhookWithSecret', Type.Composite([
   WebhookSchema,
   Type.Object({
     secret: Type.String({
@@ -109,4 +110,4 @@ export const WebhookWithSecretSchema = Type.Composite([
         'The signing secret (Standard Webhooks `whsec_` and base64): shown in this answer only. Verify `webhook-signature` with it.',
     }),
   }),
-]);
+]), { id: 'b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e', url: 'https://example.com/webhooks/access', eventTypes: ['ticket.created', 'ticket.revoked'], description: 'Front desk', enabled: true, createdTime: 1767225600000, updatedTime: 1767225600000, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' });
