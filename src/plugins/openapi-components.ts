@@ -6,6 +6,8 @@
 // naming a model changes the documents only, never what a route accepts or answers. The Problem schema, which only
 // responses use, keeps its `$id` and `addSchema` (api-docs.ts).
 
+import { DOCUMENTED_ENUM } from '../shared/documented-enum.js';
+
 type Node = Record<string, unknown>;
 
 const isNode = (value: unknown): value is Node => typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -34,6 +36,10 @@ class Namer {
     for (const key of SUBSCHEMA_MAPS) {
       const map = result[key];
       if (isNode(map)) result[key] = Object.fromEntries(Object.entries(map).map(([name, sub]) => [name, this.schema(sub)]));
+    }
+    if (Array.isArray(result[DOCUMENTED_ENUM])) {
+      result.enum = result[DOCUMENTED_ENUM];
+      delete result[DOCUMENTED_ENUM];
     }
     if (typeof result.title !== 'string') return result;
     const name = result.title;

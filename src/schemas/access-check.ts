@@ -1,6 +1,7 @@
 // Schemas of the explain endpoint (docs/contract.md 8.6): the question asked and the lock's decision with its reasons.
 import { Type } from '@sinclair/typebox';
 import { ACCESS_CHECK_CODES, MAX_EXPLAINED_TICKETS } from '../shared/access-check.js';
+import { COMMANDS } from '../shared/vocabulary.js';
 import { defaultsOptional } from './query.js';
 import { TicketStatusSchema } from './operator.js';
 import { named } from './named.js';
@@ -93,6 +94,6 @@ export const AccessCheckSchema = named('AccessCheck', Type.Object({
   }),
   at: Type.Integer({ description: 'The instant asked about, Unix milliseconds, server time.' }),
   lockTime: Type.Integer({ description: 'The same instant on the lock\'s clock (`at` plus its estimated offset): what the lock judges with.' }),
-  command: Type.String({ description: 'The command asked about.' }),
+  command: Type.Unsafe<string>({ type: 'string', enum: [...COMMANDS], description: 'The command asked about.' }),
   channel: Type.String({ description: 'The channel asked about.' }),
 }), { decision: 'allow', reasons: [{ code: 'valid', message: 'The credential opens the lock.' }], tokens: [{ id: '0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c', status: 'VALID', decision: 'allow', reasons: [{ code: 'valid', message: 'The credential opens the lock.' }] }], truncated: false, at: 1767254400000, lockTime: 1767254398800, command: 'open', channel: 'btlespp' });

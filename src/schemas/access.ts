@@ -1,7 +1,7 @@
 // Schemas of the Access API (docs/contract.md 5): residents, lock groups, access permissions.
 import { Type } from '@sinclair/typebox';
 import { defaultsOptional } from './query.js';
-import { NewTicketSchema } from './operator.js';
+import { ChannelSchema, CommandSchema, NewTicketSchema } from './operator.js';
 import { ScheduleSchema } from './schedule.js';
 import { named } from './named.js';
 
@@ -69,8 +69,8 @@ export const AccessPermissionSchema = named('AccessPermission', Type.Object({
   lockGroupId: Type.String(),
   beginDate: Type.Integer(),
   endDate: Type.Integer(),
-  commands: Type.Array(Type.String()),
-  channels: Type.Array(Type.String()),
+  commands: Type.Array(CommandSchema, { description: 'Permitted commands of its tickets.' }),
+  channels: Type.Array(ChannelSchema, { description: 'Channels of its tickets.' }),
   creationDate: Type.Integer({ description: 'Creation time, Unix milliseconds.' }),
   schedule: Type.Optional(ScheduleSchema),
   tokenCount: Type.Integer({ description: 'The live (unrevoked) tickets it holds: one per device × lock.' }),

@@ -1,5 +1,6 @@
 // Schemas of the tenant's event log (docs/contract.md 10): an event as the feed answers it and a webhook delivers it.
 import { Type } from '@sinclair/typebox';
+import { EVENT_TYPES } from '../shared/event-types.js';
 import { defaultsOptional } from './query.js';
 import { named } from './named.js';
 
@@ -8,7 +9,9 @@ export const EventSchema = named('Event', Type.Object({
     format: 'uuid',
     description: "The event's id: the `webhook-id` it is delivered under, the same on every retry and replay.",
   }),
-  type: Type.String({
+  type: Type.Unsafe<string>({
+    type: 'string',
+    enum: [...EVENT_TYPES],
     description:
       'What happened, e.g. `ticket.created` (docs/contract.md 10). The same as the audit view\'s `action`: the audit view ' +
       'is a projection of this log.',

@@ -1,9 +1,19 @@
 // Schemas of OAuth client management (docs/contract.md 3.7).
 import { Type } from '@sinclair/typebox';
+import { DOCUMENTED_ENUM } from '../shared/documented-enum.js';
 import { ALL_SCOPES } from '../shared/scopes.js';
 import { named } from './named.js';
 
-export const ScopeSchema = Type.String({ minLength: 1, maxLength: 64, description: `One of: ${ALL_SCOPES.join(', ')}.` });
+// The client service checks a requested scope (a 400 naming the known ones, docs/contract.md 3.7); the documents list them.
+export const ScopeSchema = Type.String({
+  minLength: 1,
+  maxLength: 64,
+  description: `One of: ${ALL_SCOPES.join(', ')}.`,
+  [DOCUMENTED_ENUM]: [...ALL_SCOPES],
+});
+
+/** A scope in an answer: only scopes of ALL_SCOPES are ever granted. */
+const GrantedScopeSchema = Type.Unsafe<string>({ type: 'string', enum: [...ALL_SCOPES], description: 'A scope the client may request.' });
 
 export const ClientIdParams = Type.Object({
   clientId: Type.String({ minLength: 1, maxLength: 128, description: 'The client id.' }),
@@ -29,7 +39,7 @@ export const NewClientSchema = named('NewClient', Type.Object(
 export const ClientSchema = named('Client', Type.Object({
   clientId: Type.String({ description: 'The client id (the Basic user name at the token endpoint).' }),
   name: Type.String(),
-  scopes: Type.Array(Type.String()),
+  scopes: Type.Array(GrantedScopeSchema, { description: 'The scopes the client may request.' }),
   mobileDeviceId: Type.Optional(Type.String({ description: 'The mobile device the client is bound to.' })),
   securedObjectId: Type.Optional(Type.String({ description: 'The secured object the client is bound to.' })),
   creationDate: Type.Integer({ description: 'Creation time, Unix milliseconds.' }),

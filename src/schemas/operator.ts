@@ -2,6 +2,9 @@
 import { Type } from '@sinclair/typebox';
 import { defaultsOptional } from './query.js';
 import { ScheduleSchema, TimeZoneSchema } from './schedule.js';
+import { EVENT_TYPES } from '../shared/event-types.js';
+import { CHANNELS, COMMANDS, REMOVED_NFC_CHANNEL } from '../shared/vocabulary.js';
+import { DOCUMENTED_ENUM } from '../shared/documented-enum.js';
 import { named } from './named.js';
 
 /**
@@ -11,12 +14,40 @@ import { named } from './named.js';
 export const ID_PATTERN = '^(?!\\.\\.?$)[A-Za-z0-9._~-]{1,128}$';
 const Millis = (description: string) => Type.Integer({ minimum: 0, maximum: 8640000000000000, description });
 
+/** The channels an answer may name: `nfccard` only where an operator revived it (docs/seed.md 9). */
+const ANSWERED_CHANNELS = [...CHANNELS, REMOVED_NFC_CHANNEL];
+
+/** A command in an answer: only the seed's commands are ever stored (docs/seed.md 2.2). */
+export const CommandSchema = named(
+  'Command',
+  Type.Unsafe<string>({ type: 'string', enum: [...COMMANDS], description: 'A command: `tokn`, `open` or `clos` (docs/seed.md 2.2).' }),
+  'open',
+);
+
+/** A channel in an answer. */
+export const ChannelSchema = named(
+  'Channel',
+  Type.Unsafe<string>({
+    type: 'string',
+    enum: ANSWERED_CHANNELS,
+    description: 'A channel: `btlespp` (Bluetooth LE); `nfccard` (removed on 01.02.2018) only where an operator revived it.',
+  }),
+  'btlespp',
+);
+
+/**
+ * A command or channel in a request: the documents list the allowed values, but the schema does not check them: the
+ * services do, with a 422 naming the allowed ones beside every other invalid field (docs/contract.md 4.3).
+ */
+const RequestedCommand = Type.String({ maxLength: 16, [DOCUMENTED_ENUM]: [...COMMANDS] });
+const RequestedChannel = Type.String({ maxLength: 32, [DOCUMENTED_ENUM]: ANSWERED_CHANNELS });
+
 export const ObjectIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 256, description: 'The id.' }) });
 
 export const NewSecuredObjectSchema = named('NewSecuredObject', Type.Object(
   {
     id: Type.Optional(Type.String({ pattern: ID_PATTERN, description: 'Your id for the lock; the server makes one when absent.' })),
-    channels: Type.Array(Type.String({ maxLength: 32 }), {
+    channels: Type.Array(RequestedChannel, {
       maxItems: 8,
       description: 'Channels the lock supports: `btlespp` (Bluetooth LE). `nfccard` was removed on 01.02.2018.',
     }),
@@ -40,7 +71,7 @@ export const NewSecuredObjectSchema = named('NewSecuredObject', Type.Object(
 
 export const SecuredObjectSchema = named('SecuredObject', Type.Object({
   id: Type.String({ description: 'The secured object id.' }),
-  channels: Type.Array(Type.String(), { description: 'Channels the lock supports.' }),
+  channels: Type.Array(ChannelSchema, { description: 'Channels the lock supports.' }),
   urls: Type.Array(Type.String(), { description: 'One address per channel: `btlespp://<localName>/<uuid>` (docs/seed.md 2.1).' }),
   creationTime: Type.Integer({ description: 'Creation time, Unix milliseconds.' }),
   timeZone: Type.String({
@@ -111,11 +142,11 @@ export const NewTicketSchema = named('NewTicket', Type.Object(
     mobileDeviceId: Type.String({ minLength: 1, maxLength: 128, description: 'The device the ticket is issued to.' }),
     beginDate: Millis('Start of validity, Unix milliseconds (0: since 1970).'),
     endDate: Millis('End of validity (exclusive), Unix milliseconds; must be in the future.'),
-    commands: Type.Array(Type.String({ maxLength: 16 }), {
+    commands: Type.Array(RequestedCommand, {
       maxItems: 8,
       description: 'Permitted commands: `tokn`, `open`, `clos`.',
     }),
-    channels: Type.Array(Type.String({ maxLength: 32 }), {
+    channels: Type.Array(RequestedChannel, {
       maxItems: 8,
       description: 'Channels the ticket may be used over; each must be supported by the lock.',
     }),
@@ -147,8 +178,8 @@ export const TicketSchema = named('Ticket', Type.Object({
   beginDate: Type.Integer({ description: 'Start of validity, Unix milliseconds.' }),
   endDate: Type.Integer({ description: 'End of validity (exclusive), Unix milliseconds.' }),
   creationDate: Type.Integer({ description: 'Creation time, Unix milliseconds.' }),
-  commands: Type.Array(Type.String()),
-  channels: Type.Array(Type.String()),
+  commands: Type.Array(CommandSchema, { description: 'Permitted commands.' }),
+  channels: Type.Array(ChannelSchema, { description: 'Channels the ticket may be used over.' }),
   status: TicketStatusSchema,
   revocationDate: Type.Optional(Type.Integer({ description: 'When it was revoked; absent while not revoked.' })),
   downloadDate: Type.Optional(Type.Integer({ description: 'When the device first downloaded it; absent before.' })),
@@ -205,7 +236,11 @@ export const AuditEventSchema = named('AuditEvent', Type.Object({
   }),
   time: Type.Integer({ description: 'When, Unix milliseconds.' }),
   actor: Type.String({ description: '`client:<id>`, `user:<id>` or `cli`.' }),
-  action: Type.String({ description: 'What happened: the event\'s `type` (docs/contract.md 10), e.g. `ticket.created`.' }),
+  action: Type.Unsafe<string>({
+    type: 'string',
+    enum: [...EVENT_TYPES],
+    description: 'What happened: the event\'s `type` (docs/contract.md 10), e.g. `ticket.created`.',
+  }),
   target: Type.String({
     description:
       'What it happened to, e.g. `ticket:<id>`; for the tickets a grant, membership change or removal made or revoked ' +
@@ -239,7 +274,7 @@ export const AuditQuery = defaultsOptional(
 // docs/contract.md 8.1: the tenant's ticket keys, what its locks verify credentials with.
 export const TicketKeySchema = named('TicketKey', Type.Object({
   kid: Type.String({ description: 'The key id, as in the credentials\' `kid` and the tenant\'s key set.' }),
-  alg: Type.String({ description: 'The signing algorithm: `EdDSA` or `ES256`.' }),
+  alg: Type.Unsafe<string>({ type: 'string', enum: ['EdDSA', 'ES256'], description: 'The signing algorithm: `EdDSA` or `ES256`.' }),
   state: Type.Union([Type.Literal('announced'), Type.Literal('active'), Type.Literal('retired')], {
     description:
       '`announced`: published, signs from `activatesTime`; `active`: signs now (until `retiresTime` when a successor is ' +

@@ -2,6 +2,7 @@
 // secured object's `timeZone`, and the preview's answer, for the routes that take or show them.
 import { Type, type Static } from '@sinclair/typebox';
 import { MAX_EXCEPTED_DATES, MAX_EXPANSION_DAYS, MAX_INSTANT, MAX_SCHEDULE_WINDOWS, WEEKDAYS } from '../shared/schedule.js';
+import { DOCUMENTED_ENUM } from '../shared/documented-enum.js';
 import { named } from './named.js';
 
 // The shape only: types, required members and no unknown ones (a 400, docs/contract.md 4.3), with the limits as
@@ -12,7 +13,8 @@ export const ScheduleWindowSchema = named(
   'ScheduleWindow',
   Type.Object(
   {
-    days: Type.Array(Type.String({ maxLength: 16 }), {
+    // validateSchedule checks the days (a 422 saying what to send); the documents list them.
+    days: Type.Array(Type.String({ maxLength: 16, [DOCUMENTED_ENUM]: [...WEEKDAYS] }), {
       maxItems: WEEKDAYS.length,
       description: `The days the window starts on, each once: ${WEEKDAYS.map((day) => `\`${day}\``).join(', ')}.`,
     }),

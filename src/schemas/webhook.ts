@@ -78,7 +78,7 @@ export const WebhookChangesSchema = named('WebhookChanges', Type.Object(
 export const WebhookSchema = named('Webhook', Type.Object({
   id: Type.String({ description: 'The subscription id.' }),
   url: Type.String({ description: 'Where deliveries are POSTed.' }),
-  eventTypes: Type.Array(Type.String(), { description: 'The event types it receives.' }),
+  eventTypes: Type.Array(Type.Unsafe<string>({ ...EventTypeSchema }), { description: 'The event types it receives.' }),
   description: Type.Optional(Type.String({ description: 'A note for people.' })),
   enabled: Type.Boolean({ description: 'False while paused or disabled: nothing is sent until it is enabled again.' }),
   disabledReason: Type.Optional(
