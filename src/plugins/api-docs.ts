@@ -44,12 +44,19 @@ export interface ApiDocsOptions {
    * `components.schemas` under their title.
    */
   schemas?: TSchema[];
+  /**
+   * A document written out rather than built from route schemas (the OAuth endpoints, which carry none): served as
+   * it is, with the same Swagger UI. The fields above that describe a built document are then unused.
+   */
+  document?: Record<string, unknown>;
 }
 
 export default fp(
   async function apiDocs(app: FastifyInstance, options: ApiDocsOptions) {
     app.addSchema(ProblemSchema);
-    await app.register(swagger, {
+    if (options.document) {
+      await app.register(swagger, { mode: 'static', specification: { document: options.document as never } });
+    } else await app.register(swagger, {
       openapi: {
         openapi: '3.0.3',
         info: {
