@@ -3,34 +3,60 @@ import { Type } from '@sinclair/typebox';
 import { defaultsOptional } from './query.js';
 import { ChannelSchema, CommandSchema, TicketSchema } from './operator.js';
 import { named } from './named.js';
+import { PublicJwkSchema } from './oauth.js';
 
-export const DownloadedTicketSchema = named('DownloadedTicket', Type.Composite([
-  TicketSchema,
-  Type.Object({
-    credential: Type.Optional(
-      Type.String({
-        description:
-          'Compact JWS the lock checks offline (docs/contract.md 6.3): header {alg, kid, typ: "ticket+jwt"}, payload {iss, jti, ' +
-          'sub, aud, nbf, exp, beginDate, endDate, cmd, chn, iat}, signed with the tenant\'s key (GET /tenants/{tenant}/jwks.json). ' +
-          'Valid at most CREDENTIAL_MAX_LIFETIME; download again to renew (docs/contract.md 8.2). Absent while the ticket ' +
-          'begins beyond that horizon.',
-      }),
-    ),
-    revocationList: Type.Optional(
-      Type.String({
-        description:
-          'On the first ticket of each lock in the page: the signed revocation list of that lock, for the phone to hand to it ' +
-          '(docs/contract.md 8.3; the page is a JSON array, docs/contract.md 7.3, so the lists travel on the tickets). A compact JWS, ' +
-          'header {alg, kid, typ: "revocation-list+jwt"}, payload {iss, aud, serial, iat, revoked: [ticket ids], keys}. A lock ' +
-          'applies it when its serial is above its own, so a lock that is never online learns revocations and key changes ' +
-          'from any visiting phone.',
-      }),
-    ),
-    credentialAvailableFrom: Type.Optional(
-      Type.Integer({ description: 'Set when `credential` is absent: from when a download carries it, Unix milliseconds (docs/contract.md 8.2).' }),
-    ),
-  }),
-]), { ...{ id: '0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c', securedObjectId: 'front-door', mobileDeviceId: 'phone-alice-1', beginDate: 1767225600000, endDate: 1798761600000, creationDate: 1767225600000, commands: ['open'], channels: ['btlespp'], status: 'VALID' }, downloadDate: 1767229200000, credential: 'eyJhbGciOiJFZERTQSIsImtpZCI6InRrLTIwMjYtMDEiLCJ0eXAiOiJ0aWNrZXQrand0In0.eyJpc3MiOiJodHRwczovL2Fjcy5leGFtcGxlLmNvbS90ZW5hbnRzL2RlbW8iLCJqdGkiOiIwYjRmNWI5ZS0zZjNhLTRjNTYtOWE0MS0zYzJiMWYwZTlkOGMifQ.hY8h2m8f9r6Zx4s8Qv0yWk3u1JcX2a7b5dE9gT1oLpQnR4sV6wY8zA0cB2eD4fG6hI8jK0lM2nO4pQ6rS8tU' });
+/**
+ * The examples' credential: really signed (Ed25519) by the key of the examples' key sets (`kid` tk-2026-01), so a
+ * reader can check a verifier against it. Its claims are the example ticket's, without a schedule.
+ */
+const EXAMPLE_CREDENTIAL =
+  'eyJhbGciOiJFZERTQSIsImtpZCI6InRrLTIwMjYtMDEiLCJ0eXAiOiJ0aWNrZXQrand0In0.' +
+  'eyJpc3MiOiJodHRwczovL2Fjcy5leGFtcGxlLmNvbS90ZW5hbnRzL2RlbW8iLCJqdGkiOiIwYjRmNWI5ZS0zZjNhLTRjNTYtOWE0MS0zYzJiMWYwZTlkOGMiLCJzdWIiOiJwaG9uZS1hbGljZS0xIiwiYXVkIjoiZnJvbnQtZG9vciIsImlhdCI6MTc2NzIyNTYwMCwibmJmIjoxNzY3MjI1NjAwLCJleHAiOjE3Njc4MzA0MDAsImJlZ2luRGF0ZSI6MTc2NzIyNTYwMDAwMCwiZW5kRGF0ZSI6MTc5ODc2MTYwMDAwMCwiY21kIjpbIm9wZW4iXSwiY2huIjpbImJ0bGVzcHAiXX0.' +
+  'Z_l7FviPmWZt-LFO1fjPNPYMIWQt0OLsTCf5UNERb1XAk-JtDCmK-oQAdZEFm0QUMfaG6zXhZhQFON8hOMwNAg';
+
+export const DownloadedTicketSchema = named(
+  'DownloadedTicket',
+  Type.Composite([
+    TicketSchema,
+    Type.Object({
+      credential: Type.Optional(
+        Type.String({
+          description:
+            'Compact JWS the lock checks offline (docs/contract.md 6.3): header {alg, kid, typ: "ticket+jwt"}, payload {iss, jti, ' +
+            'sub, aud, nbf, exp, beginDate, endDate, cmd, chn, iat}, signed with the tenant\'s key (GET /tenants/{tenant}/jwks.json). ' +
+            'Valid at most CREDENTIAL_MAX_LIFETIME; download again to renew (docs/contract.md 8.2). Absent while the ticket ' +
+            'begins beyond that horizon.',
+        }),
+      ),
+      revocationList: Type.Optional(
+        Type.String({
+          description:
+            'On the first ticket of each lock in the page: the signed revocation list of that lock, for the phone to hand to it ' +
+            '(docs/contract.md 8.3; the page is a JSON array, docs/contract.md 7.3, so the lists travel on the tickets). A compact JWS, ' +
+            'header {alg, kid, typ: "revocation-list+jwt"}, payload {iss, aud, serial, iat, revoked: [ticket ids], keys}. A lock ' +
+            'applies it when its serial is above its own, so a lock that is never online learns revocations and key changes ' +
+            'from any visiting phone.',
+        }),
+      ),
+      credentialAvailableFrom: Type.Optional(
+        Type.Integer({ description: 'Set when `credential` is absent: from when a download carries it, Unix milliseconds (docs/contract.md 8.2).' }),
+      ),
+    }),
+  ]),
+  {
+    id: '0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c',
+    securedObjectId: 'front-door',
+    mobileDeviceId: 'phone-alice-1',
+    beginDate: 1767225600000,
+    endDate: 1798761600000,
+    creationDate: 1767225600000,
+    commands: ['open'],
+    channels: ['btlespp'],
+    status: 'VALID',
+    downloadDate: 1767229200000,
+    credential: EXAMPLE_CREDENTIAL,
+  },
+);
 
 export const SyncQuery = defaultsOptional(
   Type.Object(
@@ -45,61 +71,120 @@ export const SyncQuery = defaultsOptional(
 );
 
 /** A JWKS (RFC 7517 section 5): public keys only. */
-export const KeySetSchema = named('KeySet', Type.Object(
+export const KeySetSchema = named(
+  'KeySet',
+  Type.Object(
+    {
+      keys: Type.Array(PublicJwkSchema),
+    },
+    { description: 'The tenant\'s published ticket keys (docs/contract.md 8.1): announced, signing, and retired ones still needed.' },
+  ),
   {
-    keys: Type.Array(
-      Type.Object(
-        {
-          kty: Type.String(),
-          kid: Type.String(),
-          alg: Type.String(),
-          use: Type.Optional(Type.String()),
-          crv: Type.Optional(Type.String()),
-          x: Type.Optional(Type.String()),
-          y: Type.Optional(Type.String()),
-        },
-        { additionalProperties: false },
-      ),
-    ),
+    keys: [
+      {
+        kty: 'OKP',
+        crv: 'Ed25519',
+        kid: 'tk-2026-01',
+        alg: 'EdDSA',
+        use: 'sig',
+        x: 'i-L6qlN8xAkZHVVbJW3osXToVyKx1-2CLNwvRcbYW-E',
+      },
+    ],
   },
-  { description: 'The tenant\'s published ticket keys (docs/contract.md 8.1): announced, signing, and retired ones still needed.' },
-), { keys: [{ kty: 'OKP', crv: 'Ed25519', kid: 'tk-2026-01', alg: 'EdDSA', use: 'sig', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo' }] });
+);
 
-export const TrustSchema = named('LockTrust', Type.Object({
-  issuer: Type.String({ description: 'The tenant\'s credential issuer: a lock accepts only credentials whose `iss` is exactly this.' }),
-  securedObjectId: Type.String({ description: 'The lock\'s own id: a credential\'s `aud` must be exactly this.' }),
-  keys: KeySetSchema,
-  maxCredentialLifetime: Type.Integer({
-    description: 'CREDENTIAL_MAX_LIFETIME in seconds: no credential lasts longer (`exp - iat`); a lock refuses one that claims to.',
+export const TrustSchema = named(
+  'LockTrust',
+  Type.Object({
+    issuer: Type.String({ description: 'The tenant\'s credential issuer: a lock accepts only credentials whose `iss` is exactly this.' }),
+    securedObjectId: Type.String({ description: 'The lock\'s own id: a credential\'s `aud` must be exactly this.' }),
+    keys: KeySetSchema,
+    maxCredentialLifetime: Type.Integer({
+      description: 'CREDENTIAL_MAX_LIFETIME in seconds: no credential lasts longer (`exp - iat`); a lock refuses one that claims to.',
+    }),
   }),
-}), { issuer: 'https://acs.example.com/tenants/demo', securedObjectId: 'front-door', keys: { keys: [{ kty: 'OKP', crv: 'Ed25519', kid: 'tk-2026-01', alg: 'EdDSA', use: 'sig', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo' }] }, maxCredentialLifetime: 604800 });
+  {
+    issuer: 'https://acs.example.com/tenants/demo',
+    securedObjectId: 'front-door',
+    keys: {
+      keys: [
+        {
+          kty: 'OKP',
+          crv: 'Ed25519',
+          kid: 'tk-2026-01',
+          alg: 'EdDSA',
+          use: 'sig',
+          x: 'i-L6qlN8xAkZHVVbJW3osXToVyKx1-2CLNwvRcbYW-E',
+        },
+      ],
+    },
+    maxCredentialLifetime: 604800,
+  },
+);
 
-export const SyncAnswerSchema = named('SyncAnswer', Type.Object({
-  tokens: Type.Array(TicketSchema, { description: 'Tickets for this lock created (and still valid) since the cursor.' }),
-  revocations: Type.Array(
-    Type.Object({
-      tokenId: Type.String({ description: 'The revoked ticket.' }),
-      revocationDate: Type.Integer({ description: 'When it was revoked, Unix milliseconds.' }),
+export const SyncAnswerSchema = named(
+  'SyncAnswer',
+  Type.Object({
+    tokens: Type.Array(TicketSchema, { description: 'Tickets for this lock created (and still valid) since the cursor.' }),
+    revocations: Type.Array(
+      named(
+        'SyncRevocation',
+        Type.Object({
+          tokenId: Type.String({ description: 'The revoked ticket.' }),
+          revocationDate: Type.Integer({ description: 'When it was revoked, Unix milliseconds.' }),
+        }),
+        { tokenId: '7c6b5a49-3827-4165-9f0e-d1c2b3a49586', revocationDate: 1767312000000 },
+      ),
+      { description: 'Tickets for this lock revoked since the cursor that have not expired yet.' },
+    ),
+    cursor: Type.String({ description: 'Send it back as `cursor` to get only later changes; unchanged when nothing changed.' }),
+    serial: Type.Integer({
+      description:
+        'The change-log position the lock has reached once it applied this answer: a revocation list (docs/contract.md 8.3) ' +
+        'with a serial at or below it holds nothing new for the lock.',
     }),
-    { description: 'Tickets for this lock revoked since the cursor that have not expired yet.' },
-  ),
-  cursor: Type.String({ description: 'Send it back as `cursor` to get only later changes; unchanged when nothing changed.' }),
-  serial: Type.Integer({
-    description:
-      'The change-log position the lock has reached once it applied this answer: a revocation list (docs/contract.md 8.3) ' +
-      'with a serial at or below it holds nothing new for the lock.',
+    keys: Type.Optional(
+      Type.Composite([KeySetSchema], {
+        description: 'On a full sync and after the tenant\'s key set changed (docs/contract.md 8.1): the lock replaces its keys with these.',
+      }),
+    ),
+    decommissioned: Type.Optional(
+      Type.Literal(true, {
+        description: 'The lock was deleted: this client syncs the revocations the deletion caused and nothing else (docs/contract.md 4.1).',
+      }),
+    ),
   }),
-  keys: Type.Optional(
-    Type.Composite([KeySetSchema], {
-      description: 'On a full sync and after the tenant\'s key set changed (docs/contract.md 8.1): the lock replaces its keys with these.',
-    }),
-  ),
-  decommissioned: Type.Optional(
-    Type.Literal(true, {
-      description: 'The lock was deleted: this client syncs the revocations the deletion caused and nothing else (docs/contract.md 4.1).',
-    }),
-  ),
-}), { tokens: [{ id: '0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c', securedObjectId: 'front-door', mobileDeviceId: 'phone-alice-1', beginDate: 1767225600000, endDate: 1798761600000, creationDate: 1767225600000, commands: ['open'], channels: ['btlespp'], status: 'VALID' }], revocations: [{ tokenId: '7c6b5a49-3827-4165-9f0e-d1c2b3a49586', revocationDate: 1767312000000 }], cursor: 'c3luYzoxNw', serial: 17, keys: { keys: [{ kty: 'OKP', crv: 'Ed25519', kid: 'tk-2026-01', alg: 'EdDSA', use: 'sig', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo' }] } });
+  {
+    tokens: [
+      {
+        id: '0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c',
+        securedObjectId: 'front-door',
+        mobileDeviceId: 'phone-alice-1',
+        beginDate: 1767225600000,
+        endDate: 1798761600000,
+        creationDate: 1767225600000,
+        commands: ['open'],
+        channels: ['btlespp'],
+        status: 'VALID',
+      },
+    ],
+    revocations: [{ tokenId: '7c6b5a49-3827-4165-9f0e-d1c2b3a49586', revocationDate: 1767312000000 }],
+    cursor: 'c3luYzoxNw',
+    serial: 17,
+    keys: {
+      keys: [
+        {
+          kty: 'OKP',
+          crv: 'Ed25519',
+          kid: 'tk-2026-01',
+          alg: 'EdDSA',
+          use: 'sig',
+          x: 'i-L6qlN8xAkZHVVbJW3osXToVyKx1-2CLNwvRcbYW-E',
+        },
+      ],
+    },
+  },
+);
 
 // What the Device API hands out signed, decoded: a lock maker's and an SDK author's reference (docs/contract.md 6.3,
 // 8.3, 9). No route carries these; the Device API document lists them as components (routes/device/index.ts).
@@ -246,6 +331,6 @@ export const RevocationListClaimsSchema = named(
     serial: 17,
     iat: 1767312000,
     revoked: ['7c6b5a49-3827-4165-9f0e-d1c2b3a49586'],
-    keys: { keys: [{ kty: 'OKP', crv: 'Ed25519', kid: 'tk-2026-01', alg: 'EdDSA', use: 'sig', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo' }] },
+    keys: { keys: [{ kty: 'OKP', crv: 'Ed25519', kid: 'tk-2026-01', alg: 'EdDSA', use: 'sig', x: 'i-L6qlN8xAkZHVVbJW3osXToVyKx1-2CLNwvRcbYW-E' }] },
   },
 );

@@ -19,40 +19,62 @@ export const ClientIdParams = Type.Object({
   clientId: Type.String({ minLength: 1, maxLength: 128, description: 'The client id.' }),
 });
 
-export const NewClientSchema = named('NewClient', Type.Object(
-  {
-    name: Type.String({ minLength: 1, maxLength: 200, description: 'A name for people.' }),
-    scopes: Type.Array(ScopeSchema, { minItems: 1, maxItems: 32, description: 'The scopes the client may request.' }),
-    mobileDeviceId: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 128, description: 'Binds the client to this mobile device (Device API).' }),
-    ),
-    securedObjectId: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 128, description: 'Binds the client to this secured object (Device API).' }),
-    ),
-  },
-  {
-    additionalProperties: false,
-    examples: [{ name: 'Front desk backend', scopes: ['tokens:create', 'tokens:read', 'devices:read'] }],
-  },
-));
-
-export const ClientSchema = named('Client', Type.Object({
-  clientId: Type.String({ description: 'The client id (the Basic user name at the token endpoint).' }),
-  name: Type.String(),
-  scopes: Type.Array(GrantedScopeSchema, { description: 'The scopes the client may request.' }),
-  mobileDeviceId: Type.Optional(Type.String({ description: 'The mobile device the client is bound to.' })),
-  securedObjectId: Type.Optional(Type.String({ description: 'The secured object the client is bound to.' })),
-  creationDate: Type.Integer({ description: 'Creation time, Unix milliseconds.' }),
-  decommissioned: Type.Optional(
-    Type.Literal(true, {
-      description:
-        'Present (true) when the secured object the client is bound to was deleted: the client may then only sync ' +
-        '(docs/contract.md 4.1). Absent otherwise.',
-    }),
+export const NewClientSchema = named(
+  'NewClient',
+  Type.Object(
+    {
+      name: Type.String({ minLength: 1, maxLength: 200, description: 'A name for people.' }),
+      scopes: Type.Array(ScopeSchema, { minItems: 1, maxItems: 32, description: 'The scopes the client may request.' }),
+      mobileDeviceId: Type.Optional(
+        Type.String({ minLength: 1, maxLength: 128, description: 'Binds the client to this mobile device (Device API).' }),
+      ),
+      securedObjectId: Type.Optional(
+        Type.String({ minLength: 1, maxLength: 128, description: 'Binds the client to this secured object (Device API).' }),
+      ),
+    },
+    {
+      additionalProperties: false,
+      examples: [{ name: 'Front desk backend', scopes: ['tokens:create', 'tokens:read', 'devices:read'] }],
+    },
   ),
-}), { clientId: '3f2a9c4e-1b7d-4e8f-9a0b-1c2d3e4f5a6b', name: 'Front desk backend', scopes: ['tokens:create', 'tokens:read', 'devices:read'], creationDate: 1767225600000 });
+);
 
-export const ClientWithSecretSchema = named('ClientWithSecret', Type.Composite([
-  ClientSchema,
-  Type.Object({ clientSecret: Type.String({ description: 'The secret: shown in this answer only. Store it safely.' }) }),
-]), { clientId: '3f2a9c4e-1b7d-4e8f-9a0b-1c2d3e4f5a6b', name: 'Front desk backend', scopes: ['tokens:create', 'tokens:read', 'devices:read'], creationDate: 1767225600000, clientSecret: 'Vq3k8Zx1Rt6Yw0Pm4Ns7Lb2Hc9Jd5Fg' });
+export const ClientSchema = named(
+  'Client',
+  Type.Object({
+    clientId: Type.String({ description: 'The client id (the Basic user name at the token endpoint).' }),
+    name: Type.String(),
+    scopes: Type.Array(GrantedScopeSchema, { description: 'The scopes the client may request.' }),
+    mobileDeviceId: Type.Optional(Type.String({ description: 'The mobile device the client is bound to.' })),
+    securedObjectId: Type.Optional(Type.String({ description: 'The secured object the client is bound to.' })),
+    creationDate: Type.Integer({ description: 'Creation time, Unix milliseconds.' }),
+    decommissioned: Type.Optional(
+      Type.Literal(true, {
+        description:
+          'Present (true) when the secured object the client is bound to was deleted: the client may then only sync ' +
+          '(docs/contract.md 4.1). Absent otherwise.',
+      }),
+    ),
+  }),
+  {
+    clientId: '3f2a9c4e-1b7d-4e8f-9a0b-1c2d3e4f5a6b',
+    name: 'Front desk backend',
+    scopes: ['tokens:create', 'tokens:read', 'devices:read'],
+    creationDate: 1767225600000,
+  },
+);
+
+export const ClientWithSecretSchema = named(
+  'ClientWithSecret',
+  Type.Composite([
+    ClientSchema,
+    Type.Object({ clientSecret: Type.String({ description: 'The secret: shown in this answer only. Store it safely.' }) }),
+  ]),
+  {
+    clientId: '3f2a9c4e-1b7d-4e8f-9a0b-1c2d3e4f5a6b',
+    name: 'Front desk backend',
+    scopes: ['tokens:create', 'tokens:read', 'devices:read'],
+    creationDate: 1767225600000,
+    clientSecret: 'Vq3k8Zx1Rt6Yw0Pm4Ns7Lb2Hc9Jd5Fg',
+  },
+);

@@ -230,7 +230,7 @@ export const PublicJwkSchema = named(
       kty: Type.Unsafe<string>({ type: 'string', enum: ['OKP', 'EC'], description: '`OKP` (Ed25519) or `EC` (P-256).' }),
       kid: Type.String({ description: 'The key id, as in the `kid` of what it signed.' }),
       alg: Type.Unsafe<string>({ type: 'string', enum: ['EdDSA', 'ES256'], description: 'The algorithm it signs with.' }),
-      use: Type.Optional(Type.Unsafe<'sig'>({ type: 'string', enum: ['sig'], description: 'Signatures only.' })),
+      use: Type.Optional(Type.Unsafe<string>({ type: 'string', enum: ['sig'], description: 'Signatures only.' })),
       crv: Type.Optional(Type.Unsafe<string>({ type: 'string', enum: ['Ed25519', 'P-256'] })),
       x: Type.Optional(Type.String({ description: 'The public key (RFC 8037, RFC 7518 section 6.2.1.2), base64url.' })),
       y: Type.Optional(Type.String({ description: 'EC keys: the y coordinate, base64url.' })),

@@ -151,3 +151,18 @@ describe('the example check', () => {
     expect(placeholders({ a: 'string', b: { additionalProp1: 'x' } })).toEqual(['.a: "string"', '.b.additionalProp1']);
   });
 });
+
+describe('the Device API examples', () => {
+  it('hold a credential really signed by the example key set, with the example ticket\'s claims', async () => {
+    const { compactVerify, importJWK } = await import('jose');
+    const schemas = readCommittedDocument<Document>('deviceapi').components.schemas;
+    const ticket = schemas.DownloadedTicket!.example as { credential: string; id: string; securedObjectId: string; mobileDeviceId: string };
+    const [key] = (schemas.KeySet!.example as { keys: Record<string, string>[] }).keys;
+    const { payload, protectedHeader } = await compactVerify(ticket.credential, await importJWK(key!, key!.alg));
+    expect(protectedHeader).toEqual(schemas.CredentialHeader!.example);
+    const claims = JSON.parse(new TextDecoder().decode(payload)) as Record<string, unknown>;
+    expect(claims).toMatchObject({ jti: ticket.id, aud: ticket.securedObjectId, sub: ticket.mobileDeviceId });
+    const { win: _win, ...claimsExample } = schemas.CredentialClaims!.example as Record<string, unknown>;
+    expect(claims).toEqual(claimsExample);
+  });
+});

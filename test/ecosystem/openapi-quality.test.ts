@@ -217,7 +217,8 @@ describe('The committed OpenAPI documents', () => {
   });
 
   it('a broken copy fails the lint with its problem listed, so a clean lint means something', async () => {
-    const document = readCommittedDocument<OpenApiDocument>('deviceapi');
+    // The Access API's document: redocly.yaml relaxes no rule for it, so the copy (linted outside openapi/) meets the same rules.
+    const document = readCommittedDocument<OpenApiDocument>('accessapi');
     const [first] = operationsOf(document);
     delete first!.operation.description;
     const directory = mkdtempSync(join(tmpdir(), 'openapi-quality-'));
