@@ -24,6 +24,11 @@ function docsContentSecurityPolicy(header: string): string {
     .replace("style-src 'self' https:", `style-src 'self' https: ${SWAGGER_LOGO_STYLE_HASH}`);
 }
 
+/** Every API's tokens come from the OAuth endpoints: each document links theirs (routes/oauth/docs.ts). */
+const OAUTH_DOCUMENT_LINK =
+  'Access tokens come from the OAuth 2.0 endpoints (grants, form fields, `USER@TENANT` user names, errors, key sets), ' +
+  'documented at [/oauth/apidocs/](/oauth/apidocs/).';
+
 export interface ApiDocsOptions {
   title: string;
   description: string;
@@ -61,7 +66,7 @@ export default fp(
         openapi: '3.0.3',
         info: {
           title: options.title,
-          description: options.description,
+          description: `${options.description}\n\n${OAUTH_DOCUMENT_LINK}`,
           version: options.version,
           license: { name: 'Apache-2.0', url: 'https://www.apache.org/licenses/LICENSE-2.0' },
         },

@@ -200,6 +200,8 @@ describe.skipIf(chromiumMissing !== null)('Swagger UI in chromium', () => {
     const issued = await ticket(t, operatorToken, 'swagger-door', 'swagger-phone');
 
     const { page, document } = await openUi(context, '/operatorapi/apidocs/index.html', '/operatorapi/apidocs/json');
+    // Each API's UI links the OAuth document, where its tokens come from.
+    await expect.poll(() => page.locator('.info a[href="/oauth/apidocs/"]').count(), { timeout: UI_TIMEOUT }).toBe(1);
     // Swagger UI sends a client credentials grant's client id and secret by HTTP Basic (client_secret_basic).
     const accessToken = await authorize(page, document, { clientId: tenant.clientId, clientSecret: tenant.clientSecret });
     const result = await tryItOut(page, 'get', '/operatorapi/tickets');
