@@ -7,6 +7,7 @@ export const OPENAPI_DOCUMENTS = [
   { api: 'operatorapi', file: 'operatorapi.json', path: '/operatorapi/apidocs/json' },
   { api: 'accessapi', file: 'accessapi.json', path: '/v1/swagger-ui/json' },
   { api: 'deviceapi', file: 'deviceapi.json', path: '/deviceapi/apidocs/json' },
+  { api: 'oauth', file: 'oauth.json', path: '/oauth/apidocs/json' },
 ] as const;
 
 export type DocumentedApi = (typeof OPENAPI_DOCUMENTS)[number]['api'];

@@ -17,6 +17,7 @@ import { validatorCompiler } from './plugins/validation.js';
 import healthRoutes from './routes/ops/health.js';
 import landingRoutes from './routes/ops/landing.js';
 import oauthRoutes from './routes/oauth/index.js';
+import oauthDocs from './routes/oauth/docs.js';
 import tenantJwksRoutes from './routes/keys/tenant-jwks.js';
 import accessApi from './routes/access/index.js';
 import deviceApi from './routes/device/index.js';
@@ -215,6 +216,7 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
     issuer: config.PUBLIC_URL,
     rateLimitPerMinute: config.TOKEN_RATE_LIMIT_PER_MINUTE,
   });
+  await typed.register(oauthDocs);
   await typed.register(tenantJwksRoutes, { services });
   await typed.register(operatorApi, { services, tokenUrl, rateLimitPerMinute: config.API_RATE_LIMIT_PER_MINUTE });
   await typed.register(accessApi, { services, tokenUrl: '/oauth2/token', rateLimitPerMinute: config.API_RATE_LIMIT_PER_MINUTE });

@@ -1,9 +1,11 @@
 // One OpenAPI document and Swagger UI per API (docs/contract.md 1), built from the route schemas of that API's context.
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import type { TSchema } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { ProblemSchema } from '../schemas/problem.js';
+import { nameDocumentSchemas } from './openapi-components.js';
 
 /**
  * sha256 of the inline <style> in Swagger UI's top-bar logo (an SVG, swagger-ui-dist 5.34), which `style-src` must
@@ -22,6 +24,11 @@ function docsContentSecurityPolicy(header: string): string {
     .replace("style-src 'self' https:", `style-src 'self' https: ${SWAGGER_LOGO_STYLE_HASH}`);
 }
 
+/** Every API's tokens come from the OAuth endpoints: each document links theirs (routes/oauth/docs.ts). */
+const OAUTH_DOCUMENT_LINK =
+  'Access tokens come from the OAuth 2.0 endpoints (grants, form fields, `USER@TENANT` user names, errors, key sets), ' +
+  'documented at [/oauth/apidocs/](/oauth/apidocs/).';
+
 export interface ApiDocsOptions {
   title: string;
   description: string;
@@ -37,17 +44,29 @@ export interface ApiDocsOptions {
   tokenUrl: string;
   /** The OAuth flow that gets this API's tokens: client credentials (default) or password (the Access API). */
   flow?: 'clientCredentials' | 'password';
+  /**
+   * Models no route carries that the API's readers decode themselves (the Device API's credential claims), listed in
+   * `components.schemas` under their title.
+   */
+  schemas?: TSchema[];
+  /**
+   * A document written out rather than built from route schemas (the OAuth endpoints, which carry none): served as
+   * it is, with the same Swagger UI. The fields above that describe a built document are then unused.
+   */
+  document?: Record<string, unknown>;
 }
 
 export default fp(
   async function apiDocs(app: FastifyInstance, options: ApiDocsOptions) {
     app.addSchema(ProblemSchema);
-    await app.register(swagger, {
+    if (options.document) {
+      await app.register(swagger, { mode: 'static', specification: { document: options.document as never } });
+    } else await app.register(swagger, {
       openapi: {
         openapi: '3.0.3',
         info: {
           title: options.title,
-          description: options.description,
+          description: `${options.description}\n\n${OAUTH_DOCUMENT_LINK}`,
           version: options.version,
           license: { name: 'Apache-2.0', url: 'https://www.apache.org/licenses/LICENSE-2.0' },
         },
@@ -65,6 +84,9 @@ export default fp(
           },
         },
       },
+      // Every titled model a component (openapi-components.ts), so a generated client gets a named type for each.
+      transformObject: (documentObject) =>
+        nameDocumentSchemas('openapiObject' in documentObject ? documentObject.openapiObject : documentObject.swaggerObject, options.schemas),
       refResolver: {
         buildLocalReference: (json, _baseUri, _fragment, index) => String(json.$id ?? `def-${index}`),
       },

@@ -2,6 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import { ID_PATTERN } from './operator.js';
 import { defaultsOptional } from './query.js';
+import { named } from './named.js';
 
 /** docs/contract.md 7.4: times are integers of Unix milliseconds within JavaScript's date range. */
 const Millis = (description: string) => Type.Integer({ minimum: 0, maximum: 8640000000000000, description });
@@ -16,25 +17,37 @@ const ResultSchema = Type.Unsafe<'granted' | 'denied'>({
   description: 'What the lock decided: `granted` (it opened) or `denied`.',
 });
 
-export const ReportedEntrySchema = Type.Object(
+export const ReportedEntrySchema = named(
+  'ReportedAccessLogEntry',
+  Type.Object(
+    {
+      entryNo: Type.Integer({
+        minimum: 1,
+        maximum: Number.MAX_SAFE_INTEGER,
+        description:
+          'The lock\'s own number of the entry, from 1, rising by one per decision. Sending an entry again stores nothing ' +
+          '(idempotent on lock and entryNo); a number never received shows as a gap.',
+      }),
+      lockTime: Millis('When the lock decided, by the lock\'s own clock, Unix milliseconds.'),
+      tokenId: Type.Optional(
+        Type.String({ minLength: 1, maxLength: 256, description: 'The presented credential\'s `jti` (the ticket id), when it had one.' }),
+      ),
+      command: Type.String({ minLength: 1, maxLength: 16, description: 'The command asked for, e.g. `open`.' }),
+      channel: Type.String({ minLength: 1, maxLength: 32, description: 'The channel it came over, e.g. `btlespp`.' }),
+      result: ResultSchema,
+      reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Why, as the lock words it, e.g. `revoked`.' })),
+    },
+    { additionalProperties: false },
+  ),
   {
-    entryNo: Type.Integer({
-      minimum: 1,
-      maximum: Number.MAX_SAFE_INTEGER,
-      description:
-        'The lock\'s own number of the entry, from 1, rising by one per decision. Sending an entry again stores nothing ' +
-        '(idempotent on lock and entryNo); a number never received shows as a gap.',
-    }),
-    lockTime: Millis('When the lock decided, by the lock\'s own clock, Unix milliseconds.'),
-    tokenId: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 256, description: 'The presented credential\'s `jti` (the ticket id), when it had one.' }),
-    ),
-    command: Type.String({ minLength: 1, maxLength: 16, description: 'The command asked for, e.g. `open`.' }),
-    channel: Type.String({ minLength: 1, maxLength: 32, description: 'The channel it came over, e.g. `btlespp`.' }),
-    result: ResultSchema,
-    reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Why, as the lock words it, e.g. `revoked`.' })),
+    entryNo: 41,
+    lockTime: 1767254400000,
+    tokenId: '0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c',
+    command: 'open',
+    channel: 'btlespp',
+    result: 'granted',
+    reason: 'valid',
   },
-  { additionalProperties: false },
 );
 
 const uploadFields = {
@@ -67,55 +80,82 @@ const EXAMPLE_ENTRIES = [
   { entryNo: 42, lockTime: 1767254460000, command: 'open', channel: 'btlespp', result: 'denied', reason: 'malformed credential' },
 ];
 
-export const LockAccessLogUploadSchema = Type.Object(uploadFields, {
-  additionalProperties: false,
-  examples: [{ appliedSerial: 17, lockTime: 1767254470000, entries: EXAMPLE_ENTRIES }],
-});
-
-export const RelayedAccessLogUploadSchema = Type.Object(
-  {
-    securedObjectId: Type.String({
-      pattern: ID_PATTERN,
-      description: 'The lock whose log this is: one the phone holds or has held a ticket for.',
-    }),
-    ...uploadFields,
-  },
-  { additionalProperties: false, examples: [{ securedObjectId: 'front-door', appliedSerial: 17, lockTime: 1767254470000, entries: EXAMPLE_ENTRIES }] },
+export const LockAccessLogUploadSchema = named(
+  'LockAccessLogUpload',
+  Type.Object(uploadFields, {
+    additionalProperties: false,
+    examples: [{ appliedSerial: 17, lockTime: 1767254470000, entries: EXAMPLE_ENTRIES }],
+  }),
 );
 
-export const UploadAnswerSchema = Type.Object({
-  accepted: Type.Integer({ minimum: 0, description: 'Entries stored by this upload.' }),
-  duplicates: Type.Integer({ minimum: 0, description: 'Entries already stored (or repeated within this upload): stored once.' }),
-  // Pairs as arrays of two: OpenAPI 3.0 has no tuple schema.
-  gaps: Type.Array(Type.Unsafe<[number, number]>(Type.Array(Type.Integer({ minimum: 1 }), { minItems: 2, maxItems: 2 })), {
-    description:
-      'Ranges `[fromEntryNo, toEntryNo]` (inclusive) of entry numbers missing between the highest entry received before ' +
-      'this upload and the highest of this upload: entries the lock dropped or has not sent yet. A later upload of them fills them.',
-  }),
-});
+export const RelayedAccessLogUploadSchema = named(
+  'RelayedAccessLogUpload',
+  Type.Object(
+    {
+      securedObjectId: Type.String({
+        pattern: ID_PATTERN,
+        description: 'The lock whose log this is: one the phone holds or has held a ticket for.',
+      }),
+      ...uploadFields,
+    },
+    { additionalProperties: false, examples: [{ securedObjectId: 'front-door', appliedSerial: 17, lockTime: 1767254470000, entries: EXAMPLE_ENTRIES }] },
+  ),
+);
 
-export const AccessLogEntrySchema = Type.Object({
-  securedObjectId: Type.String({ description: 'The lock that decided.' }),
-  entryNo: Type.Integer({ description: 'The lock\'s number of the entry.' }),
-  lockTime: Type.Integer({ description: 'When, by the lock\'s clock, Unix milliseconds (see `clockOffset`).' }),
-  tokenId: Type.Optional(Type.String({ description: 'The presented credential\'s `jti`, when it had one.' })),
-  mobileDeviceId: Type.Optional(
-    Type.String({ description: 'The phone of the ticket `tokenId` names, when that is a ticket of this tenant for this lock.' }),
-  ),
-  command: Type.String(),
-  channel: Type.String(),
-  result: ResultSchema,
-  reason: Type.Optional(Type.String({ description: 'Why, as the lock worded it.' })),
-  receivedTime: Type.Integer({ description: 'When the server received the entry, Unix milliseconds.' }),
-  via: Type.String({ description: '`lock` (uploaded by the lock\'s client) or the id of the phone that relayed it.' }),
-  clockOffset: Type.Optional(
-    Type.Integer({
+export const UploadAnswerSchema = named(
+  'AccessLogUploadResult',
+  Type.Object({
+    accepted: Type.Integer({ minimum: 0, description: 'Entries stored by this upload.' }),
+    duplicates: Type.Integer({ minimum: 0, description: 'Entries already stored (or repeated within this upload): stored once.' }),
+    // Pairs as arrays of two: OpenAPI 3.0 has no tuple schema.
+    gaps: Type.Array(Type.Unsafe<[number, number]>(Type.Array(Type.Integer({ minimum: 1 }), { minItems: 2, maxItems: 2 })), {
       description:
-        'The lock\'s clock minus the server\'s (ms) as estimated at the entry\'s upload (or the lock\'s last estimate): ' +
-        '`lockTime - clockOffset` is the server\'s time of the decision. Absent while never estimated.',
+        'Ranges `[fromEntryNo, toEntryNo]` (inclusive) of entry numbers missing between the highest entry received before ' +
+        'this upload and the highest of this upload: entries the lock dropped or has not sent yet. A later upload of them fills them.',
     }),
-  ),
-});
+  }),
+  { accepted: 2, duplicates: 0, gaps: [[38, 40]] },
+);
+
+export const AccessLogEntrySchema = named(
+  'AccessLogEntry',
+  Type.Object({
+    securedObjectId: Type.String({ description: 'The lock that decided.' }),
+    entryNo: Type.Integer({ description: 'The lock\'s number of the entry.' }),
+    lockTime: Type.Integer({ description: 'When, by the lock\'s clock, Unix milliseconds (see `clockOffset`).' }),
+    tokenId: Type.Optional(Type.String({ description: 'The presented credential\'s `jti`, when it had one.' })),
+    mobileDeviceId: Type.Optional(
+      Type.String({ description: 'The phone of the ticket `tokenId` names, when that is a ticket of this tenant for this lock.' }),
+    ),
+    command: Type.String(),
+    channel: Type.String(),
+    result: ResultSchema,
+    reason: Type.Optional(Type.String({ description: 'Why, as the lock worded it.' })),
+    receivedTime: Type.Integer({ description: 'When the server received the entry, Unix milliseconds.' }),
+    via: Type.String({ description: '`lock` (uploaded by the lock\'s client) or the id of the phone that relayed it.' }),
+    clockOffset: Type.Optional(
+      Type.Integer({
+        description:
+          'The lock\'s clock minus the server\'s (ms) as estimated at the entry\'s upload (or the lock\'s last estimate): ' +
+          '`lockTime - clockOffset` is the server\'s time of the decision. Absent while never estimated.',
+      }),
+    ),
+  }),
+  {
+    securedObjectId: 'front-door',
+    entryNo: 41,
+    lockTime: 1767254400000,
+    tokenId: '0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c',
+    mobileDeviceId: 'phone-alice-1',
+    command: 'open',
+    channel: 'btlespp',
+    result: 'granted',
+    reason: 'valid',
+    receivedTime: 1767254471200,
+    via: 'lock',
+    clockOffset: -1200,
+  },
+);
 
 export const AccessLogQuery = defaultsOptional(
   Type.Object(

@@ -1,35 +1,62 @@
 // Schemas of the Device API (docs/contract.md 6): downloaded tickets with credentials, and lock sync answers.
 import { Type } from '@sinclair/typebox';
 import { defaultsOptional } from './query.js';
-import { TicketSchema } from './operator.js';
+import { ChannelSchema, CommandSchema, TicketSchema } from './operator.js';
+import { named } from './named.js';
+import { PublicJwkSchema } from './oauth.js';
 
-export const DownloadedTicketSchema = Type.Composite([
-  TicketSchema,
-  Type.Object({
-    credential: Type.Optional(
-      Type.String({
-        description:
-          'Compact JWS the lock checks offline (docs/contract.md 6.3): header {alg, kid, typ: "ticket+jwt"}, payload {iss, jti, ' +
-          'sub, aud, nbf, exp, beginDate, endDate, cmd, chn, iat}, signed with the tenant\'s key (GET /tenants/{tenant}/jwks.json). ' +
-          'Valid at most CREDENTIAL_MAX_LIFETIME; download again to renew (docs/contract.md 8.2). Absent while the ticket ' +
-          'begins beyond that horizon.',
-      }),
-    ),
-    revocationList: Type.Optional(
-      Type.String({
-        description:
-          'On the first ticket of each lock in the page: the signed revocation list of that lock, for the phone to hand to it ' +
-          '(docs/contract.md 8.3; the page is a JSON array, docs/contract.md 7.3, so the lists travel on the tickets). A compact JWS, ' +
-          'header {alg, kid, typ: "revocation-list+jwt"}, payload {iss, aud, serial, iat, revoked: [ticket ids], keys}. A lock ' +
-          'applies it when its serial is above its own, so a lock that is never online learns revocations and key changes ' +
-          'from any visiting phone.',
-      }),
-    ),
-    credentialAvailableFrom: Type.Optional(
-      Type.Integer({ description: 'Set when `credential` is absent: from when a download carries it, Unix milliseconds (docs/contract.md 8.2).' }),
-    ),
-  }),
-]);
+/**
+ * The examples' credential: really signed (Ed25519) by the key of the examples' key sets (`kid` tk-2026-01), so a
+ * reader can check a verifier against it. Its claims are the example ticket's, without a schedule.
+ */
+const EXAMPLE_CREDENTIAL =
+  'eyJhbGciOiJFZERTQSIsImtpZCI6InRrLTIwMjYtMDEiLCJ0eXAiOiJ0aWNrZXQrand0In0.' +
+  'eyJpc3MiOiJodHRwczovL2Fjcy5leGFtcGxlLmNvbS90ZW5hbnRzL2RlbW8iLCJqdGkiOiIwYjRmNWI5ZS0zZjNhLTRjNTYtOWE0MS0zYzJiMWYwZTlkOGMiLCJzdWIiOiJwaG9uZS1hbGljZS0xIiwiYXVkIjoiZnJvbnQtZG9vciIsImlhdCI6MTc2NzIyNTYwMCwibmJmIjoxNzY3MjI1NjAwLCJleHAiOjE3Njc4MzA0MDAsImJlZ2luRGF0ZSI6MTc2NzIyNTYwMDAwMCwiZW5kRGF0ZSI6MTc5ODc2MTYwMDAwMCwiY21kIjpbIm9wZW4iXSwiY2huIjpbImJ0bGVzcHAiXX0.' +
+  'Z_l7FviPmWZt-LFO1fjPNPYMIWQt0OLsTCf5UNERb1XAk-JtDCmK-oQAdZEFm0QUMfaG6zXhZhQFON8hOMwNAg';
+
+export const DownloadedTicketSchema = named(
+  'DownloadedTicket',
+  Type.Composite([
+    TicketSchema,
+    Type.Object({
+      credential: Type.Optional(
+        Type.String({
+          description:
+            'Compact JWS the lock checks offline (docs/contract.md 6.3): header {alg, kid, typ: "ticket+jwt"}, payload {iss, jti, ' +
+            'sub, aud, nbf, exp, beginDate, endDate, cmd, chn, iat}, signed with the tenant\'s key (GET /tenants/{tenant}/jwks.json). ' +
+            'Valid at most CREDENTIAL_MAX_LIFETIME; download again to renew (docs/contract.md 8.2). Absent while the ticket ' +
+            'begins beyond that horizon.',
+        }),
+      ),
+      revocationList: Type.Optional(
+        Type.String({
+          description:
+            'On the first ticket of each lock in the page: the signed revocation list of that lock, for the phone to hand to it ' +
+            '(docs/contract.md 8.3; the page is a JSON array, docs/contract.md 7.3, so the lists travel on the tickets). A compact JWS, ' +
+            'header {alg, kid, typ: "revocation-list+jwt"}, payload {iss, aud, serial, iat, revoked: [ticket ids], keys}. A lock ' +
+            'applies it when its serial is above its own, so a lock that is never online learns revocations and key changes ' +
+            'from any visiting phone.',
+        }),
+      ),
+      credentialAvailableFrom: Type.Optional(
+        Type.Integer({ description: 'Set when `credential` is absent: from when a download carries it, Unix milliseconds (docs/contract.md 8.2).' }),
+      ),
+    }),
+  ]),
+  {
+    id: '0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c',
+    securedObjectId: 'front-door',
+    mobileDeviceId: 'phone-alice-1',
+    beginDate: 1767225600000,
+    endDate: 1798761600000,
+    creationDate: 1767225600000,
+    commands: ['open'],
+    channels: ['btlespp'],
+    status: 'VALID',
+    downloadDate: 1767229200000,
+    credential: EXAMPLE_CREDENTIAL,
+  },
+);
 
 export const SyncQuery = defaultsOptional(
   Type.Object(
@@ -44,58 +71,266 @@ export const SyncQuery = defaultsOptional(
 );
 
 /** A JWKS (RFC 7517 section 5): public keys only. */
-export const KeySetSchema = Type.Object(
+export const KeySetSchema = named(
+  'KeySet',
+  Type.Object(
+    {
+      keys: Type.Array(PublicJwkSchema),
+    },
+    { description: 'The tenant\'s published ticket keys (docs/contract.md 8.1): announced, signing, and retired ones still needed.' },
+  ),
   {
-    keys: Type.Array(
-      Type.Object(
-        {
-          kty: Type.String(),
-          kid: Type.String(),
-          alg: Type.String(),
-          use: Type.Optional(Type.String()),
-          crv: Type.Optional(Type.String()),
-          x: Type.Optional(Type.String()),
-          y: Type.Optional(Type.String()),
-        },
-        { additionalProperties: false },
-      ),
-    ),
+    keys: [
+      {
+        kty: 'OKP',
+        crv: 'Ed25519',
+        kid: 'tk-2026-01',
+        alg: 'EdDSA',
+        use: 'sig',
+        x: 'i-L6qlN8xAkZHVVbJW3osXToVyKx1-2CLNwvRcbYW-E',
+      },
+    ],
   },
-  { description: 'The tenant\'s published ticket keys (docs/contract.md 8.1): announced, signing, and retired ones still needed.' },
 );
 
-export const TrustSchema = Type.Object({
-  issuer: Type.String({ description: 'The tenant\'s credential issuer: a lock accepts only credentials whose `iss` is exactly this.' }),
-  securedObjectId: Type.String({ description: 'The lock\'s own id: a credential\'s `aud` must be exactly this.' }),
-  keys: KeySetSchema,
-  maxCredentialLifetime: Type.Integer({
-    description: 'CREDENTIAL_MAX_LIFETIME in seconds: no credential lasts longer (`exp - iat`); a lock refuses one that claims to.',
+export const TrustSchema = named(
+  'LockTrust',
+  Type.Object({
+    issuer: Type.String({ description: 'The tenant\'s credential issuer: a lock accepts only credentials whose `iss` is exactly this.' }),
+    securedObjectId: Type.String({ description: 'The lock\'s own id: a credential\'s `aud` must be exactly this.' }),
+    keys: KeySetSchema,
+    maxCredentialLifetime: Type.Integer({
+      description: 'CREDENTIAL_MAX_LIFETIME in seconds: no credential lasts longer (`exp - iat`); a lock refuses one that claims to.',
+    }),
   }),
+  {
+    issuer: 'https://acs.example.com/tenants/demo',
+    securedObjectId: 'front-door',
+    keys: {
+      keys: [
+        {
+          kty: 'OKP',
+          crv: 'Ed25519',
+          kid: 'tk-2026-01',
+          alg: 'EdDSA',
+          use: 'sig',
+          x: 'i-L6qlN8xAkZHVVbJW3osXToVyKx1-2CLNwvRcbYW-E',
+        },
+      ],
+    },
+    maxCredentialLifetime: 604800,
+  },
+);
+
+export const SyncAnswerSchema = named(
+  'SyncAnswer',
+  Type.Object({
+    tokens: Type.Array(TicketSchema, { description: 'Tickets for this lock created (and still valid) since the cursor.' }),
+    revocations: Type.Array(
+      named(
+        'SyncRevocation',
+        Type.Object({
+          tokenId: Type.String({ description: 'The revoked ticket.' }),
+          revocationDate: Type.Integer({ description: 'When it was revoked, Unix milliseconds.' }),
+        }),
+        { tokenId: '7c6b5a49-3827-4165-9f0e-d1c2b3a49586', revocationDate: 1767312000000 },
+      ),
+      { description: 'Tickets for this lock revoked since the cursor that have not expired yet.' },
+    ),
+    cursor: Type.String({ description: 'Send it back as `cursor` to get only later changes; unchanged when nothing changed.' }),
+    serial: Type.Integer({
+      description:
+        'The change-log position the lock has reached once it applied this answer: a revocation list (docs/contract.md 8.3) ' +
+        'with a serial at or below it holds nothing new for the lock.',
+    }),
+    keys: Type.Optional(
+      Type.Composite([KeySetSchema], {
+        description: 'On a full sync and after the tenant\'s key set changed (docs/contract.md 8.1): the lock replaces its keys with these.',
+      }),
+    ),
+    decommissioned: Type.Optional(
+      Type.Literal(true, {
+        description: 'The lock was deleted: this client syncs the revocations the deletion caused and nothing else (docs/contract.md 4.1).',
+      }),
+    ),
+  }),
+  {
+    tokens: [
+      {
+        id: '0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c',
+        securedObjectId: 'front-door',
+        mobileDeviceId: 'phone-alice-1',
+        beginDate: 1767225600000,
+        endDate: 1798761600000,
+        creationDate: 1767225600000,
+        commands: ['open'],
+        channels: ['btlespp'],
+        status: 'VALID',
+      },
+    ],
+    revocations: [{ tokenId: '7c6b5a49-3827-4165-9f0e-d1c2b3a49586', revocationDate: 1767312000000 }],
+    cursor: 'c3luYzoxNw',
+    serial: 17,
+    keys: {
+      keys: [
+        {
+          kty: 'OKP',
+          crv: 'Ed25519',
+          kid: 'tk-2026-01',
+          alg: 'EdDSA',
+          use: 'sig',
+          x: 'i-L6qlN8xAkZHVVbJW3osXToVyKx1-2CLNwvRcbYW-E',
+        },
+      ],
+    },
+  },
+);
+
+// What the Device API hands out signed, decoded: a lock maker's and an SDK author's reference (docs/contract.md 6.3,
+// 8.3, 9). No route carries these; the Device API document lists them as components (routes/device/index.ts).
+
+const EXAMPLE_ISSUER = 'https://acs.example.com/tenants/demo';
+const Seconds = (description: string) => Type.Integer({ minimum: 0, description });
+const Algorithm = Type.Unsafe<'EdDSA' | 'ES256'>({
+  type: 'string',
+  enum: ['EdDSA', 'ES256'],
+  description: 'The tenant\'s ticket key\'s algorithm; a lock refuses one that does not match the key `kid` names.',
 });
 
-export const SyncAnswerSchema = Type.Object({
-  tokens: Type.Array(TicketSchema, { description: 'Tickets for this lock created (and still valid) since the cursor.' }),
-  revocations: Type.Array(
-    Type.Object({
-      tokenId: Type.String({ description: 'The revoked ticket.' }),
-      revocationDate: Type.Integer({ description: 'When it was revoked, Unix milliseconds.' }),
-    }),
-    { description: 'Tickets for this lock revoked since the cursor that have not expired yet.' },
+export const CredentialHeaderSchema = named(
+  'CredentialHeader',
+  Type.Object(
+    {
+      alg: Algorithm,
+      kid: Type.String({ description: 'The signing key: one of the tenant\'s ticket keys (GET /tenants/{tenant}/jwks.json).' }),
+      typ: Type.Unsafe<'ticket+jwt'>({
+        type: 'string',
+        enum: ['ticket+jwt'],
+        description: 'Exactly `ticket+jwt` (RFC 8725 section 3.11): never an access token or a revocation list.',
+      }),
+    },
+    {
+      additionalProperties: false,
+      description: 'The protected header of a credential (RFC 7515 section 4), the first base64url part of the compact JWS.',
+    },
   ),
-  cursor: Type.String({ description: 'Send it back as `cursor` to get only later changes; unchanged when nothing changed.' }),
-  serial: Type.Integer({
-    description:
-      'The change-log position the lock has reached once it applied this answer: a revocation list (docs/contract.md 8.3) ' +
-      'with a serial at or below it holds nothing new for the lock.',
-  }),
-  keys: Type.Optional(
-    Type.Composite([KeySetSchema], {
-      description: 'On a full sync and after the tenant\'s key set changed (docs/contract.md 8.1): the lock replaces its keys with these.',
-    }),
+  { alg: 'EdDSA', kid: 'tk-2026-01', typ: 'ticket+jwt' },
+);
+
+export const CredentialClaimsSchema = named(
+  'CredentialClaims',
+  Type.Object(
+    {
+      iss: Type.String({ description: 'The tenant\'s credential issuer, `{PUBLIC_URL}/tenants/{tenant}`: the lock\'s provisioned `issuer`.' }),
+      jti: Type.String({ description: 'The ticket id: what revocation lists and sync answers name.' }),
+      sub: Type.String({ description: 'The mobile device id the ticket is issued to.' }),
+      aud: Type.String({ description: 'The secured object id (a string, not an array): the lock\'s own id.' }),
+      iat: Seconds('When it was signed, Unix seconds.'),
+      nbf: Seconds('`beginDate` rounded up to the second: the lock refuses it before `nbf * 1000`.'),
+      exp: Seconds(
+        'Unix seconds: the lock refuses it from `exp * 1000` on (RFC 7519 section 4.1.4). At most `endDate` rounded down and ' +
+          'at most `iat + maxCredentialLifetime` (docs/contract.md 8.2): the phone downloads again to renew.',
+      ),
+      beginDate: Type.Integer({ description: 'The ticket\'s start, Unix milliseconds (inclusive).' }),
+      endDate: Type.Integer({ description: 'The ticket\'s end, Unix milliseconds (exclusive).' }),
+      cmd: Type.Array(CommandSchema, { description: 'The permitted commands: the lock refuses any other.' }),
+      chn: Type.Array(ChannelSchema, { description: 'The permitted channels: the lock refuses a request over any other.' }),
+      win: Type.Optional(
+        Type.Array(
+          Type.Unsafe<[number, number]>({
+            type: 'array',
+            items: { type: 'integer' },
+            minItems: 2,
+            maxItems: 2,
+            description: '`[startMs, endMs]`: Unix milliseconds, UTC, start inclusive and end exclusive.',
+          }),
+          {
+            description:
+              'Only when the ticket has a schedule (docs/contract.md 9): its windows as UTC intervals within the credential\'s ' +
+              'span, computed in the lock\'s time zone so the lock needs no time-zone rules. The lock opens only inside one. ' +
+              '`[]` when no window falls in the span; absent means no schedule.',
+          },
+        ),
+      ),
+    },
+    {
+      additionalProperties: false,
+      description:
+        'The payload of a credential (docs/contract.md 6.3), the second base64url part of the compact JWS: a `DownloadedTicket`\'s ' +
+        '`credential`, decoded. Signed with the tenant\'s ticket key; the lock checks it offline with the rules of this ' +
+        'document\'s description.',
+    },
   ),
-  decommissioned: Type.Optional(
-    Type.Literal(true, {
-      description: 'The lock was deleted: this client syncs the revocations the deletion caused and nothing else (docs/contract.md 4.1).',
-    }),
+  {
+    iss: EXAMPLE_ISSUER,
+    jti: '0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c',
+    sub: 'phone-alice-1',
+    aud: 'front-door',
+    iat: 1767225600,
+    nbf: 1767225600,
+    exp: 1767830400,
+    beginDate: 1767225600000,
+    endDate: 1798761600000,
+    cmd: ['open'],
+    chn: ['btlespp'],
+    win: [
+      [1767254400000, 1767297600000],
+      [1767340800000, 1767384000000],
+    ],
+  },
+);
+
+export const RevocationListHeaderSchema = named(
+  'RevocationListHeader',
+  Type.Object(
+    {
+      alg: Algorithm,
+      kid: Type.String({ description: 'The signing key: one of the tenant\'s ticket keys.' }),
+      typ: Type.Unsafe<'revocation-list+jwt'>({
+        type: 'string',
+        enum: ['revocation-list+jwt'],
+        description: 'Exactly `revocation-list+jwt`: never mistaken for a credential.',
+      }),
+    },
+    { additionalProperties: false, description: 'The protected header of a revocation list.' },
   ),
-});
+  { alg: 'EdDSA', kid: 'tk-2026-01', typ: 'revocation-list+jwt' },
+);
+
+export const RevocationListClaimsSchema = named(
+  'RevocationListClaims',
+  Type.Object(
+    {
+      iss: Type.String({ description: 'The tenant\'s credential issuer: the lock\'s provisioned `issuer`.' }),
+      aud: Type.String({ description: 'The secured object id the list is for: the lock\'s own id.' }),
+      serial: Type.Integer({
+        minimum: 0,
+        description:
+          'The change-log position the list reflects (docs/contract.md 8.3): a lock applies the list only when it is above ' +
+          'its own serial, then takes it. Sync answers carry the same positions.',
+      }),
+      iat: Seconds('When it was signed, Unix seconds.'),
+      revoked: Type.Array(Type.String(), {
+        description:
+          'The `jti` of every revoked ticket of this lock whose credential may still be valid: the lock adds them to its ' +
+          'revoked set and never forgets one it has.',
+      }),
+      keys: KeySetSchema,
+    },
+    {
+      additionalProperties: false,
+      description:
+        'The payload of a revocation list (docs/contract.md 8.3): a `DownloadedTicket`\'s `revocationList`, decoded. The lock ' +
+        'verifies it as a credential (typ, kid in its set, signature, `iss`, `aud`) and, when `serial` is above its own, ' +
+        'adds `revoked`, takes `serial` and replaces its key set with `keys`.',
+    },
+  ),
+  {
+    iss: EXAMPLE_ISSUER,
+    aud: 'front-door',
+    serial: 17,
+    iat: 1767312000,
+    revoked: ['7c6b5a49-3827-4165-9f0e-d1c2b3a49586'],
+    keys: { keys: [{ kty: 'OKP', crv: 'Ed25519', kid: 'tk-2026-01', alg: 'EdDSA', use: 'sig', x: 'i-L6qlN8xAkZHVVbJW3osXToVyKx1-2CLNwvRcbYW-E' }] },
+  },
+);

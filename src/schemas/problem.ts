@@ -20,7 +20,23 @@ export const ProblemSchema = Type.Object(
     ),
     errorCount: Type.Optional(Type.Integer({ description: 'On a 400 for an invalid request: how many errors it has in all.' })),
   },
-  { $id: 'Problem', additionalProperties: true, description: 'RFC 9457 problem details.' },
+  {
+    $id: 'Problem',
+    additionalProperties: true,
+    description: 'RFC 9457 problem details.',
+    examples: [
+      {
+        type: 'https://access-credential-service.dev/problems/validation',
+        title: 'Request validation failed',
+        status: 400,
+        detail: 'endDate: must be >= 0',
+        instance: '/operatorapi/tickets',
+        requestId: '5d6e7f80-91a2-4b3c-8d4e-5f6a7b8c9d0e',
+        errors: [{ field: 'endDate', message: 'must be >= 0' }],
+        errorCount: 1,
+      },
+    ],
+  },
 );
 
 export type Problem = Static<typeof ProblemSchema>;

@@ -2,14 +2,19 @@
 // secured object's `timeZone`, and the preview's answer, for the routes that take or show them.
 import { Type, type Static } from '@sinclair/typebox';
 import { MAX_EXCEPTED_DATES, MAX_EXPANSION_DAYS, MAX_INSTANT, MAX_SCHEDULE_WINDOWS, WEEKDAYS } from '../shared/schedule.js';
+import { DOCUMENTED_ENUM } from '../shared/documented-enum.js';
+import { named } from './named.js';
 
 // The shape only: types, required members and no unknown ones (a 400, docs/contract.md 4.3), with the limits as
 // bounds on the work a request can cause. Which strings are days, times and dates is validateSchedule's (a 422 whose
 // messages say what to send instead), as commands and channels are checked by the services, not by enums here.
 
-export const ScheduleWindowSchema = Type.Object(
+export const ScheduleWindowSchema = named(
+  'ScheduleWindow',
+  Type.Object(
   {
-    days: Type.Array(Type.String({ maxLength: 16 }), {
+    // validateSchedule checks the days (a 422 saying what to send); the documents list them.
+    days: Type.Array(Type.String({ maxLength: 16, [DOCUMENTED_ENUM]: [...WEEKDAYS] }), {
       maxItems: WEEKDAYS.length,
       description: `The days the window starts on, each once: ${WEEKDAYS.map((day) => `\`${day}\``).join(', ')}.`,
     }),
@@ -22,9 +27,11 @@ export const ScheduleWindowSchema = Type.Object(
     }),
   },
   { additionalProperties: false, description: 'A weekly window on the lock\'s wall clock.' },
+  ),
+  { days: ['MO', 'TU', 'WE', 'TH', 'FR'], from: '07:00', to: '19:00' },
 );
 
-export const ScheduleSchema = Type.Object(
+export const ScheduleSchema = named('Schedule', Type.Object(
   {
     weekly: Type.Array(ScheduleWindowSchema, {
       maxItems: MAX_SCHEDULE_WINDOWS,
@@ -47,7 +54,7 @@ export const ScheduleSchema = Type.Object(
       'fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.',
     examples: [{ weekly: [{ days: ['MO', 'TU', 'WE', 'TH', 'FR'], from: '07:00', to: '19:00' }], except: ['2026-12-24'] }],
   },
-);
+));
 
 export type ScheduleBody = Static<typeof ScheduleSchema>;
 
@@ -58,17 +65,17 @@ export const TimeZoneSchema = Type.String({
   examples: ['Europe/Berlin'],
 });
 
-export const ScheduleIntervalSchema = Type.Object({
+export const ScheduleIntervalSchema = named('ScheduleInterval', Type.Object({
   start: Type.Integer({ description: 'Start, Unix milliseconds (UTC), inclusive.' }),
   end: Type.Integer({ description: 'End, Unix milliseconds (UTC), exclusive.' }),
   localStart: Type.String({ description: "The lock's wall clock at `start`: ISO 8601 without offset, e.g. `2026-03-29T03:00:00`." }),
   localEnd: Type.String({ description: "The lock's wall clock at `end` (the first instant after the interval)." }),
   startOffset: Type.String({ description: 'The UTC offset in force at `start`, e.g. `+02:00`.' }),
   endOffset: Type.String({ description: 'The UTC offset in force at `end`.' }),
-});
+}), { start: 1774746000000, end: 1774753200000, localStart: '2026-03-29T01:00:00', localEnd: '2026-03-29T04:00:00', startOffset: '+01:00', endOffset: '+02:00' });
 
 /** POST /operatorapi/schedules/preview (docs/contract.md 9): a schedule, the zone to read it in, and the range to show. */
-export const SchedulePreviewRequestSchema = Type.Object(
+export const SchedulePreviewRequestSchema = named('SchedulePreviewRequest', Type.Object(
   {
     timeZone: TimeZoneSchema,
     schedule: ScheduleSchema,
@@ -90,10 +97,10 @@ export const SchedulePreviewRequestSchema = Type.Object(
       },
     ],
   },
-);
+));
 
-export const SchedulePreviewSchema = Type.Object({
+export const SchedulePreviewSchema = named('SchedulePreview', Type.Object({
   intervals: Type.Array(ScheduleIntervalSchema, {
     description: 'The UTC intervals within `[from, to)` in which the schedule is open, in order, merged where they touch.',
   }),
-});
+}), { intervals: [{ start: 1774746000000, end: 1774753200000, localStart: '2026-03-29T01:00:00', localEnd: '2026-03-29T04:00:00', startOffset: '+01:00', endOffset: '+02:00' }] });

@@ -1,6 +1,7 @@
 // Schemas of webhook subscriptions (docs/contract.md 10).
 import { Type } from '@sinclair/typebox';
 import { EVENT_TYPES, type EventType } from '../shared/event-types.js';
+import { named } from './named.js';
 
 const MAX_URL_LENGTH = 2048;
 const MAX_DESCRIPTION_LENGTH = 500;
@@ -41,72 +42,103 @@ export const WebhookIdParams = Type.Object({
   id: Type.String({ minLength: 1, maxLength: 128, description: 'The subscription id (a UUID).' }),
 });
 
-export const NewWebhookSchema = Type.Object(
-  {
-    url: UrlSchema,
-    eventTypes: EventTypesSchema,
-    description: Type.Optional(DescriptionSchema),
-  },
-  {
-    additionalProperties: false,
-    examples: [{ url: 'https://example.com/webhooks/access', eventTypes: ['ticket.created', 'ticket.revoked'], description: 'Front desk' }],
-  },
+export const NewWebhookSchema = named(
+  'NewWebhook',
+  Type.Object(
+    {
+      url: UrlSchema,
+      eventTypes: EventTypesSchema,
+      description: Type.Optional(DescriptionSchema),
+    },
+    {
+      additionalProperties: false,
+      examples: [{ url: 'https://example.com/webhooks/access', eventTypes: ['ticket.created', 'ticket.revoked'], description: 'Front desk' }],
+    },
+  ),
 );
 
-export const WebhookChangesSchema = Type.Object(
-  {
-    url: Type.Optional(UrlSchema),
-    eventTypes: Type.Optional(EventTypesSchema),
-    description: Type.Optional(
-      Type.String({ maxLength: MAX_DESCRIPTION_LENGTH, description: 'A note for people; the empty string removes it.' }),
-    ),
-    enabled: Type.Optional(
-      Type.Boolean({
+export const WebhookChangesSchema = named(
+  'WebhookChanges',
+  Type.Object(
+    {
+      url: Type.Optional(UrlSchema),
+      eventTypes: Type.Optional(EventTypesSchema),
+      description: Type.Optional(
+        Type.String({ maxLength: MAX_DESCRIPTION_LENGTH, description: 'A note for people; the empty string removes it.' }),
+      ),
+      enabled: Type.Optional(
+        Type.Boolean({
+          description:
+            '`false` pauses the subscription (`disabledReason: operator`); `true` resumes a paused or disabled one where it ' +
+            'stopped: the events committed meanwhile are delivered, nothing is lost.',
+        }),
+      ),
+    },
+    {
+      additionalProperties: false,
+      examples: [{ eventTypes: ['ticket.created', 'ticket.revoked', 'ticket.revocation_applied'], enabled: true }],
+    },
+  ),
+);
+
+export const WebhookSchema = named(
+  'Webhook',
+  Type.Object({
+    id: Type.String({ description: 'The subscription id.' }),
+    url: Type.String({ description: 'Where deliveries are POSTed.' }),
+    eventTypes: Type.Array(Type.Unsafe<string>({ ...EventTypeSchema }), { description: 'The event types it receives.' }),
+    description: Type.Optional(Type.String({ description: 'A note for people.' })),
+    enabled: Type.Boolean({ description: 'False while paused or disabled: nothing is sent until it is enabled again.' }),
+    disabledReason: Type.Optional(
+      Type.Unsafe<'operator' | 'gone' | 'failing'>({
+        type: 'string',
+        enum: ['operator', 'gone', 'failing'],
         description:
-          '`false` pauses the subscription (`disabledReason: operator`); `true` resumes a paused or disabled one where it ' +
-          'stopped: the events committed meanwhile are delivered, nothing is lost.',
+          'Why it is disabled: `operator` (a PATCH), `gone` (the receiver answered 410), `failing` (every attempt failed for ' +
+          '5 days). Absent while enabled.',
       }),
     ),
-  },
+    disabledTime: Type.Optional(Type.Integer({ description: 'When it was disabled, Unix milliseconds. Absent while enabled.' })),
+    createdTime: Type.Integer({ description: 'Creation time, Unix milliseconds.' }),
+    updatedTime: Type.Integer({ description: 'Last change of its settings or secret, Unix milliseconds.' }),
+    previousSecretExpiresTime: Type.Optional(
+      Type.Integer({
+        description:
+          'After a rotation: until when the previous secret still signs beside the new one (a second `webhook-signature` ' +
+          'entry), Unix milliseconds. Absent otherwise.',
+      }),
+    ),
+  }),
   {
-    additionalProperties: false,
-    examples: [{ eventTypes: ['ticket.created', 'ticket.revoked', 'ticket.revocation_applied'], enabled: true }],
+    id: 'b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e',
+    url: 'https://example.com/webhooks/access',
+    eventTypes: ['ticket.created', 'ticket.revoked'],
+    description: 'Front desk',
+    enabled: true,
+    createdTime: 1767225600000,
+    updatedTime: 1767225600000,
   },
 );
 
-export const WebhookSchema = Type.Object({
-  id: Type.String({ description: 'The subscription id.' }),
-  url: Type.String({ description: 'Where deliveries are POSTed.' }),
-  eventTypes: Type.Array(Type.String(), { description: 'The event types it receives.' }),
-  description: Type.Optional(Type.String({ description: 'A note for people.' })),
-  enabled: Type.Boolean({ description: 'False while paused or disabled: nothing is sent until it is enabled again.' }),
-  disabledReason: Type.Optional(
-    Type.Unsafe<'operator' | 'gone' | 'failing'>({
-      type: 'string',
-      enum: ['operator', 'gone', 'failing'],
-      description:
-        'Why it is disabled: `operator` (a PATCH), `gone` (the receiver answered 410), `failing` (every attempt failed for ' +
-        '5 days). Absent while enabled.',
+export const WebhookWithSecretSchema = named(
+  'WebhookWithSecret',
+  Type.Composite([
+    WebhookSchema,
+    Type.Object({
+      secret: Type.String({
+        description:
+          'The signing secret (Standard Webhooks `whsec_` and base64): shown in this answer only. Verify `webhook-signature` with it.',
+      }),
     }),
-  ),
-  disabledTime: Type.Optional(Type.Integer({ description: 'When it was disabled, Unix milliseconds. Absent while enabled.' })),
-  createdTime: Type.Integer({ description: 'Creation time, Unix milliseconds.' }),
-  updatedTime: Type.Integer({ description: 'Last change of its settings or secret, Unix milliseconds.' }),
-  previousSecretExpiresTime: Type.Optional(
-    Type.Integer({
-      description:
-        'After a rotation: until when the previous secret still signs beside the new one (a second `webhook-signature` ' +
-        'entry), Unix milliseconds. Absent otherwise.',
-    }),
-  ),
-});
-
-export const WebhookWithSecretSchema = Type.Composite([
-  WebhookSchema,
-  Type.Object({
-    secret: Type.String({
-      description:
-        'The signing secret (Standard Webhooks `whsec_` and base64): shown in this answer only. Verify `webhook-signature` with it.',
-    }),
-  }),
-]);
+  ]),
+  {
+    id: 'b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e',
+    url: 'https://example.com/webhooks/access',
+    eventTypes: ['ticket.created', 'ticket.revoked'],
+    description: 'Front desk',
+    enabled: true,
+    createdTime: 1767225600000,
+    updatedTime: 1767225600000,
+    secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+  },
+);

@@ -1,13 +1,9 @@
 // The seed's vocabulary of channels and commands (docs/seed.md 2.1, 2.2, 9), and which removed interfaces an operator revived.
 import { DEPRECATIONS, removalNotice } from './deprecations.js';
 import type { FieldError } from '../errors.js';
+import { CHANNELS, COMMANDS, REMOVED_NFC_CHANNEL } from '../shared/vocabulary.js';
 
-/** Commands a ticket may permit (docs/seed.md 2.2). */
-export const COMMANDS = ['tokn', 'open', 'clos'] as const;
-
-/** Channels in service. `nfccard` was removed on 01.02.2018 (docs/seed.md 9) and is accepted only where revived. */
-export const CHANNELS = ['btlespp'] as const;
-export const REMOVED_NFC_CHANNEL = 'nfccard';
+export { CHANNELS, COMMANDS, REMOVED_NFC_CHANNEL };
 
 /** Interfaces an operator keeps alive (`DEPRECATED_INTERFACES_ENABLED`), by registry key. */
 export type RevivedInterfaces = ReadonlySet<string>;

@@ -16,7 +16,7 @@ import { OpenApiResponseValidator, responseValidation } from '../helpers/openapi
 import { HOUR, LOCK_UUID, UUID_PATTERN } from '../helpers/operator.js';
 import type { paths as AccessApiPaths } from './generated/accessapi.js';
 import type { paths as DeviceApiPaths } from './generated/deviceapi.js';
-import type { paths as OperatorApiPaths } from './generated/operatorapi.js';
+import type { components as OperatorApiComponents, paths as OperatorApiPaths } from './generated/operatorapi.js';
 
 const JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 const PASSWORD = 'correct horse battery staple';
@@ -173,7 +173,9 @@ describe('a generated client against the running server', () => {
     const user = await operator.POST('/operatorapi/users', { body: { username: 'manager', password: PASSWORD } });
     expect(user.response.status).toBe(201);
     expect(user.data).toEqual({ id: expect.stringMatching(UUID_PATTERN), username: 'manager', creationDate: expect.any(Number) });
-    const accessClient = await operator.POST('/operatorapi/oauthclients', { body: { name: 'Front desk', scopes: ACCESS_API_SCOPES } });
+    // The documents list the scopes (a named NewClient model with an enum), so the generated type is their union.
+    const scopes = ACCESS_API_SCOPES as OperatorApiComponents['schemas']['NewClient']['scopes'];
+    const accessClient = await operator.POST('/operatorapi/oauthclients', { body: { name: 'Front desk', scopes } });
     expect(accessClient.response.status).toBe(201);
     const token = await accessToken('/oauth2/token', accessClient.data!, { grant_type: 'password', username: `manager@${tenant.name}`, password: PASSWORD });
 

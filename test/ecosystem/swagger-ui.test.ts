@@ -200,6 +200,8 @@ describe.skipIf(chromiumMissing !== null)('Swagger UI in chromium', () => {
     const issued = await ticket(t, operatorToken, 'swagger-door', 'swagger-phone');
 
     const { page, document } = await openUi(context, '/operatorapi/apidocs/index.html', '/operatorapi/apidocs/json');
+    // Each API's UI links the OAuth document, where its tokens come from.
+    await expect.poll(() => page.locator('.info a[href="/oauth/apidocs/"]').count(), { timeout: UI_TIMEOUT }).toBe(1);
     // Swagger UI sends a client credentials grant's client id and secret by HTTP Basic (client_secret_basic).
     const accessToken = await authorize(page, document, { clientId: tenant.clientId, clientSecret: tenant.clientSecret });
     const result = await tryItOut(page, 'get', '/operatorapi/tickets');
@@ -248,5 +250,27 @@ describe.skipIf(chromiumMissing !== null)('Swagger UI in chromium', () => {
     expect(result.authorization).toBe(`Bearer ${accessToken}`);
     expect(result.status).toBe('200');
     expect(result.body).toContain(issued.id);
+  }, 120_000);
+  it('OAuth: every operation renders, the token form shows its fields and grants; metadata and a tenant key set answer 200', async (context) => {
+    const { page } = await openUi(context, '/oauth/apidocs/index.html', '/oauth/apidocs/json');
+    // The token endpoint's form: its fields, the three grants and the USER@TENANT user name, as a reader sees them.
+    const token = page.locator('.opblock-post').filter({ has: page.locator('.opblock-summary-path[data-path="/oauth/token"]') });
+    await token.locator('.opblock-summary').click();
+    const form = token.locator('.opblock-section-request-body');
+    await form.waitFor();
+    for (const text of ['grant_type', 'client_credentials', 'refresh_token', 'username', 'USER@TENANT', 'client_secret', 'scope']) {
+      await expect.poll(() => form.textContent(), { timeout: UI_TIMEOUT }).toContain(text);
+    }
+    const errors = token.locator('.responses-table');
+    for (const status of ['200', '400', '401', '429']) await expect.poll(() => errors.textContent(), { timeout: UI_TIMEOUT }).toContain(status);
+    await expect.poll(() => errors.textContent(), { timeout: UI_TIMEOUT }).toContain('invalid_client');
+
+    const metadata = await tryItOut(page, 'get', '/.well-known/oauth-authorization-server');
+    expect(metadata.authorization).toBeNull();
+    expect(metadata.status).toBe('200');
+    expect(metadata.body).toContain('token_endpoint');
+    const keys = await tryItOut(page, 'get', '/tenants/{tenant}/jwks.json', { tenant: tenant.name });
+    expect(keys.status).toBe('200');
+    expect(keys.body).toContain('"kid"');
   }, 120_000);
 });

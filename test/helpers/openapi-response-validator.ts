@@ -88,7 +88,7 @@ function compileTemplate(template: string): PathTemplate {
  * with `closedObjects` an object that lists its properties refuses others. Objects combined by `allOf` stay open:
  * closing each part would refuse the fields the other parts add.
  */
-function toJsonSchema(schema: unknown, closedObjects: boolean, inAllOf = false): unknown {
+export function toJsonSchema(schema: unknown, closedObjects: boolean, inAllOf = false): unknown {
   if (Array.isArray(schema)) return schema.map((item) => toJsonSchema(item, closedObjects, inAllOf));
   if (schema === null || typeof schema !== 'object') return schema;
   const source = schema as SchemaObject;

@@ -32,13 +32,18 @@ export const API_SCOPES: Record<ApiName, readonly string[]> = {
 interface Operation {
   security?: { bearer?: string[] }[];
   parameters?: { name: string; in: string; required?: boolean }[];
-  requestBody?: { content?: Record<string, { schema?: { examples?: unknown[] }; example?: unknown }> };
+  requestBody?: { content?: Record<string, { schema?: { examples?: unknown[]; $ref?: string }; example?: unknown }> };
+}
+
+interface ServedDocument {
+  paths: Record<string, Record<string, Operation>>;
+  components?: { schemas?: Record<string, { example?: unknown }> };
 }
 
 export async function routeTable(app: App): Promise<RouteEntry[]> {
   const routes: RouteEntry[] = [];
   for (const [api, url] of Object.entries(DOCUMENTS) as [ApiName, string][]) {
-    const document = (await app.inject({ url })).json() as { paths: Record<string, Record<string, Operation>> };
+    const document = (await app.inject({ url })).json() as ServedDocument;
     for (const [path, operations] of Object.entries(document.paths)) {
       for (const [method, operation] of Object.entries(operations)) {
         const scope = operation.security?.[0]?.bearer?.[0];
@@ -51,8 +56,12 @@ export async function routeTable(app: App): Promise<RouteEntry[]> {
           scope,
           parameters: (operation.parameters ?? []).filter((p) => p.in === 'path').map((p) => p.name),
           requiredQuery: (operation.parameters ?? []).filter((p) => p.in === 'query' && p.required).map((p) => p.name),
-          // @fastify/swagger moves a schema's first example to the media type's `example`.
-          exampleBody: content?.example ?? content?.schema?.examples?.[0],
+          // @fastify/swagger moves a schema's first example to the media type's `example`; a named model's example is
+          // in its component (src/plugins/openapi-components.ts).
+          exampleBody:
+            content?.example ??
+            content?.schema?.examples?.[0] ??
+            document.components?.schemas?.[content?.schema?.$ref?.replace('#/components/schemas/', '') ?? '']?.example,
         });
       }
     }

@@ -19,7 +19,7 @@ describe('GET /', () => {
     expect(response.body).not.toMatch(/<script|<img|<link/);
   });
 
-  it('links the three API documents, the metadata, the key set and the probes, and each link answers', async () => {
+  it('links the three API documents, the OAuth document, the metadata, the key set and the probes, and each link answers', async () => {
     const page = (await t.app.inject({ method: 'GET', url: '/' })).body;
     const links = [...page.matchAll(/href="([^"]+)"/g)].map((match) => match[1]!);
     expect(links).toEqual(
@@ -27,6 +27,8 @@ describe('GET /', () => {
         '/operatorapi/apidocs/',
         '/v1/swagger-ui/',
         '/deviceapi/apidocs/',
+        '/oauth/apidocs/',
+        '/oauth/apidocs/json',
         '/.well-known/oauth-authorization-server',
         '/.well-known/jwks.json',
         '/healthz',

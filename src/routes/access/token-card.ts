@@ -2,6 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { GroupIdParams } from '../../schemas/access.js';
+import { named } from '../../schemas/named.js';
 import { problemResponses } from '../../schemas/problem.js';
 import { noStoreResponse } from '../../schemas/responses.js';
 import { DEPRECATIONS } from '../../services/deprecations.js';
@@ -32,10 +33,14 @@ const tokenCardRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async
         ),
         response: {
           200: noStoreResponse(
-            Type.Object({
-              version: Type.Literal(2),
-              cardData: Type.String({ description: 'Base64 of the card contents.' }),
-            }),
+            named(
+              'TokenCard',
+              Type.Object({
+                version: Type.Literal(2),
+                cardData: Type.String({ description: 'Base64 of the card contents.' }),
+              }),
+              { version: 2, cardData: 'eyJ2ZXJzaW9uIjoyLCJjcmVkZW50aWFscyI6WyJleUpoYkdjaU9pSkZaRVJUUVNKOS5leUpxZEdraU9pSXdZalJtSW4wLnNpZyJdfQ==' },
+            ),
             'The card data.',
           ),
           ...problemResponses(404, 410, 414, 422),

@@ -6,6 +6,12 @@ import bearerAuth from '../../plugins/bearer-auth.js';
 import clientRateLimit from '../../plugins/client-rate-limit.js';
 import { DEPRECATIONS } from '../../services/deprecations.js';
 import type { Services } from '../../services/index.js';
+import {
+  CredentialClaimsSchema,
+  CredentialHeaderSchema,
+  RevocationListClaimsSchema,
+  RevocationListHeaderSchema,
+} from '../../schemas/device.js';
 import { removalError } from '../shared/removed.js';
 import accessLogRoutes from './access-log.js';
 import mobileDeviceRoutes from './mobile-devices.js';
@@ -34,11 +40,16 @@ the tenant's ticket keys, also published without authentication at \`GET /tenant
 
 ## The credential (a ticket's door key)
 
-A compact JWS (RFC 7515) that the phone presents to the lock, which checks it offline.
-- Protected header: \`{"alg": "EdDSA" | "ES256", "kid": "<key id>", "typ": "ticket+jwt"}\`.
+A compact JWS (RFC 7515): \`BASE64URL(header) "." BASE64URL(payload) "." BASE64URL(signature)\`, the \`credential\` of a
+downloaded ticket, that the phone presents to the lock, which checks it offline. The schemas \`CredentialHeader\` and
+\`CredentialClaims\` describe its two JSON parts, with an example of each.
+- Protected header: \`{"alg": "EdDSA" | "ES256", "kid": "<key id>", "typ": "ticket+jwt"}\`. EdDSA signs with Ed25519
+  (RFC 8037), ES256 with P-256 (the signature is the 64-byte \`R || S\`, RFC 7518 section 3.4).
 - Payload: \`iss\` (the tenant's issuer), \`jti\` (the ticket id), \`sub\` (the mobile device id), \`aud\` (the secured
   object id, a string), \`iat\`, \`nbf\`, \`exp\` (seconds), \`beginDate\`, \`endDate\` (the ticket's milliseconds), \`cmd\`
-  (commands: \`tokn\`, \`open\`, \`clos\`), \`chn\` (channels, e.g. \`btlespp\`).
+  (commands: \`tokn\`, \`open\`, \`clos\`), \`chn\` (channels, e.g. \`btlespp\`), and \`win\` when the ticket has a schedule:
+  \`[[startMs, endMs], …]\`, the schedule's windows as UTC millisecond intervals (end exclusive) within the credential's
+  span, \`[]\` when none falls in it (docs/contract.md 9).
 - \`nbf\` is \`beginDate\` rounded up to the second and \`exp\` is rounded down, so the seconds never widen the ticket's
   \`[beginDate, endDate)\`. \`exp\` is at most \`iat + maxCredentialLifetime\`: a credential lasts at most that long
   (default 7 days) and the phone renews it by downloading again; a download re-signs a credential with less than half
@@ -68,7 +79,7 @@ A lock whose client learnt \`decommissioned: true\` opens for no one. The simula
 - **Locks that are never online** learn through phones: the first ticket of each lock in a download page carries
   \`revocationList\`, that lock's
   compact JWS with header \`{"alg", "kid", "typ": "revocation-list+jwt"}\` and payload \`{iss, aud, serial, iat, revoked:
-  [ticket ids], keys}\`, signed with the tenant's key. The phone hands it to the lock on every visit. The lock verifies it
+  [ticket ids], keys}\` (the schemas \`RevocationListHeader\` and \`RevocationListClaims\`), signed with the tenant's key. The phone hands it to the lock on every visit. The lock verifies it
   like a credential (typ, kid in its set, signature, \`iss\`, \`aud\` its own id) and applies it only when \`serial\` is above
   its own: it adds the revoked ids (never forgetting one it has), takes the serial and replaces its key set with
   \`keys\`.
@@ -97,6 +108,8 @@ export default async function deviceApi(app: FastifyInstance, options: DeviceApi
     ],
     scopes: { 'tokens:download': 'a mobile device fetching its own tickets', sync: 'an online lock syncing its tickets and revocations' },
     tokenUrl: options.tokenUrl,
+    // Decoded, the credential and the revocation list each have a header and claims schema, like the API's own models.
+    schemas: [CredentialHeaderSchema, CredentialClaimsSchema, RevocationListHeaderSchema, RevocationListClaimsSchema],
   });
   await app.register(async (resources) => {
     const { services } = options;

@@ -153,7 +153,7 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
         deprecated: true,
         params: ObjectIdParams,
         response: {
-          200: deprecatedResponse(Type.Array(Type.String()), 'The ids of the lock\'s tickets (only while an operator keeps this interface alive).'),
+          200: deprecatedResponse(Type.Array(Type.String(), { examples: [['0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c']] }), 'The ids of the lock\'s tickets (only while an operator keeps this interface alive).'),
           ...problemResponses(404, 410, 414),
         },
       },

@@ -12,6 +12,8 @@ const LINKS: [section: string, links: [href: string, label: string][]][] = [
       ['/operatorapi/apidocs/json', 'Operator API OpenAPI document (JSON)'],
       ['/v1/swagger-ui/json', 'Access API OpenAPI document (JSON)'],
       ['/deviceapi/apidocs/json', 'Device API OpenAPI document (JSON)'],
+      ['/oauth/apidocs/', 'OAuth 2.0: the token endpoints (grants, USER@TENANT, errors), revocation, introspection, metadata, key sets'],
+      ['/oauth/apidocs/json', 'OAuth 2.0 OpenAPI document (JSON)'],
     ],
   ],
   [

@@ -286,7 +286,171 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /** @description RFC 9457 problem details. */
+        /**
+         * AccessPermission
+         * @example {
+         *       "id": "6c5d4e3f-2a1b-4c0d-9e8f-7a6b5c4d3e2f",
+         *       "residentId": "2f1c3a4e-8b9d-4c0e-9f1a-2b3c4d5e6f70",
+         *       "lockGroupId": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+         *       "beginDate": 1767225600000,
+         *       "endDate": 1798761600000,
+         *       "commands": [
+         *         "open"
+         *       ],
+         *       "channels": [
+         *         "btlespp"
+         *       ],
+         *       "creationDate": 1767225600000,
+         *       "tokenCount": 4
+         *     }
+         */
+        AccessPermission: {
+            /** @description The access permission id. */
+            id: string;
+            residentId: string;
+            lockGroupId: string;
+            beginDate: number;
+            endDate: number;
+            /** @description Permitted commands of its tickets. */
+            commands: components["schemas"]["Command"][];
+            /** @description Channels of its tickets. */
+            channels: components["schemas"]["Channel"][];
+            /** @description Creation time, Unix milliseconds. */
+            creationDate: number;
+            schedule?: components["schemas"]["Schedule"];
+            /** @description The live (unrevoked) tickets it holds: one per device × lock. */
+            tokenCount: number;
+        };
+        /**
+         * Channel
+         * @description A channel: `btlespp` (Bluetooth LE); `nfccard` (removed on 01.02.2018) only where an operator revived it.
+         * @example btlespp
+         * @enum {string}
+         */
+        Channel: "btlespp" | "nfccard";
+        /**
+         * Command
+         * @description A command: `tokn`, `open` or `clos` (docs/seed.md 2.2).
+         * @example open
+         * @enum {string}
+         */
+        Command: "tokn" | "open" | "clos";
+        /**
+         * LockGroup
+         * @example {
+         *       "id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+         *       "name": "Building A",
+         *       "securedObjectIds": [
+         *         "front-door",
+         *         "garage"
+         *       ],
+         *       "creationDate": 1767225600000
+         *     }
+         */
+        LockGroup: {
+            /** @description The lock group id. */
+            id: string;
+            name: string;
+            /** @description Its secured objects. */
+            securedObjectIds: string[];
+            /** @description Creation time, Unix milliseconds. */
+            creationDate: number;
+        };
+        /**
+         * MobileDevice
+         * @example {
+         *       "id": "phone-alice-1",
+         *       "name": "Alice's phone",
+         *       "creationTime": 1767225600000
+         *     }
+         */
+        MobileDevice: {
+            /** @description The mobile device id. */
+            id: string;
+            name?: string;
+            /** @description Creation time, Unix milliseconds. */
+            creationTime: number;
+        };
+        /**
+         * NewAccessPermission
+         * @example {
+         *       "residentId": "2f1c3a4e-8b9d-4c0e-9f1a-2b3c4d5e6f70",
+         *       "lockGroupId": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+         *       "beginDate": 1767225600000,
+         *       "endDate": 1798761600000,
+         *       "commands": [
+         *         "open"
+         *       ],
+         *       "channels": [
+         *         "btlespp"
+         *       ]
+         *     }
+         */
+        NewAccessPermission: {
+            /** @description Whose devices get tickets. */
+            residentId: string;
+            /** @description Which locks they open. */
+            lockGroupId: string;
+            /** @description Start of validity, Unix milliseconds (0: since 1970). */
+            beginDate: number;
+            /** @description End of validity (exclusive), Unix milliseconds; must be in the future. */
+            endDate: number;
+            /** @description Permitted commands: `tokn`, `open`, `clos`. */
+            commands: ("tokn" | "open" | "clos")[];
+            /** @description Channels the ticket may be used over; each must be supported by the lock. */
+            channels: ("btlespp" | "nfccard")[];
+            schedule?: components["schemas"]["Schedule"];
+        };
+        /**
+         * NewLockGroup
+         * @example {
+         *       "name": "Building A",
+         *       "securedObjectIds": [
+         *         "front-door",
+         *         "garage"
+         *       ]
+         *     }
+         */
+        NewLockGroup: {
+            /** @description A name for people. */
+            name: string;
+            /** @description The secured objects in the group. */
+            securedObjectIds?: string[];
+        };
+        /**
+         * NewResident
+         * @example {
+         *       "name": "Alice Example",
+         *       "mobileDeviceIds": [
+         *         "phone-alice-1",
+         *         "card-alice"
+         *       ]
+         *     }
+         */
+        NewResident: {
+            /** @description A name for people. */
+            name: string;
+            /** @description The resident's mobile devices (registered through the Operator API). */
+            mobileDeviceIds?: string[];
+        };
+        /**
+         * @description RFC 9457 problem details.
+         * @example {
+         *       "type": "https://access-credential-service.dev/problems/validation",
+         *       "title": "Request validation failed",
+         *       "status": 400,
+         *       "detail": "endDate: must be >= 0",
+         *       "instance": "/operatorapi/tickets",
+         *       "requestId": "5d6e7f80-91a2-4b3c-8d4e-5f6a7b8c9d0e",
+         *       "errors": [
+         *         {
+         *           "field": "endDate",
+         *           "message": "must be >= 0"
+         *         }
+         *       ],
+         *       "errorCount": 1
+         *     }
+         */
         Problem: {
             /** @description A URI identifying the kind of problem. */
             type: string;
@@ -311,6 +475,180 @@ export interface components {
             errorCount?: number;
         } & {
             [key: string]: unknown;
+        };
+        /**
+         * Rename
+         * @example {
+         *       "name": "New name"
+         *     }
+         */
+        Rename: {
+            /** @description A name for people. */
+            name: string;
+        };
+        /**
+         * Resident
+         * @example {
+         *       "id": "2f1c3a4e-8b9d-4c0e-9f1a-2b3c4d5e6f70",
+         *       "name": "Alice Example",
+         *       "mobileDeviceIds": [
+         *         "phone-alice-1",
+         *         "card-alice"
+         *       ],
+         *       "creationDate": 1767225600000
+         *     }
+         */
+        Resident: {
+            /** @description The resident id. */
+            id: string;
+            name: string;
+            /** @description Its mobile devices. */
+            mobileDeviceIds: string[];
+            /** @description Creation time, Unix milliseconds. */
+            creationDate: number;
+        };
+        /**
+         * Schedule
+         * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
+         * @example {
+         *       "weekly": [
+         *         {
+         *           "days": [
+         *             "MO",
+         *             "TU",
+         *             "WE",
+         *             "TH",
+         *             "FR"
+         *           ],
+         *           "from": "07:00",
+         *           "to": "19:00"
+         *         }
+         *       ],
+         *       "except": [
+         *         "2026-12-24"
+         *       ]
+         *     }
+         */
+        Schedule: {
+            /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
+            weekly: components["schemas"]["ScheduleWindow"][];
+            /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
+            except?: string[];
+        };
+        /**
+         * ScheduleWindow
+         * @description A weekly window on the lock's wall clock.
+         * @example {
+         *       "days": [
+         *         "MO",
+         *         "TU",
+         *         "WE",
+         *         "TH",
+         *         "FR"
+         *       ],
+         *       "from": "07:00",
+         *       "to": "19:00"
+         *     }
+         */
+        ScheduleWindow: {
+            /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
+            days: ("MO" | "TU" | "WE" | "TH" | "FR" | "SA" | "SU")[];
+            /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
+            from: string;
+            /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
+            to: string;
+        };
+        /**
+         * SecuredObject
+         * @example {
+         *       "id": "front-door",
+         *       "channels": [
+         *         "btlespp"
+         *       ],
+         *       "urls": [
+         *         "btlespp://LOCK-0042/7d8a0c1e-4b7f-4d5e-9a41-3c2b1f0e9d8c"
+         *       ],
+         *       "creationTime": 1767225600000,
+         *       "timeZone": "Europe/Berlin"
+         *     }
+         */
+        SecuredObject: {
+            /** @description The secured object id. */
+            id: string;
+            /** @description Channels the lock supports. */
+            channels: components["schemas"]["Channel"][];
+            /** @description One address per channel: `btlespp://<localName>/<uuid>` (docs/seed.md 2.1). */
+            urls: string[];
+            /** @description Creation time, Unix milliseconds. */
+            creationTime: number;
+            /**
+             * @description The IANA time zone the lock's schedules are read in (docs/contract.md 9), in its canonical spelling; `UTC` unless set.
+             * @example Europe/Berlin
+             */
+            timeZone: string;
+        };
+        /**
+         * Ticket
+         * @example {
+         *       "id": "0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c",
+         *       "securedObjectId": "front-door",
+         *       "mobileDeviceId": "phone-alice-1",
+         *       "beginDate": 1767225600000,
+         *       "endDate": 1798761600000,
+         *       "creationDate": 1767225600000,
+         *       "commands": [
+         *         "open"
+         *       ],
+         *       "channels": [
+         *         "btlespp"
+         *       ],
+         *       "status": "VALID"
+         *     }
+         */
+        Ticket: {
+            /** @description The ticket id. */
+            id: string;
+            securedObjectId: string;
+            mobileDeviceId: string;
+            /** @description Start of validity, Unix milliseconds. */
+            beginDate: number;
+            /** @description End of validity (exclusive), Unix milliseconds. */
+            endDate: number;
+            /** @description Creation time, Unix milliseconds. */
+            creationDate: number;
+            /** @description Permitted commands. */
+            commands: components["schemas"]["Command"][];
+            /** @description Channels the ticket may be used over. */
+            channels: components["schemas"]["Channel"][];
+            status: components["schemas"]["TicketStatus"];
+            /** @description When it was revoked; absent while not revoked. */
+            revocationDate?: number;
+            /** @description When the device first downloaded it; absent before. */
+            downloadDate?: number;
+            /** @description The Access API permission that made it, if any. */
+            accessPermissionId?: string;
+            schedule?: components["schemas"]["Schedule"];
+            /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
+            revocationAppliedTime?: number;
+        };
+        /**
+         * TicketStatus
+         * @description `VALID`, `REVOKED` (revocationDate set) or `EXPIRED` (endDate passed, not revoked).
+         * @example VALID
+         */
+        TicketStatus: "VALID" | "REVOKED" | "EXPIRED";
+        /**
+         * TokenCard
+         * @example {
+         *       "version": 2,
+         *       "cardData": "eyJ2ZXJzaW9uIjoyLCJjcmVkZW50aWFscyI6WyJleUpoYkdjaU9pSkZaRVJUUVNKOS5leUpxZEdraU9pSXdZalJtSW4wLnNpZyJdfQ=="
+         *     }
+         */
+        TokenCard: {
+            /** @enum {number} */
+            version: 2;
+            /** @description Base64 of the card contents. */
+            cardData: string;
         };
     };
     responses: never;
@@ -343,15 +681,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The resident id. */
-                        id: string;
-                        name: string;
-                        /** @description Its mobile devices. */
-                        mobileDeviceIds: string[];
-                        /** @description Creation time, Unix milliseconds. */
-                        creationDate: number;
-                    }[];
+                    "application/json": components["schemas"]["Resident"][];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -458,21 +788,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "name": "Alice Example",
-                 *       "mobileDeviceIds": [
-                 *         "phone-alice-1",
-                 *         "card-alice"
-                 *       ]
-                 *     }
-                 */
-                "application/json": {
-                    /** @description A name for people. */
-                    name: string;
-                    /** @description The resident's mobile devices (registered through the Operator API). */
-                    mobileDeviceIds?: string[];
-                };
+                "application/json": components["schemas"]["NewResident"];
             };
         };
         responses: {
@@ -484,15 +800,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The resident id. */
-                        id: string;
-                        name: string;
-                        /** @description Its mobile devices. */
-                        mobileDeviceIds: string[];
-                        /** @description Creation time, Unix milliseconds. */
-                        creationDate: number;
-                    };
+                    "application/json": components["schemas"]["Resident"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -641,15 +949,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The resident id. */
-                        id: string;
-                        name: string;
-                        /** @description Its mobile devices. */
-                        mobileDeviceIds: string[];
-                        /** @description Creation time, Unix milliseconds. */
-                        creationDate: number;
-                    };
+                    "application/json": components["schemas"]["Resident"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -903,15 +1203,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "name": "New name"
-                 *     }
-                 */
-                "application/json": {
-                    /** @description A name for people. */
-                    name: string;
-                };
+                "application/json": components["schemas"]["Rename"];
             };
         };
         responses: {
@@ -921,15 +1213,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The resident id. */
-                        id: string;
-                        name: string;
-                        /** @description Its mobile devices. */
-                        mobileDeviceIds: string[];
-                        /** @description Creation time, Unix milliseconds. */
-                        creationDate: number;
-                    };
+                    "application/json": components["schemas"]["Resident"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -1071,15 +1355,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The resident id. */
-                        id: string;
-                        name: string;
-                        /** @description Its mobile devices. */
-                        mobileDeviceIds: string[];
-                        /** @description Creation time, Unix milliseconds. */
-                        creationDate: number;
-                    };
+                    "application/json": components["schemas"]["Resident"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -1230,15 +1506,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The resident id. */
-                        id: string;
-                        name: string;
-                        /** @description Its mobile devices. */
-                        mobileDeviceIds: string[];
-                        /** @description Creation time, Unix milliseconds. */
-                        creationDate: number;
-                    };
+                    "application/json": components["schemas"]["Resident"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -1382,15 +1650,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The lock group id. */
-                        id: string;
-                        name: string;
-                        /** @description Its secured objects. */
-                        securedObjectIds: string[];
-                        /** @description Creation time, Unix milliseconds. */
-                        creationDate: number;
-                    }[];
+                    "application/json": components["schemas"]["LockGroup"][];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -1497,21 +1757,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "name": "Building A",
-                 *       "securedObjectIds": [
-                 *         "front-door",
-                 *         "garage"
-                 *       ]
-                 *     }
-                 */
-                "application/json": {
-                    /** @description A name for people. */
-                    name: string;
-                    /** @description The secured objects in the group. */
-                    securedObjectIds?: string[];
-                };
+                "application/json": components["schemas"]["NewLockGroup"];
             };
         };
         responses: {
@@ -1523,15 +1769,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The lock group id. */
-                        id: string;
-                        name: string;
-                        /** @description Its secured objects. */
-                        securedObjectIds: string[];
-                        /** @description Creation time, Unix milliseconds. */
-                        creationDate: number;
-                    };
+                    "application/json": components["schemas"]["LockGroup"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -1680,15 +1918,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The lock group id. */
-                        id: string;
-                        name: string;
-                        /** @description Its secured objects. */
-                        securedObjectIds: string[];
-                        /** @description Creation time, Unix milliseconds. */
-                        creationDate: number;
-                    };
+                    "application/json": components["schemas"]["LockGroup"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -1942,15 +2172,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "name": "New name"
-                 *     }
-                 */
-                "application/json": {
-                    /** @description A name for people. */
-                    name: string;
-                };
+                "application/json": components["schemas"]["Rename"];
             };
         };
         responses: {
@@ -1960,15 +2182,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The lock group id. */
-                        id: string;
-                        name: string;
-                        /** @description Its secured objects. */
-                        securedObjectIds: string[];
-                        /** @description Creation time, Unix milliseconds. */
-                        creationDate: number;
-                    };
+                    "application/json": components["schemas"]["LockGroup"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -2110,15 +2324,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The lock group id. */
-                        id: string;
-                        name: string;
-                        /** @description Its secured objects. */
-                        securedObjectIds: string[];
-                        /** @description Creation time, Unix milliseconds. */
-                        creationDate: number;
-                    };
+                    "application/json": components["schemas"]["LockGroup"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -2269,15 +2475,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The lock group id. */
-                        id: string;
-                        name: string;
-                        /** @description Its secured objects. */
-                        securedObjectIds: string[];
-                        /** @description Creation time, Unix milliseconds. */
-                        creationDate: number;
-                    };
+                    "application/json": components["schemas"]["LockGroup"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -2425,54 +2623,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The access permission id. */
-                        id: string;
-                        residentId: string;
-                        lockGroupId: string;
-                        beginDate: number;
-                        endDate: number;
-                        commands: string[];
-                        channels: string[];
-                        /** @description Creation time, Unix milliseconds. */
-                        creationDate: number;
-                        /**
-                         * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
-                         * @example {
-                         *       "weekly": [
-                         *         {
-                         *           "days": [
-                         *             "MO",
-                         *             "TU",
-                         *             "WE",
-                         *             "TH",
-                         *             "FR"
-                         *           ],
-                         *           "from": "07:00",
-                         *           "to": "19:00"
-                         *         }
-                         *       ],
-                         *       "except": [
-                         *         "2026-12-24"
-                         *       ]
-                         *     }
-                         */
-                        schedule?: {
-                            /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
-                            weekly: {
-                                /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
-                                days: string[];
-                                /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
-                                from: string;
-                                /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
-                                to: string;
-                            }[];
-                            /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
-                            except?: string[];
-                        };
-                        /** @description The live (unrevoked) tickets it holds: one per device × lock. */
-                        tokenCount: number;
-                    }[];
+                    "application/json": components["schemas"]["AccessPermission"][];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -2579,68 +2730,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "residentId": "2f1c3a4e-8b9d-4c0e-9f1a-2b3c4d5e6f70",
-                 *       "lockGroupId": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
-                 *       "beginDate": 1767225600000,
-                 *       "endDate": 1798761600000,
-                 *       "commands": [
-                 *         "open"
-                 *       ],
-                 *       "channels": [
-                 *         "btlespp"
-                 *       ]
-                 *     }
-                 */
-                "application/json": {
-                    /** @description Whose devices get tickets. */
-                    residentId: string;
-                    /** @description Which locks they open. */
-                    lockGroupId: string;
-                    /** @description Start of validity, Unix milliseconds (0: since 1970). */
-                    beginDate: number;
-                    /** @description End of validity (exclusive), Unix milliseconds; must be in the future. */
-                    endDate: number;
-                    /** @description Permitted commands: `tokn`, `open`, `clos`. */
-                    commands: string[];
-                    /** @description Channels the ticket may be used over; each must be supported by the lock. */
-                    channels: string[];
-                    /**
-                     * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
-                     * @example {
-                     *       "weekly": [
-                     *         {
-                     *           "days": [
-                     *             "MO",
-                     *             "TU",
-                     *             "WE",
-                     *             "TH",
-                     *             "FR"
-                     *           ],
-                     *           "from": "07:00",
-                     *           "to": "19:00"
-                     *         }
-                     *       ],
-                     *       "except": [
-                     *         "2026-12-24"
-                     *       ]
-                     *     }
-                     */
-                    schedule?: {
-                        /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
-                        weekly: {
-                            /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
-                            days: string[];
-                            /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
-                            from: string;
-                            /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
-                            to: string;
-                        }[];
-                        /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
-                        except?: string[];
-                    };
-                };
+                "application/json": components["schemas"]["NewAccessPermission"];
             };
         };
         responses: {
@@ -2652,54 +2742,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The access permission id. */
-                        id: string;
-                        residentId: string;
-                        lockGroupId: string;
-                        beginDate: number;
-                        endDate: number;
-                        commands: string[];
-                        channels: string[];
-                        /** @description Creation time, Unix milliseconds. */
-                        creationDate: number;
-                        /**
-                         * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
-                         * @example {
-                         *       "weekly": [
-                         *         {
-                         *           "days": [
-                         *             "MO",
-                         *             "TU",
-                         *             "WE",
-                         *             "TH",
-                         *             "FR"
-                         *           ],
-                         *           "from": "07:00",
-                         *           "to": "19:00"
-                         *         }
-                         *       ],
-                         *       "except": [
-                         *         "2026-12-24"
-                         *       ]
-                         *     }
-                         */
-                        schedule?: {
-                            /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
-                            weekly: {
-                                /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
-                                days: string[];
-                                /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
-                                from: string;
-                                /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
-                                to: string;
-                            }[];
-                            /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
-                            except?: string[];
-                        };
-                        /** @description The live (unrevoked) tickets it holds: one per device × lock. */
-                        tokenCount: number;
-                    };
+                    "application/json": components["schemas"]["AccessPermission"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -2848,54 +2891,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The access permission id. */
-                        id: string;
-                        residentId: string;
-                        lockGroupId: string;
-                        beginDate: number;
-                        endDate: number;
-                        commands: string[];
-                        channels: string[];
-                        /** @description Creation time, Unix milliseconds. */
-                        creationDate: number;
-                        /**
-                         * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
-                         * @example {
-                         *       "weekly": [
-                         *         {
-                         *           "days": [
-                         *             "MO",
-                         *             "TU",
-                         *             "WE",
-                         *             "TH",
-                         *             "FR"
-                         *           ],
-                         *           "from": "07:00",
-                         *           "to": "19:00"
-                         *         }
-                         *       ],
-                         *       "except": [
-                         *         "2026-12-24"
-                         *       ]
-                         *     }
-                         */
-                        schedule?: {
-                            /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
-                            weekly: {
-                                /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
-                                days: string[];
-                                /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
-                                from: string;
-                                /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
-                                to: string;
-                            }[];
-                            /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
-                            except?: string[];
-                        };
-                        /** @description The live (unrevoked) tickets it holds: one per device × lock. */
-                        tokenCount: number;
-                    };
+                    "application/json": components["schemas"]["AccessPermission"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -3162,64 +3158,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The ticket id. */
-                        id: string;
-                        securedObjectId: string;
-                        mobileDeviceId: string;
-                        /** @description Start of validity, Unix milliseconds. */
-                        beginDate: number;
-                        /** @description End of validity (exclusive), Unix milliseconds. */
-                        endDate: number;
-                        /** @description Creation time, Unix milliseconds. */
-                        creationDate: number;
-                        commands: string[];
-                        channels: string[];
-                        /** @description `VALID`, `REVOKED` (revocationDate set) or `EXPIRED` (endDate passed, not revoked). */
-                        status: "VALID" | "REVOKED" | "EXPIRED";
-                        /** @description When it was revoked; absent while not revoked. */
-                        revocationDate?: number;
-                        /** @description When the device first downloaded it; absent before. */
-                        downloadDate?: number;
-                        /** @description The Access API permission that made it, if any. */
-                        accessPermissionId?: string;
-                        /**
-                         * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
-                         * @example {
-                         *       "weekly": [
-                         *         {
-                         *           "days": [
-                         *             "MO",
-                         *             "TU",
-                         *             "WE",
-                         *             "TH",
-                         *             "FR"
-                         *           ],
-                         *           "from": "07:00",
-                         *           "to": "19:00"
-                         *         }
-                         *       ],
-                         *       "except": [
-                         *         "2026-12-24"
-                         *       ]
-                         *     }
-                         */
-                        schedule?: {
-                            /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
-                            weekly: {
-                                /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
-                                days: string[];
-                                /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
-                                from: string;
-                                /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
-                                to: string;
-                            }[];
-                            /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
-                            except?: string[];
-                        };
-                        /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
-                        revocationAppliedTime?: number;
-                    }[];
+                    "application/json": components["schemas"]["Ticket"][];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -3345,13 +3284,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The mobile device id. */
-                        id: string;
-                        name?: string;
-                        /** @description Creation time, Unix milliseconds. */
-                        creationTime: number;
-                    }[];
+                    "application/json": components["schemas"]["MobileDevice"][];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -3468,21 +3401,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The secured object id. */
-                        id: string;
-                        /** @description Channels the lock supports. */
-                        channels: string[];
-                        /** @description One address per channel: `btlespp://<localName>/<uuid>` (docs/seed.md 2.1). */
-                        urls: string[];
-                        /** @description Creation time, Unix milliseconds. */
-                        creationTime: number;
-                        /**
-                         * @description The IANA time zone the lock's schedules are read in (docs/contract.md 9), in its canonical spelling; `UTC` unless set.
-                         * @example Europe/Berlin
-                         */
-                        timeZone: string;
-                    }[];
+                    "application/json": components["schemas"]["SecuredObject"][];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -3600,12 +3519,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {number} */
-                        version: 2;
-                        /** @description Base64 of the card contents. */
-                        cardData: string;
-                    };
+                    "application/json": components["schemas"]["TokenCard"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */

@@ -106,7 +106,273 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /** @description RFC 9457 problem details. */
+        /**
+         * AccessLogUploadResult
+         * @example {
+         *       "accepted": 2,
+         *       "duplicates": 0,
+         *       "gaps": [
+         *         [
+         *           38,
+         *           40
+         *         ]
+         *       ]
+         *     }
+         */
+        AccessLogUploadResult: {
+            /** @description Entries stored by this upload. */
+            accepted: number;
+            /** @description Entries already stored (or repeated within this upload): stored once. */
+            duplicates: number;
+            /** @description Ranges `[fromEntryNo, toEntryNo]` (inclusive) of entry numbers missing between the highest entry received before this upload and the highest of this upload: entries the lock dropped or has not sent yet. A later upload of them fills them. */
+            gaps: number[][];
+        };
+        /**
+         * Channel
+         * @description A channel: `btlespp` (Bluetooth LE); `nfccard` (removed on 01.02.2018) only where an operator revived it.
+         * @example btlespp
+         * @enum {string}
+         */
+        Channel: "btlespp" | "nfccard";
+        /**
+         * Command
+         * @description A command: `tokn`, `open` or `clos` (docs/seed.md 2.2).
+         * @example open
+         * @enum {string}
+         */
+        Command: "tokn" | "open" | "clos";
+        /**
+         * CredentialClaims
+         * @description The payload of a credential (docs/contract.md 6.3), the second base64url part of the compact JWS: a `DownloadedTicket`'s `credential`, decoded. Signed with the tenant's ticket key; the lock checks it offline with the rules of this document's description.
+         * @example {
+         *       "iss": "https://acs.example.com/tenants/demo",
+         *       "jti": "0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c",
+         *       "sub": "phone-alice-1",
+         *       "aud": "front-door",
+         *       "iat": 1767225600,
+         *       "nbf": 1767225600,
+         *       "exp": 1767830400,
+         *       "beginDate": 1767225600000,
+         *       "endDate": 1798761600000,
+         *       "cmd": [
+         *         "open"
+         *       ],
+         *       "chn": [
+         *         "btlespp"
+         *       ],
+         *       "win": [
+         *         [
+         *           1767254400000,
+         *           1767297600000
+         *         ],
+         *         [
+         *           1767340800000,
+         *           1767384000000
+         *         ]
+         *       ]
+         *     }
+         */
+        CredentialClaims: {
+            /** @description The tenant's credential issuer, `{PUBLIC_URL}/tenants/{tenant}`: the lock's provisioned `issuer`. */
+            iss: string;
+            /** @description The ticket id: what revocation lists and sync answers name. */
+            jti: string;
+            /** @description The mobile device id the ticket is issued to. */
+            sub: string;
+            /** @description The secured object id (a string, not an array): the lock's own id. */
+            aud: string;
+            /** @description When it was signed, Unix seconds. */
+            iat: number;
+            /** @description `beginDate` rounded up to the second: the lock refuses it before `nbf * 1000`. */
+            nbf: number;
+            /** @description Unix seconds: the lock refuses it from `exp * 1000` on (RFC 7519 section 4.1.4). At most `endDate` rounded down and at most `iat + maxCredentialLifetime` (docs/contract.md 8.2): the phone downloads again to renew. */
+            exp: number;
+            /** @description The ticket's start, Unix milliseconds (inclusive). */
+            beginDate: number;
+            /** @description The ticket's end, Unix milliseconds (exclusive). */
+            endDate: number;
+            /** @description The permitted commands: the lock refuses any other. */
+            cmd: components["schemas"]["Command"][];
+            /** @description The permitted channels: the lock refuses a request over any other. */
+            chn: components["schemas"]["Channel"][];
+            /** @description Only when the ticket has a schedule (docs/contract.md 9): its windows as UTC intervals within the credential's span, computed in the lock's time zone so the lock needs no time-zone rules. The lock opens only inside one. `[]` when no window falls in the span; absent means no schedule. */
+            win?: number[][];
+        };
+        /**
+         * CredentialHeader
+         * @description The protected header of a credential (RFC 7515 section 4), the first base64url part of the compact JWS.
+         * @example {
+         *       "alg": "EdDSA",
+         *       "kid": "tk-2026-01",
+         *       "typ": "ticket+jwt"
+         *     }
+         */
+        CredentialHeader: {
+            /**
+             * @description The tenant's ticket key's algorithm; a lock refuses one that does not match the key `kid` names.
+             * @enum {string}
+             */
+            alg: "EdDSA" | "ES256";
+            /** @description The signing key: one of the tenant's ticket keys (GET /tenants/{tenant}/jwks.json). */
+            kid: string;
+            /**
+             * @description Exactly `ticket+jwt` (RFC 8725 section 3.11): never an access token or a revocation list.
+             * @enum {string}
+             */
+            typ: "ticket+jwt";
+        };
+        /**
+         * DownloadedTicket
+         * @example {
+         *       "id": "0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c",
+         *       "securedObjectId": "front-door",
+         *       "mobileDeviceId": "phone-alice-1",
+         *       "beginDate": 1767225600000,
+         *       "endDate": 1798761600000,
+         *       "creationDate": 1767225600000,
+         *       "commands": [
+         *         "open"
+         *       ],
+         *       "channels": [
+         *         "btlespp"
+         *       ],
+         *       "status": "VALID",
+         *       "downloadDate": 1767229200000,
+         *       "credential": "eyJhbGciOiJFZERTQSIsImtpZCI6InRrLTIwMjYtMDEiLCJ0eXAiOiJ0aWNrZXQrand0In0.eyJpc3MiOiJodHRwczovL2Fjcy5leGFtcGxlLmNvbS90ZW5hbnRzL2RlbW8iLCJqdGkiOiIwYjRmNWI5ZS0zZjNhLTRjNTYtOWE0MS0zYzJiMWYwZTlkOGMiLCJzdWIiOiJwaG9uZS1hbGljZS0xIiwiYXVkIjoiZnJvbnQtZG9vciIsImlhdCI6MTc2NzIyNTYwMCwibmJmIjoxNzY3MjI1NjAwLCJleHAiOjE3Njc4MzA0MDAsImJlZ2luRGF0ZSI6MTc2NzIyNTYwMDAwMCwiZW5kRGF0ZSI6MTc5ODc2MTYwMDAwMCwiY21kIjpbIm9wZW4iXSwiY2huIjpbImJ0bGVzcHAiXX0.Z_l7FviPmWZt-LFO1fjPNPYMIWQt0OLsTCf5UNERb1XAk-JtDCmK-oQAdZEFm0QUMfaG6zXhZhQFON8hOMwNAg"
+         *     }
+         */
+        DownloadedTicket: {
+            /** @description The ticket id. */
+            id: string;
+            securedObjectId: string;
+            mobileDeviceId: string;
+            /** @description Start of validity, Unix milliseconds. */
+            beginDate: number;
+            /** @description End of validity (exclusive), Unix milliseconds. */
+            endDate: number;
+            /** @description Creation time, Unix milliseconds. */
+            creationDate: number;
+            /** @description Permitted commands. */
+            commands: components["schemas"]["Command"][];
+            /** @description Channels the ticket may be used over. */
+            channels: components["schemas"]["Channel"][];
+            status: components["schemas"]["TicketStatus"];
+            /** @description When it was revoked; absent while not revoked. */
+            revocationDate?: number;
+            /** @description When the device first downloaded it; absent before. */
+            downloadDate?: number;
+            /** @description The Access API permission that made it, if any. */
+            accessPermissionId?: string;
+            schedule?: components["schemas"]["Schedule"];
+            /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
+            revocationAppliedTime?: number;
+            /** @description Compact JWS the lock checks offline (docs/contract.md 6.3): header {alg, kid, typ: "ticket+jwt"}, payload {iss, jti, sub, aud, nbf, exp, beginDate, endDate, cmd, chn, iat}, signed with the tenant's key (GET /tenants/{tenant}/jwks.json). Valid at most CREDENTIAL_MAX_LIFETIME; download again to renew (docs/contract.md 8.2). Absent while the ticket begins beyond that horizon. */
+            credential?: string;
+            /** @description On the first ticket of each lock in the page: the signed revocation list of that lock, for the phone to hand to it (docs/contract.md 8.3; the page is a JSON array, docs/contract.md 7.3, so the lists travel on the tickets). A compact JWS, header {alg, kid, typ: "revocation-list+jwt"}, payload {iss, aud, serial, iat, revoked: [ticket ids], keys}. A lock applies it when its serial is above its own, so a lock that is never online learns revocations and key changes from any visiting phone. */
+            revocationList?: string;
+            /** @description Set when `credential` is absent: from when a download carries it, Unix milliseconds (docs/contract.md 8.2). */
+            credentialAvailableFrom?: number;
+        };
+        /**
+         * KeySet
+         * @description The tenant's published ticket keys (docs/contract.md 8.1): announced, signing, and retired ones still needed.
+         * @example {
+         *       "keys": [
+         *         {
+         *           "kty": "OKP",
+         *           "crv": "Ed25519",
+         *           "kid": "tk-2026-01",
+         *           "alg": "EdDSA",
+         *           "use": "sig",
+         *           "x": "i-L6qlN8xAkZHVVbJW3osXToVyKx1-2CLNwvRcbYW-E"
+         *         }
+         *       ]
+         *     }
+         */
+        KeySet: {
+            keys: components["schemas"]["PublicJwk"][];
+        };
+        /**
+         * LockAccessLogUpload
+         * @example {
+         *       "appliedSerial": 17,
+         *       "lockTime": 1767254470000,
+         *       "entries": [
+         *         {
+         *           "entryNo": 41,
+         *           "lockTime": 1767254400000,
+         *           "tokenId": "0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c",
+         *           "command": "open",
+         *           "channel": "btlespp",
+         *           "result": "granted",
+         *           "reason": "valid"
+         *         },
+         *         {
+         *           "entryNo": 42,
+         *           "lockTime": 1767254460000,
+         *           "command": "open",
+         *           "channel": "btlespp",
+         *           "result": "denied",
+         *           "reason": "malformed credential"
+         *         }
+         *       ]
+         *     }
+         */
+        LockAccessLogUpload: {
+            /** @description The serial of the last sync answer or revocation list the lock applied (docs/contract.md 8.3, 8.4): the lock has applied every change up to it, so the revocations up to it are marked applied. Locks do not sign their logs, so the server cannot verify it; it never counts beyond the lock's own serial (its last change). */
+            appliedSerial?: number;
+            /** @description The lock's clock at the moment of this upload, Unix milliseconds: the server estimates the lock's clock offset from it (docs/contract.md 8.5). A phone relaying a log sends the time it read from the lock plus the time elapsed since, so the estimate holds for relayed logs too. */
+            lockTime?: number;
+            /** @description The lock's entries not yet acknowledged, 1 to 1000 per upload (send more in several uploads). */
+            entries: components["schemas"]["ReportedAccessLogEntry"][];
+        };
+        /**
+         * LockTrust
+         * @example {
+         *       "issuer": "https://acs.example.com/tenants/demo",
+         *       "securedObjectId": "front-door",
+         *       "keys": {
+         *         "keys": [
+         *           {
+         *             "kty": "OKP",
+         *             "crv": "Ed25519",
+         *             "kid": "tk-2026-01",
+         *             "alg": "EdDSA",
+         *             "use": "sig",
+         *             "x": "i-L6qlN8xAkZHVVbJW3osXToVyKx1-2CLNwvRcbYW-E"
+         *           }
+         *         ]
+         *       },
+         *       "maxCredentialLifetime": 604800
+         *     }
+         */
+        LockTrust: {
+            /** @description The tenant's credential issuer: a lock accepts only credentials whose `iss` is exactly this. */
+            issuer: string;
+            /** @description The lock's own id: a credential's `aud` must be exactly this. */
+            securedObjectId: string;
+            keys: components["schemas"]["KeySet"];
+            /** @description CREDENTIAL_MAX_LIFETIME in seconds: no credential lasts longer (`exp - iat`); a lock refuses one that claims to. */
+            maxCredentialLifetime: number;
+        };
+        /**
+         * @description RFC 9457 problem details.
+         * @example {
+         *       "type": "https://access-credential-service.dev/problems/validation",
+         *       "title": "Request validation failed",
+         *       "status": 400,
+         *       "detail": "endDate: must be >= 0",
+         *       "instance": "/operatorapi/tickets",
+         *       "requestId": "5d6e7f80-91a2-4b3c-8d4e-5f6a7b8c9d0e",
+         *       "errors": [
+         *         {
+         *           "field": "endDate",
+         *           "message": "must be >= 0"
+         *         }
+         *       ],
+         *       "errorCount": 1
+         *     }
+         */
         Problem: {
             /** @description A URI identifying the kind of problem. */
             type: string;
@@ -132,6 +398,347 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /**
+         * PublicJwk
+         * @description A public key (RFC 7517): never a private member.
+         * @example {
+         *       "kty": "OKP",
+         *       "crv": "Ed25519",
+         *       "kid": "at-2026-01",
+         *       "alg": "EdDSA",
+         *       "use": "sig",
+         *       "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"
+         *     }
+         */
+        PublicJwk: {
+            /**
+             * @description `OKP` (Ed25519) or `EC` (P-256).
+             * @enum {string}
+             */
+            kty: "OKP" | "EC";
+            /** @description The key id, as in the `kid` of what it signed. */
+            kid: string;
+            /**
+             * @description The algorithm it signs with.
+             * @enum {string}
+             */
+            alg: "EdDSA" | "ES256";
+            /**
+             * @description Signatures only.
+             * @enum {string}
+             */
+            use?: "sig";
+            /** @enum {string} */
+            crv?: "Ed25519" | "P-256";
+            /** @description The public key (RFC 8037, RFC 7518 section 6.2.1.2), base64url. */
+            x?: string;
+            /** @description EC keys: the y coordinate, base64url. */
+            y?: string;
+        };
+        /**
+         * RelayedAccessLogUpload
+         * @example {
+         *       "securedObjectId": "front-door",
+         *       "appliedSerial": 17,
+         *       "lockTime": 1767254470000,
+         *       "entries": [
+         *         {
+         *           "entryNo": 41,
+         *           "lockTime": 1767254400000,
+         *           "tokenId": "0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c",
+         *           "command": "open",
+         *           "channel": "btlespp",
+         *           "result": "granted",
+         *           "reason": "valid"
+         *         },
+         *         {
+         *           "entryNo": 42,
+         *           "lockTime": 1767254460000,
+         *           "command": "open",
+         *           "channel": "btlespp",
+         *           "result": "denied",
+         *           "reason": "malformed credential"
+         *         }
+         *       ]
+         *     }
+         */
+        RelayedAccessLogUpload: {
+            /** @description The lock whose log this is: one the phone holds or has held a ticket for. */
+            securedObjectId: string;
+            /** @description The serial of the last sync answer or revocation list the lock applied (docs/contract.md 8.3, 8.4): the lock has applied every change up to it, so the revocations up to it are marked applied. Locks do not sign their logs, so the server cannot verify it; it never counts beyond the lock's own serial (its last change). */
+            appliedSerial?: number;
+            /** @description The lock's clock at the moment of this upload, Unix milliseconds: the server estimates the lock's clock offset from it (docs/contract.md 8.5). A phone relaying a log sends the time it read from the lock plus the time elapsed since, so the estimate holds for relayed logs too. */
+            lockTime?: number;
+            /** @description The lock's entries not yet acknowledged, 1 to 1000 per upload (send more in several uploads). */
+            entries: components["schemas"]["ReportedAccessLogEntry"][];
+        };
+        /**
+         * ReportedAccessLogEntry
+         * @example {
+         *       "entryNo": 41,
+         *       "lockTime": 1767254400000,
+         *       "tokenId": "0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c",
+         *       "command": "open",
+         *       "channel": "btlespp",
+         *       "result": "granted",
+         *       "reason": "valid"
+         *     }
+         */
+        ReportedAccessLogEntry: {
+            /** @description The lock's own number of the entry, from 1, rising by one per decision. Sending an entry again stores nothing (idempotent on lock and entryNo); a number never received shows as a gap. */
+            entryNo: number;
+            /** @description When the lock decided, by the lock's own clock, Unix milliseconds. */
+            lockTime: number;
+            /** @description The presented credential's `jti` (the ticket id), when it had one. */
+            tokenId?: string;
+            /** @description The command asked for, e.g. `open`. */
+            command: string;
+            /** @description The channel it came over, e.g. `btlespp`. */
+            channel: string;
+            /**
+             * @description What the lock decided: `granted` (it opened) or `denied`.
+             * @enum {string}
+             */
+            result: "granted" | "denied";
+            /** @description Why, as the lock words it, e.g. `revoked`. */
+            reason?: string;
+        };
+        /**
+         * RevocationListClaims
+         * @description The payload of a revocation list (docs/contract.md 8.3): a `DownloadedTicket`'s `revocationList`, decoded. The lock verifies it as a credential (typ, kid in its set, signature, `iss`, `aud`) and, when `serial` is above its own, adds `revoked`, takes `serial` and replaces its key set with `keys`.
+         * @example {
+         *       "iss": "https://acs.example.com/tenants/demo",
+         *       "aud": "front-door",
+         *       "serial": 17,
+         *       "iat": 1767312000,
+         *       "revoked": [
+         *         "7c6b5a49-3827-4165-9f0e-d1c2b3a49586"
+         *       ],
+         *       "keys": {
+         *         "keys": [
+         *           {
+         *             "kty": "OKP",
+         *             "crv": "Ed25519",
+         *             "kid": "tk-2026-01",
+         *             "alg": "EdDSA",
+         *             "use": "sig",
+         *             "x": "i-L6qlN8xAkZHVVbJW3osXToVyKx1-2CLNwvRcbYW-E"
+         *           }
+         *         ]
+         *       }
+         *     }
+         */
+        RevocationListClaims: {
+            /** @description The tenant's credential issuer: the lock's provisioned `issuer`. */
+            iss: string;
+            /** @description The secured object id the list is for: the lock's own id. */
+            aud: string;
+            /** @description The change-log position the list reflects (docs/contract.md 8.3): a lock applies the list only when it is above its own serial, then takes it. Sync answers carry the same positions. */
+            serial: number;
+            /** @description When it was signed, Unix seconds. */
+            iat: number;
+            /** @description The `jti` of every revoked ticket of this lock whose credential may still be valid: the lock adds them to its revoked set and never forgets one it has. */
+            revoked: string[];
+            keys: components["schemas"]["KeySet"];
+        };
+        /**
+         * RevocationListHeader
+         * @description The protected header of a revocation list.
+         * @example {
+         *       "alg": "EdDSA",
+         *       "kid": "tk-2026-01",
+         *       "typ": "revocation-list+jwt"
+         *     }
+         */
+        RevocationListHeader: {
+            /**
+             * @description The tenant's ticket key's algorithm; a lock refuses one that does not match the key `kid` names.
+             * @enum {string}
+             */
+            alg: "EdDSA" | "ES256";
+            /** @description The signing key: one of the tenant's ticket keys. */
+            kid: string;
+            /**
+             * @description Exactly `revocation-list+jwt`: never mistaken for a credential.
+             * @enum {string}
+             */
+            typ: "revocation-list+jwt";
+        };
+        /**
+         * Schedule
+         * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
+         * @example {
+         *       "weekly": [
+         *         {
+         *           "days": [
+         *             "MO",
+         *             "TU",
+         *             "WE",
+         *             "TH",
+         *             "FR"
+         *           ],
+         *           "from": "07:00",
+         *           "to": "19:00"
+         *         }
+         *       ],
+         *       "except": [
+         *         "2026-12-24"
+         *       ]
+         *     }
+         */
+        Schedule: {
+            /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
+            weekly: components["schemas"]["ScheduleWindow"][];
+            /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
+            except?: string[];
+        };
+        /**
+         * ScheduleWindow
+         * @description A weekly window on the lock's wall clock.
+         * @example {
+         *       "days": [
+         *         "MO",
+         *         "TU",
+         *         "WE",
+         *         "TH",
+         *         "FR"
+         *       ],
+         *       "from": "07:00",
+         *       "to": "19:00"
+         *     }
+         */
+        ScheduleWindow: {
+            /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
+            days: ("MO" | "TU" | "WE" | "TH" | "FR" | "SA" | "SU")[];
+            /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
+            from: string;
+            /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
+            to: string;
+        };
+        /**
+         * SyncAnswer
+         * @example {
+         *       "tokens": [
+         *         {
+         *           "id": "0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c",
+         *           "securedObjectId": "front-door",
+         *           "mobileDeviceId": "phone-alice-1",
+         *           "beginDate": 1767225600000,
+         *           "endDate": 1798761600000,
+         *           "creationDate": 1767225600000,
+         *           "commands": [
+         *             "open"
+         *           ],
+         *           "channels": [
+         *             "btlespp"
+         *           ],
+         *           "status": "VALID"
+         *         }
+         *       ],
+         *       "revocations": [
+         *         {
+         *           "tokenId": "7c6b5a49-3827-4165-9f0e-d1c2b3a49586",
+         *           "revocationDate": 1767312000000
+         *         }
+         *       ],
+         *       "cursor": "c3luYzoxNw",
+         *       "serial": 17,
+         *       "keys": {
+         *         "keys": [
+         *           {
+         *             "kty": "OKP",
+         *             "crv": "Ed25519",
+         *             "kid": "tk-2026-01",
+         *             "alg": "EdDSA",
+         *             "use": "sig",
+         *             "x": "i-L6qlN8xAkZHVVbJW3osXToVyKx1-2CLNwvRcbYW-E"
+         *           }
+         *         ]
+         *       }
+         *     }
+         */
+        SyncAnswer: {
+            /** @description Tickets for this lock created (and still valid) since the cursor. */
+            tokens: components["schemas"]["Ticket"][];
+            /** @description Tickets for this lock revoked since the cursor that have not expired yet. */
+            revocations: components["schemas"]["SyncRevocation"][];
+            /** @description Send it back as `cursor` to get only later changes; unchanged when nothing changed. */
+            cursor: string;
+            /** @description The change-log position the lock has reached once it applied this answer: a revocation list (docs/contract.md 8.3) with a serial at or below it holds nothing new for the lock. */
+            serial: number;
+            /** @description On a full sync and after the tenant's key set changed (docs/contract.md 8.1): the lock replaces its keys with these. */
+            keys?: {
+                keys: components["schemas"]["PublicJwk"][];
+            };
+            /**
+             * @description The lock was deleted: this client syncs the revocations the deletion caused and nothing else (docs/contract.md 4.1).
+             * @enum {boolean}
+             */
+            decommissioned?: true;
+        };
+        /**
+         * SyncRevocation
+         * @example {
+         *       "tokenId": "7c6b5a49-3827-4165-9f0e-d1c2b3a49586",
+         *       "revocationDate": 1767312000000
+         *     }
+         */
+        SyncRevocation: {
+            /** @description The revoked ticket. */
+            tokenId: string;
+            /** @description When it was revoked, Unix milliseconds. */
+            revocationDate: number;
+        };
+        /**
+         * Ticket
+         * @example {
+         *       "id": "0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c",
+         *       "securedObjectId": "front-door",
+         *       "mobileDeviceId": "phone-alice-1",
+         *       "beginDate": 1767225600000,
+         *       "endDate": 1798761600000,
+         *       "creationDate": 1767225600000,
+         *       "commands": [
+         *         "open"
+         *       ],
+         *       "channels": [
+         *         "btlespp"
+         *       ],
+         *       "status": "VALID"
+         *     }
+         */
+        Ticket: {
+            /** @description The ticket id. */
+            id: string;
+            securedObjectId: string;
+            mobileDeviceId: string;
+            /** @description Start of validity, Unix milliseconds. */
+            beginDate: number;
+            /** @description End of validity (exclusive), Unix milliseconds. */
+            endDate: number;
+            /** @description Creation time, Unix milliseconds. */
+            creationDate: number;
+            /** @description Permitted commands. */
+            commands: components["schemas"]["Command"][];
+            /** @description Channels the ticket may be used over. */
+            channels: components["schemas"]["Channel"][];
+            status: components["schemas"]["TicketStatus"];
+            /** @description When it was revoked; absent while not revoked. */
+            revocationDate?: number;
+            /** @description When the device first downloaded it; absent before. */
+            downloadDate?: number;
+            /** @description The Access API permission that made it, if any. */
+            accessPermissionId?: string;
+            schedule?: components["schemas"]["Schedule"];
+            /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
+            revocationAppliedTime?: number;
+        };
+        /**
+         * TicketStatus
+         * @description `VALID`, `REVOKED` (revocationDate set) or `EXPIRED` (endDate passed, not revoked).
+         * @example VALID
+         */
+        TicketStatus: "VALID" | "REVOKED" | "EXPIRED";
     };
     responses: never;
     parameters: never;
@@ -168,70 +775,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The ticket id. */
-                        id: string;
-                        securedObjectId: string;
-                        mobileDeviceId: string;
-                        /** @description Start of validity, Unix milliseconds. */
-                        beginDate: number;
-                        /** @description End of validity (exclusive), Unix milliseconds. */
-                        endDate: number;
-                        /** @description Creation time, Unix milliseconds. */
-                        creationDate: number;
-                        commands: string[];
-                        channels: string[];
-                        /** @description `VALID`, `REVOKED` (revocationDate set) or `EXPIRED` (endDate passed, not revoked). */
-                        status: "VALID" | "REVOKED" | "EXPIRED";
-                        /** @description When it was revoked; absent while not revoked. */
-                        revocationDate?: number;
-                        /** @description When the device first downloaded it; absent before. */
-                        downloadDate?: number;
-                        /** @description The Access API permission that made it, if any. */
-                        accessPermissionId?: string;
-                        /**
-                         * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
-                         * @example {
-                         *       "weekly": [
-                         *         {
-                         *           "days": [
-                         *             "MO",
-                         *             "TU",
-                         *             "WE",
-                         *             "TH",
-                         *             "FR"
-                         *           ],
-                         *           "from": "07:00",
-                         *           "to": "19:00"
-                         *         }
-                         *       ],
-                         *       "except": [
-                         *         "2026-12-24"
-                         *       ]
-                         *     }
-                         */
-                        schedule?: {
-                            /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
-                            weekly: {
-                                /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
-                                days: string[];
-                                /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
-                                from: string;
-                                /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
-                                to: string;
-                            }[];
-                            /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
-                            except?: string[];
-                        };
-                        /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
-                        revocationAppliedTime?: number;
-                        /** @description Compact JWS the lock checks offline (docs/contract.md 6.3): header {alg, kid, typ: "ticket+jwt"}, payload {iss, jti, sub, aud, nbf, exp, beginDate, endDate, cmd, chn, iat}, signed with the tenant's key (GET /tenants/{tenant}/jwks.json). Valid at most CREDENTIAL_MAX_LIFETIME; download again to renew (docs/contract.md 8.2). Absent while the ticket begins beyond that horizon. */
-                        credential?: string;
-                        /** @description On the first ticket of each lock in the page: the signed revocation list of that lock, for the phone to hand to it (docs/contract.md 8.3; the page is a JSON array, docs/contract.md 7.3, so the lists travel on the tickets). A compact JWS, header {alg, kid, typ: "revocation-list+jwt"}, payload {iss, aud, serial, iat, revoked: [ticket ids], keys}. A lock applies it when its serial is above its own, so a lock that is never online learns revocations and key changes from any visiting phone. */
-                        revocationList?: string;
-                        /** @description Set when `credential` is absent: from when a download carries it, Unix milliseconds (docs/contract.md 8.2). */
-                        credentialAvailableFrom?: number;
-                    }[];
+                    "application/json": components["schemas"]["DownloadedTicket"][];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -373,95 +917,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description Tickets for this lock created (and still valid) since the cursor. */
-                        tokens: {
-                            /** @description The ticket id. */
-                            id: string;
-                            securedObjectId: string;
-                            mobileDeviceId: string;
-                            /** @description Start of validity, Unix milliseconds. */
-                            beginDate: number;
-                            /** @description End of validity (exclusive), Unix milliseconds. */
-                            endDate: number;
-                            /** @description Creation time, Unix milliseconds. */
-                            creationDate: number;
-                            commands: string[];
-                            channels: string[];
-                            /** @description `VALID`, `REVOKED` (revocationDate set) or `EXPIRED` (endDate passed, not revoked). */
-                            status: "VALID" | "REVOKED" | "EXPIRED";
-                            /** @description When it was revoked; absent while not revoked. */
-                            revocationDate?: number;
-                            /** @description When the device first downloaded it; absent before. */
-                            downloadDate?: number;
-                            /** @description The Access API permission that made it, if any. */
-                            accessPermissionId?: string;
-                            /**
-                             * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
-                             * @example {
-                             *       "weekly": [
-                             *         {
-                             *           "days": [
-                             *             "MO",
-                             *             "TU",
-                             *             "WE",
-                             *             "TH",
-                             *             "FR"
-                             *           ],
-                             *           "from": "07:00",
-                             *           "to": "19:00"
-                             *         }
-                             *       ],
-                             *       "except": [
-                             *         "2026-12-24"
-                             *       ]
-                             *     }
-                             */
-                            schedule?: {
-                                /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
-                                weekly: {
-                                    /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
-                                    days: string[];
-                                    /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
-                                    from: string;
-                                    /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
-                                    to: string;
-                                }[];
-                                /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
-                                except?: string[];
-                            };
-                            /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
-                            revocationAppliedTime?: number;
-                        }[];
-                        /** @description Tickets for this lock revoked since the cursor that have not expired yet. */
-                        revocations: {
-                            /** @description The revoked ticket. */
-                            tokenId: string;
-                            /** @description When it was revoked, Unix milliseconds. */
-                            revocationDate: number;
-                        }[];
-                        /** @description Send it back as `cursor` to get only later changes; unchanged when nothing changed. */
-                        cursor: string;
-                        /** @description The change-log position the lock has reached once it applied this answer: a revocation list (docs/contract.md 8.3) with a serial at or below it holds nothing new for the lock. */
-                        serial: number;
-                        /** @description On a full sync and after the tenant's key set changed (docs/contract.md 8.1): the lock replaces its keys with these. */
-                        keys?: {
-                            keys: {
-                                kty: string;
-                                kid: string;
-                                alg: string;
-                                use?: string;
-                                crv?: string;
-                                x?: string;
-                                y?: string;
-                            }[];
-                        };
-                        /**
-                         * @description The lock was deleted: this client syncs the revocations the deletion caused and nothing else (docs/contract.md 4.1).
-                         * @enum {boolean}
-                         */
-                        decommissioned?: true;
-                    };
+                    "application/json": components["schemas"]["SyncAnswer"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -596,26 +1052,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The tenant's credential issuer: a lock accepts only credentials whose `iss` is exactly this. */
-                        issuer: string;
-                        /** @description The lock's own id: a credential's `aud` must be exactly this. */
-                        securedObjectId: string;
-                        /** @description The tenant's published ticket keys (docs/contract.md 8.1): announced, signing, and retired ones still needed. */
-                        keys: {
-                            keys: {
-                                kty: string;
-                                kid: string;
-                                alg: string;
-                                use?: string;
-                                crv?: string;
-                                x?: string;
-                                y?: string;
-                            }[];
-                        };
-                        /** @description CREDENTIAL_MAX_LIFETIME in seconds: no credential lasts longer (`exp - iat`); a lock refuses one that claims to. */
-                        maxCredentialLifetime: number;
-                    };
+                    "application/json": components["schemas"]["LockTrust"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -744,57 +1181,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "appliedSerial": 17,
-                 *       "lockTime": 1767254470000,
-                 *       "entries": [
-                 *         {
-                 *           "entryNo": 41,
-                 *           "lockTime": 1767254400000,
-                 *           "tokenId": "0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c",
-                 *           "command": "open",
-                 *           "channel": "btlespp",
-                 *           "result": "granted",
-                 *           "reason": "valid"
-                 *         },
-                 *         {
-                 *           "entryNo": 42,
-                 *           "lockTime": 1767254460000,
-                 *           "command": "open",
-                 *           "channel": "btlespp",
-                 *           "result": "denied",
-                 *           "reason": "malformed credential"
-                 *         }
-                 *       ]
-                 *     }
-                 */
-                "application/json": {
-                    /** @description The serial of the last sync answer or revocation list the lock applied (docs/contract.md 8.3, 8.4): the lock has applied every change up to it, so the revocations up to it are marked applied. Locks do not sign their logs, so the server cannot verify it; it never counts beyond the lock's own serial (its last change). */
-                    appliedSerial?: number;
-                    /** @description The lock's clock at the moment of this upload, Unix milliseconds: the server estimates the lock's clock offset from it (docs/contract.md 8.5). A phone relaying a log sends the time it read from the lock plus the time elapsed since, so the estimate holds for relayed logs too. */
-                    lockTime?: number;
-                    /** @description The lock's entries not yet acknowledged, 1 to 1000 per upload (send more in several uploads). */
-                    entries: {
-                        /** @description The lock's own number of the entry, from 1, rising by one per decision. Sending an entry again stores nothing (idempotent on lock and entryNo); a number never received shows as a gap. */
-                        entryNo: number;
-                        /** @description When the lock decided, by the lock's own clock, Unix milliseconds. */
-                        lockTime: number;
-                        /** @description The presented credential's `jti` (the ticket id), when it had one. */
-                        tokenId?: string;
-                        /** @description The command asked for, e.g. `open`. */
-                        command: string;
-                        /** @description The channel it came over, e.g. `btlespp`. */
-                        channel: string;
-                        /**
-                         * @description What the lock decided: `granted` (it opened) or `denied`.
-                         * @enum {string}
-                         */
-                        result: "granted" | "denied";
-                        /** @description Why, as the lock words it, e.g. `revoked`. */
-                        reason?: string;
-                    }[];
-                };
+                "application/json": components["schemas"]["LockAccessLogUpload"];
             };
         };
         responses: {
@@ -804,14 +1191,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description Entries stored by this upload. */
-                        accepted: number;
-                        /** @description Entries already stored (or repeated within this upload): stored once. */
-                        duplicates: number;
-                        /** @description Ranges `[fromEntryNo, toEntryNo]` (inclusive) of entry numbers missing between the highest entry received before this upload and the highest of this upload: entries the lock dropped or has not sent yet. A later upload of them fills them. */
-                        gaps: number[][];
-                    };
+                    "application/json": components["schemas"]["AccessLogUploadResult"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -958,60 +1338,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "securedObjectId": "front-door",
-                 *       "appliedSerial": 17,
-                 *       "lockTime": 1767254470000,
-                 *       "entries": [
-                 *         {
-                 *           "entryNo": 41,
-                 *           "lockTime": 1767254400000,
-                 *           "tokenId": "0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c",
-                 *           "command": "open",
-                 *           "channel": "btlespp",
-                 *           "result": "granted",
-                 *           "reason": "valid"
-                 *         },
-                 *         {
-                 *           "entryNo": 42,
-                 *           "lockTime": 1767254460000,
-                 *           "command": "open",
-                 *           "channel": "btlespp",
-                 *           "result": "denied",
-                 *           "reason": "malformed credential"
-                 *         }
-                 *       ]
-                 *     }
-                 */
-                "application/json": {
-                    /** @description The lock whose log this is: one the phone holds or has held a ticket for. */
-                    securedObjectId: string;
-                    /** @description The serial of the last sync answer or revocation list the lock applied (docs/contract.md 8.3, 8.4): the lock has applied every change up to it, so the revocations up to it are marked applied. Locks do not sign their logs, so the server cannot verify it; it never counts beyond the lock's own serial (its last change). */
-                    appliedSerial?: number;
-                    /** @description The lock's clock at the moment of this upload, Unix milliseconds: the server estimates the lock's clock offset from it (docs/contract.md 8.5). A phone relaying a log sends the time it read from the lock plus the time elapsed since, so the estimate holds for relayed logs too. */
-                    lockTime?: number;
-                    /** @description The lock's entries not yet acknowledged, 1 to 1000 per upload (send more in several uploads). */
-                    entries: {
-                        /** @description The lock's own number of the entry, from 1, rising by one per decision. Sending an entry again stores nothing (idempotent on lock and entryNo); a number never received shows as a gap. */
-                        entryNo: number;
-                        /** @description When the lock decided, by the lock's own clock, Unix milliseconds. */
-                        lockTime: number;
-                        /** @description The presented credential's `jti` (the ticket id), when it had one. */
-                        tokenId?: string;
-                        /** @description The command asked for, e.g. `open`. */
-                        command: string;
-                        /** @description The channel it came over, e.g. `btlespp`. */
-                        channel: string;
-                        /**
-                         * @description What the lock decided: `granted` (it opened) or `denied`.
-                         * @enum {string}
-                         */
-                        result: "granted" | "denied";
-                        /** @description Why, as the lock words it, e.g. `revoked`. */
-                        reason?: string;
-                    }[];
-                };
+                "application/json": components["schemas"]["RelayedAccessLogUpload"];
             };
         };
         responses: {
@@ -1021,14 +1348,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description Entries stored by this upload. */
-                        accepted: number;
-                        /** @description Entries already stored (or repeated within this upload): stored once. */
-                        duplicates: number;
-                        /** @description Ranges `[fromEntryNo, toEntryNo]` (inclusive) of entry numbers missing between the highest entry received before this upload and the highest of this upload: entries the lock dropped or has not sent yet. A later upload of them fills them. */
-                        gaps: number[][];
-                    };
+                    "application/json": components["schemas"]["AccessLogUploadResult"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */

@@ -620,7 +620,453 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /** @description RFC 9457 problem details. */
+        /**
+         * AccessCheck
+         * @example {
+         *       "decision": "allow",
+         *       "reasons": [
+         *         {
+         *           "code": "valid",
+         *           "message": "The credential opens the lock."
+         *         }
+         *       ],
+         *       "tokens": [
+         *         {
+         *           "id": "0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c",
+         *           "status": "VALID",
+         *           "decision": "allow",
+         *           "reasons": [
+         *             {
+         *               "code": "valid",
+         *               "message": "The credential opens the lock."
+         *             }
+         *           ]
+         *         }
+         *       ],
+         *       "truncated": false,
+         *       "at": 1767254400000,
+         *       "lockTime": 1767254398800,
+         *       "command": "open",
+         *       "channel": "btlespp"
+         *     }
+         */
+        AccessCheck: {
+            /** @description `allow` when any ticket's credential opens the lock; `deny` otherwise. */
+            decision: "allow" | "deny";
+            /** @description Why, each code once: with `allow`, the reasons of the tickets that open (e.g. `revocation-not-applied`); with `deny`, those of every ticket, or `no-token`. */
+            reasons: components["schemas"]["AccessCheckReason"][];
+            /** @description The tickets of the phone for the lock, whatever their status, at most 50: first those whose credential may open the lock for the command and channel at the lock's time, then the others, each newest first. */
+            tokens: components["schemas"]["AccessCheckTicket"][];
+            /** @description The phone has more than 50 tickets for the lock; only 50 were judged, those that may open first, so the decision is the lock's unless more than that many may open. */
+            truncated: boolean;
+            /** @description The instant asked about, Unix milliseconds, server time. */
+            at: number;
+            /** @description The same instant on the lock's clock (`at` plus its estimated offset): what the lock judges with. */
+            lockTime: number;
+            /**
+             * @description The command asked about.
+             * @enum {string}
+             */
+            command: "tokn" | "open" | "clos";
+            /** @description The channel asked about. */
+            channel: string;
+        };
+        /**
+         * AccessCheckReason
+         * @example {
+         *       "code": "valid",
+         *       "message": "The credential opens the lock."
+         *     }
+         */
+        AccessCheckReason: {
+            /** @description Stable reason code. `valid`: the credential opens the lock. `no-token`: the phone has no ticket for the lock. `not-downloaded`: the phone holds no credential for the ticket (its other reasons, prefixed "Once downloaded", say what a downloaded one would meet). `key-not-published`: the credential's signing key was withdrawn (an emergency rotation); the phone must download again; with `allow`, the lock has not applied the key-set change yet and may still accept it. `revoked`: revoked, and the lock applied it. `revocation-not-applied`: revoked, but the lock has not applied it yet, so the door may still open (the ticket's decision is then `allow`). `expired`; `credential-expired`: the ticket still runs but the phone's credential ran out (it renews on the next download); `not-yet-valid`; `outside-schedule` (with `nextWindowStart`); `command-not-granted`; `channel-not-granted`; `channel-not-supported`: the lock does not have that channel; `clock-drift`: the lock's clock is off by more than 30 s (it judges at `lockTime`). The rest name credentials a lock cannot read or trust: `malformed-credential`, `wrong-issuer`, `wrong-lock`, `lifetime-exceeds-maximum`, and a lock state the server never has: `invalid-time`, `lock-not-provisioned`, `lock-decommissioned`. */
+            code: "valid" | "no-token" | "not-downloaded" | "key-not-published" | "revoked" | "revocation-not-applied" | "expired" | "credential-expired" | "not-yet-valid" | "outside-schedule" | "command-not-granted" | "channel-not-granted" | "channel-not-supported" | "clock-drift" | "invalid-time" | "lock-not-provisioned" | "lock-decommissioned" | "malformed-credential" | "wrong-issuer" | "wrong-lock" | "lifetime-exceeds-maximum";
+            /** @description What happened and what to do about it, for people. */
+            message: string;
+            /** @description `outside-schedule`: when the credential's next schedule window opens, Unix milliseconds of the lock's clock. */
+            nextWindowStart?: number;
+            /** @description `not-downloaded`: from when a download hands the credential out, Unix milliseconds (docs/contract.md 8.2). */
+            credentialAvailableFrom?: number;
+        };
+        /**
+         * AccessCheckTicket
+         * @example {
+         *       "id": "0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c",
+         *       "status": "VALID",
+         *       "decision": "allow",
+         *       "reasons": [
+         *         {
+         *           "code": "valid",
+         *           "message": "The credential opens the lock."
+         *         }
+         *       ]
+         *     }
+         */
+        AccessCheckTicket: {
+            /** @description The ticket id. */
+            id: string;
+            status: components["schemas"]["TicketStatus"];
+            /** @description The decision the lock takes for this ticket with what it has. */
+            decision: "allow" | "deny";
+            /** @description Why, the lock's own reason first. */
+            reasons: components["schemas"]["AccessCheckReason"][];
+        };
+        /**
+         * AccessLogEntry
+         * @example {
+         *       "securedObjectId": "front-door",
+         *       "entryNo": 41,
+         *       "lockTime": 1767254400000,
+         *       "tokenId": "0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c",
+         *       "mobileDeviceId": "phone-alice-1",
+         *       "command": "open",
+         *       "channel": "btlespp",
+         *       "result": "granted",
+         *       "reason": "valid",
+         *       "receivedTime": 1767254471200,
+         *       "via": "lock",
+         *       "clockOffset": -1200
+         *     }
+         */
+        AccessLogEntry: {
+            /** @description The lock that decided. */
+            securedObjectId: string;
+            /** @description The lock's number of the entry. */
+            entryNo: number;
+            /** @description When, by the lock's clock, Unix milliseconds (see `clockOffset`). */
+            lockTime: number;
+            /** @description The presented credential's `jti`, when it had one. */
+            tokenId?: string;
+            /** @description The phone of the ticket `tokenId` names, when that is a ticket of this tenant for this lock. */
+            mobileDeviceId?: string;
+            command: string;
+            channel: string;
+            /**
+             * @description What the lock decided: `granted` (it opened) or `denied`.
+             * @enum {string}
+             */
+            result: "granted" | "denied";
+            /** @description Why, as the lock worded it. */
+            reason?: string;
+            /** @description When the server received the entry, Unix milliseconds. */
+            receivedTime: number;
+            /** @description `lock` (uploaded by the lock's client) or the id of the phone that relayed it. */
+            via: string;
+            /** @description The lock's clock minus the server's (ms) as estimated at the entry's upload (or the lock's last estimate): `lockTime - clockOffset` is the server's time of the decision. Absent while never estimated. */
+            clockOffset?: number;
+        };
+        /**
+         * AuditEvent
+         * @example {
+         *       "id": "42",
+         *       "time": 1767225600000,
+         *       "actor": "client:3f2a9c4e-1b7d-4e8f-9a0b-1c2d3e4f5a6b",
+         *       "action": "ticket.created",
+         *       "target": "ticket:0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c",
+         *       "requestId": "5d6e7f80-91a2-4b3c-8d4e-5f6a7b8c9d0e"
+         *     }
+         */
+        AuditEvent: {
+            /** @description The event's number in its tenant's own sequence: 1, 2, 3, ... in append order, without gaps. */
+            id: string;
+            /** @description When, Unix milliseconds. */
+            time: number;
+            /** @description `client:<id>`, `user:<id>` or `cli`. */
+            actor: string;
+            /**
+             * @description What happened: the event's `type` (docs/contract.md 10), e.g. `ticket.created`.
+             * @enum {string}
+             */
+            action: "ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "mobile_device.created" | "mobile_device.deleted" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled";
+            /** @description What it happened to, e.g. `ticket:<id>`; for the tickets a grant, membership change or removal made or revoked (in chunks of up to 1,000), the change itself, e.g. `access_permission:<id>`. */
+            target: string;
+            /** @description The id the server gave the request that made the change (its `X-Request-Id` answer). */
+            requestId?: string;
+        };
+        /**
+         * Channel
+         * @description A channel: `btlespp` (Bluetooth LE); `nfccard` (removed on 01.02.2018) only where an operator revived it.
+         * @example btlespp
+         * @enum {string}
+         */
+        Channel: "btlespp" | "nfccard";
+        /**
+         * Client
+         * @example {
+         *       "clientId": "3f2a9c4e-1b7d-4e8f-9a0b-1c2d3e4f5a6b",
+         *       "name": "Front desk backend",
+         *       "scopes": [
+         *         "tokens:create",
+         *         "tokens:read",
+         *         "devices:read"
+         *       ],
+         *       "creationDate": 1767225600000
+         *     }
+         */
+        Client: {
+            /** @description The client id (the Basic user name at the token endpoint). */
+            clientId: string;
+            name: string;
+            /** @description The scopes the client may request. */
+            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
+            /** @description The mobile device the client is bound to. */
+            mobileDeviceId?: string;
+            /** @description The secured object the client is bound to. */
+            securedObjectId?: string;
+            /** @description Creation time, Unix milliseconds. */
+            creationDate: number;
+            /**
+             * @description Present (true) when the secured object the client is bound to was deleted: the client may then only sync (docs/contract.md 4.1). Absent otherwise.
+             * @enum {boolean}
+             */
+            decommissioned?: true;
+        };
+        /**
+         * ClientWithSecret
+         * @example {
+         *       "clientId": "3f2a9c4e-1b7d-4e8f-9a0b-1c2d3e4f5a6b",
+         *       "name": "Front desk backend",
+         *       "scopes": [
+         *         "tokens:create",
+         *         "tokens:read",
+         *         "devices:read"
+         *       ],
+         *       "creationDate": 1767225600000,
+         *       "clientSecret": "Vq3k8Zx1Rt6Yw0Pm4Ns7Lb2Hc9Jd5Fg"
+         *     }
+         */
+        ClientWithSecret: {
+            /** @description The client id (the Basic user name at the token endpoint). */
+            clientId: string;
+            name: string;
+            /** @description The scopes the client may request. */
+            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
+            /** @description The mobile device the client is bound to. */
+            mobileDeviceId?: string;
+            /** @description The secured object the client is bound to. */
+            securedObjectId?: string;
+            /** @description Creation time, Unix milliseconds. */
+            creationDate: number;
+            /**
+             * @description Present (true) when the secured object the client is bound to was deleted: the client may then only sync (docs/contract.md 4.1). Absent otherwise.
+             * @enum {boolean}
+             */
+            decommissioned?: true;
+            /** @description The secret: shown in this answer only. Store it safely. */
+            clientSecret: string;
+        };
+        /**
+         * Command
+         * @description A command: `tokn`, `open` or `clos` (docs/seed.md 2.2).
+         * @example open
+         * @enum {string}
+         */
+        Command: "tokn" | "open" | "clos";
+        /**
+         * Event
+         * @example {
+         *       "id": "1f2e3d4c-5b6a-4978-8e9f-0a1b2c3d4e5f",
+         *       "type": "ticket.created",
+         *       "sequence": 42,
+         *       "time": 1767225600000,
+         *       "data": {
+         *         "ticketIds": [
+         *           "0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c"
+         *         ]
+         *       },
+         *       "requestId": "5d6e7f80-91a2-4b3c-8d4e-5f6a7b8c9d0e"
+         *     }
+         */
+        Event: {
+            /**
+             * Format: uuid
+             * @description The event's id: the `webhook-id` it is delivered under, the same on every retry and replay.
+             */
+            id: string;
+            /**
+             * @description What happened, e.g. `ticket.created` (docs/contract.md 10). The same as the audit view's `action`: the audit view is a projection of this log.
+             * @enum {string}
+             */
+            type: "ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "mobile_device.created" | "mobile_device.deleted" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled";
+            /** @description The event's number in its tenant's sequence: 1, 2, 3, ... in commit order, without gaps (the audit view's `id`). */
+            sequence: number;
+            /** @description When, Unix milliseconds. */
+            time: number;
+            /** @description The ids the change touched, e.g. `{ticketIds, accessPermissionId}` for `ticket.created` by a grant, or `{residentId, mobileDeviceId}` for `resident.device_added`. A change that makes or revokes many tickets writes one event per 1,000 of them, each with its `ticketIds`. */
+            data: {
+                [key: string]: unknown;
+            };
+            /** @description The id the server gave the request that made the change (its `X-Request-Id` answer). */
+            requestId?: string;
+        };
+        /**
+         * MobileDevice
+         * @example {
+         *       "id": "phone-alice-1",
+         *       "name": "Alice's phone",
+         *       "creationTime": 1767225600000
+         *     }
+         */
+        MobileDevice: {
+            /** @description The mobile device id. */
+            id: string;
+            name?: string;
+            /** @description Creation time, Unix milliseconds. */
+            creationTime: number;
+        };
+        /**
+         * NewClient
+         * @example {
+         *       "name": "Front desk backend",
+         *       "scopes": [
+         *         "tokens:create",
+         *         "tokens:read",
+         *         "devices:read"
+         *       ]
+         *     }
+         */
+        NewClient: {
+            /** @description A name for people. */
+            name: string;
+            /** @description The scopes the client may request. */
+            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
+            /** @description Binds the client to this mobile device (Device API). */
+            mobileDeviceId?: string;
+            /** @description Binds the client to this secured object (Device API). */
+            securedObjectId?: string;
+        };
+        /**
+         * NewMobileDevice
+         * @example {
+         *       "id": "phone-alice-1",
+         *       "name": "Alice's phone"
+         *     }
+         */
+        NewMobileDevice: {
+            /** @description Your id for the device; the server makes one when absent. */
+            id?: string;
+            /** @description A name for people. */
+            name?: string;
+        };
+        /**
+         * NewSecuredObject
+         * @example {
+         *       "id": "front-door",
+         *       "channels": [
+         *         "btlespp"
+         *       ],
+         *       "localName": "LOCK-0042",
+         *       "uuid": "7d8a0c1e-4b7f-4d5e-9a41-3c2b1f0e9d8c"
+         *     }
+         */
+        NewSecuredObject: {
+            /** @description Your id for the lock; the server makes one when absent. */
+            id?: string;
+            /** @description Channels the lock supports: `btlespp` (Bluetooth LE). `nfccard` was removed on 01.02.2018. */
+            channels: ("btlespp" | "nfccard")[];
+            /** @description The Bluetooth LE local name (no `/`, no white space). */
+            localName: string;
+            /** @description The Bluetooth LE service UUID. */
+            uuid: string;
+            /**
+             * @description The lock's time zone, an IANA name such as `Europe/Berlin` (default `UTC`). An unknown zone is a 422.
+             * @example Europe/Berlin
+             */
+            timeZone?: string;
+        };
+        /**
+         * NewTicket
+         * @example {
+         *       "securedObjectId": "front-door",
+         *       "mobileDeviceId": "phone-alice-1",
+         *       "beginDate": 1767225600000,
+         *       "endDate": 1798761600000,
+         *       "commands": [
+         *         "open"
+         *       ],
+         *       "channels": [
+         *         "btlespp"
+         *       ]
+         *     }
+         */
+        NewTicket: {
+            /** @description The lock the ticket opens. */
+            securedObjectId: string;
+            /** @description The device the ticket is issued to. */
+            mobileDeviceId: string;
+            /** @description Start of validity, Unix milliseconds (0: since 1970). */
+            beginDate: number;
+            /** @description End of validity (exclusive), Unix milliseconds; must be in the future. */
+            endDate: number;
+            /** @description Permitted commands: `tokn`, `open`, `clos`. */
+            commands: ("tokn" | "open" | "clos")[];
+            /** @description Channels the ticket may be used over; each must be supported by the lock. */
+            channels: ("btlespp" | "nfccard")[];
+            schedule?: components["schemas"]["Schedule"];
+        };
+        /**
+         * NewTicketKeyRotation
+         * @example {
+         *       "emergency": false
+         *     }
+         */
+        NewTicketKeyRotation: {
+            /**
+             * @description A leaked key: the new key signs at once and every other key is withdrawn from the key set at once. Locks that are never online keep the old keys until an installer visits them. Default false: the new key is announced and signs one CREDENTIAL_MAX_LIFETIME from now.
+             * @default false
+             */
+            emergency: boolean;
+        };
+        /**
+         * NewUser
+         * @example {
+         *       "username": "alice",
+         *       "password": "correct horse battery"
+         *     }
+         */
+        NewUser: {
+            /** @description Unique in the tenant; no `@`, no white space. */
+            username: string;
+            /** @description At least 8 characters and at most 72 bytes (bcrypt reads no more). */
+            password: string;
+        };
+        /**
+         * NewWebhook
+         * @example {
+         *       "url": "https://example.com/webhooks/access",
+         *       "eventTypes": [
+         *         "ticket.created",
+         *         "ticket.revoked"
+         *       ],
+         *       "description": "Front desk"
+         *     }
+         */
+        NewWebhook: {
+            /** @description Where deliveries are POSTed: an `https` URL without credentials or fragment that does not resolve to a loopback, private, link-local or cloud-metadata address (`http` and loopback or private addresses only with `WEBHOOK_ALLOW_INSECURE=true`). Checked here and again at every delivery; a refused URL is a 422 naming the reason. */
+            url: string;
+            /** @description The event types to receive: at least one, each once. There is no wildcard; subscribe to a new type explicitly when the receiver handles it. */
+            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "mobile_device.created" | "mobile_device.deleted" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled")[];
+            /** @description A note for people. */
+            description?: string;
+        };
+        /**
+         * @description RFC 9457 problem details.
+         * @example {
+         *       "type": "https://access-credential-service.dev/problems/validation",
+         *       "title": "Request validation failed",
+         *       "status": 400,
+         *       "detail": "endDate: must be >= 0",
+         *       "instance": "/operatorapi/tickets",
+         *       "requestId": "5d6e7f80-91a2-4b3c-8d4e-5f6a7b8c9d0e",
+         *       "errors": [
+         *         {
+         *           "field": "endDate",
+         *           "message": "must be >= 0"
+         *         }
+         *       ],
+         *       "errorCount": 1
+         *     }
+         */
         Problem: {
             /** @description A URI identifying the kind of problem. */
             type: string;
@@ -645,6 +1091,501 @@ export interface components {
             errorCount?: number;
         } & {
             [key: string]: unknown;
+        };
+        /**
+         * Replay
+         * @example {
+         *       "since": 0
+         *     }
+         */
+        Replay: {
+            /** @description The events to deliver again, by id. Every one must be an event of the tenant of a type the subscription receives; otherwise the answer is 422 naming the others, and nothing is replayed. */
+            eventIds?: string[];
+            /** @description Deliver again every event of the subscription's types from this time on (Unix milliseconds), up to the last one already dispatched to it (later ones reach it anyway). Earlier events than the subscription are included. */
+            since?: number;
+        };
+        /**
+         * ReplayResult
+         * @example {
+         *       "replayed": 12
+         *     }
+         */
+        ReplayResult: {
+            /** @description How many deliveries were made due now. */
+            replayed: number;
+        };
+        /**
+         * Schedule
+         * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
+         * @example {
+         *       "weekly": [
+         *         {
+         *           "days": [
+         *             "MO",
+         *             "TU",
+         *             "WE",
+         *             "TH",
+         *             "FR"
+         *           ],
+         *           "from": "07:00",
+         *           "to": "19:00"
+         *         }
+         *       ],
+         *       "except": [
+         *         "2026-12-24"
+         *       ]
+         *     }
+         */
+        Schedule: {
+            /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
+            weekly: components["schemas"]["ScheduleWindow"][];
+            /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
+            except?: string[];
+        };
+        /**
+         * ScheduleInterval
+         * @example {
+         *       "start": 1774746000000,
+         *       "end": 1774753200000,
+         *       "localStart": "2026-03-29T01:00:00",
+         *       "localEnd": "2026-03-29T04:00:00",
+         *       "startOffset": "+01:00",
+         *       "endOffset": "+02:00"
+         *     }
+         */
+        ScheduleInterval: {
+            /** @description Start, Unix milliseconds (UTC), inclusive. */
+            start: number;
+            /** @description End, Unix milliseconds (UTC), exclusive. */
+            end: number;
+            /** @description The lock's wall clock at `start`: ISO 8601 without offset, e.g. `2026-03-29T03:00:00`. */
+            localStart: string;
+            /** @description The lock's wall clock at `end` (the first instant after the interval). */
+            localEnd: string;
+            /** @description The UTC offset in force at `start`, e.g. `+02:00`. */
+            startOffset: string;
+            /** @description The UTC offset in force at `end`. */
+            endOffset: string;
+        };
+        /**
+         * SchedulePreview
+         * @example {
+         *       "intervals": [
+         *         {
+         *           "start": 1774746000000,
+         *           "end": 1774753200000,
+         *           "localStart": "2026-03-29T01:00:00",
+         *           "localEnd": "2026-03-29T04:00:00",
+         *           "startOffset": "+01:00",
+         *           "endOffset": "+02:00"
+         *         }
+         *       ]
+         *     }
+         */
+        SchedulePreview: {
+            /** @description The UTC intervals within `[from, to)` in which the schedule is open, in order, merged where they touch. */
+            intervals: components["schemas"]["ScheduleInterval"][];
+        };
+        /**
+         * SchedulePreviewRequest
+         * @example {
+         *       "timeZone": "Europe/Berlin",
+         *       "schedule": {
+         *         "weekly": [
+         *           {
+         *             "days": [
+         *               "SU"
+         *             ],
+         *             "from": "01:00",
+         *             "to": "04:00"
+         *           }
+         *         ]
+         *       },
+         *       "from": 1774137600000,
+         *       "to": 1774828800000
+         *     }
+         */
+        SchedulePreviewRequest: {
+            /**
+             * @description The lock's time zone, an IANA name such as `Europe/Berlin` (default `UTC`). An unknown zone is a 422.
+             * @example Europe/Berlin
+             */
+            timeZone: string;
+            schedule: components["schemas"]["Schedule"];
+            /** @description Start of the range, Unix milliseconds (UTC), inclusive. */
+            from: number;
+            /** @description End of the range, Unix milliseconds (UTC), exclusive: after `from`, at most 400 days after it. */
+            to: number;
+        };
+        /**
+         * ScheduleWindow
+         * @description A weekly window on the lock's wall clock.
+         * @example {
+         *       "days": [
+         *         "MO",
+         *         "TU",
+         *         "WE",
+         *         "TH",
+         *         "FR"
+         *       ],
+         *       "from": "07:00",
+         *       "to": "19:00"
+         *     }
+         */
+        ScheduleWindow: {
+            /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
+            days: ("MO" | "TU" | "WE" | "TH" | "FR" | "SA" | "SU")[];
+            /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
+            from: string;
+            /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
+            to: string;
+        };
+        /**
+         * SecuredObject
+         * @example {
+         *       "id": "front-door",
+         *       "channels": [
+         *         "btlespp"
+         *       ],
+         *       "urls": [
+         *         "btlespp://LOCK-0042/7d8a0c1e-4b7f-4d5e-9a41-3c2b1f0e9d8c"
+         *       ],
+         *       "creationTime": 1767225600000,
+         *       "timeZone": "Europe/Berlin"
+         *     }
+         */
+        SecuredObject: {
+            /** @description The secured object id. */
+            id: string;
+            /** @description Channels the lock supports. */
+            channels: components["schemas"]["Channel"][];
+            /** @description One address per channel: `btlespp://<localName>/<uuid>` (docs/seed.md 2.1). */
+            urls: string[];
+            /** @description Creation time, Unix milliseconds. */
+            creationTime: number;
+            /**
+             * @description The IANA time zone the lock's schedules are read in (docs/contract.md 9), in its canonical spelling; `UTC` unless set.
+             * @example Europe/Berlin
+             */
+            timeZone: string;
+        };
+        /**
+         * SecuredObjectChanges
+         * @example {
+         *       "timeZone": "Europe/Berlin"
+         *     }
+         */
+        SecuredObjectChanges: {
+            /**
+             * @description The lock's time zone, an IANA name such as `Europe/Berlin` (default `UTC`). An unknown zone is a 422.
+             * @example Europe/Berlin
+             */
+            timeZone?: string;
+        };
+        /**
+         * SecuredObjectDetail
+         * @example {
+         *       "id": "front-door",
+         *       "channels": [
+         *         "btlespp"
+         *       ],
+         *       "urls": [
+         *         "btlespp://LOCK-0042/7d8a0c1e-4b7f-4d5e-9a41-3c2b1f0e9d8c"
+         *       ],
+         *       "creationTime": 1767225600000,
+         *       "timeZone": "Europe/Berlin",
+         *       "lastSeenTime": 1767254470000,
+         *       "appliedThrough": 17,
+         *       "pendingRevocations": 0,
+         *       "clockOffset": -1200,
+         *       "clockDrift": false
+         *     }
+         */
+        SecuredObjectDetail: {
+            /** @description The secured object id. */
+            id: string;
+            /** @description Channels the lock supports. */
+            channels: components["schemas"]["Channel"][];
+            /** @description One address per channel: `btlespp://<localName>/<uuid>` (docs/seed.md 2.1). */
+            urls: string[];
+            /** @description Creation time, Unix milliseconds. */
+            creationTime: number;
+            /**
+             * @description The IANA time zone the lock's schedules are read in (docs/contract.md 9), in its canonical spelling; `UTC` unless set.
+             * @example Europe/Berlin
+             */
+            timeZone: string;
+            /** @description When a sync or log upload of the lock last reached the server, Unix milliseconds, to within 30 s (a lock that polls with nothing new is recorded at most every 30 s). Absent until the lock was seen. */
+            lastSeenTime?: number;
+            /** @description The change-log position (the `serial` of sync answers and revocation lists) the lock has applied everything up to: its sync cursor, or the `appliedSerial` of a log upload (docs/contract.md 8.4). Absent until the lock was seen. */
+            appliedThrough?: number;
+            /** @description Revoked tickets of this lock whose revocation it has not applied yet and whose credential may still be alive there (at its clock): how many revoked phones may still open this door. `GET /operatorapi/revocations?applied=false` lists them. */
+            pendingRevocations: number;
+            /** @description The lock's clock minus the server's, milliseconds, estimated from its last log upload (docs/contract.md 8.5). Negative: the lock runs behind and accepts credentials that long after they expired. Absent until estimated. */
+            clockOffset?: number;
+            /** @description True when the lock's clock is off by more than 30 s (`clockOffset`). */
+            clockDrift: boolean;
+        };
+        /**
+         * TestPingResult
+         * @example {
+         *       "eventId": "msg_2b3c4d5e6f7a8b9c",
+         *       "statusCode": 204,
+         *       "durationMs": 95
+         *     }
+         */
+        TestPingResult: {
+            /** @description The ping's `webhook-id`, as the attempt log shows it. */
+            eventId: string;
+            /** @description The receiver's HTTP status code, when it answered. */
+            statusCode?: number;
+            /** @description Why the ping failed, when the status alone does not say. */
+            error?: string;
+            /** @description How long the attempt took, milliseconds. */
+            durationMs: number;
+        };
+        /**
+         * Ticket
+         * @example {
+         *       "id": "0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c",
+         *       "securedObjectId": "front-door",
+         *       "mobileDeviceId": "phone-alice-1",
+         *       "beginDate": 1767225600000,
+         *       "endDate": 1798761600000,
+         *       "creationDate": 1767225600000,
+         *       "commands": [
+         *         "open"
+         *       ],
+         *       "channels": [
+         *         "btlespp"
+         *       ],
+         *       "status": "VALID"
+         *     }
+         */
+        Ticket: {
+            /** @description The ticket id. */
+            id: string;
+            securedObjectId: string;
+            mobileDeviceId: string;
+            /** @description Start of validity, Unix milliseconds. */
+            beginDate: number;
+            /** @description End of validity (exclusive), Unix milliseconds. */
+            endDate: number;
+            /** @description Creation time, Unix milliseconds. */
+            creationDate: number;
+            /** @description Permitted commands. */
+            commands: components["schemas"]["Command"][];
+            /** @description Channels the ticket may be used over. */
+            channels: components["schemas"]["Channel"][];
+            status: components["schemas"]["TicketStatus"];
+            /** @description When it was revoked; absent while not revoked. */
+            revocationDate?: number;
+            /** @description When the device first downloaded it; absent before. */
+            downloadDate?: number;
+            /** @description The Access API permission that made it, if any. */
+            accessPermissionId?: string;
+            schedule?: components["schemas"]["Schedule"];
+            /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
+            revocationAppliedTime?: number;
+        };
+        /**
+         * TicketKey
+         * @example {
+         *       "kid": "tk-2026-01",
+         *       "alg": "EdDSA",
+         *       "state": "active",
+         *       "createdTime": 1767225600000,
+         *       "activatesTime": 1767225600000
+         *     }
+         */
+        TicketKey: {
+            /** @description The key id, as in the credentials' `kid` and the tenant's key set. */
+            kid: string;
+            /**
+             * @description The signing algorithm: `EdDSA` or `ES256`.
+             * @enum {string}
+             */
+            alg: "EdDSA" | "ES256";
+            /** @description `announced`: published, signs from `activatesTime`; `active`: signs now (until `retiresTime` when a successor is announced); `retired`: signs no more, published until `publishedUntil`. Withdrawn keys (an emergency rotation) are not listed: they are no longer published. */
+            state: "announced" | "active" | "retired";
+            /** @description When it was made (and first published), Unix milliseconds. */
+            createdTime: number;
+            /** @description When it signs its first credential, Unix milliseconds. */
+            activatesTime: number;
+            /** @description Its last signature: a newer key signs from then on, Unix milliseconds. Absent while none is. */
+            retiresTime?: number;
+            /** @description When it drops out of the key set: one CREDENTIAL_MAX_LIFETIME after its last signature, Unix milliseconds. */
+            publishedUntil?: number;
+        };
+        /**
+         * TicketKeyRotation
+         * @example {
+         *       "kid": "tk-2026-02",
+         *       "activatesTime": 1767830400000,
+         *       "emergency": false,
+         *       "retired": [
+         *         "tk-2026-01"
+         *       ]
+         *     }
+         */
+        TicketKeyRotation: {
+            /** @description The new key's id. */
+            kid: string;
+            /** @description When the new key signs its first credential, Unix milliseconds. */
+            activatesTime: number;
+            /** @description Whether the other keys were withdrawn at once. */
+            emergency: boolean;
+            /** @description The keys it replaces: retired at `activatesTime` (normal rotation) or withdrawn now (emergency). */
+            retired: string[];
+        };
+        /**
+         * TicketStatus
+         * @description `VALID`, `REVOKED` (revocationDate set) or `EXPIRED` (endDate passed, not revoked).
+         * @example VALID
+         */
+        TicketStatus: "VALID" | "REVOKED" | "EXPIRED";
+        /**
+         * User
+         * @example {
+         *       "id": "8e7d6c5b-4a39-4281-9f0e-1d2c3b4a5968",
+         *       "username": "alice",
+         *       "creationDate": 1767225600000
+         *     }
+         */
+        User: {
+            /** @description The user id (the `sub` of its access tokens). */
+            id: string;
+            username: string;
+            /** @description Creation time, Unix milliseconds. */
+            creationDate: number;
+        };
+        /**
+         * Webhook
+         * @example {
+         *       "id": "b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e",
+         *       "url": "https://example.com/webhooks/access",
+         *       "eventTypes": [
+         *         "ticket.created",
+         *         "ticket.revoked"
+         *       ],
+         *       "description": "Front desk",
+         *       "enabled": true,
+         *       "createdTime": 1767225600000,
+         *       "updatedTime": 1767225600000
+         *     }
+         */
+        Webhook: {
+            /** @description The subscription id. */
+            id: string;
+            /** @description Where deliveries are POSTed. */
+            url: string;
+            /** @description The event types it receives. */
+            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "mobile_device.created" | "mobile_device.deleted" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled")[];
+            /** @description A note for people. */
+            description?: string;
+            /** @description False while paused or disabled: nothing is sent until it is enabled again. */
+            enabled: boolean;
+            /**
+             * @description Why it is disabled: `operator` (a PATCH), `gone` (the receiver answered 410), `failing` (every attempt failed for 5 days). Absent while enabled.
+             * @enum {string}
+             */
+            disabledReason?: "operator" | "gone" | "failing";
+            /** @description When it was disabled, Unix milliseconds. Absent while enabled. */
+            disabledTime?: number;
+            /** @description Creation time, Unix milliseconds. */
+            createdTime: number;
+            /** @description Last change of its settings or secret, Unix milliseconds. */
+            updatedTime: number;
+            /** @description After a rotation: until when the previous secret still signs beside the new one (a second `webhook-signature` entry), Unix milliseconds. Absent otherwise. */
+            previousSecretExpiresTime?: number;
+        };
+        /**
+         * WebhookAttempt
+         * @example {
+         *       "eventId": "1f2e3d4c-5b6a-4978-8e9f-0a1b2c3d4e5f",
+         *       "time": 1767225601200,
+         *       "statusCode": 503,
+         *       "durationMs": 180,
+         *       "nextAttemptTime": 1767225661200
+         *     }
+         */
+        WebhookAttempt: {
+            /** @description The `webhook-id` sent: the event's id (the same on every retry and replay), or a test ping's own id. */
+            eventId: string;
+            /** @description When the attempt ended, Unix milliseconds. */
+            time: number;
+            /** @description The receiver's HTTP status code, when it answered. */
+            statusCode?: number;
+            /** @description Why the attempt failed, when the status alone does not say: no answer in time, connection refused, an address the URL guard refused, a redirect (not followed). Never the receiver's answer body. */
+            error?: string;
+            /** @description How long the attempt took, milliseconds. */
+            durationMs: number;
+            /** @description When the delivery is tried again, Unix milliseconds; absent when it is not. */
+            nextAttemptTime?: number;
+        };
+        /**
+         * WebhookChanges
+         * @example {
+         *       "eventTypes": [
+         *         "ticket.created",
+         *         "ticket.revoked",
+         *         "ticket.revocation_applied"
+         *       ],
+         *       "enabled": true
+         *     }
+         */
+        WebhookChanges: {
+            /** @description Where deliveries are POSTed: an `https` URL without credentials or fragment that does not resolve to a loopback, private, link-local or cloud-metadata address (`http` and loopback or private addresses only with `WEBHOOK_ALLOW_INSECURE=true`). Checked here and again at every delivery; a refused URL is a 422 naming the reason. */
+            url?: string;
+            /** @description The event types to receive: at least one, each once. There is no wildcard; subscribe to a new type explicitly when the receiver handles it. */
+            eventTypes?: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "mobile_device.created" | "mobile_device.deleted" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled")[];
+            /** @description A note for people; the empty string removes it. */
+            description?: string;
+            /** @description `false` pauses the subscription (`disabledReason: operator`); `true` resumes a paused or disabled one where it stopped: the events committed meanwhile are delivered, nothing is lost. */
+            enabled?: boolean;
+        };
+        /**
+         * WebhookWithSecret
+         * @example {
+         *       "id": "b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e",
+         *       "url": "https://example.com/webhooks/access",
+         *       "eventTypes": [
+         *         "ticket.created",
+         *         "ticket.revoked"
+         *       ],
+         *       "description": "Front desk",
+         *       "enabled": true,
+         *       "createdTime": 1767225600000,
+         *       "updatedTime": 1767225600000,
+         *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+         *     }
+         */
+        WebhookWithSecret: {
+            /** @description The subscription id. */
+            id: string;
+            /** @description Where deliveries are POSTed. */
+            url: string;
+            /** @description The event types it receives. */
+            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "mobile_device.created" | "mobile_device.deleted" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled")[];
+            /** @description A note for people. */
+            description?: string;
+            /** @description False while paused or disabled: nothing is sent until it is enabled again. */
+            enabled: boolean;
+            /**
+             * @description Why it is disabled: `operator` (a PATCH), `gone` (the receiver answered 410), `failing` (every attempt failed for 5 days). Absent while enabled.
+             * @enum {string}
+             */
+            disabledReason?: "operator" | "gone" | "failing";
+            /** @description When it was disabled, Unix milliseconds. Absent while enabled. */
+            disabledTime?: number;
+            /** @description Creation time, Unix milliseconds. */
+            createdTime: number;
+            /** @description Last change of its settings or secret, Unix milliseconds. */
+            updatedTime: number;
+            /** @description After a rotation: until when the previous secret still signs beside the new one (a second `webhook-signature` entry), Unix milliseconds. Absent otherwise. */
+            previousSecretExpiresTime?: number;
+            /** @description The signing secret (Standard Webhooks `whsec_` and base64): shown in this answer only. Verify `webhook-signature` with it. */
+            secret: string;
         };
     };
     responses: never;
@@ -677,21 +1618,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The secured object id. */
-                        id: string;
-                        /** @description Channels the lock supports. */
-                        channels: string[];
-                        /** @description One address per channel: `btlespp://<localName>/<uuid>` (docs/seed.md 2.1). */
-                        urls: string[];
-                        /** @description Creation time, Unix milliseconds. */
-                        creationTime: number;
-                        /**
-                         * @description The IANA time zone the lock's schedules are read in (docs/contract.md 9), in its canonical spelling; `UTC` unless set.
-                         * @example Europe/Berlin
-                         */
-                        timeZone: string;
-                    }[];
+                    "application/json": components["schemas"]["SecuredObject"][];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -798,31 +1725,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "id": "front-door",
-                 *       "channels": [
-                 *         "btlespp"
-                 *       ],
-                 *       "localName": "LOCK-0042",
-                 *       "uuid": "7d8a0c1e-4b7f-4d5e-9a41-3c2b1f0e9d8c"
-                 *     }
-                 */
-                "application/json": {
-                    /** @description Your id for the lock; the server makes one when absent. */
-                    id?: string;
-                    /** @description Channels the lock supports: `btlespp` (Bluetooth LE). `nfccard` was removed on 01.02.2018. */
-                    channels: string[];
-                    /** @description The Bluetooth LE local name (no `/`, no white space). */
-                    localName: string;
-                    /** @description The Bluetooth LE service UUID. */
-                    uuid: string;
-                    /**
-                     * @description The lock's time zone, an IANA name such as `Europe/Berlin` (default `UTC`). An unknown zone is a 422.
-                     * @example Europe/Berlin
-                     */
-                    timeZone?: string;
-                };
+                "application/json": components["schemas"]["NewSecuredObject"];
             };
         };
         responses: {
@@ -834,21 +1737,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The secured object id. */
-                        id: string;
-                        /** @description Channels the lock supports. */
-                        channels: string[];
-                        /** @description One address per channel: `btlespp://<localName>/<uuid>` (docs/seed.md 2.1). */
-                        urls: string[];
-                        /** @description Creation time, Unix milliseconds. */
-                        creationTime: number;
-                        /**
-                         * @description The IANA time zone the lock's schedules are read in (docs/contract.md 9), in its canonical spelling; `UTC` unless set.
-                         * @example Europe/Berlin
-                         */
-                        timeZone: string;
-                    };
+                    "application/json": components["schemas"]["SecuredObject"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -997,31 +1886,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The secured object id. */
-                        id: string;
-                        /** @description Channels the lock supports. */
-                        channels: string[];
-                        /** @description One address per channel: `btlespp://<localName>/<uuid>` (docs/seed.md 2.1). */
-                        urls: string[];
-                        /** @description Creation time, Unix milliseconds. */
-                        creationTime: number;
-                        /**
-                         * @description The IANA time zone the lock's schedules are read in (docs/contract.md 9), in its canonical spelling; `UTC` unless set.
-                         * @example Europe/Berlin
-                         */
-                        timeZone: string;
-                        /** @description When a sync or log upload of the lock last reached the server, Unix milliseconds, to within 30 s (a lock that polls with nothing new is recorded at most every 30 s). Absent until the lock was seen. */
-                        lastSeenTime?: number;
-                        /** @description The change-log position (the `serial` of sync answers and revocation lists) the lock has applied everything up to: its sync cursor, or the `appliedSerial` of a log upload (docs/contract.md 8.4). Absent until the lock was seen. */
-                        appliedThrough?: number;
-                        /** @description Revoked tickets of this lock whose revocation it has not applied yet and whose credential may still be alive there (at its clock): how many revoked phones may still open this door. `GET /operatorapi/revocations?applied=false` lists them. */
-                        pendingRevocations: number;
-                        /** @description The lock's clock minus the server's, milliseconds, estimated from its last log upload (docs/contract.md 8.5). Negative: the lock runs behind and accepts credentials that long after they expired. Absent until estimated. */
-                        clockOffset?: number;
-                        /** @description True when the lock's clock is off by more than 30 s (`clockOffset`). */
-                        clockDrift: boolean;
-                    };
+                    "application/json": components["schemas"]["SecuredObjectDetail"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -1278,18 +2143,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "timeZone": "Europe/Berlin"
-                 *     }
-                 */
-                "application/json": {
-                    /**
-                     * @description The lock's time zone, an IANA name such as `Europe/Berlin` (default `UTC`). An unknown zone is a 422.
-                     * @example Europe/Berlin
-                     */
-                    timeZone?: string;
-                };
+                "application/json": components["schemas"]["SecuredObjectChanges"];
             };
         };
         responses: {
@@ -1299,31 +2153,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The secured object id. */
-                        id: string;
-                        /** @description Channels the lock supports. */
-                        channels: string[];
-                        /** @description One address per channel: `btlespp://<localName>/<uuid>` (docs/seed.md 2.1). */
-                        urls: string[];
-                        /** @description Creation time, Unix milliseconds. */
-                        creationTime: number;
-                        /**
-                         * @description The IANA time zone the lock's schedules are read in (docs/contract.md 9), in its canonical spelling; `UTC` unless set.
-                         * @example Europe/Berlin
-                         */
-                        timeZone: string;
-                        /** @description When a sync or log upload of the lock last reached the server, Unix milliseconds, to within 30 s (a lock that polls with nothing new is recorded at most every 30 s). Absent until the lock was seen. */
-                        lastSeenTime?: number;
-                        /** @description The change-log position (the `serial` of sync answers and revocation lists) the lock has applied everything up to: its sync cursor, or the `appliedSerial` of a log upload (docs/contract.md 8.4). Absent until the lock was seen. */
-                        appliedThrough?: number;
-                        /** @description Revoked tickets of this lock whose revocation it has not applied yet and whose credential may still be alive there (at its clock): how many revoked phones may still open this door. `GET /operatorapi/revocations?applied=false` lists them. */
-                        pendingRevocations: number;
-                        /** @description The lock's clock minus the server's, milliseconds, estimated from its last log upload (docs/contract.md 8.5). Negative: the lock runs behind and accepts credentials that long after they expired. Absent until estimated. */
-                        clockOffset?: number;
-                        /** @description True when the lock's clock is off by more than 30 s (`clockOffset`). */
-                        clockDrift: boolean;
-                    };
+                    "application/json": components["schemas"]["SecuredObjectDetail"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -1487,6 +2317,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example [
+                     *       "0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c"
+                     *     ]
+                     */
                     "application/json": string[];
                 };
             };
@@ -1626,13 +2461,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The mobile device id. */
-                        id: string;
-                        name?: string;
-                        /** @description Creation time, Unix milliseconds. */
-                        creationTime: number;
-                    }[];
+                    "application/json": components["schemas"]["MobileDevice"][];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -1739,18 +2568,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "id": "phone-alice-1",
-                 *       "name": "Alice's phone"
-                 *     }
-                 */
-                "application/json": {
-                    /** @description Your id for the device; the server makes one when absent. */
-                    id?: string;
-                    /** @description A name for people. */
-                    name?: string;
-                };
+                "application/json": components["schemas"]["NewMobileDevice"];
             };
         };
         responses: {
@@ -1762,13 +2580,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The mobile device id. */
-                        id: string;
-                        name?: string;
-                        /** @description Creation time, Unix milliseconds. */
-                        creationTime: number;
-                    };
+                    "application/json": components["schemas"]["MobileDevice"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -1917,13 +2729,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The mobile device id. */
-                        id: string;
-                        name?: string;
-                        /** @description Creation time, Unix milliseconds. */
-                        creationTime: number;
-                    };
+                    "application/json": components["schemas"]["MobileDevice"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -2189,64 +2995,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The ticket id. */
-                        id: string;
-                        securedObjectId: string;
-                        mobileDeviceId: string;
-                        /** @description Start of validity, Unix milliseconds. */
-                        beginDate: number;
-                        /** @description End of validity (exclusive), Unix milliseconds. */
-                        endDate: number;
-                        /** @description Creation time, Unix milliseconds. */
-                        creationDate: number;
-                        commands: string[];
-                        channels: string[];
-                        /** @description `VALID`, `REVOKED` (revocationDate set) or `EXPIRED` (endDate passed, not revoked). */
-                        status: "VALID" | "REVOKED" | "EXPIRED";
-                        /** @description When it was revoked; absent while not revoked. */
-                        revocationDate?: number;
-                        /** @description When the device first downloaded it; absent before. */
-                        downloadDate?: number;
-                        /** @description The Access API permission that made it, if any. */
-                        accessPermissionId?: string;
-                        /**
-                         * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
-                         * @example {
-                         *       "weekly": [
-                         *         {
-                         *           "days": [
-                         *             "MO",
-                         *             "TU",
-                         *             "WE",
-                         *             "TH",
-                         *             "FR"
-                         *           ],
-                         *           "from": "07:00",
-                         *           "to": "19:00"
-                         *         }
-                         *       ],
-                         *       "except": [
-                         *         "2026-12-24"
-                         *       ]
-                         *     }
-                         */
-                        schedule?: {
-                            /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
-                            weekly: {
-                                /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
-                                days: string[];
-                                /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
-                                from: string;
-                                /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
-                                to: string;
-                            }[];
-                            /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
-                            except?: string[];
-                        };
-                        /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
-                        revocationAppliedTime?: number;
-                    }[];
+                    "application/json": components["schemas"]["Ticket"][];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -2370,7 +3119,10 @@ export interface operations {
                 mobileDeviceId?: string;
                 /** @description Only this lock's tickets. */
                 securedObjectId?: string;
-                /** @description `VALID`, `REVOKED` (revocationDate set) or `EXPIRED` (endDate passed, not revoked). */
+                /**
+                 * @description `VALID`, `REVOKED` (revocationDate set) or `EXPIRED` (endDate passed, not revoked).
+                 * @example VALID
+                 */
                 status?: "VALID" | "REVOKED" | "EXPIRED";
                 /** @description Page size, 1 to 1000. */
                 limit?: number;
@@ -2391,64 +3143,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The ticket id. */
-                        id: string;
-                        securedObjectId: string;
-                        mobileDeviceId: string;
-                        /** @description Start of validity, Unix milliseconds. */
-                        beginDate: number;
-                        /** @description End of validity (exclusive), Unix milliseconds. */
-                        endDate: number;
-                        /** @description Creation time, Unix milliseconds. */
-                        creationDate: number;
-                        commands: string[];
-                        channels: string[];
-                        /** @description `VALID`, `REVOKED` (revocationDate set) or `EXPIRED` (endDate passed, not revoked). */
-                        status: "VALID" | "REVOKED" | "EXPIRED";
-                        /** @description When it was revoked; absent while not revoked. */
-                        revocationDate?: number;
-                        /** @description When the device first downloaded it; absent before. */
-                        downloadDate?: number;
-                        /** @description The Access API permission that made it, if any. */
-                        accessPermissionId?: string;
-                        /**
-                         * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
-                         * @example {
-                         *       "weekly": [
-                         *         {
-                         *           "days": [
-                         *             "MO",
-                         *             "TU",
-                         *             "WE",
-                         *             "TH",
-                         *             "FR"
-                         *           ],
-                         *           "from": "07:00",
-                         *           "to": "19:00"
-                         *         }
-                         *       ],
-                         *       "except": [
-                         *         "2026-12-24"
-                         *       ]
-                         *     }
-                         */
-                        schedule?: {
-                            /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
-                            weekly: {
-                                /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
-                                days: string[];
-                                /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
-                                from: string;
-                                /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
-                                to: string;
-                            }[];
-                            /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
-                            except?: string[];
-                        };
-                        /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
-                        revocationAppliedTime?: number;
-                    }[];
+                    "application/json": components["schemas"]["Ticket"][];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -2555,68 +3250,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "securedObjectId": "front-door",
-                 *       "mobileDeviceId": "phone-alice-1",
-                 *       "beginDate": 1767225600000,
-                 *       "endDate": 1798761600000,
-                 *       "commands": [
-                 *         "open"
-                 *       ],
-                 *       "channels": [
-                 *         "btlespp"
-                 *       ]
-                 *     }
-                 */
-                "application/json": {
-                    /** @description The lock the ticket opens. */
-                    securedObjectId: string;
-                    /** @description The device the ticket is issued to. */
-                    mobileDeviceId: string;
-                    /** @description Start of validity, Unix milliseconds (0: since 1970). */
-                    beginDate: number;
-                    /** @description End of validity (exclusive), Unix milliseconds; must be in the future. */
-                    endDate: number;
-                    /** @description Permitted commands: `tokn`, `open`, `clos`. */
-                    commands: string[];
-                    /** @description Channels the ticket may be used over; each must be supported by the lock. */
-                    channels: string[];
-                    /**
-                     * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
-                     * @example {
-                     *       "weekly": [
-                     *         {
-                     *           "days": [
-                     *             "MO",
-                     *             "TU",
-                     *             "WE",
-                     *             "TH",
-                     *             "FR"
-                     *           ],
-                     *           "from": "07:00",
-                     *           "to": "19:00"
-                     *         }
-                     *       ],
-                     *       "except": [
-                     *         "2026-12-24"
-                     *       ]
-                     *     }
-                     */
-                    schedule?: {
-                        /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
-                        weekly: {
-                            /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
-                            days: string[];
-                            /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
-                            from: string;
-                            /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
-                            to: string;
-                        }[];
-                        /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
-                        except?: string[];
-                    };
-                };
+                "application/json": components["schemas"]["NewTicket"];
             };
         };
         responses: {
@@ -2628,64 +3262,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The ticket id. */
-                        id: string;
-                        securedObjectId: string;
-                        mobileDeviceId: string;
-                        /** @description Start of validity, Unix milliseconds. */
-                        beginDate: number;
-                        /** @description End of validity (exclusive), Unix milliseconds. */
-                        endDate: number;
-                        /** @description Creation time, Unix milliseconds. */
-                        creationDate: number;
-                        commands: string[];
-                        channels: string[];
-                        /** @description `VALID`, `REVOKED` (revocationDate set) or `EXPIRED` (endDate passed, not revoked). */
-                        status: "VALID" | "REVOKED" | "EXPIRED";
-                        /** @description When it was revoked; absent while not revoked. */
-                        revocationDate?: number;
-                        /** @description When the device first downloaded it; absent before. */
-                        downloadDate?: number;
-                        /** @description The Access API permission that made it, if any. */
-                        accessPermissionId?: string;
-                        /**
-                         * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
-                         * @example {
-                         *       "weekly": [
-                         *         {
-                         *           "days": [
-                         *             "MO",
-                         *             "TU",
-                         *             "WE",
-                         *             "TH",
-                         *             "FR"
-                         *           ],
-                         *           "from": "07:00",
-                         *           "to": "19:00"
-                         *         }
-                         *       ],
-                         *       "except": [
-                         *         "2026-12-24"
-                         *       ]
-                         *     }
-                         */
-                        schedule?: {
-                            /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
-                            weekly: {
-                                /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
-                                days: string[];
-                                /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
-                                from: string;
-                                /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
-                                to: string;
-                            }[];
-                            /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
-                            except?: string[];
-                        };
-                        /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
-                        revocationAppliedTime?: number;
-                    };
+                    "application/json": components["schemas"]["Ticket"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -2834,64 +3411,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The ticket id. */
-                        id: string;
-                        securedObjectId: string;
-                        mobileDeviceId: string;
-                        /** @description Start of validity, Unix milliseconds. */
-                        beginDate: number;
-                        /** @description End of validity (exclusive), Unix milliseconds. */
-                        endDate: number;
-                        /** @description Creation time, Unix milliseconds. */
-                        creationDate: number;
-                        commands: string[];
-                        channels: string[];
-                        /** @description `VALID`, `REVOKED` (revocationDate set) or `EXPIRED` (endDate passed, not revoked). */
-                        status: "VALID" | "REVOKED" | "EXPIRED";
-                        /** @description When it was revoked; absent while not revoked. */
-                        revocationDate?: number;
-                        /** @description When the device first downloaded it; absent before. */
-                        downloadDate?: number;
-                        /** @description The Access API permission that made it, if any. */
-                        accessPermissionId?: string;
-                        /**
-                         * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
-                         * @example {
-                         *       "weekly": [
-                         *         {
-                         *           "days": [
-                         *             "MO",
-                         *             "TU",
-                         *             "WE",
-                         *             "TH",
-                         *             "FR"
-                         *           ],
-                         *           "from": "07:00",
-                         *           "to": "19:00"
-                         *         }
-                         *       ],
-                         *       "except": [
-                         *         "2026-12-24"
-                         *       ]
-                         *     }
-                         */
-                        schedule?: {
-                            /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
-                            weekly: {
-                                /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
-                                days: string[];
-                                /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
-                                from: string;
-                                /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
-                                to: string;
-                            }[];
-                            /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
-                            except?: string[];
-                        };
-                        /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
-                        revocationAppliedTime?: number;
-                    };
+                    "application/json": components["schemas"]["Ticket"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -3013,64 +3533,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The ticket id. */
-                        id: string;
-                        securedObjectId: string;
-                        mobileDeviceId: string;
-                        /** @description Start of validity, Unix milliseconds. */
-                        beginDate: number;
-                        /** @description End of validity (exclusive), Unix milliseconds. */
-                        endDate: number;
-                        /** @description Creation time, Unix milliseconds. */
-                        creationDate: number;
-                        commands: string[];
-                        channels: string[];
-                        /** @description `VALID`, `REVOKED` (revocationDate set) or `EXPIRED` (endDate passed, not revoked). */
-                        status: "VALID" | "REVOKED" | "EXPIRED";
-                        /** @description When it was revoked; absent while not revoked. */
-                        revocationDate?: number;
-                        /** @description When the device first downloaded it; absent before. */
-                        downloadDate?: number;
-                        /** @description The Access API permission that made it, if any. */
-                        accessPermissionId?: string;
-                        /**
-                         * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
-                         * @example {
-                         *       "weekly": [
-                         *         {
-                         *           "days": [
-                         *             "MO",
-                         *             "TU",
-                         *             "WE",
-                         *             "TH",
-                         *             "FR"
-                         *           ],
-                         *           "from": "07:00",
-                         *           "to": "19:00"
-                         *         }
-                         *       ],
-                         *       "except": [
-                         *         "2026-12-24"
-                         *       ]
-                         *     }
-                         */
-                        schedule?: {
-                            /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
-                            weekly: {
-                                /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
-                                days: string[];
-                                /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
-                                from: string;
-                                /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
-                                to: string;
-                            }[];
-                            /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
-                            except?: string[];
-                        };
-                        /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
-                        revocationAppliedTime?: number;
-                    };
+                    "application/json": components["schemas"]["Ticket"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -3214,23 +3677,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The client id (the Basic user name at the token endpoint). */
-                        clientId: string;
-                        name: string;
-                        scopes: string[];
-                        /** @description The mobile device the client is bound to. */
-                        mobileDeviceId?: string;
-                        /** @description The secured object the client is bound to. */
-                        securedObjectId?: string;
-                        /** @description Creation time, Unix milliseconds. */
-                        creationDate: number;
-                        /**
-                         * @description Present (true) when the secured object the client is bound to was deleted: the client may then only sync (docs/contract.md 4.1). Absent otherwise.
-                         * @enum {boolean}
-                         */
-                        decommissioned?: true;
-                    }[];
+                    "application/json": components["schemas"]["Client"][];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -3334,26 +3781,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "name": "Front desk backend",
-                 *       "scopes": [
-                 *         "tokens:create",
-                 *         "tokens:read",
-                 *         "devices:read"
-                 *       ]
-                 *     }
-                 */
-                "application/json": {
-                    /** @description A name for people. */
-                    name: string;
-                    /** @description The scopes the client may request. */
-                    scopes: string[];
-                    /** @description Binds the client to this mobile device (Device API). */
-                    mobileDeviceId?: string;
-                    /** @description Binds the client to this secured object (Device API). */
-                    securedObjectId?: string;
-                };
+                "application/json": components["schemas"]["NewClient"];
             };
         };
         responses: {
@@ -3367,25 +3795,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The client id (the Basic user name at the token endpoint). */
-                        clientId: string;
-                        name: string;
-                        scopes: string[];
-                        /** @description The mobile device the client is bound to. */
-                        mobileDeviceId?: string;
-                        /** @description The secured object the client is bound to. */
-                        securedObjectId?: string;
-                        /** @description Creation time, Unix milliseconds. */
-                        creationDate: number;
-                        /**
-                         * @description Present (true) when the secured object the client is bound to was deleted: the client may then only sync (docs/contract.md 4.1). Absent otherwise.
-                         * @enum {boolean}
-                         */
-                        decommissioned?: true;
-                        /** @description The secret: shown in this answer only. Store it safely. */
-                        clientSecret: string;
-                    };
+                    "application/json": components["schemas"]["ClientWithSecret"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -3525,23 +3935,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The client id (the Basic user name at the token endpoint). */
-                        clientId: string;
-                        name: string;
-                        scopes: string[];
-                        /** @description The mobile device the client is bound to. */
-                        mobileDeviceId?: string;
-                        /** @description The secured object the client is bound to. */
-                        securedObjectId?: string;
-                        /** @description Creation time, Unix milliseconds. */
-                        creationDate: number;
-                        /**
-                         * @description Present (true) when the secured object the client is bound to was deleted: the client may then only sync (docs/contract.md 4.1). Absent otherwise.
-                         * @enum {boolean}
-                         */
-                        decommissioned?: true;
-                    };
+                    "application/json": components["schemas"]["Client"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -3803,25 +4197,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The client id (the Basic user name at the token endpoint). */
-                        clientId: string;
-                        name: string;
-                        scopes: string[];
-                        /** @description The mobile device the client is bound to. */
-                        mobileDeviceId?: string;
-                        /** @description The secured object the client is bound to. */
-                        securedObjectId?: string;
-                        /** @description Creation time, Unix milliseconds. */
-                        creationDate: number;
-                        /**
-                         * @description Present (true) when the secured object the client is bound to was deleted: the client may then only sync (docs/contract.md 4.1). Absent otherwise.
-                         * @enum {boolean}
-                         */
-                        decommissioned?: true;
-                        /** @description The secret: shown in this answer only. Store it safely. */
-                        clientSecret: string;
-                    };
+                    "application/json": components["schemas"]["ClientWithSecret"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -3965,13 +4341,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The user id (the `sub` of its access tokens). */
-                        id: string;
-                        username: string;
-                        /** @description Creation time, Unix milliseconds. */
-                        creationDate: number;
-                    }[];
+                    "application/json": components["schemas"]["User"][];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -4075,18 +4445,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "username": "alice",
-                 *       "password": "correct horse battery"
-                 *     }
-                 */
-                "application/json": {
-                    /** @description Unique in the tenant; no `@`, no white space. */
-                    username: string;
-                    /** @description At least 8 characters and at most 72 bytes (bcrypt reads no more). */
-                    password: string;
-                };
+                "application/json": components["schemas"]["NewUser"];
             };
         };
         responses: {
@@ -4098,13 +4457,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The user id (the `sub` of its access tokens). */
-                        id: string;
-                        username: string;
-                        /** @description Creation time, Unix milliseconds. */
-                        creationDate: number;
-                    };
+                    "application/json": components["schemas"]["User"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -4394,20 +4747,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The event's number in its tenant's own sequence: 1, 2, 3, ... in append order, without gaps. */
-                        id: string;
-                        /** @description When, Unix milliseconds. */
-                        time: number;
-                        /** @description `client:<id>`, `user:<id>` or `cli`. */
-                        actor: string;
-                        /** @description What happened: the event's `type` (docs/contract.md 10), e.g. `ticket.created`. */
-                        action: string;
-                        /** @description What it happened to, e.g. `ticket:<id>`; for the tickets a grant, membership change or removal made or revoked (in chunks of up to 1,000), the change itself, e.g. `access_permission:<id>`. */
-                        target: string;
-                        /** @description The id the server gave the request that made the change (its `X-Request-Id` answer). */
-                        requestId?: string;
-                    }[];
+                    "application/json": components["schemas"]["AuditEvent"][];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -4526,25 +4866,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * Format: uuid
-                         * @description The event's id: the `webhook-id` it is delivered under, the same on every retry and replay.
-                         */
-                        id: string;
-                        /** @description What happened, e.g. `ticket.created` (docs/contract.md 10). The same as the audit view's `action`: the audit view is a projection of this log. */
-                        type: string;
-                        /** @description The event's number in its tenant's sequence: 1, 2, 3, ... in commit order, without gaps (the audit view's `id`). */
-                        sequence: number;
-                        /** @description When, Unix milliseconds. */
-                        time: number;
-                        /** @description The ids the change touched, e.g. `{ticketIds, accessPermissionId}` for `ticket.created` by a grant, or `{residentId, mobileDeviceId}` for `resident.device_added`. A change that makes or revokes many tickets writes one event per 1,000 of them, each with its `ticketIds`. */
-                        data: {
-                            [key: string]: unknown;
-                        };
-                        /** @description The id the server gave the request that made the change (its `X-Request-Id` answer). */
-                        requestId?: string;
-                    }[];
+                    "application/json": components["schemas"]["Event"][];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -4654,22 +4976,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The key id, as in the credentials' `kid` and the tenant's key set. */
-                        kid: string;
-                        /** @description The signing algorithm: `EdDSA` or `ES256`. */
-                        alg: string;
-                        /** @description `announced`: published, signs from `activatesTime`; `active`: signs now (until `retiresTime` when a successor is announced); `retired`: signs no more, published until `publishedUntil`. Withdrawn keys (an emergency rotation) are not listed: they are no longer published. */
-                        state: "announced" | "active" | "retired";
-                        /** @description When it was made (and first published), Unix milliseconds. */
-                        createdTime: number;
-                        /** @description When it signs its first credential, Unix milliseconds. */
-                        activatesTime: number;
-                        /** @description Its last signature: a newer key signs from then on, Unix milliseconds. Absent while none is. */
-                        retiresTime?: number;
-                        /** @description When it drops out of the key set: one CREDENTIAL_MAX_LIFETIME after its last signature, Unix milliseconds. */
-                        publishedUntil?: number;
-                    }[];
+                    "application/json": components["schemas"]["TicketKey"][];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -4782,22 +5089,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The key id, as in the credentials' `kid` and the tenant's key set. */
-                        kid: string;
-                        /** @description The signing algorithm: `EdDSA` or `ES256`. */
-                        alg: string;
-                        /** @description `announced`: published, signs from `activatesTime`; `active`: signs now (until `retiresTime` when a successor is announced); `retired`: signs no more, published until `publishedUntil`. Withdrawn keys (an emergency rotation) are not listed: they are no longer published. */
-                        state: "announced" | "active" | "retired";
-                        /** @description When it was made (and first published), Unix milliseconds. */
-                        createdTime: number;
-                        /** @description When it signs its first credential, Unix milliseconds. */
-                        activatesTime: number;
-                        /** @description Its last signature: a newer key signs from then on, Unix milliseconds. Absent while none is. */
-                        retiresTime?: number;
-                        /** @description When it drops out of the key set: one CREDENTIAL_MAX_LIFETIME after its last signature, Unix milliseconds. */
-                        publishedUntil?: number;
-                    };
+                    "application/json": components["schemas"]["TicketKey"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -4910,18 +5202,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "emergency": false
-                 *     }
-                 */
-                "application/json": {
-                    /**
-                     * @description A leaked key: the new key signs at once and every other key is withdrawn from the key set at once. Locks that are never online keep the old keys until an installer visits them. Default false: the new key is announced and signs one CREDENTIAL_MAX_LIFETIME from now.
-                     * @default false
-                     */
-                    emergency?: boolean;
-                };
+                "application/json": components["schemas"]["NewTicketKeyRotation"];
             };
         };
         responses: {
@@ -4933,16 +5214,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The new key's id. */
-                        kid: string;
-                        /** @description When the new key signs its first credential, Unix milliseconds. */
-                        activatesTime: number;
-                        /** @description Whether the other keys were withdrawn at once. */
-                        emergency: boolean;
-                        /** @description The keys it replaces: retired at `activatesTime` (normal rotation) or withdrawn now (emergency). */
-                        retired: string[];
-                    };
+                    "application/json": components["schemas"]["TicketKeyRotation"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -5090,64 +5362,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The ticket id. */
-                        id: string;
-                        securedObjectId: string;
-                        mobileDeviceId: string;
-                        /** @description Start of validity, Unix milliseconds. */
-                        beginDate: number;
-                        /** @description End of validity (exclusive), Unix milliseconds. */
-                        endDate: number;
-                        /** @description Creation time, Unix milliseconds. */
-                        creationDate: number;
-                        commands: string[];
-                        channels: string[];
-                        /** @description `VALID`, `REVOKED` (revocationDate set) or `EXPIRED` (endDate passed, not revoked). */
-                        status: "VALID" | "REVOKED" | "EXPIRED";
-                        /** @description When it was revoked; absent while not revoked. */
-                        revocationDate?: number;
-                        /** @description When the device first downloaded it; absent before. */
-                        downloadDate?: number;
-                        /** @description The Access API permission that made it, if any. */
-                        accessPermissionId?: string;
-                        /**
-                         * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
-                         * @example {
-                         *       "weekly": [
-                         *         {
-                         *           "days": [
-                         *             "MO",
-                         *             "TU",
-                         *             "WE",
-                         *             "TH",
-                         *             "FR"
-                         *           ],
-                         *           "from": "07:00",
-                         *           "to": "19:00"
-                         *         }
-                         *       ],
-                         *       "except": [
-                         *         "2026-12-24"
-                         *       ]
-                         *     }
-                         */
-                        schedule?: {
-                            /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
-                            weekly: {
-                                /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
-                                days: string[];
-                                /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
-                                from: string;
-                                /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
-                                to: string;
-                            }[];
-                            /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
-                            except?: string[];
-                        };
-                        /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
-                        revocationAppliedTime?: number;
-                    }[];
+                    "application/json": components["schemas"]["Ticket"][];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -5268,51 +5483,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description `allow` when any ticket's credential opens the lock; `deny` otherwise. */
-                        decision: "allow" | "deny";
-                        /** @description Why, each code once: with `allow`, the reasons of the tickets that open (e.g. `revocation-not-applied`); with `deny`, those of every ticket, or `no-token`. */
-                        reasons: {
-                            /** @description Stable reason code. `valid`: the credential opens the lock. `no-token`: the phone has no ticket for the lock. `not-downloaded`: the phone holds no credential for the ticket (its other reasons, prefixed "Once downloaded", say what a downloaded one would meet). `key-not-published`: the credential's signing key was withdrawn (an emergency rotation); the phone must download again; with `allow`, the lock has not applied the key-set change yet and may still accept it. `revoked`: revoked, and the lock applied it. `revocation-not-applied`: revoked, but the lock has not applied it yet, so the door may still open (the ticket's decision is then `allow`). `expired`; `credential-expired`: the ticket still runs but the phone's credential ran out (it renews on the next download); `not-yet-valid`; `outside-schedule` (with `nextWindowStart`); `command-not-granted`; `channel-not-granted`; `channel-not-supported`: the lock does not have that channel; `clock-drift`: the lock's clock is off by more than 30 s (it judges at `lockTime`). The rest name credentials a lock cannot read or trust: `malformed-credential`, `wrong-issuer`, `wrong-lock`, `lifetime-exceeds-maximum`, and a lock state the server never has: `invalid-time`, `lock-not-provisioned`, `lock-decommissioned`. */
-                            code: "valid" | "no-token" | "not-downloaded" | "key-not-published" | "revoked" | "revocation-not-applied" | "expired" | "credential-expired" | "not-yet-valid" | "outside-schedule" | "command-not-granted" | "channel-not-granted" | "channel-not-supported" | "clock-drift" | "invalid-time" | "lock-not-provisioned" | "lock-decommissioned" | "malformed-credential" | "wrong-issuer" | "wrong-lock" | "lifetime-exceeds-maximum";
-                            /** @description What happened and what to do about it, for people. */
-                            message: string;
-                            /** @description `outside-schedule`: when the credential's next schedule window opens, Unix milliseconds of the lock's clock. */
-                            nextWindowStart?: number;
-                            /** @description `not-downloaded`: from when a download hands the credential out, Unix milliseconds (docs/contract.md 8.2). */
-                            credentialAvailableFrom?: number;
-                        }[];
-                        /** @description The tickets of the phone for the lock, whatever their status, at most 50: first those whose credential may open the lock for the command and channel at the lock's time, then the others, each newest first. */
-                        tokens: {
-                            /** @description The ticket id. */
-                            id: string;
-                            /** @description `VALID`, `REVOKED` (revocationDate set) or `EXPIRED` (endDate passed, not revoked). */
-                            status: "VALID" | "REVOKED" | "EXPIRED";
-                            /** @description The decision the lock takes for this ticket with what it has. */
-                            decision: "allow" | "deny";
-                            /** @description Why, the lock's own reason first. */
-                            reasons: {
-                                /** @description Stable reason code. `valid`: the credential opens the lock. `no-token`: the phone has no ticket for the lock. `not-downloaded`: the phone holds no credential for the ticket (its other reasons, prefixed "Once downloaded", say what a downloaded one would meet). `key-not-published`: the credential's signing key was withdrawn (an emergency rotation); the phone must download again; with `allow`, the lock has not applied the key-set change yet and may still accept it. `revoked`: revoked, and the lock applied it. `revocation-not-applied`: revoked, but the lock has not applied it yet, so the door may still open (the ticket's decision is then `allow`). `expired`; `credential-expired`: the ticket still runs but the phone's credential ran out (it renews on the next download); `not-yet-valid`; `outside-schedule` (with `nextWindowStart`); `command-not-granted`; `channel-not-granted`; `channel-not-supported`: the lock does not have that channel; `clock-drift`: the lock's clock is off by more than 30 s (it judges at `lockTime`). The rest name credentials a lock cannot read or trust: `malformed-credential`, `wrong-issuer`, `wrong-lock`, `lifetime-exceeds-maximum`, and a lock state the server never has: `invalid-time`, `lock-not-provisioned`, `lock-decommissioned`. */
-                                code: "valid" | "no-token" | "not-downloaded" | "key-not-published" | "revoked" | "revocation-not-applied" | "expired" | "credential-expired" | "not-yet-valid" | "outside-schedule" | "command-not-granted" | "channel-not-granted" | "channel-not-supported" | "clock-drift" | "invalid-time" | "lock-not-provisioned" | "lock-decommissioned" | "malformed-credential" | "wrong-issuer" | "wrong-lock" | "lifetime-exceeds-maximum";
-                                /** @description What happened and what to do about it, for people. */
-                                message: string;
-                                /** @description `outside-schedule`: when the credential's next schedule window opens, Unix milliseconds of the lock's clock. */
-                                nextWindowStart?: number;
-                                /** @description `not-downloaded`: from when a download hands the credential out, Unix milliseconds (docs/contract.md 8.2). */
-                                credentialAvailableFrom?: number;
-                            }[];
-                        }[];
-                        /** @description The phone has more than 50 tickets for the lock; only 50 were judged, those that may open first, so the decision is the lock's unless more than that many may open. */
-                        truncated: boolean;
-                        /** @description The instant asked about, Unix milliseconds, server time. */
-                        at: number;
-                        /** @description The same instant on the lock's clock (`at` plus its estimated offset): what the lock judges with. */
-                        lockTime: number;
-                        /** @description The command asked about. */
-                        command: string;
-                        /** @description The channel asked about. */
-                        channel: string;
-                    };
+                    "application/json": components["schemas"]["AccessCheck"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -5450,33 +5621,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The lock that decided. */
-                        securedObjectId: string;
-                        /** @description The lock's number of the entry. */
-                        entryNo: number;
-                        /** @description When, by the lock's clock, Unix milliseconds (see `clockOffset`). */
-                        lockTime: number;
-                        /** @description The presented credential's `jti`, when it had one. */
-                        tokenId?: string;
-                        /** @description The phone of the ticket `tokenId` names, when that is a ticket of this tenant for this lock. */
-                        mobileDeviceId?: string;
-                        command: string;
-                        channel: string;
-                        /**
-                         * @description What the lock decided: `granted` (it opened) or `denied`.
-                         * @enum {string}
-                         */
-                        result: "granted" | "denied";
-                        /** @description Why, as the lock worded it. */
-                        reason?: string;
-                        /** @description When the server received the entry, Unix milliseconds. */
-                        receivedTime: number;
-                        /** @description `lock` (uploaded by the lock's client) or the id of the phone that relayed it. */
-                        via: string;
-                        /** @description The lock's clock minus the server's (ms) as estimated at the entry's upload (or the lock's last estimate): `lockTime - clockOffset` is the server's time of the decision. Absent while never estimated. */
-                        clockOffset?: number;
-                    }[];
+                    "application/json": components["schemas"]["AccessLogEntry"][];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -5580,69 +5725,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "timeZone": "Europe/Berlin",
-                 *       "schedule": {
-                 *         "weekly": [
-                 *           {
-                 *             "days": [
-                 *               "SU"
-                 *             ],
-                 *             "from": "01:00",
-                 *             "to": "04:00"
-                 *           }
-                 *         ]
-                 *       },
-                 *       "from": 1774137600000,
-                 *       "to": 1774828800000
-                 *     }
-                 */
-                "application/json": {
-                    /**
-                     * @description The lock's time zone, an IANA name such as `Europe/Berlin` (default `UTC`). An unknown zone is a 422.
-                     * @example Europe/Berlin
-                     */
-                    timeZone: string;
-                    /**
-                     * @description When the ticket opens, on the lock's wall clock (its `timeZone`): an instant is inside when the local time falls in a window on a listed day and that date is not excepted. On a spring-forward night a window can be shorter, on a fall-back night longer. Credentials carry it as `win`, UTC intervals, so the lock needs no time-zone rules.
-                     * @example {
-                     *       "weekly": [
-                     *         {
-                     *           "days": [
-                     *             "MO",
-                     *             "TU",
-                     *             "WE",
-                     *             "TH",
-                     *             "FR"
-                     *           ],
-                     *           "from": "07:00",
-                     *           "to": "19:00"
-                     *         }
-                     *       ],
-                     *       "except": [
-                     *         "2026-12-24"
-                     *       ]
-                     *     }
-                     */
-                    schedule: {
-                        /** @description The weekly windows, 1 to 28; the schedule is open in any of them. */
-                        weekly: {
-                            /** @description The days the window starts on, each once: `MO`, `TU`, `WE`, `TH`, `FR`, `SA`, `SU`. */
-                            days: string[];
-                            /** @description Opening wall-clock time, `HH:MM` (00:00 to 23:59), inclusive. */
-                            from: string;
-                            /** @description Closing wall-clock time, `HH:MM`, exclusive. At or before `from` the window crosses midnight into the next day (equal to `from`: 24 hours); it still belongs to the day it starts. */
-                            to: string;
-                        }[];
-                        /** @description Dates `YYYY-MM-DD` (the lock's calendar) on which no window starts, at most 366. A window that would start on an excepted date does not open, not even its part after midnight. */
-                        except?: string[];
-                    };
-                    /** @description Start of the range, Unix milliseconds (UTC), inclusive. */
-                    from: number;
-                    /** @description End of the range, Unix milliseconds (UTC), exclusive: after `from`, at most 400 days after it. */
-                    to: number;
-                };
+                "application/json": components["schemas"]["SchedulePreviewRequest"];
             };
         };
         responses: {
@@ -5652,23 +5735,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The UTC intervals within `[from, to)` in which the schedule is open, in order, merged where they touch. */
-                        intervals: {
-                            /** @description Start, Unix milliseconds (UTC), inclusive. */
-                            start: number;
-                            /** @description End, Unix milliseconds (UTC), exclusive. */
-                            end: number;
-                            /** @description The lock's wall clock at `start`: ISO 8601 without offset, e.g. `2026-03-29T03:00:00`. */
-                            localStart: string;
-                            /** @description The lock's wall clock at `end` (the first instant after the interval). */
-                            localEnd: string;
-                            /** @description The UTC offset in force at `start`, e.g. `+02:00`. */
-                            startOffset: string;
-                            /** @description The UTC offset in force at `end`. */
-                            endOffset: string;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["SchedulePreview"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -5812,31 +5879,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The subscription id. */
-                        id: string;
-                        /** @description Where deliveries are POSTed. */
-                        url: string;
-                        /** @description The event types it receives. */
-                        eventTypes: string[];
-                        /** @description A note for people. */
-                        description?: string;
-                        /** @description False while paused or disabled: nothing is sent until it is enabled again. */
-                        enabled: boolean;
-                        /**
-                         * @description Why it is disabled: `operator` (a PATCH), `gone` (the receiver answered 410), `failing` (every attempt failed for 5 days). Absent while enabled.
-                         * @enum {string}
-                         */
-                        disabledReason?: "operator" | "gone" | "failing";
-                        /** @description When it was disabled, Unix milliseconds. Absent while enabled. */
-                        disabledTime?: number;
-                        /** @description Creation time, Unix milliseconds. */
-                        createdTime: number;
-                        /** @description Last change of its settings or secret, Unix milliseconds. */
-                        updatedTime: number;
-                        /** @description After a rotation: until when the previous secret still signs beside the new one (a second `webhook-signature` entry), Unix milliseconds. Absent otherwise. */
-                        previousSecretExpiresTime?: number;
-                    }[];
+                    "application/json": components["schemas"]["Webhook"][];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -5940,24 +5983,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "url": "https://example.com/webhooks/access",
-                 *       "eventTypes": [
-                 *         "ticket.created",
-                 *         "ticket.revoked"
-                 *       ],
-                 *       "description": "Front desk"
-                 *     }
-                 */
-                "application/json": {
-                    /** @description Where deliveries are POSTed: an `https` URL without credentials or fragment that does not resolve to a loopback, private, link-local or cloud-metadata address (`http` and loopback or private addresses only with `WEBHOOK_ALLOW_INSECURE=true`). Checked here and again at every delivery; a refused URL is a 422 naming the reason. */
-                    url: string;
-                    /** @description The event types to receive: at least one, each once. There is no wildcard; subscribe to a new type explicitly when the receiver handles it. */
-                    eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "mobile_device.created" | "mobile_device.deleted" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled")[];
-                    /** @description A note for people. */
-                    description?: string;
-                };
+                "application/json": components["schemas"]["NewWebhook"];
             };
         };
         responses: {
@@ -5971,33 +5997,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The subscription id. */
-                        id: string;
-                        /** @description Where deliveries are POSTed. */
-                        url: string;
-                        /** @description The event types it receives. */
-                        eventTypes: string[];
-                        /** @description A note for people. */
-                        description?: string;
-                        /** @description False while paused or disabled: nothing is sent until it is enabled again. */
-                        enabled: boolean;
-                        /**
-                         * @description Why it is disabled: `operator` (a PATCH), `gone` (the receiver answered 410), `failing` (every attempt failed for 5 days). Absent while enabled.
-                         * @enum {string}
-                         */
-                        disabledReason?: "operator" | "gone" | "failing";
-                        /** @description When it was disabled, Unix milliseconds. Absent while enabled. */
-                        disabledTime?: number;
-                        /** @description Creation time, Unix milliseconds. */
-                        createdTime: number;
-                        /** @description Last change of its settings or secret, Unix milliseconds. */
-                        updatedTime: number;
-                        /** @description After a rotation: until when the previous secret still signs beside the new one (a second `webhook-signature` entry), Unix milliseconds. Absent otherwise. */
-                        previousSecretExpiresTime?: number;
-                        /** @description The signing secret (Standard Webhooks `whsec_` and base64): shown in this answer only. Verify `webhook-signature` with it. */
-                        secret: string;
-                    };
+                    "application/json": components["schemas"]["WebhookWithSecret"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -6146,31 +6146,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The subscription id. */
-                        id: string;
-                        /** @description Where deliveries are POSTed. */
-                        url: string;
-                        /** @description The event types it receives. */
-                        eventTypes: string[];
-                        /** @description A note for people. */
-                        description?: string;
-                        /** @description False while paused or disabled: nothing is sent until it is enabled again. */
-                        enabled: boolean;
-                        /**
-                         * @description Why it is disabled: `operator` (a PATCH), `gone` (the receiver answered 410), `failing` (every attempt failed for 5 days). Absent while enabled.
-                         * @enum {string}
-                         */
-                        disabledReason?: "operator" | "gone" | "failing";
-                        /** @description When it was disabled, Unix milliseconds. Absent while enabled. */
-                        disabledTime?: number;
-                        /** @description Creation time, Unix milliseconds. */
-                        createdTime: number;
-                        /** @description Last change of its settings or secret, Unix milliseconds. */
-                        updatedTime: number;
-                        /** @description After a rotation: until when the previous secret still signs beside the new one (a second `webhook-signature` entry), Unix milliseconds. Absent otherwise. */
-                        previousSecretExpiresTime?: number;
-                    };
+                    "application/json": components["schemas"]["Webhook"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -6424,26 +6400,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "eventTypes": [
-                 *         "ticket.created",
-                 *         "ticket.revoked",
-                 *         "ticket.revocation_applied"
-                 *       ],
-                 *       "enabled": true
-                 *     }
-                 */
-                "application/json": {
-                    /** @description Where deliveries are POSTed: an `https` URL without credentials or fragment that does not resolve to a loopback, private, link-local or cloud-metadata address (`http` and loopback or private addresses only with `WEBHOOK_ALLOW_INSECURE=true`). Checked here and again at every delivery; a refused URL is a 422 naming the reason. */
-                    url?: string;
-                    /** @description The event types to receive: at least one, each once. There is no wildcard; subscribe to a new type explicitly when the receiver handles it. */
-                    eventTypes?: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "mobile_device.created" | "mobile_device.deleted" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled")[];
-                    /** @description A note for people; the empty string removes it. */
-                    description?: string;
-                    /** @description `false` pauses the subscription (`disabledReason: operator`); `true` resumes a paused or disabled one where it stopped: the events committed meanwhile are delivered, nothing is lost. */
-                    enabled?: boolean;
-                };
+                "application/json": components["schemas"]["WebhookChanges"];
             };
         };
         responses: {
@@ -6453,31 +6410,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The subscription id. */
-                        id: string;
-                        /** @description Where deliveries are POSTed. */
-                        url: string;
-                        /** @description The event types it receives. */
-                        eventTypes: string[];
-                        /** @description A note for people. */
-                        description?: string;
-                        /** @description False while paused or disabled: nothing is sent until it is enabled again. */
-                        enabled: boolean;
-                        /**
-                         * @description Why it is disabled: `operator` (a PATCH), `gone` (the receiver answered 410), `failing` (every attempt failed for 5 days). Absent while enabled.
-                         * @enum {string}
-                         */
-                        disabledReason?: "operator" | "gone" | "failing";
-                        /** @description When it was disabled, Unix milliseconds. Absent while enabled. */
-                        disabledTime?: number;
-                        /** @description Creation time, Unix milliseconds. */
-                        createdTime: number;
-                        /** @description Last change of its settings or secret, Unix milliseconds. */
-                        updatedTime: number;
-                        /** @description After a rotation: until when the previous secret still signs beside the new one (a second `webhook-signature` entry), Unix milliseconds. Absent otherwise. */
-                        previousSecretExpiresTime?: number;
-                    };
+                    "application/json": components["schemas"]["Webhook"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -6628,33 +6561,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The subscription id. */
-                        id: string;
-                        /** @description Where deliveries are POSTed. */
-                        url: string;
-                        /** @description The event types it receives. */
-                        eventTypes: string[];
-                        /** @description A note for people. */
-                        description?: string;
-                        /** @description False while paused or disabled: nothing is sent until it is enabled again. */
-                        enabled: boolean;
-                        /**
-                         * @description Why it is disabled: `operator` (a PATCH), `gone` (the receiver answered 410), `failing` (every attempt failed for 5 days). Absent while enabled.
-                         * @enum {string}
-                         */
-                        disabledReason?: "operator" | "gone" | "failing";
-                        /** @description When it was disabled, Unix milliseconds. Absent while enabled. */
-                        disabledTime?: number;
-                        /** @description Creation time, Unix milliseconds. */
-                        createdTime: number;
-                        /** @description Last change of its settings or secret, Unix milliseconds. */
-                        updatedTime: number;
-                        /** @description After a rotation: until when the previous secret still signs beside the new one (a second `webhook-signature` entry), Unix milliseconds. Absent otherwise. */
-                        previousSecretExpiresTime?: number;
-                        /** @description The signing secret (Standard Webhooks `whsec_` and base64): shown in this answer only. Verify `webhook-signature` with it. */
-                        secret: string;
-                    };
+                    "application/json": components["schemas"]["WebhookWithSecret"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -6803,20 +6710,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The `webhook-id` sent: the event's id (the same on every retry and replay), or a test ping's own id. */
-                        eventId: string;
-                        /** @description When the attempt ended, Unix milliseconds. */
-                        time: number;
-                        /** @description The receiver's HTTP status code, when it answered. */
-                        statusCode?: number;
-                        /** @description Why the attempt failed, when the status alone does not say: no answer in time, connection refused, an address the URL guard refused, a redirect (not followed). Never the receiver's answer body. */
-                        error?: string;
-                        /** @description How long the attempt took, milliseconds. */
-                        durationMs: number;
-                        /** @description When the delivery is tried again, Unix milliseconds; absent when it is not. */
-                        nextAttemptTime?: number;
-                    }[];
+                    "application/json": components["schemas"]["WebhookAttempt"][];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -6933,17 +6827,7 @@ export interface operations {
         /** @description Exactly one of `eventIds` and `since`. */
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "since": 0
-                 *     }
-                 */
-                "application/json": {
-                    /** @description The events to deliver again, by id. Every one must be an event of the tenant of a type the subscription receives; otherwise the answer is 422 naming the others, and nothing is replayed. */
-                    eventIds?: string[];
-                    /** @description Deliver again every event of the subscription's types from this time on (Unix milliseconds), up to the last one already dispatched to it (later ones reach it anyway). Earlier events than the subscription are included. */
-                    since?: number;
-                };
+                "application/json": components["schemas"]["Replay"];
             };
         };
         responses: {
@@ -6953,10 +6837,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description How many deliveries were made due now. */
-                        replayed: number;
-                    };
+                    "application/json": components["schemas"]["ReplayResult"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -7105,16 +6986,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The ping's `webhook-id`, as the attempt log shows it. */
-                        eventId: string;
-                        /** @description The receiver's HTTP status code, when it answered. */
-                        statusCode?: number;
-                        /** @description Why the ping failed, when the status alone does not say. */
-                        error?: string;
-                        /** @description How long the attempt took, milliseconds. */
-                        durationMs: number;
-                    };
+                    "application/json": components["schemas"]["TestPingResult"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
