@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { claimDueDeliveries, dispatchDeliveries, insertAttempts, markFailing, settleDeliveries } from '../../src/db/repositories/webhook-delivery.repo.js';
+import { claimDueDeliveries, dispatchDeliveries, insertAttempts, markFailing, recordOutcomes } from '../../src/db/repositories/webhook-delivery.repo.js';
 import { createLogger } from '../../src/logger.js';
 import { createWebhookDeliveryService, type WebhookDeliveryService } from '../../src/services/webhook-delivery.service.js';
 import { createWebhookUrlGuard, type Resolver, type WebhookUrlGuard } from '../../src/services/webhook-url-guard.js';
@@ -516,11 +516,21 @@ describe('webhook delivery', () => {
     expect(replayed).toMatchObject({ webhookId: webhook.id, eventSeq: stale!.eventSeq, attempts: 1 });
     // The superseded claim's success is not recorded; the replayed attempt's failure is, and it is retried.
     const settle = (claim: typeof stale, state: 'delivered' | 'pending') =>
-      settleDeliveries(db, [{ ...claim!, state, nextAttemptAt: state === 'pending' ? now + 1000 : null }]);
+      recordOutcomes(db, [
+        {
+          settlement: { ...claim!, state, nextAttemptAt: state === 'pending' ? now + 1000 : null },
+          attempt: { eventId: claim!.event.id, time: now, statusCode: state === 'delivered' ? 204 : 500, error: null, durationMs: 1 },
+        },
+      ]);
     expect((await settle(stale, 'delivered')).size).toBe(0);
     expect((await settle(replayed, 'pending')).size).toBe(1);
     const [row] = await delivery(webhook.id);
     expect({ ...row, next_attempt_at: Number(row!.next_attempt_at) }).toEqual({ state: 'pending', attempts: 1, next_attempt_at: now + 1000 });
+    // Both attempts are logged; only the recorded one schedules a next attempt.
+    expect(await attempts(webhook.id)).toEqual([
+      { eventId: stale!.event.id, time: now, statusCode: 500, durationMs: 1, nextAttemptTime: now + 1000 },
+      { eventId: stale!.event.id, time: now, statusCode: 204, durationMs: 1 },
+    ]);
   });
 
   it('sends a test ping now and answers what came of it; the attempt is logged', async () => {
