@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import type { Database } from '../db/database.js';
@@ -33,6 +34,7 @@ import {
 import { NotFoundError, UnprocessableError, BadRequestError } from '../errors.js';
 import { auditEvent, recordChanges } from './audit.service.js';
 import type { Clock } from './context.js';
+import { deliveryPauseMs, type RequestLoad } from './delivery-pacing.js';
 import { cutPage, numberCursor, type Page } from './pagination.js';
 import { pruneInBatches, sweepPeriodically } from './retention.js';
 import { unsealWebhookSecret } from './webhook-secrets.js';
@@ -59,6 +61,11 @@ export interface WebhookDeliveryOptions {
   retentionMs: number;
   /** How many attempts one instance has under way at once. */
   concurrency?: number;
+  /**
+   * WEBHOOK_DELIVERY_BUSY_PERCENT and WEBHOOK_DELIVERY_MIN_PER_SECOND, and the instance's request count they apply
+   * to (delivery-pacing.ts). Without it the worker never pauses.
+   */
+  pacing?: { load: Pick<RequestLoad, 'requests'>; busyPercent: number; minPerSecond: number };
   /** Jitter source in [0, 1); tests pin it. */
   random?: () => number;
 }
@@ -164,7 +171,9 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
   let timer: NodeJS.Timeout | null = null;
   let stopSweeping: (() => void) | null = null;
   let stopping = false;
-  let ticking: Promise<void> | null = null;
+  let ticking: Promise<boolean> | null = null;
+  /** Cuts a pacing pause short when the instance stops. */
+  let stopped = new AbortController();
 
   /**
    * Signers (the unsealed secret, decoded once) by their sealed bytes: a busy subscription is sent many events in a
@@ -361,10 +370,17 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
     return created;
   }
 
-  /** Claims and sends due deliveries, `concurrency` at a time, until none is due (or the instance stops). */
-  async function work(): Promise<number> {
+  /**
+   * Claims and sends due deliveries, `concurrency` at a time, until none is due, the instance stops, or `deadline`
+   * (performance.now()) passes; `more` says whether it stopped with deliveries still due. `paced`: each full batch is
+   * followed by the pause delivery-pacing.ts decides from the requests served meanwhile.
+   */
+  async function work(paced = false, deadline = Number.POSITIVE_INFINITY): Promise<{ sent: number; more: boolean }> {
     let sent = 0;
     while (!stopping) {
+      if (performance.now() >= deadline) return { sent, more: true };
+      const requestsBefore = options.pacing?.load.requests() ?? 0;
+      const started = performance.now();
       const now = clock();
       const claimed = await claimDueDeliveries(db, now, now + leaseMs, concurrency);
       if (claimed.length === 0) break;
@@ -391,29 +407,47 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
       });
       sent += done.length;
       if (claimed.length < concurrency) break;
+      if (paced && options.pacing) {
+        const pause = deliveryPauseMs({
+          busyMs: performance.now() - started,
+          delivered: claimed.length,
+          requestsMeanwhile: options.pacing.load.requests() - requestsBefore,
+          busyPercent: options.pacing.busyPercent,
+          minPerSecond: options.pacing.minPerSecond,
+        });
+        if (pause > 0) await sleep(pause, undefined, { signal: stopped.signal }).catch(() => undefined);
+      }
     }
-    return sent;
+    return { sent, more: false };
   }
 
-  /** One round of the loop: dispatch, then send what is due. Never two at once in one instance. */
-  function tick(): Promise<void> {
+  /**
+   * One round of the loop: dispatch, then send what is due, paced, for at most an interval, so that new events are
+   * dispatched (and counted by the oldest-undelivered gauge) while a backlog drains. Answers whether deliveries are
+   * still due. Never two at once in one instance.
+   */
+  function tick(): Promise<boolean> {
     if (ticking) return ticking;
     ticking = (async () => {
       await dispatch();
-      await work();
+      return (await work(true, performance.now() + options.intervalMs)).more;
     })().finally(() => {
       ticking = null;
     });
     return ticking;
   }
 
-  function scheduleTick(): void {
+  /** The next round after the interval, or at once when the last one left deliveries due. */
+  function scheduleTick(delayMs = options.intervalMs): void {
     if (stopping) return;
     timer = setTimeout(() => {
       tick()
-        .catch((error: unknown) => log.warn({ err: error }, 'webhook delivery tick failed'))
-        .finally(scheduleTick);
-    }, options.intervalMs);
+        .catch((error: unknown) => {
+          log.warn({ err: error }, 'webhook delivery tick failed');
+          return false;
+        })
+        .then((more) => scheduleTick(more ? 0 : options.intervalMs));
+    }, delayMs);
     timer.unref();
   }
 
@@ -432,6 +466,7 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
   return {
     start(): void {
       stopping = false;
+      stopped = new AbortController();
       scheduleTick();
       stopSweeping = sweepPeriodically(prune, log, 'webhook attempt');
     },
@@ -445,6 +480,7 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
       timer = null;
       stopSweeping?.();
       stopSweeping = null;
+      stopped.abort();
       for (const controller of inFlight) controller.abort();
       await ticking?.catch(() => undefined);
       for (const { agent } of agents.values()) agent.destroy();
@@ -455,7 +491,7 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
     async runOnce(): Promise<{ dispatched: number; sent: number }> {
       await ticking?.catch(() => undefined);
       const dispatched = await dispatch();
-      const sent = await work();
+      const { sent } = await work();
       return { dispatched, sent };
     },
 
