@@ -147,6 +147,8 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
 
   // Callback-style hooks where nothing is awaited: an async hook costs a promise on every request.
   typed.addHook('onRequest', (request, reply, done) => {
+    // The webhook worker yields to requests (services/delivery-pacing.ts); `services` exists before any request.
+    services.requestLoad.note();
     reply.header('x-request-id', request.id);
     // RFC 9111 section 5.2.2.5 (as RFC 6749 section 5.1 does for tokens): an answer holding a secret or credential
     // is never stored by a cache. Routes declare it with `config.noStore`.

@@ -186,6 +186,19 @@ export const ConfigSchema = Type.Object(
       default: 1000,
       description: 'How often each instance looks for new events to dispatch and webhook deliveries that are due.',
     }),
+    WEBHOOK_DELIVERY_BUSY_PERCENT: Type.Integer({
+      minimum: 1,
+      maximum: 100,
+      default: 10,
+      description:
+        'While an instance is serving API requests, the share of wall time (percent) its webhook worker may spend sending; after each batch it pauses for the rest. `100` never pauses. Under load deliveries are later, never lost (`webhook_oldest_undelivered_age_seconds` shows how much later).',
+    }),
+    WEBHOOK_DELIVERY_MIN_PER_SECOND: Type.Integer({
+      minimum: 1,
+      default: 200,
+      description:
+        'The floor of `WEBHOOK_DELIVERY_BUSY_PERCENT`: however busy the instance is, its worker never pauses so long that it sends fewer webhook deliveries a second than this, so a backlog always drains.',
+    }),
   },
   { additionalProperties: true },
 );

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Webhook } from 'standardwebhooks';
 import { signatures } from '../src/services/webhook-delivery.service.js';
 import { newWebhookSecret } from '../src/services/webhook-secrets.js';
 
@@ -30,7 +31,7 @@ describe('docs/app-integration.md: verifying a webhook', () => {
   const delivery = (secrets: string[], body: string, at = new Date()) => ({
     'webhook-id': 'b6f1c2d0-6a52-4bb8-9b55-2a3c4f0e1d22',
     'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
-    'webhook-signature': signatures(secrets, 'b6f1c2d0-6a52-4bb8-9b55-2a3c4f0e1d22', at, body),
+    'webhook-signature': signatures(secrets.map((secret) => new Webhook(secret)), 'b6f1c2d0-6a52-4bb8-9b55-2a3c4f0e1d22', at, body),
   });
   const body = JSON.stringify({ id: 'b6f1c2d0-6a52-4bb8-9b55-2a3c4f0e1d22', type: 'ticket.revoked', sequence: 7, data: { ticketIds: ['x'] } });
 

@@ -29,6 +29,7 @@ import { createAccessCheckService } from './access-check.service.js';
 import { createAccessLogService } from './access-log.service.js';
 import { createLockTelemetryService } from './lock-telemetry.service.js';
 import { createScheduleService } from './schedule.service.js';
+import { createRequestLoad } from './delivery-pacing.js';
 import { createWebhookDeliveryService, parseRetrySchedule } from './webhook-delivery.service.js';
 import { createWebhookService } from './webhook.service.js';
 import { createWebhookUrlGuard, type Resolver } from './webhook-url-guard.js';
@@ -116,6 +117,8 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     ...(resolveHost ? { resolve: resolveHost } : {}),
   });
   const webhooks = createWebhookService({ db, clock, secretsKey, urlGuard: webhookUrlGuard });
+  // The API requests this instance serves: the webhook worker yields to them (delivery-pacing.ts).
+  const requestLoad = createRequestLoad();
   const webhookDeliveries = createWebhookDeliveryService({
     db,
     clock,
@@ -127,6 +130,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     disableAfterSeconds: config.WEBHOOK_DISABLE_AFTER_SECONDS,
     intervalMs: config.WEBHOOK_WORKER_INTERVAL_MS,
     retentionMs: config.EVENT_RETENTION_DAYS * 86_400_000,
+    pacing: { load: requestLoad, busyPercent: config.WEBHOOK_DELIVERY_BUSY_PERCENT, minPerSecond: config.WEBHOOK_DELIVERY_MIN_PER_SECOND },
   });
   const grants = createGrantService({
     db,
@@ -194,6 +198,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     webhookUrlGuard,
     webhooks,
     webhookDeliveries,
+    requestLoad,
     /** Loads keys (generating the first one) and starts following revocations. */
     async start(): Promise<void> {
       await accessTokenKeys.ensureKey(null);

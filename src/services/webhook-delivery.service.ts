@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { SecretsKey } from './crypto.js';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import type { Database } from '../db/database.js';
@@ -23,8 +24,8 @@ import {
   markFailing,
   oldestPendingAgeMs,
   pruneAttempts,
+  recordOutcomes,
   replayDeliveries,
-  settleDeliveries,
   unreplayableEvents,
   type Attempt,
   type ClaimedDelivery,
@@ -34,6 +35,7 @@ import {
 import { NotFoundError, UnprocessableError, BadRequestError } from '../errors.js';
 import { auditEvent, recordChanges } from './audit.service.js';
 import type { Clock } from './context.js';
+import { deliveryPauseMs, type RequestLoad } from './delivery-pacing.js';
 import { cutPage, numberCursor, type Page } from './pagination.js';
 import { pruneInBatches, sweepPeriodically } from './retention.js';
 import { unsealWebhookSecret } from './webhook-secrets.js';
@@ -60,6 +62,11 @@ export interface WebhookDeliveryOptions {
   retentionMs: number;
   /** How many attempts one instance has under way at once. */
   concurrency?: number;
+  /**
+   * WEBHOOK_DELIVERY_BUSY_PERCENT and WEBHOOK_DELIVERY_MIN_PER_SECOND, and the instance's request count they apply
+   * to (delivery-pacing.ts). Without it the worker never pauses.
+   */
+  pacing?: { load: Pick<RequestLoad, 'requests'>; busyPercent: number; minPerSecond: number };
   /** Jitter source in [0, 1); tests pin it. */
   random?: () => number;
 }
@@ -78,6 +85,8 @@ const DISPATCH_SUBSCRIPTIONS = 100;
 const DISPATCH_EVENTS = 1000;
 /** Dispatch statements one tick runs at most, so one tick never runs unbounded. */
 const DISPATCH_ROUNDS = 20;
+/** A receiver origin's keep-alive agent not used for this long (beyond the request timeout) is dropped with its idle sockets. */
+const AGENT_IDLE_MS = 60_000;
 /** The lease a claim holds beyond the request timeout: recording an outcome takes a few statements. */
 const LEASE_MARGIN_MS = 30_000;
 /** The actor of the events the worker writes (`webhook.disabled`). */
@@ -91,9 +100,9 @@ export interface SendResult {
   durationMs: number;
 }
 
-/** The Standard Webhooks signature header: one `v1,<base64>` per secret, space-separated. */
-export function signatures(secrets: readonly string[], id: string, time: Date, body: string): string {
-  return secrets.map((secret) => new Webhook(secret).sign(id, time, body)).join(' ');
+/** The Standard Webhooks signature header: one `v1,<base64>` per secret (its signer), space-separated. */
+export function signatures(signers: readonly Webhook[], id: string, time: Date, body: string): string {
+  return signers.map((signer) => signer.sign(id, time, body)).join(' ');
 }
 
 /** The attempt log's cursor: the log's own number of the last attempt shown (pages run newest first). */
@@ -133,31 +142,56 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
   const concurrency = options.concurrency ?? 32;
   const random = options.random ?? Math.random;
   const leaseMs = timeoutMs + LEASE_MARGIN_MS;
-  const httpAgent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
-  const httpsAgent = new https.Agent({ keepAlive: true, maxSockets: concurrency });
+  /**
+   * One keep-alive agent per receiver origin: a busy subscription's events reuse its connections (each made through
+   * the guard's `lookup`, so a connection only ever goes to an address checked when it was made), and one origin's
+   * slow receiver queues on its own sockets. An origin not used for a while is dropped with its idle sockets.
+   */
+  const agents = new Map<string, { agent: http.Agent; usedAt: number }>();
+  const agentFor = (target: URL): http.Agent => {
+    const origin = target.origin;
+    const now = performance.now();
+    let entry = agents.get(origin);
+    if (!entry) {
+      for (const [key, idle] of agents) {
+        if (now - idle.usedAt > AGENT_IDLE_MS + timeoutMs) {
+          idle.agent.destroy();
+          agents.delete(key);
+        }
+      }
+      const agentOptions = { keepAlive: true, maxSockets: concurrency, timeout: Math.max(timeoutMs, AGENT_IDLE_MS) };
+      entry = { agent: target.protocol === 'https:' ? new https.Agent(agentOptions) : new http.Agent(agentOptions), usedAt: now };
+      agents.set(origin, entry);
+    }
+    entry.usedAt = now;
+    return entry.agent;
+  };
   const outcomeListeners: ((outcome: DeliveryOutcome) => void)[] = [];
   /** Attempts under way: aborted when the instance stops (their claims simply become due again). */
   const inFlight = new Set<AbortController>();
   let timer: NodeJS.Timeout | null = null;
   let stopSweeping: (() => void) | null = null;
   let stopping = false;
-  let ticking: Promise<void> | null = null;
+  let ticking: Promise<boolean> | null = null;
+  /** Cuts a pacing pause short when the instance stops. */
+  let stopped = new AbortController();
 
   /**
-   * Unsealed secrets by their sealed bytes: a busy subscription is sent many events in a row, each signed with the
-   * same secret. Keyed by the sealed value itself, so a rotation (a new sealed value) is never served an old secret.
+   * Signers (the unsealed secret, decoded once) by their sealed bytes: a busy subscription is sent many events in a
+   * row, each signed with the same secret. Keyed by the sealed value itself, so a rotation (a new sealed value) is never
+   * served an old secret.
    */
-  const unsealed = new Map<string, string>();
+  const unsealed = new Map<string, Webhook>();
   const UNSEALED_CACHE_SIZE = 1_000;
-  const unseal = (tenantId: string, webhookId: string, sealed: Buffer): string => {
+  const unseal = (tenantId: string, webhookId: string, sealed: Buffer): Webhook => {
     const key = `${tenantId}/${webhookId}/${sealed.toString('base64')}`;
-    let secret = unsealed.get(key);
-    if (secret === undefined) {
-      secret = unsealWebhookSecret(secretsKey, tenantId, webhookId, sealed);
+    let signer = unsealed.get(key);
+    if (signer === undefined) {
+      signer = new Webhook(unsealWebhookSecret(secretsKey, tenantId, webhookId, sealed));
       if (unsealed.size >= UNSEALED_CACHE_SIZE) unsealed.delete(unsealed.keys().next().value!);
-      unsealed.set(key, secret);
+      unsealed.set(key, signer);
     }
-    return secret;
+    return signer;
   };
 
   const secretsOf = (target: {
@@ -166,7 +200,7 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
     secretSealed: Buffer;
     previousSecretSealed: Buffer | null;
     previousSecretUntil: number | null;
-  }, now: number): string[] => {
+  }, now: number): Webhook[] => {
     const secrets = [unseal(target.tenantId, target.webhookId, target.secretSealed)];
     if (target.previousSecretSealed && target.previousSecretUntil !== null && target.previousSecretUntil > now) {
       secrets.push(unseal(target.tenantId, target.webhookId, target.previousSecretSealed));
@@ -177,13 +211,19 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
   /**
    * One POST (docs/contract.md 10): the guard is asked first and again at connect time (its `lookup`), redirects are
    * not followed, the answer body is read up to a cap and dropped, and the whole exchange, the first name lookup
-   * included, has `timeoutMs`.
+   * included, has `timeoutMs`. `refusal`: the guard's answer for `url`, when a batch already asked it (once per URL).
    */
-  async function send(url: string, id: string, body: string, secrets: readonly string[]): Promise<SendResult> {
+  async function send(
+    url: string,
+    id: string,
+    body: string,
+    signers: readonly Webhook[],
+    refusal: Promise<string | null> = guard.refusal(url),
+  ): Promise<SendResult> {
     const started = performance.now();
     const duration = () => Math.round(performance.now() - started);
     // The name is resolved by the receiver's own name server: its answer counts against the timeout too.
-    const refused = await settledWithin(guard.refusal(url), timeoutMs);
+    const refused = await settledWithin(refusal, timeoutMs);
     if (refused === TIMED_OUT) return { error: reasonOf(new Error('timeout'), timeoutMs), durationMs: duration() };
     if (refused) return { error: `address refused: ${refused}`.slice(0, 300), durationMs: duration() };
     const now = new Date(clock());
@@ -196,7 +236,7 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
           target,
           {
             method: 'POST',
-            agent: target.protocol === 'https:' ? httpsAgent : httpAgent,
+            agent: agentFor(target),
             lookup: guard.lookup,
             signal: controller.signal,
             headers: {
@@ -205,7 +245,7 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
               'user-agent': 'access-credential-service-webhooks',
               'webhook-id': id,
               'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-              'webhook-signature': signatures(secrets, id, now, body),
+              'webhook-signature': signatures(signers, id, now, body),
             },
           },
           (response: IncomingMessage) => {
@@ -248,9 +288,9 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
   }
 
   /** Sends one claimed delivery; null when the instance stopped meanwhile (the claim is abandoned). */
-  async function attempt(delivery: ClaimedDelivery): Promise<{ delivery: ClaimedDelivery; result: SendResult } | null> {
+  async function attempt(delivery: ClaimedDelivery, refusal: Promise<string | null>): Promise<{ delivery: ClaimedDelivery; result: SendResult } | null> {
     try {
-      return { delivery, result: await send(delivery.url, delivery.event.id, JSON.stringify(delivery.event), secretsOf(delivery, clock())) };
+      return { delivery, result: await send(delivery.url, delivery.event.id, JSON.stringify(delivery.event), secretsOf(delivery, clock()), refusal) };
     } catch (error) {
       if (error instanceof AbandonedError) return null;
       throw error;
@@ -284,21 +324,15 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
       ...new Map(list.map(({ delivery }) => [`${delivery.tenantId}/${delivery.webhookId}`, { tenantId: delivery.tenantId, webhookId: delivery.webhookId }])).values(),
     ];
     await db.transaction(async (tx) => {
-      const current = await settleDeliveries(tx, outcomes.map((o) => o.settlement));
-      const isCurrent = (o: (typeof outcomes)[number]) => current.has(deliveryKey(o.delivery.tenantId, o.delivery.webhookId, o.delivery.eventSeq));
-      await insertAttempts(
+      // One statement for the batch's outcomes and its attempt log (a stale claim's attempt schedules nothing).
+      const current = await recordOutcomes(
         tx,
         outcomes.map((o) => ({
-          tenantId: o.delivery.tenantId,
-          webhookId: o.delivery.webhookId,
-          eventId: o.delivery.event.id,
-          time: now,
-          statusCode: o.result.statusCode ?? null,
-          error: o.result.error ?? null,
-          durationMs: o.result.durationMs,
-          nextAttemptAt: isCurrent(o) ? o.nextAttemptAt : null,
+          settlement: o.settlement,
+          attempt: { eventId: o.delivery.event.id, time: now, statusCode: o.result.statusCode ?? null, error: o.result.error ?? null, durationMs: o.result.durationMs },
         })),
       );
+      const isCurrent = (o: (typeof outcomes)[number]) => current.has(deliveryKey(o.delivery.tenantId, o.delivery.webhookId, o.delivery.eventSeq));
       // A stale claim (another worker took the delivery after this one's lease ran out) changes nothing more.
       const settled = outcomes.filter(isCurrent);
       await clearFailing(tx, uniqueWebhooks(settled.filter((o) => o.ok)));
@@ -337,14 +371,34 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
     return created;
   }
 
-  /** Claims and sends due deliveries, `concurrency` at a time, until none is due (or the instance stops). */
-  async function work(): Promise<number> {
+  /**
+   * Claims and sends due deliveries, `concurrency` at a time, until none is due, the instance stops, or `deadline`
+   * (performance.now()) passes; `more` says whether it stopped with deliveries still due. `paced`: each full batch is
+   * followed by the pause delivery-pacing.ts decides from the requests served meanwhile.
+   */
+  async function work(paced = false, deadline = Number.POSITIVE_INFINITY): Promise<{ sent: number; more: boolean }> {
     let sent = 0;
     while (!stopping) {
+      if (performance.now() >= deadline) return { sent, more: true };
+      const requestsBefore = options.pacing?.load.requests() ?? 0;
+      const started = performance.now();
       const now = clock();
       const claimed = await claimDueDeliveries(db, now, now + leaseMs, concurrency);
       if (claimed.length === 0) break;
-      const results = await Promise.allSettled(claimed.map(attempt));
+      // The guard is asked once per receiver URL of the batch, not once per delivery: a busy subscription's batch is
+      // all one URL. Each connection is still checked when it is made (the guard's `lookup`).
+      const refusals = new Map<string, Promise<string | null>>();
+      const refusalOf = (url: string) => {
+        let refusal = refusals.get(url);
+        if (!refusal) {
+          refusal = guard.refusal(url);
+          // Awaited by each attempt; this keeps an early rejection from counting as unhandled meanwhile.
+          refusal.catch(() => undefined);
+          refusals.set(url, refusal);
+        }
+        return refusal;
+      };
+      const results = await Promise.allSettled(claimed.map((delivery) => attempt(delivery, refusalOf(delivery.url))));
       const done = results.flatMap((result) => (result.status === 'fulfilled' && result.value ? [result.value] : []));
       for (const result of results) {
         if (result.status === 'rejected') log.warn({ err: result.reason }, 'a webhook attempt failed unexpectedly; it is retried after its lease');
@@ -354,29 +408,47 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
       });
       sent += done.length;
       if (claimed.length < concurrency) break;
+      if (paced && options.pacing) {
+        const pause = deliveryPauseMs({
+          busyMs: performance.now() - started,
+          delivered: claimed.length,
+          requestsMeanwhile: options.pacing.load.requests() - requestsBefore,
+          busyPercent: options.pacing.busyPercent,
+          minPerSecond: options.pacing.minPerSecond,
+        });
+        if (pause > 0) await sleep(pause, undefined, { signal: stopped.signal }).catch(() => undefined);
+      }
     }
-    return sent;
+    return { sent, more: false };
   }
 
-  /** One round of the loop: dispatch, then send what is due. Never two at once in one instance. */
-  function tick(): Promise<void> {
+  /**
+   * One round of the loop: dispatch, then send what is due, paced, for at most an interval, so that new events are
+   * dispatched (and counted by the oldest-undelivered gauge) while a backlog drains. Answers whether deliveries are
+   * still due. Never two at once in one instance.
+   */
+  function tick(): Promise<boolean> {
     if (ticking) return ticking;
     ticking = (async () => {
       await dispatch();
-      await work();
+      return (await work(true, performance.now() + options.intervalMs)).more;
     })().finally(() => {
       ticking = null;
     });
     return ticking;
   }
 
-  function scheduleTick(): void {
+  /** The next round after the interval, or at once when the last one left deliveries due. */
+  function scheduleTick(delayMs = options.intervalMs): void {
     if (stopping) return;
     timer = setTimeout(() => {
       tick()
-        .catch((error: unknown) => log.warn({ err: error }, 'webhook delivery tick failed'))
-        .finally(scheduleTick);
-    }, options.intervalMs);
+        .catch((error: unknown) => {
+          log.warn({ err: error }, 'webhook delivery tick failed');
+          return false;
+        })
+        .then((more) => scheduleTick(more ? 0 : options.intervalMs));
+    }, delayMs);
     timer.unref();
   }
 
@@ -395,6 +467,7 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
   return {
     start(): void {
       stopping = false;
+      stopped = new AbortController();
       scheduleTick();
       stopSweeping = sweepPeriodically(prune, log, 'webhook attempt');
     },
@@ -408,17 +481,18 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
       timer = null;
       stopSweeping?.();
       stopSweeping = null;
+      stopped.abort();
       for (const controller of inFlight) controller.abort();
       await ticking?.catch(() => undefined);
-      httpAgent.destroy();
-      httpsAgent.destroy();
+      for (const { agent } of agents.values()) agent.destroy();
+      agents.clear();
     },
 
     /** One dispatch and send round now, awaited (tests, and the CLI if it ever drives delivery). */
     async runOnce(): Promise<{ dispatched: number; sent: number }> {
       await ticking?.catch(() => undefined);
       const dispatched = await dispatch();
-      const sent = await work();
+      const { sent } = await work();
       return { dispatched, sent };
     },
 

@@ -4,9 +4,9 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { claimDueDeliveries, dispatchDeliveries, insertAttempts, markFailing, settleDeliveries } from '../../src/db/repositories/webhook-delivery.repo.js';
+import { claimDueDeliveries, dispatchDeliveries, insertAttempts, markFailing, recordOutcomes } from '../../src/db/repositories/webhook-delivery.repo.js';
 import { createLogger } from '../../src/logger.js';
-import { createWebhookDeliveryService, type WebhookDeliveryService } from '../../src/services/webhook-delivery.service.js';
+import { createWebhookDeliveryService, type WebhookDeliveryOptions, type WebhookDeliveryService } from '../../src/services/webhook-delivery.service.js';
 import { createWebhookUrlGuard, type Resolver, type WebhookUrlGuard } from '../../src/services/webhook-url-guard.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { clientToken, createClient, type TenantFixture } from '../helpers/oauth.js';
@@ -118,7 +118,10 @@ describe('webhook delivery', () => {
    * A second delivery worker on the test's database, as another instance would run it, with its own guard; stopped
    * after the test.
    */
-  const extraWorker = (guard: WebhookUrlGuard, overrides: { timeoutMs?: number; concurrency?: number } = {}) => {
+  const extraWorker = (
+    guard: WebhookUrlGuard,
+    overrides: { timeoutMs?: number; concurrency?: number; intervalMs?: number; pacing?: WebhookDeliveryOptions['pacing'] } = {},
+  ) => {
     const worker = createWebhookDeliveryService({
       db: t.database.db,
       clock: () => Date.now() + offset,
@@ -128,9 +131,10 @@ describe('webhook delivery', () => {
       retryScheduleSeconds: [1, 1, 1],
       timeoutMs: overrides.timeoutMs ?? 2000,
       disableAfterSeconds: 5 * 86400,
-      intervalMs: 60_000,
+      intervalMs: overrides.intervalMs ?? 60_000,
       retentionMs: 30 * DAY,
       ...(overrides.concurrency !== undefined ? { concurrency: overrides.concurrency } : {}),
+      ...(overrides.pacing !== undefined ? { pacing: overrides.pacing } : {}),
     });
     extraServices.push(worker);
     return worker;
@@ -494,6 +498,30 @@ describe('webhook delivery', () => {
     expect(new Set(ids).size).toBe(30);
   });
 
+  it('drains a backlog while its loop yields to requests (services/delivery-pacing.ts): every event arrives, each once', async () => {
+    const hooks = await receiver();
+    const webhook = await subscribe(hooks.url);
+    for (let index = 0; index < 20; index++) await change();
+    // An instance always serving requests: each read of its count sees new ones, so after every full batch the worker
+    // pauses, at the strictest share (1 %), for as long as the floor allows.
+    let reads = 0;
+    const load = { requests: () => ++reads };
+    const worker = extraWorker(createWebhookUrlGuard({ allowInsecure: true }), {
+      concurrency: 4,
+      intervalMs: 20,
+      pacing: { load, busyPercent: 1, minPerSecond: 40 },
+    });
+    worker.start();
+    await hooks.waitFor(20);
+    const ids = hooks.received.map((request) => request.headers['webhook-id']);
+    expect(new Set(ids).size).toBe(20);
+    await worker.stop();
+    // The loop consulted the load before and after each of its five full batches (stopping waits for the last one).
+    expect(reads).toBeGreaterThanOrEqual(2 * 5);
+    expect((await delivery(webhook.id)).map((row) => row.state)).toEqual(new Array(20).fill('delivered'));
+    expect(hooks.received).toHaveLength(20);
+  });
+
   it('records nothing from a claim a replay superseded: the replayed attempt decides, even when it is again the first', async () => {
     const hooks = await receiver();
     const webhook = await subscribe(hooks.url);
@@ -516,11 +544,21 @@ describe('webhook delivery', () => {
     expect(replayed).toMatchObject({ webhookId: webhook.id, eventSeq: stale!.eventSeq, attempts: 1 });
     // The superseded claim's success is not recorded; the replayed attempt's failure is, and it is retried.
     const settle = (claim: typeof stale, state: 'delivered' | 'pending') =>
-      settleDeliveries(db, [{ ...claim!, state, nextAttemptAt: state === 'pending' ? now + 1000 : null }]);
+      recordOutcomes(db, [
+        {
+          settlement: { ...claim!, state, nextAttemptAt: state === 'pending' ? now + 1000 : null },
+          attempt: { eventId: claim!.event.id, time: now, statusCode: state === 'delivered' ? 204 : 500, error: null, durationMs: 1 },
+        },
+      ]);
     expect((await settle(stale, 'delivered')).size).toBe(0);
     expect((await settle(replayed, 'pending')).size).toBe(1);
     const [row] = await delivery(webhook.id);
     expect({ ...row, next_attempt_at: Number(row!.next_attempt_at) }).toEqual({ state: 'pending', attempts: 1, next_attempt_at: now + 1000 });
+    // Both attempts are logged; only the recorded one schedules a next attempt.
+    expect(await attempts(webhook.id)).toEqual([
+      { eventId: stale!.event.id, time: now, statusCode: 500, durationMs: 1, nextAttemptTime: now + 1000 },
+      { eventId: stale!.event.id, time: now, statusCode: 204, durationMs: 1 },
+    ]);
   });
 
   it('sends a test ping now and answers what came of it; the attempt is logged', async () => {

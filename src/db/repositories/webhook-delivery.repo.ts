@@ -204,27 +204,55 @@ export interface Settlement {
 
 const deliveryKey = (tenantId: string, webhookId: string, eventSeq: number) => `${tenantId}/${webhookId}/${eventSeq}`;
 
+/** One claim's outcome and the attempt that came to it, as a batch records them. */
+export interface Outcome {
+  settlement: Settlement;
+  attempt: Omit<AttemptInput, 'tenantId' | 'webhookId' | 'nextAttemptAt'>;
+}
+
 /**
- * Records the outcomes of claims in one statement, each only while nobody claimed or replayed its delivery since
- * (`claims` still equals the claim, migrations 013 and 015: not `attempts`, which a replay resets). Answers the keys
- * (`tenant/webhook/seq`) it recorded.
+ * Records a batch of attempts in one statement: each claim's outcome, only while nobody claimed or replayed its
+ * delivery since (`claims` still equals the claim, migrations 013 and 015: not `attempts`, which a replay resets), and
+ * every attempt in the log, with its next attempt time only when its outcome was recorded (a stale claim schedules
+ * nothing). The log takes FOR KEY SHARE of each subscription, as insertAttempts does, so an attempt of a subscription
+ * deleted meanwhile is dropped with it and the others are still recorded. Answers the keys (`tenant/webhook/seq`)
+ * whose outcome was recorded.
  */
-export async function settleDeliveries(db: Queryable, settlements: readonly Settlement[]): Promise<Set<string>> {
-  if (settlements.length === 0) return new Set();
+export async function recordOutcomes(db: Queryable, outcomes: readonly Outcome[]): Promise<Set<string>> {
+  if (outcomes.length === 0) return new Set();
   const { rows } = await db.query<{ tenant_id: string; webhook_id: string; event_seq: number | string }>(
-    `UPDATE webhook_deliveries d SET state = o.state, next_attempt_at = o.next_attempt_at
-       FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[])
-            AS o (tenant_id, webhook_id, event_seq, claim, state, next_attempt_at)
-      WHERE d.tenant_id = o.tenant_id AND d.webhook_id = o.webhook_id AND d.event_seq = o.event_seq
-        AND d.claims = o.claim AND d.state = 'pending'
-     RETURNING d.tenant_id, d.webhook_id, d.event_seq`,
+    `WITH o AS (
+       SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[],
+                            $7::uuid[], $8::bigint[], $9::int[], $10::text[], $11::int[])
+                AS o (tenant_id, webhook_id, event_seq, claim, state, next_attempt_at, event_id, time, status_code, error, duration_ms)
+     ), settled AS (
+       UPDATE webhook_deliveries d SET state = o.state, next_attempt_at = o.next_attempt_at
+         FROM o
+        WHERE d.tenant_id = o.tenant_id AND d.webhook_id = o.webhook_id AND d.event_seq = o.event_seq
+          AND d.claims = o.claim AND d.state = 'pending'
+       RETURNING d.tenant_id, d.webhook_id, d.event_seq
+     ), logged AS (
+       INSERT INTO webhook_attempts (tenant_id, webhook_id, event_id, time, status_code, error, duration_ms, next_attempt_at)
+       SELECT o.tenant_id, o.webhook_id, o.event_id, o.time, o.status_code, o.error, o.duration_ms,
+              CASE WHEN s.event_seq IS NOT NULL THEN o.next_attempt_at END
+         FROM o
+         JOIN webhooks w ON w.tenant_id = o.tenant_id AND w.id = o.webhook_id
+         LEFT JOIN settled s ON s.tenant_id = o.tenant_id AND s.webhook_id = o.webhook_id AND s.event_seq = o.event_seq
+          FOR KEY SHARE OF w
+     )
+     SELECT tenant_id, webhook_id, event_seq FROM settled`,
     [
-      settlements.map((s) => s.tenantId),
-      settlements.map((s) => s.webhookId),
-      settlements.map((s) => s.eventSeq),
-      settlements.map((s) => s.claim),
-      settlements.map((s) => s.state),
-      settlements.map((s) => (s.state === 'pending' ? s.nextAttemptAt : null)),
+      outcomes.map((o) => o.settlement.tenantId),
+      outcomes.map((o) => o.settlement.webhookId),
+      outcomes.map((o) => o.settlement.eventSeq),
+      outcomes.map((o) => o.settlement.claim),
+      outcomes.map((o) => o.settlement.state),
+      outcomes.map((o) => (o.settlement.state === 'pending' ? o.settlement.nextAttemptAt : null)),
+      outcomes.map((o) => o.attempt.eventId),
+      outcomes.map((o) => o.attempt.time),
+      outcomes.map((o) => o.attempt.statusCode),
+      outcomes.map((o) => o.attempt.error),
+      outcomes.map((o) => o.attempt.durationMs),
     ],
   );
   return new Set(rows.map((row) => deliveryKey(row.tenant_id, row.webhook_id, Number(row.event_seq))));
