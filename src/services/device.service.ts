@@ -351,8 +351,10 @@ export function createDeviceService({ db, clock, credentials, telemetry, waterma
     };
     // docs/lock-sync.md: what the next sync with this cursor may be answered from memory. Only a whole answer (a cut
     // one has more of the same change number to come) for a lock that exists and a client that is not
-    // decommissioned: those answers carry more than empty arrays.
-    const whole = !more && lock.lockExists && lock.decommissionedSeq === null;
+    // decommissioned: those answers carry more than empty arrays. Nor one that left out a revocation only because the
+    // lock's clock is not known to run behind: an estimate later (an access-log upload) takes no change number, and
+    // the database would then send it (docs/contract.md 8.5).
+    const whole = !more && lock.lockExists && lock.decommissionedSeq === null && !lock.clockDependent;
     remember(tenantId, securedObjectId, binding.clientId, whole ? { tenantSeq: lock.lastSeq, cursor: answer.cursor, serial: answer.serial } : null);
     return answer;
   }
