@@ -34,7 +34,7 @@ describe.skipIf(!postgresTestUrl())('a sync storm against a small pool', () => {
     t = await buildTestApp({ BCRYPT_COST: '4' });
     acme = await createTenant(t.app, 'acme');
     const now = Date.now();
-    // 2,000 locks, each with its own bound sync client, in two statements (the API would take minutes).
+    // 2,000 locks, each with its own bound sync client, in three statements (the API would take minutes).
     const lockIds = Array.from({ length: LOCKS }, (_, index) => `storm-${index}`);
     const clientIds = lockIds.map(() => randomUUID());
     await t.database.db.query(
@@ -42,6 +42,11 @@ describe.skipIf(!postgresTestUrl())('a sync storm against a small pool', () => {
        SELECT $1, id, ARRAY['btlespp'], id, gen_random_uuid(), $3, 'UTC' FROM unnest($2::text[]) AS l (id)`,
       [acme.tenantId, lockIds, now],
     );
+    // Each client's id → tenant entry first, as client.repo.ts writes it (docs/scaling.md).
+    await t.database.db.query(`INSERT INTO client_tenants (client_id, tenant_id) SELECT id, $1 FROM unnest($2::text[]) AS c (id)`, [
+      acme.tenantId,
+      clientIds,
+    ]);
     await t.database.db.query(
       `INSERT INTO oauth_clients (client_id, tenant_id, name, secret_hash, scopes, mobile_device_id, secured_object_id, created_at)
        SELECT c.id, $1, 'storm lock', 'not a hash: never used', ARRAY['sync'], NULL, c.lock_id, $4
