@@ -1,12 +1,13 @@
 // The command line as a process: help, usage errors, `migrate`, and refusing a DATA_DIR a server holds.
+import { spawn } from 'node:child_process';
+import { readFileSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readMigrations } from '../src/db/migrate.js';
 import { createPgliteDatabase } from '../src/db/pglite.js';
 import { createEmptyTestDatabase, createSeededDataDir } from './helpers/database.js';
 import { postgresTestUrl } from './helpers/postgres-url.js';
-import { freePort, killAll, spawnNode, temporaryDirectory, waitForUrl } from './helpers/process.js';
+import { ROOT, childEnv, freePort, killAll, spawnNode, temporaryDirectory, waitForUrl } from './helpers/process.js';
 
 const RUN_MS = 60_000;
 const usePostgres = postgresTestUrl() !== undefined;
@@ -133,6 +134,28 @@ describe('cli on an embedded DATA_DIR a server holds', () => {
       expect((await server.waitForExit(10_000)).code).toBe(0);
     } finally {
       await server.kill();
+    }
+  }, 120_000);
+});
+
+describe('the commands package.json names (`bin`)', () => {
+  it('are the compiled CLI and simulator, and run through a link of their name without a build, as the image links them', async () => {
+    const { bin } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string> };
+    expect(bin).toEqual({ acs: 'dist/cli.js', 'acs-simulate': 'dist/simulator/cli.js' });
+    const directory = temporaryDirectory('acs-bin-');
+    cleanups.push(() => directory.remove());
+    for (const [name, target] of Object.entries(bin)) {
+      // npm and the Dockerfile run these as executables: the shebang picks node.
+      expect(readFileSync(join(ROOT, target), 'utf8').split('\n')[0], target).toBe('#!/usr/bin/env node');
+      // Linked under its own name elsewhere (/usr/local/bin/acs in the image): the entry point must still run.
+      const link = join(directory.path, name);
+      symlinkSync(join(ROOT, target), link);
+      const child = spawn(process.execPath, [link, '--help'], { cwd: directory.path, env: childEnv({}), stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+      const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+      expect(code, `${name} --help`).toBe(0);
+      expect(stdout, name).toMatch(/^Usage: /);
     }
   }, 120_000);
 });
