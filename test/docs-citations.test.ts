@@ -6,8 +6,8 @@ import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = new URL('..', import.meta.url).pathname;
-/** Where citations are written: the code, the API documents, the benchmarks, the scripts and the documentation. */
-const CITING = ['src', 'openapi', 'bench', 'scripts', 'docs', 'README.md', 'CHANGELOG.md'];
+/** Where citations are written: the code, the API documents, the benchmarks, the scripts, the tests, CI and the documentation. */
+const CITING = ['src', 'openapi', 'bench', 'scripts', 'docs', 'test', 'test-reliability', '.ci', 'README.md', 'CHANGELOG.md'];
 const TEXT_FILE = /\.(ts|js|mjs|json|md|sql|ya?ml|html|txt)$/;
 
 function filesUnder(path: string): string[] {

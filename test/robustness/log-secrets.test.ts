@@ -1,5 +1,5 @@
 // Logs at debug level over a representative flow: no client secret, password, refresh token, access token or
-// ticket credential reaches any log line (HOUSE-STYLE 12).
+// ticket credential reaches any log line (docs/house-style.md 12).
 import type { InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
