@@ -15,7 +15,7 @@ export async function nextChangeSeq(db: Queryable, tenantId: string): Promise<nu
 
 /**
  * The channel on which every advance of a tenant's change counter is announced, with the payload
- * `<last_seq>:<tenant_id>` (migrations/018_tenant_change_notify.sql, docs/lock-sync.md).
+ * `<last_seq>:<tenant_id>` (migrations/017_tenant_change_notify.sql, docs/lock-sync.md).
  */
 export const TENANT_CHANGES_CHANNEL = 'tenant_changes';
 
