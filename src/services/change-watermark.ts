@@ -6,6 +6,13 @@ import { listChangeWatermarks, parseChangePayload, TENANT_CHANGES_CHANNEL } from
 
 /** How soon a failed catch-up read is tried again while the connection still listens. */
 const CATCH_UP_RETRY_MS = 1000;
+/**
+ * How often the numbers are read again while trusted, behind the notifications (as the token revocations have their
+ * poll, services/index.ts). A notification can be lost without the connection noticing: a half-open TCP connection is
+ * found only by keepalive, hours later by the operating system's default. Reading again bounds how long such a loss
+ * hides a change: at most this long, then the lock's next sync asks the database (docs/lock-sync.md).
+ */
+const RECHECK_MS = 2000;
 
 export type WatermarkPhase = 'down' | 'catching-up' | 'trusted';
 
@@ -72,12 +79,32 @@ export type WatermarkState = ReturnType<typeof createWatermarkState>;
 export interface ChangeWatermarksOptions {
   db: Database;
   log: { warn(object: object, message: string): void };
+  /** How often the numbers are read again while trusted (default RECHECK_MS). */
+  recheckMs?: number;
 }
 
-export function createChangeWatermarks({ db, log }: ChangeWatermarksOptions) {
+export function createChangeWatermarks({ db, log, recheckMs = RECHECK_MS }: ChangeWatermarksOptions) {
   const state = createWatermarkState();
   let unlisten: (() => Promise<void>) | null = null;
   let retryTimer: NodeJS.Timeout | null = null;
+  let recheckTimer: NodeJS.Timeout | null = null;
+  let recheckFailing = false;
+
+  /**
+   * Reads every tenant's number again and raises what is known (numbers only rise, so a read that races a
+   * notification or a reconnection never lowers one; a higher number only sends a sync to the database).
+   */
+  async function recheck(): Promise<void> {
+    if (state.phase !== 'trusted') return;
+    try {
+      for (const { tenantId, seq } of await listChangeWatermarks(db)) state.advance(tenantId, seq);
+      recheckFailing = false;
+    } catch (error) {
+      // The database is unreachable: syncs that need it fail anyway; said once per outage, not every interval.
+      if (!recheckFailing) log.warn({ err: error }, 'change watermark re-read failed');
+      recheckFailing = true;
+    }
+  }
 
   async function catchUp(readEpoch: number): Promise<void> {
     try {
@@ -107,11 +134,15 @@ export function createChangeWatermarks({ db, log }: ChangeWatermarksOptions) {
           else void catchUp(state.listening());
         },
       );
+      recheckTimer = setInterval(() => void recheck(), recheckMs);
+      recheckTimer.unref();
     },
 
     async stop(): Promise<void> {
       if (retryTimer) clearTimeout(retryTimer);
       retryTimer = null;
+      if (recheckTimer) clearInterval(recheckTimer);
+      recheckTimer = null;
       state.lost();
       await unlisten?.().catch(() => undefined);
       unlisten = null;

@@ -113,6 +113,23 @@ describe('lock sync answered from the change watermark', () => {
    * request is on the way, while it waits for the database, after. The racing sync may or may not carry it; the next
    * one must. Each round begins with the memory answer primed, the state a polling lock is in.
    */
+  it('reads the numbers again while trusted: a change whose notification was lost (the connection up) is seen, and the next sync asks the database', async () => {
+    const { lockId, token, cursor } = await lockWithTicket();
+    await sync(t, token, lockId, cursor);
+    expect((await lockStatements(lockId, () => sync(t, token, lockId, cursor))).statements).toBe(0);
+    const before = watermarks().current(acme.tenantId)!;
+    // A change whose NOTIFY never comes, as on a half-open listening connection: the counter moves with triggers off
+    // (session_replication_role = replica), and nothing of this process announces it.
+    await t.database.db.transaction(async (tx) => {
+      await tx.query("SET LOCAL session_replication_role = 'replica'");
+      await tx.query('UPDATE tenant_change_counters SET last_seq = last_seq + 1 WHERE tenant_id = $1', [acme.tenantId]);
+    });
+    expect(watermarks().current(acme.tenantId)).toBe(before);
+    await vi.waitFor(() => expect(watermarks().current(acme.tenantId)).toBe(before + 1), { timeout: 10_000, interval: 100 });
+    expect(watermarks().phase).toBe('trusted');
+    expect((await lockStatements(lockId, () => sync(t, token, lockId, cursor))).statements).toBeGreaterThan(0);
+  });
+
   it('in every interleaving, a lock learns a revocation by its next sync', async () => {
     const interleavings: ((revocation: () => Promise<void>, racing: () => Promise<SyncBody>) => Promise<SyncBody>)[] = [
       async (revocation, racing) => {
