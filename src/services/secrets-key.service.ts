@@ -31,7 +31,7 @@ export interface ReencryptReport {
 
 export function createSecretsKeyService({ db, secretsKey }: { db: Database; secretsKey: SecretsKey }) {
   /** One pass over every sealed value; the values that changed between read and write, to look at again. */
-  async function pass(report: ReencryptReport, only: Set<string> | null): Promise<Set<string>> {
+  async function pass(report: ReencryptReport, only: Set<string> | null, unopenableSeen: Set<string>): Promise<Set<string>> {
     const changed = new Set<string>();
     for (const kind of SEALED_KINDS) {
       let after: string[] | null = null;
@@ -41,12 +41,16 @@ export function createSecretsKeyService({ db, secretsKey }: { db: Database; secr
         after = page[page.length - 1]!.key;
         const replacements: { key: string[]; was: Buffer; now: Buffer }[] = [];
         for (const value of page) {
-          if (only && !only.has(`${kind}:${value.key.join('/')}`)) continue;
+          const id = `${kind}:${value.key.join('/')}`;
+          if (only && !only.has(id)) continue;
           let resealed: Buffer | null;
           try {
             resealed = resealUnderCurrent(secretsKey, value.sealed, AAD_OF[kind](value.key));
           } catch {
-            if (!report.unopenable.some((known) => known.kind === kind && known.key.join('/') === value.key.join('/'))) {
+            // A second pass looks at some values again: each is listed once. A Set, not a search of the list: with
+            // a wrong key every value of a large database is unopenable.
+            if (!unopenableSeen.has(id)) {
+              unopenableSeen.add(id);
               report.unopenable.push({ kind, key: value.key });
             }
             continue;
@@ -80,8 +84,9 @@ export function createSecretsKeyService({ db, secretsKey }: { db: Database; secr
         unopenable: [],
         stillChanging: 0,
       };
-      let again = await pass(report, null);
-      for (let passes = 1; again.size > 0 && passes < MAX_PASSES; passes++) again = await pass(report, again);
+      const unopenableSeen = new Set<string>();
+      let again = await pass(report, null, unopenableSeen);
+      for (let passes = 1; again.size > 0 && passes < MAX_PASSES; passes++) again = await pass(report, again, unopenableSeen);
       report.stillChanging = again.size;
       return report;
     },
