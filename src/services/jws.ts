@@ -33,8 +33,17 @@ function encodedHeader(key: SigningKey, typ: string): string {
 
 /** `header.payload.signature`, the protected header naming `alg`, `kid` and `typ` (RFC 8725 3.11: explicit types). */
 export function signCompactJws(key: SigningKey, typ: string, payload: Record<string, unknown>): Promise<string> {
-  const signingInput = `${encodedHeader(key, typ)}.${base64url(payload)}`;
-  const data = Buffer.from(signingInput);
+  return signCompactJwsJson(key, typ, JSON.stringify(payload));
+}
+
+/**
+ * The same, for a payload already serialised to a JSON object text (RFC 7515 7.1: the payload is any octet sequence;
+ * here the UTF-8 of that text). For a caller that writes its claims directly, without building an object first.
+ */
+export function signCompactJwsJson(key: SigningKey, typ: string, payloadJson: string): Promise<string> {
+  const signingInput = `${encodedHeader(key, typ)}.${Buffer.from(payloadJson).toString('base64url')}`;
+  // The signing input is base64url and a dot, ASCII only: latin1 writes its bytes without UTF-8 encoding.
+  const data = Buffer.from(signingInput, 'latin1');
   return new Promise((resolve, reject) => {
     const done = (error: Error | null, signature: Buffer) => {
       if (error) reject(error);

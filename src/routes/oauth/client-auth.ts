@@ -14,6 +14,8 @@ export function invalidClient(realm: string): OAuthError {
 
 /** Appendix B: id and secret are form-urlencoded before base64; `+` is a space. */
 function formDecode(value: string): string | null {
+  // Most ids and secrets (ours are base64url and UUIDs) have nothing encoded: no escape to undo, no copy to make.
+  if (!value.includes('%') && !value.includes('+')) return value;
   try {
     return decodeURIComponent(value.replaceAll('+', ' '));
   } catch {

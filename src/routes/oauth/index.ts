@@ -7,6 +7,7 @@ import { isDatabaseUnavailable, isUnstorableText } from '../../db/errors.js';
 import { OAuthError } from '../../errors.js';
 import type { Services } from '../../services/index.js';
 import { GRANT_TYPES, grantOutcomeOf, type GrantType } from '../../services/metrics.js';
+import type { TokenResponse } from '../../services/oauth/grants.service.js';
 import { ALL_SCOPES, parseScopeParameter } from '../../services/scopes.js';
 import { authenticateClient, single, type FormBody } from './client-auth.js';
 
@@ -25,6 +26,16 @@ function sendOAuthError(reply: FastifyReply, error: OAuthError): FastifyReply {
     .headers({ ...NO_STORE, ...error.headers })
     .type('application/json')
     .send({ error: error.error, error_description: error.description });
+}
+
+/**
+ * RFC 6749 5.1's body as JSON text, written directly rather than by walking the object: the access token is a compact
+ * JWS, base64url and dots only (RFC 7515 7.1), so it goes between quotes as it is; the other strings are escaped.
+ */
+function serializeTokenResponse(body: TokenResponse): string {
+  let json = `{"access_token":"${body.access_token}","token_type":"Bearer","expires_in":${body.expires_in},"scope":${JSON.stringify(body.scope)}`;
+  if (body.refresh_token !== undefined) json += `,"refresh_token":${JSON.stringify(body.refresh_token)}`;
+  return `${json}}`;
 }
 
 /** Maps anything thrown in this context to an RFC 6749 5.2 body. */
@@ -124,7 +135,7 @@ export default async function oauthRoutes(app: FastifyInstance, options: OAuthRo
     try {
       const body = await grant(request, form, grantType as GrantType);
       services.metrics.grantAnswered(grantType as GrantType, 'success');
-      return reply.headers(NO_STORE).type('application/json').send(body);
+      return reply.headers(NO_STORE).type('application/json').send(serializeTokenResponse(body));
     } catch (error) {
       services.metrics.grantAnswered(grantType as GrantType, grantOutcomeOf(toOAuthError(error as FastifyError).error));
       throw error;

@@ -1,9 +1,8 @@
 // The access token (docs/contract.md 3.4, RFC 9068): its claims, its issuing and signing, and the error a bad one raises.
 import { randomUUID } from 'node:crypto';
-import type { JWTPayload } from 'jose';
 import type { AuthenticatedClient } from '../client.service.js';
 import type { Clock } from '../context.js';
-import { signCompactJws } from '../jws.js';
+import { signCompactJwsJson } from '../jws.js';
 import type { KeyService } from '../key.service.js';
 import type { Api } from '../scopes.js';
 
@@ -69,29 +68,28 @@ export interface AccessTokenIssuerOptions {
   accessTokenTtlSeconds: number;
 }
 
-/** Signs access tokens with the current signing key; the claims are the ones the verifier checks (docs/contract.md 3.4). */
+/**
+ * Signs access tokens with the current signing key; the claims are the ones the verifier checks (docs/contract.md 3.4).
+ * The payload is written as JSON text directly, in a fixed member order, every string through JSON.stringify: the same
+ * claims an object would give, without building the object and walking it again (the token endpoint's hot path).
+ */
 export function createAccessTokenIssuer(options: AccessTokenIssuerOptions) {
-  const { clock, keys, issuer } = options;
+  const { clock, keys } = options;
+  const issuerMember = `{"iss":${JSON.stringify(options.issuer)}`;
+  const ttl = options.accessTokenTtlSeconds;
 
-  return async function issue(input: IssueInput): Promise<{ token: string; claims: JWTPayload }> {
-    const now = clock();
-    const iat = Math.floor(now / 1000);
-    const claims: JWTPayload & Record<string, unknown> = {
-      iss: issuer,
-      sub: input.subject,
-      aud: input.audience.length === 1 ? input.audience[0] : input.audience,
-      client_id: input.client.clientId,
-      tenant: input.client.tenantId,
-      scope: input.scopes.join(' '),
-      iat,
-      exp: iat + options.accessTokenTtlSeconds,
-      jti: randomUUID(),
-      ...(input.familyId ? { sid: input.familyId } : {}),
-      ...(input.client.mobileDeviceId ? { mobile_device_id: input.client.mobileDeviceId } : {}),
-      ...(input.client.securedObjectId ? { secured_object_id: input.client.securedObjectId } : {}),
-    };
+  return async function issue(input: IssueInput): Promise<{ token: string }> {
+    const iat = Math.floor(clock() / 1000);
+    const { client } = input;
+    const audience = input.audience.length === 1 ? input.audience[0] : input.audience;
+    let payload =
+      `${issuerMember},"sub":${JSON.stringify(input.subject)},"aud":${JSON.stringify(audience)}` +
+      `,"client_id":${JSON.stringify(client.clientId)},"tenant":${JSON.stringify(client.tenantId)}` +
+      `,"scope":${JSON.stringify(input.scopes.join(' '))},"iat":${iat},"exp":${iat + ttl},"jti":"${randomUUID()}"`;
+    if (input.familyId) payload += `,"sid":${JSON.stringify(input.familyId)}`;
+    if (client.mobileDeviceId) payload += `,"mobile_device_id":${JSON.stringify(client.mobileDeviceId)}`;
+    if (client.securedObjectId) payload += `,"secured_object_id":${JSON.stringify(client.securedObjectId)}`;
     const signing = await keys.signingKey();
-    const token = await signCompactJws(signing, ACCESS_TOKEN_TYPE, claims);
-    return { token, claims };
+    return { token: await signCompactJwsJson(signing, ACCESS_TOKEN_TYPE, `${payload}}`) };
   };
 }
