@@ -1,4 +1,5 @@
 // One autocannon run against one URL, stoppable by an AbortSignal, reduced to the numbers the report shows.
+import { readFile } from 'node:fs/promises';
 import autocannon from 'autocannon';
 import type { ScenarioOverrides } from './types.js';
 
@@ -138,4 +139,21 @@ function runOne(
     instance.on('response', (_client, _statusCode, _bytes, responseTime: number) => latencies.push(responseTime));
     signal.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/**
+ * CPU seconds a process has used so far (user + system, /proc/PID/stat; null where there is none, e.g. macOS).
+ * Per request, it says what a row costs the server itself, which the load of other processes on the machine
+ * changes far less than req/s (a busy machine takes cores away; it does not make a request's work larger).
+ */
+export async function cpuSeconds(pid: number): Promise<number | null> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // The fields after the command name (which may hold spaces) start at its closing parenthesis.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name, in clock ticks (100 per second on Linux).
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return null;
+  }
 }

@@ -1,7 +1,7 @@
 // `npm run bench`: build, start the service and its baselines on a fresh database, measure each scenario in turn.
 import { execFileSync, type ExecFileSyncOptionsWithStringEncoding } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,7 +9,7 @@ import { baselines, type BaselineName } from './baselines.js';
 import { freePort } from '../test/helpers/process.js';
 import { captureCommand, ChildServer, runCommand } from './children.js';
 import { createBenchDatabase, dropAbandonedBenchDatabases } from './database.js';
-import { runLoad, type LoadSettings, type PreparedRequest } from './measure.js';
+import { cpuSeconds, runLoad, type LoadSettings, type PreparedRequest } from './measure.js';
 import { runMicro, type MicroResult } from './micro.js';
 import { formatScale, runScaleBenchmarks, type ScaleResult, type ScaleRun } from './scale.js';
 import {
@@ -137,23 +137,6 @@ interface Target {
   server: ChildServer;
   /** More processes of the same service on the same database: a row with `instances: 2` spreads its load over them. */
   replicas?: ChildServer[];
-}
-
-/**
- * CPU seconds a process has used so far (user + system, /proc/PID/stat; null where there is none, e.g. macOS).
- * Per request, it says what a row costs the server itself, which the load of other processes on the machine
- * changes far less than req/s (a busy machine takes cores away; it does not make a request's work larger).
- */
-async function cpuSeconds(pid: number): Promise<number | null> {
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-    // The fields after the command name (which may hold spaces) start at its closing parenthesis.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name, in clock ticks (100 per second on Linux).
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return null;
-  }
 }
 
 async function totalCpuSeconds(servers: ChildServer[]): Promise<number | null> {

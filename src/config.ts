@@ -184,7 +184,7 @@ export const ConfigSchema = Type.Object(
       minimum: 10,
       maximum: 60000,
       default: 1000,
-      description: 'How often each instance looks for new events to dispatch and webhook deliveries that are due.',
+      description: 'How often each instance looks for new events to send to webhook subscriptions and for retries that are due.',
     }),
     WEBHOOK_DELIVERY_BUSY_PERCENT: Type.Integer({
       minimum: 1,

@@ -96,8 +96,18 @@ describe.skipIf(!privateClusterAvailable())('webhook delivery across crashes, in
     expect(verify(webhook.secret, request!)).toEqual(request!.json);
     await sleep(3000);
     expect(hooks.received.map((received) => received.headers['webhook-id'])).toEqual([eventId]);
+    // Recorded: the cursor past the event (migration 018), and a delivery row only if an attempt before the kill
+    // failed and was recorded as a retry, then delivered; the attempt log has the success.
     const { rows } = await queryable.query<{ state: string }>(`SELECT state FROM webhook_deliveries WHERE tenant_id = $1 AND webhook_id = $2`, [tenantId, webhook.id]);
-    expect(rows).toEqual([{ state: 'delivered' }]);
+    expect(rows.filter((row) => row.state !== 'delivered')).toEqual([]);
+    const { rows: recorded } = await queryable.query<{ sent: boolean; delivered: boolean }>(
+      `SELECT w.dispatched_through >= e.seq AS sent,
+              EXISTS (SELECT 1 FROM webhook_attempts a WHERE a.tenant_id = w.tenant_id AND a.webhook_id = w.id AND a.event_id = e.event_id AND a.status_code = 200) AS delivered
+         FROM webhooks w JOIN audit_events e ON e.tenant_id = w.tenant_id AND e.event_id = $3
+        WHERE w.tenant_id = $1 AND w.id = $2`,
+      [tenantId, webhook.id, eventId],
+    );
+    expect(recorded).toEqual([{ sent: true, delivered: true }]);
     process.stdout.write(`[webhook kill -9] delivered after restart; attempts logged: ${(await attemptsOf(webhook.id)).length}\n`);
   });
 

@@ -70,7 +70,7 @@ export const ReplaySchema = named(
       since: Type.Optional(
         Millis(
           'Deliver again every event of the subscription\'s types from this time on (Unix milliseconds), up to the last one ' +
-            'already dispatched to it (later ones reach it anyway). Earlier events than the subscription are included.',
+            'already sent to it (later ones reach it anyway). Earlier events than the subscription are included.',
         ),
       ),
     },

@@ -1,9 +1,15 @@
-// Webhook delivery (docs/contract.md 10): dispatches committed events to deliveries, and a worker in every instance sends them.
+// Webhook delivery (docs/contract.md 10): a worker in every instance sends each subscription the committed events after its cursor, and retries what failed.
 //
-// At least once, across crashes: a delivery row exists from the transaction that moves the subscription's
-// `dispatched_through`, and a claim is a lease (migration 013), so a worker that dies mid-attempt leaves a delivery that
-// becomes due again, with the same webhook-id. Two workers never hold one attempt: claims take rows FOR UPDATE SKIP
-// LOCKED and push them past the lease, and an outcome is recorded only while the claim is still the latest.
+// Fresh events go straight from the event log (migration 018): the worker leases a subscription, sends the batch of
+// its events after `dispatched_through`, then records it in one transaction that moves the cursor past the batch and
+// makes a delivery row, in retry state, of each event that failed. Retries and replays are those delivery rows,
+// claimed and settled one by one (migrations 013 and 015).
+//
+// At least once, across crashes: the cursor moves, and a delivery row is settled, only in the transaction that
+// records the attempt, and both claims are leases, so a worker that dies mid-attempt leaves events that become due
+// again, sent under the same webhook-id (the event id). Two workers never hold one attempt: claims take rows FOR
+// UPDATE SKIP LOCKED and push them past the lease, and an outcome is recorded only while the claim is still the latest
+// (a subscription's `sending_claim`, a delivery's `claims`).
 import { randomUUID } from 'node:crypto';
 import type { SecretsKey } from './crypto.js';
 import http, { type IncomingMessage } from 'node:http';
@@ -11,24 +17,29 @@ import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { Webhook } from 'standardwebhooks';
-import type { Database } from '../db/database.js';
+import type { Database, TransactionScope } from '../db/database.js';
 import {
   claimDueDeliveries,
+  claimFreshBatches,
   clearFailing,
   deliveryKey,
   disableWebhooks,
-  dispatchDeliveries,
   findWebhookTarget,
   insertAttempts,
   listAttempts,
+  lockWebhooks,
   markFailing,
   oldestPendingAgeMs,
   pruneAttempts,
+  recordFreshBatches,
   recordOutcomes,
   replayDeliveries,
   unreplayableEvents,
   type Attempt,
+  type AttemptInput,
   type ClaimedDelivery,
+  type FreshBatch,
+  type FreshOutcome,
   type Settlement,
   type WebhookKey,
 } from '../db/repositories/webhook-delivery.repo.js';
@@ -80,11 +91,13 @@ export function parseRetrySchedule(text: string): number[] {
 const JITTER = 0.25;
 /** A receiver's answer body is read up to this much and discarded (it is never stored or logged). */
 const MAX_RESPONSE_BYTES = 64 * 1024;
-/** Per tick: subscriptions per dispatch statement, and sequence numbers per subscription per statement. */
-const DISPATCH_SUBSCRIPTIONS = 100;
-const DISPATCH_EVENTS = 1000;
-/** Dispatch statements one tick runs at most, so one tick never runs unbounded. */
-const DISPATCH_ROUNDS = 20;
+/**
+ * Fresh events (migration 018): subscriptions leased per claim, each sent a batch of up to `concurrency` events, read
+ * among at most FRESH_SCAN sequence numbers after its cursor. The batches of one claim are sent `concurrency` at a
+ * time, so they take at most FRESH_SUBSCRIPTIONS timeouts: the lease covers that.
+ */
+const FRESH_SUBSCRIPTIONS = 4;
+const FRESH_SCAN = 1000;
 /** A receiver origin's keep-alive agent not used for this long (beyond the request timeout) is dropped with its idle sockets. */
 const AGENT_IDLE_MS = 60_000;
 /** The lease a claim holds beyond the request timeout: recording an outcome takes a few statements. */
@@ -142,6 +155,7 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
   const concurrency = options.concurrency ?? 32;
   const random = options.random ?? Math.random;
   const leaseMs = timeoutMs + LEASE_MARGIN_MS;
+  const freshLeaseMs = FRESH_SUBSCRIPTIONS * timeoutMs + LEASE_MARGIN_MS;
   /**
    * One keep-alive agent per receiver origin: a busy subscription's events reuse its connections (each made through
    * the guard's `lookup`, so a connection only ever goes to an address checked when it was made), and one origin's
@@ -287,10 +301,14 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
     return base === undefined ? null : Math.round(base * (1 + random() * JITTER));
   }
 
-  /** Sends one claimed delivery; null when the instance stopped meanwhile (the claim is abandoned). */
-  async function attempt(delivery: ClaimedDelivery, refusal: Promise<string | null>): Promise<{ delivery: ClaimedDelivery; result: SendResult } | null> {
+  /**
+   * Sends `body` under `id`; null when the instance stopped meanwhile (the attempt is abandoned: nothing of it is
+   * recorded, and its lease brings it back).
+   */
+  async function attempt(url: string, id: string, body: string, signers: readonly Webhook[], refusal: Promise<string | null>): Promise<SendResult | null> {
+    if (stopping) return null;
     try {
-      return { delivery, result: await send(delivery.url, delivery.event.id, JSON.stringify(delivery.event), secretsOf(delivery, clock()), refusal) };
+      return await send(url, id, body, signers, refusal);
     } catch (error) {
       if (error instanceof AbandonedError) return null;
       throw error;
@@ -298,31 +316,92 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
   }
 
   /**
-   * Records a batch of attempts in one transaction, set-based: each claim's outcome (only while it is the latest
-   * claim), the attempt log, failing_since, and the subscriptions to disable with their `webhook.disabled` events.
+   * The guard's answer per receiver URL for one batch, asked once per URL, not once per event: a busy subscription's
+   * batch is all one URL. Each connection is still checked when it is made (the guard's `lookup`).
    */
-  async function record(sent: { delivery: ClaimedDelivery; result: SendResult }[]): Promise<void> {
+  function refusalsOfBatch(): (url: string) => Promise<string | null> {
+    const refusals = new Map<string, Promise<string | null>>();
+    return (url) => {
+      let refusal = refusals.get(url);
+      if (!refusal) {
+        refusal = guard.refusal(url);
+        // Awaited by each attempt; this keeps an early rejection from counting as unhandled meanwhile.
+        refusal.catch(() => undefined);
+        refusals.set(url, refusal);
+      }
+      return refusal;
+    };
+  }
+
+  /** What one attempt came to: delivered, or failed and retried at `nextAttemptAt` (null: the schedule is exhausted). */
+  function judge(result: SendResult, attempts: number, now: number) {
+    const ok = result.statusCode !== undefined && result.statusCode >= 200 && result.statusCode < 300;
+    const gone = result.statusCode === 410;
+    const delay = ok ? null : retryDelay(attempts);
+    const nextAttemptAt = delay === null ? null : now + delay;
+    const outcome: DeliveryOutcome = ok ? 'delivered' : gone ? 'gone' : nextAttemptAt === null ? 'failed' : 'retrying';
+    return { ok, gone, nextAttemptAt, outcome };
+  }
+
+  /**
+   * After the outcomes of a batch are recorded, in its transaction: the failure streaks of the subscriptions whose
+   * attempts were recorded, and the subscriptions to disable with their `webhook.disabled` events. `locked`: the
+   * transaction already holds them all, taken in order; else, when failures may make it change several subscriptions
+   * statement after statement, it locks them in order first (lockWebhooks).
+   */
+  async function settleSubscriptions(
+    tx: TransactionScope,
+    settled: readonly (WebhookKey & { ok: boolean; gone: boolean })[],
+    now: number,
+    locked: boolean,
+  ): Promise<void> {
+    const uniqueWebhooks = (list: typeof settled): WebhookKey[] => [
+      ...new Map(list.map(({ tenantId, webhookId }) => [`${tenantId}/${webhookId}`, { tenantId, webhookId }])).values(),
+    ];
+    const all = uniqueWebhooks(settled);
+    if (!locked && all.length > 1 && settled.some((o) => !o.ok)) await lockWebhooks(tx, all);
+    await clearFailing(tx, uniqueWebhooks(settled.filter((o) => o.ok)));
+    // docs/contract.md 10: a 410 disables at once; failing for WEBHOOK_DISABLE_AFTER_SECONDS disables too.
+    const toDisable = new Map<string, WebhookKey & { reason: 'gone' | 'failing' }>();
+    for (const key of uniqueWebhooks(settled.filter((o) => o.gone))) toDisable.set(`${key.tenantId}/${key.webhookId}`, { ...key, reason: 'gone' });
+    const failingSince = await markFailing(tx, uniqueWebhooks(settled.filter((o) => !o.ok && !o.gone)), now);
+    for (const [key, since] of failingSince) {
+      if (now - since < options.disableAfterSeconds * 1000 || toDisable.has(key)) continue;
+      const [tenantId, webhookId] = key.split('/') as [string, string];
+      toDisable.set(key, { tenantId, webhookId, reason: 'failing' });
+    }
+    const disabled = await disableWebhooks(tx, [...toDisable.values()], now);
+    // Last in the transaction: it locks the tenants' event counters until commit (audit.service.ts).
+    await recordChanges(
+      tx,
+      disabled.map(({ tenantId, webhookId }) =>
+        auditEvent({ tenantId, actor: WORKER_ACTOR, requestId: null }, now, 'webhook.disabled', `webhook:${webhookId}`, {
+          webhookId,
+          reason: toDisable.get(`${tenantId}/${webhookId}`)?.reason ?? 'failing',
+        }),
+      ),
+    );
+  }
+
+  /**
+   * Records a batch of claimed deliveries (retries, replays) in one transaction, set-based: each claim's outcome (only
+   * while it is the latest claim), the attempt log, failing_since, and the subscriptions to disable.
+   */
+  async function recordDeliveries(sent: { delivery: ClaimedDelivery; result: SendResult }[]): Promise<void> {
     if (sent.length === 0) return;
     const now = clock();
     const outcomes = sent.map(({ delivery, result }) => {
-      const ok = result.statusCode !== undefined && result.statusCode >= 200 && result.statusCode < 300;
-      const gone = result.statusCode === 410;
-      const delay = ok ? null : retryDelay(delivery.attempts);
-      const nextAttemptAt = delay === null ? null : now + delay;
-      const outcome: DeliveryOutcome = ok ? 'delivered' : gone ? 'gone' : nextAttemptAt === null ? 'failed' : 'retrying';
+      const judged = judge(result, delivery.attempts, now);
       const settlement: Settlement = {
         tenantId: delivery.tenantId,
         webhookId: delivery.webhookId,
         eventSeq: delivery.eventSeq,
         claim: delivery.claim,
-        state: ok ? 'delivered' : nextAttemptAt === null ? 'failed' : 'pending',
-        nextAttemptAt,
+        state: judged.ok ? 'delivered' : judged.nextAttemptAt === null ? 'failed' : 'pending',
+        nextAttemptAt: judged.nextAttemptAt,
       };
-      return { delivery, result, ok, gone, nextAttemptAt, outcome, settlement };
+      return { delivery, result, settlement, ...judged };
     });
-    const uniqueWebhooks = (list: typeof outcomes): WebhookKey[] => [
-      ...new Map(list.map(({ delivery }) => [`${delivery.tenantId}/${delivery.webhookId}`, { tenantId: delivery.tenantId, webhookId: delivery.webhookId }])).values(),
-    ];
     await db.transaction(async (tx) => {
       // One statement for the batch's outcomes and its attempt log (a stale claim's attempt schedules nothing).
       const current = await recordOutcomes(
@@ -332,48 +411,126 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
           attempt: { eventId: o.delivery.event.id, time: now, statusCode: o.result.statusCode ?? null, error: o.result.error ?? null, durationMs: o.result.durationMs },
         })),
       );
-      const isCurrent = (o: (typeof outcomes)[number]) => current.has(deliveryKey(o.delivery.tenantId, o.delivery.webhookId, o.delivery.eventSeq));
       // A stale claim (another worker took the delivery after this one's lease ran out) changes nothing more.
-      const settled = outcomes.filter(isCurrent);
-      await clearFailing(tx, uniqueWebhooks(settled.filter((o) => o.ok)));
-      // docs/contract.md 10: a 410 disables at once; failing for WEBHOOK_DISABLE_AFTER_SECONDS disables too.
-      const toDisable = new Map<string, WebhookKey & { reason: 'gone' | 'failing' }>();
-      for (const key of uniqueWebhooks(settled.filter((o) => o.gone))) toDisable.set(`${key.tenantId}/${key.webhookId}`, { ...key, reason: 'gone' });
-      const failingSince = await markFailing(tx, uniqueWebhooks(settled.filter((o) => !o.ok && !o.gone)), now);
-      for (const [key, since] of failingSince) {
-        if (now - since < options.disableAfterSeconds * 1000 || toDisable.has(key)) continue;
-        const [tenantId, webhookId] = key.split('/') as [string, string];
-        toDisable.set(key, { tenantId, webhookId, reason: 'failing' });
-      }
-      const disabled = await disableWebhooks(tx, [...toDisable.values()], now);
-      // Last in the transaction: it locks the tenants' event counters until commit (audit.service.ts).
-      await recordChanges(
+      const settled = outcomes.filter((o) => current.has(deliveryKey(o.delivery.tenantId, o.delivery.webhookId, o.delivery.eventSeq)));
+      await settleSubscriptions(
         tx,
-        disabled.map(({ tenantId, webhookId }) =>
-          auditEvent({ tenantId, actor: WORKER_ACTOR, requestId: null }, now, 'webhook.disabled', `webhook:${webhookId}`, {
-            webhookId,
-            reason: toDisable.get(`${tenantId}/${webhookId}`)?.reason ?? 'failing',
-          }),
-        ),
+        settled.map((o) => ({ tenantId: o.delivery.tenantId, webhookId: o.delivery.webhookId, ok: o.ok, gone: o.gone })),
+        now,
+        false,
       );
     });
     for (const { outcome } of outcomes) for (const listener of outcomeListeners) listener(outcome);
   }
 
-  /** Creates deliveries for every committed event not yet dispatched (bounded per tick). */
-  async function dispatch(): Promise<number> {
-    let created = 0;
-    for (let round = 0; round < DISPATCH_ROUNDS && !stopping; round++) {
-      const result = await dispatchDeliveries(db, clock(), DISPATCH_SUBSCRIPTIONS, DISPATCH_EVENTS);
-      created += result.deliveries;
-      if (result.subscriptions === 0) break;
+  /**
+   * Records sent fresh batches in one transaction (migration 018): each batch whose every attempt finished moves its
+   * subscription's cursor and makes retry rows of its failures, only while its claim is current (recordFreshBatches);
+   * a batch cut short by the instance stopping only logs the attempts it made, and its lease brings it back whole.
+   */
+  async function recordFresh(sent: { batch: FreshBatch; results: (SendResult | null)[] }[]): Promise<void> {
+    if (sent.length === 0) return;
+    const now = clock();
+    const complete: FreshOutcome[] = [];
+    const judged: { key: WebhookKey; ok: boolean; gone: boolean; outcome: DeliveryOutcome }[] = [];
+    const cutShort: AttemptInput[] = [];
+    for (const { batch, results } of sent) {
+      const key = { tenantId: batch.tenantId, webhookId: batch.webhookId };
+      const attemptOf = (index: number, result: SendResult) => ({
+        eventId: batch.events[index]!.id,
+        time: now,
+        statusCode: result.statusCode ?? null,
+        error: result.error ?? null,
+        durationMs: result.durationMs,
+      });
+      if (results.some((result) => result === null)) {
+        results.forEach((result, index) => result && cutShort.push({ ...key, ...attemptOf(index, result), nextAttemptAt: null }));
+        continue;
+      }
+      complete.push({
+        ...key,
+        claim: batch.claim,
+        bound: batch.bound,
+        attempts: (results as SendResult[]).map((result, index) => {
+          const verdict = judge(result, 1, now);
+          judged.push({ key, ...verdict });
+          return {
+            eventSeq: batch.events[index]!.sequence,
+            attempt: attemptOf(index, result),
+            retry: verdict.ok ? null : { state: verdict.nextAttemptAt === null ? ('failed' as const) : ('pending' as const), nextAttemptAt: verdict.nextAttemptAt },
+          };
+        }),
+      });
     }
-    return created;
+    await db.transaction(async (tx) => {
+      const recorded = await recordFreshBatches(tx, complete);
+      await insertAttempts(tx, cutShort);
+      // A stale claim, or a subscription disabled or deleted meanwhile, changes nothing more.
+      await settleSubscriptions(
+        tx,
+        judged.filter(({ key }) => recorded.has(`${key.tenantId}/${key.webhookId}`)).map(({ key, ok, gone }) => ({ ...key, ok, gone })),
+        now,
+        true,
+      );
+    });
+    for (const { outcome } of judged) for (const listener of outcomeListeners) listener(outcome);
   }
 
   /**
-   * Claims and sends due deliveries, `concurrency` at a time, until none is due, the instance stops, or `deadline`
-   * (performance.now()) passes; `more` says whether it stopped with deliveries still due. `paced`: each full batch is
+   * One round of fresh events: leases subscriptions with events past their cursor, sends their batches `concurrency`
+   * at a time, and records them. `more`: some subscription has events left after its batch, or more may be due.
+   */
+  async function sendFresh(): Promise<{ sent: number; more: boolean }> {
+    const now = clock();
+    const batches = await claimFreshBatches(db, now, now + freshLeaseMs, FRESH_SUBSCRIPTIONS, concurrency, FRESH_SCAN);
+    if (batches.length === 0) return { sent: 0, more: false };
+    const refusalOf = refusalsOfBatch();
+    const jobs = batches.flatMap((batch, index) => {
+      const signers = secretsOf(batch, now);
+      return batch.events.map((event, position) => ({ index, position, url: batch.url, event, signers }));
+    });
+    const results = batches.map((batch) => new Array<SendResult | null>(batch.events.length).fill(null));
+    const settled = await inLanes(jobs, concurrency, ({ url, event, signers }) => attempt(url, event.id, JSON.stringify(event), signers, refusalOf(url)));
+    settled.forEach((result, job) => {
+      const { index, position } = jobs[job]!;
+      if (result.status === 'rejected') log.warn({ err: result.reason }, 'a webhook attempt failed unexpectedly; it is retried after its lease');
+      else results[index]![position] = result.value;
+    });
+    await recordFresh(batches.map((batch, index) => ({ batch, results: results[index]! }))).catch((error: unknown) => {
+      log.warn({ err: error }, 'recording webhook attempts failed; they are retried after their lease');
+    });
+    return {
+      sent: settled.filter((result) => result.status === 'fulfilled' && result.value !== null).length,
+      more: batches.length >= FRESH_SUBSCRIPTIONS || batches.some((batch) => batch.more),
+    };
+  }
+
+  /** One round of retries and replays: claims up to `concurrency` due deliveries, sends and records them. */
+  async function sendDue(): Promise<{ sent: number; more: boolean }> {
+    const now = clock();
+    const claimed = await claimDueDeliveries(db, now, now + leaseMs, concurrency);
+    if (claimed.length === 0) return { sent: 0, more: false };
+    const refusalOf = refusalsOfBatch();
+    const results = await Promise.allSettled(
+      claimed.map(async (delivery) => {
+        const result = await attempt(delivery.url, delivery.event.id, JSON.stringify(delivery.event), secretsOf(delivery, clock()), refusalOf(delivery.url));
+        return result && { delivery, result };
+      }),
+    );
+    const done = results.flatMap((result) => (result.status === 'fulfilled' && result.value ? [result.value] : []));
+    for (const result of results) {
+      if (result.status === 'rejected') log.warn({ err: result.reason }, 'a webhook attempt failed unexpectedly; it is retried after its lease');
+    }
+    await recordDeliveries(done).catch((error: unknown) => {
+      log.warn({ err: error }, 'recording webhook attempts failed; they are retried after their lease');
+    });
+    return { sent: done.length, more: claimed.length >= concurrency };
+  }
+
+  /**
+   * Sends fresh events and due deliveries, round after round, until none is left, the instance stops, or `deadline`
+   * (performance.now()) passes; `more` says whether it stopped with some still due. A round that is not full ends the
+   * work: what comes meanwhile waits for the next tick, and goes in larger batches. `paced`: each full round is
    * followed by the pause delivery-pacing.ts decides from the requests served meanwhile.
    */
   async function work(paced = false, deadline = Number.POSITIVE_INFINITY): Promise<{ sent: number; more: boolean }> {
@@ -382,36 +539,14 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
       if (performance.now() >= deadline) return { sent, more: true };
       const requestsBefore = options.pacing?.load.requests() ?? 0;
       const started = performance.now();
-      const now = clock();
-      const claimed = await claimDueDeliveries(db, now, now + leaseMs, concurrency);
-      if (claimed.length === 0) break;
-      // The guard is asked once per receiver URL of the batch, not once per delivery: a busy subscription's batch is
-      // all one URL. Each connection is still checked when it is made (the guard's `lookup`).
-      const refusals = new Map<string, Promise<string | null>>();
-      const refusalOf = (url: string) => {
-        let refusal = refusals.get(url);
-        if (!refusal) {
-          refusal = guard.refusal(url);
-          // Awaited by each attempt; this keeps an early rejection from counting as unhandled meanwhile.
-          refusal.catch(() => undefined);
-          refusals.set(url, refusal);
-        }
-        return refusal;
-      };
-      const results = await Promise.allSettled(claimed.map((delivery) => attempt(delivery, refusalOf(delivery.url))));
-      const done = results.flatMap((result) => (result.status === 'fulfilled' && result.value ? [result.value] : []));
-      for (const result of results) {
-        if (result.status === 'rejected') log.warn({ err: result.reason }, 'a webhook attempt failed unexpectedly; it is retried after its lease');
-      }
-      await record(done).catch((error: unknown) => {
-        log.warn({ err: error }, 'recording webhook attempts failed; they are retried after their lease');
-      });
-      sent += done.length;
-      if (claimed.length < concurrency) break;
+      const fresh = await sendFresh();
+      const due = stopping ? { sent: 0, more: false } : await sendDue();
+      sent += fresh.sent + due.sent;
+      if (!fresh.more && !due.more) break;
       if (paced && options.pacing) {
         const pause = deliveryPauseMs({
           busyMs: performance.now() - started,
-          delivered: claimed.length,
+          delivered: fresh.sent + due.sent,
           requestsMeanwhile: options.pacing.load.requests() - requestsBefore,
           busyPercent: options.pacing.busyPercent,
           minPerSecond: options.pacing.minPerSecond,
@@ -423,18 +558,17 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
   }
 
   /**
-   * One round of the loop: dispatch, then send what is due, paced, for at most an interval, so that new events are
-   * dispatched (and counted by the oldest-undelivered gauge) while a backlog drains. Answers whether deliveries are
-   * still due. Never two at once in one instance.
+   * One round of the loop: send what is due, paced, for at most an interval, so that the oldest-undelivered gauge and
+   * the other instances keep up while a backlog drains. Answers whether events are still due. Never two at once in one
+   * instance.
    */
   function tick(): Promise<boolean> {
     if (ticking) return ticking;
-    ticking = (async () => {
-      await dispatch();
-      return (await work(true, performance.now() + options.intervalMs)).more;
-    })().finally(() => {
-      ticking = null;
-    });
+    ticking = work(true, performance.now() + options.intervalMs)
+      .then(({ more }) => more)
+      .finally(() => {
+        ticking = null;
+      });
     return ticking;
   }
 
@@ -488,12 +622,11 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
       agents.clear();
     },
 
-    /** One dispatch and send round now, awaited (tests, and the CLI if it ever drives delivery). */
-    async runOnce(): Promise<{ dispatched: number; sent: number }> {
+    /** Sends everything due now, awaited (tests, and the CLI if it ever drives delivery); answers how many attempts were made. */
+    async runOnce(): Promise<{ sent: number }> {
       await ticking?.catch(() => undefined);
-      const dispatched = await dispatch();
       const { sent } = await work();
-      return { dispatched, sent };
+      return { sent };
     },
 
     onOutcome(listener: (outcome: DeliveryOutcome) => void): void {
@@ -571,6 +704,26 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
       return { eventId: ping.id, ...result };
     },
   };
+}
+
+/**
+ * Runs `run` over `items`, at most `lanes` at once, in order; each item's settled result at its index.
+ */
+async function inLanes<T, R>(items: readonly T[], lanes: number, run: (item: T) => Promise<R>): Promise<PromiseSettledResult<R>[]> {
+  const results = new Array<PromiseSettledResult<R>>(items.length);
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const index = next++;
+      try {
+        results[index] = { status: 'fulfilled', value: await run(items[index]!) };
+      } catch (reason) {
+        results[index] = { status: 'rejected', reason };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(lanes, items.length) }, lane));
+  return results;
 }
 
 /** An attempt cut short because the instance is stopping: nothing is recorded, the claim's lease brings it back. */

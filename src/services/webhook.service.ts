@@ -22,7 +22,7 @@ import { decodeCursor, pageOf, type Page } from './pagination.js';
 import { newWebhookSecret, sealWebhookSecret } from './webhook-secrets.js';
 import type { WebhookUrlGuard } from './webhook-url-guard.js';
 
-/** A tenant's subscriptions are few (one per receiving system); the bound keeps the dispatcher's work per event small. */
+/** A tenant's subscriptions are few (one per receiving system); the bound keeps the delivery worker's work per event small. */
 export const MAX_WEBHOOKS_PER_TENANT = 50;
 export const MAX_DESCRIPTION_LENGTH = 500;
 /** docs/contract.md 10: after a rotation the previous secret keeps signing beside the new one this long. */

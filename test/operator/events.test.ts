@@ -5,7 +5,6 @@ import { accessTenant, join, leave, lockGroup, permission, resident, v1, type Ac
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { clientToken, createClient, createTenant } from '../helpers/oauth.js';
 import { recordLockContact } from '../../src/db/repositories/lock-telemetry.repo.js';
-import { dispatchDeliveries } from '../../src/db/repositories/webhook-delivery.repo.js';
 import { download, lockToken, phoneToken } from '../helpers/device.js';
 import { bearer } from '../helpers/oauth.js';
 import { call, device, expectProblem, lock, ticket } from '../helpers/operator.js';
@@ -317,12 +316,18 @@ describe('event log', () => {
         f.tenant.tenantId,
         webhookId,
       ]);
-      await dispatchDeliveries(t.database.db, t.app.services.clock(), 1000, 1000);
-      const { rows: deliveries } = await t.database.db.query<{ event_seq: string }>(
-        'SELECT event_seq FROM webhook_deliveries WHERE tenant_id = $1 AND webhook_id = $2',
+      // Resumed, it still has that event to receive: after its cursor (migration 018), or as a retry if the worker has
+      // already tried it (the receiver never answers).
+      const { rows: owed } = await t.database.db.query<{ seq: string }>(
+        `SELECT e.seq FROM audit_events e
+           JOIN webhooks w ON w.tenant_id = e.tenant_id AND w.id = $2
+          WHERE e.tenant_id = $1 AND e.action = ANY (w.event_types)
+            AND (e.seq > w.dispatched_through
+                 OR EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.tenant_id = e.tenant_id AND d.webhook_id = w.id AND d.event_seq = e.seq))
+          ORDER BY e.seq`,
         [f.tenant.tenantId, webhookId],
       );
-      expect(deliveries.map((row) => Number(row.event_seq))).toEqual([paused[0]!.sequence]);
+      expect(owed.map((row) => Number(row.seq))).toEqual([paused[0]!.sequence]);
     } finally {
       offset -= 31 * DAY;
     }

@@ -4,7 +4,15 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { claimDueDeliveries, dispatchDeliveries, insertAttempts, markFailing, recordOutcomes } from '../../src/db/repositories/webhook-delivery.repo.js';
+import {
+  claimDueDeliveries,
+  claimFreshBatches,
+  insertAttempts,
+  markFailing,
+  recordFreshBatches,
+  recordOutcomes,
+  replayDeliveries,
+} from '../../src/db/repositories/webhook-delivery.repo.js';
 import { createLogger } from '../../src/logger.js';
 import { createWebhookDeliveryService, type WebhookDeliveryOptions, type WebhookDeliveryService } from '../../src/services/webhook-delivery.service.js';
 import { createWebhookUrlGuard, type Resolver, type WebhookUrlGuard } from '../../src/services/webhook-url-guard.js';
@@ -100,6 +108,19 @@ describe('webhook delivery', () => {
     );
     return rows;
   };
+  /** The subscription's cursor (migration 018): the events up to it have been sent, or became retries. */
+  const cursor = async (webhookId: string) => {
+    const { rows } = await t.database.db.query<{ dispatched_through: string }>(
+      `SELECT dispatched_through FROM webhooks WHERE tenant_id = $1 AND id = $2`,
+      [acme.tenantId, webhookId],
+    );
+    return Number(rows[0]!.dispatched_through);
+  };
+  /** The tenant's last event number. */
+  const lastSeq = async () => {
+    const { rows } = await t.database.db.query<{ last_seq: string }>(`SELECT last_seq FROM tenant_audit_counters WHERE tenant_id = $1`, [acme.tenantId]);
+    return Number(rows[0]!.last_seq);
+  };
   const webhookRow = async (webhookId: string) => {
     const { rows } = await t.database.db.query<{ enabled: boolean; disabled_reason: string | null; failing_since: string | null }>(
       `SELECT enabled, disabled_reason, failing_since FROM webhooks WHERE tenant_id = $1 AND id = $2`,
@@ -165,7 +186,9 @@ describe('webhook delivery', () => {
       data: event.data,
       ...(event.request_id !== null ? { requestId: event.request_id } : {}),
     });
-    expect(await delivery(webhook.id)).toEqual([{ state: 'delivered', attempts: 1, next_attempt_at: null }]);
+    // Delivered from the cursor at the first attempt: no delivery row, the cursor past the event (migration 018).
+    expect(await delivery(webhook.id)).toEqual([]);
+    expect(await cursor(webhook.id)).toBeGreaterThanOrEqual(Number(event.seq));
     const log = await attempts(webhook.id);
     expect(log).toEqual([{ eventId: event.event_id, time: expect.any(Number), statusCode: 200, durationMs: expect.any(Number) }]);
     // Nothing more is sent on later rounds.
@@ -429,7 +452,7 @@ describe('webhook delivery', () => {
     await change();
     const started = Date.now();
     const outcome = await Promise.race([worker.runOnce(), new Promise((resolve) => setTimeout(() => resolve('still waiting'), 3000))]);
-    expect(outcome).toEqual({ dispatched: 1, sent: 1 });
+    expect(outcome).toEqual({ sent: 1 });
     expect(Date.now() - started).toBeLessThan(3000);
     const [attempt] = await attempts(webhook.id);
     expect(attempt).toMatchObject({ error: 'no answer within 300 ms' });
@@ -454,13 +477,51 @@ describe('webhook delivery', () => {
       await run();
       expect(deleted).not.toBeNull();
       await hooks.waitFor(1);
-      expect(await delivery(kept.id)).toEqual([{ state: 'delivered', attempts: 1, next_attempt_at: null }]);
+      expect(await delivery(kept.id)).toEqual([]);
+      expect(await cursor(kept.id)).toBe(await lastSeq());
       expect((await attempts(kept.id)).map((attempt) => attempt.statusCode)).toEqual([200]);
       const { rows } = await t.database.db.query('SELECT 1 FROM webhook_attempts WHERE tenant_id = $1 AND webhook_id = $2', [acme.tenantId, gone.id]);
       expect(rows).toEqual([]);
     } finally {
       deleting.closeAllConnections();
       await new Promise<void>((resolve) => deleting.close(() => resolve()));
+    }
+  });
+
+  it('records nothing for a subscription disabled while its batch is in flight, and sends the batch again once it is enabled', async () => {
+    const hooks = await receiver();
+    const kept = await subscribe(hooks.url);
+    const received: string[] = [];
+    let paused: Promise<unknown> | null = null;
+    // A receiver whose first request makes the operator pause its subscription before it answers 200.
+    const pausing = http.createServer((request, response) => {
+      request.resume();
+      received.push(String(request.headers['webhook-id']));
+      paused ??= setWebhookEnabled(t.database.db, acme.tenantId, stopped.id, false);
+      void paused.then(() => response.end());
+    });
+    await new Promise<void>((resolve) => pausing.listen(0, '127.0.0.1', resolve));
+    const stopped = await subscribe(`http://127.0.0.1:${(pausing.address() as AddressInfo).port}/hook`);
+    try {
+      const before = await cursor(stopped.id);
+      const eventId = (await eventOf(`secured_object:${await change()}`)).event_id;
+      await run();
+      await hooks.waitFor(1);
+      expect(received).toEqual([eventId]);
+      // The other subscription's batch is recorded; the paused one's is not (no cursor move, no row), its lease is free.
+      expect(await cursor(kept.id)).toBe(await lastSeq());
+      expect(await cursor(stopped.id)).toBe(before);
+      expect(await delivery(stopped.id)).toEqual([]);
+      const { rows } = await t.database.db.query(`SELECT sending_until FROM webhooks WHERE tenant_id = $1 AND id = $2`, [acme.tenantId, stopped.id]);
+      expect(rows).toEqual([{ sending_until: null }]);
+      await setWebhookEnabled(t.database.db, acme.tenantId, stopped.id, true);
+      await run();
+      expect(received).toEqual([eventId, eventId]);
+      expect(await cursor(stopped.id)).toBe(await lastSeq());
+      expect(hooks.received).toHaveLength(1);
+    } finally {
+      pausing.closeAllConnections();
+      await new Promise<void>((resolve) => pausing.close(() => resolve()));
     }
   });
 
@@ -498,6 +559,140 @@ describe('webhook delivery', () => {
     expect(new Set(ids).size).toBe(30);
   });
 
+  it('sends fresh events from the cursor: a stale claim records nothing, and after a crash the same events go again under their ids', async () => {
+    const hooks = await receiver();
+    const webhook = await subscribe(hooks.url);
+    const before = await cursor(webhook.id);
+    const ids = [];
+    for (let index = 0; index < 3; index++) ids.push((await eventOf(`secured_object:${await change()}`)).event_id);
+    const db = t.database.db;
+    const now = t.app.services.clock();
+    // A worker leases the subscription and reads its batch, then dies before recording anything (kill -9).
+    const [crashed] = await claimFreshBatches(db, now, now + 60_000, 4, 100, 1000);
+    expect(crashed).toMatchObject({ webhookId: webhook.id, bound: await lastSeq() });
+    expect(crashed!.events.map((event) => event.id)).toEqual(ids);
+    // While the lease holds, no other worker takes it.
+    expect(await claimFreshBatches(db, now + 1000, now + 61_000, 4, 100, 1000)).toEqual([]);
+    await run();
+    expect(hooks.received).toHaveLength(0);
+    // After the lease, another worker sends the same events under the same webhook-ids and moves the cursor.
+    offset += 61_000;
+    await run();
+    await hooks.waitFor(3);
+    expect(hooks.received.map((request) => request.headers['webhook-id'])).toEqual(ids);
+    expect(await cursor(webhook.id)).toBe(crashed!.bound);
+    // The first worker's late recording (its claim is stale: another worker took the range) records no outcome: no
+    // retry row, the cursor left where the other worker put it; its attempts are still logged, with no next attempt.
+    const failed = crashed!.events.map((event) => ({
+      eventSeq: event.sequence,
+      attempt: { eventId: event.id, time: now, statusCode: 500, error: null, durationMs: 1 },
+      retry: { state: 'pending' as const, nextAttemptAt: now + 1000 },
+    }));
+    const stale = await recordFreshBatches(db, [{ tenantId: acme.tenantId, webhookId: webhook.id, claim: crashed!.claim, bound: before, attempts: failed }]);
+    expect(stale.size).toBe(0);
+    expect(await cursor(webhook.id)).toBe(crashed!.bound);
+    expect(await delivery(webhook.id)).toEqual([]);
+    const log = await attempts(webhook.id);
+    expect(log.filter((attempt) => attempt.statusCode === 500)).toHaveLength(3);
+    expect(log.every((attempt) => attempt.nextAttemptTime === undefined)).toBe(true);
+    await run();
+    expect(hooks.received).toHaveLength(3);
+  });
+
+  it('makes retries of the fresh events that failed, each delivered later exactly once', async () => {
+    const hooks = await receiver(500);
+    const webhook = await subscribe(hooks.url);
+    const ids = [];
+    for (let index = 0; index < 3; index++) ids.push((await eventOf(`secured_object:${await change()}`)).event_id);
+    await run();
+    await hooks.waitFor(3);
+    // The cursor moved past them; each is a delivery row with its first attempt counted, retried after the first delay.
+    expect(await cursor(webhook.id)).toBe(await lastSeq());
+    const rows = await delivery(webhook.id);
+    expect(rows.map(({ state, attempts }) => ({ state, attempts }))).toEqual(new Array(3).fill({ state: 'pending', attempts: 1 }));
+    expect((await webhookRow(webhook.id)).failing_since).not.toBeNull();
+    hooks.status = 200;
+    await run(); // not due yet
+    expect(hooks.received).toHaveLength(3);
+    afterRetryDelay();
+    await run();
+    await hooks.waitFor(6);
+    await run();
+    afterRetryDelay();
+    await run();
+    expect(hooks.received.slice(3).map((request) => request.headers['webhook-id']).sort()).toEqual([...ids].sort());
+    expect(hooks.received).toHaveLength(6);
+    expect((await delivery(webhook.id)).map(({ state, attempts }) => ({ state, attempts }))).toEqual(new Array(3).fill({ state: 'delivered', attempts: 2 }));
+    expect((await webhookRow(webhook.id)).failing_since).toBeNull();
+  });
+
+  it('counts fresh events not yet sent in the oldest-undelivered age, and nothing once they are sent', async () => {
+    const hooks = await receiver();
+    const webhook = await subscribe(hooks.url);
+    const gauge = () => t.app.services.webhookDeliveries.oldestPendingAgeMs();
+    expect(await gauge()).toBe(0);
+    const first = await eventOf(`secured_object:${await change()}`);
+    await change();
+    offset += 60_000;
+    const age = await gauge();
+    expect(age).toBeGreaterThanOrEqual(60_000);
+    expect(age).toBeLessThanOrEqual(t.app.services.clock() - Number(first.time));
+    // An event of a type it does not receive is not waiting for it.
+    await setWebhookEnabled(t.database.db, acme.tenantId, webhook.id, false);
+    await subscribe(hooks.url, ['mobile_device.created']);
+    expect(await gauge()).toBe(0);
+    await setWebhookEnabled(t.database.db, acme.tenantId, webhook.id, true);
+    await run();
+    await hooks.waitFor(2);
+    expect(await gauge()).toBe(0);
+  });
+
+  it('moves the cursor of a subscription whose types match few events, in bounded steps, and sends what matches', async () => {
+    const hooks = await receiver();
+    const webhook = await subscribe(hooks.url, ['mobile_device.created']);
+    // 2,500 events of another type (more than one claim reads), then one of its type.
+    await t.database.db.query(
+      `WITH counter AS (
+         UPDATE tenant_audit_counters SET last_seq = last_seq + 2500 WHERE tenant_id = $1 RETURNING last_seq
+       )
+       INSERT INTO audit_events (tenant_id, seq, time, actor, action, target, request_id)
+       SELECT $1, counter.last_seq - 2500 + n, $2::bigint, 'test', 'secured_object.deleted', 'secured_object:bulk-' || n, NULL
+         FROM counter, generate_series(1, 2500) AS n`,
+      [acme.tenantId, t.app.services.clock()],
+    );
+    await device(t, await acmeToken(), `phone-after-bulk-${locks}`);
+    await change(); // and one more of another type: the cursor moves past it too
+    // One claim reads at most 1,000 sequence numbers: nothing of its type among them, and it moves past them.
+    const from = await cursor(webhook.id);
+    const now = t.app.services.clock();
+    const [step] = await claimFreshBatches(t.database.db, now, now + 60_000, 4, 100, 1000);
+    expect(step).toMatchObject({ webhookId: webhook.id, bound: from + 1000, more: true, events: [] });
+    const recorded = await recordFreshBatches(t.database.db, [{ tenantId: acme.tenantId, webhookId: webhook.id, claim: step!.claim, bound: step!.bound, attempts: [] }]);
+    expect([...recorded]).toEqual([`${acme.tenantId}/${webhook.id}`]);
+    expect(await cursor(webhook.id)).toBe(from + 1000);
+    await run();
+    const [request] = await hooks.waitFor(1);
+    expect(request!.json.type).toBe('mobile_device.created');
+    expect(await cursor(webhook.id)).toBe(await lastSeq());
+    await run();
+    expect(hooks.received).toHaveLength(1);
+  });
+
+  it('sends each event once when workers race over several subscriptions (SKIP LOCKED and leases)', async () => {
+    const hooks = await Promise.all([0, 1, 2, 3, 4, 5].map(() => receiver()));
+    await Promise.all(hooks.map((hook) => subscribe(hook.url)));
+    const workers = [0, 1, 2].map(() => extraWorker(createWebhookUrlGuard({ allowInsecure: true }), { concurrency: 3 }));
+    for (let index = 0; index < 10; index++) await change();
+    await Promise.all([...workers.map((worker) => worker.runOnce()), run(), ...workers.map((worker) => worker.runOnce())]);
+    await Promise.all([...workers.map((worker) => worker.runOnce()), run()]);
+    for (const hook of hooks) {
+      await hook.waitFor(10);
+      const ids = hook.received.map((request) => request.headers['webhook-id']);
+      expect(ids).toHaveLength(10);
+      expect(new Set(ids).size).toBe(10);
+    }
+  });
+
   it('drains a backlog while its loop yields to requests (services/delivery-pacing.ts): every event arrives, each once', async () => {
     const hooks = await receiver();
     const webhook = await subscribe(hooks.url);
@@ -516,11 +711,10 @@ describe('webhook delivery', () => {
     const ids = hooks.received.map((request) => request.headers['webhook-id']);
     expect(new Set(ids).size).toBe(20);
     // The last batch is recorded once its answers are read; stopping before that would abandon it (its lease brings
-    // it back), so wait for every delivery to be recorded first.
-    await vi.waitFor(
-      async () => expect((await delivery(webhook.id)).map((row) => row.state)).toEqual(new Array(20).fill('delivered')),
-      { timeout: 30_000, interval: 50 },
-    );
+    // it back), so wait for every batch to be recorded first: the cursor past the last event, no retry.
+    const last = await lastSeq();
+    await vi.waitFor(async () => expect(await cursor(webhook.id)).toBe(last), { timeout: 30_000, interval: 50 });
+    expect(await delivery(webhook.id)).toEqual([]);
     await worker.stop();
     // The loop consulted the load before and after each of its five full batches (stopping waits for the last one).
     expect(reads).toBeGreaterThanOrEqual(2 * 5);
@@ -533,8 +727,10 @@ describe('webhook delivery', () => {
     const target = `secured_object:${await change()}`;
     const db = t.database.db;
     const now = t.app.services.clock();
-    await dispatchDeliveries(db, now, 1000, 1000);
-    // A worker holds the first attempt (attempts 1) when the operator replays the event: due now, counted from the start.
+    // A delivery row (a replay of the event; a retry is the same kind of row) ...
+    await replayDeliveries(db, acme.tenantId, webhook.id, { eventIds: [(await eventOf(target)).event_id] }, now);
+    // ... whose first attempt (attempts 1) a worker holds when the operator replays the event again: due now, counted
+    // from the start.
     const [stale] = await claimDueDeliveries(db, now, now + 60_000, 10);
     expect(stale).toMatchObject({ webhookId: webhook.id, attempts: 1 });
     const replay = await call(t, await acmeToken(), {

@@ -209,10 +209,10 @@ export async function listWireEvents(
 /**
  * Retention (EVENT_RETENTION_DAYS): deletes up to `limit` events of any tenant older than `before`, oldest first, and
  * answers how many. An event a webhook delivery still waits to send is kept (its `pending` delivery references it, and
- * the foreign key's cascade would drop the delivery with it), and so is one not yet dispatched to a subscription of
- * its type (past its `dispatched_through`: a paused one, or a dispatcher behind), since a subscription resumes where
- * it stopped and receives every event committed after it (docs/contract.md 10). SKIP LOCKED: two instances pruning at
- * once share the work.
+ * the foreign key's cascade would drop the delivery with it), and so is one not yet sent to a subscription of its
+ * type (past its cursor `dispatched_through`, migration 018: a paused one, or a worker behind), since a subscription
+ * resumes where it stopped and receives every event committed after it (docs/contract.md 10). SKIP LOCKED: two
+ * instances pruning at once share the work.
  */
 export async function pruneEvents(db: Queryable, before: number, limit: number): Promise<number> {
   const { rowCount } = await db.query(

@@ -1,50 +1,205 @@
-// SQL for webhook deliveries (docs/contract.md 10, migration 013): dispatch events to deliveries, claim due ones, record attempts.
+// SQL for webhook delivery (docs/contract.md 10): fresh events sent from each subscription's cursor (migration 018), the
+// deliveries of retries and replays claimed and settled (migrations 013, 015), and the attempt log.
 import type { Queryable } from '../database.js';
 import { WIRE_EVENT_COLUMNS, toWireEvent, type WireEvent, type WireEventRow } from './audit.repo.js';
 
+/** A subscription a worker holds (migration 018): the batch of its fresh events it sends, where, signed with which secrets. */
+export interface FreshBatch {
+  tenantId: string;
+  webhookId: string;
+  /** The lease: the batch is recorded only while the subscription's `sending_claim` still equals it. */
+  claim: number;
+  /** Where the cursor moves once the batch is recorded: every event of the subscription's types up to it is in `events`. */
+  bound: number;
+  /** Whether the tenant has events past the bound (the batch was full, or its range was cut short). */
+  more: boolean;
+  url: string;
+  secretSealed: Buffer;
+  previousSecretSealed: Buffer | null;
+  previousSecretUntil: number | null;
+  /** In sequence order; empty when no event of the range is of the subscription's types. */
+  events: WireEvent[];
+}
+
+interface FreshRow extends Partial<WireEventRow> {
+  tenant_id: string;
+  webhook_id: string;
+  sending_claim: number | string;
+  to_seq: number | string;
+  last_seq: number | string;
+  url: string;
+  secret_sealed: Buffer;
+  previous_secret_sealed: Buffer | null;
+  previous_secret_until: number | string | null;
+}
+
 /**
- * Creates the pending deliveries of up to `maxSubscriptions` enabled subscriptions whose tenant has events past their
- * `dispatched_through`, for at most `maxEvents` sequence numbers each, and moves `dispatched_through` to the bound
- * read, all in one statement (so in one transaction: a committed event is never skipped, migration 013).
+ * Leases up to `maxSubscriptions` enabled subscriptions whose tenant has committed events past their cursor
+ * (`dispatched_through`) and whose lease is free or has run out, and reads each one's batch: its events after the
+ * cursor, of its types, at most `maxEvents` of them, among the next `maxScan` sequence numbers at most (so a
+ * subscription whose types match few events still moves on, in bounded steps). One statement, committed on its own.
  *
- * The tenant's `last_seq` is read, not locked: a tenant's events commit in sequence order (migration 008), so every
- * event up to the committed `last_seq` is visible to the same snapshot. Subscriptions are claimed with
- * FOR UPDATE SKIP LOCKED, so instances dispatching at once take different ones and never wait for each other.
- * Returns how many deliveries were created and how many subscriptions moved.
+ * The lease (migration 018): FOR NO KEY UPDATE SKIP LOCKED, so instances claiming at once take different subscriptions
+ * and never wait; `sending_until` keeps others away while the batch is sent (and brings it back if this worker dies),
+ * and the bumped `sending_claim` fences the recording. The batch's bound is its last event when it is full, else the
+ * end of the range read. The tenant's `last_seq` is read, not locked: a tenant's events commit in sequence order
+ * (migration 008), so every event up to the committed `last_seq` is visible to the same snapshot, and none is skipped.
  */
-export async function dispatchDeliveries(
+export async function claimFreshBatches(
   db: Queryable,
   now: number,
+  leaseUntil: number,
   maxSubscriptions: number,
   maxEvents: number,
-): Promise<{ deliveries: number; subscriptions: number }> {
-  const { rows } = await db.query<{ deliveries: string; subscriptions: string }>(
-    `WITH claimed AS (
-       SELECT w.tenant_id, w.id, w.event_types, w.dispatched_through AS from_seq,
-              least(w.dispatched_through + $3::bigint, c.last_seq) AS to_seq
+  maxScan: number,
+): Promise<FreshBatch[]> {
+  const { rows } = await db.query<FreshRow>(
+    `WITH due AS (
+       SELECT w.tenant_id, w.id, least(w.dispatched_through + $5::bigint, c.last_seq) AS to_seq, c.last_seq
          FROM webhooks w
          JOIN tenant_audit_counters c ON c.tenant_id = w.tenant_id
-        WHERE w.enabled AND c.last_seq > w.dispatched_through
-        LIMIT $2
-          FOR UPDATE OF w SKIP LOCKED
-     ), created AS (
+        WHERE w.enabled AND c.last_seq > w.dispatched_through AND (w.sending_until IS NULL OR w.sending_until <= $1::bigint)
+        LIMIT $3
+          FOR NO KEY UPDATE OF w SKIP LOCKED
+     ), claimed AS (
+       UPDATE webhooks w SET sending_until = $2::bigint, sending_claim = w.sending_claim + 1
+         FROM due
+        WHERE w.tenant_id = due.tenant_id AND w.id = due.id
+       RETURNING w.tenant_id, w.id, w.event_types, w.dispatched_through, w.sending_claim, due.to_seq, due.last_seq, w.url, w.secret_sealed,
+                 w.previous_secret_sealed, w.previous_secret_until
+     )
+     SELECT s.tenant_id, s.id AS webhook_id, s.sending_claim, s.to_seq, s.last_seq, s.url, s.secret_sealed, s.previous_secret_sealed,
+            s.previous_secret_until, ${WIRE_EVENT_COLUMNS.split(', ').map((column) => `e.${column}`).join(', ')}
+       FROM claimed s
+       LEFT JOIN LATERAL (
+         SELECT ${WIRE_EVENT_COLUMNS} FROM audit_events e
+          WHERE e.tenant_id = s.tenant_id AND e.seq > s.dispatched_through AND e.seq <= s.to_seq AND e.action = ANY (s.event_types)
+          ORDER BY e.seq
+          LIMIT $4
+       ) e ON true
+      ORDER BY s.tenant_id, s.id, e.seq`,
+    [now, leaseUntil, maxSubscriptions, maxEvents, maxScan],
+  );
+  const batches = new Map<string, FreshBatch>();
+  for (const row of rows) {
+    const key = `${row.tenant_id}/${row.webhook_id}`;
+    let batch = batches.get(key);
+    if (!batch) {
+      batch = {
+        tenantId: row.tenant_id,
+        webhookId: row.webhook_id,
+        claim: Number(row.sending_claim),
+        bound: Number(row.to_seq),
+        more: Number(row.to_seq) < Number(row.last_seq),
+        url: row.url,
+        secretSealed: row.secret_sealed,
+        previousSecretSealed: row.previous_secret_sealed,
+        previousSecretUntil: row.previous_secret_until === null ? null : Number(row.previous_secret_until),
+        events: [],
+      };
+      batches.set(key, batch);
+    }
+    if (row.event_id !== undefined && row.event_id !== null) batch.events.push(toWireEvent(row as WireEventRow));
+  }
+  // A full batch may have more events after it: it ends at its last event, and the rest is the next batch's.
+  for (const batch of batches.values()) {
+    if (batch.events.length >= maxEvents) {
+      batch.bound = batch.events[batch.events.length - 1]!.sequence;
+      batch.more = true;
+    }
+  }
+  return [...batches.values()];
+}
+
+/** One fresh event's attempt, as the batch's recording takes it. */
+export interface FreshAttempt {
+  eventSeq: number;
+  /** The attempt log's entry (the event's id is the webhook-id sent). */
+  attempt: Omit<AttemptInput, 'tenantId' | 'webhookId' | 'nextAttemptAt'>;
+  /** null when it succeeded; else what its delivery row becomes: retried at `nextAttemptAt`, or `failed` (schedule exhausted). */
+  retry: { state: 'pending' | 'failed'; nextAttemptAt: number | null } | null;
+}
+
+/** A sent batch to record: the claim it was sent under, where its cursor moves, and its attempts. */
+export interface FreshOutcome {
+  tenantId: string;
+  webhookId: string;
+  claim: number;
+  bound: number;
+  attempts: readonly FreshAttempt[];
+}
+
+/**
+ * Records sent batches in one statement (migration 018), each only while its claim is still the subscription's
+ * (`sending_claim` unchanged: no other worker took the range after this one's lease ran out) and the subscription is
+ * still enabled: its cursor moves to the batch's bound and its lease is released, and each event that failed becomes a
+ * delivery row in retry state, its first attempt counted (a delivery a replay made meanwhile is left as it is). A
+ * claim still current on a subscription disabled meanwhile only releases its lease: its events are sent again when it
+ * is enabled. Every attempt is logged, with its next attempt time only when its batch was recorded; the attempts of a
+ * subscription deleted meanwhile are dropped with it, and the others are still recorded.
+ *
+ * The subscriptions are locked first, in (tenant, id) order, as LOCKED_WEBHOOKS below does: recorders sharing
+ * subscriptions never deadlock. The events cannot go meanwhile: retention keeps every event past a cursor of a
+ * subscription of its type (audit.repo.ts pruneEvents). Answers the subscriptions (`tenant/webhook`) recorded.
+ */
+export async function recordFreshBatches(db: Queryable, batches: readonly FreshOutcome[]): Promise<Set<string>> {
+  if (batches.length === 0) return new Set();
+  const attempts = batches.flatMap((batch) => batch.attempts.map((a) => ({ batch, ...a })));
+  const { rows } = await db.query<{ tenant_id: string; id: string }>(
+    `WITH b AS (
+       SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::bigint[]) AS b (tenant_id, id, claim, bound)
+     ), locked AS (
+       SELECT w.tenant_id, w.id FROM webhooks w
+         JOIN b ON w.tenant_id = b.tenant_id AND w.id = b.id
+        ORDER BY w.tenant_id, w.id
+          FOR NO KEY UPDATE OF w
+     ), recorded AS (
+       UPDATE webhooks w
+          SET dispatched_through = CASE WHEN w.enabled THEN greatest(w.dispatched_through, b.bound) ELSE w.dispatched_through END,
+              sending_until = NULL
+         FROM locked l, b
+        WHERE w.tenant_id = l.tenant_id AND w.id = l.id AND b.tenant_id = l.tenant_id AND b.id = l.id AND w.sending_claim = b.claim
+       RETURNING w.tenant_id, w.id, w.enabled
+     ), o AS (
+       SELECT * FROM unnest($5::uuid[], $6::uuid[], $7::bigint[], $8::uuid[], $9::bigint[], $10::int[], $11::text[], $12::int[],
+                            $13::text[], $14::bigint[])
+                AS o (tenant_id, webhook_id, event_seq, event_id, time, status_code, error, duration_ms, retry_state, next_attempt_at)
+     ), retried AS (
        INSERT INTO webhook_deliveries (tenant_id, webhook_id, event_seq, state, attempts, next_attempt_at, created_at)
-       SELECT s.tenant_id, s.id, e.seq, 'pending', 0, $1::bigint, $1::bigint
-         FROM claimed s
-         JOIN audit_events e ON e.tenant_id = s.tenant_id AND e.seq > s.from_seq AND e.seq <= s.to_seq
-        WHERE e.action = ANY (s.event_types)
+       SELECT o.tenant_id, o.webhook_id, o.event_seq, o.retry_state, 1, o.next_attempt_at, e.time
+         FROM o
+         JOIN recorded r ON r.tenant_id = o.tenant_id AND r.id = o.webhook_id AND r.enabled
+         JOIN audit_events e ON e.tenant_id = o.tenant_id AND e.seq = o.event_seq
+        WHERE o.retry_state IS NOT NULL
        ON CONFLICT (tenant_id, webhook_id, event_seq) DO NOTHING
        RETURNING 1
-     ), moved AS (
-       UPDATE webhooks w SET dispatched_through = s.to_seq
-         FROM claimed s
-        WHERE w.tenant_id = s.tenant_id AND w.id = s.id
-       RETURNING 1
+     ), logged AS (
+       INSERT INTO webhook_attempts (tenant_id, webhook_id, event_id, time, status_code, error, duration_ms, next_attempt_at)
+       SELECT o.tenant_id, o.webhook_id, o.event_id, o.time, o.status_code, o.error, o.duration_ms,
+              CASE WHEN r.enabled THEN o.next_attempt_at END
+         FROM o
+         JOIN locked w ON w.tenant_id = o.tenant_id AND w.id = o.webhook_id
+         LEFT JOIN recorded r ON r.tenant_id = o.tenant_id AND r.id = o.webhook_id
      )
-     SELECT (SELECT count(*) FROM created) AS deliveries, (SELECT count(*) FROM moved) AS subscriptions`,
-    [now, maxSubscriptions, maxEvents],
+     SELECT tenant_id, id FROM recorded WHERE enabled`,
+    [
+      batches.map((b) => b.tenantId),
+      batches.map((b) => b.webhookId),
+      batches.map((b) => b.claim),
+      batches.map((b) => b.bound),
+      attempts.map((a) => a.batch.tenantId),
+      attempts.map((a) => a.batch.webhookId),
+      attempts.map((a) => a.eventSeq),
+      attempts.map((a) => a.attempt.eventId),
+      attempts.map((a) => a.attempt.time),
+      attempts.map((a) => a.attempt.statusCode),
+      attempts.map((a) => a.attempt.error),
+      attempts.map((a) => a.attempt.durationMs),
+      attempts.map((a) => a.retry?.state ?? null),
+      attempts.map((a) => a.retry?.nextAttemptAt ?? null),
+    ],
   );
-  return { deliveries: Number(rows[0]?.deliveries ?? 0), subscriptions: Number(rows[0]?.subscriptions ?? 0) };
+  return new Set(rows.map((row) => `${row.tenant_id}/${row.id}`));
 }
 
 /** A delivery a worker holds: what it sends, where, signed with which secrets. */
@@ -91,9 +246,10 @@ function toClaimedDelivery(row: ClaimRow): ClaimedDelivery {
 }
 
 /**
- * Claims up to `limit` due deliveries of enabled subscriptions (FOR UPDATE SKIP LOCKED): each claim counts one more
- * attempt and pushes `next_attempt_at` to `leaseUntil`, so no other worker takes it while this one sends, and it
- * becomes due again if this worker dies (migration 013). One statement, committed on its own.
+ * Claims up to `limit` due deliveries (retries and replays; fresh events go by claimFreshBatches) of enabled
+ * subscriptions (FOR UPDATE SKIP LOCKED): each claim counts one more attempt and pushes `next_attempt_at` to
+ * `leaseUntil`, so no other worker takes it while this one sends, and it becomes due again if this worker dies
+ * (migration 013). One statement, committed on its own.
  */
 export async function claimDueDeliveries(db: Queryable, now: number, leaseUntil: number, limit: number): Promise<ClaimedDelivery[]> {
   const { rows } = await db.query<ClaimRow>(
@@ -281,6 +437,17 @@ const LOCKED_WEBHOOKS = (condition: string) => `
        FOR NO KEY UPDATE OF w
   )`;
 
+/**
+ * Locks the named subscriptions in (tenant, id) order, for a transaction that goes on to change several of them in
+ * separate statements (failing_since, disabling): each of those locks its own subset in order, but one after the
+ * other they would not, and a recorder holding the cursors of several subscriptions (recordFreshBatches) could then
+ * deadlock with it.
+ */
+export async function lockWebhooks(db: Queryable, webhooks: readonly WebhookKey[]): Promise<void> {
+  if (webhooks.length === 0) return;
+  await db.query(`WITH ${LOCKED_WEBHOOKS('true')} SELECT count(*) FROM locked`, [webhooks.map((w) => w.tenantId), webhooks.map((w) => w.webhookId)]);
+}
+
 /** Successes: these subscriptions are no longer failing. Touches (and locks) only the ones that were. */
 export async function clearFailing(db: Queryable, webhooks: readonly WebhookKey[]): Promise<void> {
   if (webhooks.length === 0) return;
@@ -398,8 +565,8 @@ export async function unreplayableEvents(db: Queryable, tenantId: string, webhoo
 /**
  * Replays events to a subscription (docs/contract.md 10): the tenant's events named by id, or every event of the
  * subscription's types since a time, become pending deliveries due now, in one statement. A delivery that exists
- * (delivered, failed or pending) is reset: its attempts count again from the start of the schedule. Only events the
- * subscription has already been dispatched: later ones reach it through the dispatcher anyway.
+ * (delivered, failed or pending) is reset: its attempts count again from the start of the schedule. Since a time, only
+ * events up to the subscription's cursor: later ones reach it from the cursor anyway (migration 018).
  * A claim in flight is superseded (`claims` moves, migration 015): its outcome is not recorded, the replay's is.
  */
 export async function replayDeliveries(
@@ -425,13 +592,31 @@ export async function replayDeliveries(
   return rowCount;
 }
 
-/** How old the oldest delivery still waiting for an enabled subscription is, in milliseconds (0 when none waits). */
+/**
+ * How old the oldest event still waiting for an enabled subscription is, in milliseconds (0 when none waits): a
+ * pending delivery (a retry, or a replay since it was made), or a fresh event not yet sent, i.e. the first event of the
+ * subscription's types after its cursor (migration 018; events are numbered in time order, so the first is the
+ * oldest). Both set-based: the pending deliveries by their index, and one ordered look per subscription behind its
+ * tenant's last event, on the event log's primary key (tenant, seq).
+ */
 export async function oldestPendingAgeMs(db: Queryable, now: number): Promise<number> {
   const { rows } = await db.query<{ oldest: number | string | null }>(
-    `SELECT min(d.created_at) AS oldest
-       FROM webhook_deliveries d
-       JOIN webhooks w ON w.tenant_id = d.tenant_id AND w.id = d.webhook_id AND w.enabled
-      WHERE d.state = 'pending'`,
+    `SELECT least(
+       (SELECT min(d.created_at)
+          FROM webhook_deliveries d
+          JOIN webhooks w ON w.tenant_id = d.tenant_id AND w.id = d.webhook_id AND w.enabled
+         WHERE d.state = 'pending'),
+       (SELECT min(first.time)
+          FROM webhooks w
+          JOIN tenant_audit_counters c ON c.tenant_id = w.tenant_id AND c.last_seq > w.dispatched_through
+          CROSS JOIN LATERAL (
+            SELECT e.time FROM audit_events e
+             WHERE e.tenant_id = w.tenant_id AND e.seq > w.dispatched_through AND e.seq <= c.last_seq AND e.action = ANY (w.event_types)
+             ORDER BY e.seq
+             LIMIT 1
+          ) first
+         WHERE w.enabled)
+     ) AS oldest`,
   );
   const oldest = rows[0]?.oldest;
   return oldest === null || oldest === undefined ? 0 : Math.max(0, now - Number(oldest));

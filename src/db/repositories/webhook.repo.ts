@@ -130,7 +130,7 @@ export interface WebhookSettings {
  * Writes the operator's settings of a subscription whose row the caller locked. Disabling records the operator as the
  * reason; enabling a disabled one (whatever disabled it) clears the reason and the failure streak: it resumes from
  * `dispatched_through`, so nothing committed meanwhile is lost. A new URL starts a new failure streak too. The
- * dispatcher's columns are otherwise left alone.
+ * delivery worker's columns (the cursor and its lease, migration 018) are otherwise left alone.
  */
 export async function updateWebhookSettings(
   db: Queryable,

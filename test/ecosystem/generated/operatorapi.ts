@@ -1101,7 +1101,7 @@ export interface components {
         Replay: {
             /** @description The events to deliver again, by id. Every one must be an event of the tenant of a type the subscription receives; otherwise the answer is 422 naming the others, and nothing is replayed. */
             eventIds?: string[];
-            /** @description Deliver again every event of the subscription's types from this time on (Unix milliseconds), up to the last one already dispatched to it (later ones reach it anyway). Earlier events than the subscription are included. */
+            /** @description Deliver again every event of the subscription's types from this time on (Unix milliseconds), up to the last one already sent to it (later ones reach it anyway). Earlier events than the subscription are included. */
             since?: number;
         };
         /**
