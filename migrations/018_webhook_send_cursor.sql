@@ -18,6 +18,8 @@
 -- batch reads up to the tenant's `last_seq` of its own snapshot, and a tenant's events commit in sequence order
 -- (migration 008), so every event up to it is visible. `dispatched_through` keeps its meaning for creation, PATCH and
 -- retention (a subscription receives the events after it; a paused one resumes from it).
+-- Recording a batch sets `sending_until` to the time it released the lease, and claims take the subscriptions with the
+-- lowest `sending_until` first (never served first): one busy subscription never keeps the others waiting.
 ALTER TABLE webhooks ADD COLUMN sending_until bigint;
 ALTER TABLE webhooks ADD COLUMN sending_claim bigint NOT NULL DEFAULT 0;
 

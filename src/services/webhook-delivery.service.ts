@@ -426,7 +426,8 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
   /**
    * Records sent fresh batches in one transaction (migration 018): each batch whose every attempt finished moves its
    * subscription's cursor and makes retry rows of its failures, only while its claim is current (recordFreshBatches);
-   * a batch cut short by the instance stopping only logs the attempts it made, and its lease brings it back whole.
+   * a batch cut short by the instance stopping only logs the attempts it made and releases its lease, so it is sent
+   * again whole by the next claim.
    */
   async function recordFresh(sent: { batch: FreshBatch; results: (SendResult | null)[] }[]): Promise<void> {
     if (sent.length === 0) return;
@@ -445,6 +446,9 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
       });
       if (results.some((result) => result === null)) {
         results.forEach((result, index) => result && cutShort.push({ ...key, ...attemptOf(index, result), nextAttemptAt: null }));
+        // The lease is released, the cursor stays (no bound past it): the whole batch is sent again by the next claim,
+        // in this instance or another, at once rather than when the lease runs out (a restart delays nothing).
+        complete.push({ ...key, claim: batch.claim, bound: 0, attempts: [] });
         continue;
       }
       complete.push({
@@ -463,7 +467,7 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
       });
     }
     await db.transaction(async (tx) => {
-      const recorded = await recordFreshBatches(tx, complete);
+      const recorded = await recordFreshBatches(tx, complete, now);
       await insertAttempts(tx, cutShort);
       // A stale claim, or a subscription disabled or deleted meanwhile, changes nothing more.
       await settleSubscriptions(
@@ -493,7 +497,7 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
     const settled = await inLanes(jobs, concurrency, ({ url, event, signers }) => attempt(url, event.id, JSON.stringify(event), signers, refusalOf(url)));
     settled.forEach((result, job) => {
       const { index, position } = jobs[job]!;
-      if (result.status === 'rejected') log.warn({ err: result.reason }, 'a webhook attempt failed unexpectedly; it is retried after its lease');
+      if (result.status === 'rejected') log.warn({ err: result.reason }, 'a webhook attempt failed unexpectedly; its batch is sent again by the next claim');
       else results[index]![position] = result.value;
     });
     await recordFresh(batches.map((batch, index) => ({ batch, results: results[index]! }))).catch((error: unknown) => {

@@ -512,8 +512,8 @@ describe('webhook delivery', () => {
       expect(await cursor(kept.id)).toBe(await lastSeq());
       expect(await cursor(stopped.id)).toBe(before);
       expect(await delivery(stopped.id)).toEqual([]);
-      const { rows } = await t.database.db.query(`SELECT sending_until FROM webhooks WHERE tenant_id = $1 AND id = $2`, [acme.tenantId, stopped.id]);
-      expect(rows).toEqual([{ sending_until: null }]);
+      const { rows } = await t.database.db.query<{ sending_until: string }>(`SELECT sending_until FROM webhooks WHERE tenant_id = $1 AND id = $2`, [acme.tenantId, stopped.id]);
+      expect(Number(rows[0]!.sending_until)).toBeLessThanOrEqual(t.app.services.clock());
       await setWebhookEnabled(t.database.db, acme.tenantId, stopped.id, true);
       await run();
       expect(received).toEqual([eventId, eventId]);
@@ -588,7 +588,7 @@ describe('webhook delivery', () => {
       attempt: { eventId: event.id, time: now, statusCode: 500, error: null, durationMs: 1 },
       retry: { state: 'pending' as const, nextAttemptAt: now + 1000 },
     }));
-    const stale = await recordFreshBatches(db, [{ tenantId: acme.tenantId, webhookId: webhook.id, claim: crashed!.claim, bound: before, attempts: failed }]);
+    const stale = await recordFreshBatches(db, [{ tenantId: acme.tenantId, webhookId: webhook.id, claim: crashed!.claim, bound: before, attempts: failed }], now);
     expect(stale.size).toBe(0);
     expect(await cursor(webhook.id)).toBe(crashed!.bound);
     expect(await delivery(webhook.id)).toEqual([]);
@@ -667,7 +667,7 @@ describe('webhook delivery', () => {
     const now = t.app.services.clock();
     const [step] = await claimFreshBatches(t.database.db, now, now + 60_000, 4, 100, 1000);
     expect(step).toMatchObject({ webhookId: webhook.id, bound: from + 1000, more: true, events: [] });
-    const recorded = await recordFreshBatches(t.database.db, [{ tenantId: acme.tenantId, webhookId: webhook.id, claim: step!.claim, bound: step!.bound, attempts: [] }]);
+    const recorded = await recordFreshBatches(t.database.db, [{ tenantId: acme.tenantId, webhookId: webhook.id, claim: step!.claim, bound: step!.bound, attempts: [] }], now);
     expect([...recorded]).toEqual([`${acme.tenantId}/${webhook.id}`]);
     expect(await cursor(webhook.id)).toBe(from + 1000);
     await run();
@@ -676,6 +676,62 @@ describe('webhook delivery', () => {
     expect(await cursor(webhook.id)).toBe(await lastSeq());
     await run();
     expect(hooks.received).toHaveLength(1);
+  });
+
+  it('takes the subscriptions served longest ago first, so busy ones never keep another waiting', async () => {
+    const hooks = await receiver();
+    const subscriptions = [await subscribe(hooks.url), await subscribe(hooks.url), await subscribe(hooks.url)];
+    const names = new Map(subscriptions.map((webhook, index) => [webhook.id, `s${index}`]));
+    const db = t.database.db;
+    const start = t.app.services.clock();
+    // Served before, s0 most recently and s2 longest ago (written in that order, so the table's own order is the reverse
+    // of the one wanted).
+    for (const [index, webhook] of subscriptions.entries()) {
+      await db.query('UPDATE webhooks SET sending_until = $3 WHERE tenant_id = $1 AND id = $2', [acme.tenantId, webhook.id, start - 1000 * (index + 1)]);
+    }
+    const served: string[] = [];
+    // Every subscription always has a new event waiting; each claim takes one subscription and records its batch.
+    for (let round = 0; round < 6; round++) {
+      await change();
+      const now = t.app.services.clock() + round;
+      const [batch] = await claimFreshBatches(db, now, now + 60_000, 1, 100, 1000);
+      served.push(names.get(batch!.webhookId)!);
+      await recordFreshBatches(db, [{ tenantId: acme.tenantId, webhookId: batch!.webhookId, claim: batch!.claim, bound: batch!.bound, attempts: [] }], now);
+    }
+    // Longest ago first, then round robin: each of the three in every three claims, in the same order again.
+    expect(served).toEqual(['s2', 's1', 's0', 's2', 's1', 's0']);
+  });
+
+  it('releases the lease of a batch cut short by stopping: another instance sends it at once, under the same ids', async () => {
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const got: string[] = [];
+    // A receiver that holds its first request until the first worker has stopped, then answers every request 200.
+    const slow = http.createServer((request, response) => {
+      request.resume();
+      got.push(String(request.headers['webhook-id']));
+      void held.then(() => response.end());
+    });
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+    try {
+      const webhook = await subscribe(`http://127.0.0.1:${(slow.address() as AddressInfo).port}/hook`);
+      const before = await cursor(webhook.id);
+      const eventId = (await eventOf(`secured_object:${await change()}`)).event_id;
+      const stopping = extraWorker(createWebhookUrlGuard({ allowInsecure: true }));
+      const sending = stopping.runOnce();
+      await vi.waitFor(() => expect(got).toEqual([eventId]), { timeout: 10_000, interval: 20 });
+      await stopping.stop();
+      await sending;
+      release();
+      // Nothing recorded, the lease free at once (no clock moved): the next claim sends the event again.
+      expect(await cursor(webhook.id)).toBe(before);
+      await run();
+      expect(got).toEqual([eventId, eventId]);
+      expect(await cursor(webhook.id)).toBe(await lastSeq());
+    } finally {
+      release();
+      await new Promise((resolve) => slow.close(resolve));
+    }
   });
 
   it('sends each event once when workers race over several subscriptions (SKIP LOCKED and leases)', async () => {

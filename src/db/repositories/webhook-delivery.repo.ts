@@ -41,7 +41,9 @@ interface FreshRow extends Partial<WireEventRow> {
  *
  * The lease (migration 018): FOR NO KEY UPDATE SKIP LOCKED, so instances claiming at once take different subscriptions
  * and never wait; `sending_until` keeps others away while the batch is sent (and brings it back if this worker dies),
- * and the bumped `sending_claim` fences the recording. The batch's bound is its last event when it is full, else the
+ * and the bumped `sending_claim` fences the recording. Recording sets `sending_until` to the time it released the
+ * lease, so the subscriptions served longest ago (or never) are taken first: one busy subscription (or tenant) never
+ * keeps the others waiting beyond a round of claims. The batch's bound is its last event when it is full, else the
  * end of the range read. The tenant's `last_seq` is read, not locked: a tenant's events commit in sequence order
  * (migration 008), so every event up to the committed `last_seq` is visible to the same snapshot, and none is skipped.
  */
@@ -59,6 +61,7 @@ export async function claimFreshBatches(
          FROM webhooks w
          JOIN tenant_audit_counters c ON c.tenant_id = w.tenant_id
         WHERE w.enabled AND c.last_seq > w.dispatched_through AND (w.sending_until IS NULL OR w.sending_until <= $1::bigint)
+        ORDER BY w.sending_until NULLS FIRST
         LIMIT $3
           FOR NO KEY UPDATE OF w SKIP LOCKED
      ), claimed AS (
@@ -132,7 +135,8 @@ export interface FreshOutcome {
 /**
  * Records sent batches in one statement (migration 018), each only while its claim is still the subscription's
  * (`sending_claim` unchanged: no other worker took the range after this one's lease ran out) and the subscription is
- * still enabled: its cursor moves to the batch's bound and its lease is released, and each event that failed becomes a
+ * still enabled: its cursor moves to the batch's bound and its lease is released (`sending_until` becomes `now`, the
+ * order in which claims take subscriptions next), and each event that failed becomes a
  * delivery row in retry state, its first attempt counted (a delivery a replay made meanwhile is left as it is). A
  * claim still current on a subscription disabled meanwhile only releases its lease: its events are sent again when it
  * is enabled. Every attempt is logged, with its next attempt time only when its batch was recorded; the attempts of a
@@ -142,7 +146,7 @@ export interface FreshOutcome {
  * subscriptions never deadlock. The events cannot go meanwhile: retention keeps every event past a cursor of a
  * subscription of its type (audit.repo.ts pruneEvents). Answers the subscriptions (`tenant/webhook`) recorded.
  */
-export async function recordFreshBatches(db: Queryable, batches: readonly FreshOutcome[]): Promise<Set<string>> {
+export async function recordFreshBatches(db: Queryable, batches: readonly FreshOutcome[], now: number): Promise<Set<string>> {
   if (batches.length === 0) return new Set();
   const attempts = batches.flatMap((batch) => batch.attempts.map((a) => ({ batch, ...a })));
   const { rows } = await db.query<{ tenant_id: string; id: string }>(
@@ -156,7 +160,7 @@ export async function recordFreshBatches(db: Queryable, batches: readonly FreshO
      ), recorded AS (
        UPDATE webhooks w
           SET dispatched_through = CASE WHEN w.enabled THEN greatest(w.dispatched_through, b.bound) ELSE w.dispatched_through END,
-              sending_until = NULL
+              sending_until = $15::bigint
          FROM locked l, b
         WHERE w.tenant_id = l.tenant_id AND w.id = l.id AND b.tenant_id = l.tenant_id AND b.id = l.id AND w.sending_claim = b.claim
        RETURNING w.tenant_id, w.id, w.enabled
@@ -197,6 +201,7 @@ export async function recordFreshBatches(db: Queryable, batches: readonly FreshO
       attempts.map((a) => a.attempt.durationMs),
       attempts.map((a) => a.retry?.state ?? null),
       attempts.map((a) => a.retry?.nextAttemptAt ?? null),
+      now,
     ],
   );
   return new Set(rows.map((row) => `${row.tenant_id}/${row.id}`));
