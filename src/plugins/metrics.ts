@@ -1,7 +1,7 @@
 // Prometheus metrics at GET /metrics: request count and latency by route and status, database pool figures.
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Database } from '../db/database.js';
 import {
   GRANT_OUTCOMES,
@@ -11,14 +11,12 @@ import {
   SYNC_OUTCOMES,
   type DomainMetrics,
 } from '../services/metrics.js';
+import { createRequestMetrics } from './request-metrics.js';
 import { routeConfig } from './route-config.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
     metrics: Registry;
-  }
-  interface FastifyRequest {
-    startTime: bigint;
   }
 }
 
@@ -33,19 +31,8 @@ export default fp(
     // One registry per app: several apps in one process (tests) must not share counters.
     const registry = new Registry();
     collectDefaultMetrics({ register: registry });
-    const requests = new Counter({
-      name: 'http_requests_total',
-      help: 'HTTP requests answered, by method, route pattern and status code.',
-      labelNames: ['method', 'route', 'status'] as const,
-      registers: [registry],
-    });
-    const duration = new Histogram({
-      name: 'http_request_duration_seconds',
-      help: 'Time from receiving a request to sending its response, by method, route pattern and status code.',
-      labelNames: ['method', 'route', 'status'] as const,
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-      registers: [registry],
-    });
+    const requests = createRequestMetrics();
+    requests.register(registry);
     const pool = (name: string, help: string, pick: (stats: ReturnType<Database['stats']>) => number) =>
       new Gauge({
         name,
@@ -74,20 +61,11 @@ export default fp(
     });
 
     app.decorate('metrics', registry);
-    app.decorateRequest('startTime', 0n);
-    app.addHook('onRequest', (request, _reply, done) => {
-      request.startTime = process.hrtime.bigint();
-      done();
-    });
     app.addHook('onResponse', (request, reply, done) => {
-      // The route pattern, not the URL: ids must not explode the label cardinality.
-      const labels = {
-        method: request.method,
-        route: routeConfig(request).url ?? 'unmatched',
-        status: String(reply.statusCode),
-      };
-      requests.inc(labels);
-      duration.observe(labels, Number(process.hrtime.bigint() - request.startTime) / 1e9);
+      // The route pattern, not the URL: ids must not explode the label cardinality. The time is Fastify's own, taken
+      // before the first onRequest hook and when the response finished (reply.elapsedTime, milliseconds).
+      const config = routeConfig(request);
+      requests.observe(config, config.url ?? 'unmatched', request.method, reply.statusCode, reply.elapsedTime / 1000);
       done();
     });
 
