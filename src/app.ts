@@ -175,12 +175,7 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
   typed.addHook('preClose', async () => {
     closing = true;
   });
-  typed.addHook('onSend', (_request, reply, payload, done) => {
-    if (closing) reply.header('connection', 'close');
-    done(null, payload);
-  });
-
-  await typed.register(problemDetails, { bodyLimit: config.BODY_LIMIT });
+  await typed.register(problemDetails, { bodyLimit: config.BODY_LIMIT, closing: () => closing });
   // Read at scrape time, after the services below exist.
   await typed.register(metrics, { db, eventsWritten: () => services.audit.eventsWritten() });
 

@@ -92,7 +92,9 @@ function lazyClassFor(parent: Logger): LazyChildLoggerClass {
     // including Fastify's "request completed". The prototype's setBindings would change the parent logger itself.
     setBindings(more: pino.Bindings): void {
       if (this.#child) this.#child.setBindings(more);
-      else this.#more = this.#more ? { ...this.#more, ...more } : { ...more };
+      // Kept, not copied, when it is the first: pino's setBindings does not keep the caller's object either, and the
+      // bearer check passes one frozen object per token (plugins/bearer-auth.ts).
+      else this.#more = this.#more ? { ...this.#more, ...more } : more;
     }
   }
   // Everything else (level, isLevelEnabled, flush, ...) is the parent's.

@@ -68,13 +68,21 @@ export default fp(
       route.onRequest = [...(Array.isArray(hooks) ? hooks : hooks ? [hooks] : []), refuseUnauthenticated];
     });
 
-    async function authenticate(request: FastifyRequest): Promise<void> {
-      const scope = routeConfig(request).scope;
-      if (!scope) throw new ForbiddenError('This route declares no scope.');
+    const tokenUrl = options.audience === 'accessapi' ? '/oauth2/token' : '/oauth/token';
+    /**
+     * The last Authorization header that had the Bearer form, and its token: a client sends the same header on request
+     * after request, and comparing it costs less than matching the pattern over its ~700 characters again.
+     */
+    let lastHeader: string | undefined;
+    let lastToken = '';
+
+    /** The bearer token of the request, or the refusal of an Authorization header without one. */
+    function bearerToken(request: FastifyRequest): string | ProblemError {
       const header = request.headers.authorization;
+      if (header !== undefined && header === lastHeader) return lastToken;
       if (header === undefined || header.trim() === '') {
-        throw new UnauthorizedError(
-          `This API requires an access token: Authorization: Bearer <token> (obtain one from POST ${options.audience === 'accessapi' ? '/oauth2/token' : '/oauth/token'}).`,
+        return new UnauthorizedError(
+          `This API requires an access token: Authorization: Bearer <token> (obtain one from POST ${tokenUrl}).`,
           bearerChallenge(realm),
         );
       }
@@ -83,55 +91,77 @@ export default fp(
         // Like every removed interface (docs/contract.md 4.4) the answer names the date (`Sunset`, RFC 8594) and the successor
         // (`Link: </oauth/token>; rel="successor-version"`).
         const basicAuth = DEPRECATIONS.basicAuth;
-        throw new UnauthorizedError(removalNotice(basicAuth), bearerChallenge(realm), deprecationHeaders(basicAuth, false));
+        return new UnauthorizedError(removalNotice(basicAuth), bearerChallenge(realm), deprecationHeaders(basicAuth, false));
       }
       const match = BEARER.exec(header);
       if (!match) {
-        throw new UnauthorizedError(
+        return new UnauthorizedError(
           'The Authorization header is not of the form `Bearer <token>`.',
           bearerChallenge(realm, { code: 'invalid_token', description: 'malformed Authorization header' }),
         );
       }
-      let claims: AccessTokenClaims;
-      try {
-        claims = await options.tokens.verifyAccessToken(match[1]!, options.audience);
-      } catch (error) {
-        if (!(error instanceof InvalidAccessTokenError)) throw error;
-        const reason = ACCESS_TOKEN_REFUSALS[error.reason];
-        const remedy =
-          error.reason === 'wrong_audience'
-            ? `Obtain a token for this API from POST ${options.audience === 'accessapi' ? '/oauth2/token' : '/oauth/token'}.`
-            : 'Obtain a new one.';
-        throw new UnauthorizedError(
-          `${reason[0]!.toUpperCase()}${reason.slice(1)}. ${remedy}`,
-          bearerChallenge(realm, { code: 'invalid_token', description: reason }),
-        );
-      }
-      // Set before the scope check: a 403 is counted against its client's rate limit (refused by the route's hook).
-      request.auth = claims;
-      // Who made the request, on every log line it writes from here on (ids only, never a token).
-      (request.log as FastifyBaseLogger & Pick<Logger, 'setBindings'>).setBindings({
-        tenantId: claims.tenantId,
-        clientId: claims.clientId,
-        ...(claims.userId ? { userId: claims.userId } : {}),
-      });
-      if (!claims.scopes.has(scope)) {
-        throw new ForbiddenError(`This request needs the scope ${scope}.`, {
-          'www-authenticate': bearerChallenge(realm, { code: 'insufficient_scope', scope }),
-        });
-      }
+      lastHeader = header;
+      lastToken = match[1]!;
+      return lastToken;
     }
 
-    app.addHook('onRequest', async (request) => {
-      // Unmatched URLs (404) have no route config; they stay 404 for everyone.
-      if (!routeConfig(request).url) return;
-      try {
-        await authenticate(request);
-      } catch (error) {
-        // An outage (the key store unreachable) answers at once; a refusal waits for refuseUnauthenticated.
-        if (!(error instanceof ProblemError) || (error.status !== 401 && error.status !== 403)) throw error;
-        request.authFailure = error;
+    /** The 401 for a token the verifier refused; any other failure (the key store unreachable) is returned as it is. */
+    function tokenRefusal(error: unknown): unknown {
+      if (!(error instanceof InvalidAccessTokenError)) return error;
+      const reason = ACCESS_TOKEN_REFUSALS[error.reason];
+      const remedy = error.reason === 'wrong_audience' ? `Obtain a token for this API from POST ${tokenUrl}.` : 'Obtain a new one.';
+      return new UnauthorizedError(
+        `${reason[0]!.toUpperCase()}${reason.slice(1)}. ${remedy}`,
+        bearerChallenge(realm, { code: 'invalid_token', description: reason }),
+      );
+    }
+
+    /** Who made a request, on every log line it writes (ids only, never a token): one object per verified token. */
+    const logBindings = new WeakMap<AccessTokenClaims, Readonly<Record<string, string>>>();
+    function bindingsOf(claims: AccessTokenClaims): Readonly<Record<string, string>> {
+      let bindings = logBindings.get(claims);
+      if (bindings === undefined) {
+        bindings = Object.freeze({ tenantId: claims.tenantId, clientId: claims.clientId, ...(claims.userId ? { userId: claims.userId } : {}) });
+        logBindings.set(claims, bindings);
       }
+      return bindings;
+    }
+
+    /** Takes verified claims; the refusal when they lack the route's scope. */
+    function accept(request: FastifyRequest, claims: AccessTokenClaims, scope: string): ForbiddenError | null {
+      // Set before the scope check: a 403 is counted against its client's rate limit (refused by the route's hook).
+      request.auth = claims;
+      (request.log as FastifyBaseLogger & Pick<Logger, 'setBindings'>).setBindings(bindingsOf(claims));
+      if (claims.scopes.has(scope)) return null;
+      return new ForbiddenError(`This request needs the scope ${scope}.`, {
+        'www-authenticate': bearerChallenge(realm, { code: 'insufficient_scope', scope }),
+      });
+    }
+
+    /** A refusal waits for refuseUnauthenticated; an outage (the key store unreachable) answers at once. */
+    function settle(request: FastifyRequest, error: unknown, done: (error?: Error) => void): void {
+      if (!(error instanceof ProblemError) || (error.status !== 401 && error.status !== 403)) return done(error as Error);
+      request.authFailure = error;
+      done();
+    }
+
+    // Callback style: the verification's own promise is the only one a request pays for here.
+    app.addHook('onRequest', (request, _reply, done) => {
+      const config = routeConfig(request);
+      // Unmatched URLs (404) have no route config; they stay 404 for everyone.
+      if (!config.url) return done();
+      const scope = config.scope;
+      if (!scope) return settle(request, new ForbiddenError('This route declares no scope.'), done);
+      const token = bearerToken(request);
+      if (typeof token !== 'string') return settle(request, token, done);
+      options.tokens.verifyAccessToken(token, options.audience).then(
+        (claims) => {
+          const refusal = accept(request, claims, scope);
+          if (refusal === null) done();
+          else settle(request, refusal, done);
+        },
+        (error: unknown) => settle(request, tokenRefusal(error), done),
+      );
     });
   },
   { name: 'bearer-auth' },

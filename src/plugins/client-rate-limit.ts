@@ -1,8 +1,13 @@
 // Per-client rate limits on an API (docs/contract.md 7.4): 429 with Retry-After and RateLimit-* headers.
-import rateLimit, { normalizeIP } from '@fastify/rate-limit';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { normalizeIP } from '@fastify/rate-limit';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { ProblemError } from '../errors.js';
+
+/** The window of a limit: a budget of `perMinute` requests. */
+const WINDOW_MS = 60_000;
+/** How many keys (clients and addresses) one API remembers; the least recently seen is forgotten first. */
+const REMEMBERED_KEYS = 5000;
 
 /**
  * A caller with a valid access token is counted as its client, whatever address it calls from; one without (missing,
@@ -13,26 +18,88 @@ function limitKey(request: FastifyRequest): string {
   return request.auth ? `client:${request.auth.clientId}` : `ip:${normalizeIP(request.ip)}`;
 }
 
+/** One key's window: requests counted since it started. */
+interface Window {
+  count: number;
+  startedAt: number;
+}
+
+export interface RateLimitCount {
+  /** Requests counted in the current window, this one included. */
+  count: number;
+  /** Milliseconds until the window ends. */
+  ttlMs: number;
+}
+
+/**
+ * Fixed windows per key, in an LRU of `capacity` keys: the counting @fastify/rate-limit's in-memory store does (a
+ * window starts at a key's first request and lasts `windowMs`; a forgotten key starts afresh), without its promises.
+ * `count` returns the same object each call (read it before the next call): this runs on every request.
+ */
+export function createRateLimitCounter(windowMs: number, capacity: number, now: () => number = Date.now) {
+  const windows = new Map<string, Window>();
+  /** The key counted last: it is already the most recently used, so it needs no move. */
+  let lastKey: string | undefined;
+  const result: RateLimitCount = { count: 0, ttlMs: 0 };
+
+  return {
+    count(key: string): RateLimitCount {
+      const at = now();
+      let window = windows.get(key);
+      if (window === undefined) {
+        if (windows.size >= capacity) windows.delete(windows.keys().next().value!);
+        window = { count: 0, startedAt: at };
+        windows.set(key, window);
+      } else if (key !== lastKey) {
+        // A Map keeps insertion order: moved to the end, it is the last to be forgotten.
+        windows.delete(key);
+        windows.set(key, window);
+      }
+      lastKey = key;
+      if (window.startedAt + windowMs <= at) {
+        window.count = 0;
+        window.startedAt = at;
+      }
+      window.count++;
+      result.count = window.count;
+      result.ttlMs = window.startedAt + windowMs - at;
+      return result;
+    },
+  };
+}
+
 export default fp(
   async function clientRateLimit(app: FastifyInstance, options: { perMinute: number }) {
-    await app.register(rateLimit, {
-      max: options.perMinute,
-      timeWindow: 60_000,
-      // Not on every route by itself (its route-level hook would run after the bearer check refuses): the hook below.
-      global: false,
-      keyGenerator: limitKey,
-      enableDraftSpec: true,
-      errorResponseBuilder: (request, context) =>
+    const max = options.perMinute;
+    const counter = createRateLimitCounter(WINDOW_MS, REMEMBERED_KEYS);
+
+    /**
+     * docs/security-checklist.md G46: counted in onRequest, before the body is parsed and validated, so invalid bodies
+     * count too. This instance hook runs after the bearer check's (registered first) and before its route-level hook
+     * that refuses a failed authentication, so a 401 or 403 is counted as well. Callback style: it awaits nothing.
+     */
+    function limit(request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void): void {
+      const { count, ttlMs } = counter.count(limitKey(request));
+      const resetSeconds = Math.ceil(ttlMs / 1000);
+      // draft-ietf-httpapi-ratelimit-headers, on every answer; numbers, as Node writes them.
+      reply.header('ratelimit-limit', max);
+      if (count <= max) {
+        reply.header('ratelimit-remaining', max - count);
+        reply.header('ratelimit-reset', resetSeconds);
+        return done();
+      }
+      reply.header('ratelimit-remaining', 0);
+      reply.header('ratelimit-reset', resetSeconds);
+      reply.header('retry-after', resetSeconds);
+      done(
         new ProblemError(429, 'rate-limited', 'Too Many Requests', {
           detail: request.auth
-            ? `This client sent more than ${context.max} requests in a minute. Retry after ${Math.ceil(context.ttl / 1000)} s.`
-            : `This address sent more than ${context.max} requests without a valid access token in a minute. Retry after ${Math.ceil(context.ttl / 1000)} s.`,
+            ? `This client sent more than ${max} requests in a minute. Retry after ${resetSeconds} s.`
+            : `This address sent more than ${max} requests without a valid access token in a minute. Retry after ${resetSeconds} s.`,
         }),
-    });
-    // docs/security-checklist.md G46: counted in onRequest, before the body is parsed and validated, so invalid bodies count
-    // too. This instance hook runs after the bearer check's (registered first) and before its route-level hook that
-    // refuses a failed authentication, so a 401 or 403 is counted as well.
-    app.addHook('onRequest', app.rateLimit());
+      );
+    }
+    app.addHook('onRequest', limit);
   },
   { name: 'client-rate-limit', dependencies: ['bearer-auth'] },
 );

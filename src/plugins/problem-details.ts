@@ -169,6 +169,11 @@ export function sendProblem(reply: FastifyReply, error: ProblemError): FastifyRe
 export interface ProblemDetailsOptions {
   /** BODY_LIMIT, named in a 413 so the client knows how far to shrink. */
   bodyLimit: number;
+  /**
+   * True once the app is closing (app.ts): an answer still in flight then asks its client to close the connection.
+   * Set in the same onSend hook as the header check below, so an answer passes one hook, not two.
+   */
+  closing?: () => boolean;
 }
 
 /** What a framework 4xx should tell the client to do, where Fastify's own message does not. */
@@ -281,7 +286,16 @@ const METHODS: HTTPMethod[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 export default fp(
   async function problemDetails(app: FastifyInstance, options: ProblemDetailsOptions) {
-    app.addHook('onSend', dropUnwritableHeaders);
+    const { closing } = options;
+    app.addHook(
+      'onSend',
+      closing === undefined
+        ? dropUnwritableHeaders
+        : function closeOrCheck(request, reply, payload, done) {
+            if (closing()) reply.header('connection', 'close');
+            dropUnwritableHeaders.call(this, request, reply, payload, done);
+          },
+    );
 
     // Every route's method and path, to tell "no such path" (404) from "not this method here" (405 with Allow,
     // RFC 9110 section 15.5.6). Fastify's own router answers only for the method asked.

@@ -292,16 +292,18 @@ export function createDeviceService({ db, clock, credentials, telemetry, waterma
   /** One sync's answer (`sync` counts it). */
   async function syncAnswer(tenantId: string, binding: DeviceBinding, securedObjectId: string, limit: number, cursor?: string): Promise<SyncAnswer> {
     assertBinding(binding, 'securedObjectId', securedObjectId, null);
-    const position = decodeSyncCursor(cursor);
+    // A remembered cursor is one the database handed out, so it needs no decoding: looked up first.
     const remembered = cursor === undefined ? undefined : rememberedNothingNew(tenantId, securedObjectId, binding.clientId, cursor);
     if (remembered !== undefined) {
       // The acknowledgement the database path would make (below): nothing new, so everything up to the cursor. It
-      // writes only when that rises or last-seen is due (lock-telemetry.service.ts), not once per sync.
-      if (binding.securedObjectId !== undefined) {
+      // writes only when that rises or last-seen is due (lock-telemetry.service.ts), not once per sync; asked first
+      // without a promise, as an online lock's polls mostly need no write.
+      if (binding.securedObjectId !== undefined && telemetry.acknowledgementDue(tenantId, securedObjectId, remembered.serial)) {
         await telemetry.acknowledgeSync(tenantId, securedObjectId, remembered.serial, `client:${binding.clientId}`);
       }
       return { tokens: [], revocations: [], cursor: remembered.cursor, serial: remembered.serial, more: false };
     }
+    const position = decodeSyncCursor(cursor);
     // A full sync always carries the key set: the tenant's first key (a key-set change of its own) is made before the
     // position is read, so the next sync does not send it again.
     if (cursor === undefined) await credentials.ensureKey(tenantId);

@@ -44,6 +44,9 @@ export function createLockTelemetryService({ db, clock, credentialLifetimeMs }: 
   /** Per tenant and lock: the applied position this instance last wrote (or the database answered) and when. */
   const written = new Map<string, { applied: number; at: number }>();
   const keyOf = (tenantId: string, securedObjectId: string) => `${tenantId}\n${securedObjectId}`;
+  /** A write is due unless this instance wrote the lock less than LAST_SEEN_RESOLUTION_MS ago at the same position or further. */
+  const due = (last: { applied: number; at: number } | undefined, applied: number | undefined, now: number) =>
+    last === undefined || (applied ?? 0) > last.applied || now - last.at >= LAST_SEEN_RESOLUTION_MS;
 
   return {
     /**
@@ -55,8 +58,7 @@ export function createLockTelemetryService({ db, clock, credentialLifetimeMs }: 
     async acknowledgeSync(tenantId: string, securedObjectId: string, applied: number | undefined, actor?: string): Promise<void> {
       const key = keyOf(tenantId, securedObjectId);
       const now = clock();
-      const last = written.get(key);
-      if (last !== undefined && (applied ?? 0) <= last.applied && now - last.at < LAST_SEEN_RESOLUTION_MS) return;
+      if (!due(written.get(key), applied, now)) return;
       const telemetry = await recordLockContact(db, tenantId, securedObjectId, {
         seenAt: now,
         ...(applied !== undefined ? { appliedThrough: applied } : {}),
@@ -66,6 +68,11 @@ export function createLockTelemetryService({ db, clock, credentialLifetimeMs }: 
       written.delete(key);
       written.set(key, { applied: telemetry.appliedThrough, at: now });
       if (written.size > MAX_REMEMBERED_LOCKS) written.delete(written.keys().next().value!);
+    },
+
+    /** Whether acknowledgeSync would write: false while the lock's last write here is recent and at least as far. */
+    acknowledgementDue(tenantId: string, securedObjectId: string, applied: number | undefined): boolean {
+      return due(written.get(keyOf(tenantId, securedObjectId)), applied, clock());
     },
 
     /** A lock registered again with a deleted lock's id is another lock: this instance forgets what it wrote for the old one. */

@@ -164,11 +164,14 @@ export async function findLockTimeZone(db: Queryable, tenantId: string, securedO
   return rows[0]?.time_zone ?? null;
 }
 
+/**
+ * Built once: a ticket read runs on every GET of a ticket, and a text built per call would be hashed again by the
+ * adapter's statement-name look-up (db/postgres.ts) and compared in full by pg against the prepared one.
+ */
+const FIND_TICKET_SQL = `SELECT ${TICKET_COLUMNS} FROM tickets WHERE tenant_id = $1 AND id = $2`;
+
 export async function findTicket(db: Queryable, tenantId: string, id: string): Promise<TicketRecord | null> {
-  const { rows } = await db.query<TicketRow>(`SELECT ${TICKET_COLUMNS} FROM tickets WHERE tenant_id = $1 AND id = $2`, [
-    tenantId,
-    id,
-  ]);
+  const { rows } = await db.query<TicketRow>(FIND_TICKET_SQL, [tenantId, id]);
   return rows[0] ? toTicketRecord(rows[0]) : null;
 }
 

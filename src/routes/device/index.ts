@@ -1,6 +1,6 @@
 // The Device API (/deviceapi, docs/contract.md 6): its documentation, the Mobile SDK 2.x refusal, its bearer check (aud
 // `deviceapi`) and its resources: phones download their tickets, online locks sync.
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import apiDocs from '../../plugins/api-docs.js';
 import bearerAuth from '../../plugins/bearer-auth.js';
 import clientRateLimit from '../../plugins/client-rate-limit.js';
@@ -90,9 +90,11 @@ A lock whose client learnt \`decommissioned: true\` opens for no one. The simula
 /** Mobile SDK 2.x was removed on 01.04.2018 (docs/seed.md 9): its requests are refused before anything else. */
 const SDK_2 = /^\s*2(\.|\s*$)/;
 
-function refuseSdk2(request: FastifyRequest): void {
+/** Callback style: an async hook costs a promise on every request, and this one awaits nothing. */
+function refuseSdk2(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
   const version = request.headers['x-sdk-version'];
-  if (typeof version === 'string' && SDK_2.test(version)) throw removalError(DEPRECATIONS.mobileSdk2);
+  if (typeof version === 'string' && SDK_2.test(version)) return done(removalError(DEPRECATIONS.mobileSdk2));
+  done();
 }
 
 export default async function deviceApi(app: FastifyInstance, options: DeviceApiOptions) {
@@ -113,7 +115,7 @@ export default async function deviceApi(app: FastifyInstance, options: DeviceApi
   });
   await app.register(async (resources) => {
     const { services } = options;
-    resources.addHook('onRequest', async (request) => refuseSdk2(request));
+    resources.addHook('onRequest', refuseSdk2);
     await resources.register(bearerAuth, { audience: 'deviceapi', tokens: services.tokens });
     await resources.register(clientRateLimit, { perMinute: options.rateLimitPerMinute });
     for (const routes of [mobileDeviceRoutes, securedObjectRoutes]) {
