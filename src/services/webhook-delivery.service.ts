@@ -28,6 +28,7 @@ import {
   insertAttempts,
   listAttempts,
   lockWebhooks,
+  LONGEST_FRESH_LEASE_MS,
   markFailing,
   oldestPendingAgeMs,
   pruneAttempts,
@@ -155,7 +156,8 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
   const concurrency = options.concurrency ?? 32;
   const random = options.random ?? Math.random;
   const leaseMs = timeoutMs + LEASE_MARGIN_MS;
-  const freshLeaseMs = FRESH_SUBSCRIPTIONS * timeoutMs + LEASE_MARGIN_MS;
+  // WEBHOOK_TIMEOUT_MS is at most 60 s, so this stays within LONGEST_FRESH_LEASE_MS (a longer one would not be honoured).
+  const freshLeaseMs = Math.min(FRESH_SUBSCRIPTIONS * timeoutMs + LEASE_MARGIN_MS, LONGEST_FRESH_LEASE_MS);
   /**
    * One keep-alive agent per receiver origin: a busy subscription's events reuse its connections (each made through
    * the guard's `lookup`, so a connection only ever goes to an address checked when it was made), and one origin's

@@ -702,6 +702,48 @@ describe('webhook delivery', () => {
     expect(served).toEqual(['s2', 's1', 's0', 's2', 's1', 's0']);
   });
 
+  it('is not held back by a release recorded under a clock ahead of the claimer\'s (another instance, or a clock set back)', async () => {
+    const hooks = await receiver();
+    const webhook = await subscribe(hooks.url);
+    // An instance whose clock is an hour ahead sends and records a batch: its release time is an hour in the future.
+    offset = 3_600_000;
+    await change();
+    await run();
+    await hooks.waitFor(1);
+    // A claimer with the right clock (another instance, or this one once its clock is set right) sends the next event
+    // now, not in an hour: a release is never a lease.
+    offset = 0;
+    const eventId = (await eventOf(`secured_object:${await change()}`)).event_id;
+    await run();
+    const received = await hooks.waitFor(2);
+    expect(received[1]!.headers['webhook-id']).toBe(eventId);
+    expect(await cursor(webhook.id)).toBe(await lastSeq());
+  });
+
+  it('takes a subscription released under a clock ahead of the claimer\'s in its turn, not after every other one', async () => {
+    const hooks = await receiver();
+    const subscriptions = [await subscribe(hooks.url), await subscribe(hooks.url), await subscribe(hooks.url)];
+    const names = new Map(subscriptions.map((webhook, index) => [webhook.id, `s${index}`]));
+    const db = t.database.db;
+    const start = t.app.services.clock();
+    // s0 was released by an instance an hour ahead; s1 and s2 by instances with the claimer's clock, s1 longer ago.
+    const released = [start + 3_600_000, start - 1000, start - 500];
+    for (const [index, webhook] of subscriptions.entries()) {
+      await db.query('UPDATE webhooks SET sending_until = $3 WHERE tenant_id = $1 AND id = $2', [acme.tenantId, webhook.id, released[index]]);
+    }
+    const served: string[] = [];
+    // Every subscription always has a new event waiting; each claim takes one subscription and records its batch.
+    for (let round = 0; round < 6; round++) {
+      await change();
+      const now = t.app.services.clock() + round;
+      const [batch] = await claimFreshBatches(db, now, now + 60_000, 1, 100, 1000);
+      served.push(batch ? names.get(batch.webhookId)! : 'none');
+      if (batch) await recordFreshBatches(db, [{ tenantId: acme.tenantId, webhookId: batch.webhookId, claim: batch.claim, bound: batch.bound, attempts: [] }], now);
+    }
+    // A release time beyond any lease this clock gives is not this clock's: it counts as never served, then round robin.
+    expect(served).toEqual(['s0', 's1', 's2', 's0', 's1', 's2']);
+  });
+
   it('releases the lease of a batch cut short by stopping: another instance sends it at once, under the same ids', async () => {
     let release: () => void = () => undefined;
     const held = new Promise<void>((resolve) => (release = resolve));

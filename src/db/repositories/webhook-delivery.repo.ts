@@ -34,6 +34,12 @@ interface FreshRow extends Partial<WireEventRow> {
 }
 
 /**
+ * No fresh lease is longer (the service's: FRESH_SUBSCRIPTIONS timeouts of at most 60 s each, plus a margin): a
+ * `sending_until` further ahead of a claimer's clock than this is not a lease (claimFreshBatches).
+ */
+export const LONGEST_FRESH_LEASE_MS = 300_000;
+
+/**
  * Leases up to `maxSubscriptions` enabled subscriptions whose tenant has committed events past their cursor
  * (`dispatched_through`) and whose lease is free or has run out, and reads each one's batch: its events after the
  * cursor, of its types, at most `maxEvents` of them, among the next `maxScan` sequence numbers at most (so a
@@ -43,7 +49,11 @@ interface FreshRow extends Partial<WireEventRow> {
  * and never wait; `sending_until` keeps others away while the batch is sent (and brings it back if this worker dies),
  * and the bumped `sending_claim` fences the recording. Recording sets `sending_until` to the time it released the
  * lease, so the subscriptions served longest ago (or never) are taken first: one busy subscription (or tenant) never
- * keeps the others waiting beyond a round of claims. The batch's bound is its last event when it is full, else the
+ * keeps the others waiting beyond a round of claims. A `sending_until` later than any lease this clock could give
+ * (LONGEST_FRESH_LEASE_MS) was written under a clock ahead of this one (another instance's, or this one's before it
+ * was set back): it is neither a lease nor an order this clock can honour, so the subscription is free and counts as
+ * never served; else an instance whose clock ran an hour ahead would hold every subscription it served for that hour.
+ * The batch's bound is its last event when it is full, else the
  * end of the range read. The tenant's `last_seq` is read, not locked: a tenant's events commit in sequence order
  * (migration 008), so every event up to the committed `last_seq` is visible to the same snapshot, and none is skipped.
  */
@@ -60,8 +70,9 @@ export async function claimFreshBatches(
        SELECT w.tenant_id, w.id, least(w.dispatched_through + $5::bigint, c.last_seq) AS to_seq, c.last_seq
          FROM webhooks w
          JOIN tenant_audit_counters c ON c.tenant_id = w.tenant_id
-        WHERE w.enabled AND c.last_seq > w.dispatched_through AND (w.sending_until IS NULL OR w.sending_until <= $1::bigint)
-        ORDER BY w.sending_until NULLS FIRST
+        WHERE w.enabled AND c.last_seq > w.dispatched_through
+          AND (w.sending_until IS NULL OR w.sending_until <= $1::bigint OR w.sending_until > $6::bigint)
+        ORDER BY CASE WHEN w.sending_until <= $6::bigint THEN w.sending_until END NULLS FIRST
         LIMIT $3
           FOR NO KEY UPDATE OF w SKIP LOCKED
      ), claimed AS (
@@ -81,7 +92,7 @@ export async function claimFreshBatches(
           LIMIT $4
        ) e ON true
       ORDER BY s.tenant_id, s.id, e.seq`,
-    [now, leaseUntil, maxSubscriptions, maxEvents, maxScan],
+    [now, leaseUntil, maxSubscriptions, maxEvents, maxScan, Math.max(leaseUntil, now + LONGEST_FRESH_LEASE_MS)],
   );
   const batches = new Map<string, FreshBatch>();
   for (const row of rows) {
