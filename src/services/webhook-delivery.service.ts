@@ -27,7 +27,6 @@ import {
   findWebhookTarget,
   insertAttempts,
   listAttempts,
-  lockWebhooks,
   LONGEST_FRESH_LEASE_MS,
   markFailing,
   oldestPendingAgeMs,
@@ -347,21 +346,18 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
 
   /**
    * After the outcomes of a batch are recorded, in its transaction: the failure streaks of the subscriptions whose
-   * attempts were recorded, and the subscriptions to disable with their `webhook.disabled` events. `locked`: the
-   * transaction already holds them all, taken in order; else, when failures may make it change several subscriptions
-   * statement after statement, it locks them in order first (lockWebhooks).
+   * attempts were recorded, and the subscriptions to disable with their `webhook.disabled` events. The transaction
+   * already holds them all, taken in order (recordFreshBatches, recordOutcomes): changing several of them statement
+   * after statement takes no lock out of order.
    */
   async function settleSubscriptions(
     tx: TransactionScope,
     settled: readonly (WebhookKey & { ok: boolean; gone: boolean })[],
     now: number,
-    locked: boolean,
   ): Promise<void> {
     const uniqueWebhooks = (list: typeof settled): WebhookKey[] => [
       ...new Map(list.map(({ tenantId, webhookId }) => [`${tenantId}/${webhookId}`, { tenantId, webhookId }])).values(),
     ];
-    const all = uniqueWebhooks(settled);
-    if (!locked && all.length > 1 && settled.some((o) => !o.ok)) await lockWebhooks(tx, all);
     await clearFailing(tx, uniqueWebhooks(settled.filter((o) => o.ok)));
     // docs/contract.md 10: a 410 disables at once; failing for WEBHOOK_DISABLE_AFTER_SECONDS disables too.
     const toDisable = new Map<string, WebhookKey & { reason: 'gone' | 'failing' }>();
@@ -405,7 +401,8 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
       return { delivery, result, settlement, ...judged };
     });
     await db.transaction(async (tx) => {
-      // One statement for the batch's outcomes and its attempt log (a stale claim's attempt schedules nothing).
+      // The subscriptions locked first, then one statement for the batch's outcomes and its attempt log (a stale
+      // claim's attempt schedules nothing).
       const current = await recordOutcomes(
         tx,
         outcomes.map((o) => ({
@@ -419,7 +416,6 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
         tx,
         settled.map((o) => ({ tenantId: o.delivery.tenantId, webhookId: o.delivery.webhookId, ok: o.ok, gone: o.gone })),
         now,
-        false,
       );
     });
     for (const { outcome } of outcomes) for (const listener of outcomeListeners) listener(outcome);
@@ -476,7 +472,6 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
         tx,
         judged.filter(({ key }) => recorded.has(`${key.tenantId}/${key.webhookId}`)).map(({ key, ok, gone }) => ({ ...key, ok, gone })),
         now,
-        true,
       );
     });
     for (const { outcome } of judged) for (const listener of outcomeListeners) listener(outcome);

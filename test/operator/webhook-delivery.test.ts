@@ -546,6 +546,52 @@ describe('webhook delivery', () => {
     expect(await attempts(webhook.id)).toHaveLength(2);
   });
 
+  it.runIf(postgresTestUrl() !== undefined)('never deadlocks a fresh recording with a retry recording of the same replayed event', async () => {
+    const webhook = await subscribe('http://127.0.0.1:9/hook');
+    const key = { tenantId: acme.tenantId, webhookId: webhook.id };
+    const event = await eventOf(`secured_object:${await change()}`);
+    const db = t.database.db;
+    const now = t.app.services.clock();
+    // The event is past the cursor (not sent yet) and replayed by id: a fresh batch and a delivery row both hold it.
+    expect(await replayDeliveries(db, acme.tenantId, webhook.id, { eventIds: [event.event_id] }, now)).toBe(1);
+    const [batch] = await claimFreshBatches(db, now, now + 60_000, 4, 100, 1000);
+    const [claimed] = await claimDueDeliveries(db, now, now + 60_000, 10);
+    expect(batch!.events.map((e) => e.id)).toEqual([event.event_id]);
+    expect(claimed).toMatchObject({ webhookId: webhook.id, eventSeq: Number(event.seq) });
+    const attempt = { eventId: event.event_id, time: now, statusCode: 500, error: null, durationMs: 1 };
+    let retryRecorded!: () => void;
+    const recordedOutcome = new Promise<void>((resolve) => (retryRecorded = resolve));
+    let freshWaiting!: () => void;
+    const waiting = new Promise<void>((resolve) => (freshWaiting = resolve));
+    // Both failed. The retry worker records its outcome, then (as recordDeliveries does) marks the subscription failing;
+    // the fresh worker records its batch in between.
+    const retry = db.transaction(async (tx) => {
+      await recordOutcomes(tx, [{ settlement: { ...key, eventSeq: claimed!.eventSeq, claim: claimed!.claim, state: 'pending', nextAttemptAt: now + 1000 }, attempt }]);
+      retryRecorded();
+      await waiting;
+      return markFailing(tx, [key], now);
+    });
+    await recordedOutcome;
+    const fresh = recordFreshBatches(
+      db,
+      [{ ...key, claim: batch!.claim, bound: batch!.bound, attempts: [{ eventSeq: Number(event.seq), attempt, retry: { state: 'pending', nextAttemptAt: now + 1000 } }] }],
+      now,
+    );
+    // The fresh recording waits for the retry worker's transaction.
+    await vi.waitFor(async () => {
+      const { rows } = await db.query<{ n: string }>(
+        `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+      );
+      expect(Number(rows[0]!.n)).toBeGreaterThan(0);
+    }, { timeout: 10_000, interval: 20 });
+    freshWaiting();
+    const [failing, recorded] = await Promise.all([retry, fresh]);
+    expect([...failing.values()]).toEqual([now]);
+    expect([...recorded]).toEqual([`${acme.tenantId}/${webhook.id}`]);
+    expect(await cursor(webhook.id)).toBe(batch!.bound);
+    expect((await delivery(webhook.id)).map(({ state }) => state)).toEqual(['pending']);
+  });
+
   it('never sends one event twice with two workers on one database', async () => {
     const hooks = await receiver();
     await subscribe(hooks.url);

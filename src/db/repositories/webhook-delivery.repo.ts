@@ -383,15 +383,23 @@ export interface Outcome {
 }
 
 /**
- * Records a batch of attempts in one statement: each claim's outcome, only while nobody claimed or replayed its
- * delivery since (`claims` still equals the claim, migrations 013 and 015: not `attempts`, which a replay resets), and
- * every attempt in the log, with its next attempt time only when its outcome was recorded (a stale claim schedules
+ * Records a batch of attempts in one statement (after locking their subscriptions): each claim's outcome, only while
+ * nobody claimed or replayed its delivery since (`claims` still equals the claim, migrations 013 and 015: not
+ * `attempts`, which a replay resets), and every attempt in the log, with its next attempt time only when its outcome was recorded (a stale claim schedules
  * nothing). The log takes FOR KEY SHARE of each subscription, as insertAttempts does, so an attempt of a subscription
  * deleted meanwhile is dropped with it and the others are still recorded. Answers the keys (`tenant/webhook/seq`)
  * whose outcome was recorded.
+ *
+ * In the caller's transaction, which it leaves holding the subscriptions (lockWebhooks), taken first, before any of
+ * their delivery rows: recordFreshBatches (its retry rows) and a DELETE (its cascade) also take a subscription before
+ * its delivery rows. Taken after them, a recorder holding a delivery row and waiting for its subscription deadlocked
+ * with a fresh recording of the same event (replayed by id past the cursor), or a DELETE, holding the subscription
+ * and waiting for the delivery row.
  */
 export async function recordOutcomes(db: Queryable, outcomes: readonly Outcome[]): Promise<Set<string>> {
   if (outcomes.length === 0) return new Set();
+  const keys = new Map(outcomes.map(({ settlement: { tenantId, webhookId } }) => [`${tenantId}/${webhookId}`, { tenantId, webhookId }]));
+  await lockWebhooks(db, [...keys.values()]);
   const { rows } = await db.query<{ tenant_id: string; webhook_id: string; event_seq: number | string }>(
     `WITH o AS (
        SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[],
@@ -454,10 +462,10 @@ const LOCKED_WEBHOOKS = (condition: string) => `
   )`;
 
 /**
- * Locks the named subscriptions in (tenant, id) order, for a transaction that goes on to change several of them in
- * separate statements (failing_since, disabling): each of those locks its own subset in order, but one after the
- * other they would not, and a recorder holding the cursors of several subscriptions (recordFreshBatches) could then
- * deadlock with it.
+ * Locks the named subscriptions in (tenant, id) order, for a transaction that goes on to change their delivery rows
+ * (recordOutcomes) and several of them in separate statements (failing_since, disabling): each of those locks its own
+ * subset in order, but one after the other they would not, and a recorder holding the cursors of several
+ * subscriptions (recordFreshBatches) could then deadlock with it.
  */
 export async function lockWebhooks(db: Queryable, webhooks: readonly WebhookKey[]): Promise<void> {
   if (webhooks.length === 0) return;
