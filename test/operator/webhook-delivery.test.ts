@@ -790,6 +790,22 @@ describe('webhook delivery', () => {
     expect(served).toEqual(['s0', 's1', 's2', 's0', 's1', 's2']);
   });
 
+  it('sends the other subscriptions of a claim, and the retries, when one subscription\'s secret cannot be opened', async () => {
+    const hooks = await receiver();
+    const broken = await subscribe(hooks.url);
+    const sound = await subscribe(hooks.url);
+    // Sealed under another key (a restored row, a key replaced by mistake): it cannot be opened.
+    await t.database.db.query(`UPDATE webhooks SET secret_sealed = $3 WHERE tenant_id = $1 AND id = $2`, [acme.tenantId, broken.id, Buffer.alloc(64, 7)]);
+    const event = await eventOf(`secured_object:${await change()}`);
+    await run();
+    const [request] = await hooks.waitFor(1);
+    expect(verify(sound.secret, request!)).toMatchObject({ id: event.event_id });
+    expect(await cursor(sound.id)).toBe(await lastSeq());
+    // The broken one keeps its event past its cursor (nothing skipped) until its secret can be opened.
+    expect(await cursor(broken.id)).toBeLessThan(Number(event.seq));
+    expect(hooks.received).toHaveLength(1);
+  });
+
   it('releases the lease of a batch cut short by stopping: another instance sends it at once, under the same ids', async () => {
     let release: () => void = () => undefined;
     const held = new Promise<void>((resolve) => (release = resolve));
