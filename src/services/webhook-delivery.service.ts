@@ -27,7 +27,7 @@ import {
   findWebhookTarget,
   insertAttempts,
   listAttempts,
-  lockWebhooks,
+  LONGEST_FRESH_LEASE_MS,
   markFailing,
   oldestPendingAgeMs,
   pruneAttempts,
@@ -155,7 +155,8 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
   const concurrency = options.concurrency ?? 32;
   const random = options.random ?? Math.random;
   const leaseMs = timeoutMs + LEASE_MARGIN_MS;
-  const freshLeaseMs = FRESH_SUBSCRIPTIONS * timeoutMs + LEASE_MARGIN_MS;
+  // WEBHOOK_TIMEOUT_MS is at most 60 s, so this stays within LONGEST_FRESH_LEASE_MS (a longer one would not be honoured).
+  const freshLeaseMs = Math.min(FRESH_SUBSCRIPTIONS * timeoutMs + LEASE_MARGIN_MS, LONGEST_FRESH_LEASE_MS);
   /**
    * One keep-alive agent per receiver origin: a busy subscription's events reuse its connections (each made through
    * the guard's `lookup`, so a connection only ever goes to an address checked when it was made), and one origin's
@@ -345,21 +346,18 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
 
   /**
    * After the outcomes of a batch are recorded, in its transaction: the failure streaks of the subscriptions whose
-   * attempts were recorded, and the subscriptions to disable with their `webhook.disabled` events. `locked`: the
-   * transaction already holds them all, taken in order; else, when failures may make it change several subscriptions
-   * statement after statement, it locks them in order first (lockWebhooks).
+   * attempts were recorded, and the subscriptions to disable with their `webhook.disabled` events. The transaction
+   * already holds them all, taken in order (recordFreshBatches, recordOutcomes): changing several of them statement
+   * after statement takes no lock out of order.
    */
   async function settleSubscriptions(
     tx: TransactionScope,
     settled: readonly (WebhookKey & { ok: boolean; gone: boolean })[],
     now: number,
-    locked: boolean,
   ): Promise<void> {
     const uniqueWebhooks = (list: typeof settled): WebhookKey[] => [
       ...new Map(list.map(({ tenantId, webhookId }) => [`${tenantId}/${webhookId}`, { tenantId, webhookId }])).values(),
     ];
-    const all = uniqueWebhooks(settled);
-    if (!locked && all.length > 1 && settled.some((o) => !o.ok)) await lockWebhooks(tx, all);
     await clearFailing(tx, uniqueWebhooks(settled.filter((o) => o.ok)));
     // docs/contract.md 10: a 410 disables at once; failing for WEBHOOK_DISABLE_AFTER_SECONDS disables too.
     const toDisable = new Map<string, WebhookKey & { reason: 'gone' | 'failing' }>();
@@ -403,7 +401,8 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
       return { delivery, result, settlement, ...judged };
     });
     await db.transaction(async (tx) => {
-      // One statement for the batch's outcomes and its attempt log (a stale claim's attempt schedules nothing).
+      // The subscriptions locked first, then one statement for the batch's outcomes and its attempt log (a stale
+      // claim's attempt schedules nothing).
       const current = await recordOutcomes(
         tx,
         outcomes.map((o) => ({
@@ -417,7 +416,6 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
         tx,
         settled.map((o) => ({ tenantId: o.delivery.tenantId, webhookId: o.delivery.webhookId, ok: o.ok, gone: o.gone })),
         now,
-        false,
       );
     });
     for (const { outcome } of outcomes) for (const listener of outcomeListeners) listener(outcome);
@@ -474,7 +472,6 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
         tx,
         judged.filter(({ key }) => recorded.has(`${key.tenantId}/${key.webhookId}`)).map(({ key, ok, gone }) => ({ ...key, ok, gone })),
         now,
-        true,
       );
     });
     for (const { outcome } of judged) for (const listener of outcomeListeners) listener(outcome);
@@ -486,13 +483,20 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
    */
   async function sendFresh(): Promise<{ sent: number; more: boolean }> {
     const now = clock();
-    const batches = await claimFreshBatches(db, now, now + freshLeaseMs, FRESH_SUBSCRIPTIONS, concurrency, FRESH_SCAN);
-    if (batches.length === 0) return { sent: 0, more: false };
-    const refusalOf = refusalsOfBatch();
-    const jobs = batches.flatMap((batch, index) => {
-      const signers = secretsOf(batch, now);
-      return batch.events.map((event, position) => ({ index, position, url: batch.url, event, signers }));
+    const claimed = await claimFreshBatches(db, now, now + freshLeaseMs, FRESH_SUBSCRIPTIONS, concurrency, FRESH_SCAN);
+    if (claimed.length === 0) return { sent: 0, more: false };
+    // A subscription whose secret cannot be opened (sealed under another key) is left to its lease, as after a crash,
+    // and is claimed again once it runs out: it holds up neither the other batches of the claim nor the retries.
+    const batches = claimed.flatMap((batch) => {
+      try {
+        return [{ ...batch, signers: secretsOf(batch, now) }];
+      } catch (error) {
+        log.warn({ err: error, tenantId: batch.tenantId, webhookId: batch.webhookId }, 'a webhook secret cannot be opened; its events wait for it');
+        return [];
+      }
     });
+    const refusalOf = refusalsOfBatch();
+    const jobs = batches.flatMap((batch, index) => batch.events.map((event, position) => ({ index, position, url: batch.url, event, signers: batch.signers })));
     const results = batches.map((batch) => new Array<SendResult | null>(batch.events.length).fill(null));
     const settled = await inLanes(jobs, concurrency, ({ url, event, signers }) => attempt(url, event.id, JSON.stringify(event), signers, refusalOf(url)));
     settled.forEach((result, job) => {
@@ -505,7 +509,7 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
     });
     return {
       sent: settled.filter((result) => result.status === 'fulfilled' && result.value !== null).length,
-      more: batches.length >= FRESH_SUBSCRIPTIONS || batches.some((batch) => batch.more),
+      more: claimed.length >= FRESH_SUBSCRIPTIONS || batches.some((batch) => batch.more),
     };
   }
 

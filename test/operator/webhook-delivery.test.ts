@@ -546,6 +546,52 @@ describe('webhook delivery', () => {
     expect(await attempts(webhook.id)).toHaveLength(2);
   });
 
+  it.runIf(postgresTestUrl() !== undefined)('never deadlocks a fresh recording with a retry recording of the same replayed event', async () => {
+    const webhook = await subscribe('http://127.0.0.1:9/hook');
+    const key = { tenantId: acme.tenantId, webhookId: webhook.id };
+    const event = await eventOf(`secured_object:${await change()}`);
+    const db = t.database.db;
+    const now = t.app.services.clock();
+    // The event is past the cursor (not sent yet) and replayed by id: a fresh batch and a delivery row both hold it.
+    expect(await replayDeliveries(db, acme.tenantId, webhook.id, { eventIds: [event.event_id] }, now)).toBe(1);
+    const [batch] = await claimFreshBatches(db, now, now + 60_000, 4, 100, 1000);
+    const [claimed] = await claimDueDeliveries(db, now, now + 60_000, 10);
+    expect(batch!.events.map((e) => e.id)).toEqual([event.event_id]);
+    expect(claimed).toMatchObject({ webhookId: webhook.id, eventSeq: Number(event.seq) });
+    const attempt = { eventId: event.event_id, time: now, statusCode: 500, error: null, durationMs: 1 };
+    let retryRecorded!: () => void;
+    const recordedOutcome = new Promise<void>((resolve) => (retryRecorded = resolve));
+    let freshWaiting!: () => void;
+    const waiting = new Promise<void>((resolve) => (freshWaiting = resolve));
+    // Both failed. The retry worker records its outcome, then (as recordDeliveries does) marks the subscription failing;
+    // the fresh worker records its batch in between.
+    const retry = db.transaction(async (tx) => {
+      await recordOutcomes(tx, [{ settlement: { ...key, eventSeq: claimed!.eventSeq, claim: claimed!.claim, state: 'pending', nextAttemptAt: now + 1000 }, attempt }]);
+      retryRecorded();
+      await waiting;
+      return markFailing(tx, [key], now);
+    });
+    await recordedOutcome;
+    const fresh = recordFreshBatches(
+      db,
+      [{ ...key, claim: batch!.claim, bound: batch!.bound, attempts: [{ eventSeq: Number(event.seq), attempt, retry: { state: 'pending', nextAttemptAt: now + 1000 } }] }],
+      now,
+    );
+    // The fresh recording waits for the retry worker's transaction.
+    await vi.waitFor(async () => {
+      const { rows } = await db.query<{ n: string }>(
+        `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+      );
+      expect(Number(rows[0]!.n)).toBeGreaterThan(0);
+    }, { timeout: 10_000, interval: 20 });
+    freshWaiting();
+    const [failing, recorded] = await Promise.all([retry, fresh]);
+    expect([...failing.values()]).toEqual([now]);
+    expect([...recorded]).toEqual([`${acme.tenantId}/${webhook.id}`]);
+    expect(await cursor(webhook.id)).toBe(batch!.bound);
+    expect((await delivery(webhook.id)).map(({ state }) => state)).toEqual(['pending']);
+  });
+
   it('never sends one event twice with two workers on one database', async () => {
     const hooks = await receiver();
     await subscribe(hooks.url);
@@ -700,6 +746,64 @@ describe('webhook delivery', () => {
     }
     // Longest ago first, then round robin: each of the three in every three claims, in the same order again.
     expect(served).toEqual(['s2', 's1', 's0', 's2', 's1', 's0']);
+  });
+
+  it('is not held back by a release recorded under a clock ahead of the claimer\'s (another instance, or a clock set back)', async () => {
+    const hooks = await receiver();
+    const webhook = await subscribe(hooks.url);
+    // An instance whose clock is an hour ahead sends and records a batch: its release time is an hour in the future.
+    offset = 3_600_000;
+    await change();
+    await run();
+    await hooks.waitFor(1);
+    // A claimer with the right clock (another instance, or this one once its clock is set right) sends the next event
+    // now, not in an hour: a release is never a lease.
+    offset = 0;
+    const eventId = (await eventOf(`secured_object:${await change()}`)).event_id;
+    await run();
+    const received = await hooks.waitFor(2);
+    expect(received[1]!.headers['webhook-id']).toBe(eventId);
+    expect(await cursor(webhook.id)).toBe(await lastSeq());
+  });
+
+  it('takes a subscription released under a clock ahead of the claimer\'s in its turn, not after every other one', async () => {
+    const hooks = await receiver();
+    const subscriptions = [await subscribe(hooks.url), await subscribe(hooks.url), await subscribe(hooks.url)];
+    const names = new Map(subscriptions.map((webhook, index) => [webhook.id, `s${index}`]));
+    const db = t.database.db;
+    const start = t.app.services.clock();
+    // s0 was released by an instance an hour ahead; s1 and s2 by instances with the claimer's clock, s1 longer ago.
+    const released = [start + 3_600_000, start - 1000, start - 500];
+    for (const [index, webhook] of subscriptions.entries()) {
+      await db.query('UPDATE webhooks SET sending_until = $3 WHERE tenant_id = $1 AND id = $2', [acme.tenantId, webhook.id, released[index]]);
+    }
+    const served: string[] = [];
+    // Every subscription always has a new event waiting; each claim takes one subscription and records its batch.
+    for (let round = 0; round < 6; round++) {
+      await change();
+      const now = t.app.services.clock() + round;
+      const [batch] = await claimFreshBatches(db, now, now + 60_000, 1, 100, 1000);
+      served.push(batch ? names.get(batch.webhookId)! : 'none');
+      if (batch) await recordFreshBatches(db, [{ tenantId: acme.tenantId, webhookId: batch.webhookId, claim: batch.claim, bound: batch.bound, attempts: [] }], now);
+    }
+    // A release time beyond any lease this clock gives is not this clock's: it counts as never served, then round robin.
+    expect(served).toEqual(['s0', 's1', 's2', 's0', 's1', 's2']);
+  });
+
+  it('sends the other subscriptions of a claim, and the retries, when one subscription\'s secret cannot be opened', async () => {
+    const hooks = await receiver();
+    const broken = await subscribe(hooks.url);
+    const sound = await subscribe(hooks.url);
+    // Sealed under another key (a restored row, a key replaced by mistake): it cannot be opened.
+    await t.database.db.query(`UPDATE webhooks SET secret_sealed = $3 WHERE tenant_id = $1 AND id = $2`, [acme.tenantId, broken.id, Buffer.alloc(64, 7)]);
+    const event = await eventOf(`secured_object:${await change()}`);
+    await run();
+    const [request] = await hooks.waitFor(1);
+    expect(verify(sound.secret, request!)).toMatchObject({ id: event.event_id });
+    expect(await cursor(sound.id)).toBe(await lastSeq());
+    // The broken one keeps its event past its cursor (nothing skipped) until its secret can be opened.
+    expect(await cursor(broken.id)).toBeLessThan(Number(event.seq));
+    expect(hooks.received).toHaveLength(1);
   });
 
   it('releases the lease of a batch cut short by stopping: another instance sends it at once, under the same ids', async () => {

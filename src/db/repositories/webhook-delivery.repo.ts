@@ -34,6 +34,12 @@ interface FreshRow extends Partial<WireEventRow> {
 }
 
 /**
+ * No fresh lease is longer (the service's: FRESH_SUBSCRIPTIONS timeouts of at most 60 s each, plus a margin): a
+ * `sending_until` further ahead of a claimer's clock than this is not a lease (claimFreshBatches).
+ */
+export const LONGEST_FRESH_LEASE_MS = 300_000;
+
+/**
  * Leases up to `maxSubscriptions` enabled subscriptions whose tenant has committed events past their cursor
  * (`dispatched_through`) and whose lease is free or has run out, and reads each one's batch: its events after the
  * cursor, of its types, at most `maxEvents` of them, among the next `maxScan` sequence numbers at most (so a
@@ -43,7 +49,11 @@ interface FreshRow extends Partial<WireEventRow> {
  * and never wait; `sending_until` keeps others away while the batch is sent (and brings it back if this worker dies),
  * and the bumped `sending_claim` fences the recording. Recording sets `sending_until` to the time it released the
  * lease, so the subscriptions served longest ago (or never) are taken first: one busy subscription (or tenant) never
- * keeps the others waiting beyond a round of claims. The batch's bound is its last event when it is full, else the
+ * keeps the others waiting beyond a round of claims. A `sending_until` later than any lease this clock could give
+ * (LONGEST_FRESH_LEASE_MS) was written under a clock ahead of this one (another instance's, or this one's before it
+ * was set back): it is neither a lease nor an order this clock can honour, so the subscription is free and counts as
+ * never served; else an instance whose clock ran an hour ahead would hold every subscription it served for that hour.
+ * The batch's bound is its last event when it is full, else the
  * end of the range read. The tenant's `last_seq` is read, not locked: a tenant's events commit in sequence order
  * (migration 008), so every event up to the committed `last_seq` is visible to the same snapshot, and none is skipped.
  */
@@ -60,8 +70,9 @@ export async function claimFreshBatches(
        SELECT w.tenant_id, w.id, least(w.dispatched_through + $5::bigint, c.last_seq) AS to_seq, c.last_seq
          FROM webhooks w
          JOIN tenant_audit_counters c ON c.tenant_id = w.tenant_id
-        WHERE w.enabled AND c.last_seq > w.dispatched_through AND (w.sending_until IS NULL OR w.sending_until <= $1::bigint)
-        ORDER BY w.sending_until NULLS FIRST
+        WHERE w.enabled AND c.last_seq > w.dispatched_through
+          AND (w.sending_until IS NULL OR w.sending_until <= $1::bigint OR w.sending_until > $6::bigint)
+        ORDER BY CASE WHEN w.sending_until <= $6::bigint THEN w.sending_until END NULLS FIRST
         LIMIT $3
           FOR NO KEY UPDATE OF w SKIP LOCKED
      ), claimed AS (
@@ -81,7 +92,7 @@ export async function claimFreshBatches(
           LIMIT $4
        ) e ON true
       ORDER BY s.tenant_id, s.id, e.seq`,
-    [now, leaseUntil, maxSubscriptions, maxEvents, maxScan],
+    [now, leaseUntil, maxSubscriptions, maxEvents, maxScan, Math.max(leaseUntil, now + LONGEST_FRESH_LEASE_MS)],
   );
   const batches = new Map<string, FreshBatch>();
   for (const row of rows) {
@@ -372,15 +383,23 @@ export interface Outcome {
 }
 
 /**
- * Records a batch of attempts in one statement: each claim's outcome, only while nobody claimed or replayed its
- * delivery since (`claims` still equals the claim, migrations 013 and 015: not `attempts`, which a replay resets), and
- * every attempt in the log, with its next attempt time only when its outcome was recorded (a stale claim schedules
+ * Records a batch of attempts in one statement (after locking their subscriptions): each claim's outcome, only while
+ * nobody claimed or replayed its delivery since (`claims` still equals the claim, migrations 013 and 015: not
+ * `attempts`, which a replay resets), and every attempt in the log, with its next attempt time only when its outcome was recorded (a stale claim schedules
  * nothing). The log takes FOR KEY SHARE of each subscription, as insertAttempts does, so an attempt of a subscription
  * deleted meanwhile is dropped with it and the others are still recorded. Answers the keys (`tenant/webhook/seq`)
  * whose outcome was recorded.
+ *
+ * In the caller's transaction, which it leaves holding the subscriptions (lockWebhooks), taken first, before any of
+ * their delivery rows: recordFreshBatches (its retry rows) and a DELETE (its cascade) also take a subscription before
+ * its delivery rows. Taken after them, a recorder holding a delivery row and waiting for its subscription deadlocked
+ * with a fresh recording of the same event (replayed by id past the cursor), or a DELETE, holding the subscription
+ * and waiting for the delivery row.
  */
 export async function recordOutcomes(db: Queryable, outcomes: readonly Outcome[]): Promise<Set<string>> {
   if (outcomes.length === 0) return new Set();
+  const keys = new Map(outcomes.map(({ settlement: { tenantId, webhookId } }) => [`${tenantId}/${webhookId}`, { tenantId, webhookId }]));
+  await lockWebhooks(db, [...keys.values()]);
   const { rows } = await db.query<{ tenant_id: string; webhook_id: string; event_seq: number | string }>(
     `WITH o AS (
        SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[],
@@ -443,10 +462,10 @@ const LOCKED_WEBHOOKS = (condition: string) => `
   )`;
 
 /**
- * Locks the named subscriptions in (tenant, id) order, for a transaction that goes on to change several of them in
- * separate statements (failing_since, disabling): each of those locks its own subset in order, but one after the
- * other they would not, and a recorder holding the cursors of several subscriptions (recordFreshBatches) could then
- * deadlock with it.
+ * Locks the named subscriptions in (tenant, id) order, for a transaction that goes on to change their delivery rows
+ * (recordOutcomes) and several of them in separate statements (failing_since, disabling): each of those locks its own
+ * subset in order, but one after the other they would not, and a recorder holding the cursors of several
+ * subscriptions (recordFreshBatches) could then deadlock with it.
  */
 export async function lockWebhooks(db: Queryable, webhooks: readonly WebhookKey[]): Promise<void> {
   if (webhooks.length === 0) return;
