@@ -1,4 +1,4 @@
-// Per-client rate limits on an API (docs/contract.md 7.4): 429 with Retry-After and RateLimit-* headers.
+// Rate limits (docs/contract.md 7.4): per client on the APIs, per address on the OAuth endpoints; 429 with Retry-After and RateLimit-* headers.
 import { normalizeIP } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -15,7 +15,7 @@ const REMEMBERED_KEYS = 5000;
  * as @fastify/rate-limit does by default, so guessing tokens or sending 401s costs a budget too (docs/security-checklist.md G46).
  */
 function limitKey(request: FastifyRequest): string {
-  return request.auth ? `client:${request.auth.clientId}` : `ip:${normalizeIP(request.ip)}`;
+  return request.auth ? `client:${request.auth.clientId}` : addressKey(request);
 }
 
 /** One key's window: requests counted since it started. */
@@ -68,38 +68,66 @@ export function createRateLimitCounter(windowMs: number, capacity: number, now: 
   };
 }
 
+/** An address's key: an IPv6 address by its /64 (as @fastify/rate-limit does by default), so one host cannot rotate through its prefix. */
+export function addressKey(request: FastifyRequest): string {
+  return `ip:${normalizeIP(request.ip)}`;
+}
+
+export interface RateLimitHookOptions {
+  /** Requests each key may send per minute. */
+  perMinute: number;
+  /** Whose budget a request counts against. */
+  keyOf: (request: FastifyRequest) => string;
+  /** The error a request over the limit is refused with (its status 429), told when the window starts afresh. */
+  refusal: (request: FastifyRequest, retryAfterSeconds: number) => Error;
+}
+
+/**
+ * The onRequest hook of a per-key rate limit (docs/contract.md 7.4), one way for every surface: the APIs count per
+ * client (the plugin below), the OAuth endpoints per address (routes/oauth). draft-ietf-httpapi-ratelimit-headers on
+ * every answer, Retry-After over the limit. Callback style: it awaits nothing.
+ */
+export function rateLimitHook(options: RateLimitHookOptions) {
+  const { perMinute: max, keyOf, refusal } = options;
+  const counter = createRateLimitCounter(WINDOW_MS, REMEMBERED_KEYS);
+  return function limit(request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void): void {
+    const { count, ttlMs } = counter.count(keyOf(request));
+    const resetSeconds = Math.ceil(ttlMs / 1000);
+    // Numbers, as Node writes them.
+    reply.header('ratelimit-limit', max);
+    if (count <= max) {
+      reply.header('ratelimit-remaining', max - count);
+      reply.header('ratelimit-reset', resetSeconds);
+      return done();
+    }
+    reply.header('ratelimit-remaining', 0);
+    reply.header('ratelimit-reset', resetSeconds);
+    reply.header('retry-after', resetSeconds);
+    done(refusal(request, resetSeconds));
+  };
+}
+
 export default fp(
   async function clientRateLimit(app: FastifyInstance, options: { perMinute: number }) {
     const max = options.perMinute;
-    const counter = createRateLimitCounter(WINDOW_MS, REMEMBERED_KEYS);
-
     /**
      * docs/security-checklist.md G46: counted in onRequest, before the body is parsed and validated, so invalid bodies
      * count too. This instance hook runs after the bearer check's (registered first) and before its route-level hook
-     * that refuses a failed authentication, so a 401 or 403 is counted as well. Callback style: it awaits nothing.
+     * that refuses a failed authentication, so a 401 or 403 is counted as well.
      */
-    function limit(request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void): void {
-      const { count, ttlMs } = counter.count(limitKey(request));
-      const resetSeconds = Math.ceil(ttlMs / 1000);
-      // draft-ietf-httpapi-ratelimit-headers, on every answer; numbers, as Node writes them.
-      reply.header('ratelimit-limit', max);
-      if (count <= max) {
-        reply.header('ratelimit-remaining', max - count);
-        reply.header('ratelimit-reset', resetSeconds);
-        return done();
-      }
-      reply.header('ratelimit-remaining', 0);
-      reply.header('ratelimit-reset', resetSeconds);
-      reply.header('retry-after', resetSeconds);
-      done(
-        new ProblemError(429, 'rate-limited', 'Too Many Requests', {
-          detail: request.auth
-            ? `This client sent more than ${max} requests in a minute. Retry after ${resetSeconds} s.`
-            : `This address sent more than ${max} requests without a valid access token in a minute. Retry after ${resetSeconds} s.`,
-        }),
-      );
-    }
-    app.addHook('onRequest', limit);
+    app.addHook(
+      'onRequest',
+      rateLimitHook({
+        perMinute: max,
+        keyOf: limitKey,
+        refusal: (request, resetSeconds) =>
+          new ProblemError(429, 'rate-limited', 'Too Many Requests', {
+            detail: request.auth
+              ? `This client sent more than ${max} requests in a minute. Retry after ${resetSeconds} s.`
+              : `This address sent more than ${max} requests without a valid access token in a minute. Retry after ${resetSeconds} s.`,
+          }),
+      }),
+    );
   },
   { name: 'client-rate-limit', dependencies: ['bearer-auth'] },
 );

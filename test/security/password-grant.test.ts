@@ -136,7 +136,7 @@ describe('docs/security-checklist.md B: password grant', () => {
     expect(Date.now() - secondStarted).toBeGreaterThanOrEqual(195);
   });
 
-  it('B11: the OAuth endpoints limit requests per IP: 429 with Retry-After', async () => {
+  it('B11: the OAuth endpoints limit requests per IP (IPv6 per /64): 429 with Retry-After', async () => {
     const limited = await buildTestApp({ BCRYPT_COST: '4', TOKEN_RATE_LIMIT_PER_MINUTE: '3' });
     try {
       const tenant = await createTenant(limited.app, 'acme');
@@ -163,6 +163,10 @@ describe('docs/security-checklist.md B: password grant', () => {
       expect(Number(refused.headers['retry-after'])).toBeLessThanOrEqual(60);
       // Another address is not affected.
       expect((await attempt('198.51.100.9')).statusCode).toBe(400);
+      // An IPv6 host counts by its /64: another address of the same prefix shares the budget, another prefix does not.
+      for (let i = 0; i < 3; i++) expect((await attempt(`2001:db8:1:2::${i + 1}`)).statusCode).toBe(400);
+      expectOAuthError(await attempt('2001:db8:1:2:ffff::9'), 429, 'temporarily_unavailable');
+      expect((await attempt('2001:db8:1:3::1')).statusCode).toBe(400);
     } finally {
       await limited.close();
     }

@@ -1,10 +1,10 @@
 // The authorization server's endpoints: token (RFC 6749), revocation (RFC 7009), introspection (RFC 7662),
 // metadata (RFC 8414) and JWKS (RFC 7517). Errors keep RFC 6749's `{error, error_description}` form.
 import formbody from '@fastify/formbody';
-import rateLimit from '@fastify/rate-limit';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isDatabaseUnavailable, isUnstorableText } from '../../db/errors.js';
 import { OAuthError } from '../../errors.js';
+import { addressKey, rateLimitHook } from '../../plugins/client-rate-limit.js';
 import type { Services } from '../../services/index.js';
 import { GRANT_TYPES, grantOutcomeOf, type GrantType } from '../../services/metrics.js';
 import type { TokenResponse } from '../../services/oauth/grants.service.js';
@@ -114,14 +114,16 @@ export default async function oauthRoutes(app: FastifyInstance, options: OAuthRo
     return sendOAuthError(reply, oauthError);
   });
 
-  await app.register(rateLimit, {
-    max: options.rateLimitPerMinute,
-    timeWindow: 60_000,
-    keyGenerator: (request) => request.ip,
-    enableDraftSpec: true,
-    errorResponseBuilder: (_request, context) =>
-      new OAuthError('temporarily_unavailable', `Too many requests. Retry after ${Math.ceil(context.ttl / 1000)} s.`, 429),
-  });
+  // Per address (no client is known before its authentication, which is what is guessed): every endpoint here, before
+  // the body is parsed, so malformed requests count too (docs/security-checklist.md B11).
+  app.addHook(
+    'onRequest',
+    rateLimitHook({
+      perMinute: options.rateLimitPerMinute,
+      keyOf: addressKey,
+      refusal: (_request, retryAfterSeconds) => new OAuthError('temporarily_unavailable', `Too many requests. Retry after ${retryAfterSeconds} s.`, 429),
+    }),
+  );
 
   async function token(request: FastifyRequest, reply: FastifyReply) {
     refuseQueryParameters(request);
