@@ -140,7 +140,10 @@ export default fp(
 
     /** A refusal waits for refuseUnauthenticated; an outage (the key store unreachable) answers at once. */
     function settle(request: FastifyRequest, error: unknown, done: (error?: Error) => void): void {
-      if (!(error instanceof ProblemError) || (error.status !== 401 && error.status !== 403)) return done(error as Error);
+      if (!(error instanceof ProblemError) || (error.status !== 401 && error.status !== 403)) {
+        // A falsy error would tell Fastify the hook succeeded; the async hook this was made a 500 of it.
+        return done(error ? (error as Error) : new Error('The access token check failed without a reason.'));
+      }
       request.authFailure = error;
       done();
     }
@@ -154,13 +157,28 @@ export default fp(
       if (!scope) return settle(request, new ForbiddenError('This route declares no scope.'), done);
       const token = bearerToken(request);
       if (typeof token !== 'string') return settle(request, token, done);
+      // A throw inside these callbacks would reject a promise no one awaits: the request would never be answered and
+      // the rejection would go unhandled. Each outcome is worked out inside a try, and done is called once, outside it.
       options.tokens.verifyAccessToken(token, options.audience).then(
         (claims) => {
-          const refusal = accept(request, claims, scope);
+          let refusal: ForbiddenError | null;
+          try {
+            refusal = accept(request, claims, scope);
+          } catch (error) {
+            return settle(request, error, done);
+          }
           if (refusal === null) done();
           else settle(request, refusal, done);
         },
-        (error: unknown) => settle(request, tokenRefusal(error), done),
+        (error: unknown) => {
+          let refusal: unknown;
+          try {
+            refusal = tokenRefusal(error);
+          } catch (thrown) {
+            refusal = thrown;
+          }
+          settle(request, refusal, done);
+        },
       );
     });
   },

@@ -498,6 +498,29 @@ describe('docs/security-checklist.md D: bearer JWT at every API', () => {
     }
   });
 
+  it('a verification that fails unexpectedly is answered 500 and goes no further: never left unanswered, never a 401', async () => {
+    // The bearer check is a callback hook continued from the verification's promise: a throw there, or a rejection
+    // without a reason, must still answer the request as the key store being unreachable does (a 5xx at once).
+    const verify = vi.spyOn(t.app.services.tokens, 'verifyAccessToken');
+    try {
+      // Claims without their scopes (a verifier breaking its contract): reading them throws after verification.
+      verify.mockResolvedValueOnce({ tenantId: acme.tenantId, clientId: acme.clientId } as never);
+      const thrown = await get(`Bearer ${admin}`);
+      expect(thrown.statusCode, thrown.body).toBe(500);
+      expect(thrown.json()).toMatchObject({ status: 500, title: 'Internal Server Error' });
+      expect(thrown.body).not.toContain('scopes');
+
+      verify.mockRejectedValueOnce(undefined);
+      const noReason = await get(`Bearer ${admin}`);
+      expect(noReason.statusCode, noReason.body).toBe(500);
+      expect(noReason.headers['www-authenticate']).toBeUndefined();
+    } finally {
+      verify.mockRestore();
+    }
+    // The check itself is unharmed: the same token passes again.
+    expect((await get(`Bearer ${admin}`)).statusCode).toBe(200);
+  });
+
   it('D30: a token in ?access_token= or in the body is not accepted', async () => {
     const inQuery = await get(undefined, `${PROBE}?access_token=${admin}`);
     expect(inQuery.statusCode).toBe(401);
