@@ -17,6 +17,16 @@ export function isDatabaseUnavailable(error: unknown): boolean {
 }
 
 /**
+ * SQLSTATE 40P01 deadlock_detected and 40001 serialization_failure: PostgreSQL chose this transaction to roll back so
+ * that a concurrent one could go on. Nothing was written and nothing in the request was at fault; the same request
+ * asked again succeeds (PostgreSQL 15 docs, 13.2 and 13.3: applications retry such transactions).
+ */
+export function isTransactionConflict(error: unknown): boolean {
+  const code = error && typeof error === 'object' ? (error as { code?: unknown }).code : undefined;
+  return code === '40P01' || code === '40001';
+}
+
+/**
  * SQLSTATE 57014: the statement was cancelled, by `statement_timeout` or a cancel request. The database is up but did
  * not finish in time; nothing says the statement's rows were at fault.
  */

@@ -55,6 +55,10 @@ function registerTestRoutes(app: App): void {
   app.get('/test/pool-timeout', async () => {
     throw new Error('timeout exceeded when trying to connect');
   });
+  app.get('/test/deadlock', async () => {
+    // What pg throws when PostgreSQL broke a deadlock by rolling this transaction back.
+    throw Object.assign(new Error('deadlock detected'), { code: '40P01', detail: 'Process 4711 waits for ShareLock on transaction 815' });
+  });
 }
 
 function expectProblem(
@@ -327,6 +331,14 @@ describe('HTTP shell', () => {
       expect(body).toMatchObject({ type: `${PROBLEM_BASE}unavailable`, title: 'Service Unavailable' });
       expect(response.headers['retry-after']).toMatch(/^\d+$/);
       expect(response.body).not.toMatch(/10\.0\.0\.5|5432|ECONNREFUSED/);
+    });
+
+    it('answers a transaction the database rolled back for a concurrent one (deadlock) with 503 and Retry-After, never 500', async () => {
+      const response = await t.app.inject({ method: 'GET', url: '/test/deadlock' });
+      const body = expectProblem(response, 503, '/test/deadlock');
+      expect(body).toMatchObject({ type: `${PROBLEM_BASE}unavailable`, detail: expect.stringContaining('Retry it') });
+      expect(response.headers['retry-after']).toMatch(/^\d+$/);
+      expect(response.body).not.toMatch(/4711|ShareLock|deadlock detected/);
     });
 
     it('answers a pool that cannot hand out a connection with 503', async () => {

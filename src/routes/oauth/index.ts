@@ -2,7 +2,7 @@
 // metadata (RFC 8414) and JWKS (RFC 7517). Errors keep RFC 6749's `{error, error_description}` form.
 import formbody from '@fastify/formbody';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isDatabaseUnavailable, isUnstorableText } from '../../db/errors.js';
+import { isDatabaseUnavailable, isTransactionConflict, isUnstorableText } from '../../db/errors.js';
 import { OAuthError } from '../../errors.js';
 import { addressKey, rateLimitHook } from '../../plugins/client-rate-limit.js';
 import type { Services } from '../../services/index.js';
@@ -44,6 +44,11 @@ function toOAuthError(error: FastifyError): OAuthError {
   if (isUnstorableText(error)) return new OAuthError('invalid_request', 'The request holds a character the server cannot store.');
   if (isDatabaseUnavailable(error)) {
     return new OAuthError('temporarily_unavailable', 'The server cannot reach its database. Retry shortly.', 503, {
+      'retry-after': '1',
+    });
+  }
+  if (isTransactionConflict(error)) {
+    return new OAuthError('temporarily_unavailable', 'The request met a concurrent change and was not applied. Retry it.', 503, {
       'retry-after': '1',
     });
   }
