@@ -191,7 +191,7 @@ async function grantFanOut(context: ScaleContext, db: pg.Client, runs: number): 
       },
       201,
     );
-  // Office hours in the locks' zone (docs/contract.md 9): copied to every ticket by the same INSERT … SELECT.
+  // Office hours in the locks' zone (docs/api-reference.md 9): copied to every ticket by the same INSERT … SELECT.
   await db.query(`UPDATE secured_objects SET time_zone = 'Europe/Berlin' WHERE tenant_id = $1 AND id LIKE 'g-l%'`, [tenant.tenantId]);
   const schedule = { weekly: [{ days: ['MO', 'TU', 'WE', 'TH', 'FR'], from: '07:00', to: '19:00' }], except: ['2026-12-24', '2026-12-25'] };
 
@@ -210,7 +210,7 @@ async function grantFanOut(context: ScaleContext, db: pg.Client, runs: number): 
     service.push(granted.seconds);
     const permission = granted.value.body as { id: string; tokenCount: number };
     tokenCount = permission.tokenCount;
-    // docs/contract.md 10: the grant's events, its tickets' in chunks of 1,000, written by the measured transaction.
+    // docs/api-reference.md 10: the grant's events, its tickets' in chunks of 1,000, written by the measured transaction.
     const { rows: written } = await db.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM audit_events WHERE tenant_id = $1 AND action = 'ticket.created' AND data ->> 'accessPermissionId' = $2`,
       [tenant.tenantId, permission.id],
@@ -253,7 +253,7 @@ async function grantFanOut(context: ScaleContext, db: pg.Client, runs: number): 
     {
       name: 'grant 100 devices × 1,000 locks',
       description:
-        'POST /v1/access-permissions making 100,000 tickets and their events (docs/contract.md 10: ticket.created in chunks ' +
+        'POST /v1/access-permissions making 100,000 tickets and their events (docs/api-reference.md 10: ticket.created in chunks ' +
         'of 1,000, found by ?target=ticket:ID) vs the bare INSERT … SELECT of the same rows',
       serviceSeconds: round(fanOut),
       baselineSeconds: round(fanOutBare),
@@ -274,7 +274,7 @@ async function grantFanOut(context: ScaleContext, db: pg.Client, runs: number): 
     {
       name: 'grant 100 devices × 1,000 locks (with a schedule)',
       description:
-        'the same grant with a schedule (docs/contract.md 9), copied to each of the 100,000 tickets by the same INSERT … SELECT, ' +
+        'the same grant with a schedule (docs/api-reference.md 9), copied to each of the 100,000 tickets by the same INSERT … SELECT, ' +
         'vs the grant without one (runs alternate)',
       serviceSeconds: round(fanOutScheduled),
       baselineSeconds: round(fanOut),

@@ -1,6 +1,6 @@
--- The event log and its webhook subscriptions (docs/contract.md 10).
+-- The event log and its webhook subscriptions (docs/api-reference.md 10).
 
--- The audit trail (docs/contract.md 7.5) becomes the tenant's event log: one append-only record written in the
+-- The audit trail (docs/api-reference.md 7.5) becomes the tenant's event log: one append-only record written in the
 -- transaction of the change, numbered per tenant by `seq` without gaps and committed in number order (migration 008).
 -- `event_id` is the id an event is delivered under (the Standard Webhooks `webhook-id`, the same on every retry and
 -- replay); `data` is what an integrator reacts to (the ids a change touched). The audit view shows the same rows.

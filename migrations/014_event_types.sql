@@ -1,4 +1,4 @@
--- The event log's types take the contract's names (docs/contract.md 10), and a ticket's history is found by its id.
+-- The event log's types take the contract's names (docs/api-reference.md 10), and a ticket's history is found by its id.
 
 -- Rows written before the rename carry the old actions; the audit view and the feed show one vocabulary.
 UPDATE audit_events SET action = CASE action
@@ -12,7 +12,7 @@ UPDATE audit_events SET action = CASE action
                   'lock_group.member_removed');
 
 -- Fan-out changes write their tickets' events in chunks of up to 1,000 ids (`data.ticketIds`), so `?target=ticket:ID`
--- (docs/contract.md 7.5) finds a ticket's creation and revocation by containment in that array. jsonb_path_ops keeps
+-- (docs/api-reference.md 7.5) finds a ticket's creation and revocation by containment in that array. jsonb_path_ops keeps
 -- one hashed entry per id, and the pending list (fastupdate) makes a grant's 100 rows of 1,000 ids one cheap append.
 CREATE INDEX audit_events_ticket_ids_idx ON audit_events USING gin ((data -> 'ticketIds') jsonb_path_ops);
 

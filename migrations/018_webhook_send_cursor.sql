@@ -1,4 +1,4 @@
--- Fresh events are sent straight from the event log after each subscription's cursor (docs/contract.md 10).
+-- Fresh events are sent straight from the event log after each subscription's cursor (docs/api-reference.md 10).
 --
 -- Until now every event became a `webhook_deliveries` row per subscription (migration 013), which was then claimed,
 -- settled and logged: about four row writes per event, competing with the changes that write the events. Now a

@@ -48,7 +48,7 @@ function clientRequestId(headers: Record<string, string | string[] | undefined>)
 }
 
 /**
- * Request size limits, checked in the first hook so their answers are problems with X-Request-Id (docs/contract.md 7.1):
+ * Request size limits, checked in the first hook so their answers are problems with X-Request-Id (docs/api-reference.md 7.1):
  * a request target over 8 KiB answers 414 (RFC 9112 section 3 asks servers to take at least 8000 octets), header
  * fields over 16 KiB answer 431 (RFC 6585 section 5; Node's default limit). Node's parser gets the sum plus room, so
  * it refuses only what is far beyond both; that refusal is a problem too (answerClientError).
@@ -111,8 +111,8 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
     trustProxy: trustProxyOption(config.TRUST_PROXY) as FastifyServerOptions['trustProxy'],
     requestIdHeader: false,
     logController: new LogController({ requestIdLogLabel: 'requestId' }),
-    // The request id is always the server's own: it is what the audit trail records (docs/contract.md 7.5) and what problem
-    // bodies and the X-Request-Id answer carry (docs/contract.md 7.1), so a client must not choose it (it could forge another
+    // The request id is always the server's own: it is what the audit trail records (docs/api-reference.md 7.5) and what problem
+    // bodies and the X-Request-Id answer carry (docs/api-reference.md 7.1), so a client must not choose it (it could forge another
     // request's id or collide with one). Trusting it from a configured proxy (TRUST_PROXY) was rejected too: proxies
     // commonly pass a client's header through unchanged. The client's own X-Request-Id is kept for correlation as
     // `clientRequestId` on the request's log lines (childLoggerFactory above), sanitised and bounded.
@@ -122,7 +122,7 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
     forceCloseConnections: 'idle',
     routerOptions: { maxParamLength: 256, ignoreTrailingSlash: false },
     // Errors the router raises before any hook or error handler runs (a path that does not decode, a path parameter
-    // over maxParamLength): without this Fastify answers its own JSON, not a problem detail (docs/contract.md 7.1).
+    // over maxParamLength): without this Fastify answers its own JSON, not a problem detail (docs/api-reference.md 7.1).
     frameworkErrors(error, request, reply) {
       reply.header('x-request-id', request.id);
       const status = error.statusCode === 414 ? 414 : 400;
@@ -139,7 +139,7 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
   const typed = app.withTypeProvider<TypeBoxTypeProvider>();
   typed.setValidatorCompiler(validatorCompiler);
 
-  // docs/contract.md 7.2: JSON only. Fastify would also parse text/plain; without a parser other types get 415.
+  // docs/api-reference.md 7.2: JSON only. Fastify would also parse text/plain; without a parser other types get 415.
   typed.removeContentTypeParser('text/plain');
 
   // Read by routeConfig (plugins/route-config.ts): declared here so every request object has the same shape.

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The command line (docs/contract.md 2): `npm run --silent cli -- COMMAND …`. It calls services, never SQL.
+// The command line (docs/api-reference.md 2): `npm run --silent cli -- COMMAND …`. It calls services, never SQL.
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
@@ -169,7 +169,7 @@ commands.push(
         return;
       }
       const services = await context.services();
-      // docs/contract.md 8.1: audited in the tenant's trail like a rotation through the Operator API.
+      // docs/api-reference.md 8.1: audited in the tenant's trail like a rotation through the Operator API.
       const rotated = await asCliErrors(async () => {
         const tenant = await services.tenants.byName(tenantName);
         return services.ticketKeys.rotate(tenant.id, { emergency: values.emergency === true, context: cliAction(tenant.id) });

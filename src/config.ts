@@ -108,7 +108,7 @@ export const ConfigSchema = Type.Object(
       maximum: 90 * 86400,
       default: 604800,
       description:
-        'Longest offline validity of a ticket credential, in seconds (docs/contract.md 8.2): `exp` is at most `iat` plus this. Also how long a new ticket key is announced before it signs, and how long a retired one stays published (docs/contract.md 8.1).',
+        'Longest offline validity of a ticket credential, in seconds (docs/api-reference.md 8.2): `exp` is at most `iat` plus this. Also how long a new ticket key is announced before it signs, and how long a retired one stays published (docs/api-reference.md 8.1).',
     }),
     REFRESH_TOKEN_TTL_SECONDS: Type.Integer({
       minimum: 60,
@@ -156,19 +156,19 @@ export const ConfigSchema = Type.Object(
       minimum: 1,
       default: 30,
       description:
-        'Days the event log (the audit trail, `/operatorapi/events`) and the webhook delivery attempts are kept (docs/contract.md 10). Events a subscription has not yet been sent are kept until they are.',
+        'Days the event log (the audit trail, `/operatorapi/events`) and the webhook delivery attempts are kept (docs/api-reference.md 10). Events a subscription has not yet been sent are kept until they are.',
     }),
     WEBHOOK_RETRY_SCHEDULE: Type.String({
       pattern: '^[0-9]{1,7}(,[0-9]{1,7}){0,29}$',
       default: '5,300,1800,7200,18000,36000,36000,86400,86400',
       description:
-        'Comma-separated delays in seconds between the attempts of one webhook delivery, before jitter (docs/contract.md 10). The default retries for 75.6 hours; tests set short ones.',
+        'Comma-separated delays in seconds between the attempts of one webhook delivery, before jitter (docs/api-reference.md 10). The default retries for 75.6 hours; tests set short ones.',
     }),
     WEBHOOK_TIMEOUT_MS: Type.Integer({
       minimum: 100,
       maximum: 60000,
       default: 10000,
-      description: 'How long a webhook receiver has to answer an attempt before it counts as failed (docs/contract.md 10).',
+      description: 'How long a webhook receiver has to answer an attempt before it counts as failed (docs/api-reference.md 10).',
     }),
     WEBHOOK_DISABLE_AFTER_SECONDS: Type.Integer({
       minimum: 1,

@@ -49,7 +49,7 @@ export class BadRequestError extends ProblemError {
 }
 
 export class UnauthorizedError extends ProblemError {
-  /** `headers`: more than the challenge, such as the `Sunset` and `Link` of removed HTTP Basic (docs/contract.md 3.5, 4.4). */
+  /** `headers`: more than the challenge, such as the `Sunset` and `Link` of removed HTTP Basic (docs/api-reference.md 3.5, 4.4). */
   constructor(detail: string, wwwAuthenticate: string, headers: Record<string, string> = {}) {
     super(401, 'unauthorized', 'Unauthorized', { detail, headers: { ...headers, 'www-authenticate': wwwAuthenticate } });
   }
@@ -85,7 +85,7 @@ export class UnprocessableError extends ProblemError {
   }
 }
 
-/** A summary followed by every field's reason, so the detail alone says why (docs/contract.md 4.3: "the detail says so"). */
+/** A summary followed by every field's reason, so the detail alone says why (docs/api-reference.md 4.3: "the detail says so"). */
 export function detailWithReasons(summary: string, errors: FieldError[]): string {
   return errors.length === 0 ? `${summary}.` : `${summary}: ${errors.map((error) => `${error.field}: ${error.message}`).join('; ')}`;
 }

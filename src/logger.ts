@@ -1,7 +1,7 @@
 // The pino logger: JSON lines with the request id; credentials are redacted wherever they could appear.
 import { pino, type Logger, type DestinationStream } from 'pino';
 
-/** Field names whose values never reach a log line (docs/house-style.md convention 12, docs/security-checklist.md 38). */
+/** Field names whose values never reach a log line (docs/house-style.md convention 12, docs/security-cases.md 38). */
 export const SECRET_FIELDS = ['authorization', 'client_secret', 'password', 'refresh_token', 'access_token', 'token', 'credential', 'clientSecret'];
 
 const redactPaths = [

@@ -1,4 +1,4 @@
-// Resolves SECRETS_KEY: from the environment, or generated once into DATA_DIR for the embedded database (docs/contract.md 1).
+// Resolves SECRETS_KEY: from the environment, or generated once into DATA_DIR for the embedded database (docs/api-reference.md 1).
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,4 +1,4 @@
-// Webhook delivery across crashes (docs/contract.md 10): kill -9 between commit and delivery, two instances on one
+// Webhook delivery across crashes (docs/api-reference.md 10): kill -9 between commit and delivery, two instances on one
 // database, a database outage. A real receiver verifies every request with the standardwebhooks package.
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// The CLI's tenant, client, user and keys commands (docs/contract.md 2), run as child processes on the test's database.
+// The CLI's tenant, client, user and keys commands (docs/api-reference.md 2), run as child processes on the test's database.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -78,8 +78,8 @@ describe('docs citations', () => {
 
   it('finds the citations it checks (the pattern still matches how the code cites)', () => {
     expect(citations.length).toBeGreaterThan(500);
-    expect(citations.some((citation) => citation.file === 'contract.md' && citation.sections.includes('8.1'))).toBe(true);
-    expect(citations.some((citation) => citation.file === 'security-checklist.md' && citation.sections.includes('G48'))).toBe(true);
+    expect(citations.some((citation) => citation.file === 'api-reference.md' && citation.sections.includes('8.1'))).toBe(true);
+    expect(citations.some((citation) => citation.file === 'security-cases.md' && citation.sections.includes('G48'))).toBe(true);
   });
 
   it('names only files that exist in docs/', () => {
@@ -106,16 +106,16 @@ describe('docs citations', () => {
 describe('the citation reader', () => {
   it('reads a file, its sections and lists of them, and skips paths that only end in docs/', () => {
     const text = [
-      '// docs/contract.md 8.1, 8.2: keys; docs/contract.md 3.1–3.2 and docs/security-checklist.md G48.',
-      "see docs/seed.md section 9 and (docs/glossary.md) and /operatorapi/apidocs/index.html and docs/contract.md 4.3's 422",
+      '// docs/api-reference.md 8.1, 8.2: keys; docs/api-reference.md 3.1–3.2 and docs/security-cases.md G48.',
+      "see docs/service-overview.md section 9 and (docs/glossary.md) and /operatorapi/apidocs/index.html and docs/api-reference.md 4.3's 422",
     ].join('\n');
     expect(citationsIn('x', text).map(({ file, sections }) => `${file} ${sections.join('|')}`)).toEqual([
-      'contract.md 8.1|8.2',
-      'contract.md 3.1|3.2',
-      'security-checklist.md G48',
-      'seed.md 9',
+      'api-reference.md 8.1|8.2',
+      'api-reference.md 3.1|3.2',
+      'security-cases.md G48',
+      'service-overview.md 9',
       'glossary.md ',
-      'contract.md 4.3',
+      'api-reference.md 4.3',
     ]);
   });
 

@@ -1,4 +1,4 @@
-// Scale run for access-log ingestion (docs/contract.md 8.5): 100 uploads of 1,000 entries through the server against a bare
+// Scale run for access-log ingestion (docs/api-reference.md 8.5): 100 uploads of 1,000 entries through the server against a bare
 // multi-row INSERT of the same rows into the same table, in the same run; timed one upload after another, median of the runs.
 import type pg from 'pg';
 import { clientToken, expectOk, median, round, scaleTenant, seedDevicesAndLocks, timed, type ScaleContext, type ScaleResult, type ScaleRun } from '../scale.js';

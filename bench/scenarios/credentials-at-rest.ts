@@ -1,4 +1,4 @@
-// Micro-benchmarks for credentials at rest (docs/contract.md 8.2, docs/security-checklist.md G48): what a download
+// Micro-benchmarks for credentials at rest (docs/api-reference.md 8.2, docs/security-cases.md G48): what a download
 // pays per credential when it reuses one stored sealed under SECRETS_KEY (unseal) against signing it anew each time.
 import { generateKeyPairSync, randomBytes, randomUUID, type KeyObject } from 'node:crypto';
 import type { MicroBenchmark } from '../types.js';
@@ -41,7 +41,7 @@ function signingKey(alg: Algorithm): { kid: string; alg: Algorithm; privateKey: 
   return { kid: randomUUID(), alg, privateKey };
 }
 
-/** The claims credential.service.ts signs (docs/contract.md 6.3), with a 7-day lifetime. */
+/** The claims credential.service.ts signs (docs/api-reference.md 6.3), with a 7-day lifetime. */
 function claimsOf(ticket: BenchTicket, now: number) {
   const iat = Math.floor(now / 1000);
   return {

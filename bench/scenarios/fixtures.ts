@@ -9,7 +9,7 @@ export interface TenantCredentials {
   clientSecret: string;
 }
 
-/** `tenant create NAME --json` (docs/contract.md 2): the tenant and its management client. */
+/** `tenant create NAME --json` (docs/api-reference.md 2): the tenant and its management client. */
 export async function createTenant(context: ScenarioContext, name: string): Promise<TenantCredentials> {
   return JSON.parse(await context.cli(['tenant', 'create', name, '--json'])) as TenantCredentials;
 }

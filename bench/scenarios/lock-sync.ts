@@ -1,4 +1,4 @@
-// Scenario for lock sync with nothing new (docs/contract.md 6.2): the request an online lock repeats all day.
+// Scenario for lock sync with nothing new (docs/api-reference.md 6.2): the request an online lock repeats all day.
 import type { Scenario, ScenarioContext } from '../types.js';
 import { accessToken, issueTicket, operatorFixture } from './fixtures.js';
 

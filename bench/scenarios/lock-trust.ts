@@ -1,4 +1,4 @@
-// Scale runs for lock trust (docs/contract.md 6.1, 6.2, 8.2, 8.3): a phone's 500-ticket download with every credential
+// Scale runs for lock trust (docs/api-reference.md 6.1, 6.2, 8.2, 8.3): a phone's 500-ticket download with every credential
 // signed, renewed or reused, and the full sync of a lock with a year of history. Each request changes state (or is a
 // walk of many pages), so these are timed one at a time, median of BENCH_SCALE_RUNS, not with autocannon.
 import { performance } from 'node:perf_hooks';
@@ -68,7 +68,7 @@ async function settle(db: pg.Client): Promise<void> {
 
 type Variant = 'first' | 'firstScheduled' | 'renewal' | 'cached' | 'cachedListsReused';
 
-/** The scheduled phone's tickets' schedule (docs/contract.md 9): office hours and a Saturday morning, a holiday off. */
+/** The scheduled phone's tickets' schedule (docs/api-reference.md 9): office hours and a Saturday morning, a holiday off. */
 const BENCH_SCHEDULE = {
   weekly: [
     { days: ['MO', 'TU', 'WE', 'TH', 'FR'], from: '07:00', to: '19:00' },
@@ -88,7 +88,7 @@ const BENCH_SCHEDULE = {
  * - renewal: `credential_issued_at`/`credential_expires_at` moved four days back (less than half of the 7-day lifetime
  *   left), so all 500 are signed anew.
  * - firstScheduled: as first, for a second phone holding the same 500 tickets with a schedule (BENCH_SCHEDULE) on the
- *   same locks, whose zone is Europe/Berlin: every credential carries `win` (docs/contract.md 9), expanded as it is
+ *   same locks, whose zone is Europe/Berlin: every credential carries `win` (docs/api-reference.md 9), expanded as it is
  *   signed; compared with first.
  * Before first, firstScheduled, cached and renewal one new ticket (another phone's) is written on each of the 50 locks
  * with the next change number: every lock's serial rises, so its revocation list is signed anew as after any change
@@ -135,7 +135,7 @@ async function phoneDownload(context: ScaleContext, db: pg.Client): Promise<Scal
   const scheduledHeaders = await boundClient(context, tenant.credentials.tenant, 'tokens:download', '--mobile-device', 'p-d2');
   const phone = [tenantId, 'p-d1'];
   const phoneOf = (variant: Variant) => (variant === 'firstScheduled' ? 'p-d2' : 'p-d1');
-  // The locks are installed before phones download (docs/contract.md 8.1): the trust endpoint makes the tenant's first
+  // The locks are installed before phones download (docs/api-reference.md 8.1): the trust endpoint makes the tenant's first
   // ticket key and caches its issuer. Without this the first download of a new tenant's 500 tickets makes 500 key and
   // issuer look-ups at once, and on a loaded machine some wait past DB_CONNECT_TIMEOUT_MS for a connection (503).
   const installer = await boundClient(context, tenant.credentials.tenant, 'sync', '--secured-object', 'p-l1');
@@ -253,7 +253,7 @@ async function phoneDownload(context: ScaleContext, db: pg.Client): Promise<Scal
       name: 'lock trust: phone downloads 500 scheduled tickets (first, every credential signed with win)',
       description:
         `the first download of a phone whose ${PHONE_TICKETS} tickets (the same as above) have a schedule on locks in Europe/Berlin: ` +
-        'each credential carries win, its windows expanded as it is signed (docs/contract.md 9); vs the same download without schedules',
+        'each credential carries win, its windows expanded as it is signed (docs/api-reference.md 9); vs the same download without schedules',
       serviceSeconds: round(firstScheduled),
       baselineSeconds: round(first),
       reference: 'first, without schedules',
@@ -369,7 +369,7 @@ async function yearOfHistory(context: ScaleContext, db: pg.Client): Promise<Scal
   process.stderr.write(`[bench] seeded ${HISTORY_TICKETS} tickets of a year in ${seeded.toFixed(1)} s\n`);
   const headers = await boundClient(context, tenant.credentials.tenant, 'sync', '--secured-object', 'y-l1');
 
-  /** What the table says a full sync should carry now (docs/contract.md 6.2, 8.2). */
+  /** What the table says a full sync should carry now (docs/api-reference.md 6.2, 8.2). */
   const expected = async () => {
     const at = Date.now();
     const { rows } = await db.query<{ tokens: number; revocations: number; revoked: number }>(

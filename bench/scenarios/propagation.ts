@@ -1,4 +1,4 @@
-// Scenarios for revocation propagation (docs/contract.md 8.4): a lock's `pendingRevocations` with 100k tickets, read against a single-row read in the same run.
+// Scenarios for revocation propagation (docs/api-reference.md 8.4): a lock's `pendingRevocations` with 100k tickets, read against a single-row read in the same run.
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { NEXT_CHANGE_SEQ_CTE } from '../../src/db/repositories/change-log.repo.js';

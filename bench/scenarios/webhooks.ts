@@ -1,4 +1,4 @@
-// Webhooks (docs/contract.md 10): what one subscription costs ticket creation, and how fast the worker delivers to a
+// Webhooks (docs/api-reference.md 10): what one subscription costs ticket creation, and how fast the worker delivers to a
 // local receiver. Subscriptions are inserted by SQL (sealed under the run's SECRETS_KEY) until the subscription API exists.
 import { randomUUID } from 'node:crypto';
 import { spawn } from 'node:child_process';
@@ -109,7 +109,7 @@ export const webhookScenarios: Scenario[] = [
   },
 ];
 
-/** docs/contract.md 10 issue goal: ticket creation with one subscription keeps at least 0.85× its throughput, p50 ≤ 1/0.85. */
+/** docs/api-reference.md 10 issue goal: ticket creation with one subscription keeps at least 0.85× its throughput, p50 ≤ 1/0.85. */
 export const webhookComparisons: Comparison[] = [
   {
     name: 'ticket create, p50 with one webhook subscription / without',

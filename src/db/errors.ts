@@ -76,7 +76,7 @@ export function holdsUnstorableText(value: unknown): boolean {
 
 /**
  * Throws `UnstorableTextError` when `value` holds text PostgreSQL cannot store. For values written in a statement
- * shared with other requests' rows (services/batching.ts): the database's refusal would fail them all (docs/security-checklist.md G47).
+ * shared with other requests' rows (services/batching.ts): the database's refusal would fail them all (docs/security-cases.md G47).
  */
 export function assertStorableText(value: unknown): void {
   if (holdsUnstorableText(value)) throw new UnstorableTextError();

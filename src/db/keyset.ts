@@ -1,4 +1,4 @@
-// Keyset pagination in SQL (docs/contract.md 7.3): the position a page starts after, and the one condition and order every list pages by.
+// Keyset pagination in SQL (docs/api-reference.md 7.3): the position a page starts after, and the one condition and order every list pages by.
 
 /** The last row of the previous page: its creation time, then its unique id, which breaks ties between equal times. */
 export interface KeysetPosition {

@@ -1,4 +1,4 @@
-// One OpenAPI document and Swagger UI per API (docs/contract.md 1), built from the route schemas of that API's context.
+// One OpenAPI document and Swagger UI per API (docs/api-reference.md 1), built from the route schemas of that API's context.
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TSchema } from '@sinclair/typebox';
@@ -35,7 +35,7 @@ export interface ApiDocsOptions {
   version: string;
   /** Where Swagger UI lives, e.g. `/operatorapi/apidocs`. */
   uiPrefix: string;
-  /** Extra entry paths that redirect to the UI (docs/contract.md 1: `/operatorapi/apidocs/index.html`). */
+  /** Extra entry paths that redirect to the UI (docs/api-reference.md 1: `/operatorapi/apidocs/index.html`). */
   uiAliases?: string[];
   /** The tag of every operation of this API, with what it groups: Swagger UI shows the description above the group. */
   tags: { name: string; description: string }[];

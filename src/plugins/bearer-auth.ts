@@ -1,4 +1,4 @@
-// The bearer check of one API (docs/contract.md 3.4, 3.5; RFC 6750): every route declares the scope it needs.
+// The bearer check of one API (docs/api-reference.md 3.4, 3.5; RFC 6750): every route declares the scope it needs.
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import fp from 'fastify-plugin';
@@ -49,7 +49,7 @@ export default fp(
     /**
      * The refusal itself, a route-level hook: Fastify runs it after every instance-level onRequest hook, so the rate
      * limit (registered after this plugin) counts a failed authentication against its address before it is refused
-     * (docs/security-checklist.md G46). Fail-closed: a request without verified claims never reaches validation or a handler.
+     * (docs/security-cases.md G46). Fail-closed: a request without verified claims never reaches validation or a handler.
      */
     function refuseUnauthenticated(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
       // Callback style: an async hook costs a promise on every request, and this one awaits nothing.
@@ -87,8 +87,8 @@ export default fp(
         );
       }
       if (/^Basic(\s|$)/i.test(header)) {
-        // docs/contract.md 3.5: Basic was removed on 01.01.2019; it carries no bearer token, so the challenge has no error code.
-        // Like every removed interface (docs/contract.md 4.4) the answer names the date (`Sunset`, RFC 8594) and the successor
+        // docs/api-reference.md 3.5: Basic was removed on 01.01.2019; it carries no bearer token, so the challenge has no error code.
+        // Like every removed interface (docs/api-reference.md 4.4) the answer names the date (`Sunset`, RFC 8594) and the successor
         // (`Link: </oauth/token>; rel="successor-version"`).
         const basicAuth = DEPRECATIONS.basicAuth;
         return new UnauthorizedError(removalNotice(basicAuth), bearerChallenge(realm), deprecationHeaders(basicAuth, false));

@@ -1,4 +1,4 @@
-// Rate limits (docs/contract.md 7.4): per client on the APIs, per address on the OAuth endpoints; 429 with Retry-After and RateLimit-* headers.
+// Rate limits (docs/api-reference.md 7.4): per client on the APIs, per address on the OAuth endpoints; 429 with Retry-After and RateLimit-* headers.
 import { normalizeIP } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -12,7 +12,7 @@ const REMEMBERED_KEYS = 5000;
 /**
  * A caller with a valid access token is counted as its client, whatever address it calls from; one without (missing,
  * malformed or invalid token: the bearer check leaves `auth` unset) is counted as its address, an IPv6 one by its /64
- * as @fastify/rate-limit does by default, so guessing tokens or sending 401s costs a budget too (docs/security-checklist.md G46).
+ * as @fastify/rate-limit does by default, so guessing tokens or sending 401s costs a budget too (docs/security-cases.md G46).
  */
 function limitKey(request: FastifyRequest): string {
   return request.auth ? `client:${request.auth.clientId}` : addressKey(request);
@@ -83,7 +83,7 @@ export interface RateLimitHookOptions {
 }
 
 /**
- * The onRequest hook of a per-key rate limit (docs/contract.md 7.4), one way for every surface: the APIs count per
+ * The onRequest hook of a per-key rate limit (docs/api-reference.md 7.4), one way for every surface: the APIs count per
  * client (the plugin below), the OAuth endpoints per address (routes/oauth). draft-ietf-httpapi-ratelimit-headers on
  * every answer, Retry-After over the limit. Callback style: it awaits nothing.
  */
@@ -111,7 +111,7 @@ export default fp(
   async function clientRateLimit(app: FastifyInstance, options: { perMinute: number }) {
     const max = options.perMinute;
     /**
-     * docs/security-checklist.md G46: counted in onRequest, before the body is parsed and validated, so invalid bodies
+     * docs/security-cases.md G46: counted in onRequest, before the body is parsed and validated, so invalid bodies
      * count too. This instance hook runs after the bearer check's (registered first) and before its route-level hook
      * that refuses a failed authentication, so a 401 or 403 is counted as well.
      */

@@ -1,4 +1,4 @@
-// Idempotency-Key on the creates of an API (docs/contract.md 4.3): routes opt in with `config: { idempotent: true }`.
+// Idempotency-Key on the creates of an API (docs/api-reference.md 4.3): routes opt in with `config: { idempotent: true }`.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { BadRequestError } from '../errors.js';

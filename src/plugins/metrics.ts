@@ -23,7 +23,7 @@ declare module 'fastify' {
 
 export interface MetricsOptions {
   db: Database;
-  /** Events every tenant's log has been written so far (docs/contract.md 10): gapless sequences, so a database count. */
+  /** Events every tenant's log has been written so far (docs/api-reference.md 10): gapless sequences, so a database count. */
   eventsWritten: () => Promise<number>;
 }
 
@@ -52,7 +52,7 @@ export default fp(
     let eventsSeen: number | null = null;
     new Counter({
       name: 'event_log_events_written_total',
-      help: 'Events appended to the tenants\' event logs (docs/contract.md 10), all instances together.',
+      help: 'Events appended to the tenants\' event logs (docs/api-reference.md 10), all instances together.',
       registers: [registry],
       async collect() {
         const total = await options.eventsWritten();
@@ -88,7 +88,7 @@ export interface WebhookDeliveryMetricsSource {
 }
 
 /**
- * Webhook delivery (docs/contract.md 10): attempts by outcome, and how long the oldest delivery still waiting for an
+ * Webhook delivery (docs/api-reference.md 10): attempts by outcome, and how long the oldest delivery still waiting for an
  * enabled subscription has waited (a growing age is a stuck or failing receiver, or workers that cannot keep up).
  */
 export function registerWebhookMetrics(registry: Registry, source: WebhookDeliveryMetricsSource): void {

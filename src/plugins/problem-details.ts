@@ -1,4 +1,4 @@
-// Renders every error as RFC 9457 problem details (docs/contract.md 7.1): domain errors, validation, framework 4xx, outages.
+// Renders every error as RFC 9457 problem details (docs/api-reference.md 7.1): domain errors, validation, framework 4xx, outages.
 import { STATUS_CODES as HTTP_REASONS } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
@@ -54,7 +54,7 @@ const STATUS_CODES: Record<number, string> = {
 };
 
 /**
- * How many field errors a 400 lists (docs/security-checklist.md G46). Our largest request body has 6 fields, so 20 lists every
+ * How many field errors a 400 lists (docs/security-cases.md G46). Our largest request body has 6 fields, so 20 lists every
  * field of any body that is wrong everywhere at once, with room for a few bad items; past that the entries repeat one
  * mistake item after item. `errorCount` still counts them all. With fields cut to FIELD_MAX characters (at most 6 bytes
  * each once JSON-escaped) and messages to MESSAGE_MAX, the errors and the detail that repeats them stay under 40 KiB,
@@ -101,7 +101,7 @@ function fieldError(error: AjvErrorLike, context: string | undefined): FieldErro
 /**
  * `/commands/0` → `commands[0]`; a missing or unknown property names itself. Lists the first `max` distinct errors and
  * counts them all. Only the listed ones are turned into paths: a body can hold 100,000 unknown fields, and counting
- * them must stay cheap (docs/security-checklist.md G46).
+ * them must stay cheap (docs/security-cases.md G46).
  */
 export function fieldErrorsFromAjv(
   errors: AjvErrorLike[],
@@ -182,7 +182,7 @@ function frameworkDetail(error: FastifyError, options: ProblemDetailsOptions | u
     return `The request body is larger than the limit of ${options.bodyLimit} bytes (BODY_LIMIT); send less per request.`;
   }
   if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-    return 'This API takes JSON only: send the body with Content-Type: application/json (docs/contract.md 7.2).';
+    return 'This API takes JSON only: send the body with Content-Type: application/json (docs/api-reference.md 7.2).';
   }
   return error.message;
 }
@@ -224,7 +224,7 @@ export function toProblem(error: FastifyError | Error, options?: ProblemDetailsO
 /**
  * A complete HTTP/1.1 answer for a request Node's parser refused before Fastify saw it (a header block over the
  * parser's limit, a malformed request line, a timeout): still a problem with its requestId and X-Request-Id
- * (docs/contract.md 7.1). No `instance`: the request line was never read.
+ * (docs/api-reference.md 7.1). No `instance`: the request line was never read.
  */
 export function rawProblemAnswer(status: number, detail: string, requestId: string): string {
   const body = JSON.stringify({
@@ -268,7 +268,7 @@ function unwritableHeaders(reply: FastifyReply): string[] | null {
  * answers its own JSON without X-Request-Id. This last onSend check drops such a header first. The values written into
  * headers are the service's own, ids from the request (percent-encoded by routes/shared/headers.ts) and the sanitised
  * request id, so a value that still cannot be written came from the request: a success turns into a 400 problem; an
- * answer that already is an error keeps its status and body, without the header (docs/security-checklist.md G45).
+ * answer that already is an error keeps its status and body, without the header (docs/security-cases.md G45).
  */
 const dropUnwritableHeaders: onSendHookHandler = (request, reply, payload, done) => {
   const refused = unwritableHeaders(reply);
@@ -314,7 +314,7 @@ export default fp(
       const problem = toProblem(error, options);
       if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
       else if (problem.status !== 401 && problem.status !== 404) {
-        // A detail can repeat 20 field names the client chose; one log line keeps its start (docs/security-checklist.md G46).
+        // A detail can repeat 20 field names the client chose; one log line keeps its start (docs/security-cases.md G46).
         const errorCount = problem.extensions.errorCount;
         request.log.info(
           { code: problem.code, ...(errorCount !== undefined ? { errorCount } : {}) },

@@ -5,8 +5,8 @@ import { Ajv, type Options } from 'ajv';
 import addFormats from 'ajv-formats';
 
 const shared: Options = {
-  allErrors: true, // docs/contract.md 4.3: name every bad field, not only the first
-  removeAdditional: false, // docs/contract.md 7.2: unknown fields are a 400, never silently dropped
+  allErrors: true, // docs/api-reference.md 4.3: name every bad field, not only the first
+  removeAdditional: false, // docs/api-reference.md 7.2: unknown fields are a 400, never silently dropped
   useDefaults: true,
   strict: false, // TypeBox adds keywords (e.g. `kind`) that are not JSON Schema
 };
@@ -35,7 +35,7 @@ const bounded = new WeakMap<object, Schema>();
 /**
  * The schema Ajv compiles: every array with `maxItems` examines its items only when it is within that bound
  * (`if: {maxItems}, then: {items…}`). With `allErrors`, Ajv would otherwise report every bad item of an array far over
- * its limit: a 1 MiB body of 45,000 bad commands made 45,000 errors to collect and render (docs/security-checklist.md G46).
+ * its limit: a 1 MiB body of 45,000 bad commands made 45,000 errors to collect and render (docs/security-cases.md G46).
  * An array over its limit is named once, by its length. The documents keep the original schema (OpenAPI 3.0 has no
  * `if`); the `if` error Ajv adds when `then` fails repeats the item errors and is left out by problem-details.ts.
  */

@@ -1,4 +1,4 @@
-// Schemas of the explain endpoint (docs/contract.md 8.6): the question asked and the lock's decision with its reasons.
+// Schemas of the explain endpoint (docs/api-reference.md 8.6): the question asked and the lock's decision with its reasons.
 import { Type } from '@sinclair/typebox';
 import { ACCESS_CHECK_CODES, MAX_EXPLAINED_TICKETS } from '../shared/access-check.js';
 import { COMMANDS } from '../shared/vocabulary.js';
@@ -16,7 +16,7 @@ export const AccessCheckQuery = defaultsOptional(
           minimum: 0,
           maximum: 8640000000000000,
           description:
-            'The instant asked about, Unix milliseconds, server time (docs/contract.md 7.4\'s range). Default: now. The lock ' +
+            'The instant asked about, Unix milliseconds, server time (docs/api-reference.md 7.4\'s range). Default: now. The lock ' +
             'judges it on its own clock: `at` plus its estimated clock offset (answered as `lockTime`).',
         }),
       ),
@@ -63,7 +63,7 @@ export const AccessCheckReasonSchema = named(
       Type.Integer({ description: '`outside-schedule`: when the credential\'s next schedule window opens, Unix milliseconds of the lock\'s clock.' }),
     ),
     credentialAvailableFrom: Type.Optional(
-      Type.Integer({ description: '`not-downloaded`: from when a download hands the credential out, Unix milliseconds (docs/contract.md 8.2).' }),
+      Type.Integer({ description: '`not-downloaded`: from when a download hands the credential out, Unix milliseconds (docs/api-reference.md 8.2).' }),
     ),
   }),
   { code: 'valid', message: 'The credential opens the lock.' },

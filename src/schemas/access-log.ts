@@ -1,10 +1,10 @@
-// Schemas of access logs (docs/contract.md 8.5): the uploads of the Device API and the Operator API's entries and filters.
+// Schemas of access logs (docs/api-reference.md 8.5): the uploads of the Device API and the Operator API's entries and filters.
 import { Type } from '@sinclair/typebox';
 import { ID_PATTERN } from './operator.js';
 import { defaultsOptional } from './query.js';
 import { named } from './named.js';
 
-/** docs/contract.md 7.4: times are integers of Unix milliseconds within JavaScript's date range. */
+/** docs/api-reference.md 7.4: times are integers of Unix milliseconds within JavaScript's date range. */
 const Millis = (description: string) => Type.Integer({ minimum: 0, maximum: 8640000000000000, description });
 
 /** Most entries one upload holds: a lock (or phone) with more sends several uploads. */
@@ -56,7 +56,7 @@ const uploadFields = {
       minimum: 0,
       maximum: Number.MAX_SAFE_INTEGER,
       description:
-        'The serial of the last sync answer or revocation list the lock applied (docs/contract.md 8.3, 8.4): the lock has ' +
+        'The serial of the last sync answer or revocation list the lock applied (docs/api-reference.md 8.3, 8.4): the lock has ' +
         'applied every change up to it, so the revocations up to it are marked applied. Locks do not sign their logs, so ' +
         'the server cannot verify it; it never counts beyond the lock\'s own serial (its last change).',
     }),
@@ -64,7 +64,7 @@ const uploadFields = {
   lockTime: Type.Optional(
     Millis(
       'The lock\'s clock at the moment of this upload, Unix milliseconds: the server estimates the lock\'s clock offset ' +
-        'from it (docs/contract.md 8.5). A phone relaying a log sends the time it read from the lock plus the time elapsed ' +
+        'from it (docs/api-reference.md 8.5). A phone relaying a log sends the time it read from the lock plus the time elapsed ' +
         'since, so the estimate holds for relayed logs too.',
     ),
   ),

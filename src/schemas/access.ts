@@ -1,4 +1,4 @@
-// Schemas of the Access API (docs/contract.md 5): residents, lock groups, access permissions.
+// Schemas of the Access API (docs/api-reference.md 5): residents, lock groups, access permissions.
 import { Type } from '@sinclair/typebox';
 import { defaultsOptional } from './query.js';
 import { ChannelSchema, CommandSchema, NewTicketSchema } from './operator.js';
@@ -7,7 +7,7 @@ import { named } from './named.js';
 
 export const GroupIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, description: 'The group id.' }) });
 const Name = Type.String({ minLength: 1, maxLength: 200, description: 'A name for people.' });
-/** docs/contract.md 7 / issue limits: at most this many member ids in one call. */
+/** docs/api-reference.md 7 / issue limits: at most this many member ids in one call. */
 export const MAX_MEMBERS_PER_CALL = 1000;
 const MemberIds = (description: string) =>
   Type.Array(Type.String({ minLength: 1, maxLength: 128 }), { maxItems: MAX_MEMBERS_PER_CALL, description });

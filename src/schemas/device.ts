@@ -1,4 +1,4 @@
-// Schemas of the Device API (docs/contract.md 6): downloaded tickets with credentials, and lock sync answers.
+// Schemas of the Device API (docs/api-reference.md 6): downloaded tickets with credentials, and lock sync answers.
 import { Type } from '@sinclair/typebox';
 import { defaultsOptional } from './query.js';
 import { ChannelSchema, CommandSchema, TicketSchema } from './operator.js';
@@ -22,9 +22,9 @@ export const DownloadedTicketSchema = named(
       credential: Type.Optional(
         Type.String({
           description:
-            'Compact JWS the lock checks offline (docs/contract.md 6.3): header {alg, kid, typ: "ticket+jwt"}, payload {iss, jti, ' +
+            'Compact JWS the lock checks offline (docs/api-reference.md 6.3): header {alg, kid, typ: "ticket+jwt"}, payload {iss, jti, ' +
             'sub, aud, nbf, exp, beginDate, endDate, cmd, chn, iat}, signed with the tenant\'s key (GET /tenants/{tenant}/jwks.json). ' +
-            'Valid at most CREDENTIAL_MAX_LIFETIME; download again to renew (docs/contract.md 8.2). Absent while the ticket ' +
+            'Valid at most CREDENTIAL_MAX_LIFETIME; download again to renew (docs/api-reference.md 8.2). Absent while the ticket ' +
             'begins beyond that horizon.',
         }),
       ),
@@ -32,14 +32,14 @@ export const DownloadedTicketSchema = named(
         Type.String({
           description:
             'On the first ticket of each lock in the page: the signed revocation list of that lock, for the phone to hand to it ' +
-            '(docs/contract.md 8.3; the page is a JSON array, docs/contract.md 7.3, so the lists travel on the tickets). A compact JWS, ' +
+            '(docs/api-reference.md 8.3; the page is a JSON array, docs/api-reference.md 7.3, so the lists travel on the tickets). A compact JWS, ' +
             'header {alg, kid, typ: "revocation-list+jwt"}, payload {iss, aud, serial, iat, revoked: [ticket ids], keys}. A lock ' +
             'applies it when its serial is above its own, so a lock that is never online learns revocations and key changes ' +
             'from any visiting phone.',
         }),
       ),
       credentialAvailableFrom: Type.Optional(
-        Type.Integer({ description: 'Set when `credential` is absent: from when a download carries it, Unix milliseconds (docs/contract.md 8.2).' }),
+        Type.Integer({ description: 'Set when `credential` is absent: from when a download carries it, Unix milliseconds (docs/api-reference.md 8.2).' }),
       ),
     }),
   ]),
@@ -77,7 +77,7 @@ export const KeySetSchema = named(
     {
       keys: Type.Array(PublicJwkSchema),
     },
-    { description: 'The tenant\'s published ticket keys (docs/contract.md 8.1): announced, signing, and retired ones still needed.' },
+    { description: 'The tenant\'s published ticket keys (docs/api-reference.md 8.1): announced, signing, and retired ones still needed.' },
   ),
   {
     keys: [
@@ -140,17 +140,17 @@ export const SyncAnswerSchema = named(
     cursor: Type.String({ description: 'Send it back as `cursor` to get only later changes; unchanged when nothing changed.' }),
     serial: Type.Integer({
       description:
-        'The change-log position the lock has reached once it applied this answer: a revocation list (docs/contract.md 8.3) ' +
+        'The change-log position the lock has reached once it applied this answer: a revocation list (docs/api-reference.md 8.3) ' +
         'with a serial at or below it holds nothing new for the lock.',
     }),
     keys: Type.Optional(
       Type.Composite([KeySetSchema], {
-        description: 'On a full sync and after the tenant\'s key set changed (docs/contract.md 8.1): the lock replaces its keys with these.',
+        description: 'On a full sync and after the tenant\'s key set changed (docs/api-reference.md 8.1): the lock replaces its keys with these.',
       }),
     ),
     decommissioned: Type.Optional(
       Type.Literal(true, {
-        description: 'The lock was deleted: this client syncs the revocations the deletion caused and nothing else (docs/contract.md 4.1).',
+        description: 'The lock was deleted: this client syncs the revocations the deletion caused and nothing else (docs/api-reference.md 4.1).',
       }),
     ),
   }),
@@ -186,7 +186,7 @@ export const SyncAnswerSchema = named(
   },
 );
 
-// What the Device API hands out signed, decoded: a lock maker's and an SDK author's reference (docs/contract.md 6.3,
+// What the Device API hands out signed, decoded: a lock maker's and an SDK author's reference (docs/api-reference.md 6.3,
 // 8.3, 9). No route carries these; the Device API document lists them as components (routes/device/index.ts).
 
 const EXAMPLE_ISSUER = 'https://acs.example.com/tenants/demo';
@@ -229,7 +229,7 @@ export const CredentialClaimsSchema = named(
       nbf: Seconds('`beginDate` rounded up to the second: the lock refuses it before `nbf * 1000`.'),
       exp: Seconds(
         'Unix seconds: the lock refuses it from `exp * 1000` on (RFC 7519 section 4.1.4). At most `endDate` rounded down and ' +
-          'at most `iat + maxCredentialLifetime` (docs/contract.md 8.2): the phone downloads again to renew.',
+          'at most `iat + maxCredentialLifetime` (docs/api-reference.md 8.2): the phone downloads again to renew.',
       ),
       beginDate: Type.Integer({ description: 'The ticket\'s start, Unix milliseconds (inclusive).' }),
       endDate: Type.Integer({ description: 'The ticket\'s end, Unix milliseconds (exclusive).' }),
@@ -246,7 +246,7 @@ export const CredentialClaimsSchema = named(
           }),
           {
             description:
-              'Only when the ticket has a schedule (docs/contract.md 9): its windows as UTC intervals within the credential\'s ' +
+              'Only when the ticket has a schedule (docs/api-reference.md 9): its windows as UTC intervals within the credential\'s ' +
               'span, computed in the lock\'s time zone so the lock needs no time-zone rules. The lock opens only inside one. ' +
               '`[]` when no window falls in the span; absent means no schedule.',
           },
@@ -256,7 +256,7 @@ export const CredentialClaimsSchema = named(
     {
       additionalProperties: false,
       description:
-        'The payload of a credential (docs/contract.md 6.3), the second base64url part of the compact JWS: a `DownloadedTicket`\'s ' +
+        'The payload of a credential (docs/api-reference.md 6.3), the second base64url part of the compact JWS: a `DownloadedTicket`\'s ' +
         '`credential`, decoded. Signed with the tenant\'s ticket key; the lock checks it offline with the rules of this ' +
         'document\'s description.',
     },
@@ -306,7 +306,7 @@ export const RevocationListClaimsSchema = named(
       serial: Type.Integer({
         minimum: 0,
         description:
-          'The change-log position the list reflects (docs/contract.md 8.3): a lock applies the list only when it is above ' +
+          'The change-log position the list reflects (docs/api-reference.md 8.3): a lock applies the list only when it is above ' +
           'its own serial, then takes it. Sync answers carry the same positions.',
       }),
       iat: Seconds('When it was signed, Unix seconds.'),
@@ -320,7 +320,7 @@ export const RevocationListClaimsSchema = named(
     {
       additionalProperties: false,
       description:
-        'The payload of a revocation list (docs/contract.md 8.3): a `DownloadedTicket`\'s `revocationList`, decoded. The lock ' +
+        'The payload of a revocation list (docs/api-reference.md 8.3): a `DownloadedTicket`\'s `revocationList`, decoded. The lock ' +
         'verifies it as a credential (typ, kid in its set, signature, `iss`, `aud`) and, when `serial` is above its own, ' +
         'adds `revoked`, takes `serial` and replaces its key set with `keys`.',
     },

@@ -1,4 +1,4 @@
-// Schemas of the tenant's event log (docs/contract.md 10): an event as the feed answers it and a webhook delivers it.
+// Schemas of the tenant's event log (docs/api-reference.md 10): an event as the feed answers it and a webhook delivers it.
 import { Type } from '@sinclair/typebox';
 import { EVENT_TYPES } from '../shared/event-types.js';
 import { defaultsOptional } from './query.js';
@@ -15,7 +15,7 @@ export const EventSchema = named(
       type: 'string',
       enum: [...EVENT_TYPES],
       description:
-        'What happened, e.g. `ticket.created` (docs/contract.md 10). The same as the audit view\'s `action`: the audit view ' +
+        'What happened, e.g. `ticket.created` (docs/api-reference.md 10). The same as the audit view\'s `action`: the audit view ' +
         'is a projection of this log.',
     }),
     sequence: Type.Integer({

@@ -1,10 +1,10 @@
-// Schemas of OAuth client management (docs/contract.md 3.7).
+// Schemas of OAuth client management (docs/api-reference.md 3.7).
 import { Type } from '@sinclair/typebox';
 import { DOCUMENTED_ENUM } from '../shared/documented-enum.js';
 import { ALL_SCOPES } from '../shared/scopes.js';
 import { named } from './named.js';
 
-// The client service checks a requested scope (a 400 naming the known ones, docs/contract.md 3.7); the documents list them.
+// The client service checks a requested scope (a 400 naming the known ones, docs/api-reference.md 3.7); the documents list them.
 export const ScopeSchema = Type.String({
   minLength: 1,
   maxLength: 64,
@@ -52,7 +52,7 @@ export const ClientSchema = named(
       Type.Literal(true, {
         description:
           'Present (true) when the secured object the client is bound to was deleted: the client may then only sync ' +
-          '(docs/contract.md 4.1). Absent otherwise.',
+          '(docs/api-reference.md 4.1). Absent otherwise.',
       }),
     ),
   }),

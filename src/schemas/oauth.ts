@@ -1,4 +1,4 @@
-// Schemas of the authorization server's endpoints (docs/contract.md 3): the token, revocation and introspection forms,
+// Schemas of the authorization server's endpoints (docs/api-reference.md 3): the token, revocation and introspection forms,
 // their answers, RFC 6749 5.2 errors, the RFC 8414 metadata and the JWKS. Documentation only: those routes read their
 // forms themselves (routes/oauth/index.ts), so these schemas describe them without validating anything.
 import { Type } from '@sinclair/typebox';
@@ -73,7 +73,7 @@ export const TokenResponseSchema = named(
       expires_in: Type.Integer({ minimum: 1, description: 'Seconds the access token is valid.' }),
       scope: Type.String({ description: 'The granted scopes, space-separated.' }),
       refresh_token: Type.Optional(
-        Type.String({ description: 'Password and refresh grants only: the next refresh token. Each can be used once (docs/contract.md 3.2).' }),
+        Type.String({ description: 'Password and refresh grants only: the next refresh token. Each can be used once (docs/api-reference.md 3.2).' }),
       ),
     },
     { additionalProperties: false },

@@ -1,4 +1,4 @@
-// Schemas of the Operator API's resources (docs/contract.md 4): secured objects, mobile devices, tickets, audit events.
+// Schemas of the Operator API's resources (docs/api-reference.md 4): secured objects, mobile devices, tickets, audit events.
 import { Type } from '@sinclair/typebox';
 import { defaultsOptional } from './query.js';
 import { ScheduleSchema, TimeZoneSchema } from './schedule.js';
@@ -14,13 +14,13 @@ import { named } from './named.js';
 export const ID_PATTERN = '^(?!\\.\\.?$)[A-Za-z0-9._~-]{1,128}$';
 const Millis = (description: string) => Type.Integer({ minimum: 0, maximum: 8640000000000000, description });
 
-/** The channels an answer may name: `nfccard` only where an operator revived it (docs/seed.md 9). */
+/** The channels an answer may name: `nfccard` only where an operator revived it (docs/service-overview.md 9). */
 const ANSWERED_CHANNELS = [...CHANNELS, REMOVED_NFC_CHANNEL];
 
-/** A command in an answer: only the seed's commands are ever stored (docs/seed.md 2.2). */
+/** A command in an answer: only the service's documented commands are ever stored (docs/service-overview.md 2.2). */
 export const CommandSchema = named(
   'Command',
-  Type.Unsafe<string>({ type: 'string', enum: [...COMMANDS], description: 'A command: `tokn`, `open` or `clos` (docs/seed.md 2.2).' }),
+  Type.Unsafe<string>({ type: 'string', enum: [...COMMANDS], description: 'A command: `tokn`, `open` or `clos` (docs/service-overview.md 2.2).' }),
   'open',
 );
 
@@ -37,7 +37,7 @@ export const ChannelSchema = named(
 
 /**
  * A command or channel in a request: the documents list the allowed values, but the schema does not check them: the
- * services do, with a 422 naming the allowed ones beside every other invalid field (docs/contract.md 4.3).
+ * services do, with a 422 naming the allowed ones beside every other invalid field (docs/api-reference.md 4.3).
  */
 const RequestedCommand = Type.String({ maxLength: 16, [DOCUMENTED_ENUM]: [...COMMANDS] });
 const RequestedChannel = Type.String({ maxLength: 32, [DOCUMENTED_ENUM]: ANSWERED_CHANNELS });
@@ -77,10 +77,10 @@ export const SecuredObjectSchema = named(
   Type.Object({
     id: Type.String({ description: 'The secured object id.' }),
     channels: Type.Array(ChannelSchema, { description: 'Channels the lock supports.' }),
-    urls: Type.Array(Type.String(), { description: 'One address per channel: `btlespp://<localName>/<uuid>` (docs/seed.md 2.1).' }),
+    urls: Type.Array(Type.String(), { description: 'One address per channel: `btlespp://<localName>/<uuid>` (docs/service-overview.md 2.1).' }),
     creationTime: Type.Integer({ description: 'Creation time, Unix milliseconds.' }),
     timeZone: Type.String({
-      description: 'The IANA time zone the lock\'s schedules are read in (docs/contract.md 9), in its canonical spelling; `UTC` unless set.',
+      description: 'The IANA time zone the lock\'s schedules are read in (docs/api-reference.md 9), in its canonical spelling; `UTC` unless set.',
       examples: ['Europe/Berlin'],
     }),
   }),
@@ -93,7 +93,7 @@ export const SecuredObjectSchema = named(
   },
 );
 
-/** PATCH /operatorapi/securedobjects/{id} (docs/contract.md 9): the fields to change, at least one. */
+/** PATCH /operatorapi/securedobjects/{id} (docs/api-reference.md 9): the fields to change, at least one. */
 export const SecuredObjectChangesSchema = named(
   'SecuredObjectChanges',
   Type.Object(
@@ -102,7 +102,7 @@ export const SecuredObjectChangesSchema = named(
   ),
 );
 
-// docs/contract.md 8.4, 8.5: the single-lock read adds how far the backend's truth has reached the lock. The list and
+// docs/api-reference.md 8.4, 8.5: the single-lock read adds how far the backend's truth has reached the lock. The list and
 // the create answer stay without it, so a page of locks costs no count per lock.
 export const SecuredObjectDetailSchema = named(
   'SecuredObjectDetail',
@@ -120,7 +120,7 @@ export const SecuredObjectDetailSchema = named(
         Type.Integer({
           description:
             'The change-log position (the `serial` of sync answers and revocation lists) the lock has applied everything up ' +
-            'to: its sync cursor, or the `appliedSerial` of a log upload (docs/contract.md 8.4). Absent until the lock was seen.',
+            'to: its sync cursor, or the `appliedSerial` of a log upload (docs/api-reference.md 8.4). Absent until the lock was seen.',
         }),
       ),
       pendingRevocations: Type.Integer({
@@ -132,7 +132,7 @@ export const SecuredObjectDetailSchema = named(
       clockOffset: Type.Optional(
         Type.Integer({
           description:
-            'The lock\'s clock minus the server\'s, milliseconds, estimated from its last log upload (docs/contract.md 8.5). ' +
+            'The lock\'s clock minus the server\'s, milliseconds, estimated from its last log upload (docs/api-reference.md 8.5). ' +
             'Negative: the lock runs behind and accepts credentials that long after they expired. Absent until estimated.',
         }),
       ),
@@ -235,7 +235,7 @@ export const TicketSchema = named(
     revocationAppliedTime: Type.Optional(
       Type.Integer({
         description:
-          'When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or ' +
+          'When its lock applied its revocation (docs/api-reference.md 8.4): the lock synced past it or reported a serial at or ' +
           'above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation ' +
           'the lock never needed (the ticket was never downloaded).',
       }),
@@ -300,7 +300,7 @@ export const AuditEventSchema = named(
     action: Type.Unsafe<string>({
       type: 'string',
       enum: [...EVENT_TYPES],
-      description: 'What happened: the event\'s `type` (docs/contract.md 10), e.g. `ticket.created`.',
+      description: 'What happened: the event\'s `type` (docs/api-reference.md 10), e.g. `ticket.created`.',
     }),
     target: Type.String({
       description:
@@ -341,7 +341,7 @@ export const AuditQuery = defaultsOptional(
   ),
 );
 
-// docs/contract.md 8.1: the tenant's ticket keys, what its locks verify credentials with.
+// docs/api-reference.md 8.1: the tenant's ticket keys, what its locks verify credentials with.
 export const TicketKeySchema = named(
   'TicketKey',
   Type.Object({

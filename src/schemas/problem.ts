@@ -1,4 +1,4 @@
-// The RFC 9457 problem details body every API answers errors with (docs/contract.md 7.1).
+// The RFC 9457 problem details body every API answers errors with (docs/api-reference.md 7.1).
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { ResponseHeaders } from './responses.js';
 
@@ -62,11 +62,11 @@ const PROBLEM_DESCRIPTIONS: Record<number, string> = {
 
 /** The headers a problem answer carries, by status code. */
 const PROBLEM_HEADERS: Record<number, Record<string, TSchema>> = {
-  // docs/contract.md 3.5, 4.4: HTTP Basic is a removed interface, answered like the others with its date and successor.
+  // docs/api-reference.md 3.5, 4.4: HTTP Basic is a removed interface, answered like the others with its date and successor.
   401: { 'WWW-Authenticate': ResponseHeaders.bearerChallenge, Sunset: ResponseHeaders.sunset, Link: ResponseHeaders.successorLink },
   403: { 'WWW-Authenticate': ResponseHeaders.bearerChallenge },
   410: { Sunset: ResponseHeaders.sunset, Link: ResponseHeaders.successorLink },
-  // docs/contract.md 7.4: the per-client limit answers the RateLimit fields on every answer, and Retry-After on the 429.
+  // docs/api-reference.md 7.4: the per-client limit answers the RateLimit fields on every answer, and Retry-After on the 429.
   429: {
     'Retry-After': ResponseHeaders.retryAfter,
     'RateLimit-Limit': ResponseHeaders.rateLimitLimit,

@@ -39,12 +39,12 @@ export function createdResponse<T extends TSchema>(schema: T, description: strin
   return withHeaders(schema, description, { Location: ResponseHeaders.location });
 }
 
-/** A page of a list (docs/contract.md 7.3): the items, and `Link: rel="next"` while more remain. */
+/** A page of a list (docs/api-reference.md 7.3): the items, and `Link: rel="next"` while more remain. */
 export function pageResponse<T extends TSchema>(itemSchema: T, description: string) {
   return withHeaders(Type.Array(itemSchema), description, { Link: ResponseHeaders.nextPage });
 }
 
-/** A removed interface an operator keeps alive (docs/contract.md 4.4) answers with its deprecation headers. */
+/** A removed interface an operator keeps alive (docs/api-reference.md 4.4) answers with its deprecation headers. */
 export function deprecatedResponse<T extends TSchema>(schema: T, description: string) {
   return withHeaders(schema, description, {
     Deprecation: ResponseHeaders.deprecation,

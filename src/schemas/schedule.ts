@@ -1,11 +1,11 @@
-// Schemas of schedules in the lock's local time (docs/contract.md 9): a ticket's or access permission's `schedule`, a
+// Schemas of schedules in the lock's local time (docs/api-reference.md 9): a ticket's or access permission's `schedule`, a
 // secured object's `timeZone`, and the preview's answer, for the routes that take or show them.
 import { Type, type Static } from '@sinclair/typebox';
 import { MAX_EXCEPTED_DATES, MAX_EXPANSION_DAYS, MAX_INSTANT, MAX_SCHEDULE_WINDOWS, WEEKDAYS } from '../shared/schedule.js';
 import { DOCUMENTED_ENUM } from '../shared/documented-enum.js';
 import { named } from './named.js';
 
-// The shape only: types, required members and no unknown ones (a 400, docs/contract.md 4.3), with the limits as
+// The shape only: types, required members and no unknown ones (a 400, docs/api-reference.md 4.3), with the limits as
 // bounds on the work a request can cause. Which strings are days, times and dates is validateSchedule's (a 422 whose
 // messages say what to send instead), as commands and channels are checked by the services, not by enums here.
 
@@ -74,7 +74,7 @@ export const ScheduleIntervalSchema = named('ScheduleInterval', Type.Object({
   endOffset: Type.String({ description: 'The UTC offset in force at `end`.' }),
 }), { start: 1774746000000, end: 1774753200000, localStart: '2026-03-29T01:00:00', localEnd: '2026-03-29T04:00:00', startOffset: '+01:00', endOffset: '+02:00' });
 
-/** POST /operatorapi/schedules/preview (docs/contract.md 9): a schedule, the zone to read it in, and the range to show. */
+/** POST /operatorapi/schedules/preview (docs/api-reference.md 9): a schedule, the zone to read it in, and the range to show. */
 export const SchedulePreviewRequestSchema = named('SchedulePreviewRequest', Type.Object(
   {
     timeZone: TimeZoneSchema,

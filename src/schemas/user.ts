@@ -1,4 +1,4 @@
-// Schemas of Access API user management (docs/contract.md 3.7).
+// Schemas of Access API user management (docs/api-reference.md 3.7).
 import { Type } from '@sinclair/typebox';
 import { USERNAME_PATTERN } from '../shared/usernames.js';
 import { named } from './named.js';

@@ -1,9 +1,9 @@
-// Schemas of webhook deliveries (docs/contract.md 10): the attempt log, replay and the test ping.
+// Schemas of webhook deliveries (docs/api-reference.md 10): the attempt log, replay and the test ping.
 import { Type } from '@sinclair/typebox';
 import { defaultsOptional } from './query.js';
 import { named } from './named.js';
 
-/** docs/contract.md 7.4: times are integers of Unix milliseconds within JavaScript's date range. */
+/** docs/api-reference.md 7.4: times are integers of Unix milliseconds within JavaScript's date range. */
 const Millis = (description: string) => Type.Integer({ minimum: 0, maximum: 8640000000000000, description });
 
 export const WebhookIdParams = Type.Object({

@@ -1,4 +1,4 @@
-// Schemas of webhook subscriptions (docs/contract.md 10).
+// Schemas of webhook subscriptions (docs/api-reference.md 10).
 import { Type } from '@sinclair/typebox';
 import { EVENT_TYPES, type EventType } from '../shared/event-types.js';
 import { named } from './named.js';
@@ -11,7 +11,7 @@ const MAX_DESCRIPTION_LENGTH = 500;
 export const EventTypeSchema = Type.Unsafe<EventType>({
   type: 'string',
   enum: [...EVENT_TYPES],
-  description: 'An event type of the tenant\'s event log (docs/contract.md 10).',
+  description: 'An event type of the tenant\'s event log (docs/api-reference.md 10).',
 });
 
 /**

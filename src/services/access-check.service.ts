@@ -1,4 +1,4 @@
-// The explain service (docs/contract.md 8.6): would this phone's credential open this lock at that instant, and why
+// The explain service (docs/api-reference.md 8.6): would this phone's credential open this lock at that instant, and why
 // not. It decides through the one rule the lock simulator uses (src/shared/credential-check.ts), never a copy of it.
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import type { Database } from '../db/database.js';
@@ -34,7 +34,7 @@ export interface AccessCheckReason {
   message: string;
   /** `outside-schedule`: when the credential's next schedule window opens (ms, lock time). */
   nextWindowStart?: number;
-  /** `not-downloaded`: when a download first hands the credential out (docs/contract.md 8.2), ms. */
+  /** `not-downloaded`: when a download first hands the credential out (docs/api-reference.md 8.2), ms. */
   credentialAvailableFrom?: number;
 }
 
@@ -56,7 +56,7 @@ export interface AccessCheck {
   truncated: boolean;
   /** The instant asked about, server time (ms). */
   at: number;
-  /** The same instant on the lock's clock (ms): what the lock judges with (docs/contract.md 8.5's clock offset). */
+  /** The same instant on the lock's clock (ms): what the lock judges with (docs/api-reference.md 8.5's clock offset). */
   lockTime: number;
   command: string;
   channel: string;
@@ -70,19 +70,19 @@ export interface AccessCheckQuery {
   channel?: string | undefined;
 }
 
-/** The lock as far as the server knows it: its trust (docs/contract.md 8.1), channels, revocations applied, clock. */
+/** The lock as far as the server knows it: its trust (docs/api-reference.md 8.1), channels, revocations applied, clock. */
 export interface LockView {
   issuer: string;
   securedObjectId: string;
-  /** Seconds (docs/contract.md 8.2). */
+  /** Seconds (docs/api-reference.md 8.2). */
   maxCredentialLifetime: number;
   channels: readonly string[];
-  /** Ids of the tickets whose revocation the lock has applied (docs/contract.md 8.4). */
+  /** Ids of the tickets whose revocation the lock has applied (docs/api-reference.md 8.4). */
   revoked: ReadonlySet<string>;
-  /** The tenant's published ticket kids (docs/contract.md 8.1): a credential under another key is refused. */
+  /** The tenant's published ticket kids (docs/api-reference.md 8.1): a credential under another key is refused. */
   publishedKids: ReadonlySet<string>;
   /**
-   * The lock has not acknowledged the tenant's last key-set change (docs/contract.md 8.4: its applied position is below
+   * The lock has not acknowledged the tenant's last key-set change (docs/api-reference.md 8.4: its applied position is below
    * it, or it was never seen): it may still hold a key withdrawn since, and accept a credential under it.
    */
   keySetPending: boolean;
@@ -103,9 +103,9 @@ export interface TicketEvidence {
   ticket: Pick<ExplainedTicket, 'id' | 'beginDate' | 'endDate' | 'revokedAt' | 'revocationAppliedAt'>;
   /** The decoded protected header and claims of the credential the phone holds; null: it holds none. */
   held: { header: unknown; claims: unknown } | null;
-  /** With nothing held: the claims a download would carry (docs/contract.md 6.3); null when none will be handed out. */
+  /** With nothing held: the claims a download would carry (docs/api-reference.md 6.3); null when none will be handed out. */
   onceDownloaded: CredentialClaims | null;
-  /** With nothing held: when a download first hands the credential out (docs/contract.md 8.2). */
+  /** With nothing held: when a download first hands the credential out (docs/api-reference.md 8.2). */
   credentialAvailableFrom?: number | undefined;
 }
 
@@ -149,7 +149,7 @@ export function describeCheck(
     case 'lock not provisioned':
       return {
         code: 'lock-not-provisioned',
-        message: 'The lock holds no issuer or key set: write GET /deviceapi/securedobjects/{id}/trust into it (docs/contract.md 8.1).',
+        message: 'The lock holds no issuer or key set: write GET /deviceapi/securedobjects/{id}/trust into it (docs/api-reference.md 8.1).',
       };
     case 'lock decommissioned':
       return { code: 'lock-decommissioned', message: 'The lock was deleted: it opens for nobody any more.' };
@@ -184,7 +184,7 @@ export function describeCheck(
     }
     case 'expired': {
       const end = credentialEnd(claims, ticket);
-      // The ticket still runs but this credential does not: docs/contract.md 8.2's bounded offline validity.
+      // The ticket still runs but this credential does not: docs/api-reference.md 8.2's bounded offline validity.
       if (ticket.revokedAt === null && request.lockTime < ticket.endDate) {
         return {
           code: 'credential-expired',
@@ -228,7 +228,7 @@ export function describeCheck(
   }
 }
 
-/** What concerns the lock rather than a ticket: a channel it does not have, a clock that is off (docs/contract.md 8.5). */
+/** What concerns the lock rather than a ticket: a channel it does not have, a clock that is off (docs/api-reference.md 8.5). */
 export function lockReasons(lock: LockView, request: ExplainRequest): AccessCheckReason[] {
   const reasons: AccessCheckReason[] = [];
   if (!lock.channels.includes(request.channel)) {
@@ -286,7 +286,7 @@ function keyWithdrawalNotApplied(kid: unknown, opens: boolean): AccessCheckReaso
     code: 'key-not-published',
     message: opens
       ? `${withdrawn}: the door MAY STILL OPEN for this credential until the lock syncs or a phone brings it the new key set ` +
-        '(docs/contract.md 8.1). The phone must download its tickets again to get a credential signed with the current key.'
+        '(docs/api-reference.md 8.1). The phone must download its tickets again to get a credential signed with the current key.'
       : `${withdrawn}; it refuses this credential anyway (see the other reasons).`,
   };
 }
@@ -355,7 +355,7 @@ export function explainTicket(evidence: TicketEvidence, lock: LockView, request:
     reasons = [describeCheck(check, parsed, ticket, lock, request)];
   }
   if (ticket.revokedAt !== null) {
-    // docs/contract.md 8.4: revoked on the server, but not at the door until the lock applies it.
+    // docs/api-reference.md 8.4: revoked on the server, but not at the door until the lock applies it.
     if (decision === 'allow') reasons = [...reasons.filter((reason) => reason.code !== 'valid'), revocationNotApplied(ticket, true, parsed)];
     else if (reasons[0]!.code !== 'revoked') {
       reasons.push(
@@ -412,7 +412,7 @@ export interface AccessCheckServiceOptions {
 export function createAccessCheckService({ db, clock, credentials }: AccessCheckServiceOptions) {
   return {
     /**
-     * docs/contract.md 8.6: the decision the lock would take at `at` (default now) with what it has — the credentials
+     * docs/api-reference.md 8.6: the decision the lock would take at `at` (default now) with what it has — the credentials
      * the phone holds, the revocations it applied, its clock, the tenant's key set — and why.
      */
     async check(tenantId: string, query: AccessCheckQuery): Promise<AccessCheck> {

@@ -1,4 +1,4 @@
-// Access logs (docs/contract.md 8.5): locks (directly, or relayed by a phone) upload their decisions; operators page them.
+// Access logs (docs/api-reference.md 8.5): locks (directly, or relayed by a phone) upload their decisions; operators page them.
 import type { Database, Queryable } from '../db/database.js';
 import {
   findRelayRight,
@@ -18,9 +18,9 @@ import type { Clock } from './context.js';
 import { assertBinding, type DeviceBinding } from './device.service.js';
 import { cutPage, invalidCursor, type Page } from './pagination.js';
 
-/** An upload's body (docs/contract.md 8.5). */
+/** An upload's body (docs/api-reference.md 8.5). */
 export interface AccessLogUpload {
-  /** The change-log position the lock says it has applied (docs/contract.md 8.4). */
+  /** The change-log position the lock says it has applied (docs/api-reference.md 8.4). */
   appliedSerial?: number | undefined;
   /** The lock's clock at the moment of the upload (ms). */
   lockTime?: number | undefined;
@@ -92,7 +92,7 @@ function toEntry(record: AccessLogRecord): AccessLogEntry {
   };
 }
 
-/** Cursors are opaque (docs/contract.md 7.3): the last entry's page position behind a version tag. */
+/** Cursors are opaque (docs/api-reference.md 7.3): the last entry's page position behind a version tag. */
 const CURSOR_TAG = 'l1';
 
 function encodeLogCursor(record: AccessLogRecord): string {
@@ -143,11 +143,11 @@ export function createAccessLogService({ db, clock }: AccessLogServiceOptions) {
     recheck: (tx: Queryable) => Promise<void>,
   ): Promise<UploadAnswer> {
     const now = clock();
-    // docs/contract.md 8.5: the upload's `lockTime` is the lock's clock at the moment of the upload (a relaying phone
+    // docs/api-reference.md 8.5: the upload's `lockTime` is the lock's clock at the moment of the upload (a relaying phone
     // adds the time elapsed since it read the lock), so the difference to the server's clock is the lock's offset.
     const clockOffsetMs = upload.lockTime !== undefined ? upload.lockTime - now : undefined;
     return db.transaction(async (tx) => {
-      // docs/contract.md 8.4, 8.5: locks do not sign their logs, so `appliedSerial` (above all from a relay) cannot be
+      // docs/api-reference.md 8.4, 8.5: locks do not sign their logs, so `appliedSerial` (above all from a relay) cannot be
       // verified: a phone could claim a lock applied a revocation it never saw. recordLockContact caps it at the
       // lock's own serial, so it can never acknowledge a change that has not happened or that concerns no history of
       // this lock; no more can be checked.
@@ -183,9 +183,9 @@ export function createAccessLogService({ db, clock }: AccessLogServiceOptions) {
 
   return {
     /**
-     * docs/contract.md 8.5: a lock uploads its own log through its own client. Another lock's id answers as missing
-     * (assertBinding); a client of a deleted lock only syncs (docs/contract.md 4.1). An unbound sync client, which may
-     * sync any lock (docs/contract.md 6.2), may not write a lock's log: for a lock of the tenant it is told which client to use.
+     * docs/api-reference.md 8.5: a lock uploads its own log through its own client. Another lock's id answers as missing
+     * (assertBinding); a client of a deleted lock only syncs (docs/api-reference.md 4.1). An unbound sync client, which may
+     * sync any lock (docs/api-reference.md 6.2), may not write a lock's log: for a lock of the tenant it is told which client to use.
      */
     async uploadFromLock(tenantId: string, binding: DeviceBinding, securedObjectId: string, upload: AccessLogUpload): Promise<UploadAnswer> {
       assertBinding(binding, 'securedObjectId', securedObjectId, null);
@@ -202,9 +202,9 @@ export function createAccessLogService({ db, clock }: AccessLogServiceOptions) {
     },
 
     /**
-     * docs/contract.md 8.5: a phone relays what a lock gave it, through the phone's own client (the download's binding
+     * docs/api-reference.md 8.5: a phone relays what a lock gave it, through the phone's own client (the download's binding
      * rules). The lock must be one the phone holds or has held a ticket for: a phone cannot write logs, or
-     * acknowledge revocations (docs/contract.md 8.4), for doors it never had access to; any other lock answers as missing.
+     * acknowledge revocations (docs/api-reference.md 8.4), for doors it never had access to; any other lock answers as missing.
      */
     async uploadFromPhone(
       tenantId: string,
@@ -223,7 +223,7 @@ export function createAccessLogService({ db, clock }: AccessLogServiceOptions) {
       return store(tenantId, `client:${binding.clientId}`, mobileDeviceId, securedObjectId, rest, check);
     },
 
-    /** docs/contract.md 8.5, 7.3: the tenant's entries in lock-time order, filtered, a page at a time. */
+    /** docs/api-reference.md 8.5, 7.3: the tenant's entries in lock-time order, filtered, a page at a time. */
     async list(tenantId: string, filter: AccessLogFilter, limit: number, cursor?: string): Promise<Page<AccessLogEntry>> {
       const rows = await listAccessLogEntries(db, tenantId, filter, decodeLogCursor(cursor), limit + 1);
       const page = cutPage(rows, limit);

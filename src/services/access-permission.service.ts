@@ -1,5 +1,5 @@
-// Access permissions (docs/contract.md 5): resident × lock group, expanded into one ticket per device × lock in one
-// transaction (docs/seed.md section 1: a user with 2 devices and 5 locks gets 10 tickets from one call).
+// Access permissions (docs/api-reference.md 5): resident × lock group, expanded into one ticket per device × lock in one
+// transaction (docs/service-overview.md section 1: a user with 2 devices and 5 locks gets 10 tickets from one call).
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.js';
 import {
@@ -36,7 +36,7 @@ export interface AccessPermission {
   commands: string[];
   channels: string[];
   creationDate: number;
-  /** docs/contract.md 9: the schedule every ticket it makes carries; absent: none. */
+  /** docs/api-reference.md 9: the schedule every ticket it makes carries; absent: none. */
   schedule?: Schedule;
   /** The live (unrevoked) tickets it holds. */
   tokenCount: number;
@@ -70,7 +70,7 @@ export interface AccessPermissionServiceOptions {
 
 export function createAccessPermissionService({ db, clock, revived, metrics }: AccessPermissionServiceOptions) {
   const notFound = (id: string) => new NotFoundError(`No access permission ${id}.`);
-  /** docs/contract.md 4.3: the detail itself says why (removed channel, dates, unknown groups, a lock lacking a channel). */
+  /** docs/api-reference.md 4.3: the detail itself says why (removed channel, dates, unknown groups, a lock lacking a channel). */
   const refused = (errors: FieldError[]) => new UnprocessableError(detailWithReasons('The access permission cannot be granted', errors), errors);
 
   return {
@@ -107,7 +107,7 @@ export function createAccessPermissionService({ db, clock, revived, metrics }: A
         }
         if (record.schedule !== null) {
           // Against each distinct zone of the group's locks (one read), UTC for a group without locks yet: a lock whose
-          // tickets would never open is refused as one ticket would be (docs/contract.md 9). Locks added later are not
+          // tickets would never open is refused as one ticket would be (docs/api-reference.md 9). Locks added later are not
           // checked: their tickets carry `win: []` until a window falls in a credential's span.
           const zones = await lockGroupTimeZones(tx, context.tenantId, input.lockGroupId);
           const never = neverOpensError(record.schedule, zones.length > 0 ? zones : ['UTC'], record, now);
@@ -158,7 +158,7 @@ export function createAccessPermissionService({ db, clock, revived, metrics }: A
       return pageOf(rows, limit, (row) => ({ createdAt: row.createdAt, id: row.id }), (row) => toTicket(row, now));
     },
 
-    /** Every ticket the permission made becomes REVOKED, and the permission is gone (docs/contract.md 5). */
+    /** Every ticket the permission made becomes REVOKED, and the permission is gone (docs/api-reference.md 5). */
     async delete(context: ActionContext, id: string): Promise<void> {
       if (!isUuid(id)) throw notFound(id);
       const revokedCount = await db.transaction(async (tx) => {

@@ -1,4 +1,4 @@
-// The tenant's event log and its audit view (docs/contract.md 10, 7.5): how a service records its change, the feed,
+// The tenant's event log and its audit view (docs/api-reference.md 10, 7.5): how a service records its change, the feed,
 // the audit pages and retention.
 import type { Logger } from 'pino';
 import type { Database, Queryable } from '../db/database.js';
@@ -21,7 +21,7 @@ import { cutPage, numberCursor, type Page } from './pagination.js';
 import { pruneInBatches, sweepPeriodically } from './retention.js';
 
 /**
- * The event of a change made by `context` (docs/contract.md 10, 7.5); `action` is its type (EVENT_TYPES, e.g.
+ * The event of a change made by `context` (docs/api-reference.md 10, 7.5); `action` is its type (EVENT_TYPES, e.g.
  * `resident.created`), `data` the ids the change touched.
  */
 export function auditEvent(
@@ -34,7 +34,7 @@ export function auditEvent(
   return { tenantId: context.tenantId, time, actor: context.actor, action, target, requestId: context.requestId, data };
 }
 
-/** Ticket ids in the chunks one event carries (EVENT_CHUNK_SIZE, docs/contract.md 10); none for none. */
+/** Ticket ids in the chunks one event carries (EVENT_CHUNK_SIZE, docs/api-reference.md 10); none for none. */
 export function ticketChunks(ticketIds: readonly string[]): string[][] {
   const chunks: string[][] = [];
   for (let start = 0; start < ticketIds.length; start += EVENT_CHUNK_SIZE) chunks.push(ticketIds.slice(start, start + EVENT_CHUNK_SIZE));
@@ -62,7 +62,7 @@ export async function recordChange(
 }
 
 /**
- * A cursor is opaque (docs/contract.md 7.3): the tenant's sequence number of the last event shown, behind a version tag, so
+ * A cursor is opaque (docs/api-reference.md 7.3): the tenant's sequence number of the last event shown, behind a version tag, so
  * a cursor of the earlier global numbering is refused (400) instead of silently starting elsewhere.
  */
 const auditCursor = numberCursor('a1:');
@@ -88,7 +88,7 @@ export interface AuditServiceOptions {
   db: Database;
   clock: Clock;
   log: Logger;
-  /** EVENT_RETENTION_DAYS in ms: how long an event is kept (docs/contract.md 10). */
+  /** EVENT_RETENTION_DAYS in ms: how long an event is kept (docs/api-reference.md 10). */
   retentionMs: number;
 }
 
@@ -116,7 +116,7 @@ export function createAuditService({ db, clock, log, retentionMs }: AuditService
       stopSweeping = null;
     },
 
-    /** The feed (docs/contract.md 10): the tenant's events after `after`, in sequence order. */
+    /** The feed (docs/api-reference.md 10): the tenant's events after `after`, in sequence order. */
     async feed(tenantId: string, after: number, types: string | undefined, limit: number): Promise<EventPage> {
       const rows = await listWireEvents(db, tenantId, after, parseTypes(types), limit + 1);
       const page = cutPage(rows, limit);

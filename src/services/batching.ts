@@ -21,7 +21,7 @@ export interface KeyedBatcherOptions {
   /**
    * Errors after which the items of a failed batch (of more than one) are written again one by one, each its own
    * batch of one, so that an item the writer refuses fails only itself and not the others that happened to share
-   * its batch (docs/security-checklist.md G47). Only for writers whose batch is all or nothing (one transaction): a failed batch
+   * its batch (docs/security-cases.md G47). Only for writers whose batch is all or nothing (one transaction): a failed batch
    * wrote none of its items, so each is written exactly once. `shedQueuedOn` is asked first: an error it sheds by
    * is never retried, and one met while retrying fails the items not yet retried and the queue, as above.
    */

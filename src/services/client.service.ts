@@ -1,4 +1,4 @@
-// OAuth clients (docs/contract.md 3.7): create, list, read, delete, rotate the secret, and authenticate at the token endpoint.
+// OAuth clients (docs/api-reference.md 3.7): create, list, read, delete, rotate the secret, and authenticate at the token endpoint.
 import { randomBytes } from 'node:crypto';
 import type { Database, Queryable } from '../db/database.js';
 import { holdMobileDeviceForBinding } from '../db/repositories/mobile-device.repo.js';
@@ -20,7 +20,7 @@ import { decodeCursor, pageOf, type Page } from './pagination.js';
 import type { RevocationService } from './revocation.service.js';
 import { ALL_SCOPES, isKnownScope } from './scopes.js';
 
-/** What the API shows of a client: never the secret or its hash (docs/security-checklist.md 36). */
+/** What the API shows of a client: never the secret or its hash (docs/security-cases.md 36). */
 export interface Client {
   clientId: string;
   name: string;
@@ -28,7 +28,7 @@ export interface Client {
   mobileDeviceId?: string;
   securedObjectId?: string;
   creationDate: number;
-  /** docs/contract.md 4.1: its lock was deleted, so it may only sync. Absent otherwise. */
+  /** docs/api-reference.md 4.1: its lock was deleted, so it may only sync. Absent otherwise. */
   decommissioned?: true;
 }
 
@@ -45,7 +45,7 @@ export interface AuthenticatedClient {
   scopes: string[];
   mobileDeviceId: string | null;
   securedObjectId: string | null;
-  /** docs/contract.md 4.1: the change number at which its lock was deleted; null while the lock stands. */
+  /** docs/api-reference.md 4.1: the change number at which its lock was deleted; null while the lock stands. */
   decommissionedSeq: number | null;
 }
 
@@ -83,7 +83,7 @@ interface CachedClient {
   loadedAt: number;
 }
 
-/** Compared against when the client id is unknown, so both failures do the same work (docs/security-checklist.md 2). */
+/** Compared against when the client id is unknown, so both failures do the same work (docs/security-cases.md 2). */
 const DUMMY_SECRET_HASH = sha256(randomBytes(32).toString('base64url'));
 
 export function createClientService(options: ClientServiceOptions) {
@@ -106,7 +106,7 @@ export function createClientService(options: ClientServiceOptions) {
   function validate(input: NewClient): void {
     const unknown = input.scopes.filter((scope) => !isKnownScope(scope));
     if (unknown.length > 0) {
-      // docs/contract.md 3.7: unknown scopes are a 400.
+      // docs/api-reference.md 3.7: unknown scopes are a 400.
       throw new BadRequestError(`Unknown scopes: ${unknown.join(', ')}. Known scopes: ${ALL_SCOPES.join(' ')}.`, [
         { field: 'scopes', message: `unknown scope ${unknown.join(', ')}` },
       ]);
@@ -122,8 +122,8 @@ export function createClientService(options: ClientServiceOptions) {
     /** Creates a client in the caller's transaction; the secret is in this answer only. */
     async createIn(tx: Queryable, context: ActionContext, input: NewClient): Promise<Client & { clientSecret: string }> {
       validate(input);
-      // A bound client reaches only its device's or lock's data (docs/contract.md 3.7): it must exist in the tenant,
-      // and stay until this commits, so that its deletion sees this client (docs/contract.md 4.1, 4.2).
+      // A bound client reaches only its device's or lock's data (docs/api-reference.md 3.7): it must exist in the tenant,
+      // and stay until this commits, so that its deletion sees this client (docs/api-reference.md 4.1, 4.2).
       if (input.mobileDeviceId !== undefined && !(await holdMobileDeviceForBinding(tx, context.tenantId, input.mobileDeviceId))) {
         throw new UnprocessableError(`No mobile device ${input.mobileDeviceId} in this tenant.`, [
           { field: 'mobileDeviceId', message: 'no such mobile device' },
@@ -166,7 +166,7 @@ export function createClientService(options: ClientServiceOptions) {
       return pageOf(rows, limit, (row) => ({ createdAt: row.createdAt, id: row.clientId }), toClient);
     },
 
-    /** Deletes the client and refuses its access tokens everywhere within seconds (docs/contract.md 3.4). */
+    /** Deletes the client and refuses its access tokens everywhere within seconds (docs/api-reference.md 3.4). */
     async delete(context: ActionContext, clientId: string): Promise<void> {
       const deleted = await db.transaction(async (tx) => {
         if (!(await deleteClient(tx, context.tenantId, clientId))) return false;
@@ -184,7 +184,7 @@ export function createClientService(options: ClientServiceOptions) {
       const record = await db.transaction(async (tx) => {
         const updated = await updateClientSecret(tx, context.tenantId, clientId, sha256(clientSecret));
         if (!updated) return null;
-        // Other instances drop their cached copy of the old secret (revocation feed, docs/contract.md 3.4's 5 s).
+        // Other instances drop their cached copy of the old secret (revocation feed, docs/api-reference.md 3.4's 5 s).
         await revocations.record(tx, 'client-secret', clientId, clock() + options.accessTokenTtlMs);
         await recordChange(tx, context, clock(), 'client.secret_rotated', `client:${clientId}`, { clientId });
         return updated;
@@ -197,7 +197,7 @@ export function createClientService(options: ClientServiceOptions) {
     /**
      * The client if the secret matches, else null. A known client presenting its secret is answered from the cache;
      * unknown ids and wrong secrets cost the same: one look-up, one hash, one constant-time comparison
-     * (docs/security-checklist.md 2).
+     * (docs/security-cases.md 2).
      */
     async authenticate(clientId: string, clientSecret: string): Promise<AuthenticatedClient | null> {
       const presented = sha256(clientSecret);
@@ -210,7 +210,7 @@ export function createClientService(options: ClientServiceOptions) {
         return cached.client;
       }
       // Every failure takes this path, whether the id is unknown or the secret wrong: one look-up, one constant-time
-      // comparison (docs/security-checklist.md 2). A secret rotated on another instance is found here at once.
+      // comparison (docs/security-cases.md 2). A secret rotated on another instance is found here at once.
       const generation = cacheGeneration;
       const record = await findClient(db, clientId);
       const matches = digestsEqual(presented, record ? record.secretHash : DUMMY_SECRET_HASH);

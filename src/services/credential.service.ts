@@ -1,4 +1,4 @@
-// Ticket credentials (docs/contract.md 6.3, 8.1, 8.2): the compact JWS a lock checks offline, signed with the
+// Ticket credentials (docs/api-reference.md 6.3, 8.1, 8.2): the compact JWS a lock checks offline, signed with the
 // tenant's ticket key under the tenant's own issuer, valid at most CREDENTIAL_MAX_LIFETIME, encrypted at rest.
 import type { Database } from '../db/database.js';
 import type { LockRevocations } from '../db/repositories/device-sync.repo.js';
@@ -48,7 +48,7 @@ export interface SignedCredential {
   expiresAt: number;
 }
 
-/** The credential stored for a ticket (docs/security-checklist.md G48: sealed under SECRETS_KEY). */
+/** The credential stored for a ticket (docs/security-cases.md G48: sealed under SECRETS_KEY). */
 export interface StoredCredential {
   sealed: Buffer;
   /** Null: to be signed anew (its lock's zone changed since, device-sync.repo.ts forgetScheduledCredentials). */
@@ -59,23 +59,23 @@ export interface StoredCredential {
 
 export interface CredentialServiceOptions {
   db: Database;
-  /** PUBLIC_URL: each tenant's issuer is `{publicUrl}/tenants/{name}` (docs/contract.md 8.1). */
+  /** PUBLIC_URL: each tenant's issuer is `{publicUrl}/tenants/{name}` (docs/api-reference.md 8.1). */
   publicUrl: string;
   keys: KeyService;
   secretsKey: SecretsKey;
-  /** CREDENTIAL_MAX_LIFETIME in seconds (docs/contract.md 8.2). */
+  /** CREDENTIAL_MAX_LIFETIME in seconds (docs/api-reference.md 8.2). */
   maxLifetimeSeconds: number;
 }
 
 /**
- * A ticket as it is signed: with the time zone of its lock (docs/contract.md 9), which its schedule is read in. The
+ * A ticket as it is signed: with the time zone of its lock (docs/api-reference.md 9), which its schedule is read in. The
  * windows are computed when the credential is signed, so a credential signed before the lock's zone changed keeps its
  * windows until the phone downloads again (a zone change marks the stored ones to be signed anew:
  * forgetScheduledCredentials), at most CREDENTIAL_MAX_LIFETIME.
  */
 export type SignableTicket = TicketRecord & { lockTimeZone: string };
 
-/** The tenant's credential issuer (docs/contract.md 8.1). Tenant names are URL-safe (tenant.service.ts). */
+/** The tenant's credential issuer (docs/api-reference.md 8.1). Tenant names are URL-safe (tenant.service.ts). */
 export const tenantIssuer = (publicUrl: string, tenantName: string) => `${publicUrl.replace(/\/+$/, '')}/tenants/${encodeURIComponent(tenantName)}`;
 
 export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLifetimeSeconds }: CredentialServiceOptions) {
@@ -84,13 +84,13 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
   const issuers = new Map<string, Promise<string>>();
   const signedLists = new Map<string, { content: string; signedAt: number; jws: string }>();
 
-  /** Makes the tenant's first ticket key if it has none (a key-set change of its own, docs/contract.md 8.1). */
+  /** Makes the tenant's first ticket key if it has none (a key-set change of its own, docs/api-reference.md 8.1). */
   async function ensureKey(tenantId: string): Promise<void> {
     await keys.signingKey(tenantId);
   }
 
   /**
-   * The tenant's published ticket keys as the database has them now (docs/contract.md 8.1), generating its first key
+   * The tenant's published ticket keys as the database has them now (docs/api-reference.md 8.1), generating its first key
    * if it has none yet. Read after any change-log position it is sent with: a newer set with an older position is
    * merely sent again, an older set with a newer position would never be corrected.
    */
@@ -123,7 +123,7 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
     issuerOf,
 
     /**
-     * When a ticket's credential can first be signed (docs/contract.md 8.2): from the first whole second at which a
+     * When a ticket's credential can first be signed (docs/api-reference.md 8.2): from the first whole second at which a
      * credential signed then (exp = iat + lifetime) would open at least one second after `nbf`. Earlier, a credential
      * would be valid for no instant at all. Undefined: it can be signed now.
      */
@@ -135,13 +135,13 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
 
     /**
      * Whether a download must sign anew: nothing stored, its key no longer published (an emergency rotation) or
-     * unknown (its windows are of a zone its lock no longer has, docs/contract.md 9), or less than half its lifetime
-     * left while a new one would last longer (docs/contract.md 8.2).
+     * unknown (its windows are of a zone its lock no longer has, docs/api-reference.md 9), or less than half its lifetime
+     * left while a new one would last longer (docs/api-reference.md 8.2).
      */
     needsSigning(ticket: TicketRecord, stored: StoredCredential | null, publishedKids: ReadonlySet<string>, now: number): boolean {
       if (!stored || stored.kid === null || !publishedKids.has(stored.kid)) return true;
       // The stored credential's own exp: `expiresAt` is the latest exp ever handed out for the ticket (it bounds the
-      // revocations, docs/contract.md 8.2) and may be later, e.g. a credential of the old form (migration 009) or one
+      // revocations, docs/api-reference.md 8.2) and may be later, e.g. a credential of the old form (migration 009) or one
       // stored by a concurrent download.
       const ownExpiry = Math.min(stored.expiresAt, stored.issuedAt + lifetimeMs, Math.floor(ticket.endDate / 1000) * 1000);
       const halfLife = (ownExpiry - stored.issuedAt) / 2;
@@ -165,8 +165,8 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
     ensureKey,
 
     /**
-     * docs/contract.md 8.3: one lock's revocation list, `{iss, aud, serial, iat, revoked, keys}` signed with the
-     * tenant's ticket key. The key set rides along so a phone's visit also brings key changes (docs/contract.md 8.1).
+     * docs/api-reference.md 8.3: one lock's revocation list, `{iss, aud, serial, iat, revoked, keys}` signed with the
+     * tenant's ticket key. The key set rides along so a phone's visit also brings key changes (docs/api-reference.md 8.1).
      */
     async revocationList(tenantId: string, lock: LockRevocations, published: KeySet, now: number): Promise<string> {
       const signing = await keys.signingKey(tenantId);
@@ -198,12 +198,12 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
   };
 
   /**
-   * The claims a credential of the ticket signed at `now` carries (docs/contract.md 6.3), unsigned: what `sign` signs,
-   * and what the explain service (docs/contract.md 8.6) checks for a phone that has not downloaded the ticket yet. The
+   * The claims a credential of the ticket signed at `now` carries (docs/api-reference.md 6.3), unsigned: what `sign` signs,
+   * and what the explain service (docs/api-reference.md 8.6) checks for a phone that has not downloaded the ticket yet. The
    * seconds never widen `[beginDate, endDate)`: `nbf` rounds up and `exp` rounds down (RFC 7519 4.1.4: not accepted
    * on or after `exp`), and `exp` is at most `iat` + the lifetime.
    *
-   * With a schedule, `win` holds its windows in the lock's zone as UTC intervals (docs/contract.md 9), `[]` when none
+   * With a schedule, `win` holds its windows in the lock's zone as UTC intervals (docs/api-reference.md 9), `[]` when none
    * falls in the credential's span: never omitted then, since an absent `win` means "no schedule". The span ends at
    * `exp` and starts at `nbf`, but no earlier than one lifetime before `iat`: a ticket valid since long ago would
    * otherwise carry years of windows (and exceed what one expansion covers), and a lock whose clock runs that far

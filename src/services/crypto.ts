@@ -1,7 +1,7 @@
 // Small cryptographic helpers: random secrets, hashes, constant-time comparison, encryption at rest.
 import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
-/** `bytes` of CSPRNG output as base64url (32 bytes = 256 bits, docs/security-checklist.md 37). */
+/** `bytes` of CSPRNG output as base64url (32 bytes = 256 bits, docs/security-cases.md 37). */
 export function randomToken(bytes = 32): string {
   return randomBytes(bytes).toString('base64url');
 }

@@ -1,10 +1,10 @@
-// The one registry of removed interfaces (docs/seed.md section 9, docs/contract.md 4.4): removal date, successor, and how to answer.
+// The one registry of removed interfaces (docs/service-overview.md section 9, docs/api-reference.md 4.4): removal date, successor, and how to answer.
 
 export interface Deprecation {
   /** Stable key, also the configuration name that keeps the interface alive. */
   key: string;
   interface: string;
-  /** Removal date (docs/seed.md section 9, DD.MM.YYYY), as an ISO date. */
+  /** Removal date (docs/service-overview.md section 9, DD.MM.YYYY), as an ISO date. */
   removedOn: string;
   successor: string;
   /** A link to the successor, for `Link: <…>; rel="successor-version"`, when it is an HTTP resource. */
@@ -57,8 +57,8 @@ export const DEPRECATIONS = {
 /** The removed interfaces an operator may keep alive with `DEPRECATED_INTERFACES_ENABLED`; the others are gone for good. */
 export const REVIVABLE_INTERFACES: readonly string[] = [DEPRECATIONS.ticketsByObject.key, DEPRECATIONS.nfcCardChannel.key];
 
-/** `2019-01-01` → `01.01.2019`, the form the original description uses (docs/seed.md). */
-export function seedDate(isoDate: string): string {
+/** `2019-01-01` → `01.01.2019`, the form the original description uses (docs/service-overview.md). */
+export function overviewDate(isoDate: string): string {
   const [year, month, day] = isoDate.split('-');
   return `${day}.${month}.${year}`;
 }
@@ -70,7 +70,7 @@ export function httpDate(isoDate: string): string {
 
 /** The sentence every answer about a removed interface starts with. */
 export function removalNotice(deprecation: Deprecation): string {
-  return `${deprecation.interface} was removed on ${seedDate(deprecation.removedOn)}. Use ${deprecation.successor} instead.`;
+  return `${deprecation.interface} was removed on ${overviewDate(deprecation.removedOn)}. Use ${deprecation.successor} instead.`;
 }
 
 /**

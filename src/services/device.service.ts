@@ -1,4 +1,4 @@
-// The Device API (docs/contract.md 6): a phone downloads its valid tickets with credentials; an online lock syncs the
+// The Device API (docs/api-reference.md 6): a phone downloads its valid tickets with credentials; an online lock syncs the
 // tickets and revocations that concern it through the tenant's change log.
 import type { Database, Queryable } from '../db/database.js';
 import {
@@ -26,11 +26,11 @@ import { cutPage, decodeCursor, invalidCursor, pageOf, type Page } from './pagin
 import { toTicket, type Ticket } from './ticket.service.js';
 
 export interface DownloadedTicket extends Ticket {
-  /** Absent while the ticket begins beyond one credential lifetime (docs/contract.md 8.2). */
+  /** Absent while the ticket begins beyond one credential lifetime (docs/api-reference.md 8.2). */
   credential?: string;
-  /** When a download will first carry the credential, ms (docs/contract.md 8.2). */
+  /** When a download will first carry the credential, ms (docs/api-reference.md 8.2). */
   credentialAvailableFrom?: number;
-  /** The signed revocation list of the ticket's lock, on the page's first ticket of each lock (docs/contract.md 8.3). */
+  /** The signed revocation list of the ticket's lock, on the page's first ticket of each lock (docs/api-reference.md 8.3). */
   revocationList?: string;
 }
 
@@ -39,17 +39,17 @@ export interface SyncAnswer {
   revocations: { tokenId: string; revocationDate: number }[];
   /** Pass it back to get only what changed after this answer. */
   cursor: string;
-  /** The change-log position the lock has reached once it applied this answer (docs/contract.md 8.3's serial). */
+  /** The change-log position the lock has reached once it applied this answer (docs/api-reference.md 8.3's serial). */
   serial: number;
-  /** The tenant's ticket keys: on a full sync and after the set changed (docs/contract.md 8.1). */
+  /** The tenant's ticket keys: on a full sync and after the set changed (docs/api-reference.md 8.1). */
   keys?: KeySet;
-  /** The lock was deleted: its client syncs the revocations that deleting it caused, nothing else (docs/contract.md 4.1). */
+  /** The lock was deleted: its client syncs the revocations that deleting it caused, nothing else (docs/api-reference.md 4.1). */
   decommissioned?: true;
   /** True when the answer was cut at `limit`: ask again with the cursor at once. */
   more: boolean;
 }
 
-/** What an installer writes into a lock (docs/contract.md 8.1). */
+/** What an installer writes into a lock (docs/api-reference.md 8.1). */
 export interface LockTrust {
   issuer: string;
   securedObjectId: string;
@@ -58,7 +58,7 @@ export interface LockTrust {
   maxCredentialLifetime: number;
 }
 
-/** The device or lock the caller's OAuth client is bound to (docs/contract.md 3.7), as its access token says; both absent: unbound. */
+/** The device or lock the caller's OAuth client is bound to (docs/api-reference.md 3.7), as its access token says; both absent: unbound. */
 export interface DeviceBinding {
   clientId: string;
   mobileDeviceId?: string;
@@ -66,7 +66,7 @@ export interface DeviceBinding {
 }
 
 /**
- * A client bound to a device or lock reaches only that device's or lock's data (docs/contract.md 3.7, 6); another id of the
+ * A client bound to a device or lock reaches only that device's or lock's data (docs/api-reference.md 3.7, 6); another id of the
  * same kind answers as missing, so a bound client learns nothing about its neighbours. The rule lives here, beside
  * the data it guards, rather than in a route or the bearer plugin: every caller of download and sync gets it, a new
  * route cannot forget it, and the bearer plugin stays about tokens and scopes.
@@ -189,12 +189,12 @@ export function createDeviceService({ db, clock, credentials, telemetry, waterma
 
   /**
    * Hands tickets to a device (a phone's download, or a token card written for it): reuses the stored credential
-   * while it has more than half its lifetime left and its key is still published, signs the others anew (docs/contract.md
-   * 8.2), stores what it signed sealed (docs/security-checklist.md G48), stamps the first download (audited once).
+   * while it has more than half its lifetime left and its key is still published, signs the others anew (docs/api-reference.md
+   * 8.2), stores what it signed sealed (docs/security-cases.md G48), stamps the first download (audited once).
    */
   async function deliver(context: ActionContext, rows: CredentialedTicket[], now: number): Promise<DownloadedTicket[]> {
     if (rows.length === 0) return [];
-    // The locks' serials first, then the key set (docs/contract.md 8.3): a rotation committing in between makes a list
+    // The locks' serials first, then the key set (docs/api-reference.md 8.3): a rotation committing in between makes a list
     // carry a newer set under an older serial, which a later list corrects; the other order would carry an older set
     // under a serial that already counts the change, and the lock would ignore the correction as stale. Reading the set
     // also brings this instance's keys up to date, so nothing below signs with a withdrawn key.
@@ -224,7 +224,7 @@ export function createDeviceService({ db, clock, credentials, telemetry, waterma
         now,
         context,
       );
-    // docs/contract.md 9: a scheduled credential's windows are of the zone read with the tickets. A PATCH of the zone
+    // docs/api-reference.md 9: a scheduled credential's windows are of the zone read with the tickets. A PATCH of the zone
     // committing since then would leave old windows handed out and stored (a renewal only at half-life), so the
     // locks' zones are read again, held until the credentials are stored, and a credential of another zone is
     // signed anew in the current one.
@@ -283,7 +283,7 @@ export function createDeviceService({ db, clock, credentials, telemetry, waterma
     for (const [alg, count] of byAlgorithm) metrics.credentialsSigned(alg, count);
   }
 
-  /** One signed revocation list per lock (docs/contract.md 8.3), by lock id. */
+  /** One signed revocation list per lock (docs/api-reference.md 8.3), by lock id. */
   async function signRevocationLists(tenantId: string, revocations: LockRevocations[], published: KeySet, now: number): Promise<Map<string, string>> {
     const signed = await Promise.all(revocations.map((lock) => credentials.revocationList(tenantId, lock, published, now)));
     return new Map(revocations.map((lock, index) => [lock.securedObjectId, signed[index]!]));
@@ -313,15 +313,15 @@ export function createDeviceService({ db, clock, credentials, telemetry, waterma
     const lock = await listLockChanges(db, tenantId, securedObjectId, binding.clientId, position, now, limit + 1, credentials.lifetimeMs);
     if (!lock.lockExists && lock.decommissionedSeq === null) throw new NotFoundError(`No secured object ${securedObjectId}.`);
     // A cursor beyond every change the tenant has made was not issued here; its serial would make the lock ignore
-    // every revocation list a phone brings (docs/contract.md 8.3).
+    // every revocation list a phone brings (docs/api-reference.md 8.3).
     if (position.seq > lock.lastSeq) throw invalidCursor();
     const { rows: changes, more, last } = cutPage(lock.changes, limit);
-    // docs/contract.md 8.4: the lock has applied everything up to its cursor, except the cursor's own change number
+    // docs/api-reference.md 8.4: the lock has applied everything up to its cursor, except the cursor's own change number
     // when the previous answer was cut inside it (its remaining tickets come first now). A full sync acknowledges
     // nothing. A decommissioned client whose lock id now names a newly registered lock speaks for another lock and
     // acknowledges nothing; one whose lock is gone does: the deleted door may open until it applied what its
-    // deletion revoked (docs/security-checklist.md G43). Only the lock's own client speaks for the lock: an unbound
-    // sync client (a hub, an integration that reads) may sync any lock of the tenant (docs/contract.md 6.2), and
+    // deletion revoked (docs/security-cases.md G43). Only the lock's own client speaks for the lock: an unbound
+    // sync client (a hub, an integration that reads) may sync any lock of the tenant (docs/api-reference.md 6.2), and
     // letting it acknowledge would let any holder of the `sync` scope mark every revocation of every door applied.
     // A hub's locks therefore show their revocations pending: the safe side of "may the door still open".
     if (binding.securedObjectId !== undefined && !(lock.lockExists && lock.decommissionedSeq !== null)) {
@@ -346,7 +346,7 @@ export function createDeviceService({ db, clock, credentials, telemetry, waterma
       cursor: reached === position && cursor !== undefined ? cursor : encodeSyncCursor(reached),
       // Cut inside a change number: that number may have more to come, so the lock has reached the one before.
       serial: more ? reached.seq - 1 : reached.seq,
-      // Read after the position (docs/contract.md 8.1): a rotation committing meanwhile is sent again, never lost.
+      // Read after the position (docs/api-reference.md 8.1): a rotation committing meanwhile is sent again, never lost.
       ...(keysChanged ? { keys: await credentials.keySet(tenantId) } : {}),
       ...(lock.decommissionedSeq !== null ? { decommissioned: true as const } : {}),
       more,
@@ -355,7 +355,7 @@ export function createDeviceService({ db, clock, credentials, telemetry, waterma
     // one has more of the same change number to come) for a lock that exists and a client that is not
     // decommissioned: those answers carry more than empty arrays. Nor one that left out a revocation only because the
     // lock's clock is not known to run behind: an estimate later (an access-log upload) takes no change number, and
-    // the database would then send it (docs/contract.md 8.5).
+    // the database would then send it (docs/api-reference.md 8.5).
     const whole = !more && lock.lockExists && lock.decommissionedSeq === null && !lock.clockDependent;
     remember(tenantId, securedObjectId, binding.clientId, whole ? { tenantSeq: lock.lastSeq, cursor: answer.cursor, serial: answer.serial } : null);
     return answer;
@@ -363,9 +363,9 @@ export function createDeviceService({ db, clock, credentials, telemetry, waterma
 
   return {
     /**
-     * docs/contract.md 6.1: the device's VALID tickets, each with its credential. Credentials are signed on first
+     * docs/api-reference.md 6.1: the device's VALID tickets, each with its credential. Credentials are signed on first
      * download and cached (a 100k-ticket permission signs nothing until its devices ask); the first download
-     * sets `downloadDate` once and is audited. Only a client bound to this device downloads (docs/contract.md 3.7).
+     * sets `downloadDate` once and is audited. Only a client bound to this device downloads (docs/api-reference.md 3.7).
      */
     async download(
       context: ActionContext,
@@ -383,9 +383,9 @@ export function createDeviceService({ db, clock, credentials, telemetry, waterma
     },
 
     /**
-     * docs/contract.md 5: a token card (v2) holds the credentials of the resident's VALID tickets, as base64 of
+     * docs/api-reference.md 5: a token card (v2) holds the credentials of the resident's VALID tickets, as base64 of
      * `{"version":2,"credentials":[…]}`. Writing a card is its devices' download: credentials are cached and
-     * first downloads stamped as in docs/contract.md 6.1.
+     * first downloads stamped as in docs/api-reference.md 6.1.
      */
     async tokenCard(context: ActionContext, residentId: string): Promise<{ version: 2; cardData: string }> {
       const now = clock();
@@ -399,10 +399,10 @@ export function createDeviceService({ db, clock, credentials, telemetry, waterma
     },
 
     /**
-     * docs/contract.md 6.2: no cursor, everything current; with one, only what changed after it. A client bound to this
-     * lock or an unbound one syncs (docs/contract.md 3.7). The answer carries the tenant's key set on a full sync and
-     * after the set changed (docs/contract.md 8.1), and only revocations a lock still needs (8.2). A client whose lock
-     * was deleted still learns every revocation the deletion caused (docs/contract.md 4.1, docs/security-checklist.md G43).
+     * docs/api-reference.md 6.2: no cursor, everything current; with one, only what changed after it. A client bound to this
+     * lock or an unbound one syncs (docs/api-reference.md 3.7). The answer carries the tenant's key set on a full sync and
+     * after the set changed (docs/api-reference.md 8.1), and only revocations a lock still needs (8.2). A client whose lock
+     * was deleted still learns every revocation the deletion caused (docs/api-reference.md 4.1, docs/security-cases.md G43).
      */
     async sync(tenantId: string, binding: DeviceBinding, securedObjectId: string, limit: number, cursor?: string): Promise<SyncAnswer> {
       let answer: SyncAnswer;
@@ -420,8 +420,8 @@ export function createDeviceService({ db, clock, credentials, telemetry, waterma
     },
 
     /**
-     * docs/contract.md 8.1: the issuer and key set an installer writes into the lock, for the lock's own client only.
-     * A deleted lock's client only syncs (docs/contract.md 4.1).
+     * docs/api-reference.md 8.1: the issuer and key set an installer writes into the lock, for the lock's own client only.
+     * A deleted lock's client only syncs (docs/api-reference.md 4.1).
      */
     async trust(tenantId: string, binding: DeviceBinding, securedObjectId: string): Promise<LockTrust> {
       assertBinding(binding, 'securedObjectId', securedObjectId, TRUST_NEEDS_BINDING);

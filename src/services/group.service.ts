@@ -1,5 +1,5 @@
-// Residents and lock groups (docs/contract.md 5): one service for both kinds of group. Membership changes keep the tickets
-// of every access permission true, in the same transaction (docs/contract.md 5, "membership stays true").
+// Residents and lock groups (docs/api-reference.md 5): one service for both kinds of group. Membership changes keep the tickets
+// of every access permission true, in the same transaction (docs/api-reference.md 5, "membership stays true").
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.js';
 import {
@@ -39,7 +39,7 @@ interface GroupVocabulary {
   memberNoun: string;
   memberField: string;
   permissionColumn: 'resident_id' | 'lock_group_id';
-  /** The event types of the group's changes (docs/contract.md 10). */
+  /** The event types of the group's changes (docs/api-reference.md 10). */
   events: Record<'created' | 'renamed' | 'deleted' | 'memberAdded' | 'memberRemoved', EventType>;
   /** The keys naming the group and a member in an event's `data`. */
   idKey: 'residentId' | 'lockGroupId';
@@ -142,7 +142,7 @@ export function createGroupService({ db, clock, kind, metrics }: GroupServiceOpt
       return current(context.tenantId, id);
     },
 
-    /** Deletes the group and its permissions; every ticket they made becomes REVOKED (docs/contract.md 5). */
+    /** Deletes the group and its permissions; every ticket they made becomes REVOKED (docs/api-reference.md 5). */
     async delete(context: ActionContext, id: string): Promise<void> {
       if (!isUuid(id)) throw notFound(id);
       const revokedCount = await db.transaction(async (tx) => {
@@ -152,7 +152,7 @@ export function createGroupService({ db, clock, kind, metrics }: GroupServiceOpt
         const permissionIds = await deletePermissions(tx, context.tenantId, words.permissionColumn, id);
         await deleteGroup(tx, kind, context.tenantId, id);
         // The event counter last, after every row lock (audit.repo.ts): one append for the whole change, the revoked
-        // tickets in chunks (docs/contract.md 10).
+        // tickets in chunks (docs/api-reference.md 10).
         await recordChanges(tx, [
           ...ticketChunks(revoked).map((ticketIds) => auditEvent(context, clock(), 'ticket.revoked', self(id), { ...ids(id), ticketIds })),
           ...permissionIds.map((permissionId) =>

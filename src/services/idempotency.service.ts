@@ -1,4 +1,4 @@
-// Idempotency-Key (docs/contract.md 4.3): the first response to a client's key is replayed to its repeats of the request for 24 h.
+// Idempotency-Key (docs/api-reference.md 4.3): the first response to a client's key is replayed to its repeats of the request for 24 h.
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Database } from '../db/database.js';

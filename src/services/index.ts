@@ -47,11 +47,11 @@ export interface ServiceDependencies {
   metrics?: DomainMetrics;
 }
 
-/** How often each instance re-reads revocations if a NOTIFY was lost: well inside docs/contract.md 3.4's 5 s. */
+/** How often each instance re-reads revocations if a NOTIFY was lost: well inside docs/api-reference.md 3.4's 5 s. */
 const REVOCATION_POLL_MS = 2000;
 /** Safety net behind the keys' NOTIFY: how often each instance re-reads the signing keys anyway. */
 const KEY_REFRESH_MS = 60_000;
-/** docs/contract.md 4.3: Idempotency-Key records are kept per tenant for 24 h. */
+/** docs/api-reference.md 4.3: Idempotency-Key records are kept per tenant for 24 h. */
 const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 
 export function createServices({ db, config, log, secretsKey, clock = Date.now, resolveHost, metrics = noMetrics }: ServiceDependencies) {
@@ -72,7 +72,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     clock,
     alg: config.JWT_ALG,
     purpose: 'ticket',
-    // docs/contract.md 8.1, 8.2: no credential outlives one CREDENTIAL_MAX_LIFETIME, so a retired ticket key stays
+    // docs/api-reference.md 8.1, 8.2: no credential outlives one CREDENTIAL_MAX_LIFETIME, so a retired ticket key stays
     // published that long after its last signature, and a new one is published that long before its first, so
     // locks that are never online learn it from a visiting phone in time.
     retentionMs: credentialLifetimeMs,
@@ -111,7 +111,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
   const accessChecks = createAccessCheckService({ db, clock, credentials });
   const accessLogs = createAccessLogService({ db, clock });
   const schedules = createScheduleService();
-  // docs/contract.md 10: one guard for subscribing and for delivering, so both refuse the same addresses.
+  // docs/api-reference.md 10: one guard for subscribing and for delivering, so both refuse the same addresses.
   const webhookUrlGuard = createWebhookUrlGuard({
     allowInsecure: config.WEBHOOK_ALLOW_INSECURE === 'true',
     ...(resolveHost ? { resolve: resolveHost } : {}),

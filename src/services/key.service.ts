@@ -1,5 +1,5 @@
 // Signing keys: generated on first start, private halves encrypted at rest, rotated without breaking issued tokens;
-// ticket keys announced before they sign and withdrawn at once in an emergency (docs/contract.md 8.1).
+// ticket keys announced before they sign and withdrawn at once in an emergency (docs/api-reference.md 8.1).
 import { createPrivateKey, randomUUID, type JsonWebKey, type KeyObject as NodeKeyObject } from 'node:crypto';
 import { exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK, type KeyObject } from 'jose';
 import { nextChangeSeq } from '../db/repositories/change-log.repo.js';
@@ -49,13 +49,13 @@ export interface KeyServiceOptions {
   /** How long a retired key stays published after its last signature: the longest lifetime of anything it signed. */
   retentionMs: number;
   /**
-   * How long a new key is published before it signs (docs/contract.md 8.1: one credential lifetime for ticket keys,
+   * How long a new key is published before it signs (docs/api-reference.md 8.1: one credential lifetime for ticket keys,
    * so locks that are never online learn it from a visiting phone first). 0, the default: it signs at once.
    */
   announceMs?: number;
 }
 
-/** A key's place in its lifecycle, as the Operator API lists it (docs/contract.md 8.1). */
+/** A key's place in its lifecycle, as the Operator API lists it (docs/api-reference.md 8.1). */
 export type KeyState = 'announced' | 'active' | 'retired';
 
 export interface KeyDescription {
@@ -76,7 +76,7 @@ export interface RotateOptions {
    * longer verifying) at once. Locks that are never online then need a visit with the installer's tools.
    */
   emergency?: boolean;
-  /** Who rotates: recorded as the audit event `key.rotated` of the tenant (docs/contract.md 7.5). */
+  /** Who rotates: recorded as the audit event `key.rotated` of the tenant (docs/api-reference.md 7.5). */
   context?: ActionContext;
 }
 
@@ -103,7 +103,7 @@ export function createKeyService(options: KeyServiceOptions) {
   const { db, secretsKey, clock, purpose } = options;
   const announceMs = options.announceMs ?? 0;
   /**
-   * Changes of a tenant's ticket-key set take a change number of the tenant's change log (docs/contract.md 8.1): sync
+   * Changes of a tenant's ticket-key set take a change number of the tenant's change log (docs/api-reference.md 8.1): sync
    * answers and revocation lists compare a lock's position with it. Access-token keys belong to no tenant.
    */
   const tracksKeySetChanges = purpose === 'ticket';
@@ -223,7 +223,7 @@ export function createKeyService(options: KeyServiceOptions) {
     return newest;
   }
 
-  /** Public halves only (docs/security-checklist.md 31): `d` never leaves this service. */
+  /** Public halves only (docs/security-cases.md 31): `d` never leaves this service. */
   function publicMembers(record: SigningKeyRecord): JWK {
     const { d: _d, ...publicJwk } = record.publicJwk as JWK & { d?: string };
     return publicJwk;
@@ -251,7 +251,7 @@ export function createKeyService(options: KeyServiceOptions) {
   /**
    * Makes sure the tenant (or the server) has a key to sign with; generates the first one, signing at once (nothing
    * was published before, so there is nothing to announce it ahead of). A tenant's first ticket key is a change of its
-   * key set (docs/contract.md 8.1). Opens its own transaction: never call it (or signingKey) inside a transaction
+   * key set (docs/api-reference.md 8.1). Opens its own transaction: never call it (or signingKey) inside a transaction
    * that holds the tenant's change number.
    */
   function ensureKey(tenantId: string | null): Promise<void> {
@@ -331,7 +331,7 @@ export function createKeyService(options: KeyServiceOptions) {
 
     /**
      * The published keys (of one tenant, or of all when `tenantId` is undefined): announced, signing, and retired
-     * within one retention; never withdrawn ones. Public halves only (docs/security-checklist.md 31): `d` never
+     * within one retention; never withdrawn ones. Public halves only (docs/security-cases.md 31): `d` never
      * leaves this service. A retired key dropping out here changes no change number: a lock still holding it holds
      * a key whose credentials have all expired, which admits nothing.
      */
@@ -344,7 +344,7 @@ export function createKeyService(options: KeyServiceOptions) {
     },
 
     /**
-     * The tenant's published keys as the database has them now, for what reaches a lock (docs/contract.md 8.1: sync
+     * The tenant's published keys as the database has them now, for what reaches a lock (docs/api-reference.md 8.1: sync
      * answers, revocation lists, the trust endpoint). This instance's copy follows other instances and the CLI only
      * through NOTIFY and a periodic re-read; a sync that moved a lock's cursor past a key change while answering an older
      * set would leave the lock without the new keys (or holding a withdrawn one) until the next change. When the copy
@@ -376,7 +376,7 @@ export function createKeyService(options: KeyServiceOptions) {
     /**
      * A new key for the tenant (null: the server's own key). Normal rotation: the new key is published now and signs
      * from `now + announceMs`, the signing key's last signature is then, and it stays published one retention after
-     * that (docs/contract.md 8.1); while an announced key is pending, a normal rotation is refused. With no key
+     * that (docs/api-reference.md 8.1); while an announced key is pending, a normal rotation is refused. With no key
      * signing (none yet), or `announceMs` 0 (access-token keys), the new key signs at once. Emergency rotation: the
      * new key signs at once and every other key is withdrawn at once. For ticket keys, the change of the tenant's
      * key set takes the tenant's next change number in the same transaction.

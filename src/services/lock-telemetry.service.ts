@@ -1,4 +1,4 @@
-// Revocation propagation (docs/contract.md 8.4): a lock's syncs acknowledge what it has applied, and the operator sees how far each revocation has reached.
+// Revocation propagation (docs/api-reference.md 8.4): a lock's syncs acknowledge what it has applied, and the operator sees how far each revocation has reached.
 import type { Database } from '../db/database.js';
 import {
   CLOCK_DRIFT_LIMIT_MS,
@@ -24,7 +24,7 @@ export { CLOCK_DRIFT_LIMIT_MS };
 /** How many locks one instance remembers its last write for; the oldest written is forgotten first. */
 const MAX_REMEMBERED_LOCKS = 10_000;
 
-/** What GET /operatorapi/securedobjects/{id} adds to a lock (docs/contract.md 8.4, 8.5); absent fields: never seen or estimated. */
+/** What GET /operatorapi/securedobjects/{id} adds to a lock (docs/api-reference.md 8.4, 8.5); absent fields: never seen or estimated. */
 export interface LockPropagationFields {
   lastSeenTime?: number;
   appliedThrough?: number;
@@ -50,7 +50,7 @@ export function createLockTelemetryService({ db, clock, credentialLifetimeMs }: 
 
   return {
     /**
-     * Records a lock's sync (docs/contract.md 8.4): `applied` is the position the lock has applied everything up to
+     * Records a lock's sync (docs/api-reference.md 8.4): `applied` is the position the lock has applied everything up to
      * (absent: a full sync, which acknowledges nothing but that the lock was seen). The write is skipped when the
      * position did not rise since this instance's last write for the lock and that write is less than
      * LAST_SEEN_RESOLUTION_MS old: the hot path of an online lock that polls stays a read.
@@ -80,7 +80,7 @@ export function createLockTelemetryService({ db, clock, credentialLifetimeMs }: 
       written.delete(keyOf(tenantId, securedObjectId));
     },
 
-    /** The telemetry fields of a lock (docs/contract.md 8.4, 8.5). */
+    /** The telemetry fields of a lock (docs/api-reference.md 8.4, 8.5). */
     async propagation(tenantId: string, securedObjectId: string): Promise<LockPropagationFields> {
       const { telemetry, pendingRevocations } = await findLockPropagation(db, tenantId, securedObjectId, clock(), credentialLifetimeMs);
       const offset = telemetry?.clockOffsetMs ?? null;
@@ -93,7 +93,7 @@ export function createLockTelemetryService({ db, clock, credentialLifetimeMs }: 
     },
 
     /**
-     * docs/contract.md 8.4: revoked tickets whose lock applied the revocation (`applied: true`), has not yet while a
+     * docs/api-reference.md 8.4: revoked tickets whose lock applied the revocation (`applied: true`), has not yet while a
      * credential may still be alive there (`applied: false`: the doors that may still open for a revoked phone), or
      * both. An unknown lock id lists nothing, as the tickets' filters do.
      */

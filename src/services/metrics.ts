@@ -1,6 +1,6 @@
 // What the services count for GET /metrics (README "Metrics"): a small port the app fills with prom-client counters,
 // so no service imports a metrics library, and the CLI and unit tests run with the no-op one.
-/** The grant types the token endpoint serves (docs/contract.md 3.1–3.2); an unsupported one is not a grant. */
+/** The grant types the token endpoint serves (docs/api-reference.md 3.1–3.2); an unsupported one is not a grant. */
 export const GRANT_TYPES = ['client_credentials', 'password', 'refresh_token'] as const;
 export type GrantType = (typeof GRANT_TYPES)[number];
 
@@ -23,14 +23,14 @@ export const grantOutcomeOf = (errorCode: string): GrantOutcome =>
   grantOutcomes.has(errorCode) ? (errorCode as GrantOutcome) : 'server_error';
 
 /**
- * Why a password grant was refused (docs/contract.md 3.2): the username or password was wrong (or named another
+ * Why a password grant was refused (docs/api-reference.md 3.2): the username or password was wrong (or named another
  * tenant's user), or the login was locked and the password not even checked.
  */
 export const LOGIN_FAILURE_REASONS = ['invalid_credentials', 'locked'] as const;
 export type LoginFailureReason = (typeof LOGIN_FAILURE_REASONS)[number];
 
 /**
- * What a lock's sync came to (docs/contract.md 6.2): tickets, revocations or keys to apply; nothing new since its cursor;
+ * What a lock's sync came to (docs/api-reference.md 6.2): tickets, revocations or keys to apply; nothing new since its cursor;
  * or refused by the service (no such lock, another lock's client, a cursor not issued here).
  */
 export const SYNC_OUTCOMES = ['changes', 'nothing_new', 'refused'] as const;
@@ -47,7 +47,7 @@ export const SIGNING_ALGORITHMS = ['EdDSA', 'ES256'] as const;
 export interface DomainMetrics {
   /** One answer of the token endpoint to a supported grant type. */
   grantAnswered(grantType: GrantType, outcome: GrantOutcome): void;
-  /** A password grant refused for its credentials or its lock (docs/contract.md 3.2). */
+  /** A password grant refused for its credentials or its lock (docs/api-reference.md 3.2). */
   loginFailed(reason: LoginFailureReason): void;
   /** A login reached the lockout threshold: it is locked for LOCKOUT_SECONDS (once per lock). */
   loginLocked(): void;

@@ -1,4 +1,4 @@
-// Mobile devices (docs/contract.md 4.2): register, read, page, remove (which revokes their tickets).
+// Mobile devices (docs/api-reference.md 4.2): register, read, page, remove (which revokes their tickets).
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.js';
 import { deleteClientsOfMobileDevice } from '../db/repositories/client.repo.js';
@@ -41,7 +41,7 @@ export interface MobileDeviceServiceOptions {
 const MOBILE_DEVICES: TicketHolder = {
   remove: deleteMobileDevice,
   ticketColumn: 'mobile_device_id',
-  // docs/contract.md 4.2, docs/security-checklist.md G42: the clients bound to the device go with it, as a client
+  // docs/api-reference.md 4.2, docs/security-cases.md G42: the clients bound to the device go with it, as a client
   // deletion does (revocation `client`, audit `client.deleted`). A device later created with the same id, perhaps
   // for someone else, starts with no client: the old phone's secret never reaches the new owner's tickets.
   boundClients: { retire: deleteClientsOfMobileDevice, revocationKind: 'client', auditAction: 'client.deleted' },
@@ -83,7 +83,7 @@ export function createMobileDeviceService(options: MobileDeviceServiceOptions) {
 
     /**
      * Removes the device and, in the same transaction, revokes every ticket issued to it and deletes every client
-     * bound to it (docs/contract.md 4.2).
+     * bound to it (docs/api-reference.md 4.2).
      */
     async remove(context: ActionContext, id: string): Promise<void> {
       await removeWithTickets(options, MOBILE_DEVICES, context, id);

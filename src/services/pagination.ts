@@ -1,4 +1,4 @@
-// Keyset pagination (docs/contract.md 7.3): opaque cursors that name the last row of the previous page.
+// Keyset pagination (docs/api-reference.md 7.3): opaque cursors that name the last row of the previous page.
 import type { KeysetPosition } from '../db/keyset.js';
 import { BadRequestError } from '../errors.js';
 

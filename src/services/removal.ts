@@ -1,4 +1,4 @@
-// Removing a secured object or a mobile device (docs/contract.md 4.1, 4.2): the row goes, its tickets are revoked and
+// Removing a secured object or a mobile device (docs/api-reference.md 4.1, 4.2): the row goes, its tickets are revoked and
 // its bound clients retired, at once.
 import type { Database, Queryable } from '../db/database.js';
 import { nextChangeSeq } from '../db/repositories/change-log.repo.js';
@@ -11,13 +11,13 @@ import type { ActionContext, Clock } from './context.js';
 import type { DomainMetrics } from './metrics.js';
 import type { RevocationService } from './revocation.service.js';
 
-/** What becomes of the OAuth clients bound to the removed row (docs/contract.md 3.7). */
+/** What becomes of the OAuth clients bound to the removed row (docs/api-reference.md 3.7). */
 export interface BoundClientRetirement {
   /** Deletes or marks the tenant's clients bound to the row, with the deleting transaction's change number; their ids. */
   retire(db: Queryable, tenantId: string, id: string, seq: number): Promise<string[]>;
-  /** The revocation recorded for each retired client, so every instance acts on it within seconds (docs/contract.md 3.4). */
+  /** The revocation recorded for each retired client, so every instance acts on it within seconds (docs/api-reference.md 3.4). */
   revocationKind: Extract<RevocationKind, 'client' | 'client-decommissioned'>;
-  /** The event type of each retired client, e.g. `client.deleted` (docs/contract.md 10, 7.5). */
+  /** The event type of each retired client, e.g. `client.deleted` (docs/api-reference.md 10, 7.5). */
   auditAction: EventType;
 }
 
@@ -47,7 +47,7 @@ export interface RemovalDependencies {
 
 /**
  * Removes the row and, in the same transaction, retires its bound clients and revokes every ticket issued for it
- * (docs/contract.md 4.1, 4.2); 404 when the tenant has no such row, and then nothing changed. LOCK ORDER: the
+ * (docs/api-reference.md 4.1, 4.2); 404 when the tenant has no such row, and then nothing changed. LOCK ORDER: the
  * tenant's change counter first (change-log.repo.ts), then the row, its clients and its tickets, the audit counter
  * last (audit.repo.ts; revokeTicketsOf appends its audit events too, so the clients come before it). Client creation
  * holds the bound row (FOR KEY SHARE) until it commits, so no client can be bound to the row behind this deletion's back.

@@ -1,4 +1,4 @@
-// Retention (EVENT_RETENTION_DAYS, docs/contract.md 10): what is past it goes in bounded batches, on a timer in every
+// Retention (EVENT_RETENTION_DAYS, docs/api-reference.md 10): what is past it goes in bounded batches, on a timer in every
 // instance, so no sweep holds many row locks or writes much WAL at once.
 import type { Logger } from 'pino';
 

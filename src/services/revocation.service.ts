@@ -16,7 +16,7 @@ export interface RevocationServiceOptions {
   db: Database;
   clock: () => number;
   log: Logger;
-  /** Safety net behind NOTIFY; docs/contract.md 3.4 allows 5 s. */
+  /** Safety net behind NOTIFY; docs/api-reference.md 3.4 allows 5 s. */
   pollMs: number;
 }
 
@@ -30,7 +30,7 @@ export interface TokenSubjects {
   scopes: ReadonlySet<string>;
 }
 
-/** A scope a decommissioned client may no longer use (docs/contract.md 4.1). */
+/** A scope a decommissioned client may no longer use (docs/api-reference.md 4.1). */
 const beyondDecommissioned = (scope: string) => !DECOMMISSIONED_CLIENT_SCOPES.has(scope);
 
 /**
@@ -142,7 +142,7 @@ export function createRevocationService(options: RevocationServiceOptions) {
         revoked.has(key('jti', token.jti)) ||
         (token.userId !== undefined && revoked.has(key('user', token.userId))) ||
         (token.familyId !== undefined && revoked.has(key('family', token.familyId))) ||
-        // docs/contract.md 4.1: once its lock is deleted, a client keeps `sync` only (secured-object.service.ts says
+        // docs/api-reference.md 4.1: once its lock is deleted, a client keeps `sync` only (secured-object.service.ts says
         // why such a token is refused whole rather than read with fewer scopes).
         (revoked.has(key('client-decommissioned', token.clientId)) && [...token.scopes].some(beyondDecommissioned))
       );

@@ -1,4 +1,4 @@
-// Schedules for the Operator API (docs/contract.md 9): a lock's time zone as a route takes it, and the preview.
+// Schedules for the Operator API (docs/api-reference.md 9): a lock's time zone as a route takes it, and the preview.
 import { UnprocessableError, detailWithReasons, type FieldError } from '../errors.js';
 import {
   MAX_EXPANSION_DAYS,
@@ -14,7 +14,7 @@ import {
 const DAY = 86_400_000;
 
 /**
- * The time zone's canonical IANA name, or the reason it is none as the `errors` of a 422 (docs/contract.md 9: an
+ * The time zone's canonical IANA name, or the reason it is none as the `errors` of a 422 (docs/api-reference.md 9: an
  * unknown zone is `422`). A UTC offset is refused with the rest: a fixed offset ignores the daylight-saving rules a
  * schedule is read by.
  */
@@ -50,7 +50,7 @@ export interface SchedulePreview {
   intervals: DescribedInterval[];
 }
 
-/** Why `[from, to)` cannot be previewed: empty, outside docs/contract.md 7.4's instants, or longer than the module expands. */
+/** Why `[from, to)` cannot be previewed: empty, outside docs/api-reference.md 7.4's instants, or longer than the module expands. */
 function rangeErrors(from: number, to: number): FieldError[] {
   const errors: FieldError[] = [];
   for (const [field, value] of [
@@ -70,7 +70,7 @@ function rangeErrors(from: number, to: number): FieldError[] {
 }
 
 /**
- * The preview (docs/contract.md 9): the UTC intervals `[from, to)` in which the schedule is open on the zone's wall
+ * The preview (docs/api-reference.md 9): the UTC intervals `[from, to)` in which the schedule is open on the zone's wall
  * clock, each with its local times and offsets, in order. Every reason the request cannot be answered is one 422
  * naming its fields. The work is bounded by the module's limits: at most MAX_EXPANSION_DAYS days of at most
  * MAX_SCHEDULE_WINDOWS windows a week.

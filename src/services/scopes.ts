@@ -1,22 +1,22 @@
-// The scope vocabulary (docs/contract.md 3.6) and which API each scope belongs to.
+// The scope vocabulary (docs/api-reference.md 3.6) and which API each scope belongs to.
 import { ACCESS_SCOPES, ALL_SCOPES, AUTHORIZATION_SERVER_SCOPES, OPERATOR_SCOPES } from '../shared/scopes.js';
 
 // The names are defined in src/shared, so the schemas can list them without importing a service.
 export { ACCESS_SCOPES, ALL_SCOPES, AUTHORIZATION_SERVER_SCOPES, OPERATOR_SCOPES };
 
-/** docs/contract.md 3.3: introspecting tokens issued to other clients of the tenant. */
+/** docs/api-reference.md 3.3: introspecting tokens issued to other clients of the tenant. */
 export const INTROSPECTION_SCOPE: (typeof AUTHORIZATION_SERVER_SCOPES)[number] = 'tokens:introspect';
 
-/** Scopes that reach the Device API: a token holding one also gets `aud: deviceapi` (docs/contract.md 3.4). */
+/** Scopes that reach the Device API: a token holding one also gets `aud: deviceapi` (docs/api-reference.md 3.4). */
 export const DEVICE_SCOPES: readonly string[] = ['sync', 'tokens:download'];
 
 /**
- * What a client keeps once its lock is deleted (docs/contract.md 4.1): it may still sync, so the lock learns every
- * revocation its deletion caused (docs/security-checklist.md G43), and nothing else.
+ * What a client keeps once its lock is deleted (docs/api-reference.md 4.1): it may still sync, so the lock learns every
+ * revocation its deletion caused (docs/security-cases.md G43), and nothing else.
  */
 export const DECOMMISSIONED_CLIENT_SCOPES: ReadonlySet<string> = new Set(['sync']);
 
-/** What `tenant create` gives the management client (docs/contract.md 2). */
+/** What `tenant create` gives the management client (docs/api-reference.md 2). */
 export const MANAGEMENT_SCOPES = [
   'tokens:create',
   'tokens:read',

@@ -5,8 +5,8 @@
 export const SEALED_AAD = {
   /** The private half of a signing key (access tokens or a tenant's ticket key), by key id. */
   signingKey: (kid: string) => `signing-key:${kid}`,
-  /** A credential as handed to the phone (docs/contract.md 8.2), by tenant and ticket. */
+  /** A credential as handed to the phone (docs/api-reference.md 8.2), by tenant and ticket. */
   credential: (tenantId: string, ticketId: string) => `ticket-credential:${tenantId}:${ticketId}`,
-  /** A webhook subscription's signing secret, current or previous (docs/contract.md 10). */
+  /** A webhook subscription's signing secret, current or previous (docs/api-reference.md 10). */
   webhookSecret: (tenantId: string, webhookId: string) => `webhook:${tenantId}:${webhookId}`,
 } as const;

@@ -1,4 +1,4 @@
-// Secured objects (locks, docs/contract.md 4.1, 9): register, read, page, change the time zone, remove (which revokes
+// Secured objects (locks, docs/api-reference.md 4.1, 9): register, read, page, change the time zone, remove (which revokes
 // their tickets).
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.js';
@@ -30,11 +30,11 @@ export interface SecuredObject {
   channels: string[];
   urls: string[];
   creationTime: number;
-  /** The IANA time zone the lock's schedules are read in (docs/contract.md 9). */
+  /** The IANA time zone the lock's schedules are read in (docs/api-reference.md 9). */
   timeZone: string;
 }
 
-/** GET /operatorapi/securedobjects/{id}: the lock with how far the backend's truth has reached it (docs/contract.md 8.4). */
+/** GET /operatorapi/securedobjects/{id}: the lock with how far the backend's truth has reached it (docs/api-reference.md 8.4). */
 export type SecuredObjectWithPropagation = SecuredObject & LockPropagationFields;
 
 export interface NewSecuredObject {
@@ -42,11 +42,11 @@ export interface NewSecuredObject {
   channels: string[];
   localName: string;
   uuid: string;
-  /** docs/contract.md 9: an IANA name, any spelling the database knows; absent: `UTC`. */
+  /** docs/api-reference.md 9: an IANA name, any spelling the database knows; absent: `UTC`. */
   timeZone?: string | undefined;
 }
 
-/** docs/seed.md 2.1: one address per channel; `btlespp://<localName>/<UUID>` for Bluetooth LE. */
+/** docs/service-overview.md 2.1: one address per channel; `btlespp://<localName>/<UUID>` for Bluetooth LE. */
 export function toSecuredObject(record: SecuredObjectRecord): SecuredObject {
   return {
     id: record.id,
@@ -73,8 +73,8 @@ export interface SecuredObjectServiceOptions {
 const SECURED_OBJECTS: TicketHolder = {
   remove: deleteSecuredObject,
   ticketColumn: 'secured_object_id',
-  // docs/contract.md 4.1: the lock's bound clients stay, able to sync only, up to the change that deleted the lock,
-  // so the door still learns every revocation its deletion caused (docs/security-checklist.md G43) and never sees a
+  // docs/api-reference.md 4.1: the lock's bound clients stay, able to sync only, up to the change that deleted the lock,
+  // so the door still learns every revocation its deletion caused (docs/security-cases.md G43) and never sees a
   // lock later created with the same id. The grant narrows their new tokens to `sync` (grants.service.ts).
   // Their tokens already issued that carry another scope are refused (revocation `client-decommissioned`, within
   // the revocation poll on every instance), so the client fetches a narrowed one. Refusing such a token whole,
@@ -114,7 +114,7 @@ export function createSecuredObjectService(options: SecuredObjectServiceOptions)
       const created = await db.transaction(async (tx) => {
         const inserted = await insertSecuredObject(tx, record);
         if (!inserted) return null;
-        // A deleted lock's id registered again names another lock: its telemetry starts anew (docs/contract.md 8.4).
+        // A deleted lock's id registered again names another lock: its telemetry starts anew (docs/api-reference.md 8.4).
         await deleteLockTelemetry(tx, context.tenantId, record.id);
         await recordChange(tx, context, record.createdAt, 'secured_object.created', `secured_object:${record.id}`, { securedObjectId: record.id });
         return inserted;
@@ -124,7 +124,7 @@ export function createSecuredObjectService(options: SecuredObjectServiceOptions)
       return toSecuredObject(created);
     },
 
-    /** One lock with its telemetry (docs/contract.md 8.4, 8.5): two reads at once, the lock and its telemetry. */
+    /** One lock with its telemetry (docs/api-reference.md 8.4, 8.5): two reads at once, the lock and its telemetry. */
     async read(tenantId: string, id: string): Promise<SecuredObjectWithPropagation> {
       const [record, propagation] = await Promise.all([findSecuredObject(db, tenantId, id), telemetry.propagation(tenantId, id)]);
       if (!record) throw new NotFoundError(`No secured object ${id}.`);
@@ -143,9 +143,9 @@ export function createSecuredObjectService(options: SecuredObjectServiceOptions)
     },
 
     /**
-     * PATCH /operatorapi/securedobjects/{id} (docs/contract.md 9): changes the lock's time zone, audited in the same
+     * PATCH /operatorapi/securedobjects/{id} (docs/api-reference.md 9): changes the lock's time zone, audited in the same
      * transaction, and answers the lock as GET one does. Credentials already signed keep the `win` they were signed
-     * with until a download re-signs them (docs/contract.md 8.2).
+     * with until a download re-signs them (docs/api-reference.md 8.2).
      */
     async update(context: ActionContext, id: string, changes: SecuredObjectChanges): Promise<SecuredObjectWithPropagation> {
       const stored: SecuredObjectChanges = {};
@@ -160,7 +160,7 @@ export function createSecuredObjectService(options: SecuredObjectServiceOptions)
       }
       const updated = await db.transaction(async (tx) => {
         if (!(await updateSecuredObject(tx, context.tenantId, id, stored))) return false;
-        // docs/contract.md 9: windows are computed when a credential is signed, so a new zone re-signs the lock's
+        // docs/api-reference.md 9: windows are computed when a credential is signed, so a new zone re-signs the lock's
         // scheduled credentials on their phones' next download instead of at their half-lifetime renewal.
         if (stored.timeZone !== undefined) await forgetScheduledCredentials(tx, context.tenantId, id);
         await recordChange(tx, context, clock(), 'secured_object.updated', `secured_object:${id}`, { securedObjectId: id });
@@ -172,7 +172,7 @@ export function createSecuredObjectService(options: SecuredObjectServiceOptions)
 
     /**
      * Removes the lock and, in the same transaction, revokes every ticket for it and decommissions every client
-     * bound to it (docs/contract.md 4.1).
+     * bound to it (docs/api-reference.md 4.1).
      */
     async remove(context: ActionContext, id: string): Promise<void> {
       await removeWithTickets(options, SECURED_OBJECTS, context, id);

@@ -1,4 +1,4 @@
-// Tenants (docs/contract.md 2): created by the CLI together with their management client.
+// Tenants (docs/api-reference.md 2): created by the CLI together with their management client.
 import type { Database } from '../db/database.js';
 import { findTenantByName, insertTenant, type Tenant } from '../db/repositories/tenant.repo.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../errors.js';

@@ -1,4 +1,4 @@
-// The checks a ticket's or access permission's schedule passes before anything is written (docs/contract.md 9, 4.3, 5).
+// The checks a ticket's or access permission's schedule passes before anything is written (docs/api-reference.md 9, 4.3, 5).
 import type { FieldError } from '../errors.js';
 import { MAX_EXPANSION_DAYS, expandSchedule, validateSchedule, type Schedule } from '../shared/schedule.js';
 

@@ -1,4 +1,4 @@
-// Tickets (docs/contract.md 4.3): one mobile device may send the listed commands to one lock over the listed channels
+// Tickets (docs/api-reference.md 4.3): one mobile device may send the listed commands to one lock over the listed channels
 // within [beginDate, endDate). Create, read, page, revoke; the status is derived, never stored.
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.js';
@@ -27,7 +27,7 @@ import { neverOpensError, scheduleErrors } from './ticket-schedule.js';
 import { decodeCursor, pageOf, type Page } from './pagination.js';
 import { channelErrors, commandErrors, type RevivedInterfaces } from './vocabulary.js';
 
-/** A ticket as the APIs show it: fields that do not apply are absent, never null (docs/contract.md 4.3). */
+/** A ticket as the APIs show it: fields that do not apply are absent, never null (docs/api-reference.md 4.3). */
 export interface Ticket {
   id: string;
   securedObjectId: string;
@@ -41,9 +41,9 @@ export interface Ticket {
   revocationDate?: number;
   downloadDate?: number;
   accessPermissionId?: string;
-  /** Its weekly schedule in the lock's local time (docs/contract.md 9); absent: open all through its validity. */
+  /** Its weekly schedule in the lock's local time (docs/api-reference.md 9); absent: open all through its validity. */
   schedule?: Schedule;
-  /** When its lock applied its revocation (docs/contract.md 8.4); absent until then. */
+  /** When its lock applied its revocation (docs/api-reference.md 8.4); absent until then. */
   revocationAppliedTime?: number;
 }
 
@@ -83,7 +83,7 @@ export function toTicket(record: TicketRecord, now: number): Ticket {
 }
 
 /**
- * The first instant after the year 9999. docs/contract.md 7.4 lets a date run to 8,640,000,000,000,000 (the end of
+ * The first instant after the year 9999. docs/api-reference.md 7.4 lets a date run to 8,640,000,000,000,000 (the end of
  * JavaScript time, in the year 275,760), and that exact value stays the way to say "no end". Any other date past the
  * year 9999 is in practice a time in microseconds, so it is refused with that hint rather than stored as a ticket
  * valid until the year 58,000.
@@ -105,7 +105,7 @@ function dateErrors(field: 'beginDate' | 'endDate', value: number): FieldError[]
   return [];
 }
 
-/** Validity checks that need no database (docs/contract.md 4.3's 422 cases), all reported at once. */
+/** Validity checks that need no database (docs/api-reference.md 4.3's 422 cases), all reported at once. */
 export function validityErrors(input: Omit<NewTicket, 'securedObjectId' | 'mobileDeviceId'>, now: number, revived: RevivedInterfaces): FieldError[] {
   const errors = [...commandErrors('commands', input.commands), ...channelErrors('channels', input.channels, revived)];
   const dates = [...dateErrors('beginDate', input.beginDate), ...dateErrors('endDate', input.endDate)];
@@ -134,7 +134,7 @@ const MAX_TICKETS_PER_BATCH = 100;
 export function createTicketService({ db, clock, revived, metrics }: TicketServiceOptions) {
   // Concurrent creates of one tenant share one statement and one commit (see batching.ts). That statement is all or
   // nothing, so when the database refuses it for a reason no check before it saw, its tickets are written again one
-  // by one: only the one at fault fails, the others are written once (docs/security-checklist.md G47). Not when the database is
+  // by one: only the one at fault fails, the others are written once (docs/security-cases.md G47). Not when the database is
   // unavailable or the statement was cancelled (statement_timeout): no ticket is at fault, and each alone would wait
   // out the same timeout again.
   const issuing = createKeyedBatcher<TicketInBatch, CreateTicketOutcome>(
@@ -149,7 +149,7 @@ export function createTicketService({ db, clock, revived, metrics }: TicketServi
   return {
     async create(context: ActionContext, input: NewTicket): Promise<Ticket> {
       // Refused here, before batching, with the problem the database's refusal answers: in a batch it would fail
-      // every create it shares a statement with (docs/security-checklist.md G47). Malformed text is a 400 before any 422.
+      // every create it shares a statement with (docs/security-cases.md G47). Malformed text is a 400 before any 422.
       assertStorableText([input, context]);
       const now = clock();
       const commands = [...new Set(input.commands)];
@@ -218,7 +218,7 @@ export function createTicketService({ db, clock, revived, metrics }: TicketServi
       } while (cursor);
     },
 
-    /** DELETE is idempotent: the second call answers the same REVOKED ticket (docs/contract.md 4.3). */
+    /** DELETE is idempotent: the second call answers the same REVOKED ticket (docs/api-reference.md 4.3). */
     async revoke(context: ActionContext, id: string): Promise<Ticket> {
       if (!isUuid(id)) throw new NotFoundError(`No ticket ${id}.`);
       const now = clock();

@@ -1,4 +1,4 @@
-// Access API users (docs/contract.md 3.7): bcrypt-hashed passwords, created by the Operator API or the CLI.
+// Access API users (docs/api-reference.md 3.7): bcrypt-hashed passwords, created by the Operator API or the CLI.
 import bcrypt from 'bcrypt';
 import type { Database } from '../db/database.js';
 import { deleteUser, findUserByLogin, insertUser, listUsers, type UserRecord } from '../db/repositories/user.repo.js';
@@ -15,7 +15,7 @@ export interface User {
   creationDate: number;
 }
 
-/** bcrypt reads at most 72 bytes: longer passwords are refused, never silently truncated (docs/security-checklist.md 14). */
+/** bcrypt reads at most 72 bytes: longer passwords are refused, never silently truncated (docs/security-cases.md 14). */
 export const MAX_PASSWORD_BYTES = 72;
 export const MIN_PASSWORD_LENGTH = 8;
 // Defined in src/shared with the pattern, so the schemas can use the rule without importing a service.
@@ -33,7 +33,7 @@ const toUser = (record: UserRecord): User => ({ id: record.id, username: record.
 
 export function createUserService(options: UserServiceOptions) {
   const { db, clock, revocations } = options;
-  // Compared against for unknown users, so they cost what a wrong password costs (docs/security-checklist.md 10).
+  // Compared against for unknown users, so they cost what a wrong password costs (docs/security-cases.md 10).
   const dummyHash = bcrypt.hash('not a real password', options.bcryptCost);
 
   function validatePassword(password: string): void {

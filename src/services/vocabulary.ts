@@ -1,4 +1,4 @@
-// The seed's vocabulary of channels and commands (docs/seed.md 2.1, 2.2, 9), and which removed interfaces an operator revived.
+// The service's vocabulary of channels and commands (docs/service-overview.md 2.1, 2.2, 9), and which removed interfaces an operator revived.
 import { DEPRECATIONS, removalNotice } from './deprecations.js';
 import type { FieldError } from '../errors.js';
 import { CHANNELS, COMMANDS, REMOVED_NFC_CHANNEL } from '../shared/vocabulary.js';
@@ -17,7 +17,7 @@ export function parseRevivedInterfaces(value: string): RevivedInterfaces {
   );
 }
 
-/** Field errors for channels outside the vocabulary; `nfccard` names its removal (docs/contract.md 4.3). */
+/** Field errors for channels outside the vocabulary; `nfccard` names its removal (docs/api-reference.md 4.3). */
 export function channelErrors(field: string, channels: string[], revived: RevivedInterfaces): FieldError[] {
   const errors: FieldError[] = [];
   if (channels.length === 0) errors.push({ field, message: 'must name at least one channel' });

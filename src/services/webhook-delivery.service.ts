@@ -1,4 +1,4 @@
-// Webhook delivery (docs/contract.md 10): a worker in every instance sends each subscription the committed events after its cursor, and retries what failed.
+// Webhook delivery (docs/api-reference.md 10): a worker in every instance sends each subscription the committed events after its cursor, and retries what failed.
 //
 // Fresh events go straight from the event log (migration 018): the worker leases a subscription, sends the batch of
 // its events after `dispatched_through`, then records it in one transaction that moves the cursor past the batch and
@@ -87,7 +87,7 @@ export function parseRetrySchedule(text: string): number[] {
   return text.split(',').map(Number);
 }
 
-/** docs/contract.md 10: jitter only lengthens a delay (by up to a quarter), so the retries span at least the schedule. */
+/** docs/api-reference.md 10: jitter only lengthens a delay (by up to a quarter), so the retries span at least the schedule. */
 const JITTER = 0.25;
 /** A receiver's answer body is read up to this much and discarded (it is never stored or logged). */
 const MAX_RESPONSE_BYTES = 64 * 1024;
@@ -224,7 +224,7 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
   };
 
   /**
-   * One POST (docs/contract.md 10): the guard is asked first and again at connect time (its `lookup`), redirects are
+   * One POST (docs/api-reference.md 10): the guard is asked first and again at connect time (its `lookup`), redirects are
    * not followed, the answer body is read up to a cap and dropped, and the whole exchange, the first name lookup
    * included, has `timeoutMs`. `refusal`: the guard's answer for `url`, when a batch already asked it (once per URL).
    */
@@ -359,7 +359,7 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
       ...new Map(list.map(({ tenantId, webhookId }) => [`${tenantId}/${webhookId}`, { tenantId, webhookId }])).values(),
     ];
     await clearFailing(tx, uniqueWebhooks(settled.filter((o) => o.ok)));
-    // docs/contract.md 10: a 410 disables at once; failing for WEBHOOK_DISABLE_AFTER_SECONDS disables too.
+    // docs/api-reference.md 10: a 410 disables at once; failing for WEBHOOK_DISABLE_AFTER_SECONDS disables too.
     const toDisable = new Map<string, WebhookKey & { reason: 'gone' | 'failing' }>();
     for (const key of uniqueWebhooks(settled.filter((o) => o.gone))) toDisable.set(`${key.tenantId}/${key.webhookId}`, { ...key, reason: 'gone' });
     const failingSince = await markFailing(tx, uniqueWebhooks(settled.filter((o) => !o.ok && !o.gone)), now);

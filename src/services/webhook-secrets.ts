@@ -1,4 +1,4 @@
-// Webhook signing secrets (docs/contract.md 10): made here, shown once, kept sealed under SECRETS_KEY.
+// Webhook signing secrets (docs/api-reference.md 10): made here, shown once, kept sealed under SECRETS_KEY.
 import { randomBytes } from 'node:crypto';
 import { seal, unseal, type SecretsKey } from './crypto.js';
 import { SEALED_AAD } from './sealed-values.js';

@@ -1,4 +1,4 @@
-// Where a webhook may be sent (docs/contract.md 10): https only, never to this machine, the operator's private
+// Where a webhook may be sent (docs/api-reference.md 10): https only, never to this machine, the operator's private
 // network, link-local or cloud-metadata addresses, checked when subscribing and again at every delivery, at the
 // moment of connecting, so a name that resolves elsewhere later (DNS rebinding) is still refused.
 import { lookup as dnsLookup } from 'node:dns';

@@ -1,4 +1,4 @@
-// Webhook subscriptions (docs/contract.md 10): create, read, list, change, delete, and rotate the signing secret.
+// Webhook subscriptions (docs/api-reference.md 10): create, read, list, change, delete, and rotate the signing secret.
 import { randomUUID } from 'node:crypto';
 import type { SecretsKey } from './crypto.js';
 import type { Database } from '../db/database.js';
@@ -25,7 +25,7 @@ import type { WebhookUrlGuard } from './webhook-url-guard.js';
 /** A tenant's subscriptions are few (one per receiving system); the bound keeps the delivery worker's work per event small. */
 export const MAX_WEBHOOKS_PER_TENANT = 50;
 export const MAX_DESCRIPTION_LENGTH = 500;
-/** docs/contract.md 10: after a rotation the previous secret keeps signing beside the new one this long. */
+/** docs/api-reference.md 10: after a rotation the previous secret keeps signing beside the new one this long. */
 export const PREVIOUS_SECRET_MS = 24 * 3600_000;
 
 /** What the API shows of a subscription: never a secret, sealed or not (only create and rotate answer one). */
@@ -39,7 +39,7 @@ export interface Webhook {
   disabledTime?: number;
   createdTime: number;
   updatedTime: number;
-  /** While the previous secret still signs beside the current one (docs/contract.md 10). */
+  /** While the previous secret still signs beside the current one (docs/api-reference.md 10). */
   previousSecretExpiresTime?: number;
 }
 
@@ -107,7 +107,7 @@ export function createWebhookService({ db, clock, secretsKey, urlGuard, maxPerTe
     if (errors.length > 0) throw new BadRequestError(errors.map((e) => `${e.field}: ${e.message}`).join('; '), errors);
   }
 
-  /** docs/contract.md 10: https, and never an address this service must not reach; the guard's reason is the message. */
+  /** docs/api-reference.md 10: https, and never an address this service must not reach; the guard's reason is the message. */
   async function checkUrl(url: string): Promise<void> {
     const refusal = await urlGuard.refusal(url);
     if (refusal !== null) throw new UnprocessableError(`The webhook URL is refused: it ${refusal}.`, [{ field: 'url', message: refusal }]);
@@ -203,7 +203,7 @@ export function createWebhookService({ db, clock, secretsKey, urlGuard, maxPerTe
 
     /**
      * A new secret, shown in this answer only. The replaced one keeps signing beside it for 24 h, so receivers can
-     * switch without missing a delivery (docs/contract.md 10); a secret replaced before that stops at once.
+     * switch without missing a delivery (docs/api-reference.md 10); a secret replaced before that stops at once.
      */
     async rotateSecret(context: ActionContext, id: string): Promise<WebhookWithSecret> {
       if (!isUuid(id)) throw notFound(id);

@@ -1,4 +1,4 @@
-// The words of the explain endpoint (docs/contract.md 8.6) that its service and its schema share: the reason codes
+// The words of the explain endpoint (docs/api-reference.md 8.6) that its service and its schema share: the reason codes
 // (stable kebab-case, clients may branch on them) and how many tickets one answer judges.
 
 /** At most this many tickets of one phone for one lock are judged, the newest first. */

@@ -1,5 +1,5 @@
-// Does this credential open this lock (docs/contract.md 6.3, 8.1, 8.2, 9): the one rule, shared by the lock simulator
-// and every service that must answer the same question (the explain service of docs/contract.md 8.6).
+// Does this credential open this lock (docs/api-reference.md 6.3, 8.1, 8.2, 9): the one rule, shared by the lock simulator
+// and every service that must answer the same question (the explain service of docs/api-reference.md 8.6).
 //
 // The rule works on a header and claims whose signature the caller has already verified with a key of the lock's own
 // set; it checks everything else a lock checks offline. It fails closed, as firmware must: a claim that is missing or
@@ -8,9 +8,9 @@
 //
 // Pure: no clock, no I/O, no exceptions. Same inputs, same answer.
 
-/** The `typ` of a credential's protected header (docs/contract.md 6.3); an access token's `at+jwt` is never one. */
+/** The `typ` of a credential's protected header (docs/api-reference.md 6.3); an access token's `at+jwt` is never one. */
 export const CREDENTIAL_TYPE = 'ticket+jwt';
-/** The `typ` of a revocation list's protected header (docs/contract.md 8.3): never mistaken for a credential. */
+/** The `typ` of a revocation list's protected header (docs/api-reference.md 8.3): never mistaken for a credential. */
 export const REVOCATION_LIST_TYPE = 'revocation-list+jwt';
 
 /** Why a credential opens or does not open a lock. Stable: tests, logs and the explain service quote them. */
@@ -33,17 +33,17 @@ export type CredentialCheckReason =
 
 export type CredentialCheck = { decision: 'open'; reason: 'valid' } | { decision: 'deny'; reason: Exclude<CredentialCheckReason, 'valid'> };
 
-/** What a lock holds (docs/contract.md 8.1: the trust answer an installer writes into it, plus what it learnt since). */
+/** What a lock holds (docs/api-reference.md 8.1: the trust answer an installer writes into it, plus what it learnt since). */
 export interface LockTrustState {
   /** The tenant's credential issuer, `{PUBLIC_URL}/tenants/{tenant}`: the only `iss` the lock accepts. */
   issuer: string;
   /** The lock's own secured-object id: the only `aud` it accepts. */
   securedObjectId: string;
-  /** CREDENTIAL_MAX_LIFETIME in seconds (docs/contract.md 8.2): a credential with `exp - iat` above it is refused. */
+  /** CREDENTIAL_MAX_LIFETIME in seconds (docs/api-reference.md 8.2): a credential with `exp - iat` above it is refused. */
   maxCredentialLifetime: number;
   /** Ticket ids the lock learnt are revoked (by sync or a revocation list); a set never forgets one. */
   revoked: { has(ticketId: string): boolean };
-  /** The backend deleted the lock (docs/contract.md 4.1): it opens for nobody any more. */
+  /** The backend deleted the lock (docs/api-reference.md 4.1): it opens for nobody any more. */
   decommissioned?: boolean;
 }
 
@@ -54,7 +54,7 @@ export interface AccessRequest {
   at: number;
 }
 
-/** The claims of a credential once their types are checked (docs/contract.md 6.3). */
+/** The claims of a credential once their types are checked (docs/api-reference.md 6.3). */
 export interface CredentialClaims {
   iss: string;
   jti: string;
@@ -72,7 +72,7 @@ export interface CredentialClaims {
   endDate: number;
   cmd: string[];
   chn: string[];
-  /** The schedule's windows `[[startMs, endMs)…]` (docs/contract.md 9); absent when the ticket has no schedule. */
+  /** The schedule's windows `[[startMs, endMs)…]` (docs/api-reference.md 9); absent when the ticket has no schedule. */
   win?: [number, number][];
 }
 
@@ -87,7 +87,7 @@ export const isValidInstant = (at: unknown): at is number => isInteger(at);
 
 /**
  * The claims with every type a lock relies on checked, or null. `win` is optional; every other claim of
- * docs/contract.md 6.3 is required. A JSON array or null is not a claims set.
+ * docs/api-reference.md 6.3 is required. A JSON array or null is not a claims set.
  */
 export function parseCredentialClaims(claims: unknown): CredentialClaims | null {
   if (typeof claims !== 'object' || claims === null || Array.isArray(claims)) return null;
@@ -138,11 +138,11 @@ export function checkCredential(header: unknown, claims: unknown, lock: LockTrus
   }
   const claimSet = parseCredentialClaims(claims);
   if (!claimSet) return deny('malformed credential');
-  // docs/contract.md 8.1, docs/security-checklist.md G39: another tenant's credential never opens this lock, even
+  // docs/api-reference.md 8.1, docs/security-cases.md G39: another tenant's credential never opens this lock, even
   // one for a lock with the same id, so the issuer is compared before the lock id.
   if (claimSet.iss !== lock.issuer) return deny('wrong issuer');
   if (claimSet.aud !== lock.securedObjectId) return deny('wrong lock');
-  // docs/contract.md 8.2: a credential lives at most one CREDENTIAL_MAX_LIFETIME, so a revocation that reaches the
+  // docs/api-reference.md 8.2: a credential lives at most one CREDENTIAL_MAX_LIFETIME, so a revocation that reaches the
   // lock later than that no longer matters; one signed for longer is refused whatever its other dates say.
   if (claimSet.exp - claimSet.iat > lock.maxCredentialLifetime) return deny("lifetime exceeds the lock's maximum");
   // Both the JWT window [nbf, exp) in seconds and the ticket's [beginDate, endDate) in milliseconds must hold.
@@ -156,9 +156,9 @@ export function checkCredential(header: unknown, claims: unknown, lock: LockTrus
 }
 
 /**
- * The start of the first schedule window of `win` (docs/contract.md 9) that begins after `at`, or null when the
+ * The start of the first schedule window of `win` (docs/api-reference.md 9) that begins after `at`, or null when the
  * credential holds none: what a lock refusing "outside schedule" at `at` would next open at, for the explain service
- * (docs/contract.md 8.6). Pure, like checkCredential; windows need not be sorted.
+ * (docs/api-reference.md 8.6). Pure, like checkCredential; windows need not be sorted.
  */
 export function nextWindowStart(win: readonly (readonly [number, number])[], at: number): number | null {
   let next: number | null = null;

@@ -1,8 +1,8 @@
-// The event types of the tenant's event log (docs/contract.md 10, 7.5): one list for the schemas that document them,
+// The event types of the tenant's event log (docs/api-reference.md 10, 7.5): one list for the schemas that document them,
 // the services that write them and the webhook subscriptions that select them.
 
 /**
- * Every type the event log holds. The contract's list (docs/contract.md 10) plus the changes the audit trail recorded
+ * Every type the event log holds. The list of docs/api-reference.md 10 plus the changes the audit trail recorded
  * before the event log existed (users, logins, group renames, secret rotations), since the two are one record.
  */
 export const EVENT_TYPES = [

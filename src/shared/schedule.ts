@@ -1,4 +1,4 @@
-// Schedules in the lock's local time (docs/contract.md 9): their validation, their expansion into the UTC intervals a
+// Schedules in the lock's local time (docs/api-reference.md 9): their validation, their expansion into the UTC intervals a
 // credential's `win` carries, the reference wall-clock rule they are proved against, and the preview's description.
 //
 // Pure and framework-free, so the services (signing, explain), the schemas and the simulator can share it. Every UTC
@@ -7,7 +7,7 @@
 import { Temporal } from '@js-temporal/polyfill';
 import type { FieldError } from '../errors.js';
 
-/** The days a window may list, Monday first (RFC 5545's BYDAY words, docs/contract.md 9). */
+/** The days a window may list, Monday first (RFC 5545's BYDAY words, docs/api-reference.md 9). */
 export const WEEKDAYS = ['MO', 'TU', 'WE', 'TH', 'FR', 'SA', 'SU'] as const;
 export type Weekday = (typeof WEEKDAYS)[number];
 
@@ -18,7 +18,7 @@ export interface ScheduleWindow {
   to: string;
 }
 
-/** docs/contract.md 9: `{weekly: [{days, from, to}], except?: ["YYYY-MM-DD"…]}`. */
+/** docs/api-reference.md 9: `{weekly: [{days, from, to}], except?: ["YYYY-MM-DD"…]}`. */
 export interface Schedule {
   weekly: ScheduleWindow[];
   except?: string[];
@@ -33,7 +33,7 @@ export const MAX_SCHEDULE_WINDOWS = 28;
 export const MAX_EXCEPTED_DATES = 366;
 /** The longest range one expansion covers (the preview's and the explain's bound; a credential covers at most 7 days). */
 export const MAX_EXPANSION_DAYS = 400;
-/** The largest instant the service handles (docs/contract.md 7.4), also Temporal's last instant. */
+/** The largest instant the service handles (docs/api-reference.md 7.4), also Temporal's last instant. */
 export const MAX_INSTANT = 8_640_000_000_000_000;
 /** The longest time-zone name accepted; the longest IANA name has 32 characters. */
 const MAX_TIME_ZONE_LENGTH = 64;
@@ -73,7 +73,7 @@ export function normalizeTimeZone(name: unknown): string | null {
   return id;
 }
 
-/** Is `name` a time zone of the IANA database (docs/contract.md 9: an unknown zone is a 422)? `UTC` is one. */
+/** Is `name` a time zone of the IANA database (docs/api-reference.md 9: an unknown zone is a 422)? `UTC` is one. */
 export function isTimeZone(name: unknown): name is string {
   return normalizeTimeZone(name) !== null;
 }
@@ -222,7 +222,7 @@ function windowErrors(field: string, window: unknown): FieldError[] {
 }
 
 /**
- * Every reason the value is not a schedule (docs/contract.md 9), as the `errors` of a 422 problem (src/errors.ts:
+ * Every reason the value is not a schedule (docs/api-reference.md 9), as the `errors` of a 422 problem (src/errors.ts:
  * UnprocessableError with detailWithReasons), with fields as paths under `field`; empty when it is one. Each message
  * says what to send instead. Limits: 1 to MAX_SCHEDULE_WINDOWS windows, each with 1 to 7 distinct days; at most
  * MAX_EXCEPTED_DATES distinct, real calendar dates.
@@ -360,7 +360,7 @@ function requireInstant(name: string, value: number): void {
 
 /**
  * The UTC intervals `[startMs, endMs)` within `[fromMs, toMs)` in which the schedule is open on the wall clock of
- * `timeZone` (docs/contract.md 9): sorted, merged where they touch or overlap, clipped to the range. What a credential
+ * `timeZone` (docs/api-reference.md 9): sorted, merged where they touch or overlap, clipped to the range. What a credential
  * carries as `win` (clipped to its validity) and what the preview shows.
  *
  * Exact by construction: the range is cut at the zone's transitions into segments of constant UTC offset, and within
@@ -371,7 +371,7 @@ function requireInstant(name: string, value: number): void {
  * is listed and that date is not excepted, even for the part after midnight.
  *
  * Throws a RangeError (a 422 for a route) for an unknown zone, a value that is not a schedule, bounds that are not
- * instants of docs/contract.md 7.4, or a range longer than MAX_EXPANSION_DAYS. An empty range has no intervals.
+ * instants of docs/api-reference.md 7.4, or a range longer than MAX_EXPANSION_DAYS. An empty range has no intervals.
  */
 export function expandSchedule(schedule: Schedule, timeZone: string, fromMs: number, toMs: number): ScheduleInterval[] {
   requireInstant('from', fromMs);
@@ -404,7 +404,7 @@ export function expandSchedule(schedule: Schedule, timeZone: string, fromMs: num
 // The reference rule
 
 /**
- * Is the schedule open at the instant, on the wall clock of `timeZone`? docs/contract.md 9's sentence, read directly:
+ * Is the schedule open at the instant, on the wall clock of `timeZone`? docs/api-reference.md 9's sentence, read directly:
  * "an instant is inside when the lock's wall-clock time at that instant falls in a window on a listed day (the day
  * the window starts), and the date is not excepted". The local date and time come from Temporal for that one
  * instant; nothing of expandSchedule's construction is shared, so the tests can prove one against the other.
@@ -441,7 +441,7 @@ export function wallClockInside(schedule: Schedule, timeZone: string, instantMs:
 // ---------------------------------------------------------------------------------------------------------------------
 // Description for the preview
 
-/** One interval as the preview answers it (docs/contract.md 9). */
+/** One interval as the preview answers it (docs/api-reference.md 9). */
 export interface DescribedInterval {
   /** UTC, Unix milliseconds, inclusive. */
   start: number;
@@ -458,7 +458,7 @@ export interface DescribedInterval {
 }
 
 /**
- * The intervals with the lock's wall-clock times and UTC offsets at both ends, for the preview (docs/contract.md 9),
+ * The intervals with the lock's wall-clock times and UTC offsets at both ends, for the preview (docs/api-reference.md 9),
  * so an operator sees what a DST night does. Local times are ISO 8601 without offset, to the second, with
  * milliseconds only when not zero; the offsets are separate fields in `±HH:MM`.
  */

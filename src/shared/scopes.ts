@@ -1,4 +1,4 @@
-// The scope names (docs/contract.md 3.6), one definition for the schemas that document them and the services that grant them.
+// The scope names (docs/api-reference.md 3.6), one definition for the schemas that document them and the services that grant them.
 
 /** Scopes of the Operator API and the Device API (client credentials grant). */
 export const OPERATOR_SCOPES = [
@@ -28,7 +28,7 @@ export const ACCESS_SCOPES = [
 ] as const;
 
 /**
- * Permissions a client holds at the authorization server itself, not scopes of an API (docs/contract.md 3.3, 3.6):
+ * Permissions a client holds at the authorization server itself, not scopes of an API (docs/api-reference.md 3.3, 3.6):
  * `tokens:introspect` lets a resource server of the tenant introspect any token of its tenant (RFC 7662 section 4
  * leaves to the server which clients may learn about which tokens). They never go into an access token: no API route
  * asks for them, and the introspection endpoint authenticates the client itself (RFC 7662 section 2.1), not a bearer

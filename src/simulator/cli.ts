@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run simulate -- …`: a lock provisioned from the trust endpoint through its bound client, synced, given the
 // revocation lists a phone carried, then deciding on credentials and, asked to, uploading its access log
-// (docs/contract.md 6.2, 8.1, 8.3, 8.5).
+// (docs/api-reference.md 6.2, 8.1, 8.3, 8.5).
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { LockSimulator, withSyncBackoff, type LockProvisioning, type SyncAnswer } from './lock-simulator.js';
 
@@ -110,7 +110,7 @@ async function main(): Promise<number> {
   const lockPath = `${base}/deviceapi/securedobjects/${encodeURIComponent(lockId)}`;
   const headers = { authorization: `Bearer ${token}` };
 
-  // docs/contract.md 8.1: what an installer writes into the lock. Never the server-wide /.well-known/jwks.json,
+  // docs/api-reference.md 8.1: what an installer writes into the lock. Never the server-wide /.well-known/jwks.json,
   // which holds access-token keys: the lock trusts its own tenant's issuer and key set only.
   const trustResponse = await fetch(`${lockPath}/trust`, { headers });
   if (!trustResponse.ok) {
@@ -130,7 +130,7 @@ async function main(): Promise<number> {
     if (!response.ok) throw new Error(`sync failed: ${response.status} ${await response.text()}`);
     return { answer: (await response.json()) as SyncAnswer, more: (response.headers.get('link') ?? '').includes('rel="next"') };
   });
-  // docs/contract.md 8.3: lists a phone carried, applied after the sync as a lock that is never online would.
+  // docs/api-reference.md 8.3: lists a phone carried, applied after the sync as a lock that is never online would.
   // What became of each goes to stderr, so stdout holds the decisions only.
   for (const list of values['revocation-list'] ?? []) {
     process.stderr.write(`revocation list: ${JSON.stringify(await lock.applyRevocationList(list))}\n`);
@@ -144,7 +144,7 @@ async function main(): Promise<number> {
 }
 
 /**
- * docs/contract.md 8.5: uploads the log one upload at a time, dropping what each 2xx answer acknowledged. Anything else
+ * docs/api-reference.md 8.5: uploads the log one upload at a time, dropping what each 2xx answer acknowledged. Anything else
  * keeps the entries (for the next run of a real lock) and fails the run.
  */
 async function uploadLog(lock: LockSimulator, url: string, headers: Record<string, string>, at: number): Promise<number> {

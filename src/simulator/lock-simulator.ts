@@ -1,8 +1,8 @@
-// A lock simulator: the reference for what a lock does offline (docs/contract.md 6.3, 8.1–8.3). Provisioned with the
+// A lock simulator: the reference for what a lock does offline (docs/api-reference.md 6.3, 8.1–8.3). Provisioned with the
 // trust answer (its tenant's issuer and key set, its own id, the maximum credential lifetime), it learns revocations
-// and key changes by syncing (docs/contract.md 6.2) and from revocation lists a phone carries (docs/contract.md 8.3),
+// and key changes by syncing (docs/api-reference.md 6.2) and from revocation lists a phone carries (docs/api-reference.md 8.3),
 // decides as strictly as firmware must (anything malformed or missing is a refusal), and logs every decision for upload
-// (docs/contract.md 8.5).
+// (docs/api-reference.md 8.5).
 import { compactVerify, decodeProtectedHeader, importJWK, type JSONWebKeySet, type JWK } from 'jose';
 import { CREDENTIAL_TYPE, REVOCATION_LIST_TYPE, checkCredential, isValidInstant, type CredentialCheckReason } from '../shared/credential-check.js';
 
@@ -15,7 +15,7 @@ export type LockDecision =
   | { decision: 'open'; reason: 'valid'; ticketId: string }
   | { decision: 'deny'; reason: Exclude<LockDecisionReason, 'valid'>; ticketId?: string };
 
-/** One logged decision, as an access-log upload carries it (docs/contract.md 8.5). */
+/** One logged decision, as an access-log upload carries it (docs/api-reference.md 8.5). */
 export interface AccessLogEntry {
   /** From 1, rising by one per decision, never reused. */
   entryNo: number;
@@ -32,7 +32,7 @@ export interface AccessLogEntry {
 
 /** The body of `POST /deviceapi/securedobjects/{id}/accesslog` (a phone relaying it adds `securedObjectId`). */
 export interface AccessLogUpload {
-  /** The change-log position the lock has applied (docs/contract.md 8.4). */
+  /** The change-log position the lock has applied (docs/api-reference.md 8.4). */
   appliedSerial: number;
   /** The lock's clock at the upload (absent when it has no valid reading). */
   lockTime?: number;
@@ -43,7 +43,7 @@ export interface AccessLogUpload {
 export const ACCESS_LOG_CAPACITY = 10_000;
 /** The most entries one upload carries (the server's limit, src/schemas/access-log.ts). */
 export const ACCESS_LOG_UPLOAD_MAX = 1000;
-/** The largest time an upload carries (docs/contract.md 7.4). */
+/** The largest time an upload carries (docs/api-reference.md 7.4). */
 const MAX_MILLIS = 8_640_000_000_000_000;
 
 /** `text` when it fits the upload format (1 to `max` printable ASCII characters), else undefined. */
@@ -51,16 +51,16 @@ function loggable(text: unknown, max: number): string | undefined {
   return typeof text === 'string' && text.length >= 1 && text.length <= max && /^[\x20-\x7e]+$/.test(text) ? text : undefined;
 }
 
-/** What an installer writes into a lock: `GET /deviceapi/securedobjects/{id}/trust` (docs/contract.md 8.1). */
+/** What an installer writes into a lock: `GET /deviceapi/securedobjects/{id}/trust` (docs/api-reference.md 8.1). */
 export interface LockProvisioning {
   securedObjectId: string;
   issuer: string;
   keys: JSONWebKeySet;
-  /** Seconds (docs/contract.md 8.2). */
+  /** Seconds (docs/api-reference.md 8.2). */
   maxCredentialLifetime: number;
 }
 
-/** A sync answer (docs/contract.md 6.2, 8.1, 4.1). `keys`, `decommissioned` and `serial` may be absent. */
+/** A sync answer (docs/api-reference.md 6.2, 8.1, 4.1). `keys`, `decommissioned` and `serial` may be absent. */
 export interface SyncAnswer {
   tokens: { id: string }[];
   revocations: { tokenId: string; revocationDate: number }[];
@@ -171,11 +171,11 @@ export class LockSimulator {
   private keys: Map<string, JWK>;
   /** Where the next sync continues; undefined until the first one. */
   cursor: string | undefined;
-  /** The change-log position the lock has applied (docs/contract.md 8.3, 8.4): revocation lists at or below it are stale. */
+  /** The change-log position the lock has applied (docs/api-reference.md 8.3, 8.4): revocation lists at or below it are stale. */
   serial = 0;
-  /** The backend deleted this lock (docs/contract.md 4.1): it opens for nobody. */
+  /** The backend deleted this lock (docs/api-reference.md 4.1): it opens for nobody. */
   decommissioned = false;
-  /** The decisions not yet acknowledged by the server, oldest first (docs/contract.md 8.5). */
+  /** The decisions not yet acknowledged by the server, oldest first (docs/api-reference.md 8.5). */
   private readonly log: AccessLogEntry[] = [];
   private nextEntryNo = 1;
   /** How many entries the log keeps: beyond, the oldest are dropped, as firmware with bounded memory does. */
@@ -208,9 +208,9 @@ export class LockSimulator {
   }
 
   /**
-   * Applies one sync answer (docs/contract.md 6.2). Revocations are only ever added: a ticket issued again after a
+   * Applies one sync answer (docs/api-reference.md 6.2). Revocations are only ever added: a ticket issued again after a
    * revocation has a new id, so a revoked id never becomes valid again. A malformed answer throws and changes
-   * nothing (its cursor could skip changes); a malformed `keys` alone is ignored and the old set kept (docs/contract.md 8.1).
+   * nothing (its cursor could skip changes); a malformed `keys` alone is ignored and the old set kept (docs/api-reference.md 8.1).
    */
   applySync(answer: SyncAnswer): SyncApplied {
     if (!isObject(answer) || typeof answer.cursor !== 'string' || !Array.isArray(answer.revocations)) throw new Error('malformed sync answer');
@@ -221,7 +221,7 @@ export class LockSimulator {
     if (answer.decommissioned !== undefined && typeof answer.decommissioned !== 'boolean') throw new Error('malformed sync answer: decommissioned');
     const newlyRevoked = this.revoke(answer.revocations.map((revocation) => revocation.tokenId));
     const keys = this.takeKeys(answer.keys);
-    // Once decommissioned, always: a later answer cannot bring a deleted lock back (docs/contract.md 4.1).
+    // Once decommissioned, always: a later answer cannot bring a deleted lock back (docs/api-reference.md 4.1).
     if (answer.decommissioned === true) this.decommissioned = true;
     this.cursor = answer.cursor;
     // An old server sends no serial: the lock keeps its own. It never goes back, so a list it has applied stays applied.
@@ -240,7 +240,7 @@ export class LockSimulator {
   }
 
   /**
-   * Applies a revocation list a phone carried (docs/contract.md 8.3): signed under a key of the lock's set, for this
+   * Applies a revocation list a phone carried (docs/api-reference.md 8.3): signed under a key of the lock's set, for this
    * lock and issuer, with a serial above the lock's own. Older lists are ignored (a phone may carry a stale one).
    * Its revocations are added (never forgotten), its serial taken, its key set replaces the lock's.
    */
@@ -273,7 +273,7 @@ export class LockSimulator {
   }
 
   /**
-   * The body of the next access-log upload (docs/contract.md 8.5): the lock's applied serial (8.4), its clock now and
+   * The body of the next access-log upload (docs/api-reference.md 8.5): the lock's applied serial (8.4), its clock now and
    * its oldest entries not yet acknowledged, at most one upload's worth; null when there is nothing to send. A phone
    * relaying it later sends `lockTime` plus the time elapsed since it read the lock.
    */
@@ -331,7 +331,7 @@ export class LockSimulator {
   }
 
   /**
-   * Replaces the key set with `jwks` when it is well-formed (docs/contract.md 8.1: key rotation reaches the lock by
+   * Replaces the key set with `jwks` when it is well-formed (docs/api-reference.md 8.1: key rotation reaches the lock by
    * sync or a revocation list). A malformed set is ignored and the old one kept: never emptied, never half-replaced.
    */
   private takeKeys(jwks: unknown): SyncApplied['keys'] {

@@ -1,4 +1,4 @@
-// /v1/access-permissions (docs/contract.md 5, docs/seed.md section 1): one call makes every device × lock ticket, all or nothing;
+// /v1/access-permissions (docs/api-reference.md 5, docs/service-overview.md section 1): one call makes every device × lock ticket, all or nothing;
 // read, page, filter, list its tokens, delete (revoking them); 400/401/403/404/422, idempotency, audit.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectNothingChanged } from '../helpers/database-state.js';
@@ -51,7 +51,7 @@ describe('access permissions', () => {
   const permissionCount = async (tenantId: string) =>
     (await t.database.db.query('SELECT 1 FROM access_permissions WHERE tenant_id = $1', [tenantId])).rows.length;
 
-  it('docs/seed.md section 1: a resident with 2 devices and a lock group with 5 locks → one call makes exactly 10 tickets', async () => {
+  it('docs/service-overview.md section 1: a resident with 2 devices and a lock group with 5 locks → one call makes exactly 10 tickets', async () => {
     const f = await accessTenant(t, 'seed');
     const devices = ['phone-alice', 'card-alice'];
     const locks = ['front-door', 'garage', 'cellar', 'bike-room', 'roof'];
@@ -90,7 +90,7 @@ describe('access permissions', () => {
       });
     }
 
-    // The grant's events (docs/contract.md 10): its 10 tickets in one chunk, then the permission.
+    // The grant's events (docs/api-reference.md 10): its 10 tickets in one chunk, then the permission.
     expect(await auditTrail(t, f.tenant.tenantId, { requestId: String(response.headers['x-request-id']) })).toEqual([
       { action: 'ticket.created', target: `access_permission:${created.id}`, actor: f.actor, request_id: String(response.headers['x-request-id']), time: created.creationDate },
       { action: 'access_permission.created', target: `access_permission:${created.id}`, actor: f.actor, request_id: String(response.headers['x-request-id']), time: created.creationDate },
@@ -205,7 +205,7 @@ describe('access permissions', () => {
       const problem = nfc.json();
       expect(problem.errors[0].message).toContain('01.02.2018');
       expect(problem.errors[0].message).toContain('btlespp');
-      // docs/contract.md 4.3: "the detail says so", not only errors[].
+      // docs/api-reference.md 4.3: "the detail says so", not only errors[].
       expect(problem.detail).toContain('nfccard');
       expect(problem.detail).toContain('01.02.2018');
 

@@ -1,4 +1,4 @@
-// Membership stays true under concurrency (docs/contract.md 5): grants, joins and leaves racing each other end with exactly
+// Membership stays true under concurrency (docs/api-reference.md 5): grants, joins and leaves racing each other end with exactly
 // one live ticket per (permission, device, lock). Real interleaving on PostgreSQL; PGlite serialises transactions,
 // and the same assertions hold there.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

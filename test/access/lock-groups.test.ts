@@ -1,4 +1,4 @@
-// /v1/lock-groups (docs/contract.md 5): create, read, page, rename, delete, members; 400/401/403/404/422, idempotency, audit;
+// /v1/lock-groups (docs/api-reference.md 5): create, read, page, rename, delete, members; 400/401/403/404/422, idempotency, audit;
 // and /v1/securedobjects, the locks a lock group may hold.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectNothingChanged } from '../helpers/database-state.js';

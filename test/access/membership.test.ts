@@ -1,4 +1,4 @@
-// Membership stays true (docs/contract.md 5): members joining get their tickets, members leaving lose exactly the tickets
+// Membership stays true (docs/api-reference.md 5): members joining get their tickets, members leaving lose exactly the tickets
 // their group's permissions gave them, deletions revoke; tickets made through the Operator API are never touched.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -70,7 +70,7 @@ describe('membership stays true', () => {
     }
     expect([await tokenCount(f, toA.id), await tokenCount(f, toB.id)]).toEqual([6, 4]);
     expect(await ticketRows(t, f.tenant.tenantId)).toHaveLength(10);
-    // The tickets the membership made in one chunk (docs/contract.md 10), then the membership's own event.
+    // The tickets the membership made in one chunk (docs/api-reference.md 10), then the membership's own event.
     expect((await auditTrail(t, f.tenant.tenantId, { requestId: String(joined.headers['x-request-id']) })).map((event) => event.action)).toEqual([
       'ticket.created',
       'resident.device_added',

@@ -1,4 +1,4 @@
-// /v1/residents (docs/contract.md 5): create, read, page, rename, delete, members; 400/401/403/404/422, idempotency, audit;
+// /v1/residents (docs/api-reference.md 5): create, read, page, rename, delete, members; 400/401/403/404/422, idempotency, audit;
 // and /v1/mobiledevices, the devices a resident may hold.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectNothingChanged } from '../helpers/database-state.js';

@@ -9,8 +9,8 @@ import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
  * (`create_reference_table`) instead of distributed by `tenant_id`. Every other table is tenant-owned.
  */
 const REFERENCE_TABLES: Record<string, string> = {
-  // Found by name: a login `USER@TENANT` (docs/contract.md 3.2) and the ticket issuer `{PUBLIC_URL}/tenants/{name}`
-  // (docs/contract.md 8.1) name the tenant, not its id. Every tenant-owned table's foreign key points at it.
+  // Found by name: a login `USER@TENANT` (docs/api-reference.md 3.2) and the ticket issuer `{PUBLIC_URL}/tenants/{name}`
+  // (docs/api-reference.md 8.1) name the tenant, not its id. Every tenant-owned table's foreign key points at it.
   tenants: 'looked up by name (login, issuer); referenced by every tenant-owned table',
   // The token endpoint learns the tenant from the client id alone (RFC 6749 2.3.1), and client ids are unique across
   // tenants. Written in the same transaction as oauth_clients (client.repo.ts); oauth_clients' foreign key needs it.

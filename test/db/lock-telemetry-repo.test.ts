@@ -1,4 +1,4 @@
-// The lock-telemetry repository (docs/contract.md 8.4): a contact only raises what it records, acknowledges no change
+// The lock-telemetry repository (docs/api-reference.md 8.4): a contact only raises what it records, acknowledges no change
 // that has not happened, and stamps exactly the revocations at or below the applied position.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findLockTelemetry, recordLockContact } from '../../src/db/repositories/lock-telemetry.repo.js';
@@ -55,7 +55,7 @@ describe('lock telemetry repository', () => {
     const late = await recordLockContact(db, tenantId, 'door', { seenAt: now + 500, appliedThrough: 1 });
     expect(late).toMatchObject({ lastSeenAt: now + 1000, appliedThrough: seq, clockOffsetMs: -45_000 });
     const { events, ...telemetry } = late;
-    // Nothing was stamped by it (the position never lowers), so it had nothing for the event log (docs/contract.md 10).
+    // Nothing was stamped by it (the position never lowers), so it had nothing for the event log (docs/api-reference.md 10).
     expect(events).toEqual({ revocationsApplied: [], driftOffsetMs: null });
     expect(await findLockTelemetry(db, tenantId, 'door')).toEqual(telemetry);
     expect(await findLockTelemetry(db, tenantId, 'elsewhere')).toBeNull();

@@ -1,4 +1,4 @@
-// Access-log uploads (docs/contract.md 8.5, 8.4): by the lock's own client or relayed by a phone, idempotent on (lock,
+// Access-log uploads (docs/api-reference.md 8.5, 8.4): by the lock's own client or relayed by a phone, idempotent on (lock,
 // entryNo), gaps, the clock offset, appliedSerial stamping revocations end to end with the simulator, and every refusal.
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -183,7 +183,7 @@ describe('access-log uploads', () => {
     expect(answer(await fromLock(doorToken, 'door', { lockTime: now - 45_000, entries: entries(21) }))).toMatchObject({ accepted: 1 });
     expect((await logRows(acme.tenantId, 'door')).at(-1)).toMatchObject({ entry_no: 21, clock_offset_ms: -45_000 });
     expect(await telemetry(acme.tenantId, 'door')).toMatchObject({ clock_offset_ms: -45_000, last_seen_at: now });
-    // docs/contract.md 8.5: off by more than 30 s, the lock is flagged on the secured object.
+    // docs/api-reference.md 8.5: off by more than 30 s, the lock is flagged on the secured object.
     const read = async () => (await call(t, tenants.token, { method: 'GET', url: '/operatorapi/securedobjects/door' })).json() as Record<string, unknown>;
     expect(await read()).toMatchObject({ clockOffset: -45_000, clockDrift: true });
     // A later upload within the limit clears the flag: the estimate is the latest one.
@@ -272,7 +272,7 @@ describe('access-log uploads', () => {
       expectProblem(wrongScope, 403);
       expect(wrongScope.headers['www-authenticate']).toContain('scope="sync"');
       expect(expectProblem(await relay(doorToken, 'phone', { securedObjectId: 'door', ...body }), 403)).toBeDefined();
-      // An unbound client syncs any lock (docs/contract.md 6.2) but writes no lock's log, and is told which client to use.
+      // An unbound client syncs any lock (docs/api-reference.md 6.2) but writes no lock's log, and is told which client to use.
       expect(expectProblem(await fromLock(unbound, 'door', body), 403).detail).toMatch(/bound to the secured object/);
       expect(expectProblem(await relay(unbound, 'phone', { securedObjectId: 'door', ...body }), 403).detail).toMatch(/bound to the mobile device/);
       // For a lock that is not the tenant's, it learns no more than that.
@@ -325,7 +325,7 @@ describe('access-log uploads', () => {
     const kept = await ticket(t, token, 'vault', 'phone', { endDate: now + 86_400_000 });
     const revoked = await ticket(t, token, 'vault', 'phone', { endDate: now + 86_400_000 });
     const phone = await phoneToken(t, acme, 'phone');
-    // The lock is installed (docs/contract.md 8.1) and never goes online again.
+    // The lock is installed (docs/api-reference.md 8.1) and never goes online again.
     const trust = (await t.app.inject({ url: '/deviceapi/securedobjects/vault/trust', headers: bearer(await lockToken(t, acme, 'vault')) })).json() as LockProvisioning;
     const vault = new LockSimulator(trust);
     const credentialOf = (tickets: { id: string; credential: string }[], id: string) => tickets.find((item) => item.id === id)!.credential;

@@ -1,5 +1,5 @@
-// Who reaches what on the Device API (docs/contract.md 3.4, 3.5, 3.7): bound clients reach only their device or lock, the
-// audience deviceapi, scopes; and the removed interfaces of the Device API (docs/contract.md 4.4: SDK 2.x, lockserver/binary).
+// Who reaches what on the Device API (docs/api-reference.md 3.4, 3.5, 3.7): bound clients reach only their device or lock, the
+// audience deviceapi, scopes; and the removed interfaces of the Device API (docs/api-reference.md 4.4: SDK 2.x, lockserver/binary).
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
@@ -110,7 +110,7 @@ describe('Device API binding, audience and scopes', () => {
     expect(theirs.body).not.toContain(tickets['their-lock|their-phone']!);
   });
 
-  it('is the device service\'s own rule, so every caller of download and sync keeps to the binding (docs/contract.md 3.7)', async () => {
+  it('is the device service\'s own rule, so every caller of download and sync keeps to the binding (docs/api-reference.md 3.7)', async () => {
     const devices = t.app.services.devices;
     const context = { tenantId: acme.tenantId, actor: 'client:test', requestId: null };
     await expectNothingChanged(t, async () => {

@@ -1,4 +1,4 @@
-// The per-tenant change log behind lock sync (docs/contract.md 6.2, migration 005): one change number per ticket-writing
+// The per-tenant change log behind lock sync (docs/api-reference.md 6.2, migration 005): one change number per ticket-writing
 // transaction, shared by its tickets, per tenant; and a lock syncing during concurrent writes misses nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
@@ -76,7 +76,7 @@ describe('the tenant change log', () => {
       [true, start + 6],
     ]);
 
-    // The tenant's first ticket key changes its key set, which takes a number (docs/contract.md 8.1): the first full
+    // The tenant's first ticket key changes its key set, which takes a number (docs/api-reference.md 8.1): the first full
     // sync makes it (no download has yet).
     const doorToken = await lockToken(t, acme, 'door');
     expect((await syncRequest(t, doorToken, 'door')).statusCode).toBe(200);
@@ -132,7 +132,7 @@ describe('the tenant change log', () => {
     for (const id of ['hub', 'hub-2']) await lock(t, busyOperator, id);
     for (const id of [...phones, 'd-gone']) await device(t, busyOperator, id);
     // Removed while the others write: its tickets' revocations must reach the lock too. Its phone downloaded them, so
-    // a credential of each exists and the lock needs each revocation (docs/contract.md 8.2).
+    // a credential of each exists and the lock needs each revocation (docs/api-reference.md 8.2).
     for (let i = 0; i < 3; i++) await ticket(t, busyOperator, 'hub', 'd-gone');
     expect(await download(t, await phoneToken(t, busy, 'd-gone'), 'd-gone')).toHaveLength(3);
     const phoneTokens = new Map<string, string>();
@@ -191,7 +191,7 @@ describe('the tenant change log', () => {
       writes.push(
         ticket(t, busyOperator, lockId, phone).then(async (made) => {
           if (i % 3 === 0) {
-            // The phone downloads it before it is revoked: the lock needs the revocation (docs/contract.md 8.2).
+            // The phone downloads it before it is revoked: the lock needs the revocation (docs/api-reference.md 8.2).
             await downloadAsAPhone(phone);
             await revoke(busyOperator, made.id);
           }
@@ -248,7 +248,7 @@ describe('the tenant change log', () => {
     await lock(t, slowOperator, 'hub');
     await device(t, slowOperator, 'phone');
     const held = await ticket(t, slowOperator, 'hub', 'phone');
-    // Downloaded, so the lock needs its revocation (docs/contract.md 8.2).
+    // Downloaded, so the lock needs its revocation (docs/api-reference.md 8.2).
     expect(await download(t, await phoneToken(t, slow, 'phone'), 'phone')).toHaveLength(1);
     const hubToken = await lockToken(t, slow, 'hub');
     const start = (await syncAll(t, hubToken, 'hub')).cursor;

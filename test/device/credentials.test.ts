@@ -1,4 +1,4 @@
-// Ticket credentials (docs/contract.md 6.3, 8.1, 8.2): the compact JWS's header and claims under the tenant's issuer,
+// Ticket credentials (docs/api-reference.md 6.3, 8.1, 8.2): the compact JWS's header and claims under the tenant's issuer,
 // verification against the tenant's key set by kid, per-tenant ticket keys apart from the access-token key, and
 // neither kind of JWT accepted as the other.
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from 'jose';
@@ -33,9 +33,9 @@ describe('ticket credentials', () => {
     await t.close();
   });
 
-  it('has header {alg, kid, typ: "ticket+jwt"} and the payload of docs/contract.md 6.3 under the tenant\'s issuer, its seconds inside the exact milliseconds', async () => {
+  it('has header {alg, kid, typ: "ticket+jwt"} and the payload of docs/api-reference.md 6.3 under the tenant\'s issuer, its seconds inside the exact milliseconds', async () => {
     // Dates that are not whole seconds: nbf rounds up and exp down, so the JWT window never widens the ticket's
-    // (docs/contract.md 8.2; RFC 7519 4.1.4: not accepted on or after exp).
+    // (docs/api-reference.md 8.2; RFC 7519 4.1.4: not accepted on or after exp).
     const beginDate = now - 1500;
     const endDate = now + DAY + 1;
     const issued = await ticket(t, operator, 'door', 'phone', { beginDate, endDate, commands: ['open', 'clos', 'open'], channels: ['btlespp'] });
@@ -46,7 +46,7 @@ describe('ticket credentials', () => {
     const header = decodeProtectedHeader(credential);
     expect(header).toEqual({ alg: 'EdDSA', kid: expect.any(String), typ: 'ticket+jwt' });
     expect(payloadOf(credential)).toEqual({
-      // docs/contract.md 8.1: the tenant's own issuer, never the server's bare PUBLIC_URL.
+      // docs/api-reference.md 8.1: the tenant's own issuer, never the server's bare PUBLIC_URL.
       iss: 'http://issuer.test/tenants/acme',
       jti: issued.id,
       sub: 'phone',
@@ -62,7 +62,7 @@ describe('ticket credentials', () => {
     expect(issuerOf(t, acme)).toBe('http://issuer.test/tenants/acme');
   });
 
-  it('lasts at most CREDENTIAL_MAX_LIFETIME past iat when the ticket lasts longer (docs/contract.md 8.2)', async () => {
+  it('lasts at most CREDENTIAL_MAX_LIFETIME past iat when the ticket lasts longer (docs/api-reference.md 8.2)', async () => {
     await device(t, operator, 'phone-long');
     const issued = await ticket(t, operator, 'door', 'phone-long', { beginDate: now - 1500, endDate: now + 30 * DAY });
     const [downloaded] = await download(t, await phoneToken(t, acme, 'phone-long'), 'phone-long');
@@ -77,7 +77,7 @@ describe('ticket credentials', () => {
     await ticket(t, operator, 'door', 'phone-verify');
     const [downloaded] = await download(t, await phoneToken(t, acme, 'phone-verify'), 'phone-verify');
     const credential = downloaded!.credential;
-    // The key set a lock of the tenant is provisioned with (docs/contract.md 8.1); the trust endpoint answers it until
+    // The key set a lock of the tenant is provisioned with (docs/api-reference.md 8.1); the trust endpoint answers it until
     // GET /tenants/{tenant}/jwks.json is served.
     const keys = (await lockTrust(t, acme, 'door')).keys as JSONWebKeySet;
     const { kid } = decodeProtectedHeader(credential);
@@ -123,7 +123,7 @@ describe('ticket credentials', () => {
     const accessKid = decodeProtectedHeader(phone).kid;
     expect(decodeProtectedHeader(phone).typ).toBe('at+jwt');
     expect(new Set([ourKid, theirKid, accessKid]).size).toBe(3);
-    // Each tenant's key set holds its own ticket keys only (docs/contract.md 8.1); the access-token key is in the
+    // Each tenant's key set holds its own ticket keys only (docs/api-reference.md 8.1); the access-token key is in the
     // server's JWKS.
     const ourKeys = (await lockTrust(t, acme, 'door')).keys as JSONWebKeySet;
     const theirKeys = (await lockTrust(t, other, 'their-door')).keys as JSONWebKeySet;
@@ -158,7 +158,7 @@ describe('ticket credentials', () => {
     const oldKid = decodeProtectedHeader(before!.credential).kid;
     const { kid: newKid, activatesAt } = await t.app.services.ticketKeys.rotate(acme.tenantId);
     expect(newKid).not.toBe(oldKid);
-    // docs/contract.md 8.1: the new key is published at once and signs one credential lifetime later, so locks that
+    // docs/api-reference.md 8.1: the new key is published at once and signs one credential lifetime later, so locks that
     // are never online learn it from a visiting phone before any credential needs it.
     expect(activatesAt).toBe(now + lifetime);
     expect((await lockTrust(t, acme, 'door')).keys.keys.map((key) => key.kid)).toEqual(expect.arrayContaining([oldKid, newKid]));
@@ -227,7 +227,7 @@ describe('ticket credentials', () => {
   it('signs with an emergency-rotated key at once even while a key reload is in flight', async () => {
     await device(t, operator, 'phone-rotated-late');
     const token = await phoneToken(t, acme, 'phone-rotated-late');
-    // An emergency rotation signs at once (docs/contract.md 8.1); a normal one waits out its announcement.
+    // An emergency rotation signs at once (docs/api-reference.md 8.1); a normal one waits out its announcement.
     const { kid } = await duringSlowKeyReload(() => t.app.services.ticketKeys.rotate(acme.tenantId, { emergency: true }));
     await ticket(t, operator, 'door', 'phone-rotated-late');
     const [downloaded] = await download(t, token, 'phone-rotated-late');

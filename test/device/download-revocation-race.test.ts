@@ -1,4 +1,4 @@
-// A download racing a revocation (docs/contract.md 8.2): sync sends revocations only of tickets with a credential, so a
+// A download racing a revocation (docs/api-reference.md 8.2): sync sends revocations only of tickets with a credential, so a
 // credential stored after the revocation passed the lock would be a door key the lock never learns is revoked.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';

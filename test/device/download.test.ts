@@ -1,4 +1,4 @@
-// GET /deviceapi/mobiledevices/{id}/tickets (docs/contract.md 6.1): the device's VALID tickets with credentials and their
+// GET /deviceapi/mobiledevices/{id}/tickets (docs/api-reference.md 6.1): the device's VALID tickets with credentials and their
 // locks' revocation lists, the download stamp and its audit event set once (also under concurrent downloads),
 // credentials stored sealed and handed out again, pages.
 import { decodeProtectedHeader } from 'jose';
@@ -75,8 +75,8 @@ describe('GET /deviceapi/mobiledevices/{id}/tickets', () => {
     // A ticket not yet begun is VALID: the phone needs it before the door does.
     expect(items.map((item) => item.id)).toEqual([open.id, later.id, short.id]);
     for (const [index, item] of items.entries()) {
-      // Each begins within one credential lifetime, so each carries its credential (docs/contract.md 8.2); the first
-      // ticket of each lock carries that lock's signed revocation list (docs/contract.md 8.3): door, gate, not door again.
+      // Each begins within one credential lifetime, so each carries its credential (docs/api-reference.md 8.2); the first
+      // ticket of each lock carries that lock's signed revocation list (docs/api-reference.md 8.3): door, gate, not door again.
       const carriesList = index < 2;
       expect(item).toEqual({
         ...(await operatorView(item.id)),
@@ -89,7 +89,7 @@ describe('GET /deviceapi/mobiledevices/{id}/tickets', () => {
       if (carriesList) expect(payloadOf(item.revocationList!)).toMatchObject({ iss: 'http://issuer.test/tenants/acme', aud: item.securedObjectId });
     }
     // The revoked ticket was never downloaded: no credential of it exists, so the gate's list does not carry it
-    // (docs/contract.md 8.2).
+    // (docs/api-reference.md 8.2).
     expect(payloadOf(items[1]!.revocationList!).revoked).toEqual([]);
 
     now += 2 * MINUTE;
@@ -165,7 +165,7 @@ describe('GET /deviceapi/mobiledevices/{id}/tickets', () => {
     const [first] = await download(t, token, 'phone-cache');
     expect(first!.credential).toMatch(JWS);
     const payload = payloadOf(first!.credential) as { iat: number; exp: number };
-    // Stored beside its ciphertext: its key, and its iat and exp in ms (docs/contract.md 8.2: the expiry bounds how
+    // Stored beside its ciphertext: its key, and its iat and exp in ms (docs/api-reference.md 8.2: the expiry bounds how
     // long the lock needs the ticket's revocation).
     const [stored] = await deviceTicketRows(t, acme.tenantId, [issued.id]);
     expect(stored).toMatchObject({
@@ -174,11 +174,11 @@ describe('GET /deviceapi/mobiledevices/{id}/tickets', () => {
       credential_expires_at: payload.exp * 1000,
     });
     expect(unsealedCredential(t, acme.tenantId, stored!)).toBe(first!.credential);
-    // docs/security-checklist.md G48: sealed under SECRETS_KEY, never in plain text.
+    // docs/security-cases.md G48: sealed under SECRETS_KEY, never in plain text.
     await expectNoPlainCredentialStored(t, [issued.id], [first!.credential]);
 
     // Signed again a minute later it would carry another iat: the same bytes prove it was not signed again. It has
-    // more than half its lifetime left (docs/contract.md 8.2).
+    // more than half its lifetime left (docs/api-reference.md 8.2).
     now += MINUTE;
     const [second] = await download(t, token, 'phone-cache');
     expect(second!.credential).toBe(first!.credential);
@@ -209,7 +209,7 @@ describe('GET /deviceapi/mobiledevices/{id}/tickets', () => {
       expect(answered.every(Boolean)).toBe(true);
       // Concurrent first downloads may each sign (the clock ticks between them); one of those is stored, and the
       // stored expiry is the latest handed out: the lock needs a revocation until every one has expired
-      // (docs/contract.md 8.2).
+      // (docs/api-reference.md 8.2).
       const credentials = new Set(answered.map((item) => item.credential));
       expect(credentials).toContain(unsealedCredential(t, acme.tenantId, row));
       expect(row.credential_expires_at).toBe(Math.max(...[...credentials].map((credential) => (payloadOf(credential).exp as number) * 1000)));
@@ -287,7 +287,7 @@ describe('GET /deviceapi/mobiledevices/{id}/tickets', () => {
     expect(await ticketKeys()).toBe(1);
   });
 
-  it('answers 401 without a token, and 401 once the bound device is removed (its client goes with it, docs/contract.md 4.2)', async () => {
+  it('answers 401 without a token, and 401 once the bound device is removed (its client goes with it, docs/api-reference.md 4.2)', async () => {
     await device(t, operator, 'phone-removed');
     await issue('door', 'phone-removed');
     const token = await phoneToken(t, acme, 'phone-removed');

@@ -1,6 +1,6 @@
-// Issue → download → open → revoke → sync → deny: the backend's truth reaching the door (docs/contract.md 6, seed 1 and 4),
-// with locks provisioned from the trust endpoint (docs/contract.md 8.1), and a lock that is never online learning a
-// revocation from the list a visiting phone carries (docs/contract.md 8.3).
+// Issue → download → open → revoke → sync → deny: the backend's truth reaching the door (docs/api-reference.md 6, seed 1 and 4),
+// with locks provisioned from the trust endpoint (docs/api-reference.md 8.1), and a lock that is never online learning a
+// revocation from the list a visiting phone carries (docs/api-reference.md 8.3).
 import { SignJWT, generateKeyPair, decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LockSimulator, type LockProvisioning, type SyncAnswer } from '../../src/simulator/lock-simulator.js';
@@ -28,7 +28,7 @@ describe('a lock deciding on downloaded credentials', () => {
     });
   }
 
-  /** What an installer writes into the lock, fetched through the lock's own client (docs/contract.md 8.1). */
+  /** What an installer writes into the lock, fetched through the lock's own client (docs/api-reference.md 8.1). */
   async function provision(securedObjectId: string, token: string): Promise<LockSimulator> {
     const response = await t.app.inject({ url: `/deviceapi/securedobjects/${securedObjectId}/trust`, headers: bearer(token) });
     expect(response.statusCode, response.body).toBe(200);
@@ -122,13 +122,13 @@ describe('a lock deciding on downloaded credentials', () => {
     expect(await lock.decide(sameKid, 'open', now)).toMatchObject({ decision: 'deny', reason: 'bad signature' });
 
     expect(await lock.decide(phoneToken, 'open', now)).toMatchObject({ decision: 'deny', reason: 'not a ticket credential' });
-    // And the other way round: a credential is never an access token (docs/security-checklist.md 27).
+    // And the other way round: a credential is never an access token (docs/security-cases.md 27).
     const asBearer = await t.app.inject({ url: '/deviceapi/mobiledevices/phone-1/tickets', headers: bearer(ticket!.credential) });
     expect(asBearer.statusCode).toBe(401);
   });
 
   it('a lock that is never online learns a revocation from the list a visiting phone carries, and ignores stale ones', async () => {
-    // The garage is provisioned once and never syncs: what it learns comes from phones (docs/contract.md 8.3).
+    // The garage is provisioned once and never syncs: what it learns comes from phones (docs/api-reference.md 8.3).
     const garageLock = await provision('garage', garageToken);
     // A second garage ticket for the phone, so that its downloads keep carrying the garage's list once one is revoked.
     const extra = await t.app.inject({

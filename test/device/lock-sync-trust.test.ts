@@ -1,5 +1,5 @@
-// What reaches an online lock through sync besides tickets (docs/contract.md 8.1, 4.1): the tenant's key set after a
-// rotation, and, for a deleted lock's client, every revocation the deletion caused (docs/security-checklist.md G43).
+// What reaches an online lock through sync besides tickets (docs/api-reference.md 8.1, 4.1): the tenant's key set after a
+// rotation, and, for a deleted lock's client, every revocation the deletion caused (docs/security-cases.md G43).
 import { decodeProtectedHeader } from 'jose';
 import { createKeyService } from '../../src/services/key.service.js';
 import { LockSimulator, type SyncAnswer as LockSyncAnswer } from '../../src/simulator/lock-simulator.js';
@@ -61,7 +61,7 @@ describe('sync: keys and decommissioned locks', () => {
     expect(listClaims.serial).toBeGreaterThanOrEqual(afterRotation.serial);
   });
 
-  it('lets a deleted lock\'s client sync every revocation its deletion caused, with decommissioned: true, and nothing of a re-created lock (docs/security-checklist.md G43)', async () => {
+  it('lets a deleted lock\'s client sync every revocation its deletion caused, with decommissioned: true, and nothing of a re-created lock (docs/security-cases.md G43)', async () => {
     const { acme, other } = tenants;
     const token = await clientToken(t.app, acme);
     const lockClient = await createClient(t.app, acme, ['sync'], { securedObjectId: 'gate' });

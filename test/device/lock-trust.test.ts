@@ -1,4 +1,4 @@
-// Lock trust (docs/contract.md 8.1–8.3, 6.3; docs/security-checklist.md G39, G48): tenant-bound credentials and the
+// Lock trust (docs/api-reference.md 8.1–8.3, 6.3; docs/security-cases.md G39, G48): tenant-bound credentials and the
 // trust a lock is provisioned with, bounded offline validity, renewal, and the revocation lists phones carry.
 import { compactVerify, createLocalJWKSet, decodeProtectedHeader, errors, jwtVerify, type JSONWebKeySet } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,7 +20,7 @@ interface Trust {
   maxCredentialLifetime: number;
 }
 
-/** A downloaded ticket with the fields of docs/contract.md 8.2 and 8.3. */
+/** A downloaded ticket with the fields of docs/api-reference.md 8.2 and 8.3. */
 type Downloaded = Omit<DownloadedTicket, 'credential'> & { credential?: string; credentialAvailableFrom?: number; revocationList?: string };
 
 const download = async (...args: Parameters<typeof downloadPage>) => (await downloadPage(...args)) as unknown as Downloaded[];
@@ -45,7 +45,7 @@ describe('lock trust', () => {
     return response.json();
   }
 
-  /** Verifies a credential the way docs/contract.md 8.1 says a lock does, with a plain jose jwtVerify. */
+  /** Verifies a credential the way docs/api-reference.md 8.1 says a lock does, with a plain jose jwtVerify. */
   function verifyAsLock(credential: string, trust: Trust, at: number) {
     return jwtVerify(credential, createLocalJWKSet(trust.keys), {
       issuer: trust.issuer,
@@ -75,7 +75,7 @@ describe('lock trust', () => {
     await t.close();
   });
 
-  describe('tenant-bound credentials (docs/contract.md 8.1, docs/security-checklist.md G39)', () => {
+  describe('tenant-bound credentials (docs/api-reference.md 8.1, docs/security-cases.md G39)', () => {
     it('refuses another tenant\'s credential for a lock with the same id: jose with the tenant\'s issuer and key set rejects it', async () => {
       const { acme, other, otherToken } = tenants;
       await ticket(t, otherToken, 'front-door', 'intruder-phone', { endDate: now + DAY });
@@ -141,8 +141,8 @@ describe('lock trust', () => {
     });
   });
 
-  describe('bounded offline validity (docs/contract.md 8.2)', () => {
-    it('signs a year-long ticket for one lifetime, renews it only past half-life, and stores it sealed (docs/security-checklist.md G48)', async () => {
+  describe('bounded offline validity (docs/api-reference.md 8.2)', () => {
+    it('signs a year-long ticket for one lifetime, renews it only past half-life, and stores it sealed (docs/security-cases.md G48)', async () => {
       const { acme } = tenants;
       now = START + 10 * DAY;
       const token = await clientToken(t.app, acme);
@@ -232,7 +232,7 @@ describe('lock trust', () => {
     });
   });
 
-  describe('revocation lists carried by phones (docs/contract.md 8.3)', () => {
+  describe('revocation lists carried by phones (docs/api-reference.md 8.3)', () => {
     it('hands each downloaded ticket its lock\'s signed list: the tenant\'s issuer, the lock, a rising serial, the revocations it needs, the key set', async () => {
       const { acme } = tenants;
       now = START + 200 * DAY;

@@ -1,4 +1,4 @@
-// Revocation propagation (docs/contract.md 8.4): a lock's syncs acknowledge what it applied, the operator sees which
+// Revocation propagation (docs/api-reference.md 8.4): a lock's syncs acknowledge what it applied, the operator sees which
 // revocations are still on their way, judged at the lock's clock (8.5), across a lock's deletion and re-registration.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordLockContact } from '../../src/db/repositories/lock-telemetry.repo.js';
@@ -142,7 +142,7 @@ describe('revocation propagation', () => {
     expect(await readLock('porch')).toMatchObject({ lastSeenTime: now, appliedThrough: 0, pendingRevocations: 1 });
     expect(await readTicket(issued.id)).not.toHaveProperty('revocationAppliedTime');
 
-    // An unbound sync client (a hub, or any integration holding `sync`, docs/contract.md 6.2) may read the lock's
+    // An unbound sync client (a hub, or any integration holding `sync`, docs/api-reference.md 6.2) may read the lock's
     // changes but never speaks for the door: its sync neither acknowledges nor counts as the lock being seen.
     const seen = now;
     const hub = await clientToken(t.app, await createClient(t.app, acme, ['sync']));
@@ -237,7 +237,7 @@ describe('revocation propagation', () => {
     const full = await sync(t, lockAuth, 'shed');
     later();
     await sync(t, lockAuth, 'shed', full.cursor);
-    // Acknowledged past it, yet never stamped: the lock never needed it (docs/contract.md 8.2).
+    // Acknowledged past it, yet never stamped: the lock never needed it (docs/api-reference.md 8.2).
     expect(await readTicket(neverDownloaded.id)).not.toHaveProperty('revocationAppliedTime');
 
     const expiring = await downloadedTicket('shed', 'phone-4', { endDate: now + HOUR });
@@ -261,7 +261,7 @@ describe('revocation propagation', () => {
     const fastTicket = await downloadedTicket('fast', 'phone-5', { endDate: issuedAt + HOUR });
     await revoke(slowTicket.id);
     await revoke(fastTicket.id);
-    // The offsets an access-log upload would estimate (docs/contract.md 8.5): 'slow' two minutes behind, 'fast' ahead.
+    // The offsets an access-log upload would estimate (docs/api-reference.md 8.5): 'slow' two minutes behind, 'fast' ahead.
     await recordLockContact(t.database.db, acme.tenantId, 'slow', { seenAt: now, clockOffsetMs: -120_000 });
     await recordLockContact(t.database.db, acme.tenantId, 'fast', { seenAt: now, clockOffsetMs: 120_000 });
     expect(await readLock('slow')).toMatchObject({ clockOffset: -120_000, clockDrift: true, pendingRevocations: 1 });
@@ -277,7 +277,7 @@ describe('revocation propagation', () => {
     expect(slowSync.revocations.map((item) => item.tokenId)).toEqual([slowTicket.id]);
     const fastSync = await sync(t, await lockToken(t, acme, 'fast'), 'fast');
     expect(fastSync.revocations).toEqual([]);
-    // A phone visiting the slow lock carries the revocation in the lock's list (docs/contract.md 8.3).
+    // A phone visiting the slow lock carries the revocation in the lock's list (docs/api-reference.md 8.3).
     await ticket(t, operator, 'slow', 'phone-6');
     await ticket(t, operator, 'fast', 'phone-6');
     const carried = await download(t, await phoneToken(t, acme, 'phone-6'), 'phone-6');

@@ -1,4 +1,4 @@
-// Schedules attacked (docs/contract.md 9, 4.1, 5, 6.3): a credential signed while its lock's zone changes, the
+// Schedules attacked (docs/api-reference.md 9, 4.1, 5, 6.3): a credential signed while its lock's zone changes, the
 // schedule each membership change copies, a zone change in another tenant, and absurd schedules and zone names at
 // the routes: 4xx with field errors, never a 500, never a write.
 import { Temporal } from '@js-temporal/polyfill';
@@ -123,7 +123,7 @@ describe('schedules attacked', () => {
     const door = new LockSimulator(await lockTrust(t, b.tenant, 'front-door'));
     expect(await door.decide(credential, 'open', Date.UTC(2026, 2, 24, 7, 30))).toMatchObject({ decision: 'open' });
     expect(await door.decide(credential, 'open', Date.UTC(2026, 2, 24, 12, 30))).toMatchObject({ decision: 'deny', reason: 'outside schedule' });
-    // The bound: the credential lives at most CREDENTIAL_MAX_LIFETIME (docs/contract.md 8.2), and no window outlives it.
+    // The bound: the credential lives at most CREDENTIAL_MAX_LIFETIME (docs/api-reference.md 8.2), and no window outlives it.
     const { iat, exp, win } = payloadOf(credential) as { iat: number; exp: number; win: number[][] };
     expect(exp - iat).toBeLessThanOrEqual(t.config.CREDENTIAL_MAX_LIFETIME);
     expect(Math.max(...win.map(([, end]) => end!))).toBeLessThanOrEqual(exp * 1000);

@@ -1,4 +1,4 @@
-// Schedules end to end (docs/contract.md 9, 4.3, 5, 6.3): a ticket's or access permission's schedule in the lock's
+// Schedules end to end (docs/api-reference.md 9, 4.3, 5, 6.3): a ticket's or access permission's schedule in the lock's
 // zone reaches the door as `win`, the lock opens only inside a window, the explain endpoint names the next one, DST
 // moves the windows' UTC instants; bad schedules are 422s that change nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -79,7 +79,7 @@ describe('schedules in the lock\'s local time', () => {
     // Saturday: no window.
     expect(await door.decide(first!.credential, 'open', Date.UTC(2026, 2, 28, 9))).toMatchObject({ decision: 'deny', reason: 'outside schedule' });
 
-    // The explain endpoint (docs/contract.md 8.6) says so, with the next window: Tuesday 08:00 Berlin.
+    // The explain endpoint (docs/api-reference.md 8.6) says so, with the next window: Tuesday 08:00 Berlin.
     const explained = await call(t, fixture.operator, {
       method: 'GET',
       url: `/operatorapi/access-checks?mobileDeviceId=phone-a&securedObjectId=front-door&at=${Date.UTC(2026, 2, 23, 12)}`,

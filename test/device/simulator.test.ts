@@ -1,7 +1,7 @@
 // The lock simulator's command line (src/simulator/cli.ts): `npm run simulate -- --help`, usage errors (a clock that
 // is not an integer of milliseconds among them), and runs against a live server: provisioned from the trust endpoint
-// (docs/contract.md 8.1), it opens, then denies once revoked, and never opens for another tenant's credential
-// (docs/security-checklist.md G39). LockSimulator itself is proven in test/unit/simulator/lock-simulator.test.ts.
+// (docs/api-reference.md 8.1), it opens, then denies once revoked, and never opens for another tenant's credential
+// (docs/security-cases.md G39). LockSimulator itself is proven in test/unit/simulator/lock-simulator.test.ts.
 import { spawn } from 'node:child_process';
 import { CompactSign, generateKeyPair } from 'jose';
 import { afterAll, beforeAll, describe, it, type ExpectStatic } from 'vitest';
@@ -76,7 +76,7 @@ describe.concurrent('the simulator command line', () => {
       base = `http://127.0.0.1:${port}`;
       t = await buildTestApp({ BCRYPT_COST: '4', PUBLIC_URL: base });
       await t.app.listen({ port, host: '127.0.0.1' });
-      // Both tenants have a lock "door" and a phone "phone": the cross-tenant attack of docs/security-checklist.md G39.
+      // Both tenants have a lock "door" and a phone "phone": the cross-tenant attack of docs/security-cases.md G39.
       fixture = await twoTenants(t, { acme: { locks: ['door'], devices: ['phone', 'walker'] }, other: { locks: ['door'], devices: ['phone'] } });
       lockClient = await createClient(t.app, fixture.acme, ['sync'], { securedObjectId: 'door' });
     });
@@ -115,7 +115,7 @@ describe.concurrent('the simulator command line', () => {
 
     it("opens for its tenant's credential, never for another tenant's for the same lock id, and denies once revoked", async ({ expect }) => {
       const { acme, other, token: operator, otherToken } = fixture;
-      // Begun a minute ago: a credential's nbf is its beginDate rounded up to the second (docs/contract.md 8.2), and the
+      // Begun a minute ago: a credential's nbf is its beginDate rounded up to the second (docs/api-reference.md 8.2), and the
       // simulator may decide within the same second the ticket was issued.
       const begun = { beginDate: t.app.services.clock() - 60_000 };
       const issued = await ticket(t, operator, 'door', 'phone', begun);
@@ -124,7 +124,7 @@ describe.concurrent('the simulator command line', () => {
       const [theirs] = await download(t, await phoneToken(t, other, 'phone'), 'phone');
 
       // The other tenant's credential names the same lock id, under its own issuer and key; the lock holds only its
-      // tenant's key set (the trust answer, docs/contract.md 8.1), so it does not even know that key.
+      // tenant's key set (the trust answer, docs/api-reference.md 8.1), so it does not even know that key.
       expect((await simulate(['--command', 'open'], [ours!.credential, theirs!.credential], expect)).decisions).toEqual([
         { decision: 'open', reason: 'valid', ticketId: issued.id },
         { decision: 'deny', reason: 'unknown signing key' },
@@ -147,7 +147,7 @@ describe.concurrent('the simulator command line', () => {
       await ticket(t, fixture.token, 'door', 'walker');
       const [carried] = (await download(t, await phoneToken(t, fixture.acme, 'walker'), 'walker')) as (DownloadedTicket & { revocationList?: string })[];
       expect(carried!.revocationList).toEqual(expect.any(String));
-      // A list signed by a key the lock does not hold, and one that is not a JWS: both ignored (docs/contract.md 8.3).
+      // A list signed by a key the lock does not hold, and one that is not a JWS: both ignored (docs/api-reference.md 8.3).
       const { privateKey } = await generateKeyPair('EdDSA');
       const payload = { iss: `${base}/tenants/acme`, aud: 'door', serial: Number.MAX_SAFE_INTEGER, iat: 0, revoked: [] };
       const forged = await new CompactSign(new TextEncoder().encode(JSON.stringify(payload)))
@@ -163,7 +163,7 @@ describe.concurrent('the simulator command line', () => {
       ]);
     }, 120_000);
 
-    it('uploads its access log after deciding with --upload-log (docs/contract.md 8.5): the server\'s answer on stderr, a re-sent log stored once', async ({ expect }) => {
+    it('uploads its access log after deciding with --upload-log (docs/api-reference.md 8.5): the server\'s answer on stderr, a re-sent log stored once', async ({ expect }) => {
       const at = Date.UTC(2026, 0, 15, 9, 0, 0, 0);
       const first = await simulate(['--upload-log', '--at', String(at)], ['not-a-credential', 'x.y.z'], expect);
       expect(first.decisions).toEqual([

@@ -53,7 +53,7 @@ describe.skipIf(!postgresTestUrl())('a sync storm against a small pool', () => {
          FROM unnest($2::text[], $3::text[]) AS c (id, lock_id)`,
       [acme.tenantId, clientIds, lockIds, now],
     );
-    // Their access tokens, signed as the token endpoint signs them (docs/contract.md 3.4), without 2,000 grants.
+    // Their access tokens, signed as the token endpoint signs them (docs/api-reference.md 3.4), without 2,000 grants.
     const issue = createAccessTokenIssuer({
       clock: Date.now,
       issuer: t.config.PUBLIC_URL,
@@ -125,7 +125,7 @@ describe.skipIf(!postgresTestUrl())('a sync storm against a small pool', () => {
     const delays = refused.map((answer) => Number(answer.headers['retry-after']));
     for (const [index, answer] of refused.entries()) {
       expect(Number.isInteger(delays[index]) && delays[index]! >= 1 && delays[index]! <= RETRY_AFTER_MAX_SECONDS, String(answer.headers['retry-after'])).toBe(true);
-      // docs/contract.md 7.1: the problem format, saying why.
+      // docs/api-reference.md 7.1: the problem format, saying why.
       expect(answer.headers['content-type']).toMatch(/^application\/problem\+json/);
       expect(answer.json()).toMatchObject({ status: 503, title: 'Service Unavailable' });
     }

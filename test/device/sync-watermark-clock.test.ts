@@ -1,5 +1,5 @@
 // docs/lock-sync.md: an answer from memory is the database's own answer. The database's answer also depends on the
-// lock's clock (docs/contract.md 8.5): a revocation whose credential expired by the server's clock is left out while
+// lock's clock (docs/api-reference.md 8.5): a revocation whose credential expired by the server's clock is left out while
 // the lock's clock is not known to run behind, and sent once an access-log upload shows it does. That estimate takes
 // no change number, so a remembered "nothing new" must not outlive it.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';

@@ -70,14 +70,14 @@ describe('lock sync answered from the change watermark', () => {
 
   it('answers a repeated nothing-new sync without a database statement: empty arrays, the same cursor and serial, no keys', async () => {
     const { lockId, token, cursor } = await lockWithTicket();
-    // The first sync with the cursor acknowledges it (docs/contract.md 8.4): one telemetry write.
+    // The first sync with the cursor acknowledges it (docs/api-reference.md 8.4): one telemetry write.
     const first = await sync(t, token, lockId, cursor);
     expect(first).toEqual({ tokens: [], revocations: [], cursor, serial: first.serial });
     expect(watermarks().current(acme.tenantId)).toBe(await changeCounter(t, acme.tenantId));
     const again = await lockStatements(lockId, () => sync(t, token, lockId, cursor));
     expect(again.statements).toBe(0);
     expect(again.value).toEqual(first);
-    // Acknowledged through the database path before: the operator sees the lock where it is (docs/contract.md 8.4).
+    // Acknowledged through the database path before: the operator sees the lock where it is (docs/api-reference.md 8.4).
     const view = await call(t, operator, { method: 'GET', url: `/operatorapi/securedobjects/${lockId}` });
     expect(view.json()).toMatchObject({ appliedThrough: first.serial });
   });

@@ -1,4 +1,4 @@
-// GET /deviceapi/securedobjects/{id}/sync (docs/contract.md 6.2, 8.1, 8.2): everything current without a cursor, only what
+// GET /deviceapi/securedobjects/{id}/sync (docs/api-reference.md 6.2, 8.1, 8.2): everything current without a cursor, only what
 // changed after one, the serial and the key set, only the revocations a lock still needs, pages that yield each
 // change once, bad cursors, and every ticket write path reaching the lock.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -35,7 +35,7 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
 
   /**
    * The device downloads its tickets, so a credential of each exists: from now on its lock needs their revocations
-   * (docs/contract.md 8.2). Answers the ids downloaded.
+   * (docs/api-reference.md 8.2). Answers the ids downloaded.
    */
   async function downloadAll(mobileDeviceId: string): Promise<string[]> {
     return (await download(t, await phoneToken(t, acme, mobileDeviceId), mobileDeviceId)).map((item) => item.id);
@@ -122,13 +122,13 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
     expect(Object.keys(body).sort()).toEqual(['cursor', 'keys', 'revocations', 'serial', 'tokens']);
     // The lock's tickets as the Operator API shows them, in the order they changed; no credentials.
     expect(body.tokens).toEqual([await operatorView(valid.id), await operatorView(future.id)]);
-    // docs/contract.md 8.2: a revocation only while a credential of it may be valid. The expired ticket's credential
+    // docs/api-reference.md 8.2: a revocation only while a credential of it may be valid. The expired ticket's credential
     // ended with it; the ticket never downloaded has none.
     expect(body.revocations).toEqual([{ tokenId: revoked.id, revocationDate }]);
     expect(body.cursor).toMatch(/^[A-Za-z0-9_-]+$/);
     // The position of the last change answered: the revocation of `revoked`.
     expect(body.serial).toBe((await deviceTicketRows(t, acme.tenantId, [revoked.id]))[0]!.change_seq);
-    // docs/contract.md 8.1: a full sync carries the tenant's key set, the one the lock's trust endpoint answers.
+    // docs/api-reference.md 8.1: a full sync carries the tenant's key set, the one the lock's trust endpoint answers.
     expect(body.keys).toEqual((await lockTrust(t, acme, 'l-current')).keys);
     expect(body.keys!.keys.length).toBeGreaterThanOrEqual(1);
   });
@@ -142,7 +142,7 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
     expect(start.tokens.map((item) => item.id)).toEqual([first.id]);
     expect(start.keys).toBeDefined();
     const c0 = start.cursor;
-    // Nothing changed, the key set included: no `keys` (docs/contract.md 8.1) and the same serial.
+    // Nothing changed, the key set included: no `keys` (docs/api-reference.md 8.1) and the same serial.
     expect(await sync(t, syncToken, 'l-delta', c0)).toEqual({ tokens: [], revocations: [], cursor: c0, serial: start.serial });
 
     const added = await issue('l-delta', 'p-delta');
@@ -153,7 +153,7 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
     expect(afterAdd.serial).toBeGreaterThan(start.serial);
     expect(afterAdd).not.toHaveProperty('keys');
 
-    // The phone downloads: the lock needs the revocations of what it holds (docs/contract.md 8.2).
+    // The phone downloads: the lock needs the revocations of what it holds (docs/api-reference.md 8.2).
     expect(await downloadAll('p-delta')).toEqual([first.id, added.id]);
     const { revocationDate } = await revoke(first.id);
     const afterRevoke = await sync(t, syncToken, 'l-delta', afterAdd.cursor);
@@ -174,7 +174,7 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
     expect(await sync(t, syncToken, 'l-delta', afterBrief.cursor)).toEqual({ tokens: [], revocations: [], cursor: afterBrief.cursor, serial: afterBrief.serial });
 
     // Issued and revoked between two syncs, never downloaded: no credential of it exists, so the lock learns nothing
-    // of it, neither the ticket nor its revocation (docs/contract.md 8.2).
+    // of it, neither the ticket nor its revocation (docs/api-reference.md 8.2).
     const unused = await issue('l-delta', 'p-delta');
     await revoke(unused.id);
     expect(await sync(t, syncToken, 'l-delta', afterBrief.cursor)).toEqual({ tokens: [], revocations: [], cursor: afterBrief.cursor, serial: afterBrief.serial });
@@ -189,7 +189,7 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
   it('answers a lock without tickets empty arrays and the key set, then a cursor and serial that stay the same', async () => {
     await lock(t, operator, 'l-empty');
     const empty = await sync(t, syncToken, 'l-empty');
-    // A full sync carries the key set even with nothing else to say: a new lock learns its keys (docs/contract.md 8.1).
+    // A full sync carries the key set even with nothing else to say: a new lock learns its keys (docs/api-reference.md 8.1).
     expect(empty).toEqual({
       tokens: [],
       revocations: [],
@@ -211,7 +211,7 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
     expect((await grant(resident.id, group.id)).tokenCount).toBe(5);
     const direct = [];
     for (let i = 0; i < 3; i++) direct.push(await issue('l-pages', phones[i]!));
-    // Downloaded first, so the lock needs both revocations (docs/contract.md 8.2).
+    // Downloaded first, so the lock needs both revocations (docs/api-reference.md 8.2).
     await downloadAll(phones[0]!);
     await downloadAll(phones[1]!);
     await revoke(direct[0]!.id);
@@ -262,13 +262,13 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
       expectProblem(await t.app.inject({ url: `/deviceapi/securedobjects/l-bad/sync${query}`, headers: bearer(syncToken) }), 400);
     }
     // A well-formed cursor beyond every change of the tenant was not issued here either: its serial would make the
-    // lock ignore every revocation list a phone brings (docs/contract.md 8.3).
+    // lock ignore every revocation list a phone brings (docs/api-reference.md 8.3).
     const ahead = b64(`999999:${zero}`);
     expect(expectProblem(await syncRequest(t, syncToken, 'l-bad', ahead), 400).detail).toContain('cursor');
   });
 
   // Each path's revocations reach the lock once a phone holds a credential of the ticket; a ticket never downloaded
-  // needs no revocation at the lock (docs/contract.md 8.2), so some phones below never download.
+  // needs no revocation at the lock (docs/api-reference.md 8.2), so some phones below never download.
   describe('every ticket write path reaches the lock', () => {
     it('Operator API: create, revoke, removal of a device', async () => {
       await locks('w-op-1', 'w-op-2');

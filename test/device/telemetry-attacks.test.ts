@@ -1,4 +1,4 @@
-// Lock telemetry under attack (docs/contract.md 8.4, 8.5, docs/security-checklist.md G): what a forged cursor, a
+// Lock telemetry under attack (docs/api-reference.md 8.4, 8.5, docs/security-cases.md G): what a forged cursor, a
 // re-registered lock id, a relayed absurd clock, malformed values and concurrent uploads can make the server claim.
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

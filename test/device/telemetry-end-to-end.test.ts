@@ -1,4 +1,4 @@
-// Lock telemetry end to end (docs/contract.md 8.4–8.6) with the simulator as the lock: a revoked phone's door may still
+// Lock telemetry end to end (docs/api-reference.md 8.4–8.6) with the simulator as the lock: a revoked phone's door may still
 // open until the lock learns the revocation; explain says so, then says denied once the lock has applied it, and the
 // lock's own access log shows the denied attempt.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
-// Ticket-key lifecycle per tenant (docs/contract.md 8.1): each tenant's key set at /tenants/{tenant}/jwks.json and none at
-// /.well-known/jwks.json (docs/security-checklist.md G39), announced rotation, emergency rotation, the key set's change number, the
+// Ticket-key lifecycle per tenant (docs/api-reference.md 8.1): each tenant's key set at /tenants/{tenant}/jwks.json and none at
+// /.well-known/jwks.json (docs/security-cases.md G39), announced rotation, emergency rotation, the key set's change number, the
 // Operator API routes (scopes, tenant isolation, audit) and `keys rotate --tenant`.
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -102,7 +102,7 @@ describe('ticket keys', () => {
       expectProblem(await t.app.inject({ url: '/tenants/%2Facme/jwks.json' }), 400);
     });
 
-    it('keeps every ticket key out of /.well-known/jwks.json (docs/security-checklist.md G39): access-token keys only', async () => {
+    it('keeps every ticket key out of /.well-known/jwks.json (docs/security-cases.md G39): access-token keys only', async () => {
       const response = await t.app.inject({ url: '/.well-known/jwks.json' });
       expect(response.statusCode).toBe(200);
       const published = kidsOf(response.json());

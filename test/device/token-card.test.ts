@@ -1,4 +1,4 @@
-// GET /v1/residents/{id}/token-card (docs/contract.md 5, 6.3): v2 card data holding the credentials of exactly the
+// GET /v1/residents/{id}/token-card (docs/api-reference.md 5, 6.3): v2 card data holding the credentials of exactly the
 // resident's valid tickets; v1 is gone (410); bad versions 400; scope nfc-token-writer; tenants kept apart.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
@@ -84,7 +84,7 @@ describe('GET /v1/residents/{id}/token-card', () => {
 
     const covered: string[] = [];
     for (const credential of contents.credentials) {
-      // Checked as the card's lock does (docs/contract.md 8.1), bounded like a phone's (docs/contract.md 8.3).
+      // Checked as the card's lock does (docs/api-reference.md 8.1), bounded like a phone's (docs/api-reference.md 8.3).
       const payload = await verifyCredential(t, acme, credential, { securedObjectId: payloadOf(credential).aud as string, at: now });
       expect(['card-1', 'card-2']).toContain(payload.sub);
       covered.push(payload.jti!);
@@ -92,7 +92,7 @@ describe('GET /v1/residents/{id}/token-card', () => {
     expect(covered.sort()).toEqual([...expected].sort());
     for (const id of [revokedId, expiringId, outsiderId]) expect(covered).not.toContain(id);
 
-    // Writing a card is its devices' download: credentials stored sealed (docs/security-checklist.md G48), first
+    // Writing a card is its devices' download: credentials stored sealed (docs/security-cases.md G48), first
     // download stamped and audited once.
     const rows = await deviceTicketRows(t, acme.tenantId, expected);
     expect(rows.every((row) => row.credential_encrypted !== null && row.downloaded_at === now)).toBe(true);

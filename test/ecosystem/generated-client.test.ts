@@ -108,7 +108,7 @@ describe('a generated client against the running server', () => {
     const noneRevoked = await operator.GET('/operatorapi/tickets', { params: { query: { status: 'REVOKED' } } });
     expect(noneRevoked.data).toEqual([]);
 
-    // The phone downloads its ticket with a client bound to it (docs/contract.md 3.7), created through the Operator API.
+    // The phone downloads its ticket with a client bound to it (docs/api-reference.md 3.7), created through the Operator API.
     const phoneClient = await operator.POST('/operatorapi/oauthclients', {
       body: { name: 'Alice phone', scopes: ['tokens:download'], mobileDeviceId: 'phone-alice-1' },
     });

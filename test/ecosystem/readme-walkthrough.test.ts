@@ -208,11 +208,11 @@ describe('the README walkthrough blocks', () => {
         const [, credentialTicket, exp, iat] = expectLine(
           /^\{"iss":"http:\/\/[^"]+\/tenants\/acme","jti":"([0-9a-f-]{36})","sub":"phone-1","aud":"front-door","nbf":0,"exp":(\d+),"iat":(\d+),"beginDate":0,"endDate":4102444800000,/,
         );
-        // docs/contract.md 8.2: a week at most, however long the ticket runs.
+        // docs/api-reference.md 8.2: a week at most, however long the ticket runs.
         expect(Number(exp) - Number(iat)).toBe(604800);
         const [, kid] = expectLine(/^\{"issuer":"http:\/\/[^"]+\/tenants\/acme","securedObjectId":"front-door","keys":\["([^"]+)"\],"maxCredentialLifetime":604800\}$/);
         // The first sync carries the Access API ticket and the key set; the Operator API ticket revoked before any
-        // download needs no revocation at the lock (docs/contract.md 8.2). The next sync: nothing.
+        // download needs no revocation at the lock (docs/api-reference.md 8.2). The next sync: nothing.
         const [, cursor] = expectLine(
           new RegExp(`^\\{"tokens":\\[\\{"mobileDeviceId":"phone-1","accessPermissionId":"[^"]+"\\}\\],"revocations":\\[\\],"keys":\\["${kid}"\\],"cursor":"([^"]+)"\\}$`),
         );

@@ -7,7 +7,7 @@ import { bearer, clientToken, createClient, createTenant, createUser, passwordGr
 import { expectNothingChanged } from './database-state.js';
 import { HOUR, expectProblem } from './operator.js';
 
-/** Every scope the Access API's routes declare (docs/contract.md 3.6, 5). */
+/** Every scope the Access API's routes declare (docs/api-reference.md 3.6, 5). */
 export const ACCESS_API_SCOPES = [
   'device-groups:write',
   'device-groups:read',
@@ -179,7 +179,7 @@ export const product = (devices: string[], locks: string[]) => devices.flatMap((
 
 /**
  * For each request: 401 without a token, 401 with an Operator API token (aud operatorapi is not accepted on /v1,
- * docs/contract.md 3.4), 403 with a token lacking the declared scope (RFC 6750 3.1). Nothing changes.
+ * docs/api-reference.md 3.4), 403 with a token lacking the declared scope (RFC 6750 3.1). Nothing changes.
  */
 export async function expectAccessAuthChecks(
   t: TestApp,

@@ -7,12 +7,12 @@ import type { TestApp } from './app.js';
 import { bearer, clientToken, createClient, createUser, passwordGrant, type TenantFixture } from './oauth.js';
 import { nextLink } from './operator.js';
 
-/** A `tokens:download` token of a client bound to the device (docs/contract.md 3.7, 6.1). */
+/** A `tokens:download` token of a client bound to the device (docs/api-reference.md 3.7, 6.1). */
 export async function phoneToken(t: TestApp, tenant: TenantFixture, mobileDeviceId: string): Promise<string> {
   return clientToken(t.app, await createClient(t.app, tenant, ['tokens:download'], { mobileDeviceId }));
 }
 
-/** A `sync` token of a client bound to the lock (docs/contract.md 3.7, 6.2). */
+/** A `sync` token of a client bound to the lock (docs/api-reference.md 3.7, 6.2). */
 export async function lockToken(t: TestApp, tenant: TenantFixture, securedObjectId: string): Promise<string> {
   return clientToken(t.app, await createClient(t.app, tenant, ['sync'], { securedObjectId }));
 }
@@ -34,11 +34,11 @@ export interface DownloadedTicket {
   downloadDate: number;
   /**
    * Absent, with `credentialAvailableFrom` instead, while the ticket begins beyond one credential lifetime
-   * (docs/contract.md 8.2); the tests that reach that case read it as optional (test/device/lock-trust.test.ts).
+   * (docs/api-reference.md 8.2); the tests that reach that case read it as optional (test/device/lock-trust.test.ts).
    */
   credential: string;
   credentialAvailableFrom?: number;
-  /** The signed revocation list of the ticket's lock (docs/contract.md 8.3). */
+  /** The signed revocation list of the ticket's lock (docs/api-reference.md 8.3). */
   revocationList?: string;
   accessPermissionId?: string;
 }
@@ -64,9 +64,9 @@ export interface SyncBody {
   cursor: string;
   /** The change-log position the lock has reached once it applied the answer. */
   serial: number;
-  /** The tenant's ticket key set: on a full sync and after the set changed (docs/contract.md 8.1). */
+  /** The tenant's ticket key set: on a full sync and after the set changed (docs/api-reference.md 8.1). */
   keys?: { keys: JWK[] };
-  /** The lock was deleted; its client syncs what the deletion caused (docs/contract.md 4.1). */
+  /** The lock was deleted; its client syncs what the deletion caused (docs/api-reference.md 4.1). */
   decommissioned?: true;
 }
 
@@ -112,14 +112,14 @@ export async function syncAll(t: TestApp, token: string, securedObjectId: string
   };
 }
 
-/** The access-token JWKS at `/.well-known/jwks.json` (RFC 9068; docs/contract.md 8.1: access-token keys only). */
+/** The access-token JWKS at `/.well-known/jwks.json` (RFC 9068; docs/api-reference.md 8.1: access-token keys only). */
 export async function jwks(t: TestApp): Promise<JSONWebKeySet> {
   const response = await t.app.inject({ url: '/.well-known/jwks.json' });
   expect(response.statusCode).toBe(200);
   return response.json();
 }
 
-/** What an installer writes into a lock (docs/contract.md 8.1). */
+/** What an installer writes into a lock (docs/api-reference.md 8.1). */
 export interface LockTrust {
   issuer: string;
   securedObjectId: string;
@@ -134,16 +134,16 @@ export async function trustWith(t: TestApp, token: string, securedObjectId: stri
   return response.json();
 }
 
-/** The lock's trust anchors, fetched through a new client bound to it (docs/contract.md 8.1). */
+/** The lock's trust anchors, fetched through a new client bound to it (docs/api-reference.md 8.1). */
 export async function lockTrust(t: TestApp, tenant: TenantFixture, securedObjectId: string): Promise<LockTrust> {
   return trustWith(t, await lockToken(t, tenant, securedObjectId), securedObjectId);
 }
 
-/** The tenant's credential issuer, `{PUBLIC_URL}/tenants/{tenant}` (docs/contract.md 8.1). */
+/** The tenant's credential issuer, `{PUBLIC_URL}/tenants/{tenant}` (docs/api-reference.md 8.1). */
 export const issuerOf = (t: TestApp, tenant: TenantFixture): string => `${t.config.PUBLIC_URL}/tenants/${tenant.name}`;
 
 /**
- * Verifies a credential as a lock provisioned with its tenant's trust anchors would (docs/contract.md 6.3, 8.1, 8.2):
+ * Verifies a credential as a lock provisioned with its tenant's trust anchors would (docs/api-reference.md 6.3, 8.1, 8.2):
  * the issuer and key set its trust endpoint answers (until the tenant's `jwks.json` is served), `kid` in that set,
  * `typ` ticket+jwt, `aud` the lock, valid at `at`, and lasting no longer than `maxCredentialLifetime`.
  */
@@ -170,7 +170,7 @@ export interface DeviceTicketRow {
   id: string;
   secured_object_id: string;
   mobile_device_id: string;
-  /** The last credential handed out, sealed under SECRETS_KEY (docs/security-checklist.md G48). */
+  /** The last credential handed out, sealed under SECRETS_KEY (docs/security-cases.md G48). */
   credential_encrypted: Buffer | null;
   credential_kid: string | null;
   credential_issued_at: number | null;
@@ -209,7 +209,7 @@ export function unsealedCredential(t: TestApp, tenantId: string, row: DeviceTick
 const JWS_TEXT = /eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/;
 
 /**
- * docs/security-checklist.md G48: no column of the tickets' rows holds a credential in plain text, neither as text
+ * docs/security-cases.md G48: no column of the tickets' rows holds a credential in plain text, neither as text
  * nor as bytes, neither whole nor its payload or signature. `credentials` are the ones handed out for these tickets.
  */
 export async function expectNoPlainCredentialStored(t: TestApp, ticketIds: string[], credentials: string[]): Promise<void> {

@@ -1,4 +1,4 @@
-// Helpers for the docs/security-checklist.md tests: RFC 6749 error assertions, crafted JWTs, timing medians, an Access API probe.
+// Helpers for the docs/security-cases.md tests: RFC 6749 error assertions, crafted JWTs, timing medians, an Access API probe.
 import { KeyObject, randomUUID, sign as signWithKeyObject, webcrypto } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { LightMyRequestResponse } from 'fastify';

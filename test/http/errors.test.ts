@@ -198,7 +198,7 @@ describe('HTTP shell', () => {
       expect(body).toMatchObject({
         type: `${PROBLEM_BASE}unsupported-media-type`,
         title: 'Unsupported Media Type',
-        detail: 'This API takes JSON only: send the body with Content-Type: application/json (docs/contract.md 7.2).',
+        detail: 'This API takes JSON only: send the body with Content-Type: application/json (docs/api-reference.md 7.2).',
       });
     });
 

@@ -1,4 +1,4 @@
-// Response headers (docs/security-checklist.md G45, docs/contract.md 7.1): ids in Location and Link are percent-encoded, a header
+// Response headers (docs/security-cases.md G45, docs/api-reference.md 7.1): ids in Location and Link are percent-encoded, a header
 // that cannot be written answers a problem, secrets are never cached, and over-long requests answer problems too.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GoneError } from '../../src/errors.js';

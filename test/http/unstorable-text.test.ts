@@ -57,7 +57,7 @@ describe('U+0000 in paths, queries and bodies', () => {
     });
 
     // Ticket creates are written in batches (src/services/batching.ts): what the database would refuse is refused
-    // before, with the same problem, so it never reaches a batch shared with other requests (docs/security-checklist.md G47).
+    // before, with the same problem, so it never reaches a batch shared with other requests (docs/security-cases.md G47).
     it.each([
       ['U+0000 in securedObjectId', { securedObjectId: 'door\u0000' }],
       ['U+0000 in mobileDeviceId', { mobileDeviceId: 'phone\u0000' }],

@@ -81,9 +81,9 @@ export interface TenantData {
   residentId: string;
   lockGroupId: string;
   permissionId: string;
-  /** A published ticket key of the tenant (docs/contract.md 8.1). */
+  /** A published ticket key of the tenant (docs/api-reference.md 8.1). */
   ticketKeyId: string;
-  /** A webhook subscription of the tenant (docs/contract.md 10). */
+  /** A webhook subscription of the tenant (docs/api-reference.md 10). */
   webhookId: string;
 }
 
@@ -103,7 +103,7 @@ const KIND_BY_COLLECTION: Record<string, keyof Omit<TenantData, 'tenant'>> = {
 
 const QUERY_VALUES: Record<string, string> = { version: '2' };
 
-/** Required query parameters that name a tenant's resource (the explain endpoint's phone and lock, docs/contract.md 8.6). */
+/** Required query parameters that name a tenant's resource (the explain endpoint's phone and lock, docs/api-reference.md 8.6). */
 const KIND_BY_QUERY: Record<string, keyof Omit<TenantData, 'tenant'>> = { mobileDeviceId: 'deviceId', securedObjectId: 'lockId' };
 
 /** Whether the route names a tenant's resource, in its path or in a required query parameter. */
@@ -201,9 +201,9 @@ export async function accessToken(app: App, tenant: TenantFixture, scopes: strin
 }
 
 /**
- * A token of the API with exactly one scope. A Device API client is bound as its routes expect (docs/contract.md 3.7):
+ * A token of the API with exactly one scope. A Device API client is bound as its routes expect (docs/api-reference.md 3.7):
  * `tokens:download` to the tenant's device, `sync` to its lock (the trust endpoint answers only the lock's own client,
- * docs/contract.md 8.1); `{ bound: false }` gives an unbound `sync` client, which may sync any lock of its tenant (6.2).
+ * docs/api-reference.md 8.1); `{ bound: false }` gives an unbound `sync` client, which may sync any lock of its tenant (6.2).
  */
 export async function tokenWithScope(
   app: App,

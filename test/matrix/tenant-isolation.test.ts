@@ -1,5 +1,5 @@
 // Issue 7 tenant isolation matrix: every route that takes an id, called by tenant A with tenant B's ids, answers 404
-// and changes nothing of B's (docs/contract.md 2). Generated from the served OpenAPI documents.
+// and changes nothing of B's (docs/api-reference.md 2). Generated from the served OpenAPI documents.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACCESS_SCOPES, OPERATOR_SCOPES } from '../../src/services/scopes.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
@@ -32,8 +32,8 @@ describe('tenant isolation matrix', () => {
   let routes: RouteEntry[];
   /**
    * Tenant A's tokens by API (and Device API scope), each labelled. The Device API's `sync` routes are called both by
-   * a client bound to A's lock and by an unbound one (docs/contract.md 6.2 lets both sync): the bound client reaches
-   * the trust endpoint (docs/contract.md 8.1), the unbound one reaches the tenant filter of sync itself, not only the
+   * a client bound to A's lock and by an unbound one (docs/api-reference.md 6.2 lets both sync): the bound client reaches
+   * the trust endpoint (docs/api-reference.md 8.1), the unbound one reaches the tenant filter of sync itself, not only the
    * binding check.
    */
   const tokensOfA = new Map<string, [label: string, token: string][]>();
@@ -94,7 +94,7 @@ describe('tenant isolation matrix', () => {
           expect(response.body).not.toContain(b.tenant.tenantId);
           continue;
         }
-        // A refusal that does not look at the id (an unbound client at the trust endpoint, docs/contract.md 8.1) is
+        // A refusal that does not look at the id (an unbound client at the trust endpoint, docs/api-reference.md 8.1) is
         // no oracle only when A's own id is refused exactly so; such a token never counts as serving the route (the
         // test below requires one that does).
         if (response.statusCode === 403 && route.method === 'GET') {

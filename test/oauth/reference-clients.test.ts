@@ -1,4 +1,4 @@
-// docs/security-checklist.md 35: the OAuth clients users point at us (openid-client, oauth4webapi, simple-oauth2), unmodified.
+// docs/security-cases.md 35: the OAuth clients users point at us (openid-client, oauth4webapi, simple-oauth2), unmodified.
 import * as oauth from 'oauth4webapi';
 import * as client from 'openid-client';
 import { ClientCredentials, ResourceOwnerPassword } from 'simple-oauth2';

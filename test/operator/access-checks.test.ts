@@ -1,4 +1,4 @@
-// GET /operatorapi/access-checks (docs/contract.md 8.6): every reason a lock opens or refuses for a phone, the revocation
+// GET /operatorapi/access-checks (docs/api-reference.md 8.6): every reason a lock opens or refuses for a phone, the revocation
 // that has not reached the door yet, the lock's clock, and one check that the endpoint and the lock simulator decide
 // the same credential alike at every instant (they share src/shared/credential-check.ts).
 import { decodeJwt } from 'jose';
@@ -184,7 +184,7 @@ describe('GET /operatorapi/access-checks', () => {
     expect(codes(refusedAnyway.reasons)).toEqual(['command-not-granted', 'revocation-not-applied']);
     expect(refusedAnyway.reasons[1]!.message).toMatch(/refuses this credential anyway/);
 
-    // The lock acknowledges the change that revoked it (the sync acknowledgement is docs/contract.md 8.4's, simulated here).
+    // The lock acknowledges the change that revoked it (the sync acknowledgement is docs/api-reference.md 8.4's, simulated here).
     now += 1000;
     await recordLockContact(t.database.db, tenants.acme.tenantId, 'door', { seenAt: now, appliedThrough: await changeSeqOf(issued.id) });
     const { rows } = await t.database.db.query<{ revocation_applied_at: number }>('SELECT revocation_applied_at FROM tickets WHERE id = $1', [issued.id]);
@@ -263,7 +263,7 @@ describe('GET /operatorapi/access-checks', () => {
         expect(expectProblem(await checkRequest({ mobileDeviceId: 'nobody', securedObjectId: 'nowhere' }), 404).detail).toBe(
           'No secured object nowhere and no mobile device nobody.',
         );
-        // Another tenant's lock and phone answer exactly as missing ones (docs/contract.md 2).
+        // Another tenant's lock and phone answer exactly as missing ones (docs/api-reference.md 2).
         expect(expectProblem(await checkRequest({ mobileDeviceId: 'phone-empty', securedObjectId: 'other-door' }), 404).detail).toBe('No secured object other-door.');
         expect(expectProblem(await checkRequest({ mobileDeviceId: 'other-phone', securedObjectId: 'door' }), 404).detail).toBe('No mobile device other-phone.');
         // And the other tenant is served its own.
@@ -305,7 +305,7 @@ describe('GET /operatorapi/access-checks', () => {
     const { acme, token } = tenants;
     await lock(t, token, 'vault');
     await device(t, token, 'phone-vault');
-    // The lock is provisioned from the trust endpoint through its own bound client (docs/contract.md 8.1).
+    // The lock is provisioned from the trust endpoint through its own bound client (docs/api-reference.md 8.1).
     const lockClientToken = await lockToken(t, acme, 'vault');
     const simulator = new LockSimulator(await lockTrust(t, acme, 'vault'));
     const syncSimulator = () =>
@@ -379,7 +379,7 @@ describe('GET /operatorapi/access-checks', () => {
     const rotation = await call(t, token, { method: 'POST', url: '/operatorapi/ticket-keys/rotations', payload: { emergency: true } });
     expect(rotation.statusCode, rotation.body).toBe(201);
     await syncSimulator();
-    // Its next sync acknowledges the new key set (docs/contract.md 8.4): explain no longer counts on the withdrawn key.
+    // Its next sync acknowledges the new key set (docs/api-reference.md 8.4): explain no longer counts on the withdrawn key.
     now += 60_000;
     await syncSimulator();
     const at = beginDate + DAY;

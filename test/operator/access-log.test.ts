@@ -1,4 +1,4 @@
-// GET /operatorapi/accesslog (docs/contract.md 8.5, 7.3): the tenant's access-log entries in lock-time order, every filter,
+// GET /operatorapi/accesslog (docs/api-reference.md 8.5, 7.3): the tenant's access-log entries in lock-time order, every filter,
 // keyset pages, entries of a lock registered twice kept apart, another tenant's entries never visible, and auth.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';

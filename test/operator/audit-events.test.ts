@@ -1,4 +1,4 @@
-// The audit trail (docs/contract.md 7.5): one event per change with actor, target and request id; GET /operatorapi/audit-events.
+// The audit trail (docs/api-reference.md 7.5): one event per change with actor, target and request id; GET /operatorapi/audit-events.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { expectNothingChanged } from '../helpers/database-state.js';

@@ -1,4 +1,4 @@
-// The tenant's event log (docs/contract.md 10, 7.5): each change writes its typed event with its data in the change's
+// The tenant's event log (docs/api-reference.md 10, 7.5): each change writes its typed event with its data in the change's
 // transaction, fan-outs in chunks of 1,000 tickets, a gapless sequence; GET /operatorapi/events; retention.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accessTenant, join, leave, lockGroup, permission, resident, v1, type AccessTenant } from '../helpers/access.js';

@@ -1,4 +1,4 @@
-// Idempotency-Key on the Operator API's creates (docs/contract.md 4.3): replay, 422 on another body, 409 while running, per client.
+// Idempotency-Key on the Operator API's creates (docs/api-reference.md 4.3): replay, 422 on another body, 409 while running, per client.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestFingerprint } from '../../src/services/idempotency.service.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';

@@ -1,4 +1,4 @@
-// /operatorapi/mobiledevices (docs/contract.md 4.2): register, read, page, remove (revoking tickets); scope, tenant, audit.
+// /operatorapi/mobiledevices (docs/api-reference.md 4.2): register, read, page, remove (revoking tickets); scope, tenant, audit.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { expectNothingChanged } from '../helpers/database-state.js';
@@ -189,7 +189,7 @@ describe('mobile devices', () => {
     expect(events.map((event) => [event.action, event.target]).sort()).toEqual(
       [
         ['mobile_device.deleted', 'mobile_device:lost-phone'],
-        // Its tickets' revocations in one chunk (docs/contract.md 10), under the removed row.
+        // Its tickets' revocations in one chunk (docs/api-reference.md 10), under the removed row.
         ['ticket.revoked', 'mobile_device:lost-phone'],
       ].sort(),
     );

@@ -1,4 +1,4 @@
-// /operatorapi/oauthclients (docs/contract.md 3.7): create, list, read, delete, rotate; scope, tenant and audit checks.
+// /operatorapi/oauthclients (docs/api-reference.md 3.7): create, list, read, delete, rotate; scope, tenant and audit checks.
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';

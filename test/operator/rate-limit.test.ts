@@ -1,4 +1,4 @@
-// Per-client rate limits on the Operator API (docs/contract.md 7.4): 429 problem with Retry-After and RateLimit-* headers.
+// Per-client rate limits on the Operator API (docs/api-reference.md 7.4): 429 problem with Retry-After and RateLimit-* headers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { expectNothingChanged } from '../helpers/database-state.js';
@@ -110,7 +110,7 @@ describe('per-client rate limit', () => {
   });
 });
 
-// docs/security-checklist.md G46: the limit counts before validation, and failed authentications count against their address.
+// docs/security-cases.md G46: the limit counts before validation, and failed authentications count against their address.
 describe('rate limit before validation and authentication', () => {
   const LIMIT_10 = 10;
   let t: TestApp;

@@ -1,4 +1,4 @@
-// Removed interfaces (docs/contract.md 4.4, seed 9): 410 with Sunset and a successor link, or kept alive by configuration.
+// Removed interfaces (docs/api-reference.md 4.4, seed 9): 410 with Sunset and a successor link, or kept alive by configuration.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { expectNothingChanged } from '../helpers/database-state.js';
@@ -103,7 +103,7 @@ describe('removed interfaces, not revived', () => {
     ['/operatorapi/oauthclients', 'operatorapi'],
     ['/v1/residents', 'accessapi'],
     ['/deviceapi/mobiledevices/phone/tickets', 'deviceapi'],
-  ])('HTTP Basic on %s answers 401 naming POST /oauth/token, with Sunset and the successor link (docs/contract.md 3.5)', async (url, realm) => {
+  ])('HTTP Basic on %s answers 401 naming POST /oauth/token, with Sunset and the successor link (docs/api-reference.md 3.5)', async (url, realm) => {
     await expectNothingChanged(f.t, async () => {
       // The management client's real id and secret, as a backend of 2018 sent them.
       const response = await call(f.t, null, { method: 'GET', url, headers: { authorization: basic(f.acme.clientId, f.acme.clientSecret) } });

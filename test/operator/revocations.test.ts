@@ -1,4 +1,4 @@
-// GET /operatorapi/revocations (docs/contract.md 8.4): revoked tickets by whether their lock applied the revocation,
+// GET /operatorapi/revocations (docs/api-reference.md 8.4): revoked tickets by whether their lock applied the revocation,
 // with the list conventions of GET /operatorapi/tickets (filters, pages, 400s) and tenant isolation.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';

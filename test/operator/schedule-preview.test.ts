@@ -1,4 +1,4 @@
-// POST /operatorapi/schedules/preview (docs/contract.md 9): a schedule's UTC intervals on a lock's wall clock, DST nights included.
+// POST /operatorapi/schedules/preview (docs/api-reference.md 9): a schedule's UTC intervals on a lock's wall clock, DST nights included.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_EXPANSION_DAYS, MAX_INSTANT } from '../../src/shared/schedule.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';

@@ -1,4 +1,4 @@
-// A lock's time zone (docs/contract.md 9, 4.1): set on create or with PATCH, answered on every read, audited.
+// A lock's time zone (docs/api-reference.md 9, 4.1): set on create or with PATCH, answered on every read, audited.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { expectNothingChanged } from '../helpers/database-state.js';

@@ -1,4 +1,4 @@
-// /operatorapi/securedobjects (docs/contract.md 4.1): register, read, page, remove (revoking tickets); scope, tenant, audit.
+// /operatorapi/securedobjects (docs/api-reference.md 4.1): register, read, page, remove (revoking tickets); scope, tenant, audit.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { expectNothingChanged } from '../helpers/database-state.js';
@@ -86,7 +86,7 @@ describe('secured objects', () => {
 
     const read = await get('front-door');
     expect(read.statusCode).toBe(200);
-    // The single read adds the lock's telemetry (docs/contract.md 8.4): a lock never seen has nothing pending.
+    // The single read adds the lock's telemetry (docs/api-reference.md 8.4): a lock never seen has nothing pending.
     expect(read.json()).toStrictEqual({ ...body, pendingRevocations: 0, clockDrift: false });
   });
 
@@ -254,7 +254,7 @@ describe('secured objects', () => {
     expect(events.map((event) => [event.action, event.target]).sort()).toEqual(
       [
         ['secured_object.deleted', 'secured_object:doomed'],
-        // Its tickets' revocations in one chunk (docs/contract.md 10), under the removed row.
+        // Its tickets' revocations in one chunk (docs/api-reference.md 10), under the removed row.
         ['ticket.revoked', 'secured_object:doomed'],
       ].sort(),
     );

@@ -1,4 +1,4 @@
-// /operatorapi/tickets (docs/contract.md 4.3): issue, read, page with filters, revoke; derived status; 400/422 cases.
+// /operatorapi/tickets (docs/api-reference.md 4.3): issue, read, page with filters, revoke; derived status; 400/422 cases.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
@@ -174,7 +174,7 @@ describe('tickets', () => {
         for (const error of problem.errors ?? []) expect(problem.detail, name).toContain(error.message);
       }
     });
-    // The detail itself names the nfccard removal (docs/contract.md 4.3).
+    // The detail itself names the nfccard removal (docs/api-reference.md 4.3).
     const nfc = await issueTicket(t, token, ticketBody(t, 'front-door', 'phone-1', { channels: ['nfccard'] }));
     expect(nfc.json().detail).toMatch(/nfccard was removed on 01\.02\.2018/);
   });

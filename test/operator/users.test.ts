@@ -1,4 +1,4 @@
-// /operatorapi/users (docs/contract.md 3.7): create, list, delete Access API users; scope, tenant and audit checks.
+// /operatorapi/users (docs/api-reference.md 3.7): create, list, delete Access API users; scope, tenant and audit checks.
 import bcrypt from 'bcrypt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';

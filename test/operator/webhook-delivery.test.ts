@@ -1,4 +1,4 @@
-// Webhook delivery (docs/contract.md 10): Standard Webhooks signatures checked by a real receiver with the
+// Webhook delivery (docs/api-reference.md 10): Standard Webhooks signatures checked by a real receiver with the
 // standardwebhooks package, retries, 410, disabling, replay, rotation, DNS rebinding, two workers, the attempt log.
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';

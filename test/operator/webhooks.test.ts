@@ -1,4 +1,4 @@
-// /operatorapi/webhooks (docs/contract.md 10): subscribe, read, page, change, delete, rotate the secret; the URL guard
+// /operatorapi/webhooks (docs/api-reference.md 10): subscribe, read, page, change, delete, rotate the secret; the URL guard
 // at create and PATCH; validation, scopes, tenants; the secret shown only in the create and rotate answers.
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -446,7 +446,7 @@ describe('fuzzing from the OpenAPI documents', () => {
     const tables = await t.database.db.query<{ tablename: string }>("SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename");
     const result: Record<string, string> = {};
     for (const { tablename } of tables.rows) {
-      // login_failures legitimately counts refused password grants (docs/contract.md 3.2: slow-down and lockout).
+      // login_failures legitimately counts refused password grants (docs/api-reference.md 3.2: slow-down and lockout).
       if (tablename === 'login_failures') continue;
       const row = await t.database.db.query<{ digest: string }>(
         `SELECT md5(coalesce(string_agg(row_to_json(t)::text, '|' ORDER BY row_to_json(t)::text), '')) AS digest FROM "${tablename}" t`,

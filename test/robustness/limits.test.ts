@@ -118,7 +118,7 @@ describe('input limits', () => {
     expect({ residents: await count(t, 'residents'), members: await count(t, 'resident_devices'), audit: await count(t, 'audit_events') }).toEqual(before);
   });
 
-  // docs/security-checklist.md G46: a 1 MiB body of invalid items must not turn into megabytes of answer and log.
+  // docs/security-cases.md G46: a 1 MiB body of invalid items must not turn into megabytes of answer and log.
   it('answers 45,000 invalid commands with at most 64 KiB, naming the array once; the log line stays small', async () => {
     const before = await count(t, 'tickets');
     const now = Date.now();

@@ -112,7 +112,7 @@ describe('no secret in the logs', () => {
     await inject({ method: 'POST', url: '/oauth/introspect', headers: { ...FORM, authorization: basic(tenant.clientId, tenant.clientSecret) }, payload: form({ token: operator }) }, 200);
     await inject({ method: 'POST', url: '/oauth/revoke', headers: { ...FORM, authorization: basic(appClient.clientId, appClient.clientSecret) }, payload: form({ token: refreshed.refresh_token }) }, 200);
 
-    // Lock telemetry (docs/contract.md 8.4–8.6): the lock's and the relaying phone's log uploads, the explain (which
+    // Lock telemetry (docs/api-reference.md 8.4–8.6): the lock's and the relaying phone's log uploads, the explain (which
     // unseals the phone's credential to judge it), the revocations and the log pages. The credential and its sealed
     // form at rest reach no log line.
     const { rows: sealedRows } = await t.database.db.query<{ sealed: Uint8Array }>('SELECT credential_encrypted AS sealed FROM tickets WHERE id = $1', [downloaded[0].id]);
@@ -133,7 +133,7 @@ describe('no secret in the logs', () => {
       await inject({ url, headers: bearer(operator) }, 200);
     }
 
-    // Webhook subscriptions (docs/contract.md 10): the signing secret of a creation and of a rotation, and its sealed
+    // Webhook subscriptions (docs/api-reference.md 10): the signing secret of a creation and of a rotation, and its sealed
     // form at rest; a refused URL is logged as a refusal.
     const webhook = (
       await inject({ method: 'POST', url: '/operatorapi/webhooks', headers: bearer(operator), payload: { url: 'https://93.184.215.14/in', eventTypes: ['ticket.created'] } }, 201)

@@ -1,4 +1,4 @@
-// docs/security-checklist.md D (20–31): the bearer JWT check every API runs (RFC 6750, RFC 8725, RFC 9068 section 4).
+// docs/security-cases.md D (20–31): the bearer JWT check every API runs (RFC 6750, RFC 8725, RFC 9068 section 4).
 import { randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -40,7 +40,7 @@ function expectInvalidToken(response: LightMyRequestResponse, what: string, path
   expect(Object.keys(body).sort()).toEqual(['detail', 'instance', 'requestId', 'status', 'title', 'type']);
 }
 
-describe('docs/security-checklist.md D: bearer JWT at every API', () => {
+describe('docs/security-cases.md D: bearer JWT at every API', () => {
   let t: TestApp;
   let skew = 0;
   let acme: TenantFixture;
@@ -349,7 +349,7 @@ describe('docs/security-checklist.md D: bearer JWT at every API', () => {
     for (const typ of ['JWT', 'jwt', 'ticket+jwt', 'application/jwt', 'at+jwe', 'JOSE', '', undefined]) {
       expectInvalidToken(await get(`Bearer ${await craft({ header: { typ } })}`), `typ ${String(typ)}`);
     }
-    // A ticket credential (docs/contract.md 6.3) has ticket claims; signed with our key it is still no access token.
+    // A ticket credential (docs/api-reference.md 6.3) has ticket claims; signed with our key it is still no access token.
     const now = Math.floor(Date.now() / 1000);
     const ticket = await craft({
       header: { typ: 'ticket+jwt' },
@@ -483,8 +483,8 @@ describe('docs/security-checklist.md D: bearer JWT at every API', () => {
       expect(response.json().detail).toContain('POST /oauth/token');
     }
     expect(response401Headers(await get(undefined))).toEqual({ sunset: undefined, link: undefined });
-    // HTTP Basic (removed 01.01.2019, docs/contract.md 3.5) carries no bearer token either: no error code, a pointer to
-    // /oauth/token, and the Sunset and successor Link of every removed interface (docs/contract.md 4.4), in any spelling.
+    // HTTP Basic (removed 01.01.2019, docs/api-reference.md 3.5) carries no bearer token either: no error code, a pointer to
+    // /oauth/token, and the Sunset and successor Link of every removed interface (docs/api-reference.md 4.4), in any spelling.
     const credentials = Buffer.from(`${acme.clientId}:${acme.clientSecret}`).toString('base64');
     for (const authorization of [`Basic ${credentials}`, `basic ${credentials}`, 'BASIC', 'Basic ']) {
       const basicAuth = await get(authorization);

@@ -1,5 +1,5 @@
-// docs/security-checklist.md G42: what becomes of the OAuth clients bound to a deleted mobile device (they are deleted,
-// docs/contract.md 4.2) or a deleted lock (they may only sync, up to the deletion's change number, docs/contract.md 4.1).
+// docs/security-cases.md G42: what becomes of the OAuth clients bound to a deleted mobile device (they are deleted,
+// docs/api-reference.md 4.2) or a deleted lock (they may only sync, up to the deletion's change number, docs/api-reference.md 4.1).
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
@@ -40,7 +40,7 @@ const removeLock = (id: string, auth = operator) =>
   call(t, auth, { method: 'DELETE', url: `/operatorapi/securedobjects/${encodeURIComponent(id)}` });
 const getClient = (clientId: string, auth = operator) => call(t, auth, { method: 'GET', url: `/operatorapi/oauthclients/${clientId}` });
 
-/** RFC 7662 introspection by `client` of `token` (a client learns about its own tokens, docs/contract.md 3.3). */
+/** RFC 7662 introspection by `client` of `token` (a client learns about its own tokens, docs/api-reference.md 3.3). */
 async function introspect(app: App, client: ClientFixture, token: string): Promise<Record<string, unknown>> {
   const response = await app.inject({
     method: 'POST',
@@ -75,7 +75,7 @@ async function clientState(): Promise<{ revocations: number; decommissioned: str
   return rows[0]!;
 }
 
-/** The ticket ids the `ticket.revoked` events of one request name (a removal's chunks, docs/contract.md 10). */
+/** The ticket ids the `ticket.revoked` events of one request name (a removal's chunks, docs/api-reference.md 10). */
 async function revokedTicketIds(requestId: string): Promise<string[]> {
   const { rows } = await t.database.db.query<{ id: string }>(
     `SELECT jsonb_array_elements_text(data->'ticketIds') AS id FROM audit_events WHERE request_id = $1 AND action = 'ticket.revoked'`,
@@ -86,7 +86,7 @@ async function revokedTicketIds(requestId: string): Promise<string[]> {
 
 const invalidToken = (realm: string) => `Bearer realm="${realm}", error="invalid_token", error_description="the access token has been revoked"`;
 
-describe('G42: clients bound to a deleted mobile device are deleted with it (docs/contract.md 4.2)', () => {
+describe('G42: clients bound to a deleted mobile device are deleted with it (docs/api-reference.md 4.2)', () => {
   it('refuses them at the token endpoint and their access tokens at once; revokes and audits each, in the same change', async () => {
     await lock(t, operator, 'm-door');
     await device(t, operator, 'm-phone');
@@ -134,7 +134,7 @@ describe('G42: clients bound to a deleted mobile device are deleted with it (doc
     expect(events.map((event) => [event.action, event.target]).sort()).toEqual(
       [
         ['mobile_device.deleted', 'mobile_device:m-phone'],
-        // A removal's revocations are one event per 1,000 tickets, targeting the removal (docs/contract.md 10).
+        // A removal's revocations are one event per 1,000 tickets, targeting the removal (docs/api-reference.md 10).
         ['ticket.revoked', 'mobile_device:m-phone'],
         ['client.deleted', `client:${bound.clientId}`],
         ['client.deleted', `client:${second.clientId}`],
@@ -217,7 +217,7 @@ describe('G42: clients bound to a deleted mobile device are deleted with it (doc
   });
 });
 
-describe('G42: clients bound to a deleted lock may only sync, up to the deletion (docs/contract.md 4.1)', () => {
+describe('G42: clients bound to a deleted lock may only sync, up to the deletion (docs/api-reference.md 4.1)', () => {
   it('marks each with the deletion\'s change number, narrows its grant to sync, refuses its wider tokens at once, audits it', async () => {
     await lock(t, operator, 'd-door');
     await device(t, operator, 'd-phone');
@@ -276,7 +276,7 @@ describe('G42: clients bound to a deleted lock may only sync, up to the deletion
     expect(await introspect(t.app, wide, wideToken)).toEqual({ active: false });
     expect(await introspect(t.app, wide, narrowed)).toMatchObject({ active: true, scope: 'sync', client_id: wide.clientId });
     expect(await introspect(t.app, syncOnly, syncOnlyToken)).toMatchObject({ active: true, scope: 'sync' });
-    // What a sync of a decommissioned client answers is docs/contract.md 4.1's; here only that the bearer check lets it in.
+    // What a sync of a decommissioned client answers is docs/api-reference.md 4.1's; here only that the bearer check lets it in.
     expect((await syncRequest(t, narrowed, 'd-door')).statusCode).not.toBe(401);
     // The unbound client keeps its token and its scopes.
     expect(await introspect(t.app, unbound, unboundToken)).toMatchObject({ active: true, scope: 'sync devices:read' });

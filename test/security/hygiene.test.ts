@@ -1,4 +1,4 @@
-// docs/security-checklist.md F (36–38): secrets shown once, made by a CSPRNG and stored hashed; no leaks in answers or logs.
+// docs/security-cases.md F (36–38): secrets shown once, made by a CSPRNG and stored hashed; no leaks in answers or logs.
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -55,7 +55,7 @@ function expectClean(response: LightMyRequestResponse, what: string) {
   }
 }
 
-describe('docs/security-checklist.md F: management and hygiene', () => {
+describe('docs/security-cases.md F: management and hygiene', () => {
   let t: TestApp;
   let acme: TenantFixture;
   let admin: string;

@@ -1,4 +1,4 @@
-// docs/security-checklist.md B (10–14) and G (40, 41): the password grant with `user@tenant` logins and its lockout (docs/contract.md 3.2).
+// docs/security-cases.md B (10–14) and G (40, 41): the password grant with `user@tenant` logins and its lockout (docs/api-reference.md 3.2).
 import { setTimeout as sleep } from 'node:timers/promises';
 import bcrypt from 'bcrypt';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -34,7 +34,7 @@ async function attemptsOf(t: TestApp, login: string) {
   return rows[0] ?? null;
 }
 
-describe('docs/security-checklist.md B: password grant', () => {
+describe('docs/security-cases.md B: password grant', () => {
   let t: TestApp;
   let skew = 0;
   let acme: TenantFixture;
@@ -265,7 +265,7 @@ describe('docs/security-checklist.md B: password grant', () => {
   });
 });
 
-describe('docs/security-checklist.md B10: timing of failed logins', () => {
+describe('docs/security-cases.md B10: timing of failed logins', () => {
   let t: TestApp;
   let client: ClientFixture;
   const ROUNDS = 30;
@@ -309,7 +309,7 @@ describe('docs/security-checklist.md B10: timing of failed logins', () => {
   }, 120_000);
 });
 
-describe('docs/security-checklist.md G40, G41: the lockout under concurrent and cross-tenant guesses', () => {
+describe('docs/security-cases.md G40, G41: the lockout under concurrent and cross-tenant guesses', () => {
   const THRESHOLD = 5;
   const LOCK_MS = 300_000;
   let t: TestApp;

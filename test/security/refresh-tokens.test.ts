@@ -1,4 +1,4 @@
-// docs/security-checklist.md C (15–19): refresh tokens: rotation, reuse detection, client binding, scope, hashing (RFC 9700 4.14).
+// docs/security-cases.md C (15–19): refresh tokens: rotation, reuse detection, client binding, scope, hashing (RFC 9700 4.14).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256 } from '../../src/services/crypto.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
@@ -19,7 +19,7 @@ const PASSWORD = 'correct horse battery';
 const INVALID_REFRESH = 'The refresh token is invalid, expired, revoked or was issued to another client.';
 const SCOPES = ['offline', 'devices:read', 'device-groups:read', 'nfc-token-writer'];
 
-describe('docs/security-checklist.md C: refresh tokens', () => {
+describe('docs/security-cases.md C: refresh tokens', () => {
   let t: TestApp;
   let acme: TenantFixture;
   let clientA: ClientFixture;

@@ -1,4 +1,4 @@
-// docs/security-checklist.md E (32–34): revocation (RFC 7009), introspection (RFC 7662) and metadata (RFC 8414).
+// docs/security-cases.md E (32–34): revocation (RFC 7009), introspection (RFC 7662) and metadata (RFC 8414).
 // E35 (openid-client, oauth4webapi, simple-oauth2) lives with the reference-client tests.
 import { randomBytes } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
@@ -25,7 +25,7 @@ import { MANAGEMENT_SCOPES } from '../../src/services/scopes.js';
 const PASSWORD = 'correct horse battery';
 const INACTIVE = '{"active":false}';
 
-describe('docs/security-checklist.md E: revocation and introspection', () => {
+describe('docs/security-cases.md E: revocation and introspection', () => {
   let t: TestApp;
   let skew = 0;
   let acme: TenantFixture;
@@ -36,7 +36,7 @@ describe('docs/security-checklist.md E: revocation and introspection', () => {
   let acmeAccess2: ClientFixture;
   let globexClient: ClientFixture;
   let globexAccess: ClientFixture;
-  /** Holds tokens:introspect (docs/contract.md 3.3): what it is told inactive is inactive for every client of the tenant. */
+  /** Holds tokens:introspect (docs/api-reference.md 3.3): what it is told inactive is inactive for every client of the tenant. */
   let acmeResourceServer: ClientFixture;
 
   beforeAll(async () => {
@@ -278,7 +278,7 @@ describe('docs/security-checklist.md E: revocation and introspection', () => {
   });
 });
 
-describe('docs/security-checklist.md E34: authorization server metadata', () => {
+describe('docs/security-cases.md E34: authorization server metadata', () => {
   for (const issuer of ['https://Login.Example.TEST:8443/acs', 'http://issuer.test/base/']) {
     it(`E34: issuer ${issuer} is echoed byte for byte; endpoints, grants, auth methods and scopes are listed`, async () => {
       const t = await buildTestApp({ BCRYPT_COST: '4', PUBLIC_URL: issuer });
@@ -299,7 +299,7 @@ describe('docs/security-checklist.md E34: authorization server metadata', () => 
         for (const key of ['token_endpoint_auth_methods_supported', 'revocation_endpoint_auth_methods_supported', 'introspection_endpoint_auth_methods_supported']) {
           expect(metadata[key], key).toEqual(['client_secret_basic', 'client_secret_post']);
         }
-        // docs/contract.md 3.6: every scope of every API.
+        // docs/api-reference.md 3.6: every scope of every API.
         expect(metadata.scopes_supported).toEqual(
           expect.arrayContaining([
             'tokens:create', 'tokens:read', 'tokens:delete', 'tokens:download', 'devices:read', 'devices:write', 'sync',
@@ -337,7 +337,7 @@ describe('docs/security-checklist.md E34: authorization server metadata', () => 
   }
 });
 
-describe('docs/contract.md 3.3, 3.6 and docs/security-checklist.md G44: tokens:introspect', () => {
+describe('docs/api-reference.md 3.3, 3.6 and docs/security-cases.md G44: tokens:introspect', () => {
   let t: TestApp;
   let acme: TenantFixture;
   let acmeAdmin: ClientFixture;
@@ -363,7 +363,7 @@ describe('docs/contract.md 3.3, 3.6 and docs/security-checklist.md G44: tokens:i
     await lock(t, management, 'door-1');
     plain = await createClient(t.app, acme, ['devices:read']);
     app = await createClient(t.app, acme, ['offline', 'devices:read']);
-    // Its secret lives on an end user's phone (docs/contract.md 3.7).
+    // Its secret lives on an end user's phone (docs/api-reference.md 3.7).
     phone = await createClient(t.app, acme, ['tokens:download'], { mobileDeviceId: 'phone-1' });
     resourceServer = await createOverApi(['tokens:introspect']);
     phoneWithIntrospect = await createClient(t.app, acme, ['tokens:download', 'tokens:introspect'], { mobileDeviceId: 'phone-1' });

@@ -1,4 +1,4 @@
-// docs/security-checklist.md A (1–9): the token endpoint and client authentication (RFC 6749 2.3, 3.1, 5.1, 5.2, Appendix B).
+// docs/security-cases.md A (1–9): the token endpoint and client authentication (RFC 6749 2.3, 3.1, 5.1, 5.2, Appendix B).
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -22,7 +22,7 @@ import { secretsKeyOf } from '../../src/services/crypto.js';
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 const OPERATOR_SCOPES = ['tokens:read', 'devices:read', 'clients:manage'];
 
-describe('docs/security-checklist.md A: token endpoint and client authentication', () => {
+describe('docs/security-cases.md A: token endpoint and client authentication', () => {
   let t: TestApp;
   let tenant: TenantFixture;
   let operator: ClientFixture;
@@ -54,7 +54,7 @@ describe('docs/security-checklist.md A: token endpoint and client authentication
       expect(response.headers['www-authenticate']).toBe('Basic realm="oauth"');
       expect(response.headers['content-type']).toBe('application/json; charset=utf-8');
     }
-    // The same answer for a wrong secret sent in the form (docs/contract.md 3.1).
+    // The same answer for a wrong secret sent in the form (docs/api-reference.md 3.1).
     const posted = await post(form({ grant_type: 'client_credentials', client_id: operator.clientId, client_secret: 'wrong' }));
     expectOAuthError(posted, 401, 'invalid_client', 'Client authentication failed.');
     expect(posted.headers['www-authenticate']).toBe('Basic realm="oauth"');

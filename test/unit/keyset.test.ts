@@ -1,4 +1,4 @@
-// keysetPage: the one keyset condition and order every paged repository builds its statement with (docs/contract.md 7.3).
+// keysetPage: the one keyset condition and order every paged repository builds its statement with (docs/api-reference.md 7.3).
 import { describe, expect, it } from 'vitest';
 import { keysetPage, type KeysetColumns } from '../../src/db/keyset.js';
 

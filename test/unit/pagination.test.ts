@@ -1,4 +1,4 @@
-// The page helpers every paged service uses (docs/contract.md 7.3): cutting `limit + 1` rows, keyset cursors, the cursor 400.
+// The page helpers every paged service uses (docs/api-reference.md 7.3): cutting `limit + 1` rows, keyset cursors, the cursor 400.
 import { describe, expect, it } from 'vitest';
 import { BadRequestError } from '../../src/errors.js';
 import { decodeSyncCursor, encodeSyncCursor } from '../../src/services/device.service.js';

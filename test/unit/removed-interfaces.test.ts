@@ -1,4 +1,4 @@
-// The one path to a removed interface's 410 (docs/contract.md 4.4): every answer is built by removalError from the registry.
+// The one path to a removed interface's 410 (docs/api-reference.md 4.4): every answer is built by removalError from the registry.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -1,9 +1,9 @@
-// SQL for access logs (docs/contract.md 8.5): storing what a lock reports, idempotent on (lock, entryNo), and the operator's pages.
+// SQL for access logs (docs/api-reference.md 8.5): storing what a lock reports, idempotent on (lock, entryNo), and the operator's pages.
 import type { Queryable } from '../database.js';
 import { AUDIT_APPEND_CTES, TICKET_EVENT_CHUNKS } from './audit.repo.js';
 import { CONTACT_EVENTS, type ContactEvents } from './lock-telemetry.repo.js';
 
-/** One entry as a lock reports it (docs/contract.md 8.5). */
+/** One entry as a lock reports it (docs/api-reference.md 8.5). */
 export interface ReportedEntry {
   entryNo: number;
   lockTime: number;
@@ -48,7 +48,7 @@ const UUID_TEXT = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-
  * device of the ticket its `tokenId` names when that is a ticket of this tenant for this lock; any other value (a
  * credential of another tenant, a malformed id) names no phone. Answers null, storing nothing, when the lock is gone.
  *
- * The same statement appends the upload's events (docs/contract.md 10): the contact's deferred ones
+ * The same statement appends the upload's events (docs/api-reference.md 10): the contact's deferred ones
  * (`ticket.revocation_applied`, `secured_object.clock_drift`), then `access_log.granted` and `access_log.denied`, each
  * naming up to 1,000 of the entries it stored (`entryNos`). It takes the event counter: call it after every row lock.
  */
@@ -126,7 +126,7 @@ export async function insertAccessLogEntries(
 }
 
 /**
- * Raises the lock's log high mark (where the next gap starts, docs/contract.md 8.5) to `entryNo`; never lowers it. The
+ * Raises the lock's log high mark (where the next gap starts, docs/api-reference.md 8.5) to `entryNo`; never lowers it. The
  * lock's telemetry row exists and is row-locked by this transaction's recordLockContact, so uploads of one lock
  * raise it one after another.
  */

@@ -16,7 +16,7 @@ export interface AccessPermissionRecord {
   commands: string[];
   channels: string[];
   createdAt: number;
-  /** docs/contract.md 9: copied to every ticket it expands into; null: none. */
+  /** docs/api-reference.md 9: copied to every ticket it expands into; null: none. */
   schedule: Schedule | null;
 }
 
@@ -71,7 +71,7 @@ export async function insertAccessPermission(db: Queryable, permission: AccessPe
   ]);
 }
 
-/** The distinct time zones of a lock group's locks (docs/contract.md 9), for checking a schedule against each. */
+/** The distinct time zones of a lock group's locks (docs/api-reference.md 9), for checking a schedule against each. */
 export async function lockGroupTimeZones(db: Queryable, tenantId: string, lockGroupId: string): Promise<string[]> {
   const { rows } = await db.query<{ time_zone: string }>(
     `SELECT DISTINCT so.time_zone FROM lock_group_objects lgo
@@ -124,17 +124,17 @@ const INSERT_TICKETS = `INSERT INTO tickets (id, tenant_id, secured_object_id, m
 const ON_DUPLICATE = `ON CONFLICT (tenant_id, access_permission_id, mobile_device_id, secured_object_id)
    WHERE access_permission_id IS NOT NULL AND revoked_at IS NULL DO NOTHING`;
 
-/** Who made a change, as its events record it (docs/contract.md 10, 7.5). */
+/** Who made a change, as its events record it (docs/api-reference.md 10, 7.5). */
 export interface EventStamp {
   actor: string;
   requestId: string | null;
 }
 
 /**
- * docs/seed.md section 1: one ticket per (device in the resident) × (lock in the lock group), in one INSERT … SELECT: the
- * pairs never travel through Node. Each ticket gets the permission's schedule as stored (docs/contract.md 9): its
+ * docs/service-overview.md section 1: one ticket per (device in the resident) × (lock in the lock group), in one INSERT … SELECT: the
+ * pairs never travel through Node. Each ticket gets the permission's schedule as stored (docs/api-reference.md 9): its
  * windows are computed when a credential is signed, so granting costs no per-ticket work. The same statement appends
- * their `ticket.created` events, one per 1,000 tickets (docs/contract.md 10), and so takes the event counter: call it
+ * their `ticket.created` events, one per 1,000 tickets (docs/api-reference.md 10), and so takes the event counter: call it
  * last in the transaction but for further events (audit.repo.ts). Returns how many tickets were issued.
  */
 export async function expandAccessPermission(
@@ -185,7 +185,7 @@ export async function expandAccessPermission(
 }
 
 /**
- * Membership stays true (docs/contract.md 5): new members of a group get the tickets of every permission reaching it —
+ * Membership stays true (docs/api-reference.md 5): new members of a group get the tickets of every permission reaching it —
  * new devices of a resident for every lock of its permissions' lock groups, new locks of a lock group for every
  * device of its permissions' residents. One statement, which appends their `ticket.created` events in chunks of 1,000
  * under `target` (the membership) and so takes the event counter (call it last, audit.repo.ts); returns how many

@@ -1,4 +1,4 @@
-// SQL for the tenant's event log, which the audit view projects (docs/contract.md 10, 7.5): append in the caller's
+// SQL for the tenant's event log, which the audit view projects (docs/api-reference.md 10, 7.5): append in the caller's
 // transaction, numbered per tenant without gaps; keyset pages; the feed; retention.
 import type { Queryable } from '../database.js';
 
@@ -9,11 +9,11 @@ export interface AuditEventInput {
   action: string;
   target: string;
   requestId: string | null;
-  /** What an integrator reacts to: the ids the change touched (docs/contract.md 10); small, documented per type. */
+  /** What an integrator reacts to: the ids the change touched (docs/api-reference.md 10); small, documented per type. */
   data?: Record<string, unknown>;
 }
 
-/** At most this many ticket ids in one event of a fan-out change (docs/contract.md 10). */
+/** At most this many ticket ids in one event of a fan-out change (docs/api-reference.md 10). */
 export const EVENT_CHUNK_SIZE = 1000;
 
 /**
@@ -152,7 +152,7 @@ export async function listAuditEvents(
 }
 
 /**
- * An event as the feed answers it and a webhook delivers it (docs/contract.md 10): the same row the audit view shows
+ * An event as the feed answers it and a webhook delivers it (docs/api-reference.md 10): the same row the audit view shows
  * (`type` is its `action`), under the id it is delivered with.
  */
 export interface WireEvent {
@@ -187,7 +187,7 @@ export function toWireEvent(row: WireEventRow): WireEvent {
 }
 
 /**
- * The feed (docs/contract.md 10): the tenant's events after `afterSeq` in sequence order, of `types` when given. Pages
+ * The feed (docs/api-reference.md 10): the tenant's events after `afterSeq` in sequence order, of `types` when given. Pages
  * are stable while events are appended: a tenant's events commit in sequence order (migration 008).
  */
 export async function listWireEvents(
@@ -211,7 +211,7 @@ export async function listWireEvents(
  * answers how many. An event a webhook delivery still waits to send is kept (its `pending` delivery references it, and
  * the foreign key's cascade would drop the delivery with it), and so is one not yet sent to a subscription of its
  * type (past its cursor `dispatched_through`, migration 018: a paused one, or a worker behind), since a subscription
- * resumes where it stopped and receives every event committed after it (docs/contract.md 10). SKIP LOCKED: two
+ * resumes where it stopped and receives every event committed after it (docs/api-reference.md 10). SKIP LOCKED: two
  * instances pruning at once share the work.
  */
 export async function pruneEvents(db: Queryable, before: number, limit: number): Promise<number> {

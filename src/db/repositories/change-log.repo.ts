@@ -1,4 +1,4 @@
-// SQL for the per-tenant change log (docs/contract.md 6.2): the sequence number every ticket-writing transaction takes.
+// SQL for the per-tenant change log (docs/api-reference.md 6.2): the sequence number every ticket-writing transaction takes.
 import type { Queryable } from '../database.js';
 
 /**
@@ -50,14 +50,14 @@ export const NEXT_CHANGE_SEQ_CTE = (tenantPlaceholder: string) => `
   RETURNING last_seq`;
 
 /**
- * The change-log position of the tenant's last ticket-key-set change (docs/contract.md 8.1), 0 while there was none,
+ * The change-log position of the tenant's last ticket-key-set change (docs/api-reference.md 8.1), 0 while there was none,
  * as an SQL expression over the tenant's placeholder: a primary-key read of ticket_key_set_changes.
  */
 export const KEY_SET_SEQ_SQL = (tenantPlaceholder: string) =>
   `coalesce((SELECT change_seq FROM ticket_key_set_changes WHERE tenant_id = ${tenantPlaceholder}), 0)`;
 
 /**
- * A lock's serial (docs/contract.md 8.3) as an SQL expression: the change-log position of the last change that
+ * A lock's serial (docs/api-reference.md 8.3) as an SQL expression: the change-log position of the last change that
  * concerns it, key-set changes included — the furthest any sync answer or revocation list for it can reach
  * (tickets_sync_idx read backwards, one row).
  */

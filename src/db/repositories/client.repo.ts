@@ -12,7 +12,7 @@ export interface ClientRecord {
   securedObjectId: string | null;
   createdAt: number;
   /**
-   * docs/contract.md 4.1: the change number of the transaction that deleted the client's lock; null while the lock
+   * docs/api-reference.md 4.1: the change number of the transaction that deleted the client's lock; null while the lock
    * stands (and for every client not bound to a lock).
    */
   decommissionedSeq: number | null;
@@ -79,7 +79,7 @@ export async function findClient(db: Queryable, clientId: string): Promise<Clien
     clientId,
   ]);
   // An unknown id pays the second read too, in a tenant that cannot exist (tenant ids are random UUIDs), so it answers
-  // in the time a known id does (docs/security-checklist.md 2).
+  // in the time a known id does (docs/security-cases.md 2).
   return findTenantClient(db, directory[0]?.tenant_id ?? NO_TENANT, clientId);
 }
 
@@ -140,7 +140,7 @@ export async function updateClientSecret(
 }
 
 /**
- * Deletes every client of the tenant bound to the mobile device (docs/contract.md 4.2) and answers their ids, in
+ * Deletes every client of the tenant bound to the mobile device (docs/api-reference.md 4.2) and answers their ids, in
  * order, with their `client_tenants` entries. Called by the device's removal, in its transaction, after it deleted the
  * device row (lock order in removal.ts).
  */
@@ -156,7 +156,7 @@ export async function deleteClientsOfMobileDevice(db: Queryable, tenantId: strin
 
 /**
  * Marks every client of the tenant bound to the secured object as decommissioned at change number `seq`
- * (docs/contract.md 4.1) and answers their ids, in order. A client already decommissioned (by the deletion of an
+ * (docs/api-reference.md 4.1) and answers their ids, in order. A client already decommissioned (by the deletion of an
  * earlier lock with this id) keeps its own, older number: its sync answers end where its own lock did.
  */
 export async function decommissionClientsOfSecuredObject(

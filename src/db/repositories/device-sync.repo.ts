@@ -6,9 +6,9 @@ import { KEY_SET_SEQ_SQL, LOCK_SERIAL_SQL } from './change-log.repo.js';
 import { CLOCK_MARGIN_SQL } from './lock-telemetry.repo.js';
 import { TICKET_COLUMNS, TICKET_KEYSET, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';
 
-/** A ticket with the credential last handed out for it, still sealed (docs/security-checklist.md G48). */
+/** A ticket with the credential last handed out for it, still sealed (docs/security-cases.md G48). */
 export interface CredentialedTicket extends TicketRecord {
-  /** Its lock's time zone, which its schedule is read in when a credential is signed (docs/contract.md 9). */
+  /** Its lock's time zone, which its schedule is read in when a credential is signed (docs/api-reference.md 9). */
   lockTimeZone: string;
   /**
    * `kid` null: the credential is still what the phone holds (the explain judges it) but must be signed anew on the
@@ -81,10 +81,10 @@ export async function listValidTicketsOfDevice(
  * Stores the credentials signed now (null: the stored one was handed out again) and sets `downloadDate` on first
  * download, appending one `ticket.downloaded` audit event per ticket downloaded for the first time. The rows are
  * locked first, so of two concurrent downloads exactly one stamps each ticket. `credential_expires_at` only rises:
- * it bounds how long the lock needs a revocation of the ticket (docs/contract.md 8.2), so it must cover every
+ * it bounds how long the lock needs a revocation of the ticket (docs/api-reference.md 8.2), so it must cover every
  * credential ever handed out. Returns each ticket's download stamp; a ticket removed or revoked meanwhile is absent
  * and its credential must not be handed out: its revocation may already have passed the lock's sync while the
- * ticket had no credential (docs/contract.md 8.2 sends revocations only of tickets with one), so the lock would never
+ * ticket had no credential (docs/api-reference.md 8.2 sends revocations only of tickets with one), so the lock would never
  * learn it. The row lock orders this against a concurrent revocation: one that commits first is seen here (READ
  * COMMITTED re-reads the locked row); one that commits after sees the stored expiry and reaches the lock.
  */
@@ -145,9 +145,9 @@ export interface SyncPosition {
 export interface LockSyncState {
   /** False once the lock was deleted. */
   lockExists: boolean;
-  /** The change that deleted the lock the calling client is bound to (docs/contract.md 4.1); null otherwise. */
+  /** The change that deleted the lock the calling client is bound to (docs/api-reference.md 4.1); null otherwise. */
   decommissionedSeq: number | null;
-  /** The change-log position of the tenant's last ticket-key-set change (docs/contract.md 8.1); 0: none yet. */
+  /** The change-log position of the tenant's last ticket-key-set change (docs/api-reference.md 8.1); 0: none yet. */
   keySetSeq: number;
   /** The tenant's last change number: no cursor this server issued lies beyond it. */
   lastSeq: number;
@@ -155,7 +155,7 @@ export interface LockSyncState {
 
 export interface LockChanges extends LockSyncState {
   /**
-   * Whether a revocation after the position was left out only by the lock's clock margin as last estimated (docs/contract.md
+   * Whether a revocation after the position was left out only by the lock's clock margin as last estimated (docs/api-reference.md
    * 8.5): a wider estimate later would send it, so this answer is not one to repeat from memory (docs/lock-sync.md).
    */
   clockDependent: boolean;
@@ -164,10 +164,10 @@ export interface LockChanges extends LockSyncState {
 
 /**
  * A lock's tickets changed after `position` (created or revoked), skipping what the lock no longer needs: expired
- * tickets, and revocations of tickets with no credential still alive (docs/contract.md 8.2) at the lock's clock: a lock
+ * tickets, and revocations of tickets with no credential still alive (docs/api-reference.md 8.2) at the lock's clock: a lock
  * whose clock runs behind still accepts a credential the server thinks expired, so its revocations stay that much
- * longer (CLOCK_MARGIN_SQL, docs/contract.md 8.5). A client whose lock was
- * deleted sees nothing after the deleting change (docs/contract.md 4.1): a lock re-created with the same id is
+ * longer (CLOCK_MARGIN_SQL, docs/api-reference.md 8.5). A client whose lock was
+ * deleted sees nothing after the deleting change (docs/api-reference.md 4.1): a lock re-created with the same id is
  * another lock. One round trip: primary-key look-ups and an index range scan on (tenant, lock, change_seq, id), so
  * nothing new costs next to nothing.
  */
@@ -231,7 +231,7 @@ export async function listLockChanges(
   };
 }
 
-/** Whether the lock exists, and the calling client's decommission (docs/contract.md 4.1, 8.1's trust endpoint). */
+/** Whether the lock exists, and the calling client's decommission (docs/api-reference.md 4.1, 8.1's trust endpoint). */
 export async function findLockForClient(
   db: Queryable,
   tenantId: string,
@@ -248,7 +248,7 @@ export async function findLockForClient(
   return { lockExists: row.lock_exists, decommissionedSeq: row.decommissioned_seq === null ? null : Number(row.decommissioned_seq) };
 }
 
-/** What a revocation list for one lock holds (docs/contract.md 8.3). */
+/** What a revocation list for one lock holds (docs/api-reference.md 8.3). */
 export interface LockRevocations {
   securedObjectId: string;
   /** The change-log position of the last change concerning the lock, key-set changes included. */
@@ -303,13 +303,13 @@ export async function listValidTicketsOfResident(
   return rows.map(toCredentialed);
 }
 
-/** A ticket with its sealed credential and whether its lock has applied its revocation (docs/contract.md 8.4). */
+/** A ticket with its sealed credential and whether its lock has applied its revocation (docs/api-reference.md 8.4). */
 export interface ExplainedTicket extends CredentialedTicket {
   /** When the lock applied the ticket's revocation (ms); null while not revoked or not applied yet. */
   revocationAppliedAt: number | null;
 }
 
-/** What explain asks (docs/contract.md 8.6): the lock's time of the question, the command and the channel. */
+/** What explain asks (docs/api-reference.md 8.6): the lock's time of the question, the command and the channel. */
 export interface ExplainedAccess {
   lockTime: number;
   command: string;
@@ -320,7 +320,7 @@ export interface ExplainedAccess {
  * The tickets of one device for one lock, whatever their status, at most `limit`: first those whose credential may open
  * the lock for `access` (the phone holds one, its revocation is not applied, it has not run out at the lock's time,
  * it grants the command and the channel; the rule itself decides later), then the others, each newest first. So a
- * ticket that opens is judged even behind many that do not, and explain's decision (docs/contract.md 8.6) is the
+ * ticket that opens is judged even behind many that do not, and explain's decision (docs/api-reference.md 8.6) is the
  * lock's whenever fewer than `limit` tickets may open. The device's tickets for the lock are sorted in full: a phone
  * holds few tickets for one door.
  */
@@ -346,7 +346,7 @@ export async function listTicketsOfDeviceForLock(
 
 /**
  * The time zones of the tenant's locks, each row held FOR SHARE until the transaction ends: a PATCH of a zone
- * (docs/contract.md 9) commits before this read, which then sees its zone, or waits for this transaction, whose stored
+ * (docs/api-reference.md 9) commits before this read, which then sees its zone, or waits for this transaction, whose stored
  * credentials its forgetScheduledCredentials then drops. A download stores a scheduled ticket's credential only when
  * it was signed in the zone read here, so neither order keeps windows of the old zone.
  * LOCK ORDER: the lock rows before the tickets' (recordDownload), the order a PATCH and a removal take.
@@ -361,10 +361,10 @@ export async function lockTimeZonesForShare(db: Queryable, tenantId: string, sec
 
 /**
  * Marks the credentials stored for a lock's scheduled tickets that are still valid to be signed anew, with their
- * windows in the lock's new time zone (docs/contract.md 9), on the phone's next download: their key id goes, which a
+ * windows in the lock's new time zone (docs/api-reference.md 9), on the phone's next download: their key id goes, which a
  * download takes as "sign again" (credential.service.ts needsSigning). The sealed credential stays, since the phone
- * still holds it until then and the explain (docs/contract.md 8.6) judges what the phone holds; its expiry stays too,
- * as the lock needs a revocation of such a ticket until then (docs/contract.md 8.2).
+ * still holds it until then and the explain (docs/api-reference.md 8.6) judges what the phone holds; its expiry stays too,
+ * as the lock needs a revocation of such a ticket until then (docs/api-reference.md 8.2).
  * LOCK ORDER: called after the secured object's row is updated in the same transaction; a removal of the lock takes
  * its row before its tickets too (removal.ts), so the two never wait on each other in a cycle.
  */

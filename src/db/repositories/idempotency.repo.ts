@@ -1,4 +1,4 @@
-// SQL for Idempotency-Key records (docs/contract.md 4.3), one key space per client: reserve, complete, release, replay.
+// SQL for Idempotency-Key records (docs/api-reference.md 4.3), one key space per client: reserve, complete, release, replay.
 import type { Queryable } from '../database.js';
 
 export interface IdempotencyRecord {

@@ -1,4 +1,4 @@
-// SQL for lock telemetry (docs/contract.md 8.4, 8.5): when each lock was last seen, how far it has applied the change
+// SQL for lock telemetry (docs/api-reference.md 8.4, 8.5): when each lock was last seen, how far it has applied the change
 // log (and so which revocations have reached the door), its clock's offset, and the revocations still on their way.
 import type { Queryable } from '../database.js';
 import { keysetPage, type KeysetColumns, type KeysetPosition } from '../keyset.js';
@@ -8,14 +8,14 @@ import { TICKET_COLUMNS, toTicketRecord, type TicketRecord, type TicketRow } fro
 
 /**
  * How much longer than the server thinks a credential may be alive at the lock, in SQL (ms, at most 0, to add to
- * "now"): a lock whose clock runs behind (a negative offset, docs/contract.md 8.5) still accepts a credential the server
+ * "now"): a lock whose clock runs behind (a negative offset, docs/api-reference.md 8.5) still accepts a credential the server
  * thinks expired, so "a credential still alive there" is `credential_expires_at > now + least(offset, 0)`. A clock
  * ahead closes the door early; it never widens anything. 0 while the offset was never estimated. A primary-key look-up.
  *
  * The margin never exceeds `maxMarginMs` (a placeholder; the callers pass one CREDENTIAL_MAX_LIFETIME). The offset comes
- * from an unsigned upload, often relayed by a phone (docs/contract.md 8.5): unbounded, one `lockTime` ten years back
+ * from an unsigned upload, often relayed by a phone (docs/api-reference.md 8.5): unbounded, one `lockTime` ten years back
  * would put every revocation of the lock's history back into its syncs, its revocation lists and its pending count,
- * which docs/contract.md 8.2 bounds by one lifetime. Bounded, a lie at most doubles that window. A lock whose clock
+ * which docs/api-reference.md 8.2 bounds by one lifetime. Bounded, a lie at most doubles that window. A lock whose clock
  * really is more than a lifetime behind keeps accepting credentials whose revocations have dropped out of its lists:
  * no list can protect it, its clock must be set (the secured object's `clockDrift` and the explain's `clock-drift`
  * say so, with the true estimate).
@@ -26,7 +26,7 @@ export const CLOCK_MARGIN_SQL = (tenantId: string, securedObjectId: string, maxM
 export interface LockTelemetry {
   /** When a sync or log upload for the lock last reached the server (ms). */
   lastSeenAt: number;
-  /** The change-log position the lock has applied everything up to (docs/contract.md 8.4); 0: nothing acknowledged. */
+  /** The change-log position the lock has applied everything up to (docs/api-reference.md 8.4); 0: nothing acknowledged. */
   appliedThrough: number;
   /** The lock's clock minus the server's (ms), from the last upload that carried `lockTime`; null: never estimated. */
   clockOffsetMs: number | null;
@@ -59,7 +59,7 @@ export interface LockContact {
   /** The server's time of the contact (ms). */
   seenAt: number;
   /**
-   * The change-log position the lock says it has applied everything up to (docs/contract.md 8.4): the sync cursor's
+   * The change-log position the lock says it has applied everything up to (docs/api-reference.md 8.4): the sync cursor's
    * position, or an upload's `appliedSerial`. Absent: the contact acknowledges nothing. It is capped at the lock's own
    * serial (its last change, key-set changes included; never beyond the tenant's last committed change), so no caller
    * acknowledges a change that has not happened, and a cursor forged at the tenant's last change or copied from another
@@ -81,10 +81,10 @@ export interface LockContact {
   events?: 'append' | 'defer';
 }
 
-/** docs/contract.md 8.5: a lock whose clock is off by more than this is flagged (`clockDrift`, `secured_object.clock_drift`). */
+/** docs/api-reference.md 8.5: a lock whose clock is off by more than this is flagged (`clockDrift`, `secured_object.clock_drift`). */
 export const CLOCK_DRIFT_LIMIT_MS = 30_000;
 
-/** What a contact changed that the event log records (docs/contract.md 10), when its events were deferred. */
+/** What a contact changed that the event log records (docs/api-reference.md 10), when its events were deferred. */
 export interface ContactEvents {
   /** The tickets whose revocation this contact stamped applied (`ticket.revocation_applied`). */
   revocationsApplied: string[];
@@ -107,7 +107,7 @@ export const CONTACT_EVENTS = (time: string, actor: string, requestId: string, s
 
 /**
  * The tickets of the lock as registered now, over `tickets` aliased `t`: a lock registered again with a deleted lock's
- * id is another lock (docs/contract.md 4.1), so the old door's tickets (made before the registration) are not its own
+ * id is another lock (docs/api-reference.md 4.1), so the old door's tickets (made before the registration) are not its own
  * to apply. While the id names no lock (deleted, its client still syncing), every ticket of the id is. Only stamping
  * uses it, where erring is safe: a ticket made on an instance whose clock is behind the registering one's by the
  * moment between the two is left pending (it runs out within one lifetime), never marked applied by the wrong door.
@@ -122,7 +122,7 @@ const OF_CURRENT_REGISTRATION = (tenantId: string, securedObjectId: string) =>
  * stamped `revocation_applied_at` (an index range over the pending revocations only, tickets_pending_revocations_idx).
  * Returns the lock's telemetry after the contact.
  *
- * The same statement appends its events (docs/contract.md 10): `ticket.revocation_applied`, one per 1,000 tickets it
+ * The same statement appends its events (docs/api-reference.md 10): `ticket.revocation_applied`, one per 1,000 tickets it
  * stamped, and `secured_object.clock_drift` when this contact first puts the lock's clock beyond CLOCK_DRIFT_LIMIT_MS.
  * Nothing is appended, and the event counter is not touched, when neither happened (the sync's hot path).
  *
@@ -142,7 +142,7 @@ export async function recordLockContact(
        SELECT clock_offset_ms FROM lock_telemetry WHERE tenant_id = $1 AND secured_object_id = $2
      ), acknowledged AS (
        -- least() skips NULLs: without the CASE a contact that acknowledges nothing would acknowledge everything.
-       -- Capped at the lock's own serial (docs/contract.md 8.3): the last change that concerns it, key-set changes
+       -- Capped at the lock's own serial (docs/api-reference.md 8.3): the last change that concerns it, key-set changes
        -- included, the furthest any sync answer or revocation list for it ever reached (tickets_sync_idx backwards).
        SELECT CASE WHEN $4::bigint IS NOT NULL
                    THEN least($4::bigint, ${LOCK_SERIAL_SQL('$1', '$2')})
@@ -203,7 +203,7 @@ export async function findLockTelemetry(db: Queryable, tenantId: string, secured
 }
 
 /**
- * A lock registered again with a deleted lock's id is another lock (docs/contract.md 4.1): its telemetry starts anew.
+ * A lock registered again with a deleted lock's id is another lock (docs/api-reference.md 4.1): its telemetry starts anew.
  * Called in the registering transaction.
  */
 export async function deleteLockTelemetry(db: Queryable, tenantId: string, securedObjectId: string): Promise<void> {
@@ -262,7 +262,7 @@ export interface RevocationFilter {
   securedObjectId?: string | undefined;
 }
 
-/** Revocations page in their tickets' creation order, as the tickets do (docs/contract.md 7.3). */
+/** Revocations page in their tickets' creation order, as the tickets do (docs/api-reference.md 7.3). */
 const REVOCATION_KEYSET: KeysetColumns = { createdAt: 't.created_at', id: 't.id', idType: 'uuid' };
 
 /**

@@ -1,4 +1,4 @@
-// SQL for password-grant attempts per user of a tenant (brute-force lockout, docs/contract.md 3.2).
+// SQL for password-grant attempts per user of a tenant (brute-force lockout, docs/api-reference.md 3.2).
 import type { Queryable } from '../database.js';
 
 export interface LoginAttempt {
@@ -29,7 +29,7 @@ const STALE = 'CASE WHEN f.locked_until IS NOT NULL THEN f.locked_until <= $1 EL
 /**
  * Counts one attempt, before its password is checked, in one statement: concurrent attempts on the same row are
  * serialised by the upsert, so each gets its own number and at most `threshold` of them are ever numbered within it
- * (docs/contract.md 3.2, docs/security-checklist.md G40). The attempt that reaches the threshold starts the lock; if its password is
+ * (docs/api-reference.md 3.2, docs/security-cases.md G40). The attempt that reaches the threshold starts the lock; if its password is
  * right, the caller clears the row. Null, and nothing counted, when `tenantName` is not the name of `tenantId`: the
  * same statement decides both, so a login of another tenant costs the same round trip as one of the client's own.
  */

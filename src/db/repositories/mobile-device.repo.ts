@@ -18,7 +18,7 @@ interface MobileDeviceRow {
 
 const COLUMNS = 'tenant_id, id, name, created_at';
 
-/** Ids are the operator's own strings (docs/contract.md 4), ordered as text. */
+/** Ids are the operator's own strings (docs/api-reference.md 4), ordered as text. */
 const KEYSET: KeysetColumns = { createdAt: 'created_at', id: 'id', idType: 'text' };
 
 const toRecord = (row: MobileDeviceRow): MobileDeviceRecord => ({
@@ -68,7 +68,7 @@ export async function deleteMobileDevice(db: Queryable, tenantId: string, id: st
 
 /**
  * Whether the tenant has the mobile device, holding it until commit so it cannot be deleted meanwhile: a client bound to
- * it in the same transaction is then seen by the deletion, which waits (docs/contract.md 4.2). FOR KEY SHARE blocks
+ * it in the same transaction is then seen by the deletion, which waits (docs/api-reference.md 4.2). FOR KEY SHARE blocks
  * a DELETE, not other readers or updates.
  */
 export async function holdMobileDeviceForBinding(db: Queryable, tenantId: string, id: string): Promise<boolean> {

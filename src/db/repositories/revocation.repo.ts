@@ -4,7 +4,7 @@ import type { Queryable } from '../database.js';
 /**
  * `client-secret` is no token revocation: it tells every instance that a client's secret changed.
  * `client-decommissioned` refuses only the client's tokens that carry a scope beyond `sync` (its lock was deleted,
- * docs/contract.md 4.1), and tells every instance that the client changed.
+ * docs/api-reference.md 4.1), and tells every instance that the client changed.
  */
 export type RevocationKind = 'client' | 'user' | 'family' | 'jti' | 'client-secret' | 'client-decommissioned';
 

@@ -9,7 +9,7 @@ export interface SecuredObjectRecord {
   localName: string;
   uuid: string;
   createdAt: number;
-  /** The IANA time zone its schedules are read in (docs/contract.md 9), in canonical spelling. */
+  /** The IANA time zone its schedules are read in (docs/api-reference.md 9), in canonical spelling. */
   timeZone: string;
 }
 
@@ -25,7 +25,7 @@ interface SecuredObjectRow {
 
 const COLUMNS = 'tenant_id, id, channels, local_name, uuid, created_at, time_zone';
 
-/** Ids are the operator's own strings (docs/contract.md 4), ordered as text. */
+/** Ids are the operator's own strings (docs/api-reference.md 4), ordered as text. */
 const KEYSET: KeysetColumns = { createdAt: 'created_at', id: 'id', idType: 'text' };
 
 const toRecord = (row: SecuredObjectRow): SecuredObjectRecord => ({
@@ -71,7 +71,7 @@ export async function listSecuredObjects(
   return rows.map(toRecord);
 }
 
-/** The fields PATCH /operatorapi/securedobjects/{id} changes (docs/contract.md 9); an absent one stays as it is. */
+/** The fields PATCH /operatorapi/securedobjects/{id} changes (docs/api-reference.md 9); an absent one stays as it is. */
 export interface SecuredObjectChanges {
   timeZone?: string | undefined;
 }
@@ -97,7 +97,7 @@ export async function deleteSecuredObject(db: Queryable, tenantId: string, id: s
 
 /**
  * Whether the tenant has the secured object, holding it until commit so it cannot be deleted meanwhile: a client bound to
- * it in the same transaction is then seen by the deletion, which waits (docs/contract.md 4.1). FOR KEY SHARE blocks
+ * it in the same transaction is then seen by the deletion, which waits (docs/api-reference.md 4.1). FOR KEY SHARE blocks
  * a DELETE, not other readers or updates.
  */
 export async function holdSecuredObjectForBinding(db: Queryable, tenantId: string, id: string): Promise<boolean> {

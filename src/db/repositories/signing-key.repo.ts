@@ -15,7 +15,7 @@ export interface SigningKeyRecord {
   publicJwk: Record<string, unknown>;
   privateJwkEncrypted: Buffer;
   createdAt: number;
-  /** From when it signs (docs/contract.md 8.1: a ticket key is announced one credential lifetime ahead). */
+  /** From when it signs (docs/api-reference.md 8.1: a ticket key is announced one credential lifetime ahead). */
   activatesAt: number;
   /** Its last signature: a newer key signs from then on (may lie ahead while the successor is announced). */
   retiredAt: number | null;
@@ -187,7 +187,7 @@ export async function countUnretiredKeys(db: Queryable, purpose: KeyPurpose, ten
 }
 
 /**
- * docs/contract.md 8.1: the tenant's ticket-key set changed at change number `changeSeq` (taken with nextChangeSeq in
+ * docs/api-reference.md 8.1: the tenant's ticket-key set changed at change number `changeSeq` (taken with nextChangeSeq in
  * the same transaction). Sync answers and revocation lists compare a lock's position with it.
  */
 export async function recordTicketKeySetChange(db: Queryable, tenantId: string, changeSeq: number, changedAt: number): Promise<void> {
@@ -198,7 +198,7 @@ export async function recordTicketKeySetChange(db: Queryable, tenantId: string, 
   );
 }
 
-/** The change number of the tenant's last ticket-key-set change (docs/contract.md 8.1); 0: none yet. */
+/** The change number of the tenant's last ticket-key-set change (docs/api-reference.md 8.1); 0: none yet. */
 export async function findTicketKeySetSeq(db: Queryable, tenantId: string): Promise<number> {
   const { rows } = await db.query<{ change_seq: number }>(`SELECT ${KEY_SET_SEQ_SQL('$1')} AS change_seq`, [tenantId]);
   return Number(rows[0]!.change_seq);

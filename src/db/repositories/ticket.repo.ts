@@ -19,9 +19,9 @@ export interface TicketRecord {
   downloadedAt: number | null;
   /** The Access API permission that made it; null for tickets made through the Operator API. */
   accessPermissionId: string | null;
-  /** When its lock applied its revocation (docs/contract.md 8.4); null while not revoked or not applied yet. */
+  /** When its lock applied its revocation (docs/api-reference.md 8.4); null while not revoked or not applied yet. */
   revocationAppliedAt: number | null;
-  /** Its weekly schedule in the lock's local time (docs/contract.md 9); null: open all through its validity. */
+  /** Its weekly schedule in the lock's local time (docs/api-reference.md 9); null: open all through its validity. */
   schedule: Schedule | null;
 }
 
@@ -87,7 +87,7 @@ export type CreateTicketOutcome =
  * takes the tenant's next change number first (the change log's lock order, see change-log.repo.ts), then locks
  * the named lock and device rows (FOR SHARE, so a concurrent removal waits or wins cleanly), inserts each ticket
  * whose lock and device exist and whose lock supports every channel, and appends one `ticket.created` audit event
- * per ticket (docs/contract.md 7.5). Answers in input order; where nothing was inserted, the outcome says why.
+ * per ticket (docs/api-reference.md 7.5). Answers in input order; where nothing was inserted, the outcome says why.
  */
 export async function createTickets(
   db: Queryable,
@@ -155,7 +155,7 @@ export async function createTickets(
   );
 }
 
-/** The time zone a lock's schedules are read in (docs/contract.md 9), or null when the tenant has no such lock. */
+/** The time zone a lock's schedules are read in (docs/api-reference.md 9), or null when the tenant has no such lock. */
 export async function findLockTimeZone(db: Queryable, tenantId: string, securedObjectId: string): Promise<string | null> {
   const { rows } = await db.query<{ time_zone: string }>('SELECT time_zone FROM secured_objects WHERE tenant_id = $1 AND id = $2', [
     tenantId,
@@ -249,7 +249,7 @@ export async function revokeTicket(
 
 /**
  * Revokes every unrevoked ticket of a lock or device (its removal) and appends their `ticket.revoked` events, one per
- * 1,000 tickets under `audit.target` (docs/contract.md 10), set-based in one statement. Returns how many were revoked.
+ * 1,000 tickets under `audit.target` (docs/api-reference.md 10), set-based in one statement. Returns how many were revoked.
  */
 export async function revokeTicketsOf(
   db: Queryable,

@@ -20,7 +20,7 @@ interface UserRow {
 
 const COLUMNS = 'id, tenant_id, username, password_hash, created_at';
 
-/** Users page by username, unique in the tenant: the Operator API names users by it (docs/contract.md 3.7). */
+/** Users page by username, unique in the tenant: the Operator API names users by it (docs/api-reference.md 3.7). */
 const KEYSET: KeysetColumns = { createdAt: 'created_at', id: 'username', idType: 'text' };
 
 const toUser = (row: UserRow): UserRecord => ({
@@ -45,7 +45,7 @@ export async function insertUser(
 }
 
 /**
- * The user `username` of the tenant named `tenantName` (a login `USER@TENANT`, docs/contract.md 3.2). The name is
+ * The user `username` of the tenant named `tenantName` (a login `USER@TENANT`, docs/api-reference.md 3.2). The name is
  * resolved in `tenants`, a reference table, first, and the user is then read within that tenant: on Citus the second
  * read goes to the one node that holds the tenant (docs/scaling.md). Two index reads, whether the tenant exists or not,
  * so an unknown tenant costs what an unknown user does.

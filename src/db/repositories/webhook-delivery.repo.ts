@@ -1,4 +1,4 @@
-// SQL for webhook delivery (docs/contract.md 10): fresh events sent from each subscription's cursor (migration 018), the
+// SQL for webhook delivery (docs/api-reference.md 10): fresh events sent from each subscription's cursor (migration 018), the
 // deliveries of retries and replays claimed and settled (migrations 013, 015), and the attempt log.
 import type { Queryable } from '../database.js';
 import { WIRE_EVENT_COLUMNS, toWireEvent, type WireEvent, type WireEventRow } from './audit.repo.js';
@@ -325,7 +325,7 @@ export async function findWebhookTarget(db: Queryable, tenantId: string, webhook
   };
 }
 
-/** One attempt as the log keeps it (docs/contract.md 10). */
+/** One attempt as the log keeps it (docs/api-reference.md 10). */
 export interface AttemptInput {
   tenantId: string;
   webhookId: string;
@@ -587,7 +587,7 @@ export async function unreplayableEvents(db: Queryable, tenantId: string, webhoo
 }
 
 /**
- * Replays events to a subscription (docs/contract.md 10): the tenant's events named by id, or every event of the
+ * Replays events to a subscription (docs/api-reference.md 10): the tenant's events named by id, or every event of the
  * subscription's types since a time, become pending deliveries due now, in one statement. A delivery that exists
  * (delivered, failed or pending) is reset: its attempts count again from the start of the schedule. Since a time, only
  * events up to the subscription's cursor: later ones reach it from the cursor anyway (migration 018).

@@ -1,4 +1,4 @@
-// SQL for webhook subscriptions (docs/contract.md 10, migration 013). Their secrets are sealed (webhook-secrets.ts).
+// SQL for webhook subscriptions (docs/api-reference.md 10, migration 013). Their secrets are sealed (webhook-secrets.ts).
 import type { Queryable } from '../database.js';
 import { keysetPage, type KeysetColumns, type KeysetPosition } from '../keyset.js';
 
@@ -153,7 +153,7 @@ export async function updateWebhookSettings(
 }
 
 /**
- * Replaces the secret; the one it replaces keeps signing beside it until `previousUntil` (docs/contract.md 10). The
+ * Replaces the secret; the one it replaces keeps signing beside it until `previousUntil` (docs/api-reference.md 10). The
  * sealed value moves as it is: both are bound to the same subscription. A secret replaced earlier stops at once.
  */
 export async function rotateWebhookSecret(

@@ -1,4 +1,4 @@
-// /v1/access-permissions (docs/contract.md 5): grant a resident a lock group; one call makes every device × lock ticket.
+// /v1/access-permissions (docs/api-reference.md 5): grant a resident a lock group; one call makes every device × lock ticket.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { AccessPermissionQuery, AccessPermissionSchema, GroupIdParams, NewAccessPermissionSchema } from '../../schemas/access.js';

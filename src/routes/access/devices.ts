@@ -1,4 +1,4 @@
-// /v1/mobiledevices and /v1/securedobjects (docs/contract.md 5): what the property-management app may group.
+// /v1/mobiledevices and /v1/securedobjects (docs/api-reference.md 5): what the property-management app may group.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { MobileDeviceSchema, SecuredObjectSchema } from '../../schemas/operator.js';
 import { problemResponses } from '../../schemas/problem.js';

@@ -1,4 +1,4 @@
-// /v1/residents and /v1/lock-groups (docs/contract.md 5): the two kinds of group share their routes; each kind's plugin
+// /v1/residents and /v1/lock-groups (docs/api-reference.md 5): the two kinds of group share their routes; each kind's plugin
 // registers them with its own schemas, so TypeBox infers every body and parameter from the schema that validates it.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type Static, type TObject } from '@sinclair/typebox';

@@ -1,4 +1,4 @@
-// GET /v1/residents/{id}/token-card (docs/contract.md 5): the data for a v2 token card; v1 cards were removed on 01.03.2019.
+// GET /v1/residents/{id}/token-card (docs/api-reference.md 5): the data for a v2 token card; v1 cards were removed on 01.03.2019.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { GroupIdParams } from '../../schemas/access.js';
@@ -15,7 +15,7 @@ const tokenCardRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async
   app.get(
     '/residents/:id/token-card',
     {
-      // The card data holds the resident's credentials (docs/contract.md 6.3): never stored by a cache.
+      // The card data holds the resident's credentials (docs/api-reference.md 6.3): never stored by a cache.
       config: { scope: 'nfc-token-writer', noStore: true },
       schema: {
         tags: ['Residents'],

@@ -1,4 +1,4 @@
-// POST /deviceapi/securedobjects/{id}/accesslog and /deviceapi/mobiledevices/{id}/accesslog (docs/contract.md 8.5): a lock's
+// POST /deviceapi/securedobjects/{id}/accesslog and /deviceapi/mobiledevices/{id}/accesslog (docs/api-reference.md 8.5): a lock's
 // access log, uploaded by the lock itself or relayed by a phone.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { LockAccessLogUploadSchema, RelayedAccessLogUploadSchema, UploadAnswerSchema } from '../../schemas/access-log.js';
@@ -21,8 +21,8 @@ const accessLogRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async
         operationId: 'uploadLockAccessLog',
         summary: 'Upload the lock\'s access log',
         description:
-          'An online lock uploads the decisions it logged (docs/contract.md 8.5), with `appliedSerial` (how far it has ' +
-          'applied the change log, docs/contract.md 8.4) and `lockTime` (its clock now, for its clock offset). Needs the ' +
+          'An online lock uploads the decisions it logged (docs/api-reference.md 8.5), with `appliedSerial` (how far it has ' +
+          'applied the change log, docs/api-reference.md 8.4) and `lockTime` (its clock now, for its clock offset). Needs the ' +
           `client bound to this lock; a deleted lock's client only syncs. ${ANSWER}`,
         params: ObjectIdParams,
         body: LockAccessLogUploadSchema,
@@ -45,7 +45,7 @@ const accessLogRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async
         operationId: 'relayAccessLog',
         summary: 'Relay a lock\'s access log',
         description:
-          'A phone relays the access log a lock that is never online gave it (docs/contract.md 8.5), for a lock the phone ' +
+          'A phone relays the access log a lock that is never online gave it (docs/api-reference.md 8.5), for a lock the phone ' +
           'holds or has held a ticket for; any other lock answers 404. `lockTime` is the lock\'s clock at the moment of ' +
           'this upload (what the phone read from the lock plus the time elapsed since). Needs the client bound to this ' +
           `device. ${ANSWER}`,

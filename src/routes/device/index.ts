@@ -1,4 +1,4 @@
-// The Device API (/deviceapi, docs/contract.md 6): its documentation, the Mobile SDK 2.x refusal, its bearer check (aud
+// The Device API (/deviceapi, docs/api-reference.md 6): its documentation, the Mobile SDK 2.x refusal, its bearer check (aud
 // `deviceapi`) and its resources: phones download their tickets, online locks sync.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import apiDocs from '../../plugins/api-docs.js';
@@ -24,7 +24,7 @@ export interface DeviceApiOptions {
 }
 
 /**
- * What a lock maker and an SDK author build against (docs/contract.md 6, 8.1–8.3): served as the document's description,
+ * What a lock maker and an SDK author build against (docs/api-reference.md 6, 8.1–8.3): served as the document's description,
  * so it is in every copy of the OpenAPI document and in Swagger UI.
  */
 const DEVICE_API_DESCRIPTION = `Used by mobile devices (their SDK) and online locks: phones download their tickets with signed credentials, online
@@ -49,7 +49,7 @@ downloaded ticket, that the phone presents to the lock, which checks it offline.
   object id, a string), \`iat\`, \`nbf\`, \`exp\` (seconds), \`beginDate\`, \`endDate\` (the ticket's milliseconds), \`cmd\`
   (commands: \`tokn\`, \`open\`, \`clos\`), \`chn\` (channels, e.g. \`btlespp\`), and \`win\` when the ticket has a schedule:
   \`[[startMs, endMs], …]\`, the schedule's windows as UTC millisecond intervals (end exclusive) within the credential's
-  span, \`[]\` when none falls in it (docs/contract.md 9).
+  span, \`[]\` when none falls in it (docs/api-reference.md 9).
 - \`nbf\` is \`beginDate\` rounded up to the second and \`exp\` is rounded down, so the seconds never widen the ticket's
   \`[beginDate, endDate)\`. \`exp\` is at most \`iat + maxCredentialLifetime\`: a credential lasts at most that long
   (default 7 days) and the phone renews it by downloading again; a download re-signs a credential with less than half
@@ -64,7 +64,7 @@ A lock opens only when every one of these holds, and refuses on anything missing
 5. \`exp - iat\` is at most \`maxCredentialLifetime\`;
 6. the requested command is in \`cmd\` and the channel in \`chn\`;
 7. \`jti\` is not in the lock's revoked set;
-8. when the credential has \`win\` (a schedule, docs/contract.md 9), \`t\` lies in one of its intervals.
+8. when the credential has \`win\` (a schedule, docs/api-reference.md 9), \`t\` lies in one of its intervals.
 A lock whose client learnt \`decommissioned: true\` opens for no one. The simulator (\`npm run simulate\`) implements exactly these rules and is the reference.
 
 ## Revocations and keys reaching the lock
@@ -75,7 +75,7 @@ A lock whose client learnt \`decommissioned: true\` opens for no one. The simula
   tickets whose credential may still be valid are sent, so a lock's revoked set stays bounded by one lifetime of
   revocations. A deleted lock's client keeps syncing the revocations its deletion caused, with \`decommissioned: true\`.
   A sync with a cursor by the lock's own client (bound to it) is the lock's acknowledgement: the server records that it applied everything up to that cursor
-  (docs/contract.md 8.4), which the operator sees as \`revocationAppliedTime\` on the tickets. Sync again after applying.
+  (docs/api-reference.md 8.4), which the operator sees as \`revocationAppliedTime\` on the tickets. Sync again after applying.
 - **Locks that are never online** learn through phones: the first ticket of each lock in a download page carries
   \`revocationList\`, that lock's
   compact JWS with header \`{"alg", "kid", "typ": "revocation-list+jwt"}\` and payload \`{iss, aud, serial, iat, revoked:
@@ -87,7 +87,7 @@ A lock whose client learnt \`decommissioned: true\` opens for no one. The simula
   lists, so every lock visited by any phone in that time knows it. An emergency rotation (a leaked key) signs at once and
   withdraws the old key; locks that are never online then need a visit with the installer's tools.`;
 
-/** Mobile SDK 2.x was removed on 01.04.2018 (docs/seed.md 9): its requests are refused before anything else. */
+/** Mobile SDK 2.x was removed on 01.04.2018 (docs/service-overview.md 9): its requests are refused before anything else. */
 const SDK_2 = /^\s*2(\.|\s*$)/;
 
 /** Callback style: an async hook costs a promise on every request, and this one awaits nothing. */
@@ -121,7 +121,7 @@ export default async function deviceApi(app: FastifyInstance, options: DeviceApi
     for (const routes of [mobileDeviceRoutes, securedObjectRoutes]) {
       await resources.register(routes, { services, prefix: '/deviceapi' });
     }
-    // Access logs (docs/contract.md 8.5).
+    // Access logs (docs/api-reference.md 8.5).
     await resources.register(accessLogRoutes, { services, prefix: '/deviceapi' });
   });
 }

@@ -1,4 +1,4 @@
-// GET /deviceapi/mobiledevices/{id}/tickets (docs/contract.md 6.1): a phone downloads its valid tickets with credentials.
+// GET /deviceapi/mobiledevices/{id}/tickets (docs/api-reference.md 6.1): a phone downloads its valid tickets with credentials.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { DownloadedTicketSchema } from '../../schemas/device.js';
@@ -13,7 +13,7 @@ const mobileDeviceRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
   app.get(
     '/mobiledevices/:id/tickets',
     {
-      // The answer carries the tickets' credentials (docs/contract.md 6.3): never stored by a cache.
+      // The answer carries the tickets' credentials (docs/api-reference.md 6.3): never stored by a cache.
       config: { scope: 'tokens:download', noStore: true },
       schema: {
         tags: ['Mobile devices'],

@@ -1,4 +1,4 @@
-// GET /deviceapi/securedobjects/{id}/sync (docs/contract.md 6.2): an online lock syncs its tickets and revocations.
+// GET /deviceapi/securedobjects/{id}/sync (docs/api-reference.md 6.2): an online lock syncs its tickets and revocations.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { SyncAnswerSchema, SyncQuery, TrustSchema } from '../../schemas/device.js';
 import { ObjectIdParams } from '../../schemas/operator.js';
@@ -19,11 +19,11 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
         summary: 'Sync an online lock',
         description:
           'Without `cursor`: the lock\'s current valid tickets, the revocations it still needs (of tickets whose credential ' +
-          'may still be valid, docs/contract.md 8.2) and the tenant\'s key set. With the `cursor` of the previous answer: ' +
+          'may still be valid, docs/api-reference.md 8.2) and the tenant\'s key set. With the `cursor` of the previous answer: ' +
           'only what changed after it, with `keys` when the key set changed; nothing changed answers empty arrays and the ' +
           'same cursor. Large answers are cut at `limit` with `Link: rel="next"`. Needs a client bound to this lock, or an ' +
           'unbound one. A deleted lock\'s client still syncs the revocations its deletion caused, with `decommissioned: true`. ' +
-          'A sync with a cursor tells the server the lock has applied everything the cursor reached (docs/contract.md 8.4): ' +
+          'A sync with a cursor tells the server the lock has applied everything the cursor reached (docs/api-reference.md 8.4): ' +
           'ask again after applying an answer, so the operator sees the revocations arrive. When too many locks sync at once ' +
           'the answer may be `503` with a jittered `Retry-After`: retry with exponential backoff and full jitter, never sooner ' +
           '(docs/lock-sync.md).',
@@ -38,7 +38,7 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
     async (request, reply) => {
       const { limit, cursor } = request.query;
       const { more, ...answer } = await services.devices.sync(request.auth.tenantId, request.auth, request.params.id, limit, cursor);
-      // An answer cut at `limit` names the next request like a page does (docs/contract.md 7.3).
+      // An answer cut at `limit` names the next request like a page does (docs/api-reference.md 7.3).
       if (more) linkNextPage(request, reply, answer.cursor);
       return answer;
     },
@@ -55,7 +55,7 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
         summary: 'What an installer writes into the lock',
         description:
           'The tenant\'s credential issuer, the lock\'s id, the tenant\'s ticket key set and the longest credential lifetime ' +
-          '(docs/contract.md 8.1). A lock provisioned with these accepts only its own tenant\'s credentials. Needs the ' +
+          '(docs/api-reference.md 8.1). A lock provisioned with these accepts only its own tenant\'s credentials. Needs the ' +
           'client bound to this lock; later key changes reach the lock through sync and revocation lists.',
         params: ObjectIdParams,
         response: {

@@ -1,4 +1,4 @@
-// GET /tenants/{tenant}/jwks.json: a tenant's published ticket keys (docs/contract.md 8.1), what its locks verify
+// GET /tenants/{tenant}/jwks.json: a tenant's published ticket keys (docs/api-reference.md 8.1), what its locks verify
 // credentials with. No authentication: public keys only, as /.well-known/jwks.json (RFC 7517).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
@@ -22,7 +22,7 @@ const tenantJwksRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asyn
     async (request, reply) => {
       // An unknown tenant answers 404 (NotFoundError); a name that cannot be one fails the params schema (400).
       const tenant = await services.tenants.byName(request.params.tenant);
-      // Cacheable (docs/contract.md 8.1) but briefly: after an emergency rotation a withdrawn key must leave caches soon.
+      // Cacheable (docs/api-reference.md 8.1) but briefly: after an emergency rotation a withdrawn key must leave caches soon.
       return reply.header('cache-control', 'public, max-age=300').send({ keys: services.ticketKeys.publicJwks(tenant.id) });
     },
   );

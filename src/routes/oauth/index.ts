@@ -70,7 +70,7 @@ function toOAuthError(error: FastifyError): OAuthError {
   }
 }
 
-/** docs/security-checklist.md 5: credentials and grant parameters travel in the body, never in the URL. */
+/** docs/security-cases.md 5: credentials and grant parameters travel in the body, never in the URL. */
 function refuseQueryParameters(request: FastifyRequest): void {
   const query: unknown = request.query;
   if (typeof query === 'object' && query !== null && Object.keys(query).length > 0) {
@@ -120,7 +120,7 @@ export default async function oauthRoutes(app: FastifyInstance, options: OAuthRo
   });
 
   // Per address (no client is known before its authentication, which is what is guessed): every endpoint here, before
-  // the body is parsed, so malformed requests count too (docs/security-checklist.md B11).
+  // the body is parsed, so malformed requests count too (docs/security-cases.md B11).
   app.addHook(
     'onRequest',
     rateLimitHook({
@@ -167,7 +167,7 @@ export default async function oauthRoutes(app: FastifyInstance, options: OAuthRo
     return sendOAuthError(reply, new OAuthError('invalid_request', 'Use POST.', 405));
   };
 
-  // docs/contract.md 3.3: both paths accept the same grants (docs/seed.md names /oauth/token and /oauth2/token).
+  // docs/api-reference.md 3.3: both paths accept the same grants (docs/service-overview.md names /oauth/token and /oauth2/token).
   for (const path of ['/oauth/token', '/oauth2/token']) app.post(path, token);
   // RFC 6749 3.2, RFC 7009 2.1, RFC 7662 2.1: POST only. A GET (a credential in a URL is what clients get wrong)
   // is told so, in the OAuth error format, rather than answered as an unknown path.
@@ -211,7 +211,7 @@ export default async function oauthRoutes(app: FastifyInstance, options: OAuthRo
 
   app.get('/.well-known/jwks.json', async (_request, reply) => {
     // Short caching: a rotated key must reach verifiers soon (RFC 7517; rotation keeps old keys published).
-    // Access-token keys only (RFC 9068; docs/contract.md 8.1, docs/security-checklist.md G39): each tenant's ticket
+    // Access-token keys only (RFC 9068; docs/api-reference.md 8.1, docs/security-cases.md G39): each tenant's ticket
     // keys are published in that tenant's own set, GET /tenants/{tenant}/jwks.json.
     return reply.header('cache-control', 'public, max-age=60').send({ keys: services.accessTokenKeys.publicJwks() });
   });

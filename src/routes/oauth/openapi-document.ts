@@ -1,4 +1,4 @@
-// The OpenAPI document of the authorization server (docs/contract.md 3): token, revocation, introspection, metadata and
+// The OpenAPI document of the authorization server (docs/api-reference.md 3): token, revocation, introspection, metadata and
 // the key sets. Written out, not generated: those routes read their forms themselves, in RFC 6749's error format, so
 // they carry no route schemas. test/openapi.test.ts checks that every operation here is one the server answers, and
 // every test's answer from these endpoints is validated against this document (test/helpers/openapi-response-validator.ts).
@@ -35,7 +35,7 @@ and secret, each form-urlencoded, RFC 6749 section 2.3.1) or with \`client_id\` 
 - \`grant_type=password\` with \`username=USER@TENANT\` and \`password\`: a person using the Access API. The tenant's name
   is part of the user name because one server holds many tenants (\`alice@demo\`). Answers a refresh token too.
 - \`grant_type=refresh_token\` with \`refresh_token\`: a new access token and a new refresh token. Each refresh token works
-  once; presenting a used one revokes its whole family (docs/contract.md 3.2). The scope can narrow, never widen.
+  once; presenting a used one revokes its whole family (docs/api-reference.md 3.2). The scope can narrow, never widen.
 
 \`scope\` (space-separated) asks for some of the client's scopes; without it the client gets all of them. The access
 token is an RFC 9068 JWT (\`typ: at+jwt\`) signed with a key of \`GET /.well-known/jwks.json\`; its \`aud\` names the API.
@@ -251,7 +251,7 @@ export function oauthOpenApiDocument(version: string) {
           summary: 'A tenant\'s ticket keys',
           tags: ['Discovery'],
           description:
-            'RFC 7517: the keys the tenant\'s credentials and revocation lists are signed with (docs/contract.md 8.1), what its ' +
+            'RFC 7517: the keys the tenant\'s credentials and revocation lists are signed with (docs/api-reference.md 8.1), what its ' +
             'locks verify them with. No authentication: public halves only.',
           security: [],
           parameters: [

@@ -1,4 +1,4 @@
-// /operatorapi/access-checks: "why can't this phone open that door?" — the lock's decision and its reasons (docs/contract.md 8.6).
+// /operatorapi/access-checks: "why can't this phone open that door?" — the lock's decision and its reasons (docs/api-reference.md 8.6).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { AccessCheckQuery, AccessCheckSchema } from '../../schemas/access-check.js';
 import { problemResponses } from '../../schemas/problem.js';

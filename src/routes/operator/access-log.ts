@@ -1,4 +1,4 @@
-// GET /operatorapi/accesslog: the tenant's access logs as its locks reported them (docs/contract.md 8.5), scope `audit:read`.
+// GET /operatorapi/accesslog: the tenant's access logs as its locks reported them (docs/api-reference.md 8.5), scope `audit:read`.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { AccessLogEntrySchema, AccessLogQuery } from '../../schemas/access-log.js';
 import { problemResponses } from '../../schemas/problem.js';
@@ -17,7 +17,7 @@ const accessLogRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async
         operationId: 'listAccessLog',
         summary: 'List access log entries',
         description:
-          'What the tenant\'s locks decided, as they uploaded it or phones relayed it (docs/contract.md 8.5), ordered by ' +
+          'What the tenant\'s locks decided, as they uploaded it or phones relayed it (docs/api-reference.md 8.5), ordered by ' +
           'the lock\'s time, then lock, then entry number; filtered by lock, phone, credential, result and lock-time ' +
           'range `[from, to)`. Pages follow `Link: rel="next"`.',
         querystring: AccessLogQuery,

@@ -1,4 +1,4 @@
-// /operatorapi/audit-events: the tenant's audit trail (docs/contract.md 7.5), a view of its event log, scope `audit:read`.
+// /operatorapi/audit-events: the tenant's audit trail (docs/api-reference.md 7.5), a view of its event log, scope `audit:read`.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { AuditEventSchema, AuditQuery } from '../../schemas/operator.js';
 import { problemResponses } from '../../schemas/problem.js';

@@ -59,7 +59,7 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
       { name: 'OAuth clients', description: 'The backends and devices that get access tokens from `POST /oauth/token`.' },
       { name: 'Users', description: 'The people who log in to the Access API.' },
       { name: 'Audit', description: 'The record of every change in the tenant: a view of its event log.' },
-      { name: 'Events', description: 'The tenant\'s event log (docs/contract.md 10): every change a client would react to, in order.' },
+      { name: 'Events', description: 'The tenant\'s event log (docs/api-reference.md 10): every change a client would react to, in order.' },
       {
         name: 'Access checks',
         description: 'Why a phone does or does not open a lock: the lock\'s decision, as far as the server knows what it holds.',

@@ -1,4 +1,4 @@
-// /operatorapi/mobiledevices: phones and cards (docs/contract.md 4.2), plus the removed ticket listing (docs/contract.md 4.4).
+// /operatorapi/mobiledevices: phones and cards (docs/api-reference.md 4.2), plus the removed ticket listing (docs/api-reference.md 4.4).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { MobileDeviceSchema, NewMobileDeviceSchema, ObjectIdParams, TicketSchema } from '../../schemas/operator.js';

@@ -1,4 +1,4 @@
-// /operatorapi/oauthclients: OAuth client management (docs/contract.md 3.7), scope `clients:manage`.
+// /operatorapi/oauthclients: OAuth client management (docs/api-reference.md 3.7), scope `clients:manage`.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { ClientIdParams, ClientSchema, ClientWithSecretSchema, NewClientSchema } from '../../schemas/oauth-client.js';
@@ -12,7 +12,7 @@ import { resourcePath } from '../shared/headers.js';
 const tags = ['OAuth clients'];
 const security = [{ bearer: ['clients:manage'] }];
 const config = { scope: 'clients:manage' };
-/** The answers that show a secret (docs/contract.md 3.7: once) are never stored by a cache. */
+/** The answers that show a secret (docs/api-reference.md 3.7: once) are never stored by a cache. */
 const secretConfig = { ...config, noStore: true };
 
 const oauthClientRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {

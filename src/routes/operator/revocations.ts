@@ -1,4 +1,4 @@
-// GET /operatorapi/revocations (docs/contract.md 8.4): revoked tickets by whether their lock has applied the revocation.
+// GET /operatorapi/revocations (docs/api-reference.md 8.4): revoked tickets by whether their lock has applied the revocation.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { RevocationQuery, TicketSchema } from '../../schemas/operator.js';
 import { problemResponses } from '../../schemas/problem.js';

@@ -1,4 +1,4 @@
-// /operatorapi/schedules/preview: what a schedule does on a lock's wall clock, DST nights included (docs/contract.md 9).
+// /operatorapi/schedules/preview: what a schedule does on a lock's wall clock, DST nights included (docs/api-reference.md 9).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { problemResponses } from '../../schemas/problem.js';
 import { SchedulePreviewRequestSchema, SchedulePreviewSchema } from '../../schemas/schedule.js';

@@ -1,4 +1,4 @@
-// /operatorapi/securedobjects: locks (docs/contract.md 4.1) and their time zone (docs/contract.md 9), plus the removed ticket-id listing (docs/contract.md 4.4).
+// /operatorapi/securedobjects: locks (docs/api-reference.md 4.1) and their time zone (docs/api-reference.md 9), plus the removed ticket-id listing (docs/api-reference.md 4.4).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import {
@@ -79,7 +79,7 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
         operationId: 'getSecuredObject',
         summary: 'Read a secured object',
         description:
-          'One lock with its channels and their addresses (docs/seed.md 2.1), and how far the backend\'s truth has ' +
+          'One lock with its channels and their addresses (docs/service-overview.md 2.1), and how far the backend\'s truth has ' +
           'reached it: when it was last seen, the change-log position it has applied, how many revocations are still on ' +
           'their way to it, and its clock\'s offset.',
         params: ObjectIdParams,
@@ -100,10 +100,10 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
         summary: 'Change a secured object\'s time zone',
         description:
           'Sets the lock\'s `timeZone` (an IANA name such as `Europe/Berlin`; an unknown zone or a UTC offset is a 422), ' +
-          'the wall clock its tickets\' schedules are read on (docs/contract.md 9), and answers the lock as the single ' +
+          'the wall clock its tickets\' schedules are read on (docs/api-reference.md 9), and answers the lock as the single ' +
           'read does. Each phone\'s next download re-signs its scheduled credentials for this lock with windows (`win`) in ' +
           'the new zone; a credential a phone already holds keeps its windows until then, at most one credential lifetime ' +
-          '(docs/contract.md 8.2), as a lock that is never online learns nothing sooner. Send `Idempotency-Key` ' +
+          '(docs/api-reference.md 8.2), as a lock that is never online learns nothing sooner. Send `Idempotency-Key` ' +
           'to make retries safe.',
         headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ description: 'Makes the request safe to retry (24 h).' })) }),
         params: ObjectIdParams,

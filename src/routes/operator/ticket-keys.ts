@@ -1,4 +1,4 @@
-// /operatorapi/ticket-keys: the tenant's ticket keys and their rotation (docs/contract.md 8.1).
+// /operatorapi/ticket-keys: the tenant's ticket keys and their rotation (docs/api-reference.md 8.1).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { NewTicketKeyRotationSchema, TicketKeyParams, TicketKeyRotationSchema, TicketKeySchema } from '../../schemas/operator.js';

@@ -1,4 +1,4 @@
-// /operatorapi/tickets: issue, read, page and revoke tickets (docs/contract.md 4.3).
+// /operatorapi/tickets: issue, read, page and revoke tickets (docs/api-reference.md 4.3).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { NewTicketSchema, TicketQuery, TicketSchema } from '../../schemas/operator.js';

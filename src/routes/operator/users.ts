@@ -1,4 +1,4 @@
-// /operatorapi/users: Access API user management (docs/contract.md 3.7), scope `users:manage`.
+// /operatorapi/users: Access API user management (docs/api-reference.md 3.7), scope `users:manage`.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { problemResponses } from '../../schemas/problem.js';

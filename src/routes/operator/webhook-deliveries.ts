@@ -1,4 +1,4 @@
-// /operatorapi/webhooks/{id}/deliveries, /replay and /test (docs/contract.md 10), scope `webhooks:manage`.
+// /operatorapi/webhooks/{id}/deliveries, /replay and /test (docs/api-reference.md 10), scope `webhooks:manage`.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { problemResponses } from '../../schemas/problem.js';
 import { pageResponse } from '../../schemas/responses.js';

@@ -1,4 +1,4 @@
-// /operatorapi/webhooks: webhook subscriptions and their signing secrets (docs/contract.md 10), scope `webhooks:manage`.
+// /operatorapi/webhooks: webhook subscriptions and their signing secrets (docs/api-reference.md 10), scope `webhooks:manage`.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { problemResponses } from '../../schemas/problem.js';
@@ -12,7 +12,7 @@ import { PageQuery, sendPage } from '../shared/pages.js';
 const tags = ['Webhooks'];
 const security = [{ bearer: ['webhooks:manage'] }];
 const config = { scope: 'webhooks:manage' };
-/** The answers that show a secret (docs/contract.md 10: once) are never stored by a cache. */
+/** The answers that show a secret (docs/api-reference.md 10: once) are never stored by a cache. */
 const secretConfig = { ...config, noStore: true };
 
 const webhookRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {

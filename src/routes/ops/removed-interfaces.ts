@@ -1,4 +1,4 @@
-// Removed interfaces that no configuration revives (docs/contract.md 4.4): they answer 410 to anyone, naming the successor.
+// Removed interfaces that no configuration revives (docs/api-reference.md 4.4): they answer 410 to anyone, naming the successor.
 import type { FastifyInstance } from 'fastify';
 import { DEPRECATIONS } from '../../services/deprecations.js';
 import { removalError } from '../shared/removed.js';

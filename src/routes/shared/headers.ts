@@ -1,4 +1,4 @@
-// Paths written into `Location` and `Link` (docs/security-checklist.md G45): every id in them is percent-encoded here, and only here.
+// Paths written into `Location` and `Link` (docs/security-cases.md G45): every id in them is percent-encoded here, and only here.
 import type { FastifyRequest } from 'fastify';
 
 /**

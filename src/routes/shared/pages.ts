@@ -1,4 +1,4 @@
-// Page query parameters and the `Link: rel="next"` header (docs/contract.md 7.3), shared by every list route.
+// Page query parameters and the `Link: rel="next"` header (docs/api-reference.md 7.3), shared by every list route.
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { defaultsOptional } from '../../schemas/query.js';
@@ -29,7 +29,7 @@ export function sendPage<T>(request: FastifyRequest, reply: FastifyReply, page: 
 
 /**
  * The `Link: rel="next"` header alone: the same route and query with `parameter` (the cursor, or the event feed's
- * `after`) set to `position`. For an answer cut short that is not a list of items (the lock sync, docs/contract.md
+ * `after`) set to `position`. For an answer cut short that is not a list of items (the lock sync, docs/api-reference.md
  * 6.2) and for the feed, whose position is public.
  */
 export function linkNextPage(request: FastifyRequest, reply: FastifyReply, position: string, parameter = 'cursor'): void {

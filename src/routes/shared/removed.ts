@@ -1,4 +1,4 @@
-// Removed interfaces (docs/contract.md 4.4): 410 with Sunset and a successor link, unless an operator keeps one alive.
+// Removed interfaces (docs/api-reference.md 4.4): 410 with Sunset and a successor link, unless an operator keeps one alive.
 import type { FastifyReply } from 'fastify';
 import { GoneError } from '../../errors.js';
 import { DEPRECATIONS, deprecationHeaders, removalNotice, type Deprecation } from '../../services/deprecations.js';
@@ -6,7 +6,7 @@ import { REMOVED_NFC_CHANNEL, type RevivedInterfaces } from '../../services/voca
 
 /**
  * The 410 for a removed interface, built only from its registry entry: the removal notice, `Sunset` (RFC 8594), the
- * successor link and the successor named (docs/contract.md 4.4). Every removed interface answers through this one function.
+ * successor link and the successor named (docs/api-reference.md 4.4). Every removed interface answers through this one function.
  */
 export function removalError(deprecation: Deprecation, successorLink?: string): GoneError {
   return new GoneError(removalNotice(deprecation), deprecationHeaders(deprecation, false, successorLink), { successor: deprecation.successor });
@@ -19,7 +19,7 @@ export function removedInterface(reply: FastifyReply, revived: RevivedInterfaces
 }
 
 /**
- * A kept-alive channel works as it did, with `Deprecation` and `Sunset` (docs/contract.md 4.4): an answer whose channels name
+ * A kept-alive channel works as it did, with `Deprecation` and `Sunset` (docs/api-reference.md 4.4): an answer whose channels name
  * `nfccard` (possible only when an operator revived it) carries both.
  */
 export function markRevivedChannels(reply: FastifyReply, channels: readonly string[]): void {

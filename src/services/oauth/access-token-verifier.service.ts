@@ -1,4 +1,4 @@
-// Access-token verification (docs/contract.md 3.4, RFC 9068 section 4) and its cache of tokens already checked.
+// Access-token verification (docs/api-reference.md 3.4, RFC 9068 section 4) and its cache of tokens already checked.
 import { errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { Clock } from '../context.js';
 import type { KeyService } from '../key.service.js';
@@ -129,7 +129,7 @@ export function createAccessTokenVerifier(options: AccessTokenVerifierOptions) {
      */
     verify,
 
-    /** The bearer check (docs/contract.md 3.4, RFC 9068 section 4): signature, `typ`, `iss`, `aud`, `exp`, revocation. */
+    /** The bearer check (docs/api-reference.md 3.4, RFC 9068 section 4): signature, `typ`, `iss`, `aud`, `exp`, revocation. */
     verifyAccessToken(token: string, audience: Api): Promise<AccessTokenClaims> {
       return verify(token, audience);
     },

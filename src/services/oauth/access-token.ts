@@ -1,4 +1,4 @@
-// The access token (docs/contract.md 3.4, RFC 9068): its claims, its issuing and signing, and the error a bad one raises.
+// The access token (docs/api-reference.md 3.4, RFC 9068): its claims, its issuing and signing, and the error a bad one raises.
 import { randomUUID } from 'node:crypto';
 import type { AuthenticatedClient } from '../client.service.js';
 import type { Clock } from '../context.js';
@@ -6,7 +6,7 @@ import { signCompactJwsJson } from '../jws.js';
 import type { KeyService } from '../key.service.js';
 import type { Api } from '../scopes.js';
 
-/** The verified claims of an access token (docs/contract.md 3.4), as the APIs use them. */
+/** The verified claims of an access token (docs/api-reference.md 3.4), as the APIs use them. */
 export interface AccessTokenClaims {
   tokenId: string;
   tenantId: string;
@@ -69,7 +69,7 @@ export interface AccessTokenIssuerOptions {
 }
 
 /**
- * Signs access tokens with the current signing key; the claims are the ones the verifier checks (docs/contract.md 3.4).
+ * Signs access tokens with the current signing key; the claims are the ones the verifier checks (docs/api-reference.md 3.4).
  * The payload is written as JSON text directly, in a fixed member order, every string through JSON.stringify: the same
  * claims an object would give, without building the object and walking it again (the token endpoint's hot path).
  */

@@ -1,4 +1,4 @@
-// The OAuth 2.0 grants (docs/contract.md 3.1–3.2): client credentials, password with its lockout, refresh with rotation.
+// The OAuth 2.0 grants (docs/api-reference.md 3.1–3.2): client credentials, password with its lockout, refresh with rotation.
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
@@ -51,7 +51,7 @@ const INVALID_REFRESH = 'The refresh token is invalid, expired, revoked or was i
 /** How often rows of the lockout whose window and lock have both passed are deleted. */
 const LOGIN_FAILURE_SWEEP_MS = 15 * 60_000;
 
-/** `USER@TENANT`, split on the last `@` (docs/contract.md 3.2); null when either part is empty. */
+/** `USER@TENANT`, split on the last `@` (docs/api-reference.md 3.2); null when either part is empty. */
 export function splitLogin(login: string): { username: string; tenantName: string } | null {
   const at = login.lastIndexOf('@');
   if (at <= 0 || at === login.length - 1) return null;
@@ -128,7 +128,7 @@ export function createGrantService(options: GrantServiceOptions) {
   }
 
   return {
-    /** docs/contract.md 3.1 and 3.4: Operator API scopes; `deviceapi` joins the audience with `sync`/`tokens:download`. */
+    /** docs/api-reference.md 3.1 and 3.4: Operator API scopes; `deviceapi` joins the audience with `sync`/`tokens:download`. */
     async clientCredentials(client: AuthenticatedClient, requested: string[] | undefined): Promise<TokenResponse> {
       const grantable = client.scopes.filter(isOperatorScope);
       if (grantable.length === 0) {
@@ -136,7 +136,7 @@ export function createGrantService(options: GrantServiceOptions) {
       }
       let scopes = grantScopes(requested, grantable);
       if (client.decommissionedSeq !== null) {
-        // docs/contract.md 4.1: the client's lock was deleted; what it asked for is narrowed to what it may still do.
+        // docs/api-reference.md 4.1: the client's lock was deleted; what it asked for is narrowed to what it may still do.
         scopes = scopes.filter((scope) => DECOMMISSIONED_CLIENT_SCOPES.has(scope));
         if (scopes.length === 0) {
           throw new OAuthError(
@@ -155,7 +155,7 @@ export function createGrantService(options: GrantServiceOptions) {
       return response(token, scopes);
     },
 
-    /** docs/contract.md 3.2: `USER@TENANT`; every failure, including a locked login, answers the same `invalid_grant`. */
+    /** docs/api-reference.md 3.2: `USER@TENANT`; every failure, including a locked login, answers the same `invalid_grant`. */
     async password(
       client: AuthenticatedClient,
       login: string,
@@ -184,7 +184,7 @@ export function createGrantService(options: GrantServiceOptions) {
       }
       // The attempt counts before the password is checked, atomically, so a burst of parallel guesses cannot slip
       // past the threshold (G40): beyond it the answer is the same, after the same work, without looking.
-      // docs/contract.md 3.2: a client names only users of its own tenant. Another tenant's login is not counted (null): it
+      // docs/api-reference.md 3.2: a client names only users of its own tenant. Another tenant's login is not counted (null): it
       // is as wrong as a bad password, costs a comparison too, and never counts against that user (G41).
       const now = clock();
       const { threshold } = options.lockout;
@@ -205,17 +205,17 @@ export function createGrantService(options: GrantServiceOptions) {
       const user = await users.verifyPassword(parts.tenantName, parts.username, password);
       if (!user || user.tenantId !== client.tenantId) {
         if (attempt.attempts === threshold) {
-          // Exactly one attempt reaches the threshold: the user's tenant sees the lock once (docs/contract.md 7.5).
+          // Exactly one attempt reaches the threshold: the user's tenant sees the lock once (docs/api-reference.md 7.5).
           const context = { tenantId: client.tenantId, actor: `client:${client.clientId}`, requestId: null };
           await recordChange(db, context, now, 'login.locked', `login:${parts.username}@${parts.tenantName}`);
           metrics.loginLocked();
         }
         metrics.loginFailed('invalid_credentials');
-        // Slowed down before refused (docs/contract.md 3.2): 200 ms, 400 ms, … up to 2 s.
+        // Slowed down before refused (docs/api-reference.md 3.2): 200 ms, 400 ms, … up to 2 s.
         if (attempt.attempts >= 2) await sleep(Math.min(100 * 2 ** (attempt.attempts - 1), 2000));
         throw new OAuthError('invalid_grant', INVALID_LOGIN);
       }
-      // Success resets the count (docs/security-checklist.md 11), including a lock this very attempt started.
+      // Success resets the count (docs/security-cases.md 11), including a lock this very attempt started.
       await clearLoginAttempts(db, client.tenantId, parts.username);
 
       const familyId = randomUUID();
@@ -226,7 +226,7 @@ export function createGrantService(options: GrantServiceOptions) {
       return response(token, scopes, refreshToken);
     },
 
-    /** docs/contract.md 3.2: rotation on every use; a reused token revokes its family; the scope cannot widen. */
+    /** docs/api-reference.md 3.2: rotation on every use; a reused token revokes its family; the scope cannot widen. */
     async refresh(client: AuthenticatedClient, refreshToken: string, requested: string[] | undefined): Promise<TokenResponse> {
       if (accessGrantable(client).length === 0) {
         throw new OAuthError('unauthorized_client', 'This client may not use the refresh_token grant.');

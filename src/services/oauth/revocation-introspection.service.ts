@@ -1,4 +1,4 @@
-// Token revocation (RFC 7009) and introspection (RFC 7662, docs/contract.md 3.3) of access and refresh tokens.
+// Token revocation (RFC 7009) and introspection (RFC 7662, docs/api-reference.md 3.3) of access and refresh tokens.
 import type { Database } from '../../db/database.js';
 import { findRefreshToken } from '../../db/repositories/refresh-token.repo.js';
 import type { AuthenticatedClient } from '../client.service.js';
@@ -47,10 +47,10 @@ export function createRevocationIntrospectionService(options: RevocationIntrospe
 
     /**
      * RFC 7662: `{active: false}` for anything expired, revoked, unknown, or that this client may not learn about.
-     * docs/contract.md 3.3 (RFC 7662 section 4 leaves the choice to the server): a client learns about the tokens issued to
+     * docs/api-reference.md 3.3 (RFC 7662 section 4 leaves the choice to the server): a client learns about the tokens issued to
      * itself; one holding `tokens:introspect`, a resource server, about any token of its tenant. A client bound to a
      * device or lock never learns about another client's token, scope or not: its secret lives on an end user's phone
-     * or in a door (docs/security-checklist.md G44). Refusals look exactly like an inactive token, so nobody learns that a
+     * or in a door (docs/security-cases.md G44). Refusals look exactly like an inactive token, so nobody learns that a
      * token exists from being refused.
      */
     async introspect(client: AuthenticatedClient, token: string): Promise<Record<string, unknown>> {

@@ -330,7 +330,7 @@ export interface components {
         Channel: "btlespp" | "nfccard";
         /**
          * Command
-         * @description A command: `tokn`, `open` or `clos` (docs/seed.md 2.2).
+         * @description A command: `tokn`, `open` or `clos` (docs/service-overview.md 2.2).
          * @example open
          * @enum {string}
          */
@@ -577,12 +577,12 @@ export interface components {
             id: string;
             /** @description Channels the lock supports. */
             channels: components["schemas"]["Channel"][];
-            /** @description One address per channel: `btlespp://<localName>/<uuid>` (docs/seed.md 2.1). */
+            /** @description One address per channel: `btlespp://<localName>/<uuid>` (docs/service-overview.md 2.1). */
             urls: string[];
             /** @description Creation time, Unix milliseconds. */
             creationTime: number;
             /**
-             * @description The IANA time zone the lock's schedules are read in (docs/contract.md 9), in its canonical spelling; `UTC` unless set.
+             * @description The IANA time zone the lock's schedules are read in (docs/api-reference.md 9), in its canonical spelling; `UTC` unless set.
              * @example Europe/Berlin
              */
             timeZone: string;
@@ -628,7 +628,7 @@ export interface components {
             /** @description The Access API permission that made it, if any. */
             accessPermissionId?: string;
             schedule?: components["schemas"]["Schedule"];
-            /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
+            /** @description When its lock applied its revocation (docs/api-reference.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
             revocationAppliedTime?: number;
         };
         /**

@@ -31,7 +31,7 @@ export interface paths {
         };
         /**
          * Sync an online lock
-         * @description Without `cursor`: the lock's current valid tickets, the revocations it still needs (of tickets whose credential may still be valid, docs/contract.md 8.2) and the tenant's key set. With the `cursor` of the previous answer: only what changed after it, with `keys` when the key set changed; nothing changed answers empty arrays and the same cursor. Large answers are cut at `limit` with `Link: rel="next"`. Needs a client bound to this lock, or an unbound one. A deleted lock's client still syncs the revocations its deletion caused, with `decommissioned: true`. A sync with a cursor tells the server the lock has applied everything the cursor reached (docs/contract.md 8.4): ask again after applying an answer, so the operator sees the revocations arrive. When too many locks sync at once the answer may be `503` with a jittered `Retry-After`: retry with exponential backoff and full jitter, never sooner (docs/lock-sync.md).
+         * @description Without `cursor`: the lock's current valid tickets, the revocations it still needs (of tickets whose credential may still be valid, docs/api-reference.md 8.2) and the tenant's key set. With the `cursor` of the previous answer: only what changed after it, with `keys` when the key set changed; nothing changed answers empty arrays and the same cursor. Large answers are cut at `limit` with `Link: rel="next"`. Needs a client bound to this lock, or an unbound one. A deleted lock's client still syncs the revocations its deletion caused, with `decommissioned: true`. A sync with a cursor tells the server the lock has applied everything the cursor reached (docs/api-reference.md 8.4): ask again after applying an answer, so the operator sees the revocations arrive. When too many locks sync at once the answer may be `503` with a jittered `Retry-After`: retry with exponential backoff and full jitter, never sooner (docs/lock-sync.md).
          */
         get: operations["syncSecuredObject"];
         put?: never;
@@ -51,7 +51,7 @@ export interface paths {
         };
         /**
          * What an installer writes into the lock
-         * @description The tenant's credential issuer, the lock's id, the tenant's ticket key set and the longest credential lifetime (docs/contract.md 8.1). A lock provisioned with these accepts only its own tenant's credentials. Needs the client bound to this lock; later key changes reach the lock through sync and revocation lists.
+         * @description The tenant's credential issuer, the lock's id, the tenant's ticket key set and the longest credential lifetime (docs/api-reference.md 8.1). A lock provisioned with these accepts only its own tenant's credentials. Needs the client bound to this lock; later key changes reach the lock through sync and revocation lists.
          */
         get: operations["getLockTrust"];
         put?: never;
@@ -73,7 +73,7 @@ export interface paths {
         put?: never;
         /**
          * Upload the lock's access log
-         * @description An online lock uploads the decisions it logged (docs/contract.md 8.5), with `appliedSerial` (how far it has applied the change log, docs/contract.md 8.4) and `lockTime` (its clock now, for its clock offset). Needs the client bound to this lock; a deleted lock's client only syncs. Answers how many entries were stored (`accepted`), how many were already stored or repeated (`duplicates`), and the ranges of entry numbers still missing (`gaps`). Idempotent: sending an upload again stores nothing twice.
+         * @description An online lock uploads the decisions it logged (docs/api-reference.md 8.5), with `appliedSerial` (how far it has applied the change log, docs/api-reference.md 8.4) and `lockTime` (its clock now, for its clock offset). Needs the client bound to this lock; a deleted lock's client only syncs. Answers how many entries were stored (`accepted`), how many were already stored or repeated (`duplicates`), and the ranges of entry numbers still missing (`gaps`). Idempotent: sending an upload again stores nothing twice.
          */
         post: operations["uploadLockAccessLog"];
         delete?: never;
@@ -93,7 +93,7 @@ export interface paths {
         put?: never;
         /**
          * Relay a lock's access log
-         * @description A phone relays the access log a lock that is never online gave it (docs/contract.md 8.5), for a lock the phone holds or has held a ticket for; any other lock answers 404. `lockTime` is the lock's clock at the moment of this upload (what the phone read from the lock plus the time elapsed since). Needs the client bound to this device. Answers how many entries were stored (`accepted`), how many were already stored or repeated (`duplicates`), and the ranges of entry numbers still missing (`gaps`). Idempotent: sending an upload again stores nothing twice.
+         * @description A phone relays the access log a lock that is never online gave it (docs/api-reference.md 8.5), for a lock the phone holds or has held a ticket for; any other lock answers 404. `lockTime` is the lock's clock at the moment of this upload (what the phone read from the lock plus the time elapsed since). Needs the client bound to this device. Answers how many entries were stored (`accepted`), how many were already stored or repeated (`duplicates`), and the ranges of entry numbers still missing (`gaps`). Idempotent: sending an upload again stores nothing twice.
          */
         post: operations["relayAccessLog"];
         delete?: never;
@@ -136,14 +136,14 @@ export interface components {
         Channel: "btlespp" | "nfccard";
         /**
          * Command
-         * @description A command: `tokn`, `open` or `clos` (docs/seed.md 2.2).
+         * @description A command: `tokn`, `open` or `clos` (docs/service-overview.md 2.2).
          * @example open
          * @enum {string}
          */
         Command: "tokn" | "open" | "clos";
         /**
          * CredentialClaims
-         * @description The payload of a credential (docs/contract.md 6.3), the second base64url part of the compact JWS: a `DownloadedTicket`'s `credential`, decoded. Signed with the tenant's ticket key; the lock checks it offline with the rules of this document's description.
+         * @description The payload of a credential (docs/api-reference.md 6.3), the second base64url part of the compact JWS: a `DownloadedTicket`'s `credential`, decoded. Signed with the tenant's ticket key; the lock checks it offline with the rules of this document's description.
          * @example {
          *       "iss": "https://acs.example.com/tenants/demo",
          *       "jti": "0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c",
@@ -185,7 +185,7 @@ export interface components {
             iat: number;
             /** @description `beginDate` rounded up to the second: the lock refuses it before `nbf * 1000`. */
             nbf: number;
-            /** @description Unix seconds: the lock refuses it from `exp * 1000` on (RFC 7519 section 4.1.4). At most `endDate` rounded down and at most `iat + maxCredentialLifetime` (docs/contract.md 8.2): the phone downloads again to renew. */
+            /** @description Unix seconds: the lock refuses it from `exp * 1000` on (RFC 7519 section 4.1.4). At most `endDate` rounded down and at most `iat + maxCredentialLifetime` (docs/api-reference.md 8.2): the phone downloads again to renew. */
             exp: number;
             /** @description The ticket's start, Unix milliseconds (inclusive). */
             beginDate: number;
@@ -195,7 +195,7 @@ export interface components {
             cmd: components["schemas"]["Command"][];
             /** @description The permitted channels: the lock refuses a request over any other. */
             chn: components["schemas"]["Channel"][];
-            /** @description Only when the ticket has a schedule (docs/contract.md 9): its windows as UTC intervals within the credential's span, computed in the lock's time zone so the lock needs no time-zone rules. The lock opens only inside one. `[]` when no window falls in the span; absent means no schedule. */
+            /** @description Only when the ticket has a schedule (docs/api-reference.md 9): its windows as UTC intervals within the credential's span, computed in the lock's time zone so the lock needs no time-zone rules. The lock opens only inside one. `[]` when no window falls in the span; absent means no schedule. */
             win?: number[][];
         };
         /**
@@ -264,18 +264,18 @@ export interface components {
             /** @description The Access API permission that made it, if any. */
             accessPermissionId?: string;
             schedule?: components["schemas"]["Schedule"];
-            /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
+            /** @description When its lock applied its revocation (docs/api-reference.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
             revocationAppliedTime?: number;
-            /** @description Compact JWS the lock checks offline (docs/contract.md 6.3): header {alg, kid, typ: "ticket+jwt"}, payload {iss, jti, sub, aud, nbf, exp, beginDate, endDate, cmd, chn, iat}, signed with the tenant's key (GET /tenants/{tenant}/jwks.json). Valid at most CREDENTIAL_MAX_LIFETIME; download again to renew (docs/contract.md 8.2). Absent while the ticket begins beyond that horizon. */
+            /** @description Compact JWS the lock checks offline (docs/api-reference.md 6.3): header {alg, kid, typ: "ticket+jwt"}, payload {iss, jti, sub, aud, nbf, exp, beginDate, endDate, cmd, chn, iat}, signed with the tenant's key (GET /tenants/{tenant}/jwks.json). Valid at most CREDENTIAL_MAX_LIFETIME; download again to renew (docs/api-reference.md 8.2). Absent while the ticket begins beyond that horizon. */
             credential?: string;
-            /** @description On the first ticket of each lock in the page: the signed revocation list of that lock, for the phone to hand to it (docs/contract.md 8.3; the page is a JSON array, docs/contract.md 7.3, so the lists travel on the tickets). A compact JWS, header {alg, kid, typ: "revocation-list+jwt"}, payload {iss, aud, serial, iat, revoked: [ticket ids], keys}. A lock applies it when its serial is above its own, so a lock that is never online learns revocations and key changes from any visiting phone. */
+            /** @description On the first ticket of each lock in the page: the signed revocation list of that lock, for the phone to hand to it (docs/api-reference.md 8.3; the page is a JSON array, docs/api-reference.md 7.3, so the lists travel on the tickets). A compact JWS, header {alg, kid, typ: "revocation-list+jwt"}, payload {iss, aud, serial, iat, revoked: [ticket ids], keys}. A lock applies it when its serial is above its own, so a lock that is never online learns revocations and key changes from any visiting phone. */
             revocationList?: string;
-            /** @description Set when `credential` is absent: from when a download carries it, Unix milliseconds (docs/contract.md 8.2). */
+            /** @description Set when `credential` is absent: from when a download carries it, Unix milliseconds (docs/api-reference.md 8.2). */
             credentialAvailableFrom?: number;
         };
         /**
          * KeySet
-         * @description The tenant's published ticket keys (docs/contract.md 8.1): announced, signing, and retired ones still needed.
+         * @description The tenant's published ticket keys (docs/api-reference.md 8.1): announced, signing, and retired ones still needed.
          * @example {
          *       "keys": [
          *         {
@@ -319,9 +319,9 @@ export interface components {
          *     }
          */
         LockAccessLogUpload: {
-            /** @description The serial of the last sync answer or revocation list the lock applied (docs/contract.md 8.3, 8.4): the lock has applied every change up to it, so the revocations up to it are marked applied. Locks do not sign their logs, so the server cannot verify it; it never counts beyond the lock's own serial (its last change). */
+            /** @description The serial of the last sync answer or revocation list the lock applied (docs/api-reference.md 8.3, 8.4): the lock has applied every change up to it, so the revocations up to it are marked applied. Locks do not sign their logs, so the server cannot verify it; it never counts beyond the lock's own serial (its last change). */
             appliedSerial?: number;
-            /** @description The lock's clock at the moment of this upload, Unix milliseconds: the server estimates the lock's clock offset from it (docs/contract.md 8.5). A phone relaying a log sends the time it read from the lock plus the time elapsed since, so the estimate holds for relayed logs too. */
+            /** @description The lock's clock at the moment of this upload, Unix milliseconds: the server estimates the lock's clock offset from it (docs/api-reference.md 8.5). A phone relaying a log sends the time it read from the lock plus the time elapsed since, so the estimate holds for relayed logs too. */
             lockTime?: number;
             /** @description The lock's entries not yet acknowledged, 1 to 1000 per upload (send more in several uploads). */
             entries: components["schemas"]["ReportedAccessLogEntry"][];
@@ -465,9 +465,9 @@ export interface components {
         RelayedAccessLogUpload: {
             /** @description The lock whose log this is: one the phone holds or has held a ticket for. */
             securedObjectId: string;
-            /** @description The serial of the last sync answer or revocation list the lock applied (docs/contract.md 8.3, 8.4): the lock has applied every change up to it, so the revocations up to it are marked applied. Locks do not sign their logs, so the server cannot verify it; it never counts beyond the lock's own serial (its last change). */
+            /** @description The serial of the last sync answer or revocation list the lock applied (docs/api-reference.md 8.3, 8.4): the lock has applied every change up to it, so the revocations up to it are marked applied. Locks do not sign their logs, so the server cannot verify it; it never counts beyond the lock's own serial (its last change). */
             appliedSerial?: number;
-            /** @description The lock's clock at the moment of this upload, Unix milliseconds: the server estimates the lock's clock offset from it (docs/contract.md 8.5). A phone relaying a log sends the time it read from the lock plus the time elapsed since, so the estimate holds for relayed logs too. */
+            /** @description The lock's clock at the moment of this upload, Unix milliseconds: the server estimates the lock's clock offset from it (docs/api-reference.md 8.5). A phone relaying a log sends the time it read from the lock plus the time elapsed since, so the estimate holds for relayed logs too. */
             lockTime?: number;
             /** @description The lock's entries not yet acknowledged, 1 to 1000 per upload (send more in several uploads). */
             entries: components["schemas"]["ReportedAccessLogEntry"][];
@@ -505,7 +505,7 @@ export interface components {
         };
         /**
          * RevocationListClaims
-         * @description The payload of a revocation list (docs/contract.md 8.3): a `DownloadedTicket`'s `revocationList`, decoded. The lock verifies it as a credential (typ, kid in its set, signature, `iss`, `aud`) and, when `serial` is above its own, adds `revoked`, takes `serial` and replaces its key set with `keys`.
+         * @description The payload of a revocation list (docs/api-reference.md 8.3): a `DownloadedTicket`'s `revocationList`, decoded. The lock verifies it as a credential (typ, kid in its set, signature, `iss`, `aud`) and, when `serial` is above its own, adds `revoked`, takes `serial` and replaces its key set with `keys`.
          * @example {
          *       "iss": "https://acs.example.com/tenants/demo",
          *       "aud": "front-door",
@@ -533,7 +533,7 @@ export interface components {
             iss: string;
             /** @description The secured object id the list is for: the lock's own id. */
             aud: string;
-            /** @description The change-log position the list reflects (docs/contract.md 8.3): a lock applies the list only when it is above its own serial, then takes it. Sync answers carry the same positions. */
+            /** @description The change-log position the list reflects (docs/api-reference.md 8.3): a lock applies the list only when it is above its own serial, then takes it. Sync answers carry the same positions. */
             serial: number;
             /** @description When it was signed, Unix seconds. */
             iat: number;
@@ -664,14 +664,14 @@ export interface components {
             revocations: components["schemas"]["SyncRevocation"][];
             /** @description Send it back as `cursor` to get only later changes; unchanged when nothing changed. */
             cursor: string;
-            /** @description The change-log position the lock has reached once it applied this answer: a revocation list (docs/contract.md 8.3) with a serial at or below it holds nothing new for the lock. */
+            /** @description The change-log position the lock has reached once it applied this answer: a revocation list (docs/api-reference.md 8.3) with a serial at or below it holds nothing new for the lock. */
             serial: number;
-            /** @description On a full sync and after the tenant's key set changed (docs/contract.md 8.1): the lock replaces its keys with these. */
+            /** @description On a full sync and after the tenant's key set changed (docs/api-reference.md 8.1): the lock replaces its keys with these. */
             keys?: {
                 keys: components["schemas"]["PublicJwk"][];
             };
             /**
-             * @description The lock was deleted: this client syncs the revocations the deletion caused and nothing else (docs/contract.md 4.1).
+             * @description The lock was deleted: this client syncs the revocations the deletion caused and nothing else (docs/api-reference.md 4.1).
              * @enum {boolean}
              */
             decommissioned?: true;
@@ -730,7 +730,7 @@ export interface components {
             /** @description The Access API permission that made it, if any. */
             accessPermissionId?: string;
             schedule?: components["schemas"]["Schedule"];
-            /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
+            /** @description When its lock applied its revocation (docs/api-reference.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
             revocationAppliedTime?: number;
         };
         /**

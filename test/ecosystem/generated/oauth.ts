@@ -131,7 +131,7 @@ export interface paths {
         };
         /**
          * A tenant's ticket keys
-         * @description RFC 7517: the keys the tenant's credentials and revocation lists are signed with (docs/contract.md 8.1), what its locks verify them with. No authentication: public halves only.
+         * @description RFC 7517: the keys the tenant's credentials and revocation lists are signed with (docs/api-reference.md 8.1), what its locks verify them with. No authentication: public halves only.
          */
         get: operations["getTenantTicketKeys"];
         put?: never;
@@ -460,7 +460,7 @@ export interface components {
             expires_in: number;
             /** @description The granted scopes, space-separated. */
             scope: string;
-            /** @description Password and refresh grants only: the next refresh token. Each can be used once (docs/contract.md 3.2). */
+            /** @description Password and refresh grants only: the next refresh token. Each can be used once (docs/api-reference.md 3.2). */
             refresh_token?: string;
         };
     };

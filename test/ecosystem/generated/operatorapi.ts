@@ -35,7 +35,7 @@ export interface paths {
         };
         /**
          * Read a secured object
-         * @description One lock with its channels and their addresses (docs/seed.md 2.1), and how far the backend's truth has reached it: when it was last seen, the change-log position it has applied, how many revocations are still on their way to it, and its clock's offset.
+         * @description One lock with its channels and their addresses (docs/service-overview.md 2.1), and how far the backend's truth has reached it: when it was last seen, the change-log position it has applied, how many revocations are still on their way to it, and its clock's offset.
          */
         get: operations["getSecuredObject"];
         put?: never;
@@ -49,7 +49,7 @@ export interface paths {
         head?: never;
         /**
          * Change a secured object's time zone
-         * @description Sets the lock's `timeZone` (an IANA name such as `Europe/Berlin`; an unknown zone or a UTC offset is a 422), the wall clock its tickets' schedules are read on (docs/contract.md 9), and answers the lock as the single read does. Each phone's next download re-signs its scheduled credentials for this lock with windows (`win`) in the new zone; a credential a phone already holds keeps its windows until then, at most one credential lifetime (docs/contract.md 8.2), as a lock that is never online learns nothing sooner. Send `Idempotency-Key` to make retries safe.
+         * @description Sets the lock's `timeZone` (an IANA name such as `Europe/Berlin`; an unknown zone or a UTC offset is a 422), the wall clock its tickets' schedules are read on (docs/api-reference.md 9), and answers the lock as the single read does. Each phone's next download re-signs its scheduled credentials for this lock with windows (`win`) in the new zone; a credential a phone already holds keeps its windows until then, at most one credential lifetime (docs/api-reference.md 8.2), as a lock that is never online learns nothing sooner. Send `Idempotency-Key` to make retries safe.
          */
         patch: operations["updateSecuredObject"];
         trace?: never;
@@ -333,7 +333,7 @@ export interface paths {
         };
         /**
          * List events
-         * @description The tenant's event log (docs/contract.md 10) after `after`, in sequence order: the same events webhooks deliver, written in the transaction of each change, numbered without gaps. Poll with the `sequence` of the last event seen; while more remain, `Link: rel="next"` names the next page (docs/contract.md 7.3). Events are kept for EVENT_RETENTION_DAYS (default 30).
+         * @description The tenant's event log (docs/api-reference.md 10) after `after`, in sequence order: the same events webhooks deliver, written in the transaction of each change, numbered without gaps. Poll with the `sequence` of the last event seen; while more remain, `Link: rel="next"` names the next page (docs/api-reference.md 7.3). Events are kept for EVENT_RETENTION_DAYS (default 30).
          */
         get: operations["listEvents"];
         put?: never;
@@ -453,7 +453,7 @@ export interface paths {
         };
         /**
          * List access log entries
-         * @description What the tenant's locks decided, as they uploaded it or phones relayed it (docs/contract.md 8.5), ordered by the lock's time, then lock, then entry number; filtered by lock, phone, credential, result and lock-time range `[from, to)`. Pages follow `Link: rel="next"`.
+         * @description What the tenant's locks decided, as they uploaded it or phones relayed it (docs/api-reference.md 8.5), ordered by the lock's time, then lock, then entry number; filtered by lock, phone, credential, result and lock-time range `[from, to)`. Pages follow `Link: rel="next"`.
          */
         get: operations["listAccessLog"];
         put?: never;
@@ -685,7 +685,7 @@ export interface components {
             message: string;
             /** @description `outside-schedule`: when the credential's next schedule window opens, Unix milliseconds of the lock's clock. */
             nextWindowStart?: number;
-            /** @description `not-downloaded`: from when a download hands the credential out, Unix milliseconds (docs/contract.md 8.2). */
+            /** @description `not-downloaded`: from when a download hands the credential out, Unix milliseconds (docs/api-reference.md 8.2). */
             credentialAvailableFrom?: number;
         };
         /**
@@ -774,7 +774,7 @@ export interface components {
             /** @description `client:<id>`, `user:<id>` or `cli`. */
             actor: string;
             /**
-             * @description What happened: the event's `type` (docs/contract.md 10), e.g. `ticket.created`.
+             * @description What happened: the event's `type` (docs/api-reference.md 10), e.g. `ticket.created`.
              * @enum {string}
              */
             action: "ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "mobile_device.created" | "mobile_device.deleted" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled";
@@ -816,7 +816,7 @@ export interface components {
             /** @description Creation time, Unix milliseconds. */
             creationDate: number;
             /**
-             * @description Present (true) when the secured object the client is bound to was deleted: the client may then only sync (docs/contract.md 4.1). Absent otherwise.
+             * @description Present (true) when the secured object the client is bound to was deleted: the client may then only sync (docs/api-reference.md 4.1). Absent otherwise.
              * @enum {boolean}
              */
             decommissioned?: true;
@@ -848,7 +848,7 @@ export interface components {
             /** @description Creation time, Unix milliseconds. */
             creationDate: number;
             /**
-             * @description Present (true) when the secured object the client is bound to was deleted: the client may then only sync (docs/contract.md 4.1). Absent otherwise.
+             * @description Present (true) when the secured object the client is bound to was deleted: the client may then only sync (docs/api-reference.md 4.1). Absent otherwise.
              * @enum {boolean}
              */
             decommissioned?: true;
@@ -857,7 +857,7 @@ export interface components {
         };
         /**
          * Command
-         * @description A command: `tokn`, `open` or `clos` (docs/seed.md 2.2).
+         * @description A command: `tokn`, `open` or `clos` (docs/service-overview.md 2.2).
          * @example open
          * @enum {string}
          */
@@ -884,7 +884,7 @@ export interface components {
              */
             id: string;
             /**
-             * @description What happened, e.g. `ticket.created` (docs/contract.md 10). The same as the audit view's `action`: the audit view is a projection of this log.
+             * @description What happened, e.g. `ticket.created` (docs/api-reference.md 10). The same as the audit view's `action`: the audit view is a projection of this log.
              * @enum {string}
              */
             type: "ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "mobile_device.created" | "mobile_device.deleted" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled";
@@ -1259,12 +1259,12 @@ export interface components {
             id: string;
             /** @description Channels the lock supports. */
             channels: components["schemas"]["Channel"][];
-            /** @description One address per channel: `btlespp://<localName>/<uuid>` (docs/seed.md 2.1). */
+            /** @description One address per channel: `btlespp://<localName>/<uuid>` (docs/service-overview.md 2.1). */
             urls: string[];
             /** @description Creation time, Unix milliseconds. */
             creationTime: number;
             /**
-             * @description The IANA time zone the lock's schedules are read in (docs/contract.md 9), in its canonical spelling; `UTC` unless set.
+             * @description The IANA time zone the lock's schedules are read in (docs/api-reference.md 9), in its canonical spelling; `UTC` unless set.
              * @example Europe/Berlin
              */
             timeZone: string;
@@ -1306,22 +1306,22 @@ export interface components {
             id: string;
             /** @description Channels the lock supports. */
             channels: components["schemas"]["Channel"][];
-            /** @description One address per channel: `btlespp://<localName>/<uuid>` (docs/seed.md 2.1). */
+            /** @description One address per channel: `btlespp://<localName>/<uuid>` (docs/service-overview.md 2.1). */
             urls: string[];
             /** @description Creation time, Unix milliseconds. */
             creationTime: number;
             /**
-             * @description The IANA time zone the lock's schedules are read in (docs/contract.md 9), in its canonical spelling; `UTC` unless set.
+             * @description The IANA time zone the lock's schedules are read in (docs/api-reference.md 9), in its canonical spelling; `UTC` unless set.
              * @example Europe/Berlin
              */
             timeZone: string;
             /** @description When a sync or log upload of the lock last reached the server, Unix milliseconds, to within 30 s (a lock that polls with nothing new is recorded at most every 30 s). Absent until the lock was seen. */
             lastSeenTime?: number;
-            /** @description The change-log position (the `serial` of sync answers and revocation lists) the lock has applied everything up to: its sync cursor, or the `appliedSerial` of a log upload (docs/contract.md 8.4). Absent until the lock was seen. */
+            /** @description The change-log position (the `serial` of sync answers and revocation lists) the lock has applied everything up to: its sync cursor, or the `appliedSerial` of a log upload (docs/api-reference.md 8.4). Absent until the lock was seen. */
             appliedThrough?: number;
             /** @description Revoked tickets of this lock whose revocation it has not applied yet and whose credential may still be alive there (at its clock): how many revoked phones may still open this door. `GET /operatorapi/revocations?applied=false` lists them. */
             pendingRevocations: number;
-            /** @description The lock's clock minus the server's, milliseconds, estimated from its last log upload (docs/contract.md 8.5). Negative: the lock runs behind and accepts credentials that long after they expired. Absent until estimated. */
+            /** @description The lock's clock minus the server's, milliseconds, estimated from its last log upload (docs/api-reference.md 8.5). Negative: the lock runs behind and accepts credentials that long after they expired. Absent until estimated. */
             clockOffset?: number;
             /** @description True when the lock's clock is off by more than 30 s (`clockOffset`). */
             clockDrift: boolean;
@@ -1385,7 +1385,7 @@ export interface components {
             /** @description The Access API permission that made it, if any. */
             accessPermissionId?: string;
             schedule?: components["schemas"]["Schedule"];
-            /** @description When its lock applied its revocation (docs/contract.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
+            /** @description When its lock applied its revocation (docs/api-reference.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
             revocationAppliedTime?: number;
         };
         /**
@@ -5464,7 +5464,7 @@ export interface operations {
                 mobileDeviceId: string;
                 /** @description The lock (secured object) asked. */
                 securedObjectId: string;
-                /** @description The instant asked about, Unix milliseconds, server time (docs/contract.md 7.4's range). Default: now. The lock judges it on its own clock: `at` plus its estimated clock offset (answered as `lockTime`). */
+                /** @description The instant asked about, Unix milliseconds, server time (docs/api-reference.md 7.4's range). Default: now. The lock judges it on its own clock: `at` plus its estimated clock offset (answered as `lockTime`). */
                 at?: number;
                 /** @description The command the phone sends: `open` (the default: "can this phone open that door?"), `clos` or `tokn`. */
                 command?: "open" | "clos" | "tokn";

@@ -1,4 +1,4 @@
-// The explain service's pure part (src/services/access-check.service.ts, docs/contract.md 8.6): every reason of the one
+// The explain service's pure part (src/services/access-check.service.ts, docs/api-reference.md 8.6): every reason of the one
 // rule mapped to the API's words, schedules (which arrive with a later issue: hand-made `win` claims here), the
 // revocation not yet applied, the key check, the lock's clock and channels, and the summary over several tickets.
 import { describe, expect, it } from 'vitest';
@@ -122,7 +122,7 @@ describe('explainTicket', () => {
     expect(explainTicket(held(), lock(), request(), AT)).toEqual({ decision: 'allow', reasons: [expect.objectContaining({ code: 'valid' })] });
   });
 
-  describe('outside-schedule (docs/contract.md 9: the credential carries `win`)', () => {
+  describe('outside-schedule (docs/api-reference.md 9: the credential carries `win`)', () => {
     const win: [number, number][] = [
       [BEGIN + 5 * 3_600_000, BEGIN + 6 * 3_600_000],
       [BEGIN, BEGIN + 1_800_000],

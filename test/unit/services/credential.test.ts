@@ -1,4 +1,4 @@
-// The credential service's rules that need no database (docs/contract.md 8.1, 8.2): the horizon, renewal at
+// The credential service's rules that need no database (docs/api-reference.md 8.1, 8.2): the horizon, renewal at
 // half-life, and one issuer look-up however many credentials a cold process signs at once.
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
@@ -46,7 +46,7 @@ const ticket = (overrides: Partial<SignableTicket> = {}): SignableTicket =>
   }) as SignableTicket;
 
 describe('credential service', () => {
-  it('carries a schedule as win: its windows in the lock\'s zone within [max(nbf, iat - lifetime), exp), [] when none (docs/contract.md 9)', async () => {
+  it('carries a schedule as win: its windows in the lock\'s zone within [max(nbf, iat - lifetime), exp), [] when none (docs/api-reference.md 9)', async () => {
     const credentials = service();
     const schedule = { weekly: [{ days: ['MO', 'TU', 'WE', 'TH', 'FR'] as ('MO' | 'TU' | 'WE' | 'TH' | 'FR')[], from: '08:00', to: '12:00' }] };
     // Thursday 2026-03-26 10:00 UTC; Berlin moves from +01:00 to +02:00 on Sunday 2026-03-29.
@@ -109,7 +109,7 @@ describe('credential service', () => {
     expect(short.expiresAt).toBe(Math.floor((NOW + 5_999) / 1000) * 1000);
   });
 
-  it('builds the claims it signs without signing them (claimsOf, for the explain service of docs/contract.md 8.6)', async () => {
+  it('builds the claims it signs without signing them (claimsOf, for the explain service of docs/api-reference.md 8.6)', async () => {
     const credentials = service();
     const issued = ticket({ beginDate: NOW + 1_250, endDate: NOW + 3 * 86400_000 + 700 });
     const claims = await credentials.claimsOf(issued, NOW);

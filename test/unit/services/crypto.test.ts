@@ -1,4 +1,4 @@
-// Random secrets, digests and encryption at rest (docs/security-checklist.md 37), without an app.
+// Random secrets, digests and encryption at rest (docs/security-cases.md 37), without an app.
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { decrypt, digestsEqual, encrypt, randomToken, resealUnderCurrent, seal, secretsKeyOf, sha256, unseal } from '../../../src/services/crypto.js';

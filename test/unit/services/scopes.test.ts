@@ -24,7 +24,7 @@ describe('parseScopeParameter (RFC 6749 3.3)', () => {
   });
 });
 
-describe('the scope vocabulary (docs/contract.md 3.6)', () => {
+describe('the scope vocabulary (docs/api-reference.md 3.6)', () => {
   it('knows every scope of both APIs, and only those', () => {
     for (const scope of [...OPERATOR_SCOPES, ...ACCESS_SCOPES]) expect(isKnownScope(scope)).toBe(true);
     expect(isKnownScope('tokens:write')).toBe(false);

@@ -1,4 +1,4 @@
-// The schedule checks a ticket or access permission passes before it is written (docs/contract.md 9, 4.3, 5).
+// The schedule checks a ticket or access permission passes before it is written (docs/api-reference.md 9, 4.3, 5).
 import { describe, expect, it } from 'vitest';
 import { neverOpensError, scheduleErrors } from '../../../src/services/ticket-schedule.js';
 import type { Schedule } from '../../../src/shared/schedule.js';

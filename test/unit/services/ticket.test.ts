@@ -1,4 +1,4 @@
-// A ticket's derived status, its wire shape and the checks that need no database (docs/contract.md 4.3), without an app.
+// A ticket's derived status, its wire shape and the checks that need no database (docs/api-reference.md 4.3), without an app.
 import { describe, expect, it } from 'vitest';
 import type { TicketRecord } from '../../../src/db/repositories/ticket.repo.js';
 import { ticketStatus, toTicket, validityErrors } from '../../../src/services/ticket.service.js';
@@ -55,7 +55,7 @@ describe('toTicket', () => {
     expect(ticket).not.toHaveProperty('revocationAppliedTime');
   });
 
-  it('shows revocationAppliedTime once the lock applied the revocation (docs/contract.md 8.4)', () => {
+  it('shows revocationAppliedTime once the lock applied the revocation (docs/api-reference.md 8.4)', () => {
     const ticket = toTicket({ ...record, revokedAt: NOW, downloadedAt: NOW - 10, revocationAppliedAt: NOW + 20 }, NOW + 30);
     expect(ticket).toMatchObject({ status: 'REVOKED', revocationDate: NOW, revocationAppliedTime: NOW + 20 });
   });

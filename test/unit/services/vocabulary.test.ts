@@ -1,4 +1,4 @@
-// Commands and channels (docs/seed.md 2.1, 2.2, 9) as the ticket and permission checks name them, without an app.
+// Commands and channels (docs/service-overview.md 2.1, 2.2, 9) as the ticket and permission checks name them, without an app.
 import { describe, expect, it } from 'vitest';
 import { channelErrors, commandErrors, parseRevivedInterfaces } from '../../../src/services/vocabulary.js';
 

@@ -1,4 +1,4 @@
-// The webhook SSRF guard (docs/contract.md 10): which addresses a delivery may reach, with and without
+// The webhook SSRF guard (docs/api-reference.md 10): which addresses a delivery may reach, with and without
 // WEBHOOK_ALLOW_INSECURE, for literal addresses, names that resolve to them, and at connect time.
 import { describe, expect, it } from 'vitest';
 import { classifyAddress, createWebhookUrlGuard, type Resolver } from '../../../src/services/webhook-url-guard.js';

@@ -1,4 +1,4 @@
-// The one rule "does this credential open this lock" (src/shared/credential-check.ts, docs/contract.md 6.3, 8.1, 8.2,
+// The one rule "does this credential open this lock" (src/shared/credential-check.ts, docs/api-reference.md 6.3, 8.1, 8.2,
 // 9) on claims given as values: every refusal, each edge to the millisecond, and that nothing malformed fails open.
 import { describe, expect, it } from 'vitest';
 import { checkCredential, nextWindowStart, parseCredentialClaims, type LockTrustState } from '../../../src/shared/credential-check.js';
@@ -101,7 +101,7 @@ describe('checkCredential', () => {
     }
   });
 
-  it('denies another issuer, even for a lock with the same id (docs/security-checklist.md G39)', () => {
+  it('denies another issuer, even for a lock with the same id (docs/security-cases.md G39)', () => {
     expect(check({ iss: 'https://locks.test/tenants/globex' })).toEqual({ decision: 'deny', reason: 'wrong issuer' });
     expect(reason({ iss: `${ISSUER}/` })).toBe('wrong issuer');
     expect(reason({ iss: ISSUER.toUpperCase() })).toBe('wrong issuer');
@@ -112,7 +112,7 @@ describe('checkCredential', () => {
     expect(reason({ aud: 'Door' })).toBe('wrong lock');
   });
 
-  it("denies a credential that lives longer than the lock's maximum, to the second (docs/contract.md 8.2)", () => {
+  it("denies a credential that lives longer than the lock's maximum, to the second (docs/api-reference.md 8.2)", () => {
     const iat = Math.floor(BEGIN / 1000);
     expect(reason({ iat, exp: iat + LIFETIME, endDate: BEGIN + 30 * 86_400_000 })).toBe('valid');
     expect(check({ iat, exp: iat + LIFETIME + 1, endDate: BEGIN + 30 * 86_400_000 })).toEqual({ decision: 'deny', reason: "lifetime exceeds the lock's maximum" });
@@ -144,7 +144,7 @@ describe('checkCredential', () => {
     expect(reason(late, END + 5000)).toBe('expired');
   });
 
-  it('opens only inside a window of its schedule (docs/contract.md 9)', () => {
+  it('opens only inside a window of its schedule (docs/api-reference.md 9)', () => {
     const win = [
       [AT - 1000, AT + 1000],
       [AT + 5000, AT + 6000],

@@ -1,4 +1,4 @@
-// Schedules in the lock's local time (src/shared/schedule.ts, docs/contract.md 9) on fixed DST nights of 2026: the
+// Schedules in the lock's local time (src/shared/schedule.ts, docs/api-reference.md 9) on fixed DST nights of 2026: the
 // expanded UTC intervals, to the minute, against wall-clock times worked out by hand; excepted dates; the preview's
 // description; time-zone names; and every reason validateSchedule gives.
 import { Temporal } from '@js-temporal/polyfill';
@@ -235,7 +235,7 @@ describe('UTC and the shape of the answer', () => {
     ]);
   });
 
-  it('an empty range has no intervals; a range over 400 days, bounds outside docs/contract.md 7.4, an unknown zone or a non-schedule are refused', () => {
+  it('an empty range has no intervals; a range over 400 days, bounds outside docs/api-reference.md 7.4, an unknown zone or a non-schedule are refused', () => {
     const schedule = weekly(['MO'], '08:00', '18:00');
     expect(expandSchedule(schedule, 'UTC', at('2026-06-02T00:00:00Z'), at('2026-06-01T00:00:00Z'))).toEqual([]);
     expect(expandSchedule(schedule, 'UTC', 0, 400 * DAY)).toHaveLength(57);
@@ -261,7 +261,7 @@ describe('UTC and the shape of the answer', () => {
     expect(() => expand(schedule, 'UTC', ...range)).toThrow(RangeError);
   });
 
-  it('works up to the last instant of docs/contract.md 7.4, in a zone east of UTC', () => {
+  it('works up to the last instant of docs/api-reference.md 7.4, in a zone east of UTC', () => {
     const last = 8_640_000_000_000_000;
     const intervals = expandSchedule(weekly(['MO', 'TU', 'WE', 'TH', 'FR', 'SA', 'SU'], '08:00', '18:00'), 'Pacific/Kiritimati', last - 7 * DAY, last);
     // Seven whole days of a daily 10-hour window hold 70 hours, wherever the range starts.
@@ -318,7 +318,7 @@ describe('wallClockInside on the DST nights, to the millisecond', () => {
   });
 });
 
-describe('describeIntervals (the preview, docs/contract.md 9)', () => {
+describe('describeIntervals (the preview, docs/api-reference.md 9)', () => {
   it('shows the wall clock and the offset at both ends of a spring-forward window', () => {
     const zone = 'Europe/Berlin';
     const intervals = expandSchedule(weekly(['SU'], '01:00', '04:00'), zone, at('2026-03-28T00:00:00Z'), at('2026-03-30T00:00:00Z'));

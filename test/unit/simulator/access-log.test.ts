@@ -1,4 +1,4 @@
-// The reference lock's access log (src/simulator/lock-simulator.ts, docs/contract.md 8.5): every decision logged in order,
+// The reference lock's access log (src/simulator/lock-simulator.ts, docs/api-reference.md 8.5): every decision logged in order,
 // uploads of what is not acknowledged, bounded memory that drops the oldest, and logging that never opens anything.
 import { randomUUID } from 'node:crypto';
 import { CompactSign, exportJWK, generateKeyPair, type CryptoKey, type JWK } from 'jose';
@@ -123,7 +123,7 @@ describe('LockSimulator access log', () => {
   });
 });
 
-describe('gapsAbove (the gaps an upload reports, docs/contract.md 8.5)', () => {
+describe('gapsAbove (the gaps an upload reports, docs/api-reference.md 8.5)', () => {
   it.each([
     [0, [1, 2, 3], []],
     [0, [3, 1], [[2, 2]]],

@@ -1,6 +1,6 @@
-// The reference lock (src/simulator/lock-simulator.ts, docs/contract.md 6.2, 6.3, 8.1–8.3) with keys and credentials
+// The reference lock (src/simulator/lock-simulator.ts, docs/api-reference.md 6.2, 6.3, 8.1–8.3) with keys and credentials
 // made here: every refusal of a credential, sync and revocation lists, key rotation, and the cross-tenant attack of
-// docs/security-checklist.md G39 (two issuers, two key sets, the same lock id).
+// docs/security-cases.md G39 (two issuers, two key sets, the same lock id).
 import { randomUUID } from 'node:crypto';
 import { CompactSign, exportJWK, generateKeyPair, type CryptoKey, type JSONWebKeySet, type JWK } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -63,7 +63,7 @@ describe('LockSimulator', () => {
   };
   const credential = (overrides: Record<string, unknown> = {}, key: SigningKey = acme, header: Record<string, unknown> = {}) => sign(claims(overrides), key, header);
 
-  /** A revocation list as a phone carries it (docs/contract.md 8.3). */
+  /** A revocation list as a phone carries it (docs/api-reference.md 8.3). */
   const revocationList = (serial: number, revoked: string[], overrides: Record<string, unknown> = {}, key: SigningKey = acme, header: Record<string, unknown> = {}) =>
     sign({ iss: ACME, aud: 'door', serial, iat: AT / 1000, revoked, keys: keySet(acme, acmeEc), ...overrides }, key, { typ: 'revocation-list+jwt', ...header });
 
@@ -168,7 +168,7 @@ describe('LockSimulator', () => {
       expect(await door().decide(await credential({ [claim]: value }), 'open', AT)).toEqual({ decision: 'deny', reason: 'malformed credential', ticketId });
     });
 
-    it('denies a credential of another tenant for a lock with the same id (docs/security-checklist.md G39)', async () => {
+    it('denies a credential of another tenant for a lock with the same id (docs/security-cases.md G39)', async () => {
       // Two tenants, two issuers, two key sets, one lock id: each lock opens for its own tenant's credential only.
       const acmeDoor = door();
       const globexDoor = door({ issuer: GLOBEX, keys: keySet(globex) });
