@@ -1,7 +1,7 @@
 // Schemas of the Device API (docs/api-reference.md 6): downloaded tickets with credentials, and lock sync answers.
 import { Type } from '@sinclair/typebox';
 import { defaultsOptional } from './query.js';
-import { ChannelSchema, CommandSchema, TicketSchema } from './operator.js';
+import { ChannelSchema, CommandSchema, TICKET_EXAMPLE, TicketSchema } from './operator.js';
 import { named } from './named.js';
 import { PublicJwkSchema } from './oauth.js';
 
@@ -44,15 +44,7 @@ export const DownloadedTicketSchema = named(
     }),
   ]),
   {
-    id: '0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c',
-    securedObjectId: 'front-door',
-    mobileDeviceId: 'phone-alice-1',
-    beginDate: 1767225600000,
-    endDate: 1798761600000,
-    creationDate: 1767225600000,
-    commands: ['open'],
-    channels: ['btlespp'],
-    status: 'VALID',
+    ...TICKET_EXAMPLE,
     downloadDate: 1767229200000,
     credential: EXAMPLE_CREDENTIAL,
   },

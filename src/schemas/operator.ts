@@ -216,6 +216,19 @@ export const TicketStatusSchema = named(
   'VALID',
 );
 
+/** The example ticket of the documents: the same one in every answer that shows a ticket. */
+export const TICKET_EXAMPLE = {
+  id: '0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c',
+  securedObjectId: 'front-door',
+  mobileDeviceId: 'phone-alice-1',
+  beginDate: 1767225600000,
+  endDate: 1798761600000,
+  creationDate: 1767225600000,
+  commands: ['open' as const],
+  channels: ['btlespp' as const],
+  status: 'VALID' as const,
+};
+
 export const TicketSchema = named(
   'Ticket',
   Type.Object({
@@ -241,17 +254,7 @@ export const TicketSchema = named(
       }),
     ),
   }),
-  {
-    id: '0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c',
-    securedObjectId: 'front-door',
-    mobileDeviceId: 'phone-alice-1',
-    beginDate: 1767225600000,
-    endDate: 1798761600000,
-    creationDate: 1767225600000,
-    commands: ['open'],
-    channels: ['btlespp'],
-    status: 'VALID',
-  },
+  TICKET_EXAMPLE,
 );
 
 export const TicketQuery = defaultsOptional(

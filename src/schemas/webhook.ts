@@ -81,6 +81,17 @@ export const WebhookChangesSchema = named(
   ),
 );
 
+/** The example subscription of the documents: the same one in every answer that shows it. */
+const WEBHOOK_EXAMPLE = {
+  id: 'b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e',
+  url: 'https://example.com/webhooks/access',
+  eventTypes: ['ticket.created', 'ticket.revoked'],
+  description: 'Front desk',
+  enabled: true,
+  createdTime: 1767225600000,
+  updatedTime: 1767225600000,
+};
+
 export const WebhookSchema = named(
   'Webhook',
   Type.Object({
@@ -109,15 +120,7 @@ export const WebhookSchema = named(
       }),
     ),
   }),
-  {
-    id: 'b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e',
-    url: 'https://example.com/webhooks/access',
-    eventTypes: ['ticket.created', 'ticket.revoked'],
-    description: 'Front desk',
-    enabled: true,
-    createdTime: 1767225600000,
-    updatedTime: 1767225600000,
-  },
+  WEBHOOK_EXAMPLE,
 );
 
 export const WebhookWithSecretSchema = named(
@@ -131,14 +134,5 @@ export const WebhookWithSecretSchema = named(
       }),
     }),
   ]),
-  {
-    id: 'b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e',
-    url: 'https://example.com/webhooks/access',
-    eventTypes: ['ticket.created', 'ticket.revoked'],
-    description: 'Front desk',
-    enabled: true,
-    createdTime: 1767225600000,
-    updatedTime: 1767225600000,
-    secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
-  },
+  { ...WEBHOOK_EXAMPLE, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' },
 );

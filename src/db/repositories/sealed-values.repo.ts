@@ -12,30 +12,27 @@ interface SealedColumn {
   column: string;
 }
 
+/** The key of a tenant-owned row (migration 016): its tenant and its id. */
+const TENANT_ROW_KEY: SealedColumn['key'] = [
+  { column: 'tenant_id', type: 'uuid' },
+  { column: 'id', type: 'uuid' },
+];
+
 const SEALED_COLUMNS: Record<SealedKind, SealedColumn> = {
   signingKey: { table: 'signing_keys', key: [{ column: 'kid', type: 'text' }], column: 'private_jwk_encrypted' },
   credential: {
     table: 'tickets',
-    key: [
-      { column: 'tenant_id', type: 'uuid' },
-      { column: 'id', type: 'uuid' },
-    ],
+    key: TENANT_ROW_KEY,
     column: 'credential_encrypted',
   },
   webhookSecret: {
     table: 'webhooks',
-    key: [
-      { column: 'tenant_id', type: 'uuid' },
-      { column: 'id', type: 'uuid' },
-    ],
+    key: TENANT_ROW_KEY,
     column: 'secret_sealed',
   },
   previousWebhookSecret: {
     table: 'webhooks',
-    key: [
-      { column: 'tenant_id', type: 'uuid' },
-      { column: 'id', type: 'uuid' },
-    ],
+    key: TENANT_ROW_KEY,
     column: 'previous_secret_sealed',
   },
 };
