@@ -3,14 +3,14 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 // Dependencies point one way (docs/house-style.md, "The shape"): server → app → plugins, routes → services → repositories →
-// db. Each pattern below names a layer a folder must not reach; test/unit/lint-layers.test.ts proves each one bites.
+// db. Each pattern below names a layer a folder must not reach; test/lint-layers.test.ts proves each one bites.
 const ROUTES = {
   regex: '(^|/)routes(/|$)',
   message: 'Only src/app.ts and the route files themselves import from src/routes.',
 };
 const SERVICES_FROM_DB = {
   regex: '(^|/)services(/|$)',
-  message: 'src/db lies below the services: move what both need into src/db (as KeysetPosition in db/keyset.ts).',
+  message: 'src/db lies below the services: move what both need into src/db (as KeysetPosition in shared/keyset.ts).',
 };
 const PLUGINS_FROM_DB = {
   regex: '(^|/)plugins(/|$)',

@@ -7,7 +7,7 @@ import { createPgliteDatabase } from '../src/db/pglite.js';
 import { createLogger } from '../src/logger.js';
 import type { Database } from '../src/db/database.js';
 import { OPENAPI_DOCUMENTS } from './openapi-files.js';
-import { secretsKeyOf } from '../src/services/crypto.js';
+import { secretsKeyOf } from '../src/shared/crypto.js';
 
 /** Builds the app on `db` (a fresh in-memory database when none is given; the app closes it). */
 export async function servedDocuments(given?: Database): Promise<Map<string, unknown>> {

@@ -24,8 +24,8 @@ import deviceApi from './routes/device/index.js';
 import operatorApi from './routes/operator/index.js';
 import removedInterfaceRoutes from './routes/ops/removed-interfaces.js';
 import { createServices, type Services } from './services/index.js';
-import type { SecretsKey } from './services/crypto.js';
-import type { Resolver } from './services/webhook-url-guard.js';
+import type { SecretsKey } from './shared/crypto.js';
+import type { Resolver } from './services/webhooks/url-guard.js';
 
 export interface AppDependencies {
   db: Database;
@@ -147,7 +147,7 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
 
   // Callback-style hooks where nothing is awaited: an async hook costs a promise on every request.
   typed.addHook('onRequest', (request, reply, done) => {
-    // The webhook worker yields to requests (services/delivery-pacing.ts); `services` exists before any request.
+    // The webhook worker yields to requests (services/webhooks/pacing.ts); `services` exists before any request.
     services.requestLoad.note();
     reply.header('x-request-id', request.id);
     // RFC 9111 section 5.2.2.5 (as RFC 6749 section 5.1 does for tokens): an answer holding a secret or credential

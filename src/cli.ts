@@ -11,7 +11,7 @@ import { openDatabase } from './db/open.js';
 import { DataDirInUseError } from './db/pglite.js';
 import { ProblemError } from './errors.js';
 import { createLogger } from './logger.js';
-import { SecretsKeyError, resolveSecretsKey } from './secrets-key.js';
+import { SecretsKeyError, resolveSecretsKey } from './services/keys/secrets-key-source.js';
 import { createServices, type Services } from './services/index.js';
 import { splitLogin } from './services/oauth/grants.service.js';
 

@@ -1,7 +1,7 @@
 // The service configuration: one TypeBox schema over the environment, validated once at start.
 import { Type, type Static } from '@sinclair/typebox';
 import { Value, type ValueError } from '@sinclair/typebox/value';
-import { REVIVABLE_INTERFACES } from './services/deprecations.js';
+import { REVIVABLE_INTERFACES } from './shared/deprecations.js';
 
 /**
  * Every variable the server and the CLI read. Descriptions feed the README table, so they are the documentation.

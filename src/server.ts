@@ -5,7 +5,7 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { migrate } from './db/migrate.js';
 import { openDatabase } from './db/open.js';
 import { createLogger } from './logger.js';
-import { resolveSecretsKey } from './secrets-key.js';
+import { resolveSecretsKey } from './services/keys/secrets-key-source.js';
 
 async function main(): Promise<void> {
   let config: Config;

@@ -3,7 +3,7 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Queryable } from '../src/db/database.js';
-import { secretsKeyOf } from '../src/services/crypto.js';
+import { secretsKeyOf } from '../src/shared/crypto.js';
 import { freePort, killAll } from '../test/helpers/process.js';
 import { insertWebhook, startReceiver, verify, type Receiver } from '../test/helpers/webhooks.js';
 import { createPrivateCluster, privateClusterAvailable, type PrivateCluster } from './helpers/cluster.js';

@@ -8,7 +8,7 @@ import { buildApp, type App } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { acquireDataDirLock, createPgliteDatabase } from '../src/db/pglite.js';
 import { createLogger } from '../src/logger.js';
-import { resolveSecretsKey } from '../src/secrets-key.js';
+import { resolveSecretsKey } from '../src/services/keys/secrets-key-source.js';
 import { createTestDatabase, type TestDatabase } from './helpers/database.js';
 import { passwordGrant, tokenRequest } from './helpers/oauth.js';
 import { ROOT, childEnv, nodeArguments, temporaryDirectory } from './helpers/process.js';

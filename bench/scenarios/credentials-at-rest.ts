@@ -62,8 +62,8 @@ function claimsOf(ticket: BenchTicket, now: number) {
 /** The service's own modules, loaded only when one of these benchmarks runs. */
 async function serviceCrypto() {
   const [{ encrypt, decrypt }, { signCompactJws }, { CREDENTIAL_TYPE }] = await Promise.all([
-    import('../../src/services/crypto.js'),
-    import('../../src/services/jws.js'),
+    import('../../src/shared/crypto.js'),
+    import('../../src/shared/jws.js'),
     import('../../src/shared/credential-check.js'),
   ]);
   return { encrypt, decrypt, signCompactJws, CREDENTIAL_TYPE };

@@ -1,7 +1,7 @@
 // Micro-benchmark of the bearer check: tokens.verifyAccessToken(token, 'operatorapi') in-process, no HTTP.
 import { randomBytes } from 'node:crypto';
 import type { MicroBenchmark } from '../types.js';
-import { secretsKeyOf } from '../../src/services/crypto.js';
+import { secretsKeyOf } from '../../src/shared/crypto.js';
 
 /** Revoked clients and tokens held in memory while measuring: the look-ups then probe a populated map. */
 const REVOKED_CLIENTS = 50;

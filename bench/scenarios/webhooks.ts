@@ -3,13 +3,13 @@
 import { randomUUID } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import pg from 'pg';
-import { newWebhookSecret, sealWebhookSecret } from '../../src/services/webhook-secrets.js';
+import { newWebhookSecret, sealWebhookSecret } from '../../src/services/webhooks/signing-secrets.js';
 import { cpuSeconds, runLoad, type PreparedRequest } from '../measure.js';
 import { newTicketBody } from '../requests.js';
 import { median, round, timed, type ScaleContext, type ScaleResult, type ScaleRun } from '../scale.js';
 import type { Comparison, Scenario } from '../types.js';
 import { createTenant, operatorFixture, type OperatorFixture } from './fixtures.js';
-import { secretsKeyOf } from '../../src/services/crypto.js';
+import { secretsKeyOf } from '../../src/shared/crypto.js';
 
 const WITH_SUBSCRIPTION = 'POST /operatorapi/tickets (one webhook subscription)';
 /** Its name holds the rows' request, so `BENCH_ONLY="POST /operatorapi/tickets"` runs it with them. */

@@ -3,8 +3,8 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest }
 import type { Logger } from 'pino';
 import fp from 'fastify-plugin';
 import { ForbiddenError, ProblemError, UnauthorizedError } from '../errors.js';
-import { DEPRECATIONS, deprecationHeaders, removalNotice } from '../services/deprecations.js';
-import type { Api } from '../services/scopes.js';
+import { DEPRECATIONS, deprecationHeaders, removalNotice } from '../shared/deprecations.js';
+import type { Api } from '../shared/scopes.js';
 import { ACCESS_TOKEN_REFUSALS, InvalidAccessTokenError, type AccessTokenClaims } from '../services/oauth/access-token.js';
 import type { AccessTokenVerifier } from '../services/oauth/access-token-verifier.service.js';
 import { routeConfig } from './route-config.js';

@@ -11,7 +11,7 @@ import {
   SYNC_OUTCOMES,
   type DomainMetrics,
   type SyncOutcome,
-} from '../services/metrics.js';
+} from '../services/domain-metrics.js';
 import { createRequestMetrics } from './request-metrics.js';
 import { routeConfig } from './route-config.js';
 
@@ -113,7 +113,7 @@ export function registerWebhookMetrics(registry: Registry, source: WebhookDelive
 }
 
 /**
- * The domain counters behind the services' metrics port (services/metrics.ts). Every label combination is set to 0
+ * The domain counters behind the services' metrics port (services/domain-metrics.ts). Every label combination is set to 0
  * at start, so a rate over a counter that has not moved yet is 0 rather than absent, and the label values are the
  * port's fixed lists: never a tenant, client or lock id.
  */

@@ -1,6 +1,6 @@
 // Schemas of the explain endpoint (docs/api-reference.md 8.6): the question asked and the lock's decision with its reasons.
 import { Type } from '@sinclair/typebox';
-import { ACCESS_CHECK_CODES, MAX_EXPLAINED_TICKETS } from '../shared/access-check.js';
+import { ACCESS_CHECK_CODES, MAX_EXPLAINED_TICKETS } from '../shared/explain-rules.js';
 import { COMMANDS } from '../shared/vocabulary.js';
 import { defaultsOptional } from './query.js';
 import { TicketStatusSchema } from './operator.js';

@@ -16,7 +16,7 @@ import { holdSecuredObjectForBinding } from '../db/repositories/secured-object.r
 import { ForbiddenError, NotFoundError } from '../errors.js';
 import type { Clock } from './context.js';
 import { assertBinding, type DeviceBinding } from './device.service.js';
-import { cutPage, invalidCursor, type Page } from './pagination.js';
+import { cutPage, invalidCursor, type Page } from '../shared/pagination.js';
 
 /** An upload's body (docs/api-reference.md 8.5). */
 export interface AccessLogUpload {

@@ -17,15 +17,15 @@ import {
 import { nextChangeSeq } from '../db/repositories/change-log.repo.js';
 import { LOCK_GROUPS, RESIDENTS, lockGroup } from '../db/repositories/group.repo.js';
 import { NotFoundError, UnprocessableError, detailWithReasons, type FieldError } from '../errors.js';
-import type { Schedule } from '../shared/schedule.js';
+import type { Schedule } from '../shared/schedule/schedule.js';
 import { auditEvent, recordChange, recordChanges, ticketChunks } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
-import type { DomainMetrics } from './metrics.js';
-import { isUuid } from './identifiers.js';
-import { neverOpensError } from './ticket-schedule.js';
-import { decodeCursor, pageOf, type Page } from './pagination.js';
+import type { DomainMetrics } from './domain-metrics.js';
+import { isUuid } from '../shared/identifiers.js';
+import { neverOpensError } from '../shared/schedule/ticket-checks.js';
+import { decodeCursor, pageOf, type Page } from '../shared/pagination.js';
 import { toTicket, validityErrors, type Ticket } from './ticket.service.js';
-import type { RevivedInterfaces } from './vocabulary.js';
+import type { RevivedInterfaces } from '../shared/vocabulary.js';
 
 export interface AccessPermission {
   id: string;
@@ -64,7 +64,7 @@ export interface AccessPermissionServiceOptions {
   db: Database;
   clock: Clock;
   revived: RevivedInterfaces;
-  /** Counts what the service did, after it committed (services/metrics.ts). */
+  /** Counts what the service did, after it committed (services/domain-metrics.ts). */
   metrics: DomainMetrics;
 }
 

@@ -17,7 +17,7 @@ import {
 import { BadRequestError } from '../errors.js';
 import { isEventType, type EventType } from '../shared/event-types.js';
 import type { ActionContext, Clock } from './context.js';
-import { cutPage, numberCursor, type Page } from './pagination.js';
+import { cutPage, numberCursor, type Page } from '../shared/pagination.js';
 import { pruneInBatches, sweepPeriodically } from './retention.js';
 
 /**

@@ -19,10 +19,10 @@ import { ForbiddenError, NotFoundError, ProblemError, ServiceUnavailableError, U
 import type { ChangeWatermarks } from './change-watermark.js';
 import type { ActionContext, Clock } from './context.js';
 import type { CredentialService, KeySet } from './credential.service.js';
-import { isUuid } from './identifiers.js';
+import { isUuid } from '../shared/identifiers.js';
 import type { LockTelemetryService } from './lock-telemetry.service.js';
-import type { DomainMetrics } from './metrics.js';
-import { cutPage, decodeCursor, invalidCursor, pageOf, type Page } from './pagination.js';
+import type { DomainMetrics } from './domain-metrics.js';
+import { cutPage, decodeCursor, invalidCursor, pageOf, type Page } from '../shared/pagination.js';
 import { toTicket, type Ticket } from './ticket.service.js';
 
 export interface DownloadedTicket extends Ticket {
@@ -123,7 +123,7 @@ export interface DeviceServiceOptions {
   /** Each tenant's last change number from NOTIFY (docs/lock-sync.md); absent: every sync asks the database. */
   watermarks?: Pick<ChangeWatermarks, 'current'>;
   admission?: SyncAdmission;
-  /** Counts credentials signed and syncs answered (services/metrics.ts). */
+  /** Counts credentials signed and syncs answered (services/domain-metrics.ts). */
   metrics: DomainMetrics;
 }
 

@@ -28,9 +28,9 @@ import { NotFoundError, UnprocessableError } from '../errors.js';
 import type { EventType } from '../shared/event-types.js';
 import { auditEvent, recordChange, recordChanges, ticketChunks } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
-import type { DomainMetrics } from './metrics.js';
-import { isUuid } from './identifiers.js';
-import { decodeCursor, pageOf, type Page } from './pagination.js';
+import type { DomainMetrics } from './domain-metrics.js';
+import { isUuid } from '../shared/identifiers.js';
+import { decodeCursor, pageOf, type Page } from '../shared/pagination.js';
 
 /** Names used in messages, event types and answers, per kind. */
 interface GroupVocabulary {
@@ -85,7 +85,7 @@ export interface GroupServiceOptions {
   db: Database;
   clock: Clock;
   kind: GroupKind;
-  /** Counts what the service did, after it committed (services/metrics.ts). */
+  /** Counts what the service did, after it committed (services/domain-metrics.ts). */
   metrics: DomainMetrics;
 }
 

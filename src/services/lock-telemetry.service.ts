@@ -8,8 +8,8 @@ import {
   type RevocationFilter,
 } from '../db/repositories/lock-telemetry.repo.js';
 import type { Clock } from './context.js';
-import { isUuid } from './identifiers.js';
-import { decodeCursor, pageOf, type Page } from './pagination.js';
+import { isUuid } from '../shared/identifiers.js';
+import { decodeCursor, pageOf, type Page } from '../shared/pagination.js';
 import { toTicket, type Ticket } from './ticket.service.js';
 
 /**

@@ -12,10 +12,10 @@ import {
 import { ConflictError, NotFoundError } from '../errors.js';
 import { recordChange } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
-import { decodeCursor, pageOf, type Page } from './pagination.js';
-import type { DomainMetrics } from './metrics.js';
+import { decodeCursor, pageOf, type Page } from '../shared/pagination.js';
+import type { DomainMetrics } from './domain-metrics.js';
 import { removeWithTickets, type TicketHolder } from './removal.js';
-import type { RevocationService } from './revocation.service.js';
+import type { RevocationService } from './oauth/revoked-access-tokens.service.js';
 
 export interface MobileDevice {
   id: string;
@@ -33,7 +33,7 @@ export interface MobileDeviceServiceOptions {
   revocations: RevocationService;
   /** Access-token lifetime: how long a deleted client's tokens must stay refused. */
   accessTokenTtlMs: number;
-  /** Counts what the service did, after it committed (services/metrics.ts). */
+  /** Counts what the service did, after it committed (services/domain-metrics.ts). */
   metrics: DomainMetrics;
 }
 

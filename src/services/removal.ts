@@ -2,14 +2,14 @@
 // its bound clients retired, at once.
 import type { Database, Queryable } from '../db/database.js';
 import { nextChangeSeq } from '../db/repositories/change-log.repo.js';
-import type { RevocationKind } from '../db/repositories/revocation.repo.js';
+import type { RevocationKind } from '../db/repositories/revoked-access-token.repo.js';
 import { revokeTicketsOf } from '../db/repositories/ticket.repo.js';
 import { NotFoundError } from '../errors.js';
 import type { EventType } from '../shared/event-types.js';
 import { auditEvent, recordChanges } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
-import type { DomainMetrics } from './metrics.js';
-import type { RevocationService } from './revocation.service.js';
+import type { DomainMetrics } from './domain-metrics.js';
+import type { RevocationService } from './oauth/revoked-access-tokens.service.js';
 
 /** What becomes of the OAuth clients bound to the removed row (docs/api-reference.md 3.7). */
 export interface BoundClientRetirement {
@@ -41,7 +41,7 @@ export interface RemovalDependencies {
   revocations: RevocationService;
   /** Access-token lifetime: how long a retired client's revocation must be kept. */
   accessTokenTtlMs: number;
-  /** Counts what the service did, after it committed (services/metrics.ts). */
+  /** Counts what the service did, after it committed (services/domain-metrics.ts). */
   metrics: DomainMetrics;
 }
 

@@ -18,12 +18,12 @@ import { ConflictError, NotFoundError, UnprocessableError, detailWithReasons } f
 import { recordChange } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
 import type { LockPropagationFields, LockTelemetryService } from './lock-telemetry.service.js';
-import { decodeCursor, pageOf, type Page } from './pagination.js';
-import type { DomainMetrics } from './metrics.js';
+import { decodeCursor, pageOf, type Page } from '../shared/pagination.js';
+import type { DomainMetrics } from './domain-metrics.js';
 import { removeWithTickets, type TicketHolder } from './removal.js';
-import type { RevocationService } from './revocation.service.js';
-import { checkTimeZone } from './schedule.service.js';
-import { channelErrors, type RevivedInterfaces } from './vocabulary.js';
+import type { RevocationService } from './oauth/revoked-access-tokens.service.js';
+import { checkTimeZone } from '../shared/schedule/preview.js';
+import { channelErrors, type RevivedInterfaces } from '../shared/vocabulary.js';
 
 export interface SecuredObject {
   id: string;
@@ -65,7 +65,7 @@ export interface SecuredObjectServiceOptions {
   telemetry: LockTelemetryService;
   /** Access-token lifetime: how long a decommissioned client's older tokens must stay refused. */
   accessTokenTtlMs: number;
-  /** Counts what the service did, after it committed (services/metrics.ts). */
+  /** Counts what the service did, after it committed (services/domain-metrics.ts). */
   metrics: DomainMetrics;
 }
 

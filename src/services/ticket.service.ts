@@ -17,15 +17,15 @@ import {
   type TicketStatus,
 } from '../db/repositories/ticket.repo.js';
 import { NotFoundError, UnprocessableError, detailWithReasons, type FieldError } from '../errors.js';
-import { MAX_INSTANT, type Schedule } from '../shared/schedule.js';
+import { MAX_INSTANT, type Schedule } from '../shared/schedule/schedule.js';
 import { recordChange } from './audit.service.js';
 import { createKeyedBatcher } from './batching.js';
 import type { ActionContext, Clock } from './context.js';
-import type { DomainMetrics } from './metrics.js';
-import { isUuid } from './identifiers.js';
-import { neverOpensError, scheduleErrors } from './ticket-schedule.js';
-import { decodeCursor, pageOf, type Page } from './pagination.js';
-import { channelErrors, commandErrors, type RevivedInterfaces } from './vocabulary.js';
+import type { DomainMetrics } from './domain-metrics.js';
+import { isUuid } from '../shared/identifiers.js';
+import { neverOpensError, scheduleErrors } from '../shared/schedule/ticket-checks.js';
+import { decodeCursor, pageOf, type Page } from '../shared/pagination.js';
+import { channelErrors, commandErrors, type RevivedInterfaces } from '../shared/vocabulary.js';
 
 /** A ticket as the APIs show it: fields that do not apply are absent, never null (docs/api-reference.md 4.3). */
 export interface Ticket {
@@ -124,7 +124,7 @@ export interface TicketServiceOptions {
   db: Database;
   clock: Clock;
   revived: RevivedInterfaces;
-  /** Counts what the service did, after it committed (services/metrics.ts). */
+  /** Counts what the service did, after it committed (services/domain-metrics.ts). */
   metrics: DomainMetrics;
 }
 

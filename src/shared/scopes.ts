@@ -1,4 +1,4 @@
-// The scope names (docs/api-reference.md 3.6), one definition for the schemas that document them and the services that grant them.
+// The scope vocabulary (docs/api-reference.md 3.6): the names the schemas document and the grants give, and which API each belongs to.
 
 /** Scopes of the Operator API and the Device API (client credentials grant). */
 export const OPERATOR_SCOPES = [
@@ -40,3 +40,45 @@ export const AUTHORIZATION_SERVER_SCOPES = ['tokens:introspect'] as const;
 export const ALL_SCOPES: readonly string[] = [
   ...new Set<string>([...OPERATOR_SCOPES, ...ACCESS_SCOPES, ...AUTHORIZATION_SERVER_SCOPES]),
 ];
+
+/** docs/api-reference.md 3.3: introspecting tokens issued to other clients of the tenant. */
+export const INTROSPECTION_SCOPE: (typeof AUTHORIZATION_SERVER_SCOPES)[number] = 'tokens:introspect';
+
+/** Scopes that reach the Device API: a token holding one also gets `aud: deviceapi` (docs/api-reference.md 3.4). */
+export const DEVICE_SCOPES: readonly string[] = ['sync', 'tokens:download'];
+
+/**
+ * What a client keeps once its lock is deleted (docs/api-reference.md 4.1): it may still sync, so the lock learns every
+ * revocation its deletion caused (docs/security-cases.md G43), and nothing else.
+ */
+export const DECOMMISSIONED_CLIENT_SCOPES: ReadonlySet<string> = new Set(['sync']);
+
+/** What `tenant create` gives the management client (docs/api-reference.md 2). */
+export const MANAGEMENT_SCOPES = [
+  'tokens:create',
+  'tokens:read',
+  'tokens:delete',
+  'devices:read',
+  'devices:write',
+  'clients:manage',
+  'users:manage',
+  'audit:read',
+  'events:read',
+  'webhooks:manage',
+];
+
+const operatorSet = new Set<string>(OPERATOR_SCOPES);
+const accessSet = new Set<string>(ACCESS_SCOPES);
+const allSet = new Set<string>(ALL_SCOPES);
+
+export const isKnownScope = (scope: string): boolean => allSet.has(scope);
+export const isOperatorScope = (scope: string): boolean => operatorSet.has(scope);
+export const isAccessScope = (scope: string): boolean => accessSet.has(scope);
+
+/** RFC 6749 3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E ), separated by single spaces. */
+export function parseScopeParameter(value: string): string[] | null {
+  if (!/^[\x21\x23-\x5B\x5D-\x7E]+( [\x21\x23-\x5B\x5D-\x7E]+)*$/.test(value)) return null;
+  return [...new Set(value.split(' '))];
+}
+
+export type Api = 'operatorapi' | 'accessapi' | 'deviceapi';

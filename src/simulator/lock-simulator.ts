@@ -6,7 +6,7 @@
 import { compactVerify, decodeProtectedHeader, importJWK, type JSONWebKeySet, type JWK } from 'jose';
 import { CREDENTIAL_TYPE, REVOCATION_LIST_TYPE, checkCredential, isValidInstant, type CredentialCheckReason } from '../shared/credential-check.js';
 
-/** The signature algorithms of ticket keys (src/services/jws.ts); `none` and HMAC never. */
+/** The signature algorithms of ticket keys (src/shared/jws.ts); `none` and HMAC never. */
 const ALGORITHMS = new Set(['EdDSA', 'ES256']);
 
 export type LockDecisionReason = CredentialCheckReason | 'unknown signing key' | 'algorithm not permitted' | 'bad signature';

@@ -1,7 +1,7 @@
 // What reaches an online lock through sync besides tickets (docs/api-reference.md 8.1, 4.1): the tenant's key set after a
 // rotation, and, for a deleted lock's client, every revocation the deletion caused (docs/security-cases.md G43).
 import { decodeProtectedHeader } from 'jose';
-import { createKeyService } from '../../src/services/key.service.js';
+import { createKeyService } from '../../src/services/keys/signing-key.service.js';
 import { LockSimulator, type SyncAnswer as LockSyncAnswer } from '../../src/simulator/lock-simulator.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';

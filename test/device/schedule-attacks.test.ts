@@ -4,7 +4,7 @@
 import { Temporal } from '@js-temporal/polyfill';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDeviceService } from '../../src/services/device.service.js';
-import { noMetrics } from '../../src/services/metrics.js';
+import { noMetrics } from '../../src/services/domain-metrics.js';
 import { LockSimulator } from '../../src/simulator/lock-simulator.js';
 import type { CredentialService } from '../../src/services/credential.service.js';
 import { accessTenant, grant, join, lockGroup, permissionBody, resident, type AccessTenant } from '../helpers/access.js';

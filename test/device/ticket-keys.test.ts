@@ -5,7 +5,7 @@ import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CliError, runCli, type CliContext } from '../../src/cli.js';
 import type { Database } from '../../src/db/database.js';
-import { signCompactJws } from '../../src/services/jws.js';
+import { signCompactJws } from '../../src/shared/jws.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { bearer, clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';
 import { auditEvents, expectAuthChecks, expectProblem } from '../helpers/operator.js';

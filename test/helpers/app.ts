@@ -7,7 +7,7 @@ import { createPostgresDatabase } from '../../src/db/postgres.js';
 import { createLogger } from '../../src/logger.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
 import { validateInjectedResponses, type OpenApiResponseValidator } from './openapi-response-validator.js';
-import { secretsKeyOf, type SecretsKey } from '../../src/services/crypto.js';
+import { secretsKeyOf, type SecretsKey } from '../../src/shared/crypto.js';
 
 export interface TestApp {
   app: App;

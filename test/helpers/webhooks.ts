@@ -5,8 +5,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import type { Queryable } from '../../src/db/database.js';
-import { newWebhookSecret, sealWebhookSecret } from '../../src/services/webhook-secrets.js';
-import type { SecretsKey } from '../../src/services/crypto.js';
+import { newWebhookSecret, sealWebhookSecret } from '../../src/services/webhooks/signing-secrets.js';
+import type { SecretsKey } from '../../src/shared/crypto.js';
 
 export interface TestWebhook {
   id: string;

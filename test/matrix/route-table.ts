@@ -1,7 +1,7 @@
 // The protected routes, read from the OpenAPI documents the server serves, with fixtures to fill them: the scope and
 // tenant-isolation matrices are generated from this table, so a new route is covered without a new test.
 import type { App } from '../../src/app.js';
-import { ACCESS_SCOPES, OPERATOR_SCOPES } from '../../src/services/scopes.js';
+import { ACCESS_SCOPES, OPERATOR_SCOPES } from '../../src/shared/scopes.js';
 import { bearer, clientToken, createClient, createUser, passwordGrant, tokenRequest, type TenantFixture } from '../helpers/oauth.js';
 
 export type ApiName = 'operatorapi' | 'accessapi' | 'deviceapi';

@@ -1,7 +1,7 @@
 // Issue 7 tenant isolation matrix: every route that takes an id, called by tenant A with tenant B's ids, answers 404
 // and changes nothing of B's (docs/api-reference.md 2). Generated from the served OpenAPI documents.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ACCESS_SCOPES, OPERATOR_SCOPES } from '../../src/services/scopes.js';
+import { ACCESS_SCOPES, OPERATOR_SCOPES } from '../../src/shared/scopes.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { bearer, createTenant, tokenRequest, createClient } from '../helpers/oauth.js';
 import { accessToken, routeTable, seedTenant, takesIds, tokenWithScope, urlFor, type RouteEntry, type TenantData } from './route-table.js';

@@ -14,8 +14,8 @@ import {
   replayDeliveries,
 } from '../../src/db/repositories/webhook-delivery.repo.js';
 import { createLogger } from '../../src/logger.js';
-import { createWebhookDeliveryService, type WebhookDeliveryOptions, type WebhookDeliveryService } from '../../src/services/webhook-delivery.service.js';
-import { createWebhookUrlGuard, type Resolver, type WebhookUrlGuard } from '../../src/services/webhook-url-guard.js';
+import { createWebhookDeliveryService, type WebhookDeliveryOptions, type WebhookDeliveryService } from '../../src/services/webhooks/delivery-worker.js';
+import { createWebhookUrlGuard, type Resolver, type WebhookUrlGuard } from '../../src/services/webhooks/url-guard.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { clientToken, createClient, type TenantFixture } from '../helpers/oauth.js';
 import { call, device, expectAuthChecks, expectProblem, lock, nextLink, walk } from '../helpers/operator.js';
@@ -853,7 +853,7 @@ describe('webhook delivery', () => {
     }
   });
 
-  it('drains a backlog while its loop yields to requests (services/delivery-pacing.ts): every event arrives, each once', async () => {
+  it('drains a backlog while its loop yields to requests (services/webhooks/pacing.ts): every event arrives, each once', async () => {
     const hooks = await receiver();
     const webhook = await subscribe(hooks.url);
     for (let index = 0; index < 20; index++) await change();

@@ -2,8 +2,8 @@
 // at create and PATCH; validation, scopes, tenants; the secret shown only in the create and rotate answers.
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { unsealWebhookSecret } from '../../src/services/webhook-secrets.js';
-import type { Resolver } from '../../src/services/webhook-url-guard.js';
+import { unsealWebhookSecret } from '../../src/services/webhooks/signing-secrets.js';
+import type { Resolver } from '../../src/services/webhooks/url-guard.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';
 import { auditEvents, call, device, expectAuthChecks, expectProblem, HOUR, UUID_PATTERN, walk } from '../helpers/operator.js';

@@ -11,7 +11,7 @@ import { createLogger } from '../../src/logger.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { freePort } from '../helpers/process.js';
-import { secretsKeyOf } from '../../src/services/crypto.js';
+import { secretsKeyOf } from '../../src/shared/crypto.js';
 
 const PROBLEM_BASE = 'https://access-credential-service.dev/problems/';
 

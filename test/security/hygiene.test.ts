@@ -2,7 +2,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { sha256 } from '../../src/services/crypto.js';
+import { sha256 } from '../../src/shared/crypto.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import {
   basic,

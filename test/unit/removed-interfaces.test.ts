@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { GoneError } from '../../src/errors.js';
 import { removalError } from '../../src/routes/shared/removed.js';
-import { DEPRECATIONS } from '../../src/services/deprecations.js';
+import { DEPRECATIONS } from '../../src/shared/deprecations.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 

@@ -1,7 +1,7 @@
 // SQL for access permissions and the tickets they expand into: every fan-out is one set-based statement.
-import type { Schedule } from '../../shared/schedule.js';
+import type { Schedule } from '../../shared/schedule/schedule.js';
 import type { Queryable } from '../database.js';
-import { keysetPage, type KeysetColumns, type KeysetPosition } from '../keyset.js';
+import { keysetPage, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
 import { TICKET_COLUMNS, TICKET_KEYSET, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';
 import type { GroupKind } from './group.repo.js';
 import { AUDIT_APPEND_CTES, TICKET_EVENT_CHUNKS } from './audit.repo.js';

@@ -1,6 +1,6 @@
 // SQL for OAuth clients. Secrets are stored only as SHA-256 digests.
 import type { Queryable } from '../database.js';
-import { keysetPage, type KeysetColumns, type KeysetPosition } from '../keyset.js';
+import { keysetPage, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
 
 export interface ClientRecord {
   clientId: string;

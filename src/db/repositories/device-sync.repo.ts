@@ -1,6 +1,6 @@
 // SQL for the Device API: a device's valid tickets with their download stamp, and a lock's changes since a cursor.
 import type { Queryable } from '../database.js';
-import { keysetPage, type KeysetPosition } from '../keyset.js';
+import { keysetPage, type KeysetPosition } from '../../shared/keyset.js';
 import { AUDIT_APPEND_CTES } from './audit.repo.js';
 import { KEY_SET_SEQ_SQL, LOCK_SERIAL_SQL } from './change-log.repo.js';
 import { CLOCK_MARGIN_SQL } from './lock-telemetry.repo.js';

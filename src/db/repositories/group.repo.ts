@@ -1,7 +1,7 @@
 // SQL for the Access API's two kinds of group: residents (of mobile devices) and lock groups (of secured objects).
 // They share one shape, so one set of statements serves both, parameterised by the table names below.
 import type { Queryable } from '../database.js';
-import { keysetPage, type KeysetColumns, type KeysetPosition } from '../keyset.js';
+import { keysetPage, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
 
 export interface GroupKind {
   /** The group table: `residents` or `lock_groups`. */

@@ -1,7 +1,7 @@
 // SQL for lock telemetry (docs/api-reference.md 8.4, 8.5): when each lock was last seen, how far it has applied the change
 // log (and so which revocations have reached the door), its clock's offset, and the revocations still on their way.
 import type { Queryable } from '../database.js';
-import { keysetPage, type KeysetColumns, type KeysetPosition } from '../keyset.js';
+import { keysetPage, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
 import { AUDIT_APPEND_CTES, TICKET_EVENT_CHUNKS } from './audit.repo.js';
 import { LOCK_SERIAL_SQL } from './change-log.repo.js';
 import { TICKET_COLUMNS, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';

@@ -1,6 +1,6 @@
 // SQL for mobile devices.
 import type { Queryable } from '../database.js';
-import { keysetPage, type KeysetColumns, type KeysetPosition } from '../keyset.js';
+import { keysetPage, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
 
 export interface MobileDeviceRecord {
   tenantId: string;

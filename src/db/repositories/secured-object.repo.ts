@@ -1,6 +1,6 @@
 // SQL for secured objects (locks).
 import type { Queryable } from '../database.js';
-import { keysetPage, type KeysetColumns, type KeysetPosition } from '../keyset.js';
+import { keysetPage, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
 
 export interface SecuredObjectRecord {
   tenantId: string;

@@ -1,6 +1,6 @@
 // SQL for Access API users. Passwords are stored only as bcrypt hashes.
 import type { Queryable } from '../database.js';
-import { keysetPage, type KeysetColumns, type KeysetPosition } from '../keyset.js';
+import { keysetPage, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
 
 export interface UserRecord {
   id: string;

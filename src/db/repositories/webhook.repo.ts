@@ -1,6 +1,6 @@
 // SQL for webhook subscriptions (docs/api-reference.md 10, migration 013). Their secrets are sealed (webhook-secrets.ts).
 import type { Queryable } from '../database.js';
-import { keysetPage, type KeysetColumns, type KeysetPosition } from '../keyset.js';
+import { keysetPage, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
 
 export type DisabledReason = 'operator' | 'gone' | 'failing';
 

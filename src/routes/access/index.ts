@@ -5,7 +5,7 @@ import bearerAuth from '../../plugins/bearer-auth.js';
 import clientRateLimit from '../../plugins/client-rate-limit.js';
 import idempotency from '../../plugins/idempotency.js';
 import type { Services } from '../../services/index.js';
-import { ACCESS_SCOPES } from '../../services/scopes.js';
+import { ACCESS_SCOPES } from '../../shared/scopes.js';
 import accessPermissionRoutes from './access-permissions.js';
 import deviceListingRoutes from './devices.js';
 import { lockGroupRoutes, residentRoutes } from './groups.js';

@@ -5,7 +5,7 @@ import { GroupIdParams } from '../../schemas/access.js';
 import { named } from '../../schemas/named.js';
 import { problemResponses } from '../../schemas/problem.js';
 import { noStoreResponse } from '../../schemas/responses.js';
-import { DEPRECATIONS } from '../../services/deprecations.js';
+import { DEPRECATIONS } from '../../shared/deprecations.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
 import { resourcePath } from '../shared/headers.js';

@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import apiDocs from '../../plugins/api-docs.js';
 import bearerAuth from '../../plugins/bearer-auth.js';
 import clientRateLimit from '../../plugins/client-rate-limit.js';
-import { DEPRECATIONS } from '../../services/deprecations.js';
+import { DEPRECATIONS } from '../../shared/deprecations.js';
 import type { Services } from '../../services/index.js';
 import {
   CredentialClaimsSchema,

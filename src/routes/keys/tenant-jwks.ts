@@ -3,7 +3,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { Services } from '../../services/index.js';
-import { TENANT_NAME_PATTERN } from '../../services/tenant.service.js';
+import { TENANT_NAME_PATTERN } from '../../services/oauth/tenant.service.js';
 
 const TenantParams = Type.Object({
   tenant: Type.String({ pattern: TENANT_NAME_PATTERN.source, description: 'The tenant name, as in `tenant create NAME`.' }),

@@ -1,7 +1,7 @@
 // Client authentication at the OAuth endpoints: HTTP Basic (RFC 6749 2.3.1, Appendix B) or form post, never both.
 import type { FastifyRequest } from 'fastify';
 import { OAuthError } from '../../errors.js';
-import type { AuthenticatedClient, ClientService } from '../../services/client.service.js';
+import type { AuthenticatedClient, ClientService } from '../../services/oauth/client.service.js';
 
 export type FormBody = Record<string, string | string[] | undefined>;
 

@@ -6,9 +6,9 @@ import { isDatabaseUnavailable, isTransactionConflict, isUnstorableText } from '
 import { OAuthError } from '../../errors.js';
 import { addressKey, rateLimitHook } from '../../plugins/client-rate-limit.js';
 import type { Services } from '../../services/index.js';
-import { GRANT_TYPES, grantOutcomeOf, type GrantType } from '../../services/metrics.js';
+import { GRANT_TYPES, grantOutcomeOf, type GrantType } from '../../services/domain-metrics.js';
 import type { TokenResponse } from '../../services/oauth/grants.service.js';
-import { ALL_SCOPES, parseScopeParameter } from '../../services/scopes.js';
+import { ALL_SCOPES, parseScopeParameter } from '../../shared/scopes.js';
 import { authenticateClient, single, type FormBody } from './client-auth.js';
 
 export interface OAuthRoutesOptions {

@@ -16,7 +16,7 @@ import {
 } from '../../schemas/oauth.js';
 import { ProblemSchema } from '../../schemas/problem.js';
 import { ResponseHeaders } from '../../schemas/responses.js';
-import { TENANT_NAME_PATTERN } from '../../services/tenant.service.js';
+import { TENANT_NAME_PATTERN } from '../../services/oauth/tenant.service.js';
 
 const FORM = 'application/x-www-form-urlencoded';
 

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import apiDocs from '../../plugins/api-docs.js';
 import bearerAuth from '../../plugins/bearer-auth.js';
 import type { Services } from '../../services/index.js';
-import { OPERATOR_SCOPES } from '../../services/scopes.js';
+import { OPERATOR_SCOPES } from '../../shared/scopes.js';
 import clientRateLimit from '../../plugins/client-rate-limit.js';
 import idempotency from '../../plugins/idempotency.js';
 import accessCheckRoutes from './access-checks.js';

@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox';
 import { MobileDeviceSchema, NewMobileDeviceSchema, ObjectIdParams, TicketSchema } from '../../schemas/operator.js';
 import { problemResponses } from '../../schemas/problem.js';
 import { createdResponse, deprecatedResponse, pageResponse } from '../../schemas/responses.js';
-import { DEPRECATIONS } from '../../services/deprecations.js';
+import { DEPRECATIONS } from '../../shared/deprecations.js';
 import type { Services } from '../../services/index.js';
 import type { Ticket } from '../../services/ticket.service.js';
 import { actionContext } from '../shared/context.js';

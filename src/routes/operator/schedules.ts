@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { problemResponses } from '../../schemas/problem.js';
 import { SchedulePreviewRequestSchema, SchedulePreviewSchema } from '../../schemas/schedule.js';
 import type { Services } from '../../services/index.js';
-import { MAX_EXPANSION_DAYS } from '../../shared/schedule.js';
+import { MAX_EXPANSION_DAYS } from '../../shared/schedule/schedule.js';
 
 const scheduleRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   app.post(

@@ -10,7 +10,7 @@ import {
 } from '../../schemas/operator.js';
 import { problemResponses } from '../../schemas/problem.js';
 import { createdResponse, deprecatedResponse, pageResponse } from '../../schemas/responses.js';
-import { DEPRECATIONS } from '../../services/deprecations.js';
+import { DEPRECATIONS } from '../../shared/deprecations.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
 import { PageQuery, sendPage } from '../shared/pages.js';

@@ -1,6 +1,6 @@
 // Removed interfaces that no configuration revives (docs/api-reference.md 4.4): they answer 410 to anyone, naming the successor.
 import type { FastifyInstance } from 'fastify';
-import { DEPRECATIONS } from '../../services/deprecations.js';
+import { DEPRECATIONS } from '../../shared/deprecations.js';
 import { removalError } from '../shared/removed.js';
 
 /** The lock-server binary sync (removed 01.01.2018) had no documented format to revive; its successor is 6.2. */

@@ -2,7 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { defaultsOptional } from '../../schemas/query.js';
-import type { Page } from '../../services/pagination.js';
+import type { Page } from '../../shared/pagination.js';
 import { linkValue, routePath } from './headers.js';
 
 export const PageQuery = defaultsOptional(

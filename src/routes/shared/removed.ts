@@ -1,8 +1,8 @@
 // Removed interfaces (docs/api-reference.md 4.4): 410 with Sunset and a successor link, unless an operator keeps one alive.
 import type { FastifyReply } from 'fastify';
 import { GoneError } from '../../errors.js';
-import { DEPRECATIONS, deprecationHeaders, removalNotice, type Deprecation } from '../../services/deprecations.js';
-import { REMOVED_NFC_CHANNEL, type RevivedInterfaces } from '../../services/vocabulary.js';
+import { DEPRECATIONS, deprecationHeaders, removalNotice, type Deprecation } from '../../shared/deprecations.js';
+import { REMOVED_NFC_CHANNEL, type RevivedInterfaces } from '../../shared/vocabulary.js';
 
 /**
  * The 410 for a removed interface, built only from its registry entry: the removal notice, `Sunset` (RFC 8594), the

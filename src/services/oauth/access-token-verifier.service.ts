@@ -1,9 +1,9 @@
 // Access-token verification (docs/api-reference.md 3.4, RFC 9068 section 4) and its cache of tokens already checked.
 import { errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { Clock } from '../context.js';
-import type { KeyService } from '../key.service.js';
-import type { RevocationService } from '../revocation.service.js';
-import type { Api } from '../scopes.js';
+import type { KeyService } from '../keys/signing-key.service.js';
+import type { RevocationService } from './revoked-access-tokens.service.js';
+import type { Api } from '../../shared/scopes.js';
 import {
   ACCESS_TOKEN_ALGORITHMS,
   ACCESS_TOKEN_TYPE,

@@ -1,10 +1,10 @@
 // The access token (docs/api-reference.md 3.4, RFC 9068): its claims, its issuing and signing, and the error a bad one raises.
 import { randomUUID } from 'node:crypto';
-import type { AuthenticatedClient } from '../client.service.js';
+import type { AuthenticatedClient } from './client.service.js';
 import type { Clock } from '../context.js';
-import { signCompactJwsJson } from '../jws.js';
-import type { KeyService } from '../key.service.js';
-import type { Api } from '../scopes.js';
+import { signCompactJwsJson } from '../../shared/jws.js';
+import type { KeyService } from '../keys/signing-key.service.js';
+import type { Api } from '../../shared/scopes.js';
 
 /** The verified claims of an access token (docs/api-reference.md 3.4), as the APIs use them. */
 export interface AccessTokenClaims {

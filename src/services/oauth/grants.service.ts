@@ -11,14 +11,14 @@ import {
 import { consumeRefreshToken, findRefreshToken, insertRefreshToken } from '../../db/repositories/refresh-token.repo.js';
 import { OAuthError } from '../../errors.js';
 import { recordChange } from '../audit.service.js';
-import type { AuthenticatedClient } from '../client.service.js';
+import type { AuthenticatedClient } from './client.service.js';
 import type { Clock } from '../context.js';
-import { randomToken, sha256 } from '../crypto.js';
-import type { KeyService } from '../key.service.js';
-import type { DomainMetrics } from '../metrics.js';
-import type { RevocationService } from '../revocation.service.js';
-import { DECOMMISSIONED_CLIENT_SCOPES, DEVICE_SCOPES, isAccessScope, isKnownScope, isOperatorScope, type Api } from '../scopes.js';
-import { MAX_USERNAME_LENGTH, type UserService } from '../user.service.js';
+import { randomToken, sha256 } from '../../shared/crypto.js';
+import type { KeyService } from '../keys/signing-key.service.js';
+import type { DomainMetrics } from '../domain-metrics.js';
+import type { RevocationService } from './revoked-access-tokens.service.js';
+import { DECOMMISSIONED_CLIENT_SCOPES, DEVICE_SCOPES, isAccessScope, isKnownScope, isOperatorScope, type Api } from '../../shared/scopes.js';
+import { MAX_USERNAME_LENGTH, type UserService } from './user.service.js';
 import { createAccessTokenIssuer } from './access-token.js';
 import { revokeFamily, type RefreshFamilyDependencies } from './refresh-family.js';
 
@@ -30,7 +30,7 @@ export interface GrantServiceOptions {
   keys: KeyService;
   users: UserService;
   revocations: RevocationService;
-  /** Counts refused logins and lockouts (services/metrics.ts). */
+  /** Counts refused logins and lockouts (services/domain-metrics.ts). */
   metrics: DomainMetrics;
   accessTokenTtlSeconds: number;
   refreshTokenTtlSeconds: number;

@@ -4,7 +4,7 @@ import { revokeRefreshFamily, type RefreshTokenRecord } from '../../db/repositor
 import type { EventType } from '../../shared/event-types.js';
 import { recordChange } from '../audit.service.js';
 import type { Clock } from '../context.js';
-import type { RevocationService } from '../revocation.service.js';
+import type { RevocationService } from './revoked-access-tokens.service.js';
 
 export interface RefreshFamilyDependencies {
   db: Database;

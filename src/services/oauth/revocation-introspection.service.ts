@@ -1,11 +1,11 @@
 // Token revocation (RFC 7009) and introspection (RFC 7662, docs/api-reference.md 3.3) of access and refresh tokens.
 import type { Database } from '../../db/database.js';
 import { findRefreshToken } from '../../db/repositories/refresh-token.repo.js';
-import type { AuthenticatedClient } from '../client.service.js';
+import type { AuthenticatedClient } from './client.service.js';
 import type { Clock } from '../context.js';
-import { sha256 } from '../crypto.js';
-import type { RevocationService } from '../revocation.service.js';
-import { INTROSPECTION_SCOPE } from '../scopes.js';
+import { sha256 } from '../../shared/crypto.js';
+import type { RevocationService } from './revoked-access-tokens.service.js';
+import { INTROSPECTION_SCOPE } from '../../shared/scopes.js';
 import { looksLikeJwt, type AccessTokenClaims } from './access-token.js';
 import type { AccessTokenVerifier } from './access-token-verifier.service.js';
 import { revokeFamily, type RefreshFamilyDependencies } from './refresh-family.js';

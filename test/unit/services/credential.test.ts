@@ -4,8 +4,8 @@ import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { Database } from '../../../src/db/database.js';
 import { createCredentialService, type SignableTicket, type StoredCredential } from '../../../src/services/credential.service.js';
-import type { KeyService } from '../../../src/services/key.service.js';
-import { secretsKeyOf } from '../../../src/services/crypto.js';
+import type { KeyService } from '../../../src/services/keys/signing-key.service.js';
+import { secretsKeyOf } from '../../../src/shared/crypto.js';
 
 const LIFETIME_S = 7 * 86400;
 const NOW = Date.UTC(2026, 5, 1, 8, 0, 0, 400);

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import type { TicketRecord } from '../../../src/db/repositories/ticket.repo.js';
 import { ticketStatus, toTicket, validityErrors } from '../../../src/services/ticket.service.js';
-import { parseRevivedInterfaces } from '../../../src/services/vocabulary.js';
+import { parseRevivedInterfaces } from '../../../src/shared/vocabulary.js';
 
 const NOW = 1_767_225_600_000;
 

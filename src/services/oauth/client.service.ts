@@ -1,0 +1,232 @@
+// OAuth clients (docs/api-reference.md 3.7): create, list, read, delete, rotate the secret, and authenticate at the token endpoint.
+import { randomBytes } from 'node:crypto';
+import type { Database, Queryable } from '../../db/database.js';
+import { holdMobileDeviceForBinding } from '../../db/repositories/mobile-device.repo.js';
+import { holdSecuredObjectForBinding } from '../../db/repositories/secured-object.repo.js';
+import {
+  deleteClient,
+  findClient,
+  findTenantClient,
+  insertClient,
+  listClients,
+  updateClientSecret,
+  type ClientRecord,
+} from '../../db/repositories/client.repo.js';
+import { BadRequestError, NotFoundError, UnprocessableError } from '../../errors.js';
+import { recordChange } from '../audit.service.js';
+import type { ActionContext, Clock } from '../context.js';
+import { digestsEqual, randomToken, sha256 } from '../../shared/crypto.js';
+import { decodeCursor, pageOf, type Page } from '../../shared/pagination.js';
+import type { RevocationService } from './revoked-access-tokens.service.js';
+import { ALL_SCOPES, isKnownScope } from '../../shared/scopes.js';
+
+/** What the API shows of a client: never the secret or its hash (docs/security-cases.md 36). */
+export interface Client {
+  clientId: string;
+  name: string;
+  scopes: string[];
+  mobileDeviceId?: string;
+  securedObjectId?: string;
+  creationDate: number;
+  /** docs/api-reference.md 4.1: its lock was deleted, so it may only sync. Absent otherwise. */
+  decommissioned?: true;
+}
+
+export interface NewClient {
+  name: string;
+  scopes: string[];
+  mobileDeviceId?: string | undefined;
+  securedObjectId?: string | undefined;
+}
+
+export interface AuthenticatedClient {
+  clientId: string;
+  tenantId: string;
+  scopes: string[];
+  mobileDeviceId: string | null;
+  securedObjectId: string | null;
+  /** docs/api-reference.md 4.1: the change number at which its lock was deleted; null while the lock stands. */
+  decommissionedSeq: number | null;
+}
+
+export interface ClientServiceOptions {
+  db: Database;
+  clock: Clock;
+  revocations: RevocationService;
+  /** Access-token lifetime: how long a deleted client's tokens must stay refused. */
+  accessTokenTtlMs: number;
+}
+
+export function toClient(record: ClientRecord): Client {
+  return {
+    clientId: record.clientId,
+    name: record.name,
+    scopes: record.scopes,
+    ...(record.mobileDeviceId !== null ? { mobileDeviceId: record.mobileDeviceId } : {}),
+    ...(record.securedObjectId !== null ? { securedObjectId: record.securedObjectId } : {}),
+    creationDate: record.createdAt,
+    ...(record.decommissionedSeq !== null ? { decommissioned: true as const } : {}),
+  };
+}
+
+/**
+ * Authenticated clients are kept in memory, so the token endpoint answers a known client without a query. An entry
+ * is dropped when any instance deletes the client, rotates its secret or decommissions it (the revocation feed), and
+ * re-read after a while anyway; a presented secret that does not match the entry is always checked against the database.
+ */
+const CLIENT_CACHE_MAX_AGE_MS = 60_000;
+const CLIENT_CACHE_MAX_ENTRIES = 10_000;
+
+interface CachedClient {
+  client: AuthenticatedClient;
+  secretHash: Buffer;
+  loadedAt: number;
+}
+
+/** Compared against when the client id is unknown, so both failures do the same work (docs/security-cases.md 2). */
+const DUMMY_SECRET_HASH = sha256(randomBytes(32).toString('base64url'));
+
+export function createClientService(options: ClientServiceOptions) {
+  const { db, clock, revocations } = options;
+  const cache = new Map<string, CachedClient>();
+  /** Bumped by every invalidation: a look-up that overlapped one does not fill the cache with what it read. */
+  let cacheGeneration = 0;
+  revocations.onClientChanged((clientId) => {
+    cache.delete(clientId);
+    cacheGeneration++;
+  });
+
+  function remember(clientId: string, entry: CachedClient): void {
+    cache.delete(clientId);
+    // Map order is insertion order: the first key is the entry loaded longest ago.
+    if (cache.size >= CLIENT_CACHE_MAX_ENTRIES) cache.delete(cache.keys().next().value as string);
+    cache.set(clientId, entry);
+  }
+
+  function validate(input: NewClient): void {
+    const unknown = input.scopes.filter((scope) => !isKnownScope(scope));
+    if (unknown.length > 0) {
+      // docs/api-reference.md 3.7: unknown scopes are a 400.
+      throw new BadRequestError(`Unknown scopes: ${unknown.join(', ')}. Known scopes: ${ALL_SCOPES.join(' ')}.`, [
+        { field: 'scopes', message: `unknown scope ${unknown.join(', ')}` },
+      ]);
+    }
+    if (input.mobileDeviceId !== undefined && input.securedObjectId !== undefined) {
+      throw new UnprocessableError('A client is bound to one mobile device or one secured object, not both.', [
+        { field: 'securedObjectId', message: 'cannot be combined with mobileDeviceId' },
+      ]);
+    }
+  }
+
+  return {
+    /** Creates a client in the caller's transaction; the secret is in this answer only. */
+    async createIn(tx: Queryable, context: ActionContext, input: NewClient): Promise<Client & { clientSecret: string }> {
+      validate(input);
+      // A bound client reaches only its device's or lock's data (docs/api-reference.md 3.7): it must exist in the tenant,
+      // and stay until this commits, so that its deletion sees this client (docs/api-reference.md 4.1, 4.2).
+      if (input.mobileDeviceId !== undefined && !(await holdMobileDeviceForBinding(tx, context.tenantId, input.mobileDeviceId))) {
+        throw new UnprocessableError(`No mobile device ${input.mobileDeviceId} in this tenant.`, [
+          { field: 'mobileDeviceId', message: 'no such mobile device' },
+        ]);
+      }
+      if (input.securedObjectId !== undefined && !(await holdSecuredObjectForBinding(tx, context.tenantId, input.securedObjectId))) {
+        throw new UnprocessableError(`No secured object ${input.securedObjectId} in this tenant.`, [
+          { field: 'securedObjectId', message: 'no such secured object' },
+        ]);
+      }
+      const clientSecret = randomToken(32);
+      const record: ClientRecord = {
+        clientId: randomToken(16),
+        tenantId: context.tenantId,
+        name: input.name,
+        secretHash: sha256(clientSecret),
+        scopes: [...new Set(input.scopes)],
+        mobileDeviceId: input.mobileDeviceId ?? null,
+        securedObjectId: input.securedObjectId ?? null,
+        createdAt: clock(),
+        decommissionedSeq: null,
+      };
+      await insertClient(tx, record);
+      await recordChange(tx, context, record.createdAt, 'client.created', `client:${record.clientId}`, { clientId: record.clientId });
+      return { ...toClient(record), clientSecret };
+    },
+
+    async create(context: ActionContext, input: NewClient): Promise<Client & { clientSecret: string }> {
+      return db.transaction((tx) => this.createIn(tx, context, input));
+    },
+
+    async get(tenantId: string, clientId: string): Promise<Client> {
+      const record = await findTenantClient(db, tenantId, clientId);
+      if (!record) throw new NotFoundError(`No OAuth client ${clientId}.`);
+      return toClient(record);
+    },
+
+    async list(tenantId: string, limit: number, cursor?: string): Promise<Page<Client>> {
+      const rows = await listClients(db, tenantId, decodeCursor(cursor), limit + 1);
+      return pageOf(rows, limit, (row) => ({ createdAt: row.createdAt, id: row.clientId }), toClient);
+    },
+
+    /** Deletes the client and refuses its access tokens everywhere within seconds (docs/api-reference.md 3.4). */
+    async delete(context: ActionContext, clientId: string): Promise<void> {
+      const deleted = await db.transaction(async (tx) => {
+        if (!(await deleteClient(tx, context.tenantId, clientId))) return false;
+        await revocations.record(tx, 'client', clientId, clock() + options.accessTokenTtlMs);
+        await recordChange(tx, context, clock(), 'client.deleted', `client:${clientId}`, { clientId });
+        return true;
+      });
+      if (!deleted) throw new NotFoundError(`No OAuth client ${clientId}.`);
+      await revocations.refresh();
+    },
+
+    /** A new secret, shown once; the old one stops working at once. Issued access tokens stay valid. */
+    async rotateSecret(context: ActionContext, clientId: string): Promise<Client & { clientSecret: string }> {
+      const clientSecret = randomToken(32);
+      const record = await db.transaction(async (tx) => {
+        const updated = await updateClientSecret(tx, context.tenantId, clientId, sha256(clientSecret));
+        if (!updated) return null;
+        // Other instances drop their cached copy of the old secret (revocation feed, docs/api-reference.md 3.4's 5 s).
+        await revocations.record(tx, 'client-secret', clientId, clock() + options.accessTokenTtlMs);
+        await recordChange(tx, context, clock(), 'client.secret_rotated', `client:${clientId}`, { clientId });
+        return updated;
+      });
+      if (!record) throw new NotFoundError(`No OAuth client ${clientId}.`);
+      await revocations.refresh();
+      return { ...toClient(record), clientSecret };
+    },
+
+    /**
+     * The client if the secret matches, else null. A known client presenting its secret is answered from the cache;
+     * unknown ids and wrong secrets cost the same: one look-up, one hash, one constant-time comparison
+     * (docs/security-cases.md 2).
+     */
+    async authenticate(clientId: string, clientSecret: string): Promise<AuthenticatedClient | null> {
+      const presented = sha256(clientSecret);
+      const cached = cache.get(clientId);
+      if (
+        cached &&
+        clock() - cached.loadedAt < CLIENT_CACHE_MAX_AGE_MS &&
+        digestsEqual(presented, cached.secretHash)
+      ) {
+        return cached.client;
+      }
+      // Every failure takes this path, whether the id is unknown or the secret wrong: one look-up, one constant-time
+      // comparison (docs/security-cases.md 2). A secret rotated on another instance is found here at once.
+      const generation = cacheGeneration;
+      const record = await findClient(db, clientId);
+      const matches = digestsEqual(presented, record ? record.secretHash : DUMMY_SECRET_HASH);
+      if (!record || !matches) return null;
+      const client: AuthenticatedClient = {
+        clientId: record.clientId,
+        tenantId: record.tenantId,
+        scopes: record.scopes,
+        mobileDeviceId: record.mobileDeviceId,
+        securedObjectId: record.securedObjectId,
+        decommissionedSeq: record.decommissionedSeq,
+      };
+      if (generation === cacheGeneration) remember(clientId, { client, secretHash: record.secretHash, loadedAt: clock() });
+      return client;
+    },
+  };
+}
+
+export type ClientService = ReturnType<typeof createClientService>;

@@ -1,0 +1,259 @@
+// The explain service's pure part (src/services/explain.service.ts, docs/api-reference.md 8.6): every reason of the one
+// rule mapped to the API's words, schedules (which arrive with a later issue: hand-made `win` claims here), the
+// revocation not yet applied, the key check, the lock's clock and channels, and the summary over several tickets.
+import { describe, expect, it } from 'vitest';
+import {
+  describeCheck,
+  explainTicket,
+  lockReasons,
+  summarize,
+  type ExplainRequest,
+  type LockView,
+  type TicketEvidence,
+} from '../../../src/services/explain.service.js';
+import { ACCESS_CHECK_CODES, type AccessCheckCode } from '../../../src/shared/explain-rules.js';
+import type { CredentialCheckReason, CredentialClaims } from '../../../src/shared/credential-check.js';
+
+const ISSUER = 'https://locks.test/tenants/acme';
+const BEGIN = Date.UTC(2026, 8, 1, 8, 0, 0);
+const END = BEGIN + 30 * 86_400_000;
+const LIFETIME = 604_800;
+const AT = BEGIN + 3_600_000;
+
+const claims = (overrides: Partial<CredentialClaims> = {}): CredentialClaims => ({
+  iss: ISSUER,
+  jti: 'ticket-1',
+  sub: 'phone',
+  aud: 'door',
+  nbf: BEGIN / 1000,
+  exp: BEGIN / 1000 + LIFETIME,
+  iat: BEGIN / 1000,
+  beginDate: BEGIN,
+  endDate: END,
+  cmd: ['open'],
+  chn: ['btlespp'],
+  ...overrides,
+});
+
+const HEADER = { alg: 'EdDSA', kid: 'key-1', typ: 'ticket+jwt' };
+
+const lock = (overrides: Partial<LockView> = {}): LockView => ({
+  issuer: ISSUER,
+  securedObjectId: 'door',
+  maxCredentialLifetime: LIFETIME,
+  channels: ['btlespp'],
+  revoked: new Set(),
+  publishedKids: new Set(['key-1']),
+  keySetPending: false,
+  clockOffsetMs: null,
+  ...overrides,
+});
+
+const request = (overrides: Partial<ExplainRequest> = {}): ExplainRequest => ({ command: 'open', channel: 'btlespp', at: AT, lockTime: AT, ...overrides });
+
+const ticket = (overrides: Partial<TicketEvidence['ticket']> = {}): TicketEvidence['ticket'] => ({
+  id: 'ticket-1',
+  beginDate: BEGIN,
+  endDate: END,
+  revokedAt: null,
+  revocationAppliedAt: null,
+  ...overrides,
+});
+
+const held = (claimOverrides: Partial<CredentialClaims> = {}, ticketOverrides: Partial<TicketEvidence['ticket']> = {}, header: unknown = HEADER): TicketEvidence => ({
+  ticket: ticket(ticketOverrides),
+  held: { header, claims: claims(claimOverrides) },
+  onceDownloaded: null,
+});
+
+const codes = (result: { reasons: { code: string }[] }) => result.reasons.map((reason) => reason.code);
+
+describe('describeCheck', () => {
+  // Typed over every refusal: a reason added to the rule fails to compile here until the test says what it becomes.
+  const EXPECTED: Record<Exclude<CredentialCheckReason, 'valid'>, AccessCheckCode> = {
+    'invalid time': 'invalid-time',
+    'lock not provisioned': 'lock-not-provisioned',
+    'lock decommissioned': 'lock-decommissioned',
+    'not a ticket credential': 'malformed-credential',
+    'malformed credential': 'malformed-credential',
+    'wrong issuer': 'wrong-issuer',
+    'wrong lock': 'wrong-lock',
+    "lifetime exceeds the lock's maximum": 'lifetime-exceeds-maximum',
+    'not yet valid': 'not-yet-valid',
+    expired: 'expired',
+    'outside schedule': 'outside-schedule',
+    'command not permitted': 'command-not-granted',
+    'channel not permitted': 'channel-not-granted',
+    revoked: 'revoked',
+  };
+
+  it.each(Object.entries(EXPECTED) as [Exclude<CredentialCheckReason, 'valid'>, AccessCheckCode][])('maps %j to %s, with a message', (reason, code) => {
+    const described = describeCheck({ decision: 'deny', reason }, claims(), ticket({ endDate: AT }), lock(), request());
+    expect(described.code).toBe(code);
+    expect(described.message.length).toBeGreaterThan(20);
+    expect(ACCESS_CHECK_CODES).toContain(described.code);
+  });
+
+  it('maps an opening to valid, naming until when', () => {
+    expect(describeCheck({ decision: 'open', reason: 'valid' }, claims(), ticket(), lock(), request())).toEqual({
+      code: 'valid',
+      message: `The lock opens: the credential permits open over btlespp until ${new Date(BEGIN + LIFETIME * 1000).toISOString()}.`,
+    });
+  });
+
+  it('tells a credential that ran out from a ticket that ended, by the lock\'s time against the ticket\'s end', () => {
+    const expired = { decision: 'deny', reason: 'expired' } as const;
+    expect(describeCheck(expired, claims(), ticket(), lock(), request({ lockTime: END - 1 })).code).toBe('credential-expired');
+    expect(describeCheck(expired, claims(), ticket(), lock(), request({ lockTime: END })).code).toBe('expired');
+    // A revoked ticket is never renewed: its credential simply expired.
+    expect(describeCheck(expired, claims(), ticket({ revokedAt: BEGIN }), lock(), request({ lockTime: END - 1 })).code).toBe('expired');
+  });
+
+  it('names the issuer and the lock a foreign credential was made for', () => {
+    expect(describeCheck({ decision: 'deny', reason: 'wrong issuer' }, claims({ iss: 'http://old.test/tenants/acme' }), ticket(), lock(), request()).message).toContain(
+      'http://old.test/tenants/acme',
+    );
+    expect(describeCheck({ decision: 'deny', reason: 'wrong lock' }, claims({ aud: 'gate' }), ticket(), lock(), request()).message).toContain('gate');
+  });
+});
+
+describe('explainTicket', () => {
+  it('allows a held credential that the rule opens', () => {
+    expect(explainTicket(held(), lock(), request(), AT)).toEqual({ decision: 'allow', reasons: [expect.objectContaining({ code: 'valid' })] });
+  });
+
+  describe('outside-schedule (docs/api-reference.md 9: the credential carries `win`)', () => {
+    const win: [number, number][] = [
+      [BEGIN + 5 * 3_600_000, BEGIN + 6 * 3_600_000],
+      [BEGIN, BEGIN + 1_800_000],
+      [BEGIN + 26 * 3_600_000, BEGIN + 27 * 3_600_000],
+    ];
+
+    it('answers the next window\'s start, ISO and ms, judged on the lock\'s clock', () => {
+      const result = explainTicket(held({ win }), lock(), request(), AT);
+      expect(result.decision).toBe('deny');
+      const next = BEGIN + 5 * 3_600_000;
+      expect(result.reasons).toEqual([
+        {
+          code: 'outside-schedule',
+          message: `Outside the ticket's schedule: the next window opens at ${new Date(next).toISOString()} (${next} ms) on the lock's clock.`,
+          nextWindowStart: next,
+        },
+      ]);
+      // Inside a window it opens; at a window's end it is outside again, and the next one is named.
+      expect(explainTicket(held({ win }), lock(), request({ lockTime: BEGIN + 5 * 3_600_000 }), AT).decision).toBe('allow');
+      expect(explainTicket(held({ win }), lock(), request({ lockTime: BEGIN + 6 * 3_600_000 }), AT).reasons[0]).toMatchObject({ nextWindowStart: BEGIN + 26 * 3_600_000 });
+    });
+
+    it('says when the credential holds no later window', () => {
+      const result = explainTicket(held({ win }), lock(), request({ lockTime: BEGIN + 27 * 3_600_000 }), AT);
+      expect(result.reasons).toEqual([{ code: 'outside-schedule', message: expect.stringContaining('no later window') }]);
+    });
+
+    it('for a ticket not downloaded, says it of the credential a download would carry', () => {
+      const evidence: TicketEvidence = { ticket: ticket(), held: null, onceDownloaded: claims({ win }) };
+      const result = explainTicket(evidence, lock(), request(), AT);
+      expect(codes(result)).toEqual(['not-downloaded', 'outside-schedule']);
+      expect(result.reasons[1]).toMatchObject({ message: expect.stringMatching(/^Once downloaded: Outside/), nextWindowStart: BEGIN + 5 * 3_600_000 });
+    });
+  });
+
+  it('refuses a credential whose key is no longer published, before the claims are read, as a lock verifying the signature does', () => {
+    const result = explainTicket(held({ cmd: ['clos'] }), lock({ publishedKids: new Set(['key-2']) }), request(), AT);
+    expect(result).toEqual({ decision: 'deny', reasons: [{ code: 'key-not-published', message: expect.stringContaining('key-1') }] });
+    // A header of another type is refused as such by the rule, whatever its key.
+    expect(codes(explainTicket(held({}, {}, { ...HEADER, typ: 'at+jwt', kid: 'key-9' }), lock(), request(), AT))).toEqual(['malformed-credential']);
+    expect(codes(explainTicket(held({}, {}, null), lock(), request(), AT))).toEqual(['malformed-credential']);
+  });
+
+  it('a withdrawn key the lock has not learnt of yet: judged as the lock still holding it would, and said so', () => {
+    const withdrawn = lock({ publishedKids: new Set(['key-2']), keySetPending: true });
+    expect(explainTicket(held(), withdrawn, request(), AT)).toEqual({
+      decision: 'allow',
+      reasons: [{ code: 'key-not-published', message: expect.stringContaining('MAY STILL OPEN') }],
+    });
+    // Refused anyway for another reason: that reason first, the key's state beside it.
+    expect(codes(explainTicket(held({ cmd: ['clos'] }), withdrawn, request(), AT))).toEqual(['command-not-granted', 'key-not-published']);
+    // Revoked too and not applied: both are said.
+    expect(codes(explainTicket(held({}, { revokedAt: BEGIN + 60_000 }), withdrawn, request(), AT))).toEqual(['key-not-published', 'revocation-not-applied']);
+  });
+
+  it('revoked: allow with revocation-not-applied while the lock has not applied it, revoked once it has', () => {
+    const revokedAt = BEGIN + 60_000;
+    const pending = explainTicket(held({}, { revokedAt }), lock(), request(), AT);
+    expect(pending).toEqual({ decision: 'allow', reasons: [{ code: 'revocation-not-applied', message: expect.stringContaining('MAY STILL OPEN') }] });
+    const applied = explainTicket(held({}, { revokedAt, revocationAppliedAt: revokedAt + 1 }), lock({ revoked: new Set(['ticket-1']) }), request(), AT);
+    expect(applied).toEqual({ decision: 'deny', reasons: [expect.objectContaining({ code: 'revoked' })] });
+    // Refused for another reason first: the revocation's state is said beside it.
+    expect(codes(explainTicket(held({}, { revokedAt }), lock(), request({ command: 'clos' }), AT))).toEqual(['command-not-granted', 'revocation-not-applied']);
+    expect(
+      codes(explainTicket(held({}, { revokedAt, revocationAppliedAt: revokedAt }), lock({ revoked: new Set(['ticket-1']) }), request({ lockTime: END }), AT)),
+    ).toEqual(['expired', 'revoked']);
+  });
+
+  it('not downloaded: when it will be, and never for a revoked or ended ticket', () => {
+    const notHeld = (overrides: Partial<TicketEvidence> = {}): TicketEvidence => ({ ticket: ticket(), held: null, onceDownloaded: claims(), ...overrides });
+    expect(explainTicket(notHeld(), lock(), request(), AT)).toEqual({
+      decision: 'deny',
+      reasons: [{ code: 'not-downloaded', message: expect.stringContaining('next download') }],
+    });
+    const from = BEGIN - LIFETIME * 1000 + 1000;
+    expect(explainTicket(notHeld({ credentialAvailableFrom: from }), lock(), request(), AT).reasons[0]).toEqual({
+      code: 'not-downloaded',
+      message: expect.stringContaining(`${new Date(from).toISOString()} (${from} ms)`),
+      credentialAvailableFrom: from,
+    });
+    expect(explainTicket(notHeld({ ticket: ticket({ revokedAt: BEGIN }), onceDownloaded: null }), lock(), request(), AT).reasons).toEqual([
+      { code: 'not-downloaded', message: expect.stringContaining('revoked') },
+    ]);
+    expect(explainTicket(notHeld({ ticket: ticket({ endDate: AT }) }), lock(), request(), AT + 1).reasons[0]!.message).toContain('ended');
+  });
+
+  it('channel-not-supported: the phone cannot reach the lock that way, so no credential is judged', () => {
+    const result = explainTicket(held({ chn: ['btlespp', 'nfccard'] }), lock(), request({ channel: 'nfccard' }), AT);
+    expect(result).toEqual({ decision: 'deny', reasons: [{ code: 'channel-not-supported', message: expect.stringContaining('supports btlespp') }] });
+  });
+
+  it('clock-drift beyond 30 s, either way; the decision is the lock\'s at its own time', () => {
+    expect(lockReasons(lock({ clockOffsetMs: 30_000 }), request())).toEqual([]);
+    expect(lockReasons(lock({ clockOffsetMs: -30_000 }), request())).toEqual([]);
+    expect(lockReasons(lock({ clockOffsetMs: 30_001 }), request())[0]).toMatchObject({ code: 'clock-drift', message: expect.stringContaining('30 s ahead of') });
+    expect(lockReasons(lock({ clockOffsetMs: -90_000 }), request({ lockTime: AT - 90_000 }))[0]).toMatchObject({
+      code: 'clock-drift',
+      message: expect.stringContaining(`90 s behind the server's: it judges ${new Date(AT).toISOString()} as ${new Date(AT - 90_000).toISOString()}`),
+    });
+    const drifted = explainTicket(held(), lock({ clockOffsetMs: -90_000 }), request({ lockTime: BEGIN - 1 }), AT);
+    expect(codes(drifted)).toEqual(['not-yet-valid', 'clock-drift']);
+  });
+});
+
+describe('summarize', () => {
+  const reason = (code: AccessCheckCode, message: string = code) => ({ code, message });
+
+  it('no ticket: no-token, with what concerns the lock', () => {
+    expect(summarize([], [reason('clock-drift')])).toEqual({ decision: 'deny', reasons: [expect.objectContaining({ code: 'no-token' }), reason('clock-drift')] });
+  });
+
+  it('allow when any ticket opens, with only the opening tickets\' reasons', () => {
+    const result = summarize(
+      [
+        { decision: 'deny', reasons: [reason('expired')] },
+        { decision: 'allow', reasons: [reason('revocation-not-applied')] },
+        { decision: 'allow', reasons: [reason('valid')] },
+      ],
+      [],
+    );
+    expect(result).toEqual({ decision: 'allow', reasons: [reason('revocation-not-applied'), reason('valid')] });
+  });
+
+  it('deny with every ticket\'s reasons, each code once (the newest ticket\'s message)', () => {
+    const result = summarize(
+      [
+        { decision: 'deny', reasons: [reason('expired', 'newest'), reason('clock-drift')] },
+        { decision: 'deny', reasons: [reason('expired', 'older'), reason('revoked'), reason('clock-drift')] },
+      ],
+      [reason('clock-drift')],
+    );
+    expect(result).toEqual({ decision: 'deny', reasons: [reason('expired', 'newest'), reason('clock-drift'), reason('revoked')] });
+  });
+});
