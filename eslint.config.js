@@ -33,6 +33,15 @@ const LAYERS_FROM_SHARED = {
   message: 'src/shared holds definitions every layer may use, so it imports none of the layers.',
 };
 
+const DB_FROM_ROUTES = {
+  regex: '(^|/)db(/|$)',
+  message: 'Routes call services, never the database: take what a route needs from a service (convention 1, no SQL in handlers).',
+};
+const LAYERS_FROM_CONFIG = {
+  regex: '(^|/)(services|plugins|schemas|db|routes|simulator)(/|$)|^\\.\\/(app|server|cli|logger)\\.js$',
+  message: 'src/config.ts imports nothing above src/shared: every layer reads the configuration, so it depends on none of them.',
+};
+
 /** The import rule with these patterns. One rule per file: a later block replaces an earlier one, so each repeats ROUTES. */
 const restrictImports = (...patterns) => ({ 'no-restricted-imports': ['error', { patterns }] });
 
@@ -51,4 +60,17 @@ export default tseslint.config(
   { files: ['src/services/**/*.ts'], rules: restrictImports(ROUTES, PLUGINS_FROM_SERVICES, FASTIFY) },
   { files: ['src/schemas/**/*.ts'], rules: restrictImports(ROUTES, SERVICES_FROM_SCHEMAS) },
   { files: ['src/shared/**/*.ts'], rules: restrictImports(ROUTES, LAYERS_FROM_SHARED) },
+  { files: ['src/routes/**/*.ts'], rules: restrictImports(DB_FROM_ROUTES) },
+  // Configuration comes from the environment once, validated at start (convention 7): only the entry points read it.
+  {
+    files: ['src/**/*.ts'],
+    ignores: ['src/server.ts', 'src/cli.ts', 'src/simulator/cli.ts'],
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        { object: 'process', property: 'env', message: 'Only src/server.ts and src/cli.ts read process.env: take the value from the validated Config.' },
+      ],
+    },
+  },
+  { files: ['src/config.ts'], rules: restrictImports(ROUTES, LAYERS_FROM_CONFIG) },
 );

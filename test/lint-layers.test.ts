@@ -96,7 +96,40 @@ const VIOLATIONS: { rule: string; path: string; code: string; message: RegExp }[
     code: importing('./routes/oauth/index.js'),
     message: /src\/routes/,
   },
+  {
+    rule: 'routes must not import the database',
+    path: 'src/routes/operator/example.ts',
+    code: importing('../../db/repositories/ticket.repo.js'),
+    message: /never the database/,
+  },
+  {
+    rule: 'routes must not import the database types either',
+    path: 'src/routes/access/example.ts',
+    code: "import type { GroupRecord } from '../../db/repositories/group.repo.js';\nexport type Group = GroupRecord;\n",
+    message: /never the database/,
+  },
+  {
+    rule: 'the configuration must not import services',
+    path: 'src/config.ts',
+    code: importing('./services/index.js'),
+    message: /src\/config\.ts/,
+  },
+  {
+    rule: 'the configuration must not import the database',
+    path: 'src/config.ts',
+    code: importing('./db/open.js'),
+    message: /src\/config\.ts/,
+  },
+  {
+    rule: 'the configuration must not import the app',
+    path: 'src/config.ts',
+    code: importing('./app.js'),
+    message: /src\/config\.ts/,
+  },
 ];
+
+/** Code that reads the environment, which only the entry points may. */
+const READS_ENVIRONMENT = 'export const port = process.env.PORT;\n';
 
 const CLEAN: { path: string; sources: string[] }[] = [
   {
@@ -115,15 +148,17 @@ const CLEAN: { path: string; sources: string[] }[] = [
       '../shared/pages.js',
       '../../services/ticket.service.js',
       '../../schemas/operator.js',
+      '../../plugins/oauth-errors.js',
     ],
   },
+  { path: 'src/config.ts', sources: ['@sinclair/typebox', './shared/deprecations.js'] },
   { path: 'src/plugins/example.ts', sources: ['fastify-plugin', '../services/index.js', '../errors.js'] },
   {
     path: 'src/services/example.service.ts',
     sources: [
       '../db/repositories/ticket.repo.js',
       '../errors.js',
-      './pagination.js',
+      '../shared/pagination.js',
       '../shared/scopes.js',
     ],
   },
@@ -131,7 +166,7 @@ const CLEAN: { path: string; sources: string[] }[] = [
     path: 'src/db/repositories/example.repo.ts',
     sources: [
       '../database.js',
-      '../keyset.js',
+      '../../shared/keyset.js',
       './ticket.repo.js',
       '../../errors.js',
     ],
@@ -145,6 +180,18 @@ describe('the layers’ import rules', () => {
     expect(messages).toHaveLength(1);
     expect(messages[0]!.ruleId).toBe('no-restricted-imports');
     expect(messages[0]!.message).toMatch(message);
+  });
+
+  it.each(['src/services/example.service.ts', 'src/db/open.ts', 'src/routes/ops/example.ts', 'src/config.ts'])(
+    '%s must not read process.env',
+    async (path) => {
+      const messages = await lint(path, READS_ENVIRONMENT);
+      expect(messages.map(({ ruleId }) => ruleId)).toEqual(['no-restricted-properties']);
+    },
+  );
+
+  it.each(['src/server.ts', 'src/cli.ts'])('%s may read process.env', async (path) => {
+    expect(await lint(path, READS_ENVIRONMENT)).toEqual([]);
   });
 
   it.each(CLEAN)('$path may import what lies below it', async ({ path, sources }) => {

@@ -1,4 +1,5 @@
-// Classifies driver errors ("the database is unavailable" (503), a cancelled statement) and checks for text it cannot store.
+// The one mapping of database errors: what a driver error means for the request (unavailable, a concurrent change, text it
+// cannot store), which the API and OAuth renderers both answer from, and the check for text the database cannot store.
 
 /** SQLSTATE classes and driver codes that mean the database cannot serve right now (not the client's fault). */
 export function isDatabaseUnavailable(error: unknown): boolean {
@@ -80,4 +81,41 @@ export function holdsUnstorableText(value: unknown): boolean {
  */
 export function assertStorableText(value: unknown): void {
   if (holdsUnstorableText(value)) throw new UnstorableTextError();
+}
+
+/** What a database error means for the request that met it, and what to tell its client. */
+export interface DatabaseErrorMeaning {
+  /** `unavailable` and `conflict` are transient (503, nothing written, retry); `unstorable` is the client's text (400). */
+  kind: 'unavailable' | 'conflict' | 'unstorable';
+  status: 400 | 503;
+  /** One sentence for the client: what happened and what to do. */
+  detail: string;
+}
+
+const UNAVAILABLE: DatabaseErrorMeaning = {
+  kind: 'unavailable',
+  status: 503,
+  detail: 'The service cannot reach its database right now. Retry shortly.',
+};
+const CONFLICT: DatabaseErrorMeaning = {
+  kind: 'conflict',
+  status: 503,
+  detail: 'The request met a concurrent change and was not applied. Retry it.',
+};
+const UNSTORABLE: DatabaseErrorMeaning = {
+  kind: 'unstorable',
+  status: 400,
+  detail: 'The request holds a character the service cannot store (such as U+0000).',
+};
+
+/**
+ * The meaning of `error` when it is one the database raised for a reason the request may hear about, else null (a
+ * 500 whose detail reveals nothing). Every renderer answers from this, so the APIs (problem details) and the OAuth
+ * endpoints (RFC 6749 bodies) never disagree about a database error.
+ */
+export function meaningOfDatabaseError(error: unknown): DatabaseErrorMeaning | null {
+  if (isDatabaseUnavailable(error)) return UNAVAILABLE;
+  if (isTransactionConflict(error)) return CONFLICT;
+  if (isUnstorableText(error)) return UNSTORABLE;
+  return null;
 }

@@ -3,7 +3,7 @@ import { STATUS_CODES as HTTP_REASONS } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
-import { isDatabaseUnavailable, isTransactionConflict, isUnstorableText } from '../db/errors.js';
+import { meaningOfDatabaseError } from '../db/errors.js';
 import { PROBLEM_TYPE_BASE, ProblemError, ServiceUnavailableError, type FieldError } from '../errors.js';
 
 interface AjvErrorLike {
@@ -201,13 +201,11 @@ export function toProblem(error: FastifyError | Error, options?: ProblemDetailsO
       extensions: { errorCount: count },
     });
   }
-  if (isDatabaseUnavailable(error)) return new ServiceUnavailableError();
-  // Rolled back for a concurrent change (a deadlock the database broke): transient, and nothing was written.
-  if (isTransactionConflict(error)) return new ServiceUnavailableError('The request met a concurrent change and was not applied. Retry it.');
-  if (isUnstorableText(error)) {
-    return new ProblemError(400, 'bad-request', 'Bad Request', {
-      detail: 'The request holds a character the service cannot store (such as U+0000).',
-    });
+  const database = meaningOfDatabaseError(error);
+  if (database) {
+    return database.status === 503
+      ? new ServiceUnavailableError(database.detail)
+      : new ProblemError(400, 'bad-request', 'Bad Request', { detail: database.detail });
   }
   const status = fastifyError.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {

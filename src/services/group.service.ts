@@ -222,3 +222,6 @@ export function createGroupService({ db, clock, kind, metrics }: GroupServiceOpt
 }
 
 export type GroupService = ReturnType<typeof createGroupService>;
+
+/** A resident or lock group as the service hands it out; the routes shape their answers from it. */
+export type { GroupRecord };

@@ -2,7 +2,7 @@
 // registers them with its own schemas, so TypeBox infers every body and parameter from the schema that validates it.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type Static, type TObject } from '@sinclair/typebox';
-import type { GroupRecord } from '../../db/repositories/group.repo.js';
+import type { GroupRecord } from '../../services/group.service.js';
 import { GroupIdParams, LockGroupSchema, NewLockGroupSchema, NewResidentSchema, RenameSchema, ResidentSchema } from '../../schemas/access.js';
 import { problemResponses } from '../../schemas/problem.js';
 import { createdResponse, pageResponse } from '../../schemas/responses.js';

@@ -2,9 +2,9 @@
 // metadata (RFC 8414) and JWKS (RFC 7517). Errors keep RFC 6749's `{error, error_description}` form.
 import formbody from '@fastify/formbody';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isDatabaseUnavailable, isTransactionConflict, isUnstorableText } from '../../db/errors.js';
 import { OAuthError } from '../../errors.js';
 import { addressKey, rateLimitHook } from '../../plugins/client-rate-limit.js';
+import { NO_STORE, sendOAuthError, toOAuthError } from '../../plugins/oauth-errors.js';
 import type { Services } from '../../services/index.js';
 import { GRANT_TYPES, grantOutcomeOf, type GrantType } from '../../services/domain-metrics.js';
 import type { TokenResponse } from '../../services/oauth/grants.service.js';
@@ -17,16 +17,8 @@ export interface OAuthRoutesOptions {
   rateLimitPerMinute: number;
 }
 
-const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
 const REALM = 'oauth';
 
-function sendOAuthError(reply: FastifyReply, error: OAuthError): FastifyReply {
-  return reply
-    .code(error.status)
-    .headers({ ...NO_STORE, ...error.headers })
-    .type('application/json')
-    .send({ error: error.error, error_description: error.description });
-}
 
 /**
  * RFC 6749 5.1's body as JSON text, written directly rather than by walking the object: the access token is a compact
@@ -38,37 +30,6 @@ function serializeTokenResponse(body: TokenResponse): string {
   return `${json}}`;
 }
 
-/** Maps anything thrown in this context to an RFC 6749 5.2 body. */
-function toOAuthError(error: FastifyError): OAuthError {
-  if (error instanceof OAuthError) return error;
-  if (isUnstorableText(error)) return new OAuthError('invalid_request', 'The request holds a character the server cannot store.');
-  if (isDatabaseUnavailable(error)) {
-    return new OAuthError('temporarily_unavailable', 'The server cannot reach its database. Retry shortly.', 503, {
-      'retry-after': '1',
-    });
-  }
-  if (isTransactionConflict(error)) {
-    return new OAuthError('temporarily_unavailable', 'The request met a concurrent change and was not applied. Retry it.', 503, {
-      'retry-after': '1',
-    });
-  }
-  switch (error.statusCode) {
-    case 413:
-      return new OAuthError('invalid_request', 'The request body is too large.', 413);
-    case 415:
-      return new OAuthError(
-        'invalid_request',
-        'The request body must be application/x-www-form-urlencoded (RFC 6749 section 4).',
-      );
-    case 429:
-      return new OAuthError('temporarily_unavailable', 'Too many requests from this address. Retry later.', 429);
-    default:
-      if (typeof error.statusCode === 'number' && error.statusCode < 500) {
-        return new OAuthError('invalid_request', 'The request is malformed.');
-      }
-      return new OAuthError('server_error', 'An unexpected error occurred.', 500);
-  }
-}
 
 /** docs/security-cases.md 5: credentials and grant parameters travel in the body, never in the URL. */
 function refuseQueryParameters(request: FastifyRequest): void {
