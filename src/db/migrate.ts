@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import type { Database, Queryable } from './database.js';
 
 /** src/db and dist/db are both two levels below the project root. */
-export const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations', import.meta.url));
+export const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/', import.meta.url));
 
 /** Any constant works; it only has to be the same for every instance of this service. */
 const MIGRATION_LOCK_KEY = 7_318_442_901;

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { OPENAPI_DOCUMENTS, readCommittedDocument } from '../../scripts/openapi-files.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const REDOCLY = join(ROOT, 'node_modules/.bin/redocly');
 const CONFIG = join(ROOT, 'redocly.yaml');
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The repository root: spawned processes run from here, like `npm start`. */
-export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** Variables passed through to children; everything else (DATABASE_URL, TEST_DATABASE_URL, PORT, …) is left out. */
 const PASSED_THROUGH = ['PATH', 'HOME', 'TMPDIR', 'TEMP', 'TMP', 'LANG', 'SystemRoot'];
