@@ -48,6 +48,11 @@ export function judge(result: SendResult, attempts: number, now: number, delayAf
   return { ok, gone, nextAttemptAt, outcome };
 }
 
+/** An attempt as the log keeps it (docs/api-reference.md 10): the event sent, when, and what the sender made of the answer. */
+function logEntry(eventId: string, time: number, result: SendResult) {
+  return { eventId, time, statusCode: result.statusCode ?? null, error: result.error ?? null, durationMs: result.durationMs };
+}
+
 export function createAttemptRecorder(
   context: DeliveryContext,
   options: {
@@ -129,7 +134,7 @@ export function createAttemptRecorder(
           tx,
           outcomes.map((o) => ({
             settlement: o.settlement,
-            attempt: { eventId: o.delivery.event.id, time: now, statusCode: o.result.statusCode ?? null, error: o.result.error ?? null, durationMs: o.result.durationMs },
+            attempt: logEntry(o.delivery.event.id, now, o.result),
           })),
         );
         // A stale claim (another worker took the delivery after this one's lease ran out) changes nothing more.
@@ -157,13 +162,7 @@ export function createAttemptRecorder(
       const cutShort: AttemptInput[] = [];
       for (const { batch, results } of sent) {
         const key = { tenantId: batch.tenantId, webhookId: batch.webhookId };
-        const attemptOf = (index: number, result: SendResult) => ({
-          eventId: batch.events[index]!.id,
-          time: now,
-          statusCode: result.statusCode ?? null,
-          error: result.error ?? null,
-          durationMs: result.durationMs,
-        });
+        const attemptOf = (index: number, result: SendResult) => logEntry(batch.events[index]!.id, now, result);
         if (results.some((result) => result === null)) {
           results.forEach((result, index) => result && cutShort.push({ ...key, ...attemptOf(index, result), nextAttemptAt: null }));
           // The lease is released, the cursor stays (no bound past it): the whole batch is sent again by the next claim,
@@ -201,18 +200,7 @@ export function createAttemptRecorder(
 
     /** Logs a test ping's attempt (`POST /operatorapi/webhooks/{id}/test`): it schedules nothing and counts in no metric. */
     async recordTestPing(tenantId: string, webhookId: string, eventId: string, result: SendResult): Promise<void> {
-      await insertAttempts(db, [
-        {
-          tenantId,
-          webhookId,
-          eventId,
-          time: clock(),
-          statusCode: result.statusCode ?? null,
-          error: result.error ?? null,
-          durationMs: result.durationMs,
-          nextAttemptAt: null,
-        },
-      ]);
+      await insertAttempts(db, [{ tenantId, webhookId, ...logEntry(eventId, clock(), result), nextAttemptAt: null }]);
     },
 
     /** Deletes the attempts logged before the retention, in bounded batches; answers how many went. */
