@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
-import { signatures } from '../src/services/webhooks/delivery-worker.js';
+import { signatures } from '../src/services/webhooks/sender.js';
 import { newWebhookSecret } from '../src/services/webhooks/signing-secrets.js';
 
 type Verify = (secret: string, headers: Record<string, string>, rawBody: string) => boolean;

@@ -30,7 +30,7 @@ import { createAccessLogService } from './access-log.service.js';
 import { createLockTelemetryService } from './lock-telemetry.service.js';
 import { createScheduleService } from '../shared/schedule/preview.js';
 import { createRequestLoad } from './webhooks/pacing.js';
-import { createWebhookDeliveryService, parseRetrySchedule } from './webhooks/delivery-worker.js';
+import { createWebhookDeliveryService, parseRetrySchedule } from './webhooks/delivery.service.js';
 import { createWebhookService } from './webhooks/subscription.service.js';
 import { createWebhookUrlGuard, type Resolver } from './webhooks/url-guard.js';
 import { noMetrics, type DomainMetrics } from './domain-metrics.js';
@@ -117,7 +117,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     ...(resolveHost ? { resolve: resolveHost } : {}),
   });
   const webhooks = createWebhookService({ db, clock, secretsKey, urlGuard: webhookUrlGuard });
-  // The API requests this instance serves: the webhook worker yields to them (delivery-pacing.ts).
+  // The API requests this instance serves: the webhook worker yields to them (services/webhooks/pacing.ts).
   const requestLoad = createRequestLoad();
   const webhookDeliveries = createWebhookDeliveryService({
     db,

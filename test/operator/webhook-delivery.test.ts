@@ -14,7 +14,7 @@ import {
   replayDeliveries,
 } from '../../src/db/repositories/webhook-delivery.repo.js';
 import { createLogger } from '../../src/logger.js';
-import { createWebhookDeliveryService, type WebhookDeliveryOptions, type WebhookDeliveryService } from '../../src/services/webhooks/delivery-worker.js';
+import { createWebhookDeliveryService, type WebhookDeliveryOptions, type WebhookDeliveryService } from '../../src/services/webhooks/delivery.service.js';
 import { createWebhookUrlGuard, type Resolver, type WebhookUrlGuard } from '../../src/services/webhooks/url-guard.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { clientToken, createClient, type TenantFixture } from '../helpers/oauth.js';

@@ -1,5 +1,10 @@
 // SQL for webhook delivery (docs/api-reference.md 10): fresh events sent from each subscription's cursor (migration 018), the
 // deliveries of retries and replays claimed and settled (migrations 013, 015), and the attempt log.
+//
+// One repository for the worker, the attempt recorder and the operator's endpoints alike: a claim and the recording
+// of its outcome fence each other (`sending_claim`, `claims`, which a replay moves too), one statement writes the
+// cursor, the retry rows and the log at once (recordFreshBatches), and every recorder takes a subscription before its
+// delivery rows, in one order (LOCKED_WEBHOOKS).
 import type { Queryable } from '../database.js';
 import { WIRE_EVENT_COLUMNS, toWireEvent, type WireEvent, type WireEventRow } from './audit.repo.js';
 
