@@ -1,9 +1,8 @@
-// Schemas of the Device API (docs/api-reference.md 6): downloaded tickets with credentials, and lock sync answers.
+// Schemas of credentials (docs/api-reference.md 6.3, 8.3): the downloaded ticket carrying one, and its signed parts decoded.
 import { Type } from '@sinclair/typebox';
-import { defaultsOptional } from './query.js';
-import { ChannelSchema, CommandSchema, TICKET_EXAMPLE, TicketSchema } from './operator.js';
-import { named } from './named.js';
-import { PublicJwkSchema } from './oauth.js';
+import { ChannelSchema, CommandSchema, named } from './common.js';
+import { TICKET_EXAMPLE, TicketSchema } from './ticket.js';
+import { KEY_SET_EXAMPLE, KeySetSchema } from './ticket-key.js';
 
 /**
  * The examples' credential: really signed (Ed25519) by the key of the examples' key sets (`kid` tk-2026-01), so a
@@ -47,134 +46,6 @@ export const DownloadedTicketSchema = named(
     ...TICKET_EXAMPLE,
     downloadDate: 1767229200000,
     credential: EXAMPLE_CREDENTIAL,
-  },
-);
-
-export const SyncQuery = defaultsOptional(
-  Type.Object(
-    {
-      cursor: Type.Optional(
-        Type.String({ minLength: 1, maxLength: 200, description: 'The cursor of the previous answer: only changes after it.' }),
-      ),
-      limit: Type.Integer({ minimum: 1, maximum: 1000, default: 1000, description: 'Most changes in one answer, 1 to 1000.' }),
-    },
-    { additionalProperties: false },
-  ),
-);
-
-/** A JWKS (RFC 7517 section 5): public keys only. */
-export const KeySetSchema = named(
-  'KeySet',
-  Type.Object(
-    {
-      keys: Type.Array(PublicJwkSchema),
-    },
-    { description: 'The tenant\'s published ticket keys (docs/api-reference.md 8.1): announced, signing, and retired ones still needed.' },
-  ),
-  {
-    keys: [
-      {
-        kty: 'OKP',
-        crv: 'Ed25519',
-        kid: 'tk-2026-01',
-        alg: 'EdDSA',
-        use: 'sig',
-        x: 'i-L6qlN8xAkZHVVbJW3osXToVyKx1-2CLNwvRcbYW-E',
-      },
-    ],
-  },
-);
-
-export const TrustSchema = named(
-  'LockTrust',
-  Type.Object({
-    issuer: Type.String({ description: 'The tenant\'s credential issuer: a lock accepts only credentials whose `iss` is exactly this.' }),
-    securedObjectId: Type.String({ description: 'The lock\'s own id: a credential\'s `aud` must be exactly this.' }),
-    keys: KeySetSchema,
-    maxCredentialLifetime: Type.Integer({
-      description: 'CREDENTIAL_MAX_LIFETIME in seconds: no credential lasts longer (`exp - iat`); a lock refuses one that claims to.',
-    }),
-  }),
-  {
-    issuer: 'https://acs.example.com/tenants/demo',
-    securedObjectId: 'front-door',
-    keys: {
-      keys: [
-        {
-          kty: 'OKP',
-          crv: 'Ed25519',
-          kid: 'tk-2026-01',
-          alg: 'EdDSA',
-          use: 'sig',
-          x: 'i-L6qlN8xAkZHVVbJW3osXToVyKx1-2CLNwvRcbYW-E',
-        },
-      ],
-    },
-    maxCredentialLifetime: 604800,
-  },
-);
-
-export const SyncAnswerSchema = named(
-  'SyncAnswer',
-  Type.Object({
-    tokens: Type.Array(TicketSchema, { description: 'Tickets for this lock created (and still valid) since the cursor.' }),
-    revocations: Type.Array(
-      named(
-        'SyncRevocation',
-        Type.Object({
-          tokenId: Type.String({ description: 'The revoked ticket.' }),
-          revocationDate: Type.Integer({ description: 'When it was revoked, Unix milliseconds.' }),
-        }),
-        { tokenId: '7c6b5a49-3827-4165-9f0e-d1c2b3a49586', revocationDate: 1767312000000 },
-      ),
-      { description: 'Tickets for this lock revoked since the cursor that have not expired yet.' },
-    ),
-    cursor: Type.String({ description: 'Send it back as `cursor` to get only later changes; unchanged when nothing changed.' }),
-    serial: Type.Integer({
-      description:
-        'The change-log position the lock has reached once it applied this answer: a revocation list (docs/api-reference.md 8.3) ' +
-        'with a serial at or below it holds nothing new for the lock.',
-    }),
-    keys: Type.Optional(
-      Type.Composite([KeySetSchema], {
-        description: 'On a full sync and after the tenant\'s key set changed (docs/api-reference.md 8.1): the lock replaces its keys with these.',
-      }),
-    ),
-    decommissioned: Type.Optional(
-      Type.Literal(true, {
-        description: 'The lock was deleted: this client syncs the revocations the deletion caused and nothing else (docs/api-reference.md 4.1).',
-      }),
-    ),
-  }),
-  {
-    tokens: [
-      {
-        id: '0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c',
-        securedObjectId: 'front-door',
-        mobileDeviceId: 'phone-alice-1',
-        beginDate: 1767225600000,
-        endDate: 1798761600000,
-        creationDate: 1767225600000,
-        commands: ['open'],
-        channels: ['btlespp'],
-        status: 'VALID',
-      },
-    ],
-    revocations: [{ tokenId: '7c6b5a49-3827-4165-9f0e-d1c2b3a49586', revocationDate: 1767312000000 }],
-    cursor: 'c3luYzoxNw',
-    serial: 17,
-    keys: {
-      keys: [
-        {
-          kty: 'OKP',
-          crv: 'Ed25519',
-          kid: 'tk-2026-01',
-          alg: 'EdDSA',
-          use: 'sig',
-          x: 'i-L6qlN8xAkZHVVbJW3osXToVyKx1-2CLNwvRcbYW-E',
-        },
-      ],
-    },
   },
 );
 
@@ -323,6 +194,6 @@ export const RevocationListClaimsSchema = named(
     serial: 17,
     iat: 1767312000,
     revoked: ['7c6b5a49-3827-4165-9f0e-d1c2b3a49586'],
-    keys: { keys: [{ kty: 'OKP', crv: 'Ed25519', kid: 'tk-2026-01', alg: 'EdDSA', use: 'sig', x: 'i-L6qlN8xAkZHVVbJW3osXToVyKx1-2CLNwvRcbYW-E' }] },
+    keys: KEY_SET_EXAMPLE,
   },
 );
