@@ -60,25 +60,31 @@ const Algorithm = Type.Unsafe<'EdDSA' | 'ES256'>({
   description: 'The tenant\'s ticket key\'s algorithm; a lock refuses one that does not match the key `kid` names.',
 });
 
-export const CredentialHeaderSchema = named(
-  'CredentialHeader',
-  Type.Object(
-    {
-      alg: Algorithm,
-      kid: Type.String({ description: 'The signing key: one of the tenant\'s ticket keys (GET /tenants/{tenant}/jwks.json).' }),
-      typ: Type.Unsafe<'ticket+jwt'>({
-        type: 'string',
-        enum: ['ticket+jwt'],
-        description: 'Exactly `ticket+jwt` (RFC 8725 section 3.11): never an access token or a revocation list.',
-      }),
-    },
-    {
-      additionalProperties: false,
-      description: 'The protected header of a credential (RFC 7515 section 4), the first base64url part of the compact JWS.',
-    },
-  ),
-  { alg: 'EdDSA', kid: 'tk-2026-01', typ: 'ticket+jwt' },
-);
+/**
+ * The protected header (RFC 7515 section 4) of what the Device API signs with a ticket key, the first base64url part of
+ * the compact JWS. Credentials and revocation lists share the key and the header's shape: only `typ` tells them apart
+ * (RFC 8725 section 3.11), so a lock never takes one for the other.
+ */
+function signedHeaderSchema<Typ extends string>(title: string, typ: Typ, descriptions: { header: string; kid: string; typ: string }) {
+  return named(
+    title,
+    Type.Object(
+      {
+        alg: Algorithm,
+        kid: Type.String({ description: descriptions.kid }),
+        typ: Type.Unsafe<Typ>({ type: 'string', enum: [typ], description: descriptions.typ }),
+      },
+      { additionalProperties: false, description: descriptions.header },
+    ),
+    { alg: 'EdDSA', kid: 'tk-2026-01', typ },
+  );
+}
+
+export const CredentialHeaderSchema = signedHeaderSchema('CredentialHeader', 'ticket+jwt', {
+  header: 'The protected header of a credential (RFC 7515 section 4), the first base64url part of the compact JWS.',
+  kid: 'The signing key: one of the tenant\'s ticket keys (GET /tenants/{tenant}/jwks.json).',
+  typ: 'Exactly `ticket+jwt` (RFC 8725 section 3.11): never an access token or a revocation list.',
+});
 
 export const CredentialClaimsSchema = named(
   'CredentialClaims',
@@ -143,22 +149,11 @@ export const CredentialClaimsSchema = named(
   },
 );
 
-export const RevocationListHeaderSchema = named(
-  'RevocationListHeader',
-  Type.Object(
-    {
-      alg: Algorithm,
-      kid: Type.String({ description: 'The signing key: one of the tenant\'s ticket keys.' }),
-      typ: Type.Unsafe<'revocation-list+jwt'>({
-        type: 'string',
-        enum: ['revocation-list+jwt'],
-        description: 'Exactly `revocation-list+jwt`: never mistaken for a credential.',
-      }),
-    },
-    { additionalProperties: false, description: 'The protected header of a revocation list.' },
-  ),
-  { alg: 'EdDSA', kid: 'tk-2026-01', typ: 'revocation-list+jwt' },
-);
+export const RevocationListHeaderSchema = signedHeaderSchema('RevocationListHeader', 'revocation-list+jwt', {
+  header: 'The protected header of a revocation list.',
+  kid: 'The signing key: one of the tenant\'s ticket keys.',
+  typ: 'Exactly `revocation-list+jwt`: never mistaken for a credential.',
+});
 
 export const RevocationListClaimsSchema = named(
   'RevocationListClaims',
