@@ -4,6 +4,16 @@ import { ChannelSchema, CommandSchema, defaultsOptional, named, PAGE_PARAMETERS 
 import { ScheduleSchema } from './schedule.js';
 import { NewTicketSchema } from './ticket.js';
 
+/** The example permission of the documents: as requested, and in the answer that shows it made. */
+const NEW_ACCESS_PERMISSION_EXAMPLE = {
+  residentId: '2f1c3a4e-8b9d-4c0e-9f1a-2b3c4d5e6f70',
+  lockGroupId: '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d',
+  beginDate: 1767225600000,
+  endDate: 1798761600000,
+  commands: ['open'],
+  channels: ['btlespp'],
+};
+
 export const NewAccessPermissionSchema = named(
   'NewAccessPermission',
   Type.Object(
@@ -18,16 +28,7 @@ export const NewAccessPermissionSchema = named(
     },
     {
       additionalProperties: false,
-      examples: [
-        {
-          residentId: '2f1c3a4e-8b9d-4c0e-9f1a-2b3c4d5e6f70',
-          lockGroupId: '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d',
-          beginDate: 1767225600000,
-          endDate: 1798761600000,
-          commands: ['open'],
-          channels: ['btlespp'],
-        },
-      ],
+      examples: [NEW_ACCESS_PERMISSION_EXAMPLE],
     },
   ),
 );
@@ -48,12 +49,7 @@ export const AccessPermissionSchema = named(
   }),
   {
     id: '6c5d4e3f-2a1b-4c0d-9e8f-7a6b5c4d3e2f',
-    residentId: '2f1c3a4e-8b9d-4c0e-9f1a-2b3c4d5e6f70',
-    lockGroupId: '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d',
-    beginDate: 1767225600000,
-    endDate: 1798761600000,
-    commands: ['open'],
-    channels: ['btlespp'],
+    ...NEW_ACCESS_PERMISSION_EXAMPLE,
     creationDate: 1767225600000,
     tokenCount: 4,
   },
