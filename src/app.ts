@@ -18,7 +18,7 @@ import healthRoutes from './routes/ops/health.js';
 import landingRoutes from './routes/ops/landing.js';
 import oauthRoutes from './routes/oauth/index.js';
 import oauthDocs from './routes/oauth/docs.js';
-import tenantJwksRoutes from './routes/keys/tenant-jwks.js';
+import tenantJwksRoutes from './routes/oauth/tenant-jwks.js';
 import accessApi from './routes/access/index.js';
 import deviceApi from './routes/device/index.js';
 import operatorApi from './routes/operator/index.js';
@@ -214,6 +214,8 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
     rateLimitPerMinute: config.TOKEN_RATE_LIMIT_PER_MINUTE,
   });
   await typed.register(oauthDocs);
+  // Documented with the OAuth endpoints (routes/oauth/openapi-document.ts), but outside their context: its errors are
+  // problem details, not RFC 6749 bodies.
   await typed.register(tenantJwksRoutes, { services });
   await typed.register(operatorApi, { services, tokenUrl, rateLimitPerMinute: config.API_RATE_LIMIT_PER_MINUTE });
   await typed.register(accessApi, { services, tokenUrl: '/oauth2/token', rateLimitPerMinute: config.API_RATE_LIMIT_PER_MINUTE });

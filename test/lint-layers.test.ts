@@ -147,7 +147,7 @@ const CLEAN: { path: string; sources: string[] }[] = [
       'fastify',
       '../shared/pages.js',
       '../../services/ticket.service.js',
-      '../../schemas/operator.js',
+      '../../schemas/ticket.js',
       '../../plugins/oauth-errors.js',
     ],
   },

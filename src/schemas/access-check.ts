@@ -2,9 +2,8 @@
 import { Type } from '@sinclair/typebox';
 import { ACCESS_CHECK_CODES, MAX_EXPLAINED_TICKETS } from '../shared/explain-rules.js';
 import { COMMANDS } from '../shared/vocabulary.js';
-import { defaultsOptional } from './query.js';
-import { TicketStatusSchema } from './operator.js';
-import { named } from './named.js';
+import { defaultsOptional, Millis, named } from './common.js';
+import { TicketStatusSchema } from './ticket.js';
 
 export const AccessCheckQuery = defaultsOptional(
   Type.Object(
@@ -12,13 +11,10 @@ export const AccessCheckQuery = defaultsOptional(
       mobileDeviceId: Type.String({ minLength: 1, maxLength: 128, description: 'The phone (mobile device) asking.' }),
       securedObjectId: Type.String({ minLength: 1, maxLength: 128, description: 'The lock (secured object) asked.' }),
       at: Type.Optional(
-        Type.Integer({
-          minimum: 0,
-          maximum: 8640000000000000,
-          description:
-            'The instant asked about, Unix milliseconds, server time (docs/api-reference.md 7.4\'s range). Default: now. The lock ' +
+        Millis(
+          'The instant asked about, Unix milliseconds, server time (docs/api-reference.md 7.4\'s range). Default: now. The lock ' +
             'judges it on its own clock: `at` plus its estimated clock offset (answered as `lockTime`).',
-        }),
+        ),
       ),
       command: Type.Union([Type.Literal('open'), Type.Literal('clos'), Type.Literal('tokn')], {
         default: 'open',

@@ -1,11 +1,6 @@
 // Schemas of access logs (docs/api-reference.md 8.5): the uploads of the Device API and the Operator API's entries and filters.
 import { Type } from '@sinclair/typebox';
-import { ID_PATTERN } from './operator.js';
-import { defaultsOptional } from './query.js';
-import { named } from './named.js';
-
-/** docs/api-reference.md 7.4: times are integers of Unix milliseconds within JavaScript's date range. */
-const Millis = (description: string) => Type.Integer({ minimum: 0, maximum: 8640000000000000, description });
+import { defaultsOptional, ID_PATTERN, Millis, named, PAGE_PARAMETERS } from './common.js';
 
 /** Most entries one upload holds: a lock (or phone) with more sends several uploads. */
 export const MAX_UPLOAD_ENTRIES = 1000;
@@ -166,8 +161,7 @@ export const AccessLogQuery = defaultsOptional(
       result: Type.Optional(ResultSchema),
       from: Type.Optional(Millis('Only entries at or after this lock time, Unix milliseconds.')),
       to: Type.Optional(Millis('Only entries before this lock time, Unix milliseconds.')),
-      limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Page size, 1 to 1000.' }),
-      cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'Opaque cursor from `Link: rel="next"`.' })),
+      ...PAGE_PARAMETERS,
     },
     { additionalProperties: false },
   ),

@@ -2,7 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import { DOCUMENTED_ENUM } from '../shared/documented-enum.js';
 import { ALL_SCOPES } from '../shared/scopes.js';
-import { named } from './named.js';
+import { named } from './common.js';
 
 // The client service checks a requested scope (a 400 naming the known ones, docs/api-reference.md 3.7); the documents list them.
 export const ScopeSchema = Type.String({

@@ -3,7 +3,7 @@
 // forms themselves (routes/oauth/index.ts), so these schemas describe them without validating anything.
 import { Type } from '@sinclair/typebox';
 import { ALL_SCOPES } from '../shared/scopes.js';
-import { named } from './named.js';
+import { named } from './common.js';
 
 const GRANT_TYPES = ['client_credentials', 'password', 'refresh_token'];
 const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post'];

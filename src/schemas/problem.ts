@@ -1,6 +1,6 @@
 // The RFC 9457 problem details body every API answers errors with (docs/api-reference.md 7.1).
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { ResponseHeaders } from './responses.js';
+import { ResponseHeaders } from './common.js';
 
 export const FieldErrorSchema = Type.Object({
   field: Type.String({ description: 'The offending field, as a path into the request (`commands[0]`, `limit`).' }),

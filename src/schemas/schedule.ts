@@ -3,7 +3,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { MAX_EXCEPTED_DATES, MAX_EXPANSION_DAYS, MAX_INSTANT, MAX_SCHEDULE_WINDOWS, WEEKDAYS } from '../shared/schedule/schedule.js';
 import { DOCUMENTED_ENUM } from '../shared/documented-enum.js';
-import { named } from './named.js';
+import { named } from './common.js';
 
 // The shape only: types, required members and no unknown ones (a 400, docs/api-reference.md 4.3), with the limits as
 // bounds on the work a request can cause. Which strings are days, times and dates is validateSchedule's (a 422 whose

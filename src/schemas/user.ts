@@ -1,7 +1,7 @@
 // Schemas of Access API user management (docs/api-reference.md 3.7).
 import { Type } from '@sinclair/typebox';
 import { USERNAME_PATTERN } from '../shared/usernames.js';
-import { named } from './named.js';
+import { named } from './common.js';
 
 export const UsernameParams = Type.Object({
   username: Type.String({ minLength: 1, maxLength: 128, description: 'The username (without `@TENANT`).' }),

@@ -1,10 +1,6 @@
 // Schemas of webhook deliveries (docs/api-reference.md 10): the attempt log, replay and the test ping.
 import { Type } from '@sinclair/typebox';
-import { defaultsOptional } from './query.js';
-import { named } from './named.js';
-
-/** docs/api-reference.md 7.4: times are integers of Unix milliseconds within JavaScript's date range. */
-const Millis = (description: string) => Type.Integer({ minimum: 0, maximum: 8640000000000000, description });
+import { defaultsOptional, Millis, named, PAGE_PARAMETERS } from './common.js';
 
 export const WebhookIdParams = Type.Object({
   id: Type.String({ minLength: 1, maxLength: 256, description: 'The subscription\'s id.' }),
@@ -44,8 +40,7 @@ export const WebhookAttemptQuery = defaultsOptional(
   Type.Object(
     {
       eventId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Only the attempts of this event (its id, the `webhook-id`).' })),
-      limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Page size, 1 to 1000.' }),
-      cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'Opaque cursor from `Link: rel="next"`.' })),
+      ...PAGE_PARAMETERS,
     },
     { additionalProperties: false },
   ),

@@ -1,7 +1,7 @@
 // Schemas of webhook subscriptions (docs/api-reference.md 10).
 import { Type } from '@sinclair/typebox';
 import { EVENT_TYPES, type EventType } from '../shared/event-types.js';
-import { named } from './named.js';
+import { named } from './common.js';
 
 const MAX_URL_LENGTH = 2048;
 const MAX_DESCRIPTION_LENGTH = 500;

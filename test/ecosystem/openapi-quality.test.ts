@@ -44,7 +44,7 @@ interface OpenApiDocument {
 /** What anyone may read without credentials (RFC 8414, RFC 7517): the metadata and the key sets. */
 const PUBLIC_OPERATIONS = new Set(['GET /.well-known/oauth-authorization-server', 'GET /.well-known/jwks.json', 'GET /tenants/{tenant}/jwks.json']);
 
-/** The errors of the OAuth document's operations that read no form (routes/oauth/index.ts, routes/keys/tenant-jwks.ts). */
+/** The errors of the OAuth document's operations that read no form (routes/oauth/index.ts, routes/oauth/tenant-jwks.ts). */
 const OAUTH_ERRORS: Record<string, string[]> = {
   'GET /.well-known/oauth-authorization-server': ['429', '500'],
   'GET /.well-known/jwks.json': ['429', '500'],

@@ -1,13 +1,14 @@
 // /v1/access-permissions (docs/api-reference.md 5): grant a resident a lock group; one call makes every device × lock ticket.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { AccessPermissionQuery, AccessPermissionSchema, GroupIdParams, NewAccessPermissionSchema } from '../../schemas/access.js';
-import { TicketSchema } from '../../schemas/operator.js';
+import { AccessPermissionQuery, AccessPermissionSchema, NewAccessPermissionSchema } from '../../schemas/access-permission.js';
+import { GroupIdParams } from '../../schemas/group.js';
+import { TicketSchema } from '../../schemas/ticket.js';
+import { createdResponse, PageQuery, pageResponse } from '../../schemas/common.js';
 import { problemResponses } from '../../schemas/problem.js';
-import { createdResponse, pageResponse } from '../../schemas/responses.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
-import { PageQuery, sendPage } from '../shared/pages.js';
+import { sendPage } from '../shared/pages.js';
 import { resourcePath } from '../shared/headers.js';
 
 const tags = ['Access permissions'];

@@ -1,10 +1,11 @@
 // /v1/mobiledevices and /v1/securedobjects (docs/api-reference.md 5): what the property-management app may group.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { MobileDeviceSchema, SecuredObjectSchema } from '../../schemas/operator.js';
+import { MobileDeviceSchema } from '../../schemas/mobile-device.js';
+import { SecuredObjectSchema } from '../../schemas/secured-object.js';
+import { PageQuery, pageResponse } from '../../schemas/common.js';
 import { problemResponses } from '../../schemas/problem.js';
-import { pageResponse } from '../../schemas/responses.js';
 import type { Services } from '../../services/index.js';
-import { PageQuery, sendPage } from '../shared/pages.js';
+import { sendPage } from '../shared/pages.js';
 
 const config = { scope: 'devices:read' };
 const security = [{ bearer: ['devices:read'] }];

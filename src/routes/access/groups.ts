@@ -3,13 +3,20 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type Static, type TObject } from '@sinclair/typebox';
 import type { GroupRecord } from '../../services/group.service.js';
-import { GroupIdParams, LockGroupSchema, NewLockGroupSchema, NewResidentSchema, RenameSchema, ResidentSchema } from '../../schemas/access.js';
+import {
+  GroupIdParams,
+  LockGroupSchema,
+  NewLockGroupSchema,
+  NewResidentSchema,
+  RenameSchema,
+  ResidentSchema,
+} from '../../schemas/group.js';
+import { createdResponse, PageQuery, pageResponse } from '../../schemas/common.js';
 import { problemResponses } from '../../schemas/problem.js';
-import { createdResponse, pageResponse } from '../../schemas/responses.js';
 import type { GroupService } from '../../services/group.service.js';
 import { actionContext } from '../shared/context.js';
 import { pathSegment } from '../shared/headers.js';
-import { PageQuery, sendPage } from '../shared/pages.js';
+import { sendPage } from '../shared/pages.js';
 
 /** The Fastify instance a TypeBox route plugin receives. */
 type TypeBoxApp = Parameters<FastifyPluginAsyncTypebox>[0];

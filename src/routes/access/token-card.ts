@@ -1,10 +1,9 @@
 // GET /v1/residents/{id}/token-card (docs/api-reference.md 5): the data for a v2 token card; v1 cards were removed on 01.03.2019.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { GroupIdParams } from '../../schemas/access.js';
-import { named } from '../../schemas/named.js';
+import { GroupIdParams } from '../../schemas/group.js';
+import { named, noStoreResponse } from '../../schemas/common.js';
 import { problemResponses } from '../../schemas/problem.js';
-import { noStoreResponse } from '../../schemas/responses.js';
 import { DEPRECATIONS } from '../../shared/deprecations.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';

@@ -2,7 +2,7 @@
 // access log, uploaded by the lock itself or relayed by a phone.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { LockAccessLogUploadSchema, RelayedAccessLogUploadSchema, UploadAnswerSchema } from '../../schemas/access-log.js';
-import { ObjectIdParams } from '../../schemas/operator.js';
+import { ObjectIdParams } from '../../schemas/common.js';
 import { problemResponses } from '../../schemas/problem.js';
 import type { Services } from '../../services/index.js';
 

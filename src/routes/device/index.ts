@@ -11,7 +11,7 @@ import {
   CredentialHeaderSchema,
   RevocationListClaimsSchema,
   RevocationListHeaderSchema,
-} from '../../schemas/device.js';
+} from '../../schemas/credential.js';
 import { removalError } from '../shared/removed.js';
 import accessLogRoutes from './access-log.js';
 import mobileDeviceRoutes from './mobile-devices.js';

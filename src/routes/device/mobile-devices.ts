@@ -1,13 +1,12 @@
 // GET /deviceapi/mobiledevices/{id}/tickets (docs/api-reference.md 6.1): a phone downloads its valid tickets with credentials.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { DownloadedTicketSchema } from '../../schemas/device.js';
-import { ObjectIdParams } from '../../schemas/operator.js';
+import { DownloadedTicketSchema } from '../../schemas/credential.js';
+import { noStoreResponse, ObjectIdParams, PageQuery, ResponseHeaders } from '../../schemas/common.js';
 import { problemResponses } from '../../schemas/problem.js';
-import { noStoreResponse, ResponseHeaders } from '../../schemas/responses.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
-import { PageQuery, sendPage } from '../shared/pages.js';
+import { sendPage } from '../shared/pages.js';
 
 const mobileDeviceRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   app.get(

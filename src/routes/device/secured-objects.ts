@@ -1,9 +1,8 @@
 // GET /deviceapi/securedobjects/{id}/sync (docs/api-reference.md 6.2): an online lock syncs its tickets and revocations.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { SyncAnswerSchema, SyncQuery, TrustSchema } from '../../schemas/device.js';
-import { ObjectIdParams } from '../../schemas/operator.js';
+import { SyncAnswerSchema, SyncQuery, TrustSchema } from '../../schemas/lock-sync.js';
+import { ObjectIdParams, ResponseHeaders, withHeaders } from '../../schemas/common.js';
 import { problemResponses } from '../../schemas/problem.js';
-import { ResponseHeaders, withHeaders } from '../../schemas/responses.js';
 import type { Services } from '../../services/index.js';
 import { linkNextPage } from '../shared/pages.js';
 

@@ -15,7 +15,7 @@ import {
   TokenResponseSchema,
 } from '../../schemas/oauth.js';
 import { ProblemSchema } from '../../schemas/problem.js';
-import { ResponseHeaders } from '../../schemas/responses.js';
+import { ResponseHeaders } from '../../schemas/common.js';
 import { TENANT_NAME_PATTERN } from '../../services/oauth/tenant.service.js';
 
 const FORM = 'application/x-www-form-urlencoded';

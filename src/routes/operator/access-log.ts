@@ -2,7 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { AccessLogEntrySchema, AccessLogQuery } from '../../schemas/access-log.js';
 import { problemResponses } from '../../schemas/problem.js';
-import { pageResponse } from '../../schemas/responses.js';
+import { pageResponse } from '../../schemas/common.js';
 import type { Services } from '../../services/index.js';
 import { sendPage } from '../shared/pages.js';
 

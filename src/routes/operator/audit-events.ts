@@ -1,8 +1,8 @@
 // /operatorapi/audit-events: the tenant's audit trail (docs/api-reference.md 7.5), a view of its event log, scope `audit:read`.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { AuditEventSchema, AuditQuery } from '../../schemas/operator.js';
+import { AuditEventSchema, AuditQuery } from '../../schemas/audit-event.js';
+import { pageResponse } from '../../schemas/common.js';
 import { problemResponses } from '../../schemas/problem.js';
-import { pageResponse } from '../../schemas/responses.js';
 import type { Services } from '../../services/index.js';
 import { sendPage } from '../shared/pages.js';
 

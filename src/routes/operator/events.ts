@@ -1,8 +1,8 @@
 // /operatorapi/events: the tenant's event log as a feed for clients that poll (docs/api-reference.md 10), scope `events:read`.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { EventSchema, EventsQuery } from '../../schemas/events.js';
+import { EventSchema, EventsQuery } from '../../schemas/event.js';
 import { problemResponses } from '../../schemas/problem.js';
-import { pageResponse } from '../../schemas/responses.js';
+import { pageResponse } from '../../schemas/common.js';
 import type { Services } from '../../services/index.js';
 import { linkNextPage } from '../shared/pages.js';
 

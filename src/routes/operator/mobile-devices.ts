@@ -1,14 +1,15 @@
 // /operatorapi/mobiledevices: phones and cards (docs/api-reference.md 4.2), plus the removed ticket listing (docs/api-reference.md 4.4).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { MobileDeviceSchema, NewMobileDeviceSchema, ObjectIdParams, TicketSchema } from '../../schemas/operator.js';
+import { MobileDeviceSchema, NewMobileDeviceSchema } from '../../schemas/mobile-device.js';
+import { createdResponse, deprecatedResponse, ObjectIdParams, PageQuery, pageResponse } from '../../schemas/common.js';
+import { TicketSchema } from '../../schemas/ticket.js';
 import { problemResponses } from '../../schemas/problem.js';
-import { createdResponse, deprecatedResponse, pageResponse } from '../../schemas/responses.js';
 import { DEPRECATIONS } from '../../shared/deprecations.js';
 import type { Services } from '../../services/index.js';
 import type { Ticket } from '../../services/ticket.service.js';
 import { actionContext } from '../shared/context.js';
-import { PageQuery, sendPage } from '../shared/pages.js';
+import { sendPage } from '../shared/pages.js';
 import { removedInterface } from '../shared/removed.js';
 import { resourcePath } from '../shared/headers.js';
 

@@ -3,10 +3,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { ClientIdParams, ClientSchema, ClientWithSecretSchema, NewClientSchema } from '../../schemas/oauth-client.js';
 import { problemResponses } from '../../schemas/problem.js';
-import { noStoreResponse, pageResponse, ResponseHeaders } from '../../schemas/responses.js';
+import { noStoreResponse, PageQuery, pageResponse, ResponseHeaders } from '../../schemas/common.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
-import { PageQuery, sendPage } from '../shared/pages.js';
+import { sendPage } from '../shared/pages.js';
 import { resourcePath } from '../shared/headers.js';
 
 const tags = ['OAuth clients'];

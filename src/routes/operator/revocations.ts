@@ -1,8 +1,8 @@
 // GET /operatorapi/revocations (docs/api-reference.md 8.4): revoked tickets by whether their lock has applied the revocation.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { RevocationQuery, TicketSchema } from '../../schemas/operator.js';
+import { RevocationQuery, TicketSchema } from '../../schemas/ticket.js';
+import { pageResponse } from '../../schemas/common.js';
 import { problemResponses } from '../../schemas/problem.js';
-import { pageResponse } from '../../schemas/responses.js';
 import type { Services } from '../../services/index.js';
 import { sendPage } from '../shared/pages.js';
 

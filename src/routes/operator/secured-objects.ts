@@ -3,17 +3,16 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import {
   NewSecuredObjectSchema,
-  ObjectIdParams,
   SecuredObjectChangesSchema,
   SecuredObjectDetailSchema,
   SecuredObjectSchema,
-} from '../../schemas/operator.js';
+} from '../../schemas/secured-object.js';
+import { createdResponse, deprecatedResponse, ObjectIdParams, PageQuery, pageResponse } from '../../schemas/common.js';
 import { problemResponses } from '../../schemas/problem.js';
-import { createdResponse, deprecatedResponse, pageResponse } from '../../schemas/responses.js';
 import { DEPRECATIONS } from '../../shared/deprecations.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
-import { PageQuery, sendPage } from '../shared/pages.js';
+import { sendPage } from '../shared/pages.js';
 import { markRevivedChannels, removedInterface } from '../shared/removed.js';
 import { resourcePath } from '../shared/headers.js';
 

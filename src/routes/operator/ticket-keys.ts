@@ -1,9 +1,14 @@
 // /operatorapi/ticket-keys: the tenant's ticket keys and their rotation (docs/api-reference.md 8.1).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { NewTicketKeyRotationSchema, TicketKeyParams, TicketKeyRotationSchema, TicketKeySchema } from '../../schemas/operator.js';
+import {
+  NewTicketKeyRotationSchema,
+  TicketKeyParams,
+  TicketKeyRotationSchema,
+  TicketKeySchema,
+} from '../../schemas/ticket-key.js';
+import { createdResponse } from '../../schemas/common.js';
 import { problemResponses } from '../../schemas/problem.js';
-import { createdResponse } from '../../schemas/responses.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
 import { resourcePath } from '../shared/headers.js';

@@ -1,9 +1,9 @@
 // /operatorapi/tickets: issue, read, page and revoke tickets (docs/api-reference.md 4.3).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { NewTicketSchema, TicketQuery, TicketSchema } from '../../schemas/operator.js';
+import { NewTicketSchema, TicketQuery, TicketSchema } from '../../schemas/ticket.js';
+import { createdResponse, pageResponse } from '../../schemas/common.js';
 import { problemResponses } from '../../schemas/problem.js';
-import { createdResponse, pageResponse } from '../../schemas/responses.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
 import { sendPage } from '../shared/pages.js';

@@ -2,11 +2,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { problemResponses } from '../../schemas/problem.js';
-import { createdResponse, pageResponse } from '../../schemas/responses.js';
+import { createdResponse, PageQuery, pageResponse } from '../../schemas/common.js';
 import { NewUserSchema, UserSchema, UsernameParams } from '../../schemas/user.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
-import { PageQuery, sendPage } from '../shared/pages.js';
+import { sendPage } from '../shared/pages.js';
 import { resourcePath } from '../shared/headers.js';
 
 const tags = ['Users'];

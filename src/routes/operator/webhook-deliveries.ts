@@ -1,7 +1,7 @@
 // /operatorapi/webhooks/{id}/deliveries, /replay and /test (docs/api-reference.md 10), scope `webhooks:manage`.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { problemResponses } from '../../schemas/problem.js';
-import { pageResponse } from '../../schemas/responses.js';
+import { pageResponse } from '../../schemas/common.js';
 import {
   ReplayResultSchema,
   ReplaySchema,

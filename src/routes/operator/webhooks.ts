@@ -2,12 +2,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { problemResponses } from '../../schemas/problem.js';
-import { noStoreResponse, pageResponse, ResponseHeaders } from '../../schemas/responses.js';
+import { noStoreResponse, PageQuery, pageResponse, ResponseHeaders } from '../../schemas/common.js';
 import { NewWebhookSchema, WebhookChangesSchema, WebhookIdParams, WebhookSchema, WebhookWithSecretSchema } from '../../schemas/webhook.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
 import { resourcePath } from '../shared/headers.js';
-import { PageQuery, sendPage } from '../shared/pages.js';
+import { sendPage } from '../shared/pages.js';
 
 const tags = ['Webhooks'];
 const security = [{ bearer: ['webhooks:manage'] }];

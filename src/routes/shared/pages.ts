@@ -1,21 +1,7 @@
-// Page query parameters and the `Link: rel="next"` header (docs/api-reference.md 7.3), shared by every list route.
-import { Type } from '@sinclair/typebox';
+// The `Link: rel="next"` header of a page (docs/api-reference.md 7.3), shared by every list route.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { defaultsOptional } from '../../schemas/query.js';
 import type { Page } from '../../shared/pagination.js';
 import { linkValue, routePath } from './headers.js';
-
-export const PageQuery = defaultsOptional(
-  Type.Object(
-    {
-      limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Page size, 1 to 1000.' }),
-      cursor: Type.Optional(
-        Type.String({ minLength: 1, maxLength: 512, description: 'Opaque cursor from the `Link: rel="next"` header.' }),
-      ),
-    },
-    { additionalProperties: false },
-  ),
-);
 
 /**
  * Answers the page's items and, when more remain, a `Link` to the same route and filters with the next cursor. The

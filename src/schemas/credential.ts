@@ -1,9 +1,8 @@
-// Schemas of the Device API (docs/api-reference.md 6): downloaded tickets with credentials, and lock sync answers.
+// Schemas of credentials (docs/api-reference.md 6.3, 8.3): the downloaded ticket carrying one, and its signed parts decoded.
 import { Type } from '@sinclair/typebox';
-import { defaultsOptional } from './query.js';
-import { ChannelSchema, CommandSchema, TICKET_EXAMPLE, TicketSchema } from './operator.js';
-import { named } from './named.js';
-import { PublicJwkSchema } from './oauth.js';
+import { ChannelSchema, CommandSchema, named } from './common.js';
+import { TICKET_EXAMPLE, TicketSchema } from './ticket.js';
+import { KEY_SET_EXAMPLE, KeySetSchema } from './ticket-key.js';
 
 /**
  * The examples' credential: really signed (Ed25519) by the key of the examples' key sets (`kid` tk-2026-01), so a
@@ -50,134 +49,6 @@ export const DownloadedTicketSchema = named(
   },
 );
 
-export const SyncQuery = defaultsOptional(
-  Type.Object(
-    {
-      cursor: Type.Optional(
-        Type.String({ minLength: 1, maxLength: 200, description: 'The cursor of the previous answer: only changes after it.' }),
-      ),
-      limit: Type.Integer({ minimum: 1, maximum: 1000, default: 1000, description: 'Most changes in one answer, 1 to 1000.' }),
-    },
-    { additionalProperties: false },
-  ),
-);
-
-/** A JWKS (RFC 7517 section 5): public keys only. */
-export const KeySetSchema = named(
-  'KeySet',
-  Type.Object(
-    {
-      keys: Type.Array(PublicJwkSchema),
-    },
-    { description: 'The tenant\'s published ticket keys (docs/api-reference.md 8.1): announced, signing, and retired ones still needed.' },
-  ),
-  {
-    keys: [
-      {
-        kty: 'OKP',
-        crv: 'Ed25519',
-        kid: 'tk-2026-01',
-        alg: 'EdDSA',
-        use: 'sig',
-        x: 'i-L6qlN8xAkZHVVbJW3osXToVyKx1-2CLNwvRcbYW-E',
-      },
-    ],
-  },
-);
-
-export const TrustSchema = named(
-  'LockTrust',
-  Type.Object({
-    issuer: Type.String({ description: 'The tenant\'s credential issuer: a lock accepts only credentials whose `iss` is exactly this.' }),
-    securedObjectId: Type.String({ description: 'The lock\'s own id: a credential\'s `aud` must be exactly this.' }),
-    keys: KeySetSchema,
-    maxCredentialLifetime: Type.Integer({
-      description: 'CREDENTIAL_MAX_LIFETIME in seconds: no credential lasts longer (`exp - iat`); a lock refuses one that claims to.',
-    }),
-  }),
-  {
-    issuer: 'https://acs.example.com/tenants/demo',
-    securedObjectId: 'front-door',
-    keys: {
-      keys: [
-        {
-          kty: 'OKP',
-          crv: 'Ed25519',
-          kid: 'tk-2026-01',
-          alg: 'EdDSA',
-          use: 'sig',
-          x: 'i-L6qlN8xAkZHVVbJW3osXToVyKx1-2CLNwvRcbYW-E',
-        },
-      ],
-    },
-    maxCredentialLifetime: 604800,
-  },
-);
-
-export const SyncAnswerSchema = named(
-  'SyncAnswer',
-  Type.Object({
-    tokens: Type.Array(TicketSchema, { description: 'Tickets for this lock created (and still valid) since the cursor.' }),
-    revocations: Type.Array(
-      named(
-        'SyncRevocation',
-        Type.Object({
-          tokenId: Type.String({ description: 'The revoked ticket.' }),
-          revocationDate: Type.Integer({ description: 'When it was revoked, Unix milliseconds.' }),
-        }),
-        { tokenId: '7c6b5a49-3827-4165-9f0e-d1c2b3a49586', revocationDate: 1767312000000 },
-      ),
-      { description: 'Tickets for this lock revoked since the cursor that have not expired yet.' },
-    ),
-    cursor: Type.String({ description: 'Send it back as `cursor` to get only later changes; unchanged when nothing changed.' }),
-    serial: Type.Integer({
-      description:
-        'The change-log position the lock has reached once it applied this answer: a revocation list (docs/api-reference.md 8.3) ' +
-        'with a serial at or below it holds nothing new for the lock.',
-    }),
-    keys: Type.Optional(
-      Type.Composite([KeySetSchema], {
-        description: 'On a full sync and after the tenant\'s key set changed (docs/api-reference.md 8.1): the lock replaces its keys with these.',
-      }),
-    ),
-    decommissioned: Type.Optional(
-      Type.Literal(true, {
-        description: 'The lock was deleted: this client syncs the revocations the deletion caused and nothing else (docs/api-reference.md 4.1).',
-      }),
-    ),
-  }),
-  {
-    tokens: [
-      {
-        id: '0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c',
-        securedObjectId: 'front-door',
-        mobileDeviceId: 'phone-alice-1',
-        beginDate: 1767225600000,
-        endDate: 1798761600000,
-        creationDate: 1767225600000,
-        commands: ['open'],
-        channels: ['btlespp'],
-        status: 'VALID',
-      },
-    ],
-    revocations: [{ tokenId: '7c6b5a49-3827-4165-9f0e-d1c2b3a49586', revocationDate: 1767312000000 }],
-    cursor: 'c3luYzoxNw',
-    serial: 17,
-    keys: {
-      keys: [
-        {
-          kty: 'OKP',
-          crv: 'Ed25519',
-          kid: 'tk-2026-01',
-          alg: 'EdDSA',
-          use: 'sig',
-          x: 'i-L6qlN8xAkZHVVbJW3osXToVyKx1-2CLNwvRcbYW-E',
-        },
-      ],
-    },
-  },
-);
-
 // What the Device API hands out signed, decoded: a lock maker's and an SDK author's reference (docs/api-reference.md 6.3,
 // 8.3, 9). No route carries these; the Device API document lists them as components (routes/device/index.ts).
 
@@ -189,25 +60,31 @@ const Algorithm = Type.Unsafe<'EdDSA' | 'ES256'>({
   description: 'The tenant\'s ticket key\'s algorithm; a lock refuses one that does not match the key `kid` names.',
 });
 
-export const CredentialHeaderSchema = named(
-  'CredentialHeader',
-  Type.Object(
-    {
-      alg: Algorithm,
-      kid: Type.String({ description: 'The signing key: one of the tenant\'s ticket keys (GET /tenants/{tenant}/jwks.json).' }),
-      typ: Type.Unsafe<'ticket+jwt'>({
-        type: 'string',
-        enum: ['ticket+jwt'],
-        description: 'Exactly `ticket+jwt` (RFC 8725 section 3.11): never an access token or a revocation list.',
-      }),
-    },
-    {
-      additionalProperties: false,
-      description: 'The protected header of a credential (RFC 7515 section 4), the first base64url part of the compact JWS.',
-    },
-  ),
-  { alg: 'EdDSA', kid: 'tk-2026-01', typ: 'ticket+jwt' },
-);
+/**
+ * The protected header (RFC 7515 section 4) of what the Device API signs with a ticket key, the first base64url part of
+ * the compact JWS. Credentials and revocation lists share the key and the header's shape: only `typ` tells them apart
+ * (RFC 8725 section 3.11), so a lock never takes one for the other.
+ */
+function signedHeaderSchema<Typ extends string>(title: string, typ: Typ, descriptions: { header: string; kid: string; typ: string }) {
+  return named(
+    title,
+    Type.Object(
+      {
+        alg: Algorithm,
+        kid: Type.String({ description: descriptions.kid }),
+        typ: Type.Unsafe<Typ>({ type: 'string', enum: [typ], description: descriptions.typ }),
+      },
+      { additionalProperties: false, description: descriptions.header },
+    ),
+    { alg: 'EdDSA', kid: 'tk-2026-01', typ },
+  );
+}
+
+export const CredentialHeaderSchema = signedHeaderSchema('CredentialHeader', 'ticket+jwt', {
+  header: 'The protected header of a credential (RFC 7515 section 4), the first base64url part of the compact JWS.',
+  kid: 'The signing key: one of the tenant\'s ticket keys (GET /tenants/{tenant}/jwks.json).',
+  typ: 'Exactly `ticket+jwt` (RFC 8725 section 3.11): never an access token or a revocation list.',
+});
 
 export const CredentialClaimsSchema = named(
   'CredentialClaims',
@@ -272,22 +149,11 @@ export const CredentialClaimsSchema = named(
   },
 );
 
-export const RevocationListHeaderSchema = named(
-  'RevocationListHeader',
-  Type.Object(
-    {
-      alg: Algorithm,
-      kid: Type.String({ description: 'The signing key: one of the tenant\'s ticket keys.' }),
-      typ: Type.Unsafe<'revocation-list+jwt'>({
-        type: 'string',
-        enum: ['revocation-list+jwt'],
-        description: 'Exactly `revocation-list+jwt`: never mistaken for a credential.',
-      }),
-    },
-    { additionalProperties: false, description: 'The protected header of a revocation list.' },
-  ),
-  { alg: 'EdDSA', kid: 'tk-2026-01', typ: 'revocation-list+jwt' },
-);
+export const RevocationListHeaderSchema = signedHeaderSchema('RevocationListHeader', 'revocation-list+jwt', {
+  header: 'The protected header of a revocation list.',
+  kid: 'The signing key: one of the tenant\'s ticket keys.',
+  typ: 'Exactly `revocation-list+jwt`: never mistaken for a credential.',
+});
 
 export const RevocationListClaimsSchema = named(
   'RevocationListClaims',
@@ -323,6 +189,6 @@ export const RevocationListClaimsSchema = named(
     serial: 17,
     iat: 1767312000,
     revoked: ['7c6b5a49-3827-4165-9f0e-d1c2b3a49586'],
-    keys: { keys: [{ kty: 'OKP', crv: 'Ed25519', kid: 'tk-2026-01', alg: 'EdDSA', use: 'sig', x: 'i-L6qlN8xAkZHVVbJW3osXToVyKx1-2CLNwvRcbYW-E' }] },
+    keys: KEY_SET_EXAMPLE,
   },
 );

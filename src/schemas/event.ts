@@ -1,8 +1,7 @@
 // Schemas of the tenant's event log (docs/api-reference.md 10): an event as the feed answers it and a webhook delivers it.
 import { Type } from '@sinclair/typebox';
 import { EVENT_TYPES } from '../shared/event-types.js';
-import { defaultsOptional } from './query.js';
-import { named } from './named.js';
+import { defaultsOptional, named, PAGE_PARAMETERS } from './common.js';
 
 export const EventSchema = named(
   'Event',
@@ -59,7 +58,7 @@ export const EventsQuery = defaultsOptional(
           description: 'Comma-separated event types; only these. An unknown type is refused (400).',
         }),
       ),
-      limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Page size, 1 to 1000.' }),
+      limit: PAGE_PARAMETERS.limit,
     },
     { additionalProperties: false },
   ),

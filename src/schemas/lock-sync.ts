@@ -1,0 +1,76 @@
+// Schemas of the lock sync (docs/api-reference.md 6.2, 8.1): what an online lock is provisioned with and what each sync answers.
+import { Type } from '@sinclair/typebox';
+import { defaultsOptional, named } from './common.js';
+import { TICKET_EXAMPLE, TicketSchema } from './ticket.js';
+import { KEY_SET_EXAMPLE, KeySetSchema } from './ticket-key.js';
+
+export const SyncQuery = defaultsOptional(
+  Type.Object(
+    {
+      cursor: Type.Optional(
+        Type.String({ minLength: 1, maxLength: 200, description: 'The cursor of the previous answer: only changes after it.' }),
+      ),
+      limit: Type.Integer({ minimum: 1, maximum: 1000, default: 1000, description: 'Most changes in one answer, 1 to 1000.' }),
+    },
+    { additionalProperties: false },
+  ),
+);
+
+export const TrustSchema = named(
+  'LockTrust',
+  Type.Object({
+    issuer: Type.String({ description: 'The tenant\'s credential issuer: a lock accepts only credentials whose `iss` is exactly this.' }),
+    securedObjectId: Type.String({ description: 'The lock\'s own id: a credential\'s `aud` must be exactly this.' }),
+    keys: KeySetSchema,
+    maxCredentialLifetime: Type.Integer({
+      description: 'CREDENTIAL_MAX_LIFETIME in seconds: no credential lasts longer (`exp - iat`); a lock refuses one that claims to.',
+    }),
+  }),
+  {
+    issuer: 'https://acs.example.com/tenants/demo',
+    securedObjectId: 'front-door',
+    keys: KEY_SET_EXAMPLE,
+    maxCredentialLifetime: 604800,
+  },
+);
+
+export const SyncAnswerSchema = named(
+  'SyncAnswer',
+  Type.Object({
+    tokens: Type.Array(TicketSchema, { description: 'Tickets for this lock created (and still valid) since the cursor.' }),
+    revocations: Type.Array(
+      named(
+        'SyncRevocation',
+        Type.Object({
+          tokenId: Type.String({ description: 'The revoked ticket.' }),
+          revocationDate: Type.Integer({ description: 'When it was revoked, Unix milliseconds.' }),
+        }),
+        { tokenId: '7c6b5a49-3827-4165-9f0e-d1c2b3a49586', revocationDate: 1767312000000 },
+      ),
+      { description: 'Tickets for this lock revoked since the cursor that have not expired yet.' },
+    ),
+    cursor: Type.String({ description: 'Send it back as `cursor` to get only later changes; unchanged when nothing changed.' }),
+    serial: Type.Integer({
+      description:
+        'The change-log position the lock has reached once it applied this answer: a revocation list (docs/api-reference.md 8.3) ' +
+        'with a serial at or below it holds nothing new for the lock.',
+    }),
+    keys: Type.Optional(
+      Type.Composite([KeySetSchema], {
+        description: 'On a full sync and after the tenant\'s key set changed (docs/api-reference.md 8.1): the lock replaces its keys with these.',
+      }),
+    ),
+    decommissioned: Type.Optional(
+      Type.Literal(true, {
+        description: 'The lock was deleted: this client syncs the revocations the deletion caused and nothing else (docs/api-reference.md 4.1).',
+      }),
+    ),
+  }),
+  {
+    tokens: [TICKET_EXAMPLE],
+    revocations: [{ tokenId: '7c6b5a49-3827-4165-9f0e-d1c2b3a49586', revocationDate: 1767312000000 }],
+    cursor: 'c3luYzoxNw',
+    serial: 17,
+    keys: KEY_SET_EXAMPLE,
+  },
+);
