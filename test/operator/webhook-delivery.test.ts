@@ -269,6 +269,51 @@ describe('webhook delivery', () => {
     expect((await delivery(webhook.id))[0]!.state).toBe('pending');
   });
 
+  /** The warnings about one subscription in the app's log (docs/operations.md, "Webhooks"). */
+  const subscriptionWarnings = (webhookId: string) =>
+    t.logLines
+      .flatMap((line) => line.split('\n'))
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { level: number; msg: string; webhookId?: string; reason?: string; statusCode?: number; tenantId?: string })
+      .filter((entry) => entry.webhookId === webhookId && entry.level === 40);
+
+  it('warns once when a subscription starts failing and once when it is disabled, never with its URL', async () => {
+    const hooks = await receiver(503);
+    const webhook = await subscribe(`${hooks.url}?token=receiver-secret`);
+    await change();
+    await run();
+    await change();
+    afterRetryDelay();
+    await run();
+    afterRetryDelay();
+    await run();
+    expect(hooks.received.length).toBeGreaterThanOrEqual(3);
+    const started = subscriptionWarnings(webhook.id);
+    expect(started).toHaveLength(1);
+    expect(started[0]).toMatchObject({ tenantId: acme.tenantId, statusCode: 503 });
+    expect(started[0]!.msg).toMatch(/started failing/);
+
+    offset += 6 * DAY;
+    await change();
+    await run();
+    expect((await webhookRow(webhook.id)).enabled).toBe(false);
+    const warnings = subscriptionWarnings(webhook.id);
+    expect(warnings).toHaveLength(2);
+    expect(warnings[1]).toMatchObject({ reason: 'failing' });
+    expect(warnings[1]!.msg).toMatch(/disabled/);
+    expect(t.logLines.join('')).not.toContain('receiver-secret');
+  });
+
+  it('warns that a subscription answered 410 and was disabled', async () => {
+    const hooks = await receiver(410);
+    const webhook = await subscribe(hooks.url);
+    await change();
+    await run();
+    const warnings = subscriptionWarnings(webhook.id);
+    expect(warnings.map((entry) => entry.reason)).toEqual(['gone']);
+    expect(warnings[0]!.msg).toMatch(/410 Gone/);
+  });
+
   it('disables the subscription at once on 410 and writes webhook.disabled', async () => {
     const hooks = await receiver(410);
     const webhook = await subscribe(hooks.url);

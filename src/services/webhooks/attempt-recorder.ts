@@ -48,6 +48,12 @@ export function judge(result: SendResult, attempts: number, now: number, delayAf
   return { ok, gone, nextAttemptAt, outcome };
 }
 
+/** What settling a batch changed about its subscriptions, for the log lines written after commit. */
+interface SubscriptionChanges {
+  startedFailing: (WebhookKey & { result: SendResult })[];
+  disabled: (WebhookKey & { reason: 'gone' | 'failing' })[];
+}
+
 /** An attempt as the log keeps it (docs/api-reference.md 10): the event sent, when, and what the sender made of the answer. */
 function logEntry(eventId: string, time: number, result: SendResult) {
   return { eventId, time, statusCode: result.statusCode ?? null, error: result.error ?? null, durationMs: result.durationMs };
@@ -66,7 +72,7 @@ export function createAttemptRecorder(
     random: () => number;
   },
 ) {
-  const { db, clock, outcomeListeners } = context;
+  const { db, clock, log, outcomeListeners } = context;
   const schedule = options.retryScheduleSeconds.map((seconds) => seconds * 1000);
   const delayAfter = (attempts: number) => retryDelay(schedule, attempts, options.random);
 
@@ -78,9 +84,9 @@ export function createAttemptRecorder(
    */
   async function settleSubscriptions(
     tx: TransactionScope,
-    settled: readonly (WebhookKey & { ok: boolean; gone: boolean })[],
+    settled: readonly (WebhookKey & { ok: boolean; gone: boolean; result: SendResult })[],
     now: number,
-  ): Promise<void> {
+  ): Promise<SubscriptionChanges> {
     const uniqueWebhooks = (list: typeof settled): WebhookKey[] => [
       ...new Map(list.map(({ tenantId, webhookId }) => [`${tenantId}/${webhookId}`, { tenantId, webhookId }])).values(),
     ];
@@ -95,6 +101,13 @@ export function createAttemptRecorder(
       toDisable.set(key, { tenantId, webhookId, reason: 'failing' });
     }
     const disabled = await disableWebhooks(tx, [...toDisable.values()], now);
+    // A subscription whose failure streak began with this batch: failing_since is the batch's own time.
+    const startedFailing = settled.filter(
+      (o, index) =>
+        !o.ok &&
+        failingSince.get(`${o.tenantId}/${o.webhookId}`) === now &&
+        settled.findIndex((first) => first.tenantId === o.tenantId && first.webhookId === o.webhookId && !first.ok) === index,
+    );
     // Last in the transaction: it locks the tenants' event counters until commit (audit.service.ts).
     await recordChanges(
       tx,
@@ -105,6 +118,29 @@ export function createAttemptRecorder(
         }),
       ),
     );
+    return { startedFailing, disabled };
+  }
+
+  /**
+   * One warning per subscription when its deliveries start failing and when it is disabled, after the transaction
+   * committed (docs/operations.md, "Webhooks"): an operator sees a receiver in trouble from the logs alone, without a
+   * line per attempt (a subscription retried for days would flood them). Never the URL: it may carry a token.
+   */
+  function logChanges({ startedFailing, disabled }: SubscriptionChanges): void {
+    for (const { tenantId, webhookId, result } of startedFailing) {
+      log.warn(
+        { tenantId, webhookId, statusCode: result.statusCode, error: result.error },
+        'webhook deliveries to a subscription started failing; they are retried on WEBHOOK_RETRY_SCHEDULE, and the subscription is disabled once it has failed for WEBHOOK_DISABLE_AFTER_SECONDS',
+      );
+    }
+    for (const { tenantId, webhookId, reason } of disabled) {
+      log.warn(
+        { tenantId, webhookId, reason },
+        reason === 'gone'
+          ? 'webhook subscription disabled: its receiver answered 410 Gone; enable it again with PATCH /operatorapi/webhooks/{id} once the receiver is back'
+          : 'webhook subscription disabled: its deliveries failed for WEBHOOK_DISABLE_AFTER_SECONDS; enable it again with PATCH /operatorapi/webhooks/{id} once the receiver is back',
+      );
+    }
   }
 
   return {
@@ -127,7 +163,7 @@ export function createAttemptRecorder(
         };
         return { delivery, result, settlement, ...judged };
       });
-      await db.transaction(async (tx) => {
+      const changes = await db.transaction(async (tx) => {
         // The subscriptions locked first, then one statement for the batch's outcomes and its attempt log (a stale
         // claim's attempt schedules nothing).
         const current = await recordOutcomes(
@@ -139,12 +175,13 @@ export function createAttemptRecorder(
         );
         // A stale claim (another worker took the delivery after this one's lease ran out) changes nothing more.
         const settled = outcomes.filter((o) => current.has(deliveryKey(o.delivery.tenantId, o.delivery.webhookId, o.delivery.eventSeq)));
-        await settleSubscriptions(
+        return settleSubscriptions(
           tx,
-          settled.map((o) => ({ tenantId: o.delivery.tenantId, webhookId: o.delivery.webhookId, ok: o.ok, gone: o.gone })),
+          settled.map((o) => ({ tenantId: o.delivery.tenantId, webhookId: o.delivery.webhookId, ok: o.ok, gone: o.gone, result: o.result })),
           now,
         );
       });
+      logChanges(changes);
       for (const { outcome } of outcomes) for (const listener of outcomeListeners) listener(outcome);
     },
 
@@ -158,7 +195,7 @@ export function createAttemptRecorder(
       if (sent.length === 0) return;
       const now = clock();
       const complete: FreshOutcome[] = [];
-      const judged: { key: WebhookKey; ok: boolean; gone: boolean; outcome: DeliveryOutcome }[] = [];
+      const judged: { key: WebhookKey; ok: boolean; gone: boolean; outcome: DeliveryOutcome; result: SendResult }[] = [];
       const cutShort: AttemptInput[] = [];
       for (const { batch, results } of sent) {
         const key = { tenantId: batch.tenantId, webhookId: batch.webhookId };
@@ -176,7 +213,7 @@ export function createAttemptRecorder(
           bound: batch.bound,
           attempts: (results as SendResult[]).map((result, index) => {
             const verdict = judge(result, 1, now, delayAfter);
-            judged.push({ key, ...verdict });
+            judged.push({ key, ...verdict, result });
             return {
               eventSeq: batch.events[index]!.sequence,
               attempt: attemptOf(index, result),
@@ -185,16 +222,17 @@ export function createAttemptRecorder(
           }),
         });
       }
-      await db.transaction(async (tx) => {
+      const changes = await db.transaction(async (tx) => {
         const recorded = await recordFreshBatches(tx, complete, now);
         await insertAttempts(tx, cutShort);
         // A stale claim, or a subscription disabled or deleted meanwhile, changes nothing more.
-        await settleSubscriptions(
+        return settleSubscriptions(
           tx,
-          judged.filter(({ key }) => recorded.has(`${key.tenantId}/${key.webhookId}`)).map(({ key, ok, gone }) => ({ ...key, ok, gone })),
+          judged.filter(({ key }) => recorded.has(`${key.tenantId}/${key.webhookId}`)).map(({ key, ok, gone, result }) => ({ ...key, ok, gone, result })),
           now,
         );
       });
+      logChanges(changes);
       for (const { outcome } of judged) for (const listener of outcomeListeners) listener(outcome);
     },
 
