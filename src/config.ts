@@ -2,6 +2,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Value, type ValueError } from '@sinclair/typebox/value';
 import { REVIVABLE_INTERFACES } from './shared/deprecations.js';
+import { isLoopbackHost, isLoopbackUrl } from './shared/loopback.js';
 
 /**
  * Every variable the server and the CLI read. Descriptions feed the README table, so they are the documentation.
@@ -10,14 +11,25 @@ import { REVIVABLE_INTERFACES } from './shared/deprecations.js';
 export const ConfigSchema = Type.Object(
   {
     PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'TCP port to listen on.' }),
-    HOST: Type.String({ minLength: 1, default: '0.0.0.0', description: 'Interface to listen on.' }),
+    HOST: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description:
+          'Interface to listen on. Default: `0.0.0.0` (every interface) when `PUBLIC_URL` names another machine; while it is unset or loopback, `localhost` (127.0.0.1 and ::1): a development start on this machine.',
+      }),
+    ),
     PUBLIC_URL: Type.Optional(
       Type.String({
         pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?$',
         description:
-          'External base address and OAuth issuer, byte for byte (no query or fragment). Default `http://localhost:PORT`.',
+          'External base address and OAuth issuer, byte for byte (no query or fragment); every lock trusts `{PUBLIC_URL}/tenants/{tenant}`, so changing it means re-provisioning every lock. Default `http://localhost:PORT`, refused at start on a `HOST` other than loopback (see `ALLOW_LOOPBACK_PUBLIC_URL`).',
       }),
     ),
+    ALLOW_LOOPBACK_PUBLIC_URL: Type.Union([Type.Literal('true'), Type.Literal('false')], {
+      default: 'false',
+      description:
+        '`true` lets the server listen on a `HOST` other than loopback while `PUBLIC_URL` is unset or names this machine (`localhost`, 127.0.0.0/8, ::1): a trial behind a port mapping. Locks provisioned meanwhile trust that loopback issuer.',
+    }),
     DATABASE_URL: Type.Optional(
       Type.String({
         pattern: '^postgres(ql)?://',
@@ -203,7 +215,7 @@ export const ConfigSchema = Type.Object(
   { additionalProperties: true },
 );
 
-export type Config = Static<typeof ConfigSchema> & { PUBLIC_URL: string };
+export type Config = Static<typeof ConfigSchema> & { PUBLIC_URL: string; HOST: string };
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -253,7 +265,32 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   }
   if (problems.length > 0) throw new ConfigError(dedupe(problems));
   // Kept byte for byte: it is the OAuth issuer (RFC 8414 section 3.3 compares it exactly).
-  return { ...config, PUBLIC_URL: config.PUBLIC_URL ?? `http://localhost:${config.PORT}` };
+  const publicUrl = config.PUBLIC_URL ?? `http://localhost:${config.PORT}`;
+  // An issuer of this machine only is a development start on it (README, "Quick start"): it listens there alone.
+  const host = config.HOST ?? (isLoopbackUrl(publicUrl) ? 'localhost' : '0.0.0.0');
+  return { ...config, HOST: host, PUBLIC_URL: publicUrl };
+}
+
+/**
+ * What the server refuses to listen with (the CLI, which never listens, does not ask). A lock is provisioned with its
+ * tenant's issuer `{PUBLIC_URL}/tenants/{tenant}` and accepts no other (docs/api-reference.md 8.1): a server reachable
+ * from other machines that signs as `localhost` provisions locks that must all be provisioned again once PUBLIC_URL
+ * is right. `env` is what loadConfig read. Throws ConfigError, as loadConfig does.
+ */
+export function checkListener(config: Config, env: Record<string, string | undefined>): void {
+  const problems: string[] = [];
+  const explicitPublicUrl = env.PUBLIC_URL !== undefined && env.PUBLIC_URL !== '';
+  if (config.ALLOW_LOOPBACK_PUBLIC_URL !== 'true' && !isLoopbackHost(config.HOST) && isLoopbackUrl(config.PUBLIC_URL)) {
+    const issuer = explicitPublicUrl ? `PUBLIC_URL=${JSON.stringify(config.PUBLIC_URL)}` : `PUBLIC_URL is unset, so it defaults to ${config.PUBLIC_URL}`;
+    problems.push(
+      `${issuer}, an address of this machine only, while HOST=${JSON.stringify(config.HOST)} listens for other machines. ` +
+        'PUBLIC_URL is the OAuth issuer, and every lock is provisioned to trust its tenant\'s issuer {PUBLIC_URL}/tenants/{tenant}: ' +
+        'changing PUBLIC_URL later means re-provisioning every lock. Set PUBLIC_URL to the address phones, apps and locks ' +
+        'reach this service at (e.g. https://acs.example.com), or listen on this machine only (HOST=127.0.0.1), or set ' +
+        'ALLOW_LOOPBACK_PUBLIC_URL=true if the loopback issuer is meant (a trial behind a port mapping).',
+    );
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
 }
 
 /** Variables whose value is a secret (or may carry one, as a password in a connection string): never echoed. */

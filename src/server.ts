@@ -1,7 +1,7 @@
 // Process entry: loadConfig(process.env) → open the database → migrate → buildApp → listen; graceful shutdown.
 import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app.js';
-import { ConfigError, loadConfig, type Config } from './config.js';
+import { ConfigError, checkListener, loadConfig, type Config } from './config.js';
 import { migrate } from './db/migrate.js';
 import { openDatabase } from './db/open.js';
 import { createLogger } from './logger.js';
@@ -11,6 +11,7 @@ async function main(): Promise<void> {
   let config: Config;
   try {
     config = loadConfig(process.env);
+    checkListener(config, process.env);
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
