@@ -30,6 +30,30 @@ export const ConfigSchema = Type.Object(
       description:
         '`true` lets the server listen on a `HOST` other than loopback while `PUBLIC_URL` is unset or names this machine (`localhost`, 127.0.0.0/8, ::1): a trial behind a port mapping. Locks provisioned meanwhile trust that loopback issuer.',
     }),
+    METRICS_TOKEN: Type.Optional(
+      Type.String({
+        pattern: '^[A-Za-z0-9._~+/-]{32,}=*$',
+        description:
+          'A bearer token (RFC 6750, at least 32 characters: `openssl rand -hex 32`) that a scrape of `GET /metrics` must send, compared in constant time. README, "Metrics", shows the Prometheus scrape config.',
+      }),
+    ),
+    METRICS_PORT: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 65535,
+        description: 'Serve `GET /metrics` on a listener of its own, on `METRICS_HOST` at this port, and no longer on `PORT`.',
+      }),
+    ),
+    METRICS_HOST: Type.String({
+      minLength: 1,
+      default: '127.0.0.1',
+      description: 'Interface of the `METRICS_PORT` listener. Beyond loopback (e.g. `0.0.0.0` in a container) it needs `METRICS_TOKEN`, or `METRICS_UNAUTHENTICATED=true`.',
+    }),
+    METRICS_UNAUTHENTICATED: Type.Union([Type.Literal('true'), Type.Literal('false')], {
+      default: 'false',
+      description:
+        'Without `METRICS_TOKEN`, `GET /metrics` answers `403` on a listener other machines may reach (every one but a development start on loopback `HOST` and `PUBLIC_URL`, or a loopback `METRICS_HOST`). `true` serves it to anyone there: only when something in front keeps all but Prometheus from it.',
+    }),
     DATABASE_URL: Type.Optional(
       Type.String({
         pattern: '^postgres(ql)?://',
@@ -290,11 +314,14 @@ export function checkListener(config: Config, env: Record<string, string | undef
         'ALLOW_LOOPBACK_PUBLIC_URL=true if the loopback issuer is meant (a trial behind a port mapping).',
     );
   }
+  if (config.METRICS_PORT !== undefined && config.METRICS_PORT === config.PORT) {
+    problems.push(`METRICS_PORT=${config.METRICS_PORT}: must differ from PORT, the API listener`);
+  }
   if (problems.length > 0) throw new ConfigError(problems);
 }
 
 /** Variables whose value is a secret (or may carry one, as a password in a connection string): never echoed. */
-const SECRET_KEYS: ReadonlySet<string> = new Set(['SECRETS_KEY', 'SECRETS_KEY_PREVIOUS', 'DATABASE_URL']);
+const SECRET_KEYS: ReadonlySet<string> = new Set(['SECRETS_KEY', 'SECRETS_KEY_PREVIOUS', 'DATABASE_URL', 'METRICS_TOKEN']);
 
 /** `KEY="value"` so the operator sees what was read; for a secret only its length, so no log or terminal keeps it. */
 function shownValue(key: string, value: unknown): string {
@@ -311,6 +338,7 @@ function explain(key: string, error: ValueError): string {
   if (key === 'SECRETS_KEY') return 'must be exactly 64 hex characters (`openssl rand -hex 32`); look for a space, a newline or quotes';
   if (key === 'SECRETS_KEY_PREVIOUS') return 'must be one or more keys of 64 hex characters, separated by commas without spaces';
   if (key === 'DATABASE_URL') return 'must be a PostgreSQL connection string starting with postgres:// or postgresql://';
+  if (key === 'METRICS_TOKEN') return 'must be at least 32 characters of A-Z a-z 0-9 . _ ~ + / - (`openssl rand -hex 32`)';
   if (schema?.pattern && schema.description) return `does not have the expected form. ${schema.description}`;
   if (integerKeys.includes(key as (typeof integerKeys)[number])) return integerRange(key);
   return error.message;

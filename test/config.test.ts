@@ -229,6 +229,12 @@ describe('HOST and a loopback PUBLIC_URL (the issuer every lock trusts)', () => 
     expect(() => checkListener(loadConfig(env), env)).not.toThrow();
   });
 
+  it('refuses a METRICS_PORT equal to PORT', () => {
+    expect(listenerError({ HOST: '127.0.0.1', PORT: '8080', METRICS_PORT: '8080' }).problems).toEqual([
+      'METRICS_PORT=8080: must differ from PORT, the API listener',
+    ]);
+  });
+
   it('tells loopback names and addresses from the others', () => {
     for (const host of ['localhost', 'LOCALHOST', 'a.localhost', '127.0.0.1', '127.255.0.9', '::1', '[::1]', '0:0:0:0:0:0:0:1', '::ffff:127.0.0.1']) {
       expect(isLoopbackHost(host), host).toBe(true);
