@@ -27,6 +27,8 @@ COPY migrations ./migrations
 
 # The embedded database (used when DATABASE_URL is unset) and its generated SECRETS_KEY live in DATA_DIR.
 RUN mkdir -p /data && chown node:node /data
+# Every interface, so the port can be published: the server then refuses to start until PUBLIC_URL names the address
+# phones, apps and locks reach it at (locks trust that issuer; README, "Docker"), or ALLOW_LOOPBACK_PUBLIC_URL=true.
 ENV HOST=0.0.0.0 \
     PORT=8080 \
     DATA_DIR=/data

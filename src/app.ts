@@ -9,7 +9,7 @@ import { trustProxyOption, type Config } from './config.js';
 import type { Database } from './db/database.js';
 import { migrationsCurrent, readMigrations } from './db/migrate.js';
 import { lazyChildLogger } from './logger.js';
-import metrics, { createDomainMetrics, registerWebhookMetrics } from './plugins/metrics.js';
+import metrics, { apiListenerMetricsAccess, createDomainMetrics, registerWebhookMetrics } from './plugins/metrics.js';
 import { routeConfig } from './plugins/route-config.js';
 import problemDetails, { rawProblemAnswer, sendProblem } from './plugins/problem-details.js';
 import { ProblemError } from './errors.js';
@@ -177,7 +177,7 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
   });
   await typed.register(problemDetails, { bodyLimit: config.BODY_LIMIT, closing: () => closing });
   // Read at scrape time, after the services below exist.
-  await typed.register(metrics, { db, eventsWritten: () => services.audit.eventsWritten() });
+  await typed.register(metrics, { db, eventsWritten: () => services.audit.eventsWritten(), access: apiListenerMetricsAccess(config) });
 
   const migrations = readMigrations();
   await typed.register(healthRoutes, {

@@ -2,6 +2,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Value, type ValueError } from '@sinclair/typebox/value';
 import { REVIVABLE_INTERFACES } from './shared/deprecations.js';
+import { isLoopbackHost, isLoopbackUrl } from './shared/loopback.js';
 
 /**
  * Every variable the server and the CLI read. Descriptions feed the README table, so they are the documentation.
@@ -10,14 +11,49 @@ import { REVIVABLE_INTERFACES } from './shared/deprecations.js';
 export const ConfigSchema = Type.Object(
   {
     PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'TCP port to listen on.' }),
-    HOST: Type.String({ minLength: 1, default: '0.0.0.0', description: 'Interface to listen on.' }),
+    HOST: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description:
+          'Interface to listen on. Default: `0.0.0.0` (every interface) when `PUBLIC_URL` names another machine; while it is unset or loopback, `localhost` (127.0.0.1 and ::1): a development start on this machine.',
+      }),
+    ),
     PUBLIC_URL: Type.Optional(
       Type.String({
         pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?$',
         description:
-          'External base address and OAuth issuer, byte for byte (no query or fragment). Default `http://localhost:PORT`.',
+          'External base address and OAuth issuer, byte for byte (no query or fragment); every lock trusts `{PUBLIC_URL}/tenants/{tenant}`, so changing it means re-provisioning every lock. Default `http://localhost:PORT`, refused at start on a `HOST` other than loopback (see `ALLOW_LOOPBACK_PUBLIC_URL`).',
       }),
     ),
+    ALLOW_LOOPBACK_PUBLIC_URL: Type.Union([Type.Literal('true'), Type.Literal('false')], {
+      default: 'false',
+      description:
+        '`true` lets the server listen on a `HOST` other than loopback while `PUBLIC_URL` is unset or names this machine (`localhost`, 127.0.0.0/8, ::1): a trial behind a port mapping. Locks provisioned meanwhile trust that loopback issuer.',
+    }),
+    METRICS_TOKEN: Type.Optional(
+      Type.String({
+        pattern: '^[A-Za-z0-9._~+/-]{32,}=*$',
+        description:
+          'A bearer token (RFC 6750, at least 32 characters: `openssl rand -hex 32`) that a scrape of `GET /metrics` must send, compared in constant time. README, "Metrics", shows the Prometheus scrape config.',
+      }),
+    ),
+    METRICS_PORT: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 65535,
+        description: 'Serve `GET /metrics` on a listener of its own, on `METRICS_HOST` at this port, and no longer on `PORT`.',
+      }),
+    ),
+    METRICS_HOST: Type.String({
+      minLength: 1,
+      default: '127.0.0.1',
+      description: 'Interface of the `METRICS_PORT` listener. Beyond loopback (e.g. `0.0.0.0` in a container) it needs `METRICS_TOKEN`, or `METRICS_UNAUTHENTICATED=true`.',
+    }),
+    METRICS_UNAUTHENTICATED: Type.Union([Type.Literal('true'), Type.Literal('false')], {
+      default: 'false',
+      description:
+        'Without `METRICS_TOKEN`, `GET /metrics` answers `403` on a listener other machines may reach (every one but a development start on loopback `HOST` and `PUBLIC_URL`, or a loopback `METRICS_HOST`). `true` serves it to anyone there: only when something in front keeps all but Prometheus from it.',
+    }),
     DATABASE_URL: Type.Optional(
       Type.String({
         pattern: '^postgres(ql)?://',
@@ -203,7 +239,7 @@ export const ConfigSchema = Type.Object(
   { additionalProperties: true },
 );
 
-export type Config = Static<typeof ConfigSchema> & { PUBLIC_URL: string };
+export type Config = Static<typeof ConfigSchema> & { PUBLIC_URL: string; HOST: string };
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -253,11 +289,39 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   }
   if (problems.length > 0) throw new ConfigError(dedupe(problems));
   // Kept byte for byte: it is the OAuth issuer (RFC 8414 section 3.3 compares it exactly).
-  return { ...config, PUBLIC_URL: config.PUBLIC_URL ?? `http://localhost:${config.PORT}` };
+  const publicUrl = config.PUBLIC_URL ?? `http://localhost:${config.PORT}`;
+  // An issuer of this machine only is a development start on it (README, "Quick start"): it listens there alone.
+  const host = config.HOST ?? (isLoopbackUrl(publicUrl) ? 'localhost' : '0.0.0.0');
+  return { ...config, HOST: host, PUBLIC_URL: publicUrl };
+}
+
+/**
+ * What the server refuses to listen with (the CLI, which never listens, does not ask). A lock is provisioned with its
+ * tenant's issuer `{PUBLIC_URL}/tenants/{tenant}` and accepts no other (docs/api-reference.md 8.1): a server reachable
+ * from other machines that signs as `localhost` provisions locks that must all be provisioned again once PUBLIC_URL
+ * is right. `env` is what loadConfig read. Throws ConfigError, as loadConfig does.
+ */
+export function checkListener(config: Config, env: Record<string, string | undefined>): void {
+  const problems: string[] = [];
+  const explicitPublicUrl = env.PUBLIC_URL !== undefined && env.PUBLIC_URL !== '';
+  if (config.ALLOW_LOOPBACK_PUBLIC_URL !== 'true' && !isLoopbackHost(config.HOST) && isLoopbackUrl(config.PUBLIC_URL)) {
+    const issuer = explicitPublicUrl ? `PUBLIC_URL=${JSON.stringify(config.PUBLIC_URL)}` : `PUBLIC_URL is unset, so it defaults to ${config.PUBLIC_URL}`;
+    problems.push(
+      `${issuer}, an address of this machine only, while HOST=${JSON.stringify(config.HOST)} listens for other machines. ` +
+        'PUBLIC_URL is the OAuth issuer, and every lock is provisioned to trust its tenant\'s issuer {PUBLIC_URL}/tenants/{tenant}: ' +
+        'changing PUBLIC_URL later means re-provisioning every lock. Set PUBLIC_URL to the address phones, apps and locks ' +
+        'reach this service at (e.g. https://acs.example.com), or listen on this machine only (HOST=127.0.0.1), or set ' +
+        'ALLOW_LOOPBACK_PUBLIC_URL=true if the loopback issuer is meant (a trial behind a port mapping).',
+    );
+  }
+  if (config.METRICS_PORT !== undefined && config.METRICS_PORT === config.PORT) {
+    problems.push(`METRICS_PORT=${config.METRICS_PORT}: must differ from PORT, the API listener`);
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
 }
 
 /** Variables whose value is a secret (or may carry one, as a password in a connection string): never echoed. */
-const SECRET_KEYS: ReadonlySet<string> = new Set(['SECRETS_KEY', 'SECRETS_KEY_PREVIOUS', 'DATABASE_URL']);
+const SECRET_KEYS: ReadonlySet<string> = new Set(['SECRETS_KEY', 'SECRETS_KEY_PREVIOUS', 'DATABASE_URL', 'METRICS_TOKEN']);
 
 /** `KEY="value"` so the operator sees what was read; for a secret only its length, so no log or terminal keeps it. */
 function shownValue(key: string, value: unknown): string {
@@ -274,6 +338,7 @@ function explain(key: string, error: ValueError): string {
   if (key === 'SECRETS_KEY') return 'must be exactly 64 hex characters (`openssl rand -hex 32`); look for a space, a newline or quotes';
   if (key === 'SECRETS_KEY_PREVIOUS') return 'must be one or more keys of 64 hex characters, separated by commas without spaces';
   if (key === 'DATABASE_URL') return 'must be a PostgreSQL connection string starting with postgres:// or postgresql://';
+  if (key === 'METRICS_TOKEN') return 'must be at least 32 characters of A-Z a-z 0-9 . _ ~ + / - (`openssl rand -hex 32`)';
   if (schema?.pattern && schema.description) return `does not have the expected form. ${schema.description}`;
   if (integerKeys.includes(key as (typeof integerKeys)[number])) return integerRange(key);
   return error.message;

@@ -1,16 +1,18 @@
 // Process entry: loadConfig(process.env) → open the database → migrate → buildApp → listen; graceful shutdown.
 import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app.js';
-import { ConfigError, loadConfig, type Config } from './config.js';
+import { ConfigError, checkListener, loadConfig, type Config } from './config.js';
 import { migrate } from './db/migrate.js';
 import { openDatabase } from './db/open.js';
 import { createLogger } from './logger.js';
+import { listenForMetrics } from './plugins/metrics-listener.js';
 import { resolveSecretsKey } from './services/keys/secrets-key-source.js';
 
 async function main(): Promise<void> {
   let config: Config;
   try {
     config = loadConfig(process.env);
+    checkListener(config, process.env);
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
@@ -38,15 +40,19 @@ async function main(): Promise<void> {
     throw error;
   }
   const running = app;
+  let metricsListener: Awaited<ReturnType<typeof listenForMetrics>> | undefined;
 
   // SIGTERM/SIGINT: stop accepting, let in-flight requests finish, close the database (the app's onClose).
   closeWithGrace({ delay: config.SHUTDOWN_TIMEOUT_MS, logger: log }, async ({ signal, err }) => {
     if (err) log.error({ err }, 'shutting down after an error');
     else log.info({ signal }, 'shutting down');
+    await metricsListener?.close();
     await running.close();
   });
 
   await running.listen({ port: config.PORT, host: config.HOST });
+  const metricsPort = config.METRICS_PORT;
+  if (metricsPort !== undefined) metricsListener = await listenForMetrics(running.metrics, { ...config, METRICS_PORT: metricsPort }, log);
   stopWhenOrphaned();
 }
 

@@ -1,7 +1,9 @@
 // loadConfig: defaults, conversion of environment strings, and refusals that name the bad variable.
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, trustProxyOption } from '../src/config.js';
-import { killAll, spawnNode } from './helpers/process.js';
+import { ConfigError, checkListener, loadConfig, trustProxyOption } from '../src/config.js';
+import { isLoopbackHost } from '../src/shared/loopback.js';
+import { createSeededDataDir } from './helpers/database.js';
+import { freePort, killAll, spawnNode, waitForUrl } from './helpers/process.js';
 
 /** The ConfigError loadConfig throws for `env`; fails the test when it does not throw one. */
 function configError(env: Record<string, string>): ConfigError {
@@ -18,7 +20,8 @@ describe('loadConfig', () => {
   it('applies the documented defaults to an empty environment', () => {
     const config = loadConfig({});
     expect(config.PORT).toBe(8080);
-    expect(config.HOST).toBe('0.0.0.0');
+    // Without PUBLIC_URL a development start on this machine: it listens there alone (README, "Quick start").
+    expect(config.HOST).toBe('localhost');
     expect(config.PUBLIC_URL).toBe('http://localhost:8080');
     expect(config.DATA_DIR).toBe('./data');
     expect(config.BODY_LIMIT).toBe(1024 * 1024);
@@ -174,6 +177,104 @@ describe('trustProxyOption', () => {
     expect(trustProxyOption('2')).toBe(2);
     expect(trustProxyOption('10.0.0.0/8, 127.0.0.1')).toEqual(['10.0.0.0/8', '127.0.0.1']);
   });
+});
+
+/** The ConfigError checkListener throws for `env` (after loadConfig accepted it); fails the test when it throws none. */
+function listenerError(env: Record<string, string>): ConfigError {
+  try {
+    checkListener(loadConfig(env), env);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return error as ConfigError;
+  }
+  throw new Error(`checkListener accepted ${JSON.stringify(env)}`);
+}
+
+describe('HOST and a loopback PUBLIC_URL (the issuer every lock trusts)', () => {
+  it('listens on every interface by default once PUBLIC_URL names another machine, else on localhost', () => {
+    expect(loadConfig({ PUBLIC_URL: 'https://acs.example.com' }).HOST).toBe('0.0.0.0');
+    expect(loadConfig({ PUBLIC_URL: 'http://127.1.2.3:9000' }).HOST).toBe('localhost');
+    expect(loadConfig({ PUBLIC_URL: 'https://acs.example.com', HOST: '10.0.0.5' }).HOST).toBe('10.0.0.5');
+  });
+
+  it.each([
+    [{ HOST: '0.0.0.0' }],
+    [{ HOST: '::' }],
+    [{ HOST: '0.0.0.0', PUBLIC_URL: 'http://localhost:8080' }],
+    [{ HOST: '192.168.1.10', PUBLIC_URL: 'https://127.0.0.1:8443/acs' }],
+    [{ HOST: '0.0.0.0', PUBLIC_URL: 'http://[::1]:8080' }],
+    [{ HOST: '0.0.0.0', PUBLIC_URL: 'http://acs.localhost' }],
+  ])('refuses a start on %j, saying why and what to set', (env) => {
+    const error = listenerError(env);
+    expect(error.problems).toHaveLength(1);
+    const [problem] = error.problems;
+    expect(problem).toContain('PUBLIC_URL');
+    expect(problem).toContain('/tenants/{tenant}');
+    expect(problem).toMatch(/re-provisioning every lock/);
+    expect(problem).toContain('HOST=127.0.0.1');
+    expect(problem).toContain('ALLOW_LOOPBACK_PUBLIC_URL=true');
+    if (!('PUBLIC_URL' in env)) expect(problem).toContain('PUBLIC_URL is unset');
+  });
+
+  it.each([
+    [{}],
+    [{ HOST: '127.0.0.1' }],
+    [{ HOST: '::1' }],
+    [{ HOST: 'localhost', PUBLIC_URL: 'http://localhost:9000' }],
+    [{ PUBLIC_URL: 'http://127.1.2.3' }],
+    [{ HOST: '0.0.0.0', PUBLIC_URL: 'https://acs.example.com' }],
+    [{ HOST: '0.0.0.0', ALLOW_LOOPBACK_PUBLIC_URL: 'true' }],
+    [{ HOST: '0.0.0.0', PUBLIC_URL: 'http://localhost:8080', ALLOW_LOOPBACK_PUBLIC_URL: 'true' }],
+  ])('lets %j start', (env) => {
+    expect(() => checkListener(loadConfig(env), env)).not.toThrow();
+  });
+
+  it('refuses a METRICS_PORT equal to PORT', () => {
+    expect(listenerError({ HOST: '127.0.0.1', PORT: '8080', METRICS_PORT: '8080' }).problems).toEqual([
+      'METRICS_PORT=8080: must differ from PORT, the API listener',
+    ]);
+  });
+
+  it('tells loopback names and addresses from the others', () => {
+    for (const host of ['localhost', 'LOCALHOST', 'a.localhost', '127.0.0.1', '127.255.0.9', '::1', '[::1]', '0:0:0:0:0:0:0:1', '::ffff:127.0.0.1']) {
+      expect(isLoopbackHost(host), host).toBe(true);
+    }
+    for (const host of ['0.0.0.0', '::', '10.0.0.1', '128.0.0.1', 'localhost.example.com', 'acs.example.com', '::2', '::ffff:10.0.0.1']) {
+      expect(isLoopbackHost(host), host).toBe(false);
+    }
+  });
+});
+
+describe('the server process and a loopback PUBLIC_URL', () => {
+  afterAll(killAll);
+
+  it('refuses to listen on every interface with the default PUBLIC_URL, and says why', async () => {
+    const server = spawnNode('src/server.ts', [], { HOST: '0.0.0.0', PORT: String(await freePort()) });
+    const exit = await server.waitForExit(15_000);
+    expect(exit.code).toBe(78); // EX_CONFIG
+    expect(server.stderr()).toContain('PUBLIC_URL is unset, so it defaults to http://localhost:');
+    expect(server.stderr()).toContain('re-provisioning every lock');
+    expect(server.stdout()).not.toMatch(/listening/i);
+  });
+
+  it.each([
+    ['with ALLOW_LOOPBACK_PUBLIC_URL=true on every interface', { HOST: '0.0.0.0', ALLOW_LOOPBACK_PUBLIC_URL: 'true' }],
+    ['on a loopback HOST with the default PUBLIC_URL', { HOST: '127.0.0.1' }],
+    ['with neither HOST nor PUBLIC_URL (the quick start), on localhost', {}],
+  ])('starts %s', async (_name, env: Record<string, string>) => {
+    // Already migrated, so the start is quick.
+    const directory = await createSeededDataDir();
+    try {
+      const port = await freePort();
+      const server = spawnNode('src/server.ts', [], { ...env, PORT: String(port), DATA_DIR: directory.path, LOG_LEVEL: 'warn' });
+      const response = await waitForUrl(`http://127.0.0.1:${port}/.well-known/oauth-authorization-server`, 150_000, server);
+      expect(((await response.json()) as { issuer: string }).issuer).toBe(`http://localhost:${port}`);
+      server.process.kill('SIGTERM');
+      expect(await server.waitForExit(15_000)).toEqual({ code: 0, signal: null });
+    } finally {
+      directory.remove();
+    }
+  }, 200_000);
 });
 
 describe('the server process with a bad variable', () => {

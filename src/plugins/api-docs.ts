@@ -35,8 +35,6 @@ export interface ApiDocsOptions {
   version: string;
   /** Where Swagger UI lives, e.g. `/operatorapi/apidocs`. */
   uiPrefix: string;
-  /** Extra entry paths that redirect to the UI (docs/api-reference.md 1: `/operatorapi/apidocs/index.html`). */
-  uiAliases?: string[];
   /** The tag of every operation of this API, with what it groups: Swagger UI shows the description above the group. */
   tags: { name: string; description: string }[];
   /** The OAuth scopes of this API, for the bearer security scheme. */
@@ -92,9 +90,9 @@ export default fp(
       },
     });
     await app.register(swaggerUi, { routePrefix: options.uiPrefix, staticCSP: true, transformStaticCSP: docsContentSecurityPolicy });
-    for (const alias of options.uiAliases ?? []) {
-      app.get(alias, { schema: { hide: true } }, async (_request, reply) => reply.redirect(`${options.uiPrefix}/`));
-    }
+    // `{uiPrefix}/index.html` is the documented entry of every UI (docs/api-reference.md 1); the plugin serves the page
+    // at `{uiPrefix}/` only, so each API's entry redirects there, none forgotten.
+    app.get(`${options.uiPrefix}/index.html`, { schema: { hide: true } }, async (_request, reply) => reply.redirect(`${options.uiPrefix}/`));
   },
   { name: 'api-docs' },
 );

@@ -1,8 +1,12 @@
 // Prometheus metrics at GET /metrics: request count and latency by route and status, database pool figures.
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
+import { ForbiddenError, UnauthorizedError } from '../errors.js';
+import { isLoopbackHost, isLoopbackUrl } from '../shared/loopback.js';
 import {
   GRANT_OUTCOMES,
   GRANT_TYPES,
@@ -25,6 +29,69 @@ export interface MetricsOptions {
   db: Database;
   /** Events every tenant's log has been written so far (docs/api-reference.md 10): gapless sequences, so a database count. */
   eventsWritten: () => Promise<number>;
+  /** Who may scrape `GET /metrics` on the API listener; null: it is served on a listener of its own (METRICS_PORT). */
+  access: MetricsAccess | null;
+}
+
+/** Who may read the metrics on one listener. */
+export interface MetricsAccess {
+  /** METRICS_TOKEN: a scrape sends it as `Authorization: Bearer` (RFC 6750 section 2.1). */
+  token: string | undefined;
+  /** Without a token: whether this listener serves them to anyone (only this machine reaches it, or the operator said so). */
+  openWithoutToken: boolean;
+}
+
+/**
+ * The access rule of the API listener: a token when one is set; otherwise open only on a development start, where
+ * both HOST and PUBLIC_URL are loopback. A loopback HOST alone is not enough: a reverse proxy on the same machine
+ * (the usual production layout, PUBLIC_URL naming it) would pass /metrics on to anyone.
+ */
+export function apiListenerMetricsAccess(config: Config): MetricsAccess | null {
+  if (config.METRICS_PORT !== undefined) return null;
+  return {
+    token: config.METRICS_TOKEN,
+    openWithoutToken: config.METRICS_UNAUTHENTICATED === 'true' || (isLoopbackHost(config.HOST) && isLoopbackUrl(config.PUBLIC_URL)),
+  };
+}
+
+/** The access rule of the METRICS_PORT listener: open without a token on loopback only, unless the operator said so. */
+export function ownListenerMetricsAccess(config: Config): MetricsAccess {
+  return {
+    token: config.METRICS_TOKEN,
+    openWithoutToken: config.METRICS_UNAUTHENTICATED === 'true' || isLoopbackHost(config.METRICS_HOST),
+  };
+}
+
+const digest = (text: string) => createHash('sha256').update(text).digest();
+
+/**
+ * Throws the answer to a scrape this listener refuses. The token is compared as SHA-256 digests with timingSafeEqual,
+ * so neither its content nor its length shows in the time taken.
+ */
+export function checkMetricsAccess(authorization: string | undefined, access: MetricsAccess): void {
+  if (access.token === undefined) {
+    if (access.openWithoutToken) return;
+    throw new ForbiddenError(
+      'GET /metrics is not served without authentication on a listener other machines may reach. Set METRICS_TOKEN (and ' +
+        'send it as a bearer token) or METRICS_PORT (a listener of its own); README, "Metrics".',
+    );
+  }
+  const presented = /^Bearer +([A-Za-z0-9._~+/-]+=*) *$/i.exec(authorization ?? '')?.[1];
+  if (presented === undefined) {
+    throw new UnauthorizedError('GET /metrics needs the METRICS_TOKEN as a bearer token.', 'Bearer realm="metrics"');
+  }
+  if (!timingSafeEqual(digest(presented), digest(access.token))) {
+    throw new UnauthorizedError('The bearer token is not the METRICS_TOKEN.', 'Bearer realm="metrics", error="invalid_token"');
+  }
+}
+
+/** GET /metrics on `app`, answering with `registry` to the scrapes `access` lets through. */
+export function metricsRoute(app: FastifyInstance, registry: Registry, access: MetricsAccess): void {
+  app.get('/metrics', async (request, reply) => {
+    checkMetricsAccess(request.headers.authorization, access);
+    reply.type(registry.contentType);
+    return registry.metrics();
+  });
 }
 
 export default fp(
@@ -70,13 +137,12 @@ export default fp(
       done();
     });
 
-    app.get(
-      '/metrics',
-      async (_request, reply) => {
-        reply.type(registry.contentType);
-        return registry.metrics();
-      },
-    );
+    if (options.access) {
+      metricsRoute(app, registry, options.access);
+      if (options.access.token === undefined && !options.access.openWithoutToken) {
+        app.log.warn('GET /metrics answers 403: set METRICS_TOKEN or METRICS_PORT to scrape it (README, "Metrics")');
+      }
+    }
   },
   { name: 'metrics' },
 );

@@ -37,7 +37,8 @@ export interface TestAppOptions {
 
 export async function buildTestApp(env: Record<string, string> = {}, options: TestAppOptions = {}): Promise<TestApp> {
   const database = await createTestDatabase();
-  const config = loadConfig({ LOG_LEVEL: 'info', PUBLIC_URL: 'http://issuer.test', ...env });
+  // Tests scrape /metrics without a token (test/ops/metrics-access.test.ts covers the token and the refusal).
+  const config = loadConfig({ LOG_LEVEL: 'info', PUBLIC_URL: 'http://issuer.test', METRICS_UNAUTHENTICATED: 'true', ...env });
   const logLines: string[] = [];
   const sink = new Writable({
     write(chunk, _encoding, callback) {

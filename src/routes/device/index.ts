@@ -103,7 +103,6 @@ export default async function deviceApi(app: FastifyInstance, options: DeviceApi
     description: DEVICE_API_DESCRIPTION,
     version: '1.0.0',
     uiPrefix: '/deviceapi/apidocs',
-    uiAliases: ['/deviceapi/apidocs/index.html'],
     tags: [
       { name: 'Mobile devices', description: 'A phone downloading its tickets.' },
       { name: 'Secured objects', description: 'An online lock syncing its tickets and revocations.' },

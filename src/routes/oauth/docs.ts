@@ -13,7 +13,6 @@ export default async function oauthDocs(app: FastifyInstance) {
     description: document.info.description,
     version: VERSION,
     uiPrefix: '/oauth/apidocs',
-    uiAliases: ['/oauth/apidocs/index.html'],
     tags: document.tags,
     scopes: {},
     tokenUrl: '/oauth/token',

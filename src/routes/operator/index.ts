@@ -51,7 +51,6 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
       'access token from `POST /oauth/token` (client credentials).',
     version: '1.0.0',
     uiPrefix: '/operatorapi/apidocs',
-    uiAliases: ['/operatorapi/apidocs/index.html'],
     tags: [
       { name: 'Secured objects', description: 'Locks, each with the channels it supports and the address of each.' },
       { name: 'Mobile devices', description: 'Phones and cards that tickets are issued to.' },
