@@ -15,7 +15,7 @@ import { recordLockContact } from '../db/repositories/lock-telemetry.repo.js';
 import { holdSecuredObjectForBinding } from '../db/repositories/secured-object.repo.js';
 import { ForbiddenError, NotFoundError } from '../errors.js';
 import type { Clock } from './context.js';
-import { assertBinding, type DeviceBinding } from './device.service.js';
+import { assertBinding, type DeviceBinding } from '../shared/device-binding.js';
 import { cutPage, invalidCursor, type Page } from '../shared/pagination.js';
 
 /** An upload's body (docs/api-reference.md 8.5). */

@@ -1,6 +1,7 @@
 // SQL for the Device API: a device's valid tickets with their download stamp, and a lock's changes since a cursor.
 import type { Queryable } from '../database.js';
 import { keysetPage, type KeysetPosition } from '../../shared/keyset.js';
+import type { SyncPosition } from '../../shared/pagination.js';
 import { AUDIT_APPEND_CTES } from './audit.repo.js';
 import { KEY_SET_SEQ_SQL, LOCK_SERIAL_SQL } from './change-log.repo.js';
 import { CLOCK_MARGIN_SQL } from './lock-telemetry.repo.js';
@@ -134,11 +135,6 @@ export async function recordDownload(
     ],
   );
   return new Map(rows.map((row) => [row.id, row.downloaded_at]));
-}
-
-export interface SyncPosition {
-  seq: number;
-  id: string;
 }
 
 /** What a lock's sync reads besides its changes: whether it exists, its client's state, the key set's position. */
