@@ -10,7 +10,7 @@ import {
   type AccessLogRecord,
   type ReportedEntry,
 } from '../db/repositories/access-log.repo.js';
-import { findLockForClient } from '../db/repositories/device-sync.repo.js';
+import { findLockForClient } from '../db/repositories/lock-sync.repo.js';
 import { recordLockContact } from '../db/repositories/lock-telemetry.repo.js';
 import { holdSecuredObjectForBinding } from '../db/repositories/secured-object.repo.js';
 import { ForbiddenError, NotFoundError } from '../errors.js';

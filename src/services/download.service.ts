@@ -10,7 +10,7 @@ import {
   type CredentialedTicket,
   type LockRevocations,
   type NewCredential,
-} from '../db/repositories/device-sync.repo.js';
+} from '../db/repositories/download.repo.js';
 import { findMobileDevice } from '../db/repositories/mobile-device.repo.js';
 import { NotFoundError, UnprocessableError } from '../errors.js';
 import type { ActionContext, Clock } from './context.js';

@@ -2,7 +2,7 @@
 // not. It decides through the one rule the lock simulator uses (src/shared/credential-check.ts), never a copy of it.
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import type { Database } from '../db/database.js';
-import { listTicketsOfDeviceForLock, type ExplainedTicket } from '../db/repositories/device-sync.repo.js';
+import { listTicketsOfDeviceForLock, type ExplainedTicket } from '../db/repositories/download.repo.js';
 import { findLockTelemetry } from '../db/repositories/lock-telemetry.repo.js';
 import { findMobileDevice } from '../db/repositories/mobile-device.repo.js';
 import { findSecuredObject } from '../db/repositories/secured-object.repo.js';

@@ -1,7 +1,7 @@
 // An online lock's sync (docs/api-reference.md 6.2, docs/lock-sync.md): the tickets and revocations that concern it
 // through the tenant's change log, answered from memory while nothing changed; and the trust an installer writes into it.
 import type { Database } from '../db/database.js';
-import { findLockForClient, listLockChanges } from '../db/repositories/device-sync.repo.js';
+import { findLockForClient, listLockChanges } from '../db/repositories/lock-sync.repo.js';
 import { ForbiddenError, NotFoundError, ProblemError, ServiceUnavailableError } from '../errors.js';
 import type { ChangeWatermarks } from './change-watermark.js';
 import type { Clock } from './context.js';
