@@ -21,7 +21,7 @@ import {
 import { MAX_EXPLAINED_TICKETS, type AccessCheckCode } from '../shared/explain-rules.js';
 import type { Clock } from './context.js';
 import type { CredentialService } from './credential.service.js';
-import { CLOCK_DRIFT_LIMIT_MS } from './lock-telemetry.service.js';
+import { clockDrifts } from '../shared/clock-drift.js';
 import { ticketStatus } from './ticket.service.js';
 import { CHANNELS } from '../shared/vocabulary.js';
 
@@ -238,7 +238,7 @@ export function lockReasons(lock: LockView, request: ExplainRequest): AccessChec
     });
   }
   const offset = lock.clockOffsetMs;
-  if (offset !== null && Math.abs(offset) > CLOCK_DRIFT_LIMIT_MS) {
+  if (offset !== null && clockDrifts(offset)) {
     reasons.push({
       code: 'clock-drift',
       message:
