@@ -2,14 +2,14 @@
 // through the tenant's change log, answered from memory while nothing changed; and the trust an installer writes into it.
 import type { Database } from '../db/database.js';
 import { findLockForClient, listLockChanges } from '../db/repositories/lock-sync.repo.js';
-import { ForbiddenError, NotFoundError, ProblemError, ServiceUnavailableError } from '../errors.js';
+import { NotFoundError, ProblemError, ServiceUnavailableError } from '../errors.js';
 import type { ChangeWatermarks } from './change-watermark.js';
 import type { Clock } from './context.js';
 import type { CredentialService, KeySet } from './credential.service.js';
 import type { LockTelemetryService } from './lock-telemetry.service.js';
 import type { DomainMetrics } from './domain-metrics.js';
 import { toTicket, type Ticket } from './ticket.service.js';
-import { assertBinding, type DeviceBinding } from '../shared/device-binding.js';
+import { assertBinding, assertLockClientActive, type DeviceBinding } from '../shared/device-binding.js';
 import { cutPage, decodeSyncCursor, encodeSyncCursor, invalidCursor, syncPositionBefore } from '../shared/pagination.js';
 
 export interface SyncAnswer {
@@ -221,11 +221,7 @@ export function createLockSyncService({ db, clock, credentials, telemetry, water
      */
     async trust(tenantId: string, binding: DeviceBinding, securedObjectId: string): Promise<LockTrust> {
       assertBinding(binding, 'securedObjectId', securedObjectId, TRUST_NEEDS_BINDING);
-      const lock = await findLockForClient(db, tenantId, securedObjectId, binding.clientId);
-      if (lock.decommissionedSeq !== null) {
-        throw new ForbiddenError('This lock was deleted: its client can only sync the revocations that deleting it caused.');
-      }
-      if (!lock.lockExists) throw new NotFoundError(`No secured object ${securedObjectId}.`);
+      assertLockClientActive(await findLockForClient(db, tenantId, securedObjectId, binding.clientId), securedObjectId);
       return {
         issuer: await credentials.issuerOf(tenantId),
         securedObjectId,

@@ -21,3 +21,15 @@ export function assertBinding(binding: DeviceBinding, kind: 'mobileDeviceId' | '
   if (other !== undefined) throw new ForbiddenError('This client is bound to another kind of device.');
   if (bindingRequired !== null && bound === undefined) throw new ForbiddenError(bindingRequired);
 }
+
+/**
+ * A lock's own client reaches the lock's data only while the lock stands (lock-sync.repo.ts findLockForClient): the
+ * client of a deleted lock only syncs the revocations its deletion caused (docs/api-reference.md 4.1); a lock that
+ * does not exist answers as missing.
+ */
+export function assertLockClientActive(lock: { lockExists: boolean; decommissionedSeq: number | null }, securedObjectId: string): void {
+  if (lock.decommissionedSeq !== null) {
+    throw new ForbiddenError('This lock was deleted: its client can only sync the revocations that deleting it caused.');
+  }
+  if (!lock.lockExists) throw new NotFoundError(`No secured object ${securedObjectId}.`);
+}
