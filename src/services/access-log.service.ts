@@ -10,12 +10,12 @@ import {
   type AccessLogRecord,
   type ReportedEntry,
 } from '../db/repositories/access-log.repo.js';
-import { findLockForClient } from '../db/repositories/device-sync.repo.js';
+import { findLockForClient } from '../db/repositories/lock-sync.repo.js';
 import { recordLockContact } from '../db/repositories/lock-telemetry.repo.js';
 import { holdSecuredObjectForBinding } from '../db/repositories/secured-object.repo.js';
 import { ForbiddenError, NotFoundError } from '../errors.js';
 import type { Clock } from './context.js';
-import { assertBinding, type DeviceBinding } from './device.service.js';
+import { assertBinding, assertLockClientActive, type DeviceBinding } from '../shared/device-binding.js';
 import { cutPage, invalidCursor, type Page } from '../shared/pagination.js';
 
 /** An upload's body (docs/api-reference.md 8.5). */
@@ -189,13 +189,7 @@ export function createAccessLogService({ db, clock }: AccessLogServiceOptions) {
      */
     async uploadFromLock(tenantId: string, binding: DeviceBinding, securedObjectId: string, upload: AccessLogUpload): Promise<UploadAnswer> {
       assertBinding(binding, 'securedObjectId', securedObjectId, null);
-      const check = async (q: Queryable) => {
-        const lock = await findLockForClient(q, tenantId, securedObjectId, binding.clientId);
-        if (lock.decommissionedSeq !== null) {
-          throw new ForbiddenError('This lock was deleted: its client can only sync the revocations that deleting it caused.');
-        }
-        if (!lock.lockExists) throw new NotFoundError(`No secured object ${securedObjectId}.`);
-      };
+      const check = async (q: Queryable) => assertLockClientActive(await findLockForClient(q, tenantId, securedObjectId, binding.clientId), securedObjectId);
       await check(db);
       if (binding.securedObjectId === undefined) throw new ForbiddenError(LOG_NEEDS_LOCK_BINDING);
       return store(tenantId, `client:${binding.clientId}`, 'lock', securedObjectId, upload, check);

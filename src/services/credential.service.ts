@@ -1,7 +1,7 @@
 // Ticket credentials (docs/api-reference.md 6.3, 8.1, 8.2): the compact JWS a lock checks offline, signed with the
 // tenant's ticket key under the tenant's own issuer, valid at most CREDENTIAL_MAX_LIFETIME, encrypted at rest.
 import type { Database } from '../db/database.js';
-import type { LockRevocations } from '../db/repositories/device-sync.repo.js';
+import type { LockRevocations } from '../db/repositories/download.repo.js';
 import { findTenantById } from '../db/repositories/tenant.repo.js';
 import type { TicketRecord } from '../db/repositories/ticket.repo.js';
 // Explicit types (RFC 8725 3.11): a credential, a revocation list and an access token are never taken for each other.
@@ -51,7 +51,7 @@ export interface SignedCredential {
 /** The credential stored for a ticket (docs/security-cases.md G48: sealed under SECRETS_KEY). */
 export interface StoredCredential {
   sealed: Buffer;
-  /** Null: to be signed anew (its lock's zone changed since, device-sync.repo.ts forgetScheduledCredentials). */
+  /** Null: to be signed anew (its lock's zone changed since, download.repo.ts forgetScheduledCredentials). */
   kid: string | null;
   issuedAt: number;
   expiresAt: number;

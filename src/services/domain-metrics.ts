@@ -57,7 +57,7 @@ export interface DomainMetrics {
   ticketsRevoked(count: number): void;
   /** Ticket credentials signed and handed out by a download or token card (reused stored ones are not signed again). */
   credentialsSigned(alg: string, count: number): void;
-  /** One lock sync answered or refused by the device service. */
+  /** One lock sync answered or refused (lock-sync.service.ts). */
   lockSynced(outcome: SyncOutcome): void;
 }
 

@@ -24,7 +24,8 @@ import { createAccessPermissionService } from './access-permission.service.js';
 import { createGroupService } from './group.service.js';
 import { createCredentialService } from './credential.service.js';
 import { createChangeWatermarks } from './change-watermark.js';
-import { createDeviceService } from './device.service.js';
+import { createDownloadService } from './download.service.js';
+import { createLockSyncService } from './lock-sync.service.js';
 import { createAccessCheckService } from './explain.service.js';
 import { createAccessLogService } from './access-log.service.js';
 import { createLockTelemetryService } from './lock-telemetry.service.js';
@@ -99,7 +100,8 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
   const lockGroups = createGroupService({ db, clock, kind: LOCK_GROUPS, metrics });
   const accessPermissions = createAccessPermissionService({ db, clock, revived, metrics });
   const changeWatermarks = createChangeWatermarks({ db, log });
-  const devices = createDeviceService({
+  const downloads = createDownloadService({ db, clock, credentials, metrics });
+  const lockSyncs = createLockSyncService({
     db,
     clock,
     credentials,
@@ -189,7 +191,8 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     accessPermissions,
     ticketKeys,
     credentials,
-    devices,
+    downloads,
+    lockSyncs,
     changeWatermarks,
     accessChecks,
     accessLogs,

@@ -1,13 +1,13 @@
 // Revocation propagation (docs/api-reference.md 8.4): a lock's syncs acknowledge what it has applied, and the operator sees how far each revocation has reached.
 import type { Database } from '../db/database.js';
 import {
-  CLOCK_DRIFT_LIMIT_MS,
   findLockPropagation,
   listRevocations,
   recordLockContact,
   type RevocationFilter,
 } from '../db/repositories/lock-telemetry.repo.js';
 import type { Clock } from './context.js';
+import { clockDrifts } from '../shared/clock-drift.js';
 import { isUuid } from '../shared/identifiers.js';
 import { decodeCursor, pageOf, type Page } from '../shared/pagination.js';
 import { toTicket, type Ticket } from './ticket.service.js';
@@ -18,8 +18,6 @@ import { toTicket, type Ticket } from './ticket.service.js';
  * rise of the applied position is always written at once: it is what the operator waits for.
  */
 export const LAST_SEEN_RESOLUTION_MS = 30_000;
-
-export { CLOCK_DRIFT_LIMIT_MS };
 
 /** How many locks one instance remembers its last write for; the oldest written is forgotten first. */
 const MAX_REMEMBERED_LOCKS = 10_000;
@@ -88,7 +86,7 @@ export function createLockTelemetryService({ db, clock, credentialLifetimeMs }: 
         ...(telemetry !== null ? { lastSeenTime: telemetry.lastSeenAt, appliedThrough: telemetry.appliedThrough } : {}),
         pendingRevocations,
         ...(offset !== null ? { clockOffset: offset } : {}),
-        clockDrift: offset !== null && Math.abs(offset) > CLOCK_DRIFT_LIMIT_MS,
+        clockDrift: clockDrifts(offset),
       };
     },
 

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.js';
 import { decommissionClientsOfSecuredObject } from '../db/repositories/client.repo.js';
-import { forgetScheduledCredentials } from '../db/repositories/device-sync.repo.js';
+import { forgetScheduledCredentials } from '../db/repositories/download.repo.js';
 import { deleteLockTelemetry } from '../db/repositories/lock-telemetry.repo.js';
 import {
   deleteSecuredObject,

@@ -1,5 +1,19 @@
-// The words of the explain endpoint (docs/api-reference.md 8.6) that its service and its schema share: the reason codes
-// (stable kebab-case, clients may branch on them) and how many tickets one answer judges.
+// The explain endpoint's rules (docs/api-reference.md 8.6): from facts already read (the lock as the server knows it,
+// the credentials the phone holds), the decision the lock would take and why, in the API's words. Its reason codes
+// (stable kebab-case, clients may branch on them) and its cap are shared with the schema. It decides through the one
+// rule the lock simulator uses (shared/credential-check.ts), never a copy of it. Pure: no clock, no I/O.
+import { decodeJwt, decodeProtectedHeader } from 'jose';
+import { clockDrifts } from './clock-drift.js';
+import {
+  CREDENTIAL_TYPE,
+  checkCredential,
+  nextWindowStart,
+  parseCredentialClaims,
+  type CredentialCheck,
+  type CredentialClaims,
+  type LockTrustState,
+} from './credential-check.js';
+import { CHANNELS } from './vocabulary.js';
 
 /** At most this many tickets of one phone for one lock are judged, the newest first. */
 export const MAX_EXPLAINED_TICKETS = 50;
@@ -29,3 +43,415 @@ export const ACCESS_CHECK_CODES = [
 ] as const;
 
 export type AccessCheckCode = (typeof ACCESS_CHECK_CODES)[number];
+
+/** The command asked about when none is given: the question is "can this phone open that door". */
+export const DEFAULT_COMMAND = 'open';
+
+export interface AccessCheckReason {
+  code: AccessCheckCode;
+  /** What happened and what to do about it, for people. */
+  message: string;
+  /** `outside-schedule`: when the credential's next schedule window opens (ms, lock time). */
+  nextWindowStart?: number;
+  /** `not-downloaded`: when a download first hands the credential out (docs/api-reference.md 8.2), ms. */
+  credentialAvailableFrom?: number;
+}
+
+export type AccessDecision = 'allow' | 'deny';
+
+/** What explain reads of a ticket (download.repo.ts listTicketsOfDeviceForLock). */
+export interface ExplainedTicketFacts {
+  id: string;
+  beginDate: number;
+  endDate: number;
+  revokedAt: number | null;
+  /** When the lock applied the ticket's revocation (ms); null while not revoked or not applied yet. */
+  revocationAppliedAt: number | null;
+}
+
+/** The lock as far as the server knows it: its trust (docs/api-reference.md 8.1), channels, revocations applied, clock. */
+export interface LockView {
+  issuer: string;
+  securedObjectId: string;
+  /** Seconds (docs/api-reference.md 8.2). */
+  maxCredentialLifetime: number;
+  channels: readonly string[];
+  /** Ids of the tickets whose revocation the lock has applied (docs/api-reference.md 8.4). */
+  revoked: ReadonlySet<string>;
+  /** The tenant's published ticket kids (docs/api-reference.md 8.1): a credential under another key is refused. */
+  publishedKids: ReadonlySet<string>;
+  /**
+   * The lock has not acknowledged the tenant's last key-set change (docs/api-reference.md 8.4: its applied position is below
+   * it, or it was never seen): it may still hold a key withdrawn since, and accept a credential under it.
+   */
+  keySetPending: boolean;
+  /** The lock's clock minus the server's (ms); null: never estimated. */
+  clockOffsetMs: number | null;
+}
+
+/** What is asked: `at` in server time, `lockTime` the same instant on the lock's clock. */
+export interface ExplainRequest {
+  command: string;
+  channel: string;
+  at: number;
+  lockTime: number;
+}
+
+/** One ticket and what the phone holds for it. */
+export interface TicketEvidence {
+  ticket: ExplainedTicketFacts;
+  /** The decoded protected header and claims of the credential the phone holds; null: it holds none. */
+  held: { header: unknown; claims: unknown } | null;
+  /** With nothing held: the claims a download would carry (docs/api-reference.md 6.3); null when none will be handed out. */
+  onceDownloaded: CredentialClaims | null;
+  /** With nothing held: when a download first hands the credential out (docs/api-reference.md 8.2). */
+  credentialAvailableFrom?: number | undefined;
+}
+
+/**
+ * What is asked, as the lock judges it: `at` defaults to `now`, the command to DEFAULT_COMMAND, the channel to the
+ * lock's first (the one a phone would use when nothing else is said); the lock judges `at` on its own clock, offset by
+ * its estimate (docs/api-reference.md 8.5), or as the server's while none was made.
+ */
+export function explainRequest(
+  asked: { at?: number | undefined; command?: string | undefined; channel?: string | undefined },
+  now: number,
+  lockChannels: readonly string[],
+  clockOffsetMs: number | null,
+): ExplainRequest {
+  const at = asked.at ?? now;
+  return {
+    command: asked.command ?? DEFAULT_COMMAND,
+    channel: asked.channel ?? lockChannels[0] ?? CHANNELS[0],
+    at,
+    lockTime: at + (clockOffsetMs ?? 0),
+  };
+}
+
+/** What the server has read of the lock: LockView's facts before anything is concluded from them. */
+export interface LockFacts {
+  issuer: string;
+  securedObjectId: string;
+  /** Seconds (docs/api-reference.md 8.2). */
+  maxCredentialLifetime: number;
+  channels: readonly string[];
+  /** The tenant's published ticket kids (docs/api-reference.md 8.1). */
+  publishedKids: ReadonlySet<string>;
+  /** The change-log position the lock has applied everything up to (docs/api-reference.md 8.4); null: never seen. */
+  appliedThrough: number | null;
+  /** The change-log position of the tenant's last ticket-key-set change (docs/api-reference.md 8.1); 0: none yet. */
+  keySetSeq: number;
+  /** The lock's clock minus the server's (ms); null: never estimated. */
+  clockOffsetMs: number | null;
+}
+
+/**
+ * The lock as the rules judge it: the revocations it has applied among the tickets judged, and whether it may still
+ * hold a key withdrawn since (its applied position is below the last key-set change, or it was never seen).
+ */
+export function lockView(facts: LockFacts, tickets: readonly ExplainedTicketFacts[]): LockView {
+  return {
+    issuer: facts.issuer,
+    securedObjectId: facts.securedObjectId,
+    maxCredentialLifetime: facts.maxCredentialLifetime,
+    channels: facts.channels,
+    revoked: new Set(tickets.filter((ticket) => ticket.revocationAppliedAt !== null).map((ticket) => ticket.id)),
+    publishedKids: facts.publishedKids,
+    keySetPending: (facts.appliedThrough ?? 0) < facts.keySetSeq,
+    clockOffsetMs: facts.clockOffsetMs,
+  };
+}
+
+/** An ISO 8601 time for a message; an instant outside what a Date holds is given in milliseconds. */
+function iso(ms: number): string {
+  const date = new Date(ms);
+  return Number.isNaN(date.getTime()) ? `${ms} ms` : date.toISOString();
+}
+
+/** ISO and milliseconds, for a message that a client may want to parse or a person to read. */
+const isoAndMs = (ms: number) => `${iso(ms)} (${ms} ms)`;
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** The last instant the credential is accepted before: its `exp` or the ticket's end, whichever comes first. */
+function credentialEnd(claims: CredentialClaims | null, ticket: TicketEvidence['ticket']): number {
+  return claims ? Math.min(claims.exp * 1000, claims.endDate) : ticket.endDate;
+}
+
+/**
+ * The reason a lock's check answers, in the API's words: every CredentialCheckReason is mapped here, deliberately,
+ * and a reason added to the rule fails to compile until it is (the `never` below).
+ */
+export function describeCheck(
+  check: CredentialCheck,
+  claims: CredentialClaims | null,
+  ticket: TicketEvidence['ticket'],
+  lock: LockView,
+  request: ExplainRequest,
+): AccessCheckReason {
+  if (check.decision === 'open') {
+    return {
+      code: 'valid',
+      message: `The lock opens: the credential permits ${request.command} over ${request.channel} until ${iso(credentialEnd(claims, ticket))}.`,
+    };
+  }
+  const { reason } = check;
+  switch (reason) {
+    case 'invalid time':
+      return { code: 'invalid-time', message: 'The lock has no clock reading it can judge with: it opens nothing until its clock is set.' };
+    case 'lock not provisioned':
+      return {
+        code: 'lock-not-provisioned',
+        message: 'The lock holds no issuer or key set: write GET /deviceapi/securedobjects/{id}/trust into it (docs/api-reference.md 8.1).',
+      };
+    case 'lock decommissioned':
+      return { code: 'lock-decommissioned', message: 'The lock was deleted: it opens for nobody any more.' };
+    case 'not a ticket credential':
+    case 'malformed credential':
+      return {
+        code: 'malformed-credential',
+        message: 'The credential the phone holds is not one the lock can read: the phone must download its tickets again.',
+      };
+    case 'wrong issuer':
+      return {
+        code: 'wrong-issuer',
+        message:
+          `The credential names the issuer ${claims?.iss ?? '(none)'}, but the lock accepts only ${lock.issuer} (the server's ` +
+          'public address changed since it was signed): the phone must download its tickets again.',
+      };
+    case 'wrong lock':
+      return {
+        code: 'wrong-lock',
+        message: `The credential is for the lock ${claims?.aud ?? '(none)'}, not ${lock.securedObjectId}: the phone must download its tickets again.`,
+      };
+    case "lifetime exceeds the lock's maximum":
+      return {
+        code: 'lifetime-exceeds-maximum',
+        message:
+          `The credential was signed to last longer than the lock's maximum of ${lock.maxCredentialLifetime} s ` +
+          '(CREDENTIAL_MAX_LIFETIME was lowered since): the phone must download its tickets again.',
+      };
+    case 'not yet valid': {
+      const from = claims ? Math.max(claims.nbf * 1000, claims.beginDate) : ticket.beginDate;
+      return { code: 'not-yet-valid', message: `Not valid yet: the ticket opens from ${iso(from)} on the lock's clock.` };
+    }
+    case 'expired': {
+      const end = credentialEnd(claims, ticket);
+      // The ticket still runs but this credential does not: docs/api-reference.md 8.2's bounded offline validity.
+      if (ticket.revokedAt === null && request.lockTime < ticket.endDate) {
+        return {
+          code: 'credential-expired',
+          message:
+            `The credential the phone holds ran out at ${iso(end)}, though the ticket is valid until ${iso(ticket.endDate)}: ` +
+            'the phone renews it on its next download.',
+        };
+      }
+      return { code: 'expired', message: `Expired at ${iso(end)}: issue a new ticket to give access again.` };
+    }
+    case 'outside schedule': {
+      const next = claims?.win ? nextWindowStart(claims.win, request.lockTime) : null;
+      return next === null
+        ? {
+            code: 'outside-schedule',
+            message: 'Outside the ticket\'s schedule, and the credential holds no later window: a download renews it with the next ones.',
+          }
+        : { code: 'outside-schedule', message: `Outside the ticket's schedule: the next window opens at ${isoAndMs(next)} on the lock's clock.`, nextWindowStart: next };
+    }
+    case 'command not permitted':
+      return {
+        code: 'command-not-granted',
+        message: `The ticket does not grant ${request.command} (it grants ${(claims?.cmd ?? []).join(', ') || 'nothing'}): issue a ticket that does.`,
+      };
+    case 'channel not permitted':
+      return {
+        code: 'channel-not-granted',
+        message: `The ticket does not grant the channel ${request.channel} (it grants ${(claims?.chn ?? []).join(', ') || 'none'}): issue a ticket that does.`,
+      };
+    case 'revoked':
+      return {
+        code: 'revoked',
+        message:
+          `The ticket was revoked${ticket.revokedAt !== null ? ` at ${iso(ticket.revokedAt)}` : ''} and the lock has applied the revocation` +
+          `${ticket.revocationAppliedAt !== null ? ` (at ${iso(ticket.revocationAppliedAt)})` : ''}: issue a new ticket to give access again.`,
+      };
+    default: {
+      const unmapped: never = reason;
+      throw new Error(`Unmapped credential check reason ${String(unmapped)}`);
+    }
+  }
+}
+
+/** What concerns the lock rather than a ticket: a channel it does not have, a clock that is off (docs/api-reference.md 8.5). */
+export function lockReasons(lock: LockView, request: ExplainRequest): AccessCheckReason[] {
+  const reasons: AccessCheckReason[] = [];
+  if (!lock.channels.includes(request.channel)) {
+    reasons.push({
+      code: 'channel-not-supported',
+      message: `The lock does not support the channel ${request.channel} (it supports ${lock.channels.join(', ') || 'none'}): the phone cannot reach it that way.`,
+    });
+  }
+  const offset = lock.clockOffsetMs;
+  if (offset !== null && clockDrifts(offset)) {
+    reasons.push({
+      code: 'clock-drift',
+      message:
+        `The lock's clock runs ${Math.round(Math.abs(offset) / 1000)} s ${offset > 0 ? 'ahead of' : 'behind'} the server's: it judges ` +
+        `${iso(request.at)} as ${iso(request.lockTime)}. Set the lock's clock.`,
+    });
+  }
+  return reasons;
+}
+
+function notDownloaded(evidence: TicketEvidence, now: number): AccessCheckReason {
+  const { ticket, credentialAvailableFrom } = evidence;
+  const none = 'The phone holds no credential for this ticket';
+  if (ticket.revokedAt !== null) {
+    return { code: 'not-downloaded', message: `${none}, and none will be handed out: the ticket was revoked at ${iso(ticket.revokedAt)}.` };
+  }
+  if (ticket.endDate <= now) {
+    return { code: 'not-downloaded', message: `${none}, and none will be handed out: the ticket ended at ${iso(ticket.endDate)}.` };
+  }
+  if (credentialAvailableFrom !== undefined) {
+    return {
+      code: 'not-downloaded',
+      message: `${none}: it begins beyond one credential lifetime, so a download hands the credential out from ${isoAndMs(credentialAvailableFrom)}.`,
+      credentialAvailableFrom,
+    };
+  }
+  return { code: 'not-downloaded', message: `${none} yet: it gets one on its next download (GET /deviceapi/mobiledevices/{id}/tickets).` };
+}
+
+function keyNotPublished(kid: unknown): AccessCheckReason {
+  return {
+    code: 'key-not-published',
+    message:
+      `The credential the phone holds is signed with the key ${typeof kid === 'string' ? kid : '(none)'}, which is no longer in the ` +
+      "tenant's published key set (an emergency rotation withdrew it): a lock with the current key set refuses it. The phone " +
+      'must download its tickets again to get a credential signed with the current key.',
+  };
+}
+
+function keyWithdrawalNotApplied(kid: unknown, opens: boolean): AccessCheckReason {
+  const withdrawn =
+    `The credential the phone holds is signed with the key ${typeof kid === 'string' ? kid : '(none)'}, which is no longer in the ` +
+    "tenant's published key set, but the lock has not applied the key-set change yet";
+  return {
+    code: 'key-not-published',
+    message: opens
+      ? `${withdrawn}: the door MAY STILL OPEN for this credential until the lock syncs or a phone brings it the new key set ` +
+        '(docs/api-reference.md 8.1). The phone must download its tickets again to get a credential signed with the current key.'
+      : `${withdrawn}; it refuses this credential anyway (see the other reasons).`,
+  };
+}
+
+function revocationNotApplied(ticket: TicketEvidence['ticket'], opens: boolean, claims: CredentialClaims | null): AccessCheckReason {
+  const revoked = `The ticket was revoked at ${iso(ticket.revokedAt!)}, but the lock has not applied the revocation yet`;
+  return {
+    code: 'revocation-not-applied',
+    message: opens
+      ? `${revoked}: the door MAY STILL OPEN for this phone until the lock syncs or a phone brings it the revocation list ` +
+        `(or the credential runs out at ${iso(credentialEnd(claims, ticket))}).`
+      : `${revoked}; it refuses this credential anyway (see the other reasons).`,
+  };
+}
+
+/**
+ * The decision the lock takes for one ticket with what it has, and why: the credential the phone holds, checked with
+ * the one rule (checkCredential) at the lock's own time, after the key check a lock's signature verification makes.
+ * With no credential held, the lock refuses; the reasons then also say what a downloaded credential would meet.
+ */
+export function explainTicket(evidence: TicketEvidence, lock: LockView, request: ExplainRequest, now: number): { decision: AccessDecision; reasons: AccessCheckReason[] } {
+  const forLock = lockReasons(lock, request);
+  // The phone cannot even reach the lock over a channel it does not have: no credential is presented.
+  if (!lock.channels.includes(request.channel)) return { decision: 'deny', reasons: forLock };
+  const { ticket } = evidence;
+  const state: LockTrustState = {
+    issuer: lock.issuer,
+    securedObjectId: lock.securedObjectId,
+    maxCredentialLifetime: lock.maxCredentialLifetime,
+    revoked: lock.revoked,
+  };
+  const access = { command: request.command, channel: request.channel, at: request.lockTime };
+
+  if (evidence.held === null) {
+    const reasons = [notDownloaded(evidence, now)];
+    if (evidence.onceDownloaded !== null) {
+      const check = checkCredential({ typ: CREDENTIAL_TYPE }, evidence.onceDownloaded, state, access);
+      if (check.decision === 'deny') {
+        const reason = describeCheck(check, evidence.onceDownloaded, ticket, lock, request);
+        reasons.push({ ...reason, message: `Once downloaded: ${reason.message}` });
+      }
+    }
+    return { decision: 'deny', reasons: [...reasons, ...forLock] };
+  }
+
+  const { header, claims } = evidence.held;
+  const parsed = parseCredentialClaims(claims);
+  let decision: AccessDecision;
+  let reasons: AccessCheckReason[];
+  // The lock verifies the signature with a key of its set before it reads the claims, after the header's type
+  // (src/simulator/lock-simulator.ts): a credential of another type is refused as such, by the rule below.
+  if (isObject(header) && header.typ === CREDENTIAL_TYPE && !(typeof header.kid === 'string' && lock.publishedKids.has(header.kid))) {
+    if (lock.keySetPending) {
+      // The lock may still hold the key (an emergency rotation it has not learnt): judged as if it did, as it would.
+      const check = checkCredential(header, claims, state, access);
+      decision = check.decision === 'open' ? 'allow' : 'deny';
+      reasons = [keyWithdrawalNotApplied(header.kid, check.decision === 'open')];
+      if (check.decision === 'deny') reasons.unshift(describeCheck(check, parsed, ticket, lock, request));
+    } else {
+      decision = 'deny';
+      reasons = [keyNotPublished(header.kid)];
+    }
+  } else {
+    const check = checkCredential(header, claims, state, access);
+    decision = check.decision === 'open' ? 'allow' : 'deny';
+    reasons = [describeCheck(check, parsed, ticket, lock, request)];
+  }
+  if (ticket.revokedAt !== null) {
+    // docs/api-reference.md 8.4: revoked on the server, but not at the door until the lock applies it.
+    if (decision === 'allow') reasons = [...reasons.filter((reason) => reason.code !== 'valid'), revocationNotApplied(ticket, true, parsed)];
+    else if (reasons[0]!.code !== 'revoked') {
+      reasons.push(
+        ticket.revocationAppliedAt !== null
+          ? describeCheck({ decision: 'deny', reason: 'revoked' }, parsed, ticket, lock, request)
+          : revocationNotApplied(ticket, false, parsed),
+      );
+    }
+  }
+  return { decision, reasons: [...reasons, ...forLock] };
+}
+
+/** Reasons with the same code said once, the first (the newest ticket's) kept. */
+function distinct(reasons: AccessCheckReason[]): AccessCheckReason[] {
+  const seen = new Set<string>();
+  return reasons.filter((reason) => !seen.has(reason.code) && seen.add(reason.code));
+}
+
+/**
+ * The lock opens when any ticket's credential opens it (its reasons say why, e.g. a revocation not applied yet);
+ * otherwise it refuses, for the reasons of every ticket, or because the phone has none for it.
+ */
+export function summarize(tickets: { decision: AccessDecision; reasons: AccessCheckReason[] }[], forLock: AccessCheckReason[]): { decision: AccessDecision; reasons: AccessCheckReason[] } {
+  const opening = tickets.filter((ticket) => ticket.decision === 'allow');
+  if (opening.length > 0) return { decision: 'allow', reasons: distinct(opening.flatMap((ticket) => ticket.reasons)) };
+  if (tickets.length === 0) {
+    const noToken: AccessCheckReason = {
+      code: 'no-token',
+      message: 'The phone has no ticket for this lock: issue one (POST /operatorapi/tickets) or grant an access permission.',
+    };
+    return { decision: 'deny', reasons: [noToken, ...forLock] };
+  }
+  return { decision: 'deny', reasons: distinct(tickets.flatMap((ticket) => ticket.reasons)) };
+}
+
+/** The protected header and claims of a stored credential, undecodable parts as null (the rule then refuses). */
+export function decodeCredential(credential: string): { header: unknown; claims: unknown } {
+  const attempt = <T>(decode: () => T): T | null => {
+    try {
+      return decode();
+    } catch {
+      return null;
+    }
+  };
+  return { header: attempt(() => decodeProtectedHeader(credential)), claims: attempt(() => decodeJwt(credential)) };
+}

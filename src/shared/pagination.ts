@@ -1,6 +1,7 @@
 // Keyset pagination (docs/api-reference.md 7.3): opaque cursors that name the last row of the previous page.
 import type { KeysetPosition } from './keyset.js';
 import { BadRequestError } from '../errors.js';
+import { isUuid } from './identifiers.js';
 
 export interface Page<T> {
   items: T[];
@@ -53,6 +54,33 @@ export function numberCursor(tag: string) {
       return position;
     },
   };
+}
+
+/** A position in a lock's sync (docs/api-reference.md 6.2): the change-log number and the ticket id within it. */
+export interface SyncPosition {
+  seq: number;
+  id: string;
+}
+
+const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
+
+/** The position before every ticket change numbered `seq` (no ticket id sorts before the zero UUID); 0: a full sync. */
+export function syncPositionBefore(seq: number): SyncPosition {
+  return { seq, id: ZERO_UUID };
+}
+
+export function encodeSyncCursor(position: SyncPosition): string {
+  return Buffer.from(`${position.seq}:${position.id}`, 'utf8').toString('base64url');
+}
+
+export function decodeSyncCursor(cursor: string | undefined): SyncPosition {
+  if (cursor === undefined) return syncPositionBefore(0);
+  const [seq, id] = Buffer.from(cursor, 'base64url').toString('utf8').split(':');
+  const value = Number(seq);
+  if (!Number.isSafeInteger(value) || value < 0 || !id || !isUuid(id)) {
+    throw invalidCursor();
+  }
+  return { seq: value, id };
 }
 
 /** A page cut from the rows a list fetched; `last` is its last row, the one the next cursor names. */

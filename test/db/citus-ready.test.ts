@@ -196,7 +196,7 @@ describe('the schema is ready to be distributed by tenant (docs/scaling.md)', ()
   const HOT_PATHS: [name: string, sql: string, params: unknown[], index: string, seed?: string][] = [
     ['a ticket by id (ticket.repo.ts findTicket)', 'SELECT id FROM tickets WHERE tenant_id = $1 AND id = $2', [TENANT, TENANT], 'tickets_pkey'],
     [
-      'a lock sync after its cursor (device-sync.repo.ts listLockChanges)',
+      'a lock sync after its cursor (lock-sync.repo.ts listLockChanges)',
       `SELECT id, change_seq FROM tickets WHERE tenant_id = $1 AND secured_object_id = $2 AND (change_seq, id) > ($3::bigint, $4::uuid)
         ORDER BY change_seq, id LIMIT 100`,
       [TENANT, 'lock-1', 0, TENANT],

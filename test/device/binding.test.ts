@@ -110,19 +110,19 @@ describe('Device API binding, audience and scopes', () => {
     expect(theirs.body).not.toContain(tickets['their-lock|their-phone']!);
   });
 
-  it('is the device service\'s own rule, so every caller of download and sync keeps to the binding (docs/api-reference.md 3.7)', async () => {
-    const devices = t.app.services.devices;
+  it('is the download and sync services\' own rule, so every caller of download and sync keeps to the binding (docs/api-reference.md 3.7)', async () => {
+    const { downloads, lockSyncs } = t.app.services;
     const context = { tenantId: acme.tenantId, actor: 'client:test', requestId: null };
     await expectNothingChanged(t, async () => {
-      await expect(devices.download(context, { clientId: 'c', mobileDeviceId: 'phone-a' }, 'phone-b', 10)).rejects.toMatchObject({ status: 404, detail: 'No mobile device phone-b.' });
-      await expect(devices.download(context, { clientId: 'c' }, 'phone-a', 10)).rejects.toMatchObject({ status: 403, detail: expect.stringContaining('bound to the mobile device') });
-      await expect(devices.download(context, { clientId: 'c', securedObjectId: 'lock-x' }, 'phone-a', 10)).rejects.toMatchObject({ status: 403, detail: expect.stringMatching(/bound/) });
-      await expect(devices.sync(acme.tenantId, { clientId: 'c', securedObjectId: 'lock-x' }, 'lock-y', 10)).rejects.toMatchObject({ status: 404, detail: 'No secured object lock-y.' });
-      await expect(devices.sync(acme.tenantId, { clientId: 'c', mobileDeviceId: 'phone-a' }, 'lock-x', 10)).rejects.toMatchObject({ status: 403, detail: expect.stringMatching(/bound/) });
+      await expect(downloads.download(context, { clientId: 'c', mobileDeviceId: 'phone-a' }, 'phone-b', 10)).rejects.toMatchObject({ status: 404, detail: 'No mobile device phone-b.' });
+      await expect(downloads.download(context, { clientId: 'c' }, 'phone-a', 10)).rejects.toMatchObject({ status: 403, detail: expect.stringContaining('bound to the mobile device') });
+      await expect(downloads.download(context, { clientId: 'c', securedObjectId: 'lock-x' }, 'phone-a', 10)).rejects.toMatchObject({ status: 403, detail: expect.stringMatching(/bound/) });
+      await expect(lockSyncs.sync(acme.tenantId, { clientId: 'c', securedObjectId: 'lock-x' }, 'lock-y', 10)).rejects.toMatchObject({ status: 404, detail: 'No secured object lock-y.' });
+      await expect(lockSyncs.sync(acme.tenantId, { clientId: 'c', mobileDeviceId: 'phone-a' }, 'lock-x', 10)).rejects.toMatchObject({ status: 403, detail: expect.stringMatching(/bound/) });
     });
     const { rows } = await t.database.db.query<{ downloaded_at: number | null }>('SELECT downloaded_at FROM tickets WHERE id = $1', [tickets['lock-x|phone-b']]);
     expect(rows[0]!.downloaded_at).toBeNull();
-    const unbound = await devices.sync(acme.tenantId, { clientId: 'c' }, 'lock-y', 10);
+    const unbound = await lockSyncs.sync(acme.tenantId, { clientId: 'c' }, 'lock-y', 10);
     expect(unbound.tokens.map((item) => item.id)).toEqual([tickets['lock-y|phone-a']]);
   });
 

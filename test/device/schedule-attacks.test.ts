@@ -3,7 +3,7 @@
 // the routes: 4xx with field errors, never a 500, never a write.
 import { Temporal } from '@js-temporal/polyfill';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDeviceService } from '../../src/services/device.service.js';
+import { createDownloadService } from '../../src/services/download.service.js';
 import { noMetrics } from '../../src/services/domain-metrics.js';
 import { LockSimulator } from '../../src/simulator/lock-simulator.js';
 import type { CredentialService } from '../../src/services/credential.service.js';
@@ -59,7 +59,7 @@ describe('schedules attacked', () => {
    * their zone and any stored credential) and before it signs, stores and answers them.
    */
   const racingDownload = async (fixture: AccessTenant, mobileDeviceId: string, patch: () => Promise<unknown>) => {
-    const { credentials, lockTelemetry } = t.app.services;
+    const { credentials } = t.app.services;
     let raced = false;
     const overtaken: CredentialService = {
       ...credentials,
@@ -73,8 +73,8 @@ describe('schedules attacked', () => {
         return keys;
       },
     };
-    const devices = createDeviceService({ db: t.database.db, clock: () => now, credentials: overtaken, telemetry: lockTelemetry, metrics: noMetrics });
-    const page = await devices.download({ tenantId: fixture.tenant.tenantId, actor: 'client:racing', requestId: null }, { clientId: 'racing', mobileDeviceId }, mobileDeviceId, 50);
+    const downloads = createDownloadService({ db: t.database.db, clock: () => now, credentials: overtaken, metrics: noMetrics });
+    const page = await downloads.download({ tenantId: fixture.tenant.tenantId, actor: 'client:racing', requestId: null }, { clientId: 'racing', mobileDeviceId }, mobileDeviceId, 50);
     expect(raced).toBe(true);
     return page.items;
   };

@@ -3,7 +3,7 @@
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
-import { findLockForClient } from '../../src/db/repositories/device-sync.repo.js';
+import { findLockForClient } from '../../src/db/repositories/lock-sync.repo.js';
 import { anotherInstance, buildTestApp, type TestApp } from '../helpers/app.js';
 import { expectNothingChanged } from '../helpers/database-state.js';
 import { changeCounter, downloadRequest, syncRequest } from '../helpers/device.js';

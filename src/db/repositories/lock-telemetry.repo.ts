@@ -4,6 +4,7 @@ import type { Queryable } from '../database.js';
 import { keysetPage, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
 import { AUDIT_APPEND_CTES, TICKET_EVENT_CHUNKS } from './audit.repo.js';
 import { LOCK_SERIAL_SQL } from './change-log.repo.js';
+import { CLOCK_DRIFT_LIMIT_MS } from '../../shared/clock-drift.js';
 import { TICKET_COLUMNS, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';
 
 /**
@@ -80,9 +81,6 @@ export interface LockContact {
    */
   events?: 'append' | 'defer';
 }
-
-/** docs/api-reference.md 8.5: a lock whose clock is off by more than this is flagged (`clockDrift`, `secured_object.clock_drift`). */
-export const CLOCK_DRIFT_LIMIT_MS = 30_000;
 
 /** What a contact changed that the event log records (docs/api-reference.md 10), when its events were deferred. */
 export interface ContactEvents {

@@ -51,7 +51,7 @@ const tokenCardRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async
         throw removalError(DEPRECATIONS.tokenCardV1, resourcePath`/v1/residents/${request.params.id}/token-card?version=2`);
       }
       await services.residents.get(request.auth.tenantId, request.params.id);
-      return services.devices.tokenCard(actionContext(request), request.params.id);
+      return services.downloads.tokenCard(actionContext(request), request.params.id);
     },
   );
 };

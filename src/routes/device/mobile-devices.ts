@@ -32,7 +32,7 @@ const mobileDeviceRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     },
     async (request, reply) => {
       const { limit, cursor } = request.query;
-      return sendPage(request, reply, await services.devices.download(actionContext(request), request.auth, request.params.id, limit, cursor));
+      return sendPage(request, reply, await services.downloads.download(actionContext(request), request.auth, request.params.id, limit, cursor));
     },
   );
 };

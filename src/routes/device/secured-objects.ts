@@ -36,7 +36,7 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
     },
     async (request, reply) => {
       const { limit, cursor } = request.query;
-      const { more, ...answer } = await services.devices.sync(request.auth.tenantId, request.auth, request.params.id, limit, cursor);
+      const { more, ...answer } = await services.lockSyncs.sync(request.auth.tenantId, request.auth, request.params.id, limit, cursor);
       // An answer cut at `limit` names the next request like a page does (docs/api-reference.md 7.3).
       if (more) linkNextPage(request, reply, answer.cursor);
       return answer;
@@ -63,7 +63,7 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
         },
       },
     },
-    async (request) => services.devices.trust(request.auth.tenantId, request.auth, request.params.id),
+    async (request) => services.lockSyncs.trust(request.auth.tenantId, request.auth, request.params.id),
   );
 };
 

@@ -1,17 +1,23 @@
-// The explain service's pure part (src/services/explain.service.ts, docs/api-reference.md 8.6): every reason of the one
-// rule mapped to the API's words, schedules (which arrive with a later issue: hand-made `win` claims here), the
+// The explain endpoint's rules (src/shared/explain-rules.ts, docs/api-reference.md 8.6): what is asked, the lock as the
+// rules see it, every reason of the one rule mapped to the API's words, schedules (hand-made `win` claims here), the
 // revocation not yet applied, the key check, the lock's clock and channels, and the summary over several tickets.
 import { describe, expect, it } from 'vitest';
 import {
+  ACCESS_CHECK_CODES,
+  DEFAULT_COMMAND,
+  decodeCredential,
   describeCheck,
+  explainRequest,
   explainTicket,
   lockReasons,
+  lockView,
   summarize,
+  type AccessCheckCode,
   type ExplainRequest,
+  type LockFacts,
   type LockView,
   type TicketEvidence,
-} from '../../../src/services/explain.service.js';
-import { ACCESS_CHECK_CODES, type AccessCheckCode } from '../../../src/shared/explain-rules.js';
+} from '../../../src/shared/explain-rules.js';
 import type { CredentialCheckReason, CredentialClaims } from '../../../src/shared/credential-check.js';
 
 const ISSUER = 'https://locks.test/tenants/acme';
@@ -255,5 +261,74 @@ describe('summarize', () => {
       [reason('clock-drift')],
     );
     expect(result).toEqual({ decision: 'deny', reasons: [reason('expired', 'newest'), reason('clock-drift'), reason('revoked')] });
+  });
+});
+
+describe('explainRequest', () => {
+  it('defaults the instant to now, the command to open and the channel to the lock\'s first', () => {
+    expect(DEFAULT_COMMAND).toBe('open');
+    expect(explainRequest({}, AT, ['nfccard', 'btlespp'], null)).toEqual({ command: 'open', channel: 'nfccard', at: AT, lockTime: AT });
+  });
+
+  it('keeps what was asked', () => {
+    expect(explainRequest({ at: BEGIN, command: 'clos', channel: 'btlespp' }, AT, ['nfccard'], null)).toEqual({
+      command: 'clos',
+      channel: 'btlespp',
+      at: BEGIN,
+      lockTime: BEGIN,
+    });
+  });
+
+  it('asks over the first channel of the vocabulary when the lock lists none', () => {
+    expect(explainRequest({}, AT, [], null).channel).toBe('btlespp');
+  });
+
+  it('judges the instant on the lock\'s clock: offset by its estimate, either way, and as the server\'s while none was made', () => {
+    expect(explainRequest({ at: BEGIN }, AT, ['btlespp'], 90_000)).toMatchObject({ at: BEGIN, lockTime: BEGIN + 90_000 });
+    expect(explainRequest({ at: BEGIN }, AT, ['btlespp'], -90_000)).toMatchObject({ at: BEGIN, lockTime: BEGIN - 90_000 });
+    expect(explainRequest({}, AT, ['btlespp'], 0)).toMatchObject({ at: AT, lockTime: AT });
+  });
+});
+
+describe('lockView', () => {
+  const facts = (overrides: Partial<LockFacts> = {}): LockFacts => ({
+    issuer: ISSUER,
+    securedObjectId: 'door',
+    maxCredentialLifetime: LIFETIME,
+    channels: ['btlespp'],
+    publishedKids: new Set(['key-1']),
+    appliedThrough: 7,
+    keySetSeq: 7,
+    clockOffsetMs: null,
+    ...overrides,
+  });
+
+  it('carries the facts read, with the revocations applied among the tickets judged', () => {
+    const tickets = [ticket({ id: 'applied', revokedAt: BEGIN, revocationAppliedAt: BEGIN + 1 }), ticket({ id: 'pending', revokedAt: BEGIN }), ticket({ id: 'valid' })];
+    expect(lockView(facts({ clockOffsetMs: -5_000 }), tickets)).toEqual(lock({ revoked: new Set(['applied']), clockOffsetMs: -5_000 }));
+  });
+
+  it('a key-set change is pending while the lock\'s applied position is below it, or the lock was never seen', () => {
+    expect(lockView(facts({ appliedThrough: 7, keySetSeq: 7 }), []).keySetPending).toBe(false);
+    expect(lockView(facts({ appliedThrough: 8, keySetSeq: 7 }), []).keySetPending).toBe(false);
+    expect(lockView(facts({ appliedThrough: 6, keySetSeq: 7 }), []).keySetPending).toBe(true);
+    expect(lockView(facts({ appliedThrough: null, keySetSeq: 7 }), []).keySetPending).toBe(true);
+    // A tenant with no key-set change yet: nothing to learn, whether or not the lock was seen.
+    expect(lockView(facts({ appliedThrough: null, keySetSeq: 0 }), []).keySetPending).toBe(false);
+  });
+});
+
+describe('decodeCredential', () => {
+  const part = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+
+  it('reads the protected header and the claims without verifying (the lock\'s key check is explainTicket\'s)', () => {
+    expect(decodeCredential(`${part(HEADER)}.${part(claims())}.c2lnbmF0dXJl`)).toEqual({ header: HEADER, claims: claims() });
+  });
+
+  it('answers an undecodable part as null, so the rule refuses it as malformed', () => {
+    expect(decodeCredential('not a credential')).toEqual({ header: null, claims: null });
+    expect(decodeCredential(`${part(HEADER)}.bm90IGpzb24.c2lnbmF0dXJl`)).toEqual({ header: HEADER, claims: null });
+    const evidence: TicketEvidence = { ticket: ticket(), held: decodeCredential('not a credential'), onceDownloaded: null };
+    expect(codes(explainTicket(evidence, lock(), request(), AT))).toEqual(['malformed-credential']);
   });
 });

@@ -1,9 +1,8 @@
 // The page helpers every paged service uses (docs/api-reference.md 7.3): cutting `limit + 1` rows, keyset cursors, the cursor 400.
 import { describe, expect, it } from 'vitest';
 import { BadRequestError } from '../../../src/errors.js';
-import { decodeSyncCursor, encodeSyncCursor } from '../../../src/services/device.service.js';
 import { isUuid } from '../../../src/shared/identifiers.js';
-import { cutPage, decodeCursor, encodeCursor, invalidCursor, pageOf } from '../../../src/shared/pagination.js';
+import { cutPage, decodeCursor, decodeSyncCursor, encodeCursor, encodeSyncCursor, invalidCursor, pageOf } from '../../../src/shared/pagination.js';
 
 const rows = [
   { createdAt: 1, id: 'a' },

@@ -1,38 +1,16 @@
-// The Device API (docs/api-reference.md 6): a phone downloads its valid tickets with credentials; an online lock syncs the
-// tickets and revocations that concern it through the tenant's change log.
-import type { Database, Queryable } from '../db/database.js';
-import {
-  findLockForClient,
-  listLockChanges,
-  listLockRevocations,
-  listValidTicketsOfDevice,
-  listValidTicketsOfResident,
-  lockTimeZonesForShare,
-  recordDownload,
-  type CredentialedTicket,
-  type LockRevocations,
-  type NewCredential,
-  type SyncPosition,
-} from '../db/repositories/device-sync.repo.js';
-import { findMobileDevice } from '../db/repositories/mobile-device.repo.js';
-import { ForbiddenError, NotFoundError, ProblemError, ServiceUnavailableError, UnprocessableError } from '../errors.js';
+// An online lock's sync (docs/api-reference.md 6.2, docs/lock-sync.md): the tickets and revocations that concern it
+// through the tenant's change log, answered from memory while nothing changed; and the trust an installer writes into it.
+import type { Database } from '../db/database.js';
+import { findLockForClient, listLockChanges } from '../db/repositories/lock-sync.repo.js';
+import { NotFoundError, ProblemError, ServiceUnavailableError } from '../errors.js';
 import type { ChangeWatermarks } from './change-watermark.js';
-import type { ActionContext, Clock } from './context.js';
+import type { Clock } from './context.js';
 import type { CredentialService, KeySet } from './credential.service.js';
-import { isUuid } from '../shared/identifiers.js';
 import type { LockTelemetryService } from './lock-telemetry.service.js';
 import type { DomainMetrics } from './domain-metrics.js';
-import { cutPage, decodeCursor, invalidCursor, pageOf, type Page } from '../shared/pagination.js';
 import { toTicket, type Ticket } from './ticket.service.js';
-
-export interface DownloadedTicket extends Ticket {
-  /** Absent while the ticket begins beyond one credential lifetime (docs/api-reference.md 8.2). */
-  credential?: string;
-  /** When a download will first carry the credential, ms (docs/api-reference.md 8.2). */
-  credentialAvailableFrom?: number;
-  /** The signed revocation list of the ticket's lock, on the page's first ticket of each lock (docs/api-reference.md 8.3). */
-  revocationList?: string;
-}
+import { assertBinding, assertLockClientActive, type DeviceBinding } from '../shared/device-binding.js';
+import { cutPage, decodeSyncCursor, encodeSyncCursor, invalidCursor, syncPositionBefore } from '../shared/pagination.js';
 
 export interface SyncAnswer {
   tokens: Ticket[];
@@ -58,50 +36,6 @@ export interface LockTrust {
   maxCredentialLifetime: number;
 }
 
-/** The device or lock the caller's OAuth client is bound to (docs/api-reference.md 3.7), as its access token says; both absent: unbound. */
-export interface DeviceBinding {
-  clientId: string;
-  mobileDeviceId?: string;
-  securedObjectId?: string;
-}
-
-/**
- * A client bound to a device or lock reaches only that device's or lock's data (docs/api-reference.md 3.7, 6); another id of the
- * same kind answers as missing, so a bound client learns nothing about its neighbours. The rule lives here, beside
- * the data it guards, rather than in a route or the bearer plugin: every caller of download and sync gets it, a new
- * route cannot forget it, and the bearer plugin stays about tokens and scopes.
- */
-export function assertBinding(binding: DeviceBinding, kind: 'mobileDeviceId' | 'securedObjectId', id: string, bindingRequired: string | null): void {
-  const bound = binding[kind];
-  const other = binding[kind === 'mobileDeviceId' ? 'securedObjectId' : 'mobileDeviceId'];
-  if (bound !== undefined && bound !== id) throw new NotFoundError(`No ${kind === 'mobileDeviceId' ? 'mobile device' : 'secured object'} ${id}.`);
-  if (other !== undefined) throw new ForbiddenError('This client is bound to another kind of device.');
-  if (bindingRequired !== null && bound === undefined) throw new ForbiddenError(bindingRequired);
-}
-
-const DOWNLOAD_NEEDS_BINDING =
-  'Tickets are downloaded with a client bound to the mobile device (POST /operatorapi/oauthclients with mobileDeviceId).';
-const TRUST_NEEDS_BINDING =
-  'A lock is provisioned through its own client: one bound to the secured object (POST /operatorapi/oauthclients with securedObjectId).';
-
-const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
-/** What fits the card format (v2, C SDK 3.6+); more is refused rather than silently cut. */
-const MAX_CARD_CREDENTIALS = 1000;
-
-export function encodeSyncCursor(position: SyncPosition): string {
-  return Buffer.from(`${position.seq}:${position.id}`, 'utf8').toString('base64url');
-}
-
-export function decodeSyncCursor(cursor: string | undefined): SyncPosition {
-  if (cursor === undefined) return { seq: 0, id: ZERO_UUID };
-  const [seq, id] = Buffer.from(cursor, 'base64url').toString('utf8').split(':');
-  const value = Number(seq);
-  if (!Number.isSafeInteger(value) || value < 0 || !id || !isUuid(id)) {
-    throw invalidCursor();
-  }
-  return { seq: value, id };
-}
-
 /** How many database-bound syncs may wait for a connection, and how long a refused lock is told to wait (docs/lock-sync.md). */
 export interface SyncAdmission {
   /** A sync that needs the database is refused (503) while more requests than this wait for a pooled connection. */
@@ -112,10 +46,10 @@ export interface SyncAdmission {
   random?: () => number;
 }
 
-/** A credential signed by this download, to be stored, with the algorithm it was signed with (for the metrics). */
-type SignedToStore = NewCredential & { alg: string };
+const TRUST_NEEDS_BINDING =
+  'A lock is provisioned through its own client: one bound to the secured object (POST /operatorapi/oauthclients with securedObjectId).';
 
-export interface DeviceServiceOptions {
+export interface LockSyncServiceOptions {
   db: Database;
   clock: Clock;
   credentials: CredentialService;
@@ -123,7 +57,7 @@ export interface DeviceServiceOptions {
   /** Each tenant's last change number from NOTIFY (docs/lock-sync.md); absent: every sync asks the database. */
   watermarks?: Pick<ChangeWatermarks, 'current'>;
   admission?: SyncAdmission;
-  /** Counts credentials signed and syncs answered (services/domain-metrics.ts). */
+  /** Counts the syncs answered (services/domain-metrics.ts). */
   metrics: DomainMetrics;
 }
 
@@ -142,7 +76,7 @@ interface ConfirmedSync {
   serial: number;
 }
 
-export function createDeviceService({ db, clock, credentials, telemetry, watermarks, admission, metrics }: DeviceServiceOptions) {
+export function createLockSyncService({ db, clock, credentials, telemetry, watermarks, admission, metrics }: LockSyncServiceOptions) {
   const confirmed = new Map<string, ConfirmedSync>();
   const syncKey = (tenantId: string, securedObjectId: string, clientId: string) => `${tenantId}\u0000${securedObjectId}\u0000${clientId}`;
 
@@ -185,108 +119,6 @@ export function createDeviceService({ db, clock, credentials, telemetry, waterma
       'Too many locks are syncing at once. Retry after the number of seconds in Retry-After (docs/lock-sync.md).',
       Math.min(retryAfter, admission.retryAfterMaxSeconds),
     );
-  }
-
-  /**
-   * Hands tickets to a device (a phone's download, or a token card written for it): reuses the stored credential
-   * while it has more than half its lifetime left and its key is still published, signs the others anew (docs/api-reference.md
-   * 8.2), stores what it signed sealed (docs/security-cases.md G48), stamps the first download (audited once).
-   */
-  async function deliver(context: ActionContext, rows: CredentialedTicket[], now: number): Promise<DownloadedTicket[]> {
-    if (rows.length === 0) return [];
-    // The locks' serials first, then the key set (docs/api-reference.md 8.3): a rotation committing in between makes a list
-    // carry a newer set under an older serial, which a later list corrects; the other order would carry an older set
-    // under a serial that already counts the change, and the lock would ignore the correction as stale. Reading the set
-    // also brings this instance's keys up to date, so nothing below signs with a withdrawn key.
-    const revocations = await listLockRevocations(db, context.tenantId, [...new Set(rows.map((row) => row.securedObjectId))], now, credentials.lifetimeMs);
-    const published = await credentials.keySet(context.tenantId);
-    const publishedKids = new Set(published.keys.map((key) => key.kid));
-    const handedOut = await Promise.all(
-      rows.map(async (row): Promise<{ credential?: string; stored?: SignedToStore; availableFrom?: number }> => {
-        const availableFrom = credentials.availableFrom(row, now);
-        if (availableFrom !== undefined) return { availableFrom };
-        if (!credentials.needsSigning(row, row.credential, publishedKids, now)) {
-          return { credential: credentials.unseal(context.tenantId, row.id, row.credential!.sealed) };
-        }
-        const signed = await credentials.sign(row, now);
-        return {
-          credential: signed.credential,
-          stored: { ...signed, sealed: credentials.seal(context.tenantId, row.id, signed.credential) },
-        };
-      }),
-    );
-    const store = (queryable: Queryable) =>
-      recordDownload(
-        queryable,
-        context.tenantId,
-        rows.map((row) => row.id),
-        handedOut.map((out) => out.stored ?? null),
-        now,
-        context,
-      );
-    // docs/api-reference.md 9: a scheduled credential's windows are of the zone read with the tickets. A PATCH of the zone
-    // committing since then would leave old windows handed out and stored (a renewal only at half-life), so the
-    // locks' zones are read again, held until the credentials are stored, and a credential of another zone is
-    // signed anew in the current one.
-    const scheduled = rows.filter((row, index) => row.schedule !== null && handedOut[index]!.credential !== undefined);
-    const stamps =
-      scheduled.length === 0
-        ? await store(db)
-        : await db.transaction(async (tx) => {
-            const zones = await lockTimeZonesForShare(tx, context.tenantId, [...new Set(scheduled.map((row) => row.securedObjectId))]);
-            await Promise.all(
-              rows.map(async (row, index) => {
-                const zone = zones.get(row.securedObjectId);
-                if (row.schedule === null || handedOut[index]!.credential === undefined || zone === undefined || zone === row.lockTimeZone) return;
-                const signed = await credentials.sign({ ...row, lockTimeZone: zone }, now);
-                handedOut[index] = { credential: signed.credential, stored: { ...signed, sealed: credentials.seal(context.tenantId, row.id, signed.credential) } };
-              }),
-            );
-            return store(tx);
-          });
-    countSigned(rows, handedOut, stamps);
-    const lists = await signRevocationLists(context.tenantId, revocations, published, now);
-    return rows.flatMap((row, index) => {
-      const downloadedAt = stamps.get(row.id);
-      // Absent: removed or revoked between the two statements; its credential is never handed out (recordDownload).
-      if (downloadedAt === undefined) return [];
-      // Once per lock and page, on its first ticket handed out: a phone with several tickets for one door carries one list.
-      const revocationList = lists.get(row.securedObjectId);
-      lists.delete(row.securedObjectId);
-      const { credential, availableFrom } = handedOut[index]!;
-      return [
-        {
-          ...toTicket({ ...row, downloadedAt }, now),
-          ...(credential !== undefined ? { credential } : {}),
-          ...(availableFrom !== undefined ? { credentialAvailableFrom: availableFrom } : {}),
-          ...(revocationList !== undefined ? { revocationList } : {}),
-        },
-      ];
-    });
-  }
-
-  /**
-   * The credentials signed anew that are handed out, by algorithm, once they are stored: a signature whose ticket was
-   * revoked meanwhile (no stamp) or superseded in the zone check is never handed out and is not counted.
-   */
-  function countSigned(
-    rows: CredentialedTicket[],
-    handedOut: { stored?: SignedToStore }[],
-    stamps: ReadonlyMap<string, number>,
-  ): void {
-    const byAlgorithm = new Map<string, number>();
-    rows.forEach((row, index) => {
-      const stored = handedOut[index]!.stored;
-      if (stored === undefined || !stamps.has(row.id)) return;
-      byAlgorithm.set(stored.alg, (byAlgorithm.get(stored.alg) ?? 0) + 1);
-    });
-    for (const [alg, count] of byAlgorithm) metrics.credentialsSigned(alg, count);
-  }
-
-  /** One signed revocation list per lock (docs/api-reference.md 8.3), by lock id. */
-  async function signRevocationLists(tenantId: string, revocations: LockRevocations[], published: KeySet, now: number): Promise<Map<string, string>> {
-    const signed = await Promise.all(revocations.map((lock) => credentials.revocationList(tenantId, lock, published, now)));
-    return new Map(revocations.map((lock, index) => [lock.securedObjectId, signed[index]!]));
   }
 
   /** One sync's answer (`sync` counts it). */
@@ -337,7 +169,7 @@ export function createDeviceService({ db, clock, credentials, telemetry, waterma
     const keysChanged = cursor === undefined || position.seq < lock.keySetSeq;
     // A key-set change writes no ticket, so no ticket carries its number: once every ticket change before it has
     // been answered, the cursor moves past it and the next sync does not send the keys again.
-    if (!more && reached.seq < lock.keySetSeq) reached = { seq: lock.keySetSeq, id: ZERO_UUID };
+    if (!more && reached.seq < lock.keySetSeq) reached = syncPositionBefore(lock.keySetSeq);
     const answer: SyncAnswer = {
       tokens: changes.filter((row) => row.revokedAt === null).map((row) => toTicket(row, now)),
       revocations: changes
@@ -362,42 +194,6 @@ export function createDeviceService({ db, clock, credentials, telemetry, waterma
   }
 
   return {
-    /**
-     * docs/api-reference.md 6.1: the device's VALID tickets, each with its credential. Credentials are signed on first
-     * download and cached (a 100k-ticket permission signs nothing until its devices ask); the first download
-     * sets `downloadDate` once and is audited. Only a client bound to this device downloads (docs/api-reference.md 3.7).
-     */
-    async download(
-      context: ActionContext,
-      binding: DeviceBinding,
-      mobileDeviceId: string,
-      limit: number,
-      cursor?: string,
-    ): Promise<Page<DownloadedTicket>> {
-      assertBinding(binding, 'mobileDeviceId', mobileDeviceId, DOWNLOAD_NEEDS_BINDING);
-      if (!(await findMobileDevice(db, context.tenantId, mobileDeviceId))) throw new NotFoundError(`No mobile device ${mobileDeviceId}.`);
-      const now = clock();
-      const rows = await listValidTicketsOfDevice(db, context.tenantId, mobileDeviceId, now, decodeCursor(cursor, isUuid), limit + 1);
-      const page = pageOf(rows, limit, (row) => ({ createdAt: row.createdAt, id: row.id }), (row) => row);
-      return { items: await deliver(context, page.items, now), nextCursor: page.nextCursor };
-    },
-
-    /**
-     * docs/api-reference.md 5: a token card (v2) holds the credentials of the resident's VALID tickets, as base64 of
-     * `{"version":2,"credentials":[…]}`. Writing a card is its devices' download: credentials are cached and
-     * first downloads stamped as in docs/api-reference.md 6.1.
-     */
-    async tokenCard(context: ActionContext, residentId: string): Promise<{ version: 2; cardData: string }> {
-      const now = clock();
-      const rows = await listValidTicketsOfResident(db, context.tenantId, residentId, now, MAX_CARD_CREDENTIALS + 1);
-      if (rows.length > MAX_CARD_CREDENTIALS) {
-        throw new UnprocessableError(`A token card holds at most ${MAX_CARD_CREDENTIALS} credentials; this resident has more valid tickets.`);
-      }
-      const cardCredentials = (await deliver(context, rows, now)).flatMap((ticket) => (ticket.credential !== undefined ? [ticket.credential] : []));
-      const cardData = Buffer.from(JSON.stringify({ version: 2, credentials: cardCredentials }), 'utf8').toString('base64');
-      return { version: 2, cardData };
-    },
-
     /**
      * docs/api-reference.md 6.2: no cursor, everything current; with one, only what changed after it. A client bound to this
      * lock or an unbound one syncs (docs/api-reference.md 3.7). The answer carries the tenant's key set on a full sync and
@@ -425,11 +221,7 @@ export function createDeviceService({ db, clock, credentials, telemetry, waterma
      */
     async trust(tenantId: string, binding: DeviceBinding, securedObjectId: string): Promise<LockTrust> {
       assertBinding(binding, 'securedObjectId', securedObjectId, TRUST_NEEDS_BINDING);
-      const lock = await findLockForClient(db, tenantId, securedObjectId, binding.clientId);
-      if (lock.decommissionedSeq !== null) {
-        throw new ForbiddenError('This lock was deleted: its client can only sync the revocations that deleting it caused.');
-      }
-      if (!lock.lockExists) throw new NotFoundError(`No secured object ${securedObjectId}.`);
+      assertLockClientActive(await findLockForClient(db, tenantId, securedObjectId, binding.clientId), securedObjectId);
       return {
         issuer: await credentials.issuerOf(tenantId),
         securedObjectId,
@@ -440,4 +232,4 @@ export function createDeviceService({ db, clock, credentials, telemetry, waterma
   };
 }
 
-export type DeviceService = ReturnType<typeof createDeviceService>;
+export type LockSyncService = ReturnType<typeof createLockSyncService>;

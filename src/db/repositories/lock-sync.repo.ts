@@ -1,0 +1,114 @@
+// SQL for an online lock's sync (docs/api-reference.md 6.2, docs/lock-sync.md): its changes since a cursor, and whether
+// it and its client's binding still stand.
+import type { Queryable } from '../database.js';
+import type { SyncPosition } from '../../shared/pagination.js';
+import { KEY_SET_SEQ_SQL } from './change-log.repo.js';
+import { CLOCK_MARGIN_SQL } from './lock-telemetry.repo.js';
+import { TICKET_COLUMNS, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';
+
+/** What a lock's sync reads besides its changes: whether it exists, its client's state, the key set's position. */
+export interface LockSyncState {
+  /** False once the lock was deleted. */
+  lockExists: boolean;
+  /** The change that deleted the lock the calling client is bound to (docs/api-reference.md 4.1); null otherwise. */
+  decommissionedSeq: number | null;
+  /** The change-log position of the tenant's last ticket-key-set change (docs/api-reference.md 8.1); 0: none yet. */
+  keySetSeq: number;
+  /** The tenant's last change number: no cursor this server issued lies beyond it. */
+  lastSeq: number;
+}
+
+export interface LockChanges extends LockSyncState {
+  /**
+   * Whether a revocation after the position was left out only by the lock's clock margin as last estimated (docs/api-reference.md
+   * 8.5): a wider estimate later would send it, so this answer is not one to repeat from memory (docs/lock-sync.md).
+   */
+  clockDependent: boolean;
+  changes: (TicketRecord & { changeSeq: number })[];
+}
+
+/**
+ * A lock's tickets changed after `position` (created or revoked), skipping what the lock no longer needs: expired
+ * tickets, and revocations of tickets with no credential still alive (docs/api-reference.md 8.2) at the lock's clock: a lock
+ * whose clock runs behind still accepts a credential the server thinks expired, so its revocations stay that much
+ * longer (CLOCK_MARGIN_SQL, docs/api-reference.md 8.5). A client whose lock was
+ * deleted sees nothing after the deleting change (docs/api-reference.md 4.1): a lock re-created with the same id is
+ * another lock. One round trip: primary-key look-ups and an index range scan on (tenant, lock, change_seq, id), so
+ * nothing new costs next to nothing.
+ */
+export async function listLockChanges(
+  db: Queryable,
+  tenantId: string,
+  securedObjectId: string,
+  clientId: string,
+  position: SyncPosition,
+  now: number,
+  limit: number,
+  maxClockMarginMs: number,
+): Promise<LockChanges> {
+  const { rows } = await db.query<
+    TicketRow & {
+      change_seq: number;
+      lock_exists: boolean;
+      decommissioned_seq: number | null;
+      key_set_seq: number;
+      last_seq: number;
+      clock_dependent: boolean;
+    }
+  >(
+    `WITH state AS (
+       SELECT EXISTS (SELECT 1 FROM secured_objects WHERE tenant_id = $1 AND id = $2) AS lock_exists,
+              (SELECT decommissioned_seq FROM oauth_clients
+                WHERE client_id = $7 AND tenant_id = $1 AND secured_object_id = $2) AS decommissioned_seq,
+              ${KEY_SET_SEQ_SQL('$1')} AS key_set_seq,
+              coalesce((SELECT last_seq FROM tenant_change_counters WHERE tenant_id = $1), 0) AS last_seq,
+              ${CLOCK_MARGIN_SQL('$1', '$2', '$8')} AS clock_margin,
+              -- A revocation left out below only because the lock's clock is not known to run further behind: a later
+              -- estimate (an access-log upload, which takes no change number) brings it back into the answer.
+              EXISTS (SELECT 1 FROM tickets
+                       WHERE tenant_id = $1 AND secured_object_id = $2
+                         AND (change_seq, id) > ($3::bigint, $4::uuid)
+                         AND revoked_at IS NOT NULL
+                         AND credential_expires_at > $5::bigint - $8::bigint
+                         AND credential_expires_at <= $5::bigint + ${CLOCK_MARGIN_SQL('$1', '$2', '$8')}) AS clock_dependent
+     )
+     SELECT state.*, t.* FROM state
+       LEFT JOIN LATERAL (
+         SELECT ${TICKET_COLUMNS}, change_seq FROM tickets
+          WHERE tenant_id = $1 AND secured_object_id = $2
+            AND (change_seq, id) > ($3::bigint, $4::uuid)
+            -- A revoked ticket's credential never outlives its end (credential_expires_at <= end_date), so its own
+            -- check covers the end, at the lock's clock.
+            AND (revoked_at IS NULL AND end_date > $5 OR credential_expires_at > $5 + state.clock_margin)
+            AND (state.decommissioned_seq IS NULL OR change_seq <= state.decommissioned_seq)
+          ORDER BY change_seq, id LIMIT $6
+       ) t ON true`,
+    [tenantId, securedObjectId, position.seq, position.id, now, limit, clientId, maxClockMarginMs],
+  );
+  const first = rows[0]!;
+  return {
+    lockExists: first.lock_exists,
+    decommissionedSeq: first.decommissioned_seq === null ? null : Number(first.decommissioned_seq),
+    keySetSeq: Number(first.key_set_seq),
+    lastSeq: Number(first.last_seq),
+    clockDependent: first.clock_dependent,
+    changes: rows.filter((row) => row.id !== null).map((row) => ({ ...toTicketRecord(row), changeSeq: row.change_seq })),
+  };
+}
+
+/** Whether the lock exists, and the calling client's decommission (docs/api-reference.md 4.1, 8.1's trust endpoint). */
+export async function findLockForClient(
+  db: Queryable,
+  tenantId: string,
+  securedObjectId: string,
+  clientId: string,
+): Promise<Omit<LockSyncState, 'keySetSeq' | 'lastSeq'>> {
+  const { rows } = await db.query<{ lock_exists: boolean; decommissioned_seq: number | null }>(
+    `SELECT EXISTS (SELECT 1 FROM secured_objects WHERE tenant_id = $1 AND id = $2) AS lock_exists,
+            (SELECT decommissioned_seq FROM oauth_clients
+              WHERE client_id = $3 AND tenant_id = $1 AND secured_object_id = $2) AS decommissioned_seq`,
+    [tenantId, securedObjectId, clientId],
+  );
+  const row = rows[0]!;
+  return { lockExists: row.lock_exists, decommissionedSeq: row.decommissioned_seq === null ? null : Number(row.decommissioned_seq) };
+}
