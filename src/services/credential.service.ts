@@ -6,7 +6,7 @@ import { findTenantById } from '../db/repositories/tenant.repo.js';
 import type { TicketRecord } from '../db/repositories/ticket.repo.js';
 // Explicit types (RFC 8725 3.11): a credential, a revocation list and an access token are never taken for each other.
 import { CREDENTIAL_TYPE, REVOCATION_LIST_TYPE, type CredentialClaims } from '../shared/credential-check.js';
-import { expandSchedule } from '../shared/schedule/schedule.js';
+import { expandSchedule } from '../shared/schedule/expansion.js';
 import { seal, unseal, type SecretsKey } from '../shared/crypto.js';
 import { SEALED_AAD } from './keys/sealed-values.js';
 import { signCompactJws } from '../shared/jws.js';

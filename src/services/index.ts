@@ -28,7 +28,6 @@ import { createDeviceService } from './device.service.js';
 import { createAccessCheckService } from './explain.service.js';
 import { createAccessLogService } from './access-log.service.js';
 import { createLockTelemetryService } from './lock-telemetry.service.js';
-import { createScheduleService } from '../shared/schedule/preview.js';
 import { createRequestLoad } from './webhooks/pacing.js';
 import { createWebhookDeliveryService, parseRetrySchedule } from './webhooks/delivery-worker.js';
 import { createWebhookService } from './webhooks/subscription.service.js';
@@ -110,7 +109,6 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
   });
   const accessChecks = createAccessCheckService({ db, clock, credentials });
   const accessLogs = createAccessLogService({ db, clock });
-  const schedules = createScheduleService();
   // docs/api-reference.md 10: one guard for subscribing and for delivering, so both refuse the same addresses.
   const webhookUrlGuard = createWebhookUrlGuard({
     allowInsecure: config.WEBHOOK_ALLOW_INSECURE === 'true',
@@ -194,7 +192,6 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     accessChecks,
     accessLogs,
     lockTelemetry,
-    schedules,
     webhookUrlGuard,
     webhooks,
     webhookDeliveries,
