@@ -10,7 +10,7 @@ import { expandSchedule } from '../shared/schedule/expansion.js';
 import { seal, unseal, type SecretsKey } from '../shared/crypto.js';
 import { SEALED_AAD } from './keys/sealed-values.js';
 import { signCompactJws } from '../shared/jws.js';
-import type { KeyService } from './keys/signing-key.service.js';
+import type { TicketKeyService } from './keys/ticket-keys.service.js';
 
 /** A public ticket key as published (RFC 7517, RFC 8037): never a private member. */
 export interface PublicJwk {
@@ -61,7 +61,7 @@ export interface CredentialServiceOptions {
   db: Database;
   /** PUBLIC_URL: each tenant's issuer is `{publicUrl}/tenants/{name}` (docs/api-reference.md 8.1). */
   publicUrl: string;
-  keys: KeyService;
+  keys: TicketKeyService;
   secretsKey: SecretsKey;
   /** CREDENTIAL_MAX_LIFETIME in seconds (docs/api-reference.md 8.2). */
   maxLifetimeSeconds: number;
