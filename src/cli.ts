@@ -164,7 +164,7 @@ commands.push(
       if (tenantName === undefined) {
         if (values.emergency) throw new CliError('--emergency rotates a tenant\'s ticket key: add --tenant NAME.', 2);
         const services = await context.services();
-        const { kid, retired } = await services.accessTokenKeys.rotate(null);
+        const { kid, retired } = await services.accessTokenKeys.rotate();
         print(context, values.json, { kid, retired }, `New signing key ${kid}; retired: ${retired.join(', ') || 'none'}.`);
         return;
       }

@@ -1,7 +1,7 @@
 // Schemas of schedules in the lock's local time (docs/api-reference.md 9): a ticket's or access permission's `schedule`, a
 // secured object's `timeZone`, and the preview's answer, for the routes that take or show them.
 import { Type, type Static } from '@sinclair/typebox';
-import { MAX_EXCEPTED_DATES, MAX_EXPANSION_DAYS, MAX_INSTANT, MAX_SCHEDULE_WINDOWS, WEEKDAYS } from '../shared/schedule/schedule.js';
+import { MAX_EXCEPTED_DATES, MAX_EXPANSION_DAYS, MAX_INSTANT, MAX_SCHEDULE_WINDOWS, WEEKDAYS } from '../shared/schedule/types.js';
 import { DOCUMENTED_ENUM } from '../shared/documented-enum.js';
 import { named } from './common.js';
 

@@ -17,7 +17,7 @@ import {
 import { nextChangeSeq } from '../db/repositories/change-log.repo.js';
 import { LOCK_GROUPS, RESIDENTS, lockGroup } from '../db/repositories/group.repo.js';
 import { NotFoundError, UnprocessableError, detailWithReasons, type FieldError } from '../errors.js';
-import type { Schedule } from '../shared/schedule/schedule.js';
+import type { Schedule } from '../shared/schedule/types.js';
 import { auditEvent, recordChange, recordChanges, ticketChunks } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
 import type { DomainMetrics } from './domain-metrics.js';

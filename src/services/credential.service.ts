@@ -6,11 +6,11 @@ import { findTenantById } from '../db/repositories/tenant.repo.js';
 import type { TicketRecord } from '../db/repositories/ticket.repo.js';
 // Explicit types (RFC 8725 3.11): a credential, a revocation list and an access token are never taken for each other.
 import { CREDENTIAL_TYPE, REVOCATION_LIST_TYPE, type CredentialClaims } from '../shared/credential-check.js';
-import { expandSchedule } from '../shared/schedule/schedule.js';
+import { expandSchedule } from '../shared/schedule/expansion.js';
 import { seal, unseal, type SecretsKey } from '../shared/crypto.js';
 import { SEALED_AAD } from './keys/sealed-values.js';
 import { signCompactJws } from '../shared/jws.js';
-import type { KeyService } from './keys/signing-key.service.js';
+import type { TicketKeyService } from './keys/ticket-keys.service.js';
 
 /** A public ticket key as published (RFC 7517, RFC 8037): never a private member. */
 export interface PublicJwk {
@@ -61,7 +61,7 @@ export interface CredentialServiceOptions {
   db: Database;
   /** PUBLIC_URL: each tenant's issuer is `{publicUrl}/tenants/{name}` (docs/api-reference.md 8.1). */
   publicUrl: string;
-  keys: KeyService;
+  keys: TicketKeyService;
   secretsKey: SecretsKey;
   /** CREDENTIAL_MAX_LIFETIME in seconds (docs/api-reference.md 8.2). */
   maxLifetimeSeconds: number;

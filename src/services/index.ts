@@ -6,7 +6,8 @@ import { createClientService } from './oauth/client.service.js';
 import type { Clock } from './context.js';
 import type { SecretsKey } from '../shared/crypto.js';
 import { createSecretsKeyService } from './keys/reseal.service.js';
-import { createKeyService } from './keys/signing-key.service.js';
+import { createAccessTokenKeyService } from './keys/access-token-keys.service.js';
+import { createTicketKeyService } from './keys/ticket-keys.service.js';
 import { createRevocationService } from './oauth/revoked-access-tokens.service.js';
 import { createTenantService } from './oauth/tenant.service.js';
 import { createAccessTokenVerifier } from './oauth/access-token-verifier.service.js';
@@ -29,7 +30,6 @@ import { createLockSyncService } from './lock-sync.service.js';
 import { createAccessCheckService } from './explain.service.js';
 import { createAccessLogService } from './access-log.service.js';
 import { createLockTelemetryService } from './lock-telemetry.service.js';
-import { createScheduleService } from '../shared/schedule/preview.js';
 import { createRequestLoad } from './webhooks/pacing.js';
 import { createWebhookDeliveryService, parseRetrySchedule } from './webhooks/delivery.service.js';
 import { createWebhookService } from './webhooks/subscription.service.js';
@@ -59,20 +59,12 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
   const accessTokenTtlMs = config.ACCESS_TOKEN_TTL_SECONDS * 1000;
   const credentialLifetimeMs = config.CREDENTIAL_MAX_LIFETIME * 1000;
   const revocations = createRevocationService({ db, clock, log, pollMs: REVOCATION_POLL_MS });
-  const accessTokenKeys = createKeyService({
+  const accessTokenKeys = createAccessTokenKeyService({ db, secretsKey, clock, alg: config.JWT_ALG, retentionMs: accessTokenTtlMs });
+  const ticketKeys = createTicketKeyService({
     db,
     secretsKey,
     clock,
     alg: config.JWT_ALG,
-    purpose: 'access_token',
-    retentionMs: accessTokenTtlMs,
-  });
-  const ticketKeys = createKeyService({
-    db,
-    secretsKey,
-    clock,
-    alg: config.JWT_ALG,
-    purpose: 'ticket',
     // docs/api-reference.md 8.1, 8.2: no credential outlives one CREDENTIAL_MAX_LIFETIME, so a retired ticket key stays
     // published that long after its last signature, and a new one is published that long before its first, so
     // locks that are never online learn it from a visiting phone in time.
@@ -112,7 +104,6 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
   });
   const accessChecks = createAccessCheckService({ db, clock, credentials });
   const accessLogs = createAccessLogService({ db, clock });
-  const schedules = createScheduleService();
   // docs/api-reference.md 10: one guard for subscribing and for delivering, so both refuse the same addresses.
   const webhookUrlGuard = createWebhookUrlGuard({
     allowInsecure: config.WEBHOOK_ALLOW_INSECURE === 'true',
@@ -197,14 +188,13 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     accessChecks,
     accessLogs,
     lockTelemetry,
-    schedules,
     webhookUrlGuard,
     webhooks,
     webhookDeliveries,
     requestLoad,
     /** Loads keys (generating the first one) and starts following revocations. */
     async start(): Promise<void> {
-      await accessTokenKeys.ensureKey(null);
+      await accessTokenKeys.ensureKey();
       await accessTokenKeys.start(KEY_REFRESH_MS);
       await ticketKeys.start(KEY_REFRESH_MS);
       await revocations.start();

@@ -17,7 +17,7 @@ import {
   type TicketStatus,
 } from '../db/repositories/ticket.repo.js';
 import { NotFoundError, UnprocessableError, detailWithReasons, type FieldError } from '../errors.js';
-import { MAX_INSTANT, type Schedule } from '../shared/schedule/schedule.js';
+import { MAX_INSTANT, type Schedule } from '../shared/schedule/types.js';
 import { recordChange } from './audit.service.js';
 import { createKeyedBatcher } from './batching.js';
 import type { ActionContext, Clock } from './context.js';

@@ -1,7 +1,7 @@
 // What reaches an online lock through sync besides tickets (docs/api-reference.md 8.1, 4.1): the tenant's key set after a
 // rotation, and, for a deleted lock's client, every revocation the deletion caused (docs/security-cases.md G43).
 import { decodeProtectedHeader } from 'jose';
-import { createKeyService } from '../../src/services/keys/signing-key.service.js';
+import { createTicketKeyService } from '../../src/services/keys/ticket-keys.service.js';
 import { LockSimulator, type SyncAnswer as LockSyncAnswer } from '../../src/simulator/lock-simulator.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
@@ -142,7 +142,7 @@ describe('sync: keys and decommissioned locks', () => {
     // another process (the CLI, another instance) withdraws the tenant's keys in an emergency.
     await t.app.services.ticketKeys.stop();
     try {
-      const elsewhere = createKeyService({ db: t.database.db, secretsKey: t.secretsKey, clock: Date.now, alg: 'EdDSA', purpose: 'ticket', retentionMs: 7 * 86400_000, announceMs: 7 * 86400_000 });
+      const elsewhere = createTicketKeyService({ db: t.database.db, secretsKey: t.secretsKey, clock: Date.now, alg: 'EdDSA', retentionMs: 7 * 86400_000, announceMs: 7 * 86400_000 });
       const rotated = await elsewhere.rotate(acme.tenantId, { emergency: true });
       const answer = await syncOf(lockAuth, 'annex', first.cursor);
       expect(answer.keys?.keys.map((key) => key.kid)).toEqual([rotated.kid]);

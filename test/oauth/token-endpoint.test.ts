@@ -441,7 +441,7 @@ describe('docs/security-cases.md A: token endpoint and client authentication', (
           );
         const oldKid = decodeJwt(await clientToken(other, credentials)).header.kid as string;
 
-        const { kid: newKid } = await t.app.services.accessTokenKeys.rotate(null);
+        const { kid: newKid } = await t.app.services.accessTokenKeys.rotate();
         expect(newKid).not.toBe(oldKid);
         const rotatedAt = Date.now();
         let kid = oldKid;

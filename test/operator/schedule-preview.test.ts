@@ -1,6 +1,6 @@
 // POST /operatorapi/schedules/preview (docs/api-reference.md 9): a schedule's UTC intervals on a lock's wall clock, DST nights included.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_EXPANSION_DAYS, MAX_INSTANT } from '../../src/shared/schedule/schedule.js';
+import { MAX_EXPANSION_DAYS, MAX_INSTANT } from '../../src/shared/schedule/types.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { expectNothingChanged } from '../helpers/database-state.js';
 import { clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';

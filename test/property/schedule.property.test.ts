@@ -4,7 +4,9 @@
 import { Temporal } from '@js-temporal/polyfill';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { WEEKDAYS, expandSchedule, wallClockInside, type Schedule, type ScheduleInterval } from '../../src/shared/schedule/schedule.js';
+import { expandSchedule } from '../../src/shared/schedule/expansion.js';
+import { WEEKDAYS, type Schedule, type ScheduleInterval } from '../../src/shared/schedule/types.js';
+import { wallClockInside } from '../../src/shared/schedule/wall-clock.js';
 
 const SEED = 20260329;
 const RUNS = 2500;

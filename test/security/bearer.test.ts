@@ -588,7 +588,7 @@ describe('docs/security-cases.md D: bearer JWT at every API', () => {
 
     const before = await clientToken(t.app, { clientId: acme.clientId, clientSecret: acme.clientSecret });
     const oldKid = decodeJwt(before).header.kid as string;
-    const { kid: newKid, retired } = await t.app.services.accessTokenKeys.rotate(null);
+    const { kid: newKid, retired } = await t.app.services.accessTokenKeys.rotate();
     expect(retired).toContain(oldKid);
     expect(newKid).not.toBe(oldKid);
 

@@ -1,5 +1,5 @@
 // SQL for access permissions and the tickets they expand into: every fan-out is one set-based statement.
-import type { Schedule } from '../../shared/schedule/schedule.js';
+import type { Schedule } from '../../shared/schedule/types.js';
 import type { Queryable } from '../database.js';
 import { keysetPage, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
 import { TICKET_COLUMNS, TICKET_KEYSET, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';

@@ -1,5 +1,5 @@
 // SQL for tickets: create (one statement with its audit event), read, page with filters, revoke.
-import type { Schedule } from '../../shared/schedule/schedule.js';
+import type { Schedule } from '../../shared/schedule/types.js';
 import type { Queryable } from '../database.js';
 import { AUDIT_APPEND_CTES, TICKET_EVENT_CHUNKS } from './audit.repo.js';
 import { announceChange, NEXT_CHANGE_SEQ_CTE } from './change-log.repo.js';

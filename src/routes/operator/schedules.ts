@@ -3,9 +3,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { problemResponses } from '../../schemas/problem.js';
 import { SchedulePreviewRequestSchema, SchedulePreviewSchema } from '../../schemas/schedule.js';
 import type { Services } from '../../services/index.js';
-import { MAX_EXPANSION_DAYS } from '../../shared/schedule/schedule.js';
+import { previewSchedule } from '../../shared/schedule/preview.js';
+import { MAX_EXPANSION_DAYS } from '../../shared/schedule/types.js';
 
-const scheduleRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+const scheduleRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app) => {
   app.post(
     '/schedules/preview',
     {
@@ -28,7 +29,7 @@ const scheduleRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async 
         },
       },
     },
-    async (request) => services.schedules.preview(request.body),
+    async (request) => previewSchedule(request.body),
   );
 };
 

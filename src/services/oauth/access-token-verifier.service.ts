@@ -1,7 +1,7 @@
 // Access-token verification (docs/api-reference.md 3.4, RFC 9068 section 4) and its cache of tokens already checked.
 import { errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { Clock } from '../context.js';
-import type { KeyService } from '../keys/signing-key.service.js';
+import type { AccessTokenKeyService } from '../keys/access-token-keys.service.js';
 import type { RevocationService } from './revoked-access-tokens.service.js';
 import type { Api } from '../../shared/scopes.js';
 import {
@@ -16,7 +16,7 @@ import {
 export interface AccessTokenVerifierOptions {
   clock: Clock;
   issuer: string;
-  keys: KeyService;
+  keys: AccessTokenKeyService;
   revocations: RevocationService;
 }
 

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { AuthenticatedClient } from './client.service.js';
 import type { Clock } from '../context.js';
 import { signCompactJwsJson } from '../../shared/jws.js';
-import type { KeyService } from '../keys/signing-key.service.js';
+import type { AccessTokenKeyService } from '../keys/access-token-keys.service.js';
 import type { Api } from '../../shared/scopes.js';
 
 /** The verified claims of an access token (docs/api-reference.md 3.4), as the APIs use them. */
@@ -64,7 +64,7 @@ export interface IssueInput {
 export interface AccessTokenIssuerOptions {
   clock: Clock;
   issuer: string;
-  keys: KeyService;
+  keys: AccessTokenKeyService;
   accessTokenTtlSeconds: number;
 }
 

@@ -14,7 +14,7 @@ import { recordChange } from '../audit.service.js';
 import type { AuthenticatedClient } from './client.service.js';
 import type { Clock } from '../context.js';
 import { randomToken, sha256 } from '../../shared/crypto.js';
-import type { KeyService } from '../keys/signing-key.service.js';
+import type { AccessTokenKeyService } from '../keys/access-token-keys.service.js';
 import type { DomainMetrics } from '../domain-metrics.js';
 import type { RevocationService } from './revoked-access-tokens.service.js';
 import { DECOMMISSIONED_CLIENT_SCOPES, DEVICE_SCOPES, isAccessScope, isKnownScope, isOperatorScope, type Api } from '../../shared/scopes.js';
@@ -27,7 +27,7 @@ export interface GrantServiceOptions {
   clock: Clock;
   log: Logger;
   issuer: string;
-  keys: KeyService;
+  keys: AccessTokenKeyService;
   users: UserService;
   revocations: RevocationService;
   /** Counts refused logins and lockouts (services/domain-metrics.ts). */

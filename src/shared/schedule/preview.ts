@@ -1,17 +1,10 @@
 // Schedules for the Operator API (docs/api-reference.md 9): a lock's time zone as a route takes it, and the preview.
 import { UnprocessableError, detailWithReasons, type FieldError } from '../../errors.js';
-import {
-  MAX_EXPANSION_DAYS,
-  MAX_INSTANT,
-  describeIntervals,
-  expandSchedule,
-  normalizeTimeZone,
-  validateSchedule,
-  type DescribedInterval,
-  type Schedule,
-} from './schedule.js';
-
-const DAY = 86_400_000;
+import { describeIntervals, type DescribedInterval } from './description.js';
+import { expandSchedule } from './expansion.js';
+import { normalizeTimeZone } from './time-zones.js';
+import { DAY, INSTANT_REQUIREMENT, MAX_EXPANSION_DAYS, isInstant, type Schedule } from './types.js';
+import { validateSchedule } from './validation.js';
 
 /**
  * The time zone's canonical IANA name, or the reason it is none as the `errors` of a 422 (docs/api-reference.md 9: an
@@ -57,9 +50,7 @@ function rangeErrors(from: number, to: number): FieldError[] {
     ['from', from],
     ['to', to],
   ] as const) {
-    if (!Number.isSafeInteger(value) || value < 0 || value > MAX_INSTANT) {
-      errors.push({ field, message: `must be a whole number of Unix milliseconds from 0 to ${MAX_INSTANT}` });
-    }
+    if (!isInstant(value)) errors.push({ field, message: `must be ${INSTANT_REQUIREMENT}` });
   }
   if (errors.length > 0) return errors;
   if (from >= to) errors.push({ field: 'to', message: 'must be after from' });
@@ -91,10 +82,3 @@ export function previewSchedule(request: SchedulePreviewRequest): SchedulePrevie
   }
   return { intervals };
 }
-
-/** The preview as a service of the container (src/services/index.ts); pure, so it needs nothing injected. */
-export function createScheduleService() {
-  return { preview: previewSchedule };
-}
-
-export type ScheduleService = ReturnType<typeof createScheduleService>;

@@ -1,8 +1,8 @@
 // The checks a ticket's or access permission's schedule passes before anything is written (docs/api-reference.md 9, 4.3, 5).
 import type { FieldError } from '../../errors.js';
-import { MAX_EXPANSION_DAYS, expandSchedule, validateSchedule, type Schedule } from './schedule.js';
-
-const DAY = 86_400_000;
+import { expandSchedule } from './expansion.js';
+import { DAY, MAX_EXPANSION_DAYS, type Schedule } from './types.js';
+import { validateSchedule } from './validation.js';
 
 /** validateSchedule's field errors for an optional `schedule` (none when it is absent). */
 export function scheduleErrors(schedule: unknown): FieldError[] {

@@ -4,7 +4,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { Database } from '../../../src/db/database.js';
 import { createCredentialService, type SignableTicket, type StoredCredential } from '../../../src/services/credential.service.js';
-import type { KeyService } from '../../../src/services/keys/signing-key.service.js';
+import type { TicketKeyService } from '../../../src/services/keys/ticket-keys.service.js';
 import { secretsKeyOf } from '../../../src/shared/crypto.js';
 
 const LIFETIME_S = 7 * 86400;
@@ -22,7 +22,7 @@ function service(queries: string[] = []) {
   const keys = {
     signingKey: async () => ({ kid: 'k1', alg: 'EdDSA' as const, privateKey }),
     publicJwks: () => [{ kty: 'OKP', kid: 'k1', alg: 'EdDSA' }],
-  } as unknown as KeyService;
+  } as unknown as TicketKeyService;
   return createCredentialService({ db, publicUrl: 'https://acs.example/', keys, secretsKey: secretsKeyOf(Buffer.alloc(32, 7)), maxLifetimeSeconds: LIFETIME_S });
 }
 

@@ -1,7 +1,7 @@
 // The schedule checks a ticket or access permission passes before it is written (docs/api-reference.md 9, 4.3, 5).
 import { describe, expect, it } from 'vitest';
 import { neverOpensError, scheduleErrors } from '../../../../src/shared/schedule/ticket-checks.js';
-import type { Schedule } from '../../../../src/shared/schedule/schedule.js';
+import type { Schedule } from '../../../../src/shared/schedule/types.js';
 
 const DAY = 86_400_000;
 const weekdays: Schedule = { weekly: [{ days: ['MO', 'TU', 'WE', 'TH', 'FR'], from: '08:00', to: '12:00' }] };
