@@ -5,7 +5,7 @@ import { writeFileSync, mkdirSync } from 'node:fs';
 import openapiTS, { astToString, type OpenAPI3 } from 'openapi-typescript';
 import { DOCUMENTED_APIS, readCommittedDocument, type DocumentedApi } from './openapi-files.js';
 
-export const GENERATED_DIRECTORY = new URL('../test/ecosystem/generated', import.meta.url);
+export const GENERATED_DIRECTORY = new URL('../test/ecosystem/generated/', import.meta.url);
 
 export function generatedFileName(api: DocumentedApi): string {
   return `${api}.ts`;
