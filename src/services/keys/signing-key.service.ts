@@ -9,6 +9,7 @@ import {
   findAnnouncedKey,
   hasSigningKey,
   insertKey,
+  lastKeyWithdrawal,
   listLiveKeys,
   listLiveTenantKeys,
   recordTicketKeySetChange,
@@ -18,7 +19,7 @@ import {
   type KeyPurpose,
   type SigningKeyRecord,
 } from '../../db/repositories/signing-key.repo.js';
-import { ConflictError, NotFoundError } from '../../errors.js';
+import { ConflictError, NotFoundError, TooManyRequestsError } from '../../errors.js';
 import { recordChange } from '../audit.service.js';
 import type { ActionContext } from '../context.js';
 import { seal, unseal, type SecretsKey } from '../../shared/crypto.js';
@@ -53,6 +54,11 @@ export interface KeyServiceOptions {
    * so locks that are never online learn it from a visiting phone first). 0, the default: it signs at once.
    */
   announceMs?: number;
+  /**
+   * TICKET_KEY_EMERGENCY_ROTATION_MIN_INTERVAL in ms (docs/api-reference.md 8.1, docs/security-cases.md H50): how long
+   * after a tenant's emergency rotation the next one is refused with 429. 0, the default: no limit.
+   */
+  emergencyMinIntervalMs?: number;
 }
 
 /** A key's place in its lifecycle, as the Operator API lists it (docs/api-reference.md 8.1). */
@@ -112,6 +118,25 @@ export function createKeyService(options: KeyServiceOptions) {
   let reloading: Promise<void> | null = null;
   let refreshTimer: NodeJS.Timeout | null = null;
   let unlisten: (() => Promise<void>) | null = null;
+
+  /**
+   * docs/security-cases.md H50: an emergency rotation leaves locks that are never online refusing every new credential
+   * until an installer visits, so one client cannot repeat it at will. Runs after the tenant's change-number lock, so
+   * two concurrent emergency rotations see each other.
+   */
+  async function refuseTooFrequentEmergency(tx: Queryable, tenantId: string, now: number): Promise<void> {
+    const minIntervalMs = options.emergencyMinIntervalMs ?? 0;
+    if (minIntervalMs <= 0) return;
+    const last = await lastKeyWithdrawal(tx, purpose, tenantId);
+    if (last === null || now - last >= minIntervalMs) return;
+    const allowedAt = last + minIntervalMs;
+    throw new TooManyRequestsError(
+      `The tenant's last emergency rotation was at ${new Date(last).toISOString()}; another is allowed from ` +
+        `${new Date(allowedAt).toISOString()} (TICKET_KEY_EMERGENCY_ROTATION_MIN_INTERVAL). Each one leaves locks that are ` +
+        'never online refusing new credentials until an installer visits them.',
+      (allowedAt - now) / 1000,
+    );
+  }
 
   async function generate(tx: Queryable, tenantId: string | null, createdAt: number, activatesAt: number): Promise<string> {
     const { publicKey, privateKey } = await generateKeyPair(options.alg, { extractable: true, crv: options.alg === 'EdDSA' ? 'Ed25519' : 'P-256' });
@@ -388,6 +413,7 @@ export function createKeyService(options: KeyServiceOptions) {
         await lockKeyGeneration(tx);
         const now = clock();
         let activatesAt = now;
+        if (emergency && tenantId !== null) await refuseTooFrequentEmergency(tx, tenantId, now);
         // Only announced keys can be pending (a key signing at once on an instance whose clock runs ahead is not).
         if (!emergency && announceMs > 0) {
           const pending = await findAnnouncedKey(tx, purpose, tenantId, now);
@@ -405,7 +431,7 @@ export function createKeyService(options: KeyServiceOptions) {
           : await retireKeysExcept(tx, purpose, tenantId, kid, activatesAt);
         if (seq !== null) await recordTicketKeySetChange(tx, tenantId!, seq, now);
         // Last: the audit counter's lock (audit.service.ts). Only tenant keys (ticket keys) have a tenant's trail.
-        if (context && tenantId !== null) await recordChange(tx, context, now, 'key.rotated', `ticket_key:${kid}`, { kid });
+        if (context && tenantId !== null) await recordChange(tx, context, now, 'key.rotated', `ticket_key:${kid}`, { kid, emergency, retired });
         return { kid, activatesAt, emergency, retired };
       });
       await reloadAfterWrite();

@@ -395,7 +395,7 @@ export interface paths {
         put?: never;
         /**
          * Rotate the ticket key
-         * @description Makes a new ticket key. Normally it is announced: published at once (key set, sync answers, revocation lists) and signing one CREDENTIAL_MAX_LIFETIME later, so locks that are never online learn it from a visiting phone in time; the current key signs until then and stays published one lifetime longer. While an announced key is pending a normal rotation is refused (409). `emergency` (a leaked key): the new key signs at once and every other key is withdrawn at once; locks that are never online then need a visit with the installer's tools.
+         * @description Makes a new ticket key. Normally it is announced: published at once (key set, sync answers, revocation lists) and signing one CREDENTIAL_MAX_LIFETIME later, so locks that are never online learn it from a visiting phone in time; the current key signs until then and stays published one lifetime longer. While an announced key is pending a normal rotation is refused (409). `emergency` (a leaked key): the new key signs at once and every other key is withdrawn at once; locks that are never online then refuse every new credential until a visit with the installer's tools. An emergency rotation within TICKET_KEY_EMERGENCY_ROTATION_MIN_INTERVAL of the tenant's previous one is refused (429, `Retry-After`). Audited and raising `key.rotated` (`data.emergency`). Needs `keys:rotate`, which no client has unless given it.
          */
         post: operations["rotateTicketKey"];
         delete?: never;
@@ -808,7 +808,7 @@ export interface components {
             clientId: string;
             name: string;
             /** @description The scopes the client may request. */
-            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
+            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
             /** @description The mobile device the client is bound to. */
             mobileDeviceId?: string;
             /** @description The secured object the client is bound to. */
@@ -840,7 +840,7 @@ export interface components {
             clientId: string;
             name: string;
             /** @description The scopes the client may request. */
-            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
+            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
             /** @description The mobile device the client is bound to. */
             mobileDeviceId?: string;
             /** @description The secured object the client is bound to. */
@@ -929,7 +929,7 @@ export interface components {
             /** @description A name for people. */
             name: string;
             /** @description The scopes the client may request. */
-            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
+            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
             /** @description Binds the client to this mobile device (Device API). */
             mobileDeviceId?: string;
             /** @description Binds the client to this secured object (Device API). */
