@@ -257,7 +257,6 @@ describe('ticket keys', () => {
     });
 
     it('answers 401 without a token and 403 without the scope', async () => {
-      const readOnly = await clientToken(t.app, await createClient(t.app, acme, ['devices:read']));
       const writeOnly = await clientToken(t.app, await createClient(t.app, acme, ['devices:write']));
       const kid = await signingKid(acme);
       await expectAuthChecks(t, writeOnly, [
