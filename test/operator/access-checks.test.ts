@@ -63,7 +63,9 @@ describe('GET /operatorapi/access-checks', () => {
   }
 
   beforeAll(async () => {
-    t = await buildTestApp({ BCRYPT_COST: '4', DEPRECATED_INTERFACES_ENABLED: 'nfccard-channel' }, { clock: () => now });
+    // Two emergency rotations of one tenant within an hour: the rotation budget (docs/security-cases.md H50) is tested in
+    // test/device/ticket-keys.test.ts, not here.
+    t = await buildTestApp({ BCRYPT_COST: '4', DEPRECATED_INTERFACES_ENABLED: 'nfccard-channel', TICKET_KEY_EMERGENCY_ROTATION_MIN_INTERVAL: '0' }, { clock: () => now });
     tenants = await twoTenants(t, {
       acme: { locks: ['door', 'gate'], devices: ['phone-empty', 'phone-fresh', 'phone-late', 'phone-revoked-early', 'phone-dated', 'phone-long'] },
       other: { locks: ['other-door'], devices: ['other-phone'] },
