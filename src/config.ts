@@ -146,6 +146,13 @@ export const ConfigSchema = Type.Object(
       description:
         'Longest offline validity of a ticket credential, in seconds (docs/api-reference.md 8.2): `exp` is at most `iat` plus this. Also how long a new ticket key is announced before it signs, and how long a retired one stays published (docs/api-reference.md 8.1).',
     }),
+    TICKET_KEY_EMERGENCY_ROTATION_MIN_INTERVAL: Type.Integer({
+      minimum: 0,
+      maximum: 30 * 86400,
+      default: 3600,
+      description:
+        'Seconds that must pass between two emergency ticket-key rotations of a tenant (docs/api-reference.md 8.1): each one leaves locks that are never online refusing new credentials until an installer visits, so more are refused with `429`. 0: no limit.',
+    }),
     REFRESH_TOKEN_TTL_SECONDS: Type.Integer({
       minimum: 60,
       default: 30 * 86400,

@@ -90,6 +90,17 @@ export function detailWithReasons(summary: string, errors: FieldError[]): string
   return errors.length === 0 ? `${summary}.` : `${summary}: ${errors.map((error) => `${error.field}: ${error.message}`).join('; ')}`;
 }
 
+/**
+ * 429 with RFC 9110 10.2.3's `Retry-After` (docs/api-reference.md 7.4): a budget that is spent, and the detail says
+ * which and what to do.
+ */
+export class TooManyRequestsError extends ProblemError {
+  constructor(detail: string, retryAfterSeconds: number) {
+    const seconds = Math.max(1, Math.ceil(retryAfterSeconds));
+    super(429, 'rate-limited', 'Too Many Requests', { detail, headers: { 'retry-after': String(seconds) } });
+  }
+}
+
 export class ServiceUnavailableError extends ProblemError {
   /** `retryAfterSeconds`: RFC 9110 10.2.3's delay-seconds, when the client should ask again. */
   constructor(detail = 'The service cannot reach its database right now. Retry shortly.', retryAfterSeconds = 1) {

@@ -6,8 +6,11 @@ import { requestFingerprint, type IdempotencyService } from '../services/idempot
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** Honour `Idempotency-Key` on this route. */
-    idempotent?: boolean;
+    /**
+     * Honour `Idempotency-Key` on this route. `{ withholdSecret }`: the answer carries a secret shown once (a client's,
+     * a subscription's); a replay answers the same resource without it and with `secretWithheld: true`.
+     */
+    idempotent?: boolean | { withholdSecret: string };
   }
   interface FastifyRequest {
     idempotencyKey: string | null;
@@ -18,7 +21,22 @@ declare module 'fastify' {
 const KEY_PATTERN = /^[\x21-\x7e]([\x20-\x7e]{0,253}[\x21-\x7e])?$/;
 
 /** Headers a replay repeats; the rest (dates, request ids) belong to the new exchange. */
-const REPLAYED_HEADERS = ['location', 'content-type'];
+const REPLAYED_HEADERS = ['location', 'content-type', 'cache-control'];
+
+/**
+ * docs/api-reference.md 7.6, docs/security-cases.md H57: what is stored for a replay of an answer that shows a secret once.
+ * The secret is never stored (nor shown again): the replay says it was withheld.
+ */
+function withoutSecret(payload: string, field: string): string {
+  try {
+    const body = JSON.parse(payload) as unknown;
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) return payload;
+    const { [field]: _secret, ...rest } = body as Record<string, unknown>;
+    return JSON.stringify({ ...rest, secretWithheld: true });
+  } catch {
+    return payload;
+  }
+}
 
 /**
  * Keys are per OAuth client, not per tenant: a key is chosen by the client that sends it and names that client's
@@ -70,10 +88,13 @@ export default fp(
         const value = reply.getHeader(name);
         if (value !== undefined) headers[name] = String(value);
       }
+      const text = typeof payload === 'string' ? payload : String(payload ?? '');
+      const idempotent = (request.routeOptions.config as { idempotent?: boolean | { withholdSecret: string } }).idempotent;
+      const secretField = typeof idempotent === 'object' && reply.statusCode < 300 ? idempotent.withholdSecret : null;
       await service.complete(ownerOf(request), key, {
         status: reply.statusCode,
         headers,
-        body: typeof payload === 'string' ? payload : String(payload ?? ''),
+        body: secretField === null ? text : withoutSecret(text, secretField),
       });
       return payload;
     }

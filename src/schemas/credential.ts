@@ -95,7 +95,10 @@ export const CredentialClaimsSchema = named(
       sub: Type.String({ description: 'The mobile device id the ticket is issued to.' }),
       aud: Type.String({ description: 'The secured object id (a string, not an array): the lock\'s own id.' }),
       iat: Seconds('When it was signed, Unix seconds.'),
-      nbf: Seconds('`beginDate` rounded up to the second: the lock refuses it before `nbf * 1000`.'),
+      nbf: Seconds(
+        'The later of `beginDate` rounded up to the second and `iat` minus 300 seconds (docs/api-reference.md 6.4): the ' +
+          'lock refuses it before `nbf * 1000`, so a lock whose clock was reset refuses credentials signed long ago.',
+      ),
       exp: Seconds(
         'Unix seconds: the lock refuses it from `exp * 1000` on (RFC 7519 section 4.1.4). At most `endDate` rounded down and ' +
           'at most `iat + maxCredentialLifetime` (docs/api-reference.md 8.2): the phone downloads again to renew.',

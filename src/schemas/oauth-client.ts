@@ -64,6 +64,31 @@ export const ClientSchema = named(
   },
 );
 
+/** docs/api-reference.md 3.7: a create's answer; on an Idempotency-Key replay the secret is withheld (docs/security-cases.md H57). */
+export const CreatedClientSchema = named(
+  'CreatedClient',
+  Type.Composite([
+    ClientSchema,
+    Type.Object({
+      clientSecret: Type.Optional(
+        Type.String({ description: 'The secret: shown in this answer only. Store it safely. Absent on an `Idempotency-Key` replay.' }),
+      ),
+      secretWithheld: Type.Optional(
+        Type.Literal(true, {
+          description: 'Only on an `Idempotency-Key` replay: the secret was shown once, in the first answer, and is not shown again.',
+        }),
+      ),
+    }),
+  ]),
+  {
+    clientId: '3f2a9c4e-1b7d-4e8f-9a0b-1c2d3e4f5a6b',
+    name: 'Front desk backend',
+    scopes: ['tokens:create', 'tokens:read', 'devices:read'],
+    creationDate: 1767225600000,
+    clientSecret: 'Vq3k8Zx1Rt6Yw0Pm4Ns7Lb2Hc9Jd5Fg',
+  },
+);
+
 export const ClientWithSecretSchema = named(
   'ClientWithSecret',
   Type.Composite([

@@ -123,6 +123,29 @@ export const WebhookSchema = named(
   WEBHOOK_EXAMPLE,
 );
 
+/** docs/api-reference.md 10: a subscribe's answer; on an Idempotency-Key replay the secret is withheld (docs/security-cases.md H57). */
+export const CreatedWebhookSchema = named(
+  'CreatedWebhook',
+  Type.Composite([
+    WebhookSchema,
+    Type.Object({
+      secret: Type.Optional(
+        Type.String({
+          description:
+            'The signing secret (Standard Webhooks `whsec_` and base64): shown in this answer only. Verify `webhook-signature` ' +
+            'with it. Absent on an `Idempotency-Key` replay.',
+        }),
+      ),
+      secretWithheld: Type.Optional(
+        Type.Literal(true, {
+          description: 'Only on an `Idempotency-Key` replay: the secret was shown once, in the first answer, and is not shown again.',
+        }),
+      ),
+    }),
+  ]),
+  { ...WEBHOOK_EXAMPLE, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' },
+);
+
 export const WebhookWithSecretSchema = named(
   'WebhookWithSecret',
   Type.Composite([

@@ -5,7 +5,7 @@ import type { LockRevocations } from '../db/repositories/download.repo.js';
 import { findTenantById } from '../db/repositories/tenant.repo.js';
 import type { TicketRecord } from '../db/repositories/ticket.repo.js';
 // Explicit types (RFC 8725 3.11): a credential, a revocation list and an access token are never taken for each other.
-import { CREDENTIAL_TYPE, REVOCATION_LIST_TYPE, type CredentialClaims } from '../shared/credential-check.js';
+import { CREDENTIAL_NBF_SKEW_SECONDS, CREDENTIAL_TYPE, REVOCATION_LIST_TYPE, type CredentialClaims } from '../shared/credential-check.js';
 import { expandSchedule } from '../shared/schedule/expansion.js';
 import { seal, unseal, type SecretsKey } from '../shared/crypto.js';
 import { SEALED_AAD } from './keys/sealed-values.js';
@@ -201,7 +201,8 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
    * The claims a credential of the ticket signed at `now` carries (docs/api-reference.md 6.3), unsigned: what `sign` signs,
    * and what the explain service (docs/api-reference.md 8.6) checks for a phone that has not downloaded the ticket yet. The
    * seconds never widen `[beginDate, endDate)`: `nbf` rounds up and `exp` rounds down (RFC 7519 4.1.4: not accepted
-   * on or after `exp`), and `exp` is at most `iat` + the lifetime.
+   * on or after `exp`), and `exp` is at most `iat` + the lifetime. `nbf` is also never earlier than `iat` minus
+   * CREDENTIAL_NBF_SKEW_SECONDS (docs/security-cases.md H54): a lock whose clock was reset to the past refuses it.
    *
    * With a schedule, `win` holds its windows in the lock's zone as UTC intervals (docs/api-reference.md 9), `[]` when none
    * falls in the credential's span: never omitted then, since an absent `win` means "no schedule". The span ends at
@@ -210,9 +211,9 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
    * behind its signer has no use for them.
    */
   async function claimsOf(ticket: SignableTicket, now: number): Promise<CredentialClaims> {
-    const nbf = Math.ceil(ticket.beginDate / 1000);
-    const exp = Math.floor(expiryOf(ticket, now) / 1000);
     const iat = Math.floor(now / 1000);
+    const nbf = Math.max(Math.ceil(ticket.beginDate / 1000), iat - CREDENTIAL_NBF_SKEW_SECONDS);
+    const exp = Math.floor(expiryOf(ticket, now) / 1000);
     const win =
       ticket.schedule === null
         ? undefined

@@ -70,6 +70,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     // locks that are never online learn it from a visiting phone in time.
     retentionMs: credentialLifetimeMs,
     announceMs: credentialLifetimeMs,
+    emergencyMinIntervalMs: config.TICKET_KEY_EMERGENCY_ROTATION_MIN_INTERVAL * 1000,
   });
   const credentials = createCredentialService({
     db,

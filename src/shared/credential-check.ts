@@ -13,6 +13,14 @@ export const CREDENTIAL_TYPE = 'ticket+jwt';
 /** The `typ` of a revocation list's protected header (docs/api-reference.md 8.3): never mistaken for a credential. */
 export const REVOCATION_LIST_TYPE = 'revocation-list+jwt';
 
+/**
+ * How far before its `iat` a credential starts (docs/api-reference.md 6.3, docs/security-cases.md H54): `nbf` is the
+ * later of `beginDate` and `iat` minus this many seconds. The skew lets a lock whose clock runs a little behind the
+ * signer open at once; without the `iat` bound, a ticket beginning long ago would carry an old `nbf`, and a lock whose
+ * clock was reset would accept every credential it was ever shown.
+ */
+export const CREDENTIAL_NBF_SKEW_SECONDS = 300;
+
 /** Why a credential opens or does not open a lock. Stable: tests, logs and the explain service quote them. */
 export type CredentialCheckReason =
   | 'valid'

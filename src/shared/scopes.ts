@@ -14,6 +14,7 @@ export const OPERATOR_SCOPES = [
   'audit:read',
   'events:read',
   'webhooks:manage',
+  'keys:rotate',
 ] as const;
 
 /** Scopes of the Access API (password and refresh grants). `devices:read` belongs to both. */
@@ -53,7 +54,11 @@ export const DEVICE_SCOPES: readonly string[] = ['sync', 'tokens:download'];
  */
 export const DECOMMISSIONED_CLIENT_SCOPES: ReadonlySet<string> = new Set(['sync']);
 
-/** What `tenant create` gives the management client (docs/api-reference.md 2). */
+/**
+ * What `tenant create` gives the management client (docs/api-reference.md 2). Not `keys:rotate`: an emergency rotation
+ * leaves every lock that is never online refusing new credentials until an installer visits (docs/api-reference.md
+ * 8.1), so only a client made for it may rotate.
+ */
 export const MANAGEMENT_SCOPES = [
   'tokens:create',
   'tokens:read',

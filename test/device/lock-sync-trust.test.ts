@@ -6,7 +6,7 @@ import { LockSimulator, type SyncAnswer as LockSyncAnswer } from '../../src/simu
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { download, lockToken, phoneToken, sync, syncRequest } from '../helpers/device.js';
-import { bearer, clientToken, createClient } from '../helpers/oauth.js';
+import { bearer, clientToken, createClient, keyRotationToken } from '../helpers/oauth.js';
 import { call, expectProblem, lock, ticket } from '../helpers/operator.js';
 import { twoTenants, type TwoTenants } from '../helpers/tenants.js';
 
@@ -40,7 +40,7 @@ describe('sync: keys and decommissioned locks', () => {
     const quiet = await syncOf(lockAuth, 'hall', full.cursor);
     expect(quiet).toEqual({ tokens: [], revocations: [], cursor: full.cursor, serial: full.serial });
 
-    const rotation = await call(t, token, { method: 'POST', url: '/operatorapi/ticket-keys/rotations', payload: {} });
+    const rotation = await call(t, await keyRotationToken(t.app, acme), { method: 'POST', url: '/operatorapi/ticket-keys/rotations', payload: {} });
     expect(rotation.statusCode, rotation.body).toBe(201);
     const announced = rotation.json().kid as string;
     const afterRotation = await syncOf(lockAuth, 'hall', full.cursor);
@@ -119,7 +119,7 @@ describe('sync: keys and decommissioned locks', () => {
     const at = t.app.services.clock() + 1000;
     expect((await door.decide(before.credential, 'open', at)).decision).toBe('open');
 
-    const rotation = await call(t, token, { method: 'POST', url: '/operatorapi/ticket-keys/rotations', payload: { emergency: true } });
+    const rotation = await call(t, await keyRotationToken(t.app, acme), { method: 'POST', url: '/operatorapi/ticket-keys/rotations', payload: { emergency: true } });
     expect(rotation.statusCode, rotation.body).toBe(201);
     const newKid = rotation.json().kid as string;
     door.applySync((await syncOf(lockAuth, 'vault', first.cursor)) as unknown as LockSyncAnswer);

@@ -62,10 +62,10 @@ describe('schedules in the lock\'s local time', () => {
 
     const phone = await phoneToken(t, fixture.tenant, 'phone-a');
     const [first] = await download(t, phone, 'phone-a');
-    // From nbf (Monday 08:00Z) to exp (a week after iat): 08:00–12:00 Berlin is 07:00Z–11:00Z before the change,
-    // 06:00Z–10:00Z after it.
+    // From nbf (Monday 08:55Z: the ticket began at 08:00Z, but nbf is iat minus five minutes, docs/security-cases.md
+    // H54) to exp (a week after iat): 08:00–12:00 Berlin is 07:00Z–11:00Z before the change, 06:00Z–10:00Z after it.
     expect(payloadOf(first!.credential).win).toEqual([
-      [Date.UTC(2026, 2, 23, 8), Date.UTC(2026, 2, 23, 11)],
+      [Date.UTC(2026, 2, 23, 8, 55), Date.UTC(2026, 2, 23, 11)],
       [Date.UTC(2026, 2, 24, 7), Date.UTC(2026, 2, 24, 11)],
       [Date.UTC(2026, 2, 25, 7), Date.UTC(2026, 2, 25, 11)],
       [Date.UTC(2026, 2, 26, 7), Date.UTC(2026, 2, 26, 11)],
@@ -95,9 +95,9 @@ describe('schedules in the lock\'s local time', () => {
     const [renewed] = await download(t, await phoneToken(t, fixture.tenant, 'phone-a'), 'phone-a');
     expect(renewed!.credential).not.toBe(first!.credential);
     const win = payloadOf(renewed!.credential).win as [number, number][];
-    expect(win.filter(([start]) => start >= Date.UTC(2026, 2, 26))).toEqual([
-      [Date.UTC(2026, 2, 26, 7), Date.UTC(2026, 2, 26, 11)],
-      [Date.UTC(2026, 2, 27, 7), Date.UTC(2026, 2, 27, 11)],
+    // It starts at nbf, five minutes before iat (docs/security-cases.md H54), inside Friday's window.
+    expect(win).toEqual([
+      [Date.UTC(2026, 2, 27, 8, 55), Date.UTC(2026, 2, 27, 11)],
       [Date.UTC(2026, 2, 30, 6), Date.UTC(2026, 2, 30, 10)],
       [Date.UTC(2026, 2, 31, 6), Date.UTC(2026, 2, 31, 10)],
       [Date.UTC(2026, 3, 1, 6), Date.UTC(2026, 3, 1, 10)],

@@ -8,7 +8,7 @@ import { LockSimulator } from '../../src/simulator/lock-simulator.js';
 import { ForbiddenError, NotFoundError } from '../../src/errors.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { download, lockToken, lockTrust, payloadOf, phoneToken, sync } from '../helpers/device.js';
-import { bearer, clientToken, createClient, type TenantFixture } from '../helpers/oauth.js';
+import { bearer, clientToken, createClient, keyRotationToken, type TenantFixture } from '../helpers/oauth.js';
 import { call, device, expectProblem, HOUR, lock, ticket, type TicketBody } from '../helpers/operator.js';
 import { twoTenants } from '../helpers/tenants.js';
 
@@ -421,7 +421,7 @@ describe('lock telemetry under attack', () => {
       return response.json() as { decision: string; reasons: { code: string; message: string }[] };
     };
     // The key leaked: an emergency rotation withdraws it at once. The lock has not synced since: it still holds the key.
-    const rotation = await call(t, await op(), { method: 'POST', url: '/operatorapi/ticket-keys/rotations', payload: { emergency: true } });
+    const rotation = await call(t, await keyRotationToken(t.app, acme), { method: 'POST', url: '/operatorapi/ticket-keys/rotations', payload: { emergency: true } });
     expect(rotation.statusCode, rotation.body).toBe(201);
     expect(await simulator.decide(credential, 'open', now, 'btlespp')).toMatchObject({ decision: 'open' });
     const before = await explain();

@@ -7,7 +7,7 @@ import { CliError, runCli, type CliContext } from '../../src/cli.js';
 import type { Database } from '../../src/db/database.js';
 import { signCompactJws } from '../../src/shared/jws.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { bearer, clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';
+import { bearer, clientToken, createClient, createTenant, keyRotationToken, type TenantFixture } from '../helpers/oauth.js';
 import { auditEvents, expectAuthChecks, expectProblem } from '../helpers/operator.js';
 
 describe('ticket keys', () => {
@@ -37,7 +37,7 @@ describe('ticket keys', () => {
   const kidsOf = (set: JSONWebKeySet) => set.keys.map((key) => key.kid).sort();
 
   async function rotation(tenant: TenantFixture, payload: object = {}) {
-    return t.app.inject({ method: 'POST', url: '/operatorapi/ticket-keys/rotations', headers: bearer(await operator(tenant)), payload });
+    return t.app.inject({ method: 'POST', url: '/operatorapi/ticket-keys/rotations', headers: bearer(await keyRotationToken(t.app, tenant)), payload });
   }
 
   async function listKeys(tenant: TenantFixture) {
@@ -257,19 +257,20 @@ describe('ticket keys', () => {
     });
 
     it('answers 401 without a token and 403 without the scope', async () => {
-      const readOnly = await clientToken(t.app, await createClient(t.app, acme, ['devices:read']));
       const writeOnly = await clientToken(t.app, await createClient(t.app, acme, ['devices:write']));
       const kid = await signingKid(acme);
       await expectAuthChecks(t, writeOnly, [
         { method: 'GET', url: '/operatorapi/ticket-keys', scope: 'devices:read' },
         { method: 'GET', url: `/operatorapi/ticket-keys/${kid}`, scope: 'devices:read' },
       ]);
-      await expectAuthChecks(t, readOnly, [{ method: 'POST', url: '/operatorapi/ticket-keys/rotations', payload: {}, scope: 'devices:write' }]);
+      // docs/security-cases.md H50: rotating needs `keys:rotate`; neither `devices:write` nor the management client has it.
+      await expectAuthChecks(t, writeOnly, [{ method: 'POST', url: '/operatorapi/ticket-keys/rotations', payload: {}, scope: 'keys:rotate' }]);
+      await expectAuthChecks(t, await operator(acme), [{ method: 'POST', url: '/operatorapi/ticket-keys/rotations', payload: { emergency: true }, scope: 'keys:rotate' }]);
       expect(await signingKid(acme)).toBe(kid);
     });
 
     it('refuses an invalid body with 400', async () => {
-      const token = await operator(acme);
+      const token = await keyRotationToken(t.app, acme);
       for (const payload of [{ emergency: 'yes' }, { emergency: true, force: true }]) {
         const response = await t.app.inject({ method: 'POST', url: '/operatorapi/ticket-keys/rotations', headers: bearer(token), payload });
         expectProblem(response, 400);
@@ -295,14 +296,16 @@ describe('ticket keys', () => {
 
     it('audits each rotation as key.rotated on ticket_key:<kid>, with the caller and the request id', async () => {
       const management = await operator(acme);
-      const response = await t.app.inject({ method: 'POST', url: '/operatorapi/ticket-keys/rotations', headers: bearer(management), payload: {} });
+      const rotatorClient = await createClient(t.app, acme, ['keys:rotate']);
+      const rotator = await clientToken(t.app, rotatorClient);
+      const response = await t.app.inject({ method: 'POST', url: '/operatorapi/ticket-keys/rotations', headers: bearer(rotator), payload: {} });
       expect(response.statusCode, response.body).toBe(201);
       const kid = response.json().kid as string;
       expect(await auditEvents(t, { target: `ticket_key:${kid}` })).toEqual([
         {
           tenant_id: acme.tenantId,
           time: now,
-          actor: `client:${acme.clientId}`,
+          actor: `client:${rotatorClient.clientId}`,
           action: 'key.rotated',
           target: `ticket_key:${kid}`,
           request_id: response.headers['x-request-id'],
@@ -310,6 +313,64 @@ describe('ticket keys', () => {
       ]);
       const listed = await t.app.inject({ url: `/operatorapi/audit-events?target=ticket_key:${kid}`, headers: bearer(management) });
       expect(listed.json()).toEqual([expect.objectContaining({ action: 'key.rotated', target: `ticket_key:${kid}` })]);
+    });
+  });
+
+  // docs/security-cases.md H50: the emergency rotation strands every never-online lock until an installer visits, so it
+  // has its own scope (in no default set), is audited with an event saying it was an emergency, and is refused more often
+  // than TICKET_KEY_EMERGENCY_ROTATION_MIN_INTERVAL per tenant.
+  describe('emergency rotation budget', () => {
+    let acme: TenantFixture;
+    let other: TenantFixture;
+
+    beforeAll(async () => {
+      acme = await createTenant(t.app, 'budget-acme');
+      other = await createTenant(t.app, 'budget-other');
+      await keys().ensureKey(acme.tenantId);
+      await keys().ensureKey(other.tenantId);
+    });
+
+    it('is in no default scope set: the management client cannot rotate', async () => {
+      const response = await t.app.inject({
+        method: 'POST',
+        url: '/operatorapi/ticket-keys/rotations',
+        headers: bearer(await operator(acme)),
+        payload: { emergency: true },
+      });
+      expectProblem(response, 403);
+      expect(response.headers['www-authenticate']).toContain('scope="keys:rotate"');
+    });
+
+    it('refuses a second emergency rotation within the interval with 429 and Retry-After, changing nothing; allows it after', async () => {
+      const interval = t.config.TICKET_KEY_EMERGENCY_ROTATION_MIN_INTERVAL * 1000;
+      expect(interval).toBe(3600_000);
+      const first = await rotation(acme, { emergency: true });
+      expect(first.statusCode, first.body).toBe(201);
+      const firstKid = first.json().kid as string;
+      const events = await t.database.db.query<{ data: { kid: string; emergency: boolean } }>(
+        `SELECT data FROM audit_events WHERE tenant_id = $1 AND action = 'key.rotated' AND target = $2`,
+        [acme.tenantId, `ticket_key:${firstKid}`],
+      );
+      expect(events.rows.map((row) => row.data)).toEqual([expect.objectContaining({ kid: firstKid, emergency: true })]);
+      const feed = await t.app.inject({ url: '/operatorapi/events?types=key.rotated', headers: bearer(await operator(acme)) });
+      expect(feed.json()).toEqual([expect.objectContaining({ type: 'key.rotated', data: expect.objectContaining({ kid: firstKid, emergency: true }) })]);
+
+      now += interval - 60_000;
+      const before = await changeNumbers(acme);
+      const refused = await rotation(acme, { emergency: true });
+      const problem = expectProblem(refused, 429);
+      expect(refused.headers['retry-after']).toBe('60');
+      expect(problem.detail).toMatch(/emergency rotation/);
+      expect(problem.detail).toContain(new Date(now + 60_000).toISOString());
+      expect(await signingKid(acme)).toBe(firstKid);
+      expect(await changeNumbers(acme)).toEqual(before);
+      // Another tenant's budget is its own; a normal rotation is not an emergency one.
+      expect((await rotation(other, { emergency: true })).statusCode).toBe(201);
+
+      now += 60_000;
+      const later = await rotation(acme, { emergency: true });
+      expect(later.statusCode, later.body).toBe(201);
+      expect(later.json().retired).toEqual([firstKid]);
     });
   });
 

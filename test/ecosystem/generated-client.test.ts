@@ -114,7 +114,7 @@ describe('a generated client against the running server', () => {
     });
     expect(phoneClient.response.status).toBe(201);
     expect(phoneClient.data).toMatchObject({ scopes: ['tokens:download'], mobileDeviceId: 'phone-alice-1', clientSecret: expect.any(String) });
-    const phoneApi = createClient<DeviceApiPaths>({ baseUrl, headers: authorization(await clientCredentials(phoneClient.data!)) });
+    const phoneApi = createClient<DeviceApiPaths>({ baseUrl, headers: authorization(await clientCredentials({ clientId: phoneClient.data!.clientId, clientSecret: phoneClient.data!.clientSecret! })) });
     phoneApi.use(responseValidation(validators.deviceapi));
     const downloaded = await phoneApi.GET('/deviceapi/mobiledevices/{id}/tickets', { params: { path: { id: 'phone-alice-1' } } });
     expect(downloaded.response.status).toBe(200);
@@ -145,7 +145,7 @@ describe('a generated client against the running server', () => {
     // The lock syncs with a client bound to it: the revoked ticket arrives as a revocation, not as a token.
     const lockClient = await operator.POST('/operatorapi/oauthclients', { body: { name: 'Front door', scopes: ['sync'], securedObjectId: 'front-door' } });
     expect(lockClient.response.status).toBe(201);
-    const lockApi = createClient<DeviceApiPaths>({ baseUrl, headers: authorization(await clientCredentials(lockClient.data!)) });
+    const lockApi = createClient<DeviceApiPaths>({ baseUrl, headers: authorization(await clientCredentials({ clientId: lockClient.data!.clientId, clientSecret: lockClient.data!.clientSecret! })) });
     lockApi.use(responseValidation(validators.deviceapi));
     const synced = await lockApi.GET('/deviceapi/securedobjects/{id}/sync', { params: { path: { id: 'front-door' }, query: { limit: 100 } } });
     expect(synced.response.status).toBe(200);
@@ -177,7 +177,7 @@ describe('a generated client against the running server', () => {
     const scopes = ACCESS_API_SCOPES as OperatorApiComponents['schemas']['NewClient']['scopes'];
     const accessClient = await operator.POST('/operatorapi/oauthclients', { body: { name: 'Front desk', scopes } });
     expect(accessClient.response.status).toBe(201);
-    const token = await accessToken('/oauth2/token', accessClient.data!, { grant_type: 'password', username: `manager@${tenant.name}`, password: PASSWORD });
+    const token = await accessToken('/oauth2/token', { clientId: accessClient.data!.clientId, clientSecret: accessClient.data!.clientSecret! }, { grant_type: 'password', username: `manager@${tenant.name}`, password: PASSWORD });
 
     const access = createClient<AccessApiPaths>({ baseUrl, headers: authorization(token) });
     access.use(responseValidation(validators.accessapi));

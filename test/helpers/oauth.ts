@@ -60,6 +60,14 @@ export async function clientToken(app: App, client: ClientFixture, scope?: strin
   return response.json().access_token as string;
 }
 
+/**
+ * A token of a client made for ticket-key rotations: `keys:rotate` is in no default set (docs/security-cases.md H50),
+ * so the tenant's management client cannot rotate.
+ */
+export async function keyRotationToken(app: App, tenant: TenantFixture): Promise<string> {
+  return clientToken(app, await createClient(app, tenant, ['keys:rotate']));
+}
+
 /** The password grant for `username@tenant`. */
 export function passwordGrant(app: App, client: ClientFixture, login: string, password: string, scope?: string) {
   return tokenRequest(app, client, { grant_type: 'password', username: login, password, ...(scope ? { scope } : {}) }, '/oauth2/token');

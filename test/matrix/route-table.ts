@@ -2,7 +2,7 @@
 // tenant-isolation matrices are generated from this table, so a new route is covered without a new test.
 import type { App } from '../../src/app.js';
 import { ACCESS_SCOPES, OPERATOR_SCOPES } from '../../src/shared/scopes.js';
-import { bearer, clientToken, createClient, createUser, passwordGrant, tokenRequest, type TenantFixture } from '../helpers/oauth.js';
+import { bearer, clientToken, createClient, createUser, keyRotationToken, passwordGrant, tokenRequest, type TenantFixture } from '../helpers/oauth.js';
 
 export type ApiName = 'operatorapi' | 'accessapi' | 'deviceapi';
 
@@ -167,7 +167,7 @@ export async function seedTenant(app: App, tenant: TenantFixture, suffix: string
     channels: ['btlespp'],
   });
   // The tenant's first ticket key (it signs at once: there is no key to announce it ahead of).
-  const ticketKey = await post('/operatorapi/ticket-keys/rotations', operator, {});
+  const ticketKey = await post('/operatorapi/ticket-keys/rotations', bearer(await keyRotationToken(app, tenant)), {});
   // An address literal, so no DNS is asked; a type nothing here writes, so nothing is ever delivered to it. Paused, so
   // the delivery worker never moves its position while a matrix compares the tables before and after.
   const webhook = await post('/operatorapi/webhooks', operator, { url: `https://93.184.215.14/hooks/${suffix}`, eventTypes: ['webhook.disabled'] });

@@ -8,7 +8,7 @@ import { LockSimulator, type LockDecisionReason, type SyncAnswer } from '../../s
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { expectNothingChanged } from '../helpers/database-state.js';
 import { download, lockToken, lockTrust, phoneToken, type DownloadedTicket } from '../helpers/device.js';
-import { bearer, clientToken, createClient } from '../helpers/oauth.js';
+import { bearer, clientToken, createClient, keyRotationToken } from '../helpers/oauth.js';
 import { call, device, expectAuthChecks, expectProblem, fieldsOf, HOUR, lock, ticket } from '../helpers/operator.js';
 import { twoTenants, type TwoTenants } from '../helpers/tenants.js';
 
@@ -63,7 +63,9 @@ describe('GET /operatorapi/access-checks', () => {
   }
 
   beforeAll(async () => {
-    t = await buildTestApp({ BCRYPT_COST: '4', DEPRECATED_INTERFACES_ENABLED: 'nfccard-channel' }, { clock: () => now });
+    // Two emergency rotations of one tenant within an hour: the rotation budget (docs/security-cases.md H50) is tested in
+    // test/device/ticket-keys.test.ts, not here.
+    t = await buildTestApp({ BCRYPT_COST: '4', DEPRECATED_INTERFACES_ENABLED: 'nfccard-channel', TICKET_KEY_EMERGENCY_ROTATION_MIN_INTERVAL: '0' }, { clock: () => now });
     tenants = await twoTenants(t, {
       acme: { locks: ['door', 'gate'], devices: ['phone-empty', 'phone-fresh', 'phone-late', 'phone-revoked-early', 'phone-dated', 'phone-long'] },
       other: { locks: ['other-door'], devices: ['other-phone'] },
@@ -221,7 +223,7 @@ describe('GET /operatorapi/access-checks', () => {
     await ticket(t, tenants.token, 'gate', 'phone-rotated', { endDate: now + DAY });
     await downloadAs('phone-rotated');
     expect((await check('phone-rotated', 'gate')).decision).toBe('allow');
-    const rotation = await call(t, tenants.token, { method: 'POST', url: '/operatorapi/ticket-keys/rotations', payload: { emergency: true } });
+    const rotation = await call(t, await keyRotationToken(t.app, tenants.acme), { method: 'POST', url: '/operatorapi/ticket-keys/rotations', payload: { emergency: true } });
     expect(rotation.statusCode, rotation.body).toBe(201);
     // Until the lock has applied the new key set it may still hold the withdrawn key: the door may still open.
     const mayOpen = await check('phone-rotated', 'gate');
@@ -376,7 +378,7 @@ describe('GET /operatorapi/access-checks', () => {
     // A second ticket, then an emergency rotation that the lock learns by sync: both refuse the old key's credential.
     const second = await ticket(t, token, 'vault', 'phone-vault', { beginDate, endDate: beginDate + 10 * DAY, commands: ['open'] });
     const secondCredential = (await downloadAs('phone-vault')).find((item) => item.id === second.id)!.credential;
-    const rotation = await call(t, token, { method: 'POST', url: '/operatorapi/ticket-keys/rotations', payload: { emergency: true } });
+    const rotation = await call(t, await keyRotationToken(t.app, acme), { method: 'POST', url: '/operatorapi/ticket-keys/rotations', payload: { emergency: true } });
     expect(rotation.statusCode, rotation.body).toBe(201);
     await syncSimulator();
     // Its next sync acknowledges the new key set (docs/api-reference.md 8.4): explain no longer counts on the withdrawn key.

@@ -292,4 +292,49 @@ describe('Idempotency-Key', () => {
     // 255 printable characters is the longest key accepted.
     expect((await issueTicket(t, token, ticketBody(t, 'door', 'phone'), key('k'.repeat(255)))).statusCode).toBe(201);
   });
+  // docs/security-cases.md H57: the creates that show a secret once honour the key too, and a replay shows it no more.
+  it.each([
+    {
+      path: '/operatorapi/oauthclients',
+      table: 'oauth_clients',
+      secret: 'clientSecret',
+      body: { name: 'front desk', scopes: ['tokens:read'] },
+      other: { name: 'front desk', scopes: ['tokens:create'] },
+    },
+    {
+      path: '/operatorapi/webhooks',
+      table: 'webhooks',
+      secret: 'secret',
+      body: { url: 'https://93.184.215.14/hooks/idempotent', eventTypes: ['ticket.created'] },
+      other: { url: 'https://93.184.215.14/hooks/idempotent', eventTypes: ['ticket.revoked'] },
+    },
+  ])('$path: a retry with the same key makes nothing, answers the same resource without the secret', async ({ path, table, secret, body, other: otherBody }) => {
+    const count = async () =>
+      (await t.database.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE tenant_id = $1`, [acme.tenantId])).rows[0]!.n;
+    const before = await count();
+    const headers = { authorization: `Bearer ${token}`, ...key(`create-once-${table}`) };
+    const first = await t.app.inject({ method: 'POST', url: path, headers, payload: body });
+    expect(first.statusCode, first.body).toBe(201);
+    const created = first.json() as Record<string, unknown>;
+    expect(typeof created[secret]).toBe('string');
+    expect(created.secretWithheld).toBeUndefined();
+    expect(await count()).toBe(before + 1);
+
+    const again = await t.app.inject({ method: 'POST', url: path, headers, payload: body });
+    expect(again.statusCode, again.body).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.headers.location).toBe(first.headers.location);
+    expect(again.headers['cache-control']).toBe(first.headers['cache-control']);
+    const { [secret]: shown, ...withoutSecret } = created;
+    expect(again.json()).toEqual({ ...withoutSecret, secretWithheld: true });
+    expect(again.body).not.toContain(String(shown));
+    expect(await count()).toBe(before + 1);
+    // Never stored: the replay's record holds no secret either.
+    const row = await keyRow(acme.tenantId, `create-once-${table}`);
+    expect(row?.response_body).not.toContain(String(shown));
+
+    const different = await t.app.inject({ method: 'POST', url: path, headers, payload: otherBody });
+    expectProblem(different, 422);
+    expect(await count()).toBe(before + 1);
+  });
 });

@@ -146,6 +146,18 @@ export async function withdrawKeysExcept(
   return rows.map((row) => row.kid).sort();
 }
 
+/**
+ * When the tenant's last emergency rotation happened: only an emergency rotation withdraws keys, all at its own instant
+ * (withdrawKeysExcept). Null: none withdrew a key.
+ */
+export async function lastKeyWithdrawal(db: Queryable, purpose: KeyPurpose, tenantId: string): Promise<number | null> {
+  const { rows } = await db.query<{ last: string | number | null }>(
+    'SELECT max(withdrawn_at) AS last FROM signing_keys WHERE tenant_id = $1 AND purpose = $2',
+    [tenantId, purpose],
+  );
+  return rows[0]?.last == null ? null : Number(rows[0].last);
+}
+
 /** The key announced and not signing yet (activating after `now`), if any. */
 export async function findAnnouncedKey(
   db: Queryable,

@@ -50,7 +50,8 @@ downloaded ticket, that the phone presents to the lock, which checks it offline.
   (commands: \`tokn\`, \`open\`, \`clos\`), \`chn\` (channels, e.g. \`btlespp\`), and \`win\` when the ticket has a schedule:
   \`[[startMs, endMs], …]\`, the schedule's windows as UTC millisecond intervals (end exclusive) within the credential's
   span, \`[]\` when none falls in it (docs/api-reference.md 9).
-- \`nbf\` is \`beginDate\` rounded up to the second and \`exp\` is rounded down, so the seconds never widen the ticket's
+- \`nbf\` is the later of \`beginDate\` rounded up to the second and \`iat\` minus 300 seconds (a lock whose clock was
+  reset to the past refuses a credential signed long ago); \`exp\` is \`endDate\` rounded down, so the seconds never widen the ticket's
   \`[beginDate, endDate)\`. \`exp\` is at most \`iat + maxCredentialLifetime\`: a credential lasts at most that long
   (default 7 days) and the phone renews it by downloading again; a download re-signs a credential with less than half
   its lifetime left. A ticket beginning beyond that horizon is listed without \`credential\`, with

@@ -1,7 +1,7 @@
 // /operatorapi/oauthclients: OAuth client management (docs/api-reference.md 3.7), scope `clients:manage`.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { ClientIdParams, ClientSchema, ClientWithSecretSchema, NewClientSchema } from '../../schemas/oauth-client.js';
+import { ClientIdParams, ClientSchema, ClientWithSecretSchema, CreatedClientSchema, NewClientSchema } from '../../schemas/oauth-client.js';
 import { problemResponses } from '../../schemas/problem.js';
 import { noStoreResponse, PageQuery, pageResponse, ResponseHeaders } from '../../schemas/common.js';
 import type { Services } from '../../services/index.js';
@@ -15,11 +15,17 @@ const config = { scope: 'clients:manage' };
 /** The answers that show a secret (docs/api-reference.md 3.7: once) are never stored by a cache. */
 const secretConfig = { ...config, noStore: true };
 
+/** docs/api-reference.md 7.6: creates honour `Idempotency-Key`. */
+const IdempotencyKeyHeaders = Type.Object({
+  'idempotency-key': Type.Optional(Type.String({ description: 'Makes the request safe to retry (24 h); a replay withholds the secret.' })),
+});
+
 const oauthClientRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   app.post(
     '/oauthclients',
     {
-      config: secretConfig,
+      // docs/security-cases.md H57: a retry with the same Idempotency-Key makes no second client and shows no secret.
+      config: { ...secretConfig, idempotent: { withholdSecret: 'clientSecret' } },
       schema: {
         tags,
         security,
@@ -27,11 +33,14 @@ const oauthClientRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
         summary: 'Create an OAuth client',
         description:
           'Creates a client of the caller\'s tenant with any scopes of any API. Bind it to one mobile device or one ' +
-          'secured object to make a Device API client. The secret is in this answer only.',
+          'secured object to make a Device API client. The secret is in this answer only. With `Idempotency-Key`, a ' +
+          'repeat answers the same client and creates nothing, without the secret and with `secretWithheld: true` (the ' +
+          'secret was shown once); the same key with another body is `422`.',
+        headers: IdempotencyKeyHeaders,
         body: NewClientSchema,
         response: {
-          201: noStoreResponse(ClientWithSecretSchema, 'The client, with its secret.', { Location: ResponseHeaders.location }),
-          ...problemResponses(413, 415, 422),
+          201: noStoreResponse(CreatedClientSchema, 'The client, with its secret (withheld on a replay).', { Location: ResponseHeaders.location }),
+          ...problemResponses(409, 413, 415, 422),
         },
       },
     },

@@ -57,10 +57,11 @@ const ticketKeyRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async
   app.post(
     '/ticket-keys/rotations',
     {
-      config: { scope: 'devices:write' },
+      // docs/security-cases.md H50: its own scope, in no default set (an emergency rotation strands never-online locks).
+      config: { scope: 'keys:rotate' },
       schema: {
         tags,
-        security: [{ bearer: ['devices:write'] }],
+        security: [{ bearer: ['keys:rotate'] }],
         operationId: 'rotateTicketKey',
         summary: 'Rotate the ticket key',
         description:
@@ -68,7 +69,10 @@ const ticketKeyRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async
           'and signing one CREDENTIAL_MAX_LIFETIME later, so locks that are never online learn it from a visiting phone ' +
           'in time; the current key signs until then and stays published one lifetime longer. While an announced key is ' +
           'pending a normal rotation is refused (409). `emergency` (a leaked key): the new key signs at once and every ' +
-          'other key is withdrawn at once; locks that are never online then need a visit with the installer\'s tools.',
+          'other key is withdrawn at once; locks that are never online then refuse every new credential until a visit with ' +
+          'the installer\'s tools. An emergency rotation within TICKET_KEY_EMERGENCY_ROTATION_MIN_INTERVAL of the tenant\'s ' +
+          'previous one is refused (429, `Retry-After`). Audited and raising `key.rotated` (`data.emergency`). Needs ' +
+          '`keys:rotate`, which no client has unless given it.',
         body: NewTicketKeyRotationSchema,
         response: {
           201: createdResponse(TicketKeyRotationSchema, 'The rotation: the new key, when it signs, and the keys it replaces.'),

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { problemResponses } from '../../schemas/problem.js';
 import { noStoreResponse, PageQuery, pageResponse, ResponseHeaders } from '../../schemas/common.js';
-import { NewWebhookSchema, WebhookChangesSchema, WebhookIdParams, WebhookSchema, WebhookWithSecretSchema } from '../../schemas/webhook.js';
+import { CreatedWebhookSchema, NewWebhookSchema, WebhookChangesSchema, WebhookIdParams, WebhookSchema, WebhookWithSecretSchema } from '../../schemas/webhook.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
 import { resourcePath } from '../shared/headers.js';
@@ -15,11 +15,17 @@ const config = { scope: 'webhooks:manage' };
 /** The answers that show a secret (docs/api-reference.md 10: once) are never stored by a cache. */
 const secretConfig = { ...config, noStore: true };
 
+/** docs/api-reference.md 7.6: creates honour `Idempotency-Key`. */
+const IdempotencyKeyHeaders = Type.Object({
+  'idempotency-key': Type.Optional(Type.String({ description: 'Makes the request safe to retry (24 h); a replay withholds the secret.' })),
+});
+
 const webhookRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   app.post(
     '/webhooks',
     {
-      config: secretConfig,
+      // docs/security-cases.md H57: a retry with the same Idempotency-Key makes no second subscription and shows no secret.
+      config: { ...secretConfig, idempotent: { withholdSecret: 'secret' } },
       schema: {
         tags,
         security,
@@ -29,10 +35,13 @@ const webhookRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (
           'Subscribes `url` to the listed event types. It receives the events committed after it, each POSTed with the ' +
           'Standard Webhooks headers and signed with `secret`, which is in this answer only. A URL that is not `https` or ' +
           'resolves to a loopback, private, link-local or cloud-metadata address is a 422 naming the reason; a tenant has ' +
-          'at most 50 subscriptions (409).',
+          'at most 50 subscriptions (409). With `Idempotency-Key`, a repeat answers the same subscription and creates ' +
+          'nothing, without the secret and with `secretWithheld: true` (the secret was shown once); the same key with ' +
+          'another body is `422`.',
+        headers: IdempotencyKeyHeaders,
         body: NewWebhookSchema,
         response: {
-          201: noStoreResponse(WebhookWithSecretSchema, 'The subscription, with its secret.', { Location: ResponseHeaders.location }),
+          201: noStoreResponse(CreatedWebhookSchema, 'The subscription, with its secret (withheld on a replay).', { Location: ResponseHeaders.location }),
           ...problemResponses(409, 413, 415, 422),
         },
       },

@@ -5,13 +5,15 @@ import { nextChangeSeq } from '../../db/repositories/change-log.repo.js';
 import {
   findAnnouncedKey,
   hasSigningKey,
+  lastKeyWithdrawal,
   listLiveTenantKeys,
   recordTicketKeySetChange,
   retireKeysExcept,
   withdrawKeysExcept,
   type SigningKeyRecord,
 } from '../../db/repositories/signing-key.repo.js';
-import { ConflictError, NotFoundError } from '../../errors.js';
+import { ConflictError, NotFoundError, TooManyRequestsError } from '../../errors.js';
+import type { Queryable } from '../../db/database.js';
 import type { SigningKey } from '../../shared/jws.js';
 import { recordChange } from '../audit.service.js';
 import type { ActionContext } from '../context.js';
@@ -24,6 +26,11 @@ export interface TicketKeyOptions extends Omit<SigningKeyRingOptions, 'purpose'>
    * are never online learn it from a visiting phone first). 0: it signs at once.
    */
   announceMs: number;
+  /**
+   * TICKET_KEY_EMERGENCY_ROTATION_MIN_INTERVAL in ms (docs/api-reference.md 8.1, docs/security-cases.md H50): how long
+   * after a tenant's emergency rotation the next one is refused with 429. 0: no limit.
+   */
+  emergencyMinIntervalMs?: number;
 }
 
 /** A key's place in its lifecycle, as the Operator API lists it (docs/api-reference.md 8.1). */
@@ -67,6 +74,25 @@ export function createTicketKeyService(options: TicketKeyOptions) {
   const { announceMs } = options;
   const ring = createSigningKeyRing({ ...options, purpose: 'ticket' });
   const { db, clock, purpose, retentionMs } = ring;
+
+  /**
+   * docs/security-cases.md H50: an emergency rotation leaves locks that are never online refusing every new credential
+   * until an installer visits, so one client cannot repeat it at will. Runs after the tenant's change-number lock, so
+   * two concurrent emergency rotations see each other.
+   */
+  async function refuseTooFrequentEmergency(tx: Queryable, tenantId: string, now: number): Promise<void> {
+    const minIntervalMs = options.emergencyMinIntervalMs ?? 0;
+    if (minIntervalMs <= 0) return;
+    const last = await lastKeyWithdrawal(tx, purpose, tenantId);
+    if (last === null || now - last >= minIntervalMs) return;
+    const allowedAt = last + minIntervalMs;
+    throw new TooManyRequestsError(
+      `The tenant's last emergency rotation was at ${new Date(last).toISOString()}; another is allowed from ` +
+        `${new Date(allowedAt).toISOString()} (TICKET_KEY_EMERGENCY_ROTATION_MIN_INTERVAL). Each one leaves locks that are ` +
+        'never online refusing new credentials until an installer visits them.',
+      (allowedAt - now) / 1000,
+    );
+  }
 
   function describeKey(record: SigningKeyRecord, now: number): KeyDescription {
     return {
@@ -172,6 +198,7 @@ export function createTicketKeyService(options: TicketKeyOptions) {
         await lockKeyGeneration(tx);
         const now = clock();
         let activatesAt = now;
+        if (emergency) await refuseTooFrequentEmergency(tx, tenantId, now);
         // Only announced keys can be pending (a key signing at once on an instance whose clock runs ahead is not).
         if (!emergency && announceMs > 0) {
           const pending = await findAnnouncedKey(tx, purpose, tenantId, now);
@@ -189,7 +216,7 @@ export function createTicketKeyService(options: TicketKeyOptions) {
           : await retireKeysExcept(tx, purpose, tenantId, kid, activatesAt);
         await recordTicketKeySetChange(tx, tenantId, seq, now);
         // Last: the audit counter's lock (audit.service.ts).
-        if (context) await recordChange(tx, context, now, 'key.rotated', `ticket_key:${kid}`, { kid });
+        if (context) await recordChange(tx, context, now, 'key.rotated', `ticket_key:${kid}`, { kid, emergency, retired });
         return { kid, activatesAt, emergency, retired };
       });
       await ring.reloadAfterWrite();

@@ -30,7 +30,8 @@ function blockList(v4: string[], v6: string[]): BlockList {
 /**
  * Never reached, whatever the setting: "this network", link-local (where cloud metadata services answer,
  * 169.254.169.254 and fe80::/10), the metadata addresses outside it (Alibaba's 100.100.100.200, AWS's fd00:ec2::254),
- * multicast, reserved and documentation ranges (RFC 6890), and Teredo, which tunnels to any IPv4 address.
+ * multicast, reserved and documentation ranges (RFC 6890). The IPv6 forms that carry an IPv4 address (Teredo
+ * 2001::/32 among them) are judged by that address instead (`embeddedIPv4`, docs/security-cases.md H55).
  */
 const FORBIDDEN = blockList(
   [
@@ -44,7 +45,7 @@ const FORBIDDEN = blockList(
     '224.0.0.0/4',
     '240.0.0.0/4',
   ],
-  ['::/128', 'fe80::/10', 'fd00:ec2::254/128', 'ff00::/8', '2001:db8::/32', '2001::/32', '100::/64'],
+  ['::/128', 'fe80::/10', 'fd00:ec2::254/128', 'ff00::/8', '2001:db8::/32', '100::/64'],
 );
 
 /** This machine and private networks (RFC 1918, RFC 6598 shared space, RFC 2544 benchmarking, RFC 4193 ULA). */
@@ -53,19 +54,40 @@ const PRIVATE = blockList(
   ['::1/128', 'fc00::/7'],
 );
 
-/** The IPv4 address an IPv6 address carries (IPv4-mapped, IPv4-compatible, NAT64 64:ff9b::/96, 6to4 2002::/16). */
-function embeddedIPv4(address: string): string | null {
+/**
+ * The IPv4 addresses an IPv6 address may carry, so it is judged by where it really leads (docs/security-cases.md H55):
+ * IPv4-mapped `::ffff:0:0/96` and IPv4-compatible `::/96` (RFC 4291 2.5.5), IPv4-translated `::ffff:0:0:0/96`
+ * (RFC 2765 2.1), the NAT64 well-known prefix `64:ff9b::/96` (RFC 6052 2.1), the local-use NAT64 prefix
+ * `64:ff9b:1::/48` (RFC 8215; the operator picks a prefix length from /48 to /96, so every RFC 6052 2.2 position is a
+ * candidate), 6to4 `2002::/16` (RFC 3056 2) and Teredo `2001::/32`, whose client address is the last 32 bits
+ * inverted (RFC 4380 4). An empty list: the address carries none.
+ */
+function embeddedIPv4(address: string): string[] {
   const groups = expandIPv6(address);
-  if (!groups) return null;
+  if (!groups) return [];
   const v4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 0xff}.${lo >> 8}.${lo & 0xff}`;
   const zeros = (from: number, to: number) => groups.slice(from, to).every((g) => g === 0);
-  if (zeros(0, 5) && (groups[5] === 0xffff || groups[5] === 0) && !(groups[5] === 0 && zeros(6, 8))) {
-    if (groups[5] === 0 && groups[6] === 0 && groups[7] === 1) return null; // ::1 is loopback itself
-    return v4(groups[6]!, groups[7]!);
+  const g = (index: number) => groups[index]!;
+  if (zeros(0, 5) && (g(5) === 0xffff || g(5) === 0)) {
+    if (g(5) === 0 && zeros(6, 8)) return []; // :: is "unspecified", judged as IPv6
+    if (g(5) === 0 && g(6) === 0 && g(7) === 1) return []; // ::1 is loopback itself
+    return [v4(g(6), g(7))];
   }
-  if (groups[0] === 0x64 && groups[1] === 0xff9b && zeros(2, 6)) return v4(groups[6]!, groups[7]!);
-  if (groups[0] === 0x2002) return v4(groups[1]!, groups[2]!);
-  return null;
+  if (zeros(0, 4) && g(4) === 0xffff && g(5) === 0) return [v4(g(6), g(7))];
+  if (g(0) === 0x64 && g(1) === 0xff9b && zeros(2, 6)) return [v4(g(6), g(7))];
+  if (g(0) === 0x64 && g(1) === 0xff9b && g(2) === 1) {
+    // RFC 6052 2.2: the IPv4 bits follow the prefix, skipping bits 64-71 (the "u" octet).
+    const byte = (bit: number) => (g(bit >> 4) >> (8 - (bit & 8))) & 0xff;
+    const dotted = (bits: number[]) => bits.map(byte).join('.');
+    const candidates = [dotted([48, 56, 72, 80]), dotted([56, 72, 80, 88]), dotted([72, 80, 88, 96]), v4(g(6), g(7))];
+    // A position the operator did not use reads the zero padding of another (0.x.x.x, "this network", routed
+    // nowhere); the rest are all judged, so the worst one decides. Nothing left: refused as 0.0.0.0.
+    const used = candidates.filter((candidate) => !candidate.startsWith('0.'));
+    return used.length > 0 ? used : ['0.0.0.0'];
+  }
+  if (g(0) === 0x2002) return [v4(g(1), g(2))];
+  if (g(0) === 0x2001 && g(1) === 0) return [v4(g(6) ^ 0xffff, g(7) ^ 0xffff)];
+  return [];
 }
 
 /** The eight 16-bit groups of an IPv6 address, or null. */
@@ -89,8 +111,8 @@ export function classifyAddress(address: string): AddressClass {
   const family = isIP(address);
   if (family === 0) return 'forbidden';
   if (family === 6) {
-    const inner = embeddedIPv4(address);
-    if (inner !== null) return classifyAddress(inner);
+    const inner = embeddedIPv4(address).map(classifyAddress);
+    if (inner.length > 0) return inner.includes('forbidden') ? 'forbidden' : inner.includes('private') ? 'private' : 'public';
     if (FORBIDDEN.check(address, 'ipv6')) return 'forbidden';
     return PRIVATE.check(address, 'ipv6') ? 'private' : 'public';
   }

@@ -183,7 +183,7 @@ export interface components {
             aud: string;
             /** @description When it was signed, Unix seconds. */
             iat: number;
-            /** @description `beginDate` rounded up to the second: the lock refuses it before `nbf * 1000`. */
+            /** @description The later of `beginDate` rounded up to the second and `iat` minus 300 seconds (docs/api-reference.md 6.4): the lock refuses it before `nbf * 1000`, so a lock whose clock was reset refuses credentials signed long ago. */
             nbf: number;
             /** @description Unix seconds: the lock refuses it from `exp * 1000` on (RFC 7519 section 4.1.4). At most `endDate` rounded down and at most `iat + maxCredentialLifetime` (docs/api-reference.md 8.2): the phone downloads again to renew. */
             exp: number;

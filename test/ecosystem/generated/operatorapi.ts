@@ -207,7 +207,7 @@ export interface paths {
         put?: never;
         /**
          * Create an OAuth client
-         * @description Creates a client of the caller's tenant with any scopes of any API. Bind it to one mobile device or one secured object to make a Device API client. The secret is in this answer only.
+         * @description Creates a client of the caller's tenant with any scopes of any API. Bind it to one mobile device or one secured object to make a Device API client. The secret is in this answer only. With `Idempotency-Key`, a repeat answers the same client and creates nothing, without the secret and with `secretWithheld: true` (the secret was shown once); the same key with another body is `422`.
          */
         post: operations["createOAuthClient"];
         delete?: never;
@@ -395,7 +395,7 @@ export interface paths {
         put?: never;
         /**
          * Rotate the ticket key
-         * @description Makes a new ticket key. Normally it is announced: published at once (key set, sync answers, revocation lists) and signing one CREDENTIAL_MAX_LIFETIME later, so locks that are never online learn it from a visiting phone in time; the current key signs until then and stays published one lifetime longer. While an announced key is pending a normal rotation is refused (409). `emergency` (a leaked key): the new key signs at once and every other key is withdrawn at once; locks that are never online then need a visit with the installer's tools.
+         * @description Makes a new ticket key. Normally it is announced: published at once (key set, sync answers, revocation lists) and signing one CREDENTIAL_MAX_LIFETIME later, so locks that are never online learn it from a visiting phone in time; the current key signs until then and stays published one lifetime longer. While an announced key is pending a normal rotation is refused (409). `emergency` (a leaked key): the new key signs at once and every other key is withdrawn at once; locks that are never online then refuse every new credential until a visit with the installer's tools. An emergency rotation within TICKET_KEY_EMERGENCY_ROTATION_MIN_INTERVAL of the tenant's previous one is refused (429, `Retry-After`). Audited and raising `key.rotated` (`data.emergency`). Needs `keys:rotate`, which no client has unless given it.
          */
         post: operations["rotateTicketKey"];
         delete?: never;
@@ -499,7 +499,7 @@ export interface paths {
         put?: never;
         /**
          * Subscribe to events
-         * @description Subscribes `url` to the listed event types. It receives the events committed after it, each POSTed with the Standard Webhooks headers and signed with `secret`, which is in this answer only. A URL that is not `https` or resolves to a loopback, private, link-local or cloud-metadata address is a 422 naming the reason; a tenant has at most 50 subscriptions (409).
+         * @description Subscribes `url` to the listed event types. It receives the events committed after it, each POSTed with the Standard Webhooks headers and signed with `secret`, which is in this answer only. A URL that is not `https` or resolves to a loopback, private, link-local or cloud-metadata address is a 422 naming the reason; a tenant has at most 50 subscriptions (409). With `Idempotency-Key`, a repeat answers the same subscription and creates nothing, without the secret and with `secretWithheld: true` (the secret was shown once); the same key with another body is `422`.
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -808,7 +808,7 @@ export interface components {
             clientId: string;
             name: string;
             /** @description The scopes the client may request. */
-            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
+            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
             /** @description The mobile device the client is bound to. */
             mobileDeviceId?: string;
             /** @description The secured object the client is bound to. */
@@ -840,7 +840,7 @@ export interface components {
             clientId: string;
             name: string;
             /** @description The scopes the client may request. */
-            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
+            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
             /** @description The mobile device the client is bound to. */
             mobileDeviceId?: string;
             /** @description The secured object the client is bound to. */
@@ -862,6 +862,93 @@ export interface components {
          * @enum {string}
          */
         Command: "tokn" | "open" | "clos";
+        /**
+         * CreatedClient
+         * @example {
+         *       "clientId": "3f2a9c4e-1b7d-4e8f-9a0b-1c2d3e4f5a6b",
+         *       "name": "Front desk backend",
+         *       "scopes": [
+         *         "tokens:create",
+         *         "tokens:read",
+         *         "devices:read"
+         *       ],
+         *       "creationDate": 1767225600000,
+         *       "clientSecret": "Vq3k8Zx1Rt6Yw0Pm4Ns7Lb2Hc9Jd5Fg"
+         *     }
+         */
+        CreatedClient: {
+            /** @description The client id (the Basic user name at the token endpoint). */
+            clientId: string;
+            name: string;
+            /** @description The scopes the client may request. */
+            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
+            /** @description The mobile device the client is bound to. */
+            mobileDeviceId?: string;
+            /** @description The secured object the client is bound to. */
+            securedObjectId?: string;
+            /** @description Creation time, Unix milliseconds. */
+            creationDate: number;
+            /**
+             * @description Present (true) when the secured object the client is bound to was deleted: the client may then only sync (docs/api-reference.md 4.1). Absent otherwise.
+             * @enum {boolean}
+             */
+            decommissioned?: true;
+            /** @description The secret: shown in this answer only. Store it safely. Absent on an `Idempotency-Key` replay. */
+            clientSecret?: string;
+            /**
+             * @description Only on an `Idempotency-Key` replay: the secret was shown once, in the first answer, and is not shown again.
+             * @enum {boolean}
+             */
+            secretWithheld?: true;
+        };
+        /**
+         * CreatedWebhook
+         * @example {
+         *       "id": "b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e",
+         *       "url": "https://example.com/webhooks/access",
+         *       "eventTypes": [
+         *         "ticket.created",
+         *         "ticket.revoked"
+         *       ],
+         *       "description": "Front desk",
+         *       "enabled": true,
+         *       "createdTime": 1767225600000,
+         *       "updatedTime": 1767225600000,
+         *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+         *     }
+         */
+        CreatedWebhook: {
+            /** @description The subscription id. */
+            id: string;
+            /** @description Where deliveries are POSTed. */
+            url: string;
+            /** @description The event types it receives. */
+            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "mobile_device.created" | "mobile_device.deleted" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled")[];
+            /** @description A note for people. */
+            description?: string;
+            /** @description False while paused or disabled: nothing is sent until it is enabled again. */
+            enabled: boolean;
+            /**
+             * @description Why it is disabled: `operator` (a PATCH), `gone` (the receiver answered 410), `failing` (every attempt failed for 5 days). Absent while enabled.
+             * @enum {string}
+             */
+            disabledReason?: "operator" | "gone" | "failing";
+            /** @description When it was disabled, Unix milliseconds. Absent while enabled. */
+            disabledTime?: number;
+            /** @description Creation time, Unix milliseconds. */
+            createdTime: number;
+            /** @description Last change of its settings or secret, Unix milliseconds. */
+            updatedTime: number;
+            /** @description After a rotation: until when the previous secret still signs beside the new one (a second `webhook-signature` entry), Unix milliseconds. Absent otherwise. */
+            previousSecretExpiresTime?: number;
+            /** @description The signing secret (Standard Webhooks `whsec_` and base64): shown in this answer only. Verify `webhook-signature` with it. Absent on an `Idempotency-Key` replay. */
+            secret?: string;
+            /**
+             * @description Only on an `Idempotency-Key` replay: the secret was shown once, in the first answer, and is not shown again.
+             * @enum {boolean}
+             */
+            secretWithheld?: true;
+        };
         /**
          * Event
          * @example {
@@ -929,7 +1016,7 @@ export interface components {
             /** @description A name for people. */
             name: string;
             /** @description The scopes the client may request. */
-            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
+            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
             /** @description Binds the client to this mobile device (Device API). */
             mobileDeviceId?: string;
             /** @description Binds the client to this secured object (Device API). */
@@ -3775,7 +3862,10 @@ export interface operations {
     createOAuthClient: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the request safe to retry (24 h); a replay withholds the secret. */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3785,7 +3875,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The client, with its secret. */
+            /** @description The client, with its secret (withheld on a replay). */
             201: {
                 headers: {
                     /** @description The path of the created resource (RFC 9110 section 10.2.2). */
@@ -3795,7 +3885,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ClientWithSecret"];
+                    "application/json": components["schemas"]["CreatedClient"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -3827,6 +3917,15 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
                     "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request conflicts with the current state (an id in use, an idempotent request still running). */
+            409: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -5977,7 +6076,10 @@ export interface operations {
     createWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the request safe to retry (24 h); a replay withholds the secret. */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5987,7 +6089,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The subscription, with its secret. */
+            /** @description The subscription, with its secret (withheld on a replay). */
             201: {
                 headers: {
                     /** @description The path of the created resource (RFC 9110 section 10.2.2). */
@@ -5997,7 +6099,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WebhookWithSecret"];
+                    "application/json": components["schemas"]["CreatedWebhook"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */

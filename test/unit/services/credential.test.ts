@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { Database } from '../../../src/db/database.js';
 import { createCredentialService, type SignableTicket, type StoredCredential } from '../../../src/services/credential.service.js';
 import type { TicketKeyService } from '../../../src/services/keys/ticket-keys.service.js';
+import { CREDENTIAL_NBF_SKEW_SECONDS, CREDENTIAL_TYPE, checkCredential } from '../../../src/shared/credential-check.js';
 import { secretsKeyOf } from '../../../src/shared/crypto.js';
 
 const LIFETIME_S = 7 * 86400;
@@ -52,10 +53,10 @@ describe('credential service', () => {
     // Thursday 2026-03-26 10:00 UTC; Berlin moves from +01:00 to +02:00 on Sunday 2026-03-29.
     const at = Date.UTC(2026, 2, 26, 10, 0, 0);
     const claims = await credentials.claimsOf(ticket({ beginDate: at - 86400_000, schedule, lockTimeZone: 'Europe/Berlin' }), at);
-    // From nbf (Wednesday 10:00Z, inside Wednesday's 07:00Z–11:00Z window) to exp a week after iat.
+    // From nbf (the ticket began Wednesday, but nbf is iat minus the skew: Thursday 09:55Z, inside Thursday's
+    // 07:00Z–11:00Z window, docs/security-cases.md H54) to exp a week after iat.
     expect(claims.win).toEqual([
-      [at - 86400_000, Date.UTC(2026, 2, 25, 11)],
-      [Date.UTC(2026, 2, 26, 7), Date.UTC(2026, 2, 26, 11)],
+      [at - CREDENTIAL_NBF_SKEW_SECONDS * 1000, Date.UTC(2026, 2, 26, 11)],
       [Date.UTC(2026, 2, 27, 7), Date.UTC(2026, 2, 27, 11)],
       [Date.UTC(2026, 2, 30, 6), Date.UTC(2026, 2, 30, 10)],
       [Date.UTC(2026, 2, 31, 6), Date.UTC(2026, 2, 31, 10)],
@@ -129,6 +130,26 @@ describe('credential service', () => {
       cmd: ['open'],
       chn: ['btlespp'],
     });
+  });
+
+  // docs/security-cases.md H54: a ticket that began at 0 (or long ago) gives no credential a lock with a reset clock accepts.
+  it('starts a credential no earlier than its beginDate and no earlier than iat minus the skew', async () => {
+    const credentials = service();
+    const iat = Math.floor(NOW / 1000);
+    for (const beginDate of [0, NOW - 30 * 86400_000, NOW - (CREDENTIAL_NBF_SKEW_SECONDS + 1) * 1000]) {
+      const claims = await credentials.claimsOf(ticket({ beginDate }), NOW);
+      expect(claims.nbf, String(beginDate)).toBe(iat - CREDENTIAL_NBF_SKEW_SECONDS);
+      const lock = { issuer: claims.iss, securedObjectId: 'front-door', maxCredentialLifetime: LIFETIME_S, revoked: new Set<string>() };
+      const header = { alg: 'EdDSA', kid: 'k1', typ: CREDENTIAL_TYPE };
+      // A lock whose clock was reset (to 1970, or to a day before the signature) refuses it; just after nbf it opens.
+      for (const at of [0, 86400_000, NOW - 86400_000, claims.nbf * 1000 - 1]) {
+        expect(checkCredential(header, claims, lock, { command: 'open', channel: 'btlespp', at }), `${beginDate} at ${at}`).toEqual({ decision: 'deny', reason: 'not yet valid' });
+      }
+      expect(checkCredential(header, claims, lock, { command: 'open', channel: 'btlespp', at: claims.nbf * 1000 }).decision).toBe('open');
+    }
+    // A ticket beginning later, or within the skew, starts at its beginDate rounded up.
+    expect((await credentials.claimsOf(ticket({ beginDate: NOW - 60_000 }), NOW)).nbf).toBe(Math.ceil((NOW - 60_000) / 1000));
+    expect((await credentials.claimsOf(ticket({ beginDate: NOW + 3_600_500 }), NOW)).nbf).toBe(Math.ceil((NOW + 3_600_500) / 1000));
   });
 
   it('renews past half-life only when a new credential would last longer, and always when its key is gone', () => {

@@ -92,6 +92,51 @@ describe('createWebhookUrlGuard', () => {
     }
   });
 
+  // docs/security-cases.md H55: every IPv6 form that carries an IPv4 address is judged by that address, with and
+  // without WEBHOOK_ALLOW_INSECURE.
+  it.each([
+    // IPv4-mapped ::ffff:0:0/96 and IPv4-translated ::ffff:0:0:0/96 (RFC 2765)
+    ['::ffff:a9fe:a9fe', 'forbidden'],
+    ['::ffff:0:a9fe:a9fe', 'forbidden'],
+    ['::ffff:0:169.254.169.254', 'forbidden'],
+    ['::ffff:0:7f00:1', 'private'],
+    ['::ffff:0:a00:1', 'private'],
+    ['::ffff:0:5db8:d822', 'public'],
+    // NAT64 well-known prefix 64:ff9b::/96 (RFC 6052)
+    ['64:ff9b::a9fe:a9fe', 'forbidden'],
+    ['64:ff9b::169.254.169.254', 'forbidden'],
+    ['64:ff9b::7f00:1', 'private'],
+    ['64:ff9b::5db8:d822', 'public'],
+    // local-use NAT64 64:ff9b:1::/48 (RFC 8215), at the /96, /64, /56 and /48 positions of RFC 6052 2.2
+    ['64:ff9b:1::a9fe:a9fe', 'forbidden'],
+    ['64:ff9b:1::a9:fea9:fe00:0', 'forbidden'],
+    ['64:ff9b:1:0:a9:fea9:fe00:0', 'forbidden'],
+    ['64:ff9b:1:a9:fe:a9fe::', 'forbidden'],
+    ['64:ff9b:1:a9fe:a9:fe00::', 'forbidden'],
+    ['64:ff9b:1::7f00:1', 'private'],
+    ['64:ff9b:1:a00:0:100::', 'private'],
+    ['64:ff9b:1::5db8:d822', 'public'],
+    ['64:ff9b:1::', 'forbidden'],
+    // 6to4 2002::/16 (RFC 3056)
+    ['2002:a9fe:a9fe::1', 'forbidden'],
+    ['2002:7f00:1::1', 'private'],
+    ['2002:5db8:d822::1', 'public'],
+    // Teredo 2001::/32 (RFC 4380): the client address is the last 32 bits inverted
+    ['2001:0:4136:e378:8000:63bf:5601:5601', 'forbidden'], // client 169.254.169.254
+    ['2001:0:4136:e378:8000:63bf:80ff:fffe', 'private'], // client 127.0.0.1
+    ['2001:0:4136:e378:8000:63bf:f5ff:fffe', 'private'], // client 10.0.0.1
+    ['2001:0:4136:e378:8000:63bf:a247:27dd', 'public'], // client 93.184.216.34
+  ])('%s carries an IPv4 address and is %s', async (address, expected) => {
+    expect(classifyAddress(address)).toBe(expected);
+    const url = `http://[${address}]/`;
+    const insecureRefusal = await insecure.refusal(url);
+    if (expected === 'forbidden') expect(insecureRefusal, url).toMatch(/never allowed/);
+    else expect(insecureRefusal, url).toBeNull();
+    const strictRefusal = await strict.refusal(`https://[${address}]/`);
+    if (expected === 'public') expect(strictRefusal, url).toBeNull();
+    else expect(strictRefusal, url).not.toBeNull();
+  });
+
   it('refuses a name that does not resolve', async () => {
     expect(await strict.refusal('https://nowhere.example.com/')).toMatch(/cannot be resolved/);
   });
