@@ -50,7 +50,7 @@ export function citationsIn(source: string, text: string): Citation[] {
 
 /**
  * The sections a document defines: numbered headings (`## 8.`, `### 8.1 …`, `## G. …`), numbered items that stand
- * for sections (`- 6.1 …` in the contract's section 6), and a checklist's items (`48. …`), also under their group
+ * for sections (`- 6.1 …` in the API reference's section 6), and a checklist's items (`48. …`), also under their group
  * as `G48`.
  */
 export function sectionsOf(markdown: string): Set<string> {

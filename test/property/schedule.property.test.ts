@@ -1,5 +1,5 @@
 // The proof that expandSchedule is docs/api-reference.md 9's rule: for random schedules, zones and ranges around the DST
-// transitions of 2026, an instant lies in the expanded intervals exactly when wallClockInside (the contract's sentence,
+// transitions of 2026, an instant lies in the expanded intervals exactly when wallClockInside (the reference's sentence,
 // read directly) says the schedule is open. Seeded, so a failure repeats; fast-check shrinks it to a small case.
 import { Temporal } from '@js-temporal/polyfill';
 import fc from 'fast-check';
