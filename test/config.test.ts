@@ -1,7 +1,7 @@
 // loadConfig: defaults, conversion of environment strings, and refusals that name the bad variable.
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, trustProxyOption } from '../src/config.js';
-import { killAll, spawnNode } from './helpers/process.js';
+import { PATIENCE_MS, killAll, spawnNode } from './helpers/process.js';
 
 /** The ConfigError loadConfig throws for `env`; fails the test when it does not throw one. */
 function configError(env: Record<string, string>): ConfigError {
@@ -181,7 +181,7 @@ describe('the server process with a bad variable', () => {
 
   it('exits non-zero and names the variable on stderr', async () => {
     const server = spawnNode('src/server.ts', [], { PORT: 'abc' });
-    const exit = await server.waitForExit(15_000);
+    const exit = await server.waitForExit(PATIENCE_MS);
     expect(exit.code).not.toBe(0);
     expect(exit.code).toBe(78); // EX_CONFIG
     expect(server.stderr()).toMatch(/PORT/);

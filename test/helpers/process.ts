@@ -6,6 +6,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+/**
+ * How long a test waits for something that will happen (a process to start, answer, print or exit; a worker to catch
+ * up): a deadline only ends a wait that would otherwise hang, so it is generous. On a loaded 2-core machine a server
+ * start or a CLI run takes tens of seconds; the same waits end within a second or two when the machine is idle.
+ */
+export const PATIENCE_MS = 120_000;
+
 /** The repository root: spawned processes run from here, like `npm start`. */
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
