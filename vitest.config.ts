@@ -13,10 +13,10 @@ export default defineConfig({
     maxWorkers: 3,
     // Generous, and one for every test and hook (no test sets a shorter one): a timeout only stops a test that hangs.
     // Tests wait for events with deadlines of their own (PATIENCE_MS in test/helpers/process.ts), which end first and
-    // say what did not happen. Under load (12-22 on 2 cores) a hook that builds an app or spawns a server took over
-    // the 60 s this used to allow.
-    testTimeout: 600_000,
-    hookTimeout: 600_000,
+    // say what did not happen; a test that starts a server twice needs two of them. Under load (12-35 on 2 cores) a
+    // hook that builds an app or spawns a server took over the 60 s this used to allow.
+    testTimeout: 900_000,
+    hookTimeout: 900_000,
     teardownTimeout: 60_000,
   },
 });
