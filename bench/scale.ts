@@ -1,6 +1,6 @@
 // Scale runs: one large operation timed on the service next to the bare SQL doing the same rows, in the same run.
-// Access API grant fan-out and membership joins (issue 5), lock full sync (issue 6); the lock-trust runs are in
-// bench/scenarios/lock-trust.ts and use the helpers exported here.
+// Access API grant fan-out and membership joins (docs/api-reference.md 5), lock full sync (docs/api-reference.md 6.2);
+// the lock-trust runs are in bench/scenarios/lock-trust.ts and use the helpers exported here.
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
@@ -352,7 +352,7 @@ async function lockSync(context: ScaleContext, db: pg.Client): Promise<ScaleResu
   ];
 }
 
-/** The scale runs of issues 5 and 6; bench/scenarios/index.ts lists them with the lock-trust runs. */
+/** The Access API and lock sync scale runs (bench/README.md, *Scale runs*); bench/scenarios/index.ts adds the lock-trust runs. */
 export const baseScaleRuns: ScaleRun[] = [
   { name: 'grant 100 devices × 1,000 locks; device joins a resident', run: (context, db) => grantFanOut(context, db, context.runs) },
   { name: 'full sync of a lock with 100,000 tickets', run: lockSync },

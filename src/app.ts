@@ -120,6 +120,10 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
     clientErrorHandler: answerClientError,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    // Fastify's 10 s default per plugin: loading the API documents' UI (@fastify/swagger-ui reads its static files) took
+    // longer than that on a loaded 2-core machine, and the whole start failed. A minute still catches a plugin that
+    // never starts.
+    pluginTimeout: 60_000,
     routerOptions: { maxParamLength: 256, ignoreTrailingSlash: false },
     // Errors the router raises before any hook or error handler runs (a path that does not decode, a path parameter
     // over maxParamLength): without this Fastify answers its own JSON, not a problem detail (docs/api-reference.md 7.1).

@@ -4,7 +4,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Queryable } from '../src/db/database.js';
 import { createPgliteDatabase } from '../src/db/pglite.js';
-import { killAll, temporaryDirectory } from '../test/helpers/process.js';
+import { PATIENCE_MS, killAll, temporaryDirectory } from '../test/helpers/process.js';
 import { createPrivateCluster, privateClusterAvailable, type PrivateCluster } from './helpers/cluster.js';
 import { SECRETS_KEY, call, cli, sleep, startServer, token, type Server } from './helpers/server.js';
 
@@ -113,7 +113,7 @@ function embeddedStore(): Store {
 
 async function stopGracefully(server: Server): Promise<void> {
   server.child.process.kill('SIGTERM');
-  expect(await server.child.waitForExit(60_000)).toEqual({ code: 0, signal: null });
+  expect(await server.child.waitForExit(PATIENCE_MS)).toEqual({ code: 0, signal: null });
 }
 
 /** Devices, locks, one resident holding every device and one lock group holding every lock, straight in SQL. */
@@ -214,7 +214,7 @@ async function crashDuringExpansion(store: Store): Promise<void> {
     while (!midInsert && Date.now() < deadline && (await Promise.race([inFlight.then(() => true), sleep(20).then(() => false)])) === false);
   }
   server.child.process.kill('SIGKILL');
-  expect((await server.child.waitForExit(10_000)).signal).toBe('SIGKILL');
+  expect((await server.child.waitForExit(PATIENCE_MS)).signal).toBe('SIGKILL');
   const answer = await inFlight;
   await store.settle();
 

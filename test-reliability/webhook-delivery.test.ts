@@ -4,7 +4,7 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Queryable } from '../src/db/database.js';
 import { secretsKeyOf } from '../src/shared/crypto.js';
-import { freePort, killAll } from '../test/helpers/process.js';
+import { PATIENCE_MS, freePort, killAll } from '../test/helpers/process.js';
 import { insertWebhook, startReceiver, verify, type Receiver } from '../test/helpers/webhooks.js';
 import { createPrivateCluster, privateClusterAvailable, type PrivateCluster } from './helpers/cluster.js';
 import { SECRETS_KEY, call, cli, sleep, startServer, token, type Server } from './helpers/server.js';
@@ -91,7 +91,7 @@ describe.skipIf(!privateClusterAvailable())('webhook delivery across crashes, in
 
     const hooks = await receiver(port);
     server = await startServer(env);
-    const [request] = await hooks.waitFor(1, 60_000);
+    const [request] = await hooks.waitFor(1, PATIENCE_MS);
     expect(request!.headers['webhook-id']).toBe(eventId);
     expect(verify(webhook.secret, request!)).toEqual(request!.json);
     await sleep(3000);
@@ -145,12 +145,12 @@ describe.skipIf(!privateClusterAvailable())('webhook delivery across crashes, in
     cluster!.start();
     db = new pg.Client({ connectionString: cluster!.url() });
     await db.connect();
-    await hooks.waitFor(1, 60_000).catch(async (error: unknown) => {
+    await hooks.waitFor(1, PATIENCE_MS).catch(async (error: unknown) => {
       const state = await queryable.query(`SELECT state, attempts, next_attempt_at FROM webhook_deliveries WHERE webhook_id = $1`, [webhook.id]);
       throw new Error(`${String(error)}; deliveries ${JSON.stringify(state.rows)}; server log:\n${server.child.stdout().slice(-4000)}`);
     });
     const after = await change(server, bearer);
-    await hooks.waitFor(2, 30_000);
+    await hooks.waitFor(2, PATIENCE_MS);
     await sleep(2000);
     expect(hooks.received.map((request) => request.headers['webhook-id'])).toEqual([before, after]);
     for (const request of hooks.received) expect(verify(webhook.secret, request)).toEqual(request.json);

@@ -11,7 +11,7 @@ import { createLogger } from '../src/logger.js';
 import { resolveSecretsKey } from '../src/services/keys/secrets-key-source.js';
 import { createTestDatabase, type TestDatabase } from './helpers/database.js';
 import { passwordGrant, tokenRequest } from './helpers/oauth.js';
-import { ROOT, childEnv, nodeArguments, temporaryDirectory } from './helpers/process.js';
+import { PATIENCE_MS, ROOT, childEnv, nodeArguments, temporaryDirectory } from './helpers/process.js';
 
 interface CliResult {
   code: number | null;
@@ -52,7 +52,7 @@ describe('CLI commands', () => {
       const timer = setTimeout(() => {
         child.kill('SIGKILL');
         reject(new Error(`cli ${args.join(' ')} timed out\n${stdout}\n${stderr}`));
-      }, 30_000);
+      }, PATIENCE_MS);
       // 'close', not 'exit': 'exit' may come before the last of the child's output has been read from its pipes.
       child.once('close', (code) => {
         clearTimeout(timer);

@@ -7,9 +7,9 @@ import { readMigrations } from '../src/db/migrate.js';
 import { createPgliteDatabase } from '../src/db/pglite.js';
 import { createEmptyTestDatabase, createSeededDataDir } from './helpers/database.js';
 import { postgresTestUrl } from './helpers/postgres-url.js';
-import { ROOT, childEnv, freePort, killAll, spawnNode, temporaryDirectory, waitForUrl } from './helpers/process.js';
+import { PATIENCE_MS, ROOT, childEnv, freePort, killAll, spawnNode, temporaryDirectory, waitForUrl } from './helpers/process.js';
 
-const RUN_MS = 60_000;
+const RUN_MS = PATIENCE_MS;
 const usePostgres = postgresTestUrl() !== undefined;
 const cleanups: (() => unknown)[] = [];
 
@@ -109,7 +109,7 @@ describe(`cli migrate (${usePostgres ? 'PostgreSQL' : 'embedded PGlite'})`, () =
     expect(third.stdout).toBe('Up to date.\n');
     // The first run reports what it applied.
     expect(JSON.parse(first.stdout)).toEqual({ applied: versions });
-  }, 180_000);
+  });
 });
 
 describe('cli on an embedded DATA_DIR a server holds', () => {
@@ -131,11 +131,11 @@ describe('cli on an embedded DATA_DIR a server holds', () => {
       expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
 
       server.process.kill('SIGTERM');
-      expect((await server.waitForExit(10_000)).code).toBe(0);
+      expect((await server.waitForExit(PATIENCE_MS)).code).toBe(0);
     } finally {
       await server.kill();
     }
-  }, 120_000);
+  });
 });
 
 describe('the commands package.json names (`bin`)', () => {
@@ -157,5 +157,5 @@ describe('the commands package.json names (`bin`)', () => {
       expect(code, `${name} --help`).toBe(0);
       expect(stdout, name).toMatch(/^Usage: /);
     }
-  }, 120_000);
+  });
 });

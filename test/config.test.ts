@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, checkListener, loadConfig, trustProxyOption } from '../src/config.js';
 import { isLoopbackHost } from '../src/shared/loopback.js';
 import { createSeededDataDir } from './helpers/database.js';
-import { freePort, killAll, spawnNode, waitForUrl } from './helpers/process.js';
+import { PATIENCE_MS, freePort, killAll, spawnNode, waitForUrl } from './helpers/process.js';
 
 /** The ConfigError loadConfig throws for `env`; fails the test when it does not throw one. */
 function configError(env: Record<string, string>): ConfigError {
@@ -250,7 +250,7 @@ describe('the server process and a loopback PUBLIC_URL', () => {
 
   it('refuses to listen on every interface with the default PUBLIC_URL, and says why', async () => {
     const server = spawnNode('src/server.ts', [], { HOST: '0.0.0.0', PORT: String(await freePort()) });
-    const exit = await server.waitForExit(15_000);
+    const exit = await server.waitForExit(PATIENCE_MS);
     expect(exit.code).toBe(78); // EX_CONFIG
     expect(server.stderr()).toContain('PUBLIC_URL is unset, so it defaults to http://localhost:');
     expect(server.stderr()).toContain('re-provisioning every lock');
@@ -267,14 +267,14 @@ describe('the server process and a loopback PUBLIC_URL', () => {
     try {
       const port = await freePort();
       const server = spawnNode('src/server.ts', [], { ...env, PORT: String(port), DATA_DIR: directory.path, LOG_LEVEL: 'warn' });
-      const response = await waitForUrl(`http://127.0.0.1:${port}/.well-known/oauth-authorization-server`, 150_000, server);
+      const response = await waitForUrl(`http://127.0.0.1:${port}/.well-known/oauth-authorization-server`, PATIENCE_MS, server);
       expect(((await response.json()) as { issuer: string }).issuer).toBe(`http://localhost:${port}`);
       server.process.kill('SIGTERM');
-      expect(await server.waitForExit(15_000)).toEqual({ code: 0, signal: null });
+      expect(await server.waitForExit(PATIENCE_MS)).toEqual({ code: 0, signal: null });
     } finally {
       directory.remove();
     }
-  }, 200_000);
+  });
 });
 
 describe('the server process with a bad variable', () => {
@@ -282,7 +282,7 @@ describe('the server process with a bad variable', () => {
 
   it('exits non-zero and names the variable on stderr', async () => {
     const server = spawnNode('src/server.ts', [], { PORT: 'abc' });
-    const exit = await server.waitForExit(15_000);
+    const exit = await server.waitForExit(PATIENCE_MS);
     expect(exit.code).not.toBe(0);
     expect(exit.code).toBe(78); // EX_CONFIG
     expect(server.stderr()).toMatch(/PORT/);

@@ -1,8 +1,9 @@
 // Every citation of the project's own documents resolves: a comment or page naming "docs/FILE" names a file that
-// exists, and "docs/FILE 8.1" (or "G48", "section 9", "8.1, 8.2") names a section that file has. A citation that
-// points nowhere would send a reader, or a reviewer checking why the code does what it does, to nothing.
+// exists, and "docs/FILE 8.1" (or "G48", "section 9", "8.1, 8.2") names a section that file has; every code path the
+// documentation names exists; and nothing cites a document outside the repository. A citation that points nowhere
+// would send a reader, or a reviewer checking why the code does what it does, to nothing.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -50,7 +51,7 @@ export function citationsIn(source: string, text: string): Citation[] {
 
 /**
  * The sections a document defines: numbered headings (`## 8.`, `### 8.1 …`, `## G. …`), numbered items that stand
- * for sections (`- 6.1 …` in the contract's section 6), and a checklist's items (`48. …`), also under their group
+ * for sections (`- 6.1 …` in the API reference's section 6), and a checklist's items (`48. …`), also under their group
  * as `G48`.
  */
 export function sectionsOf(markdown: string): Set<string> {
@@ -103,6 +104,117 @@ describe('docs citations', () => {
   });
 });
 
+/** The documentation: the pages under docs/, the README and the benchmarks' README. */
+const DOCUMENTATION = ['README.md', 'bench/README.md', ...filesUnder('docs').filter((path) => path.endsWith('.md'))];
+/** Folders a documented path starts from: the repository's own, and src/'s (the pages often leave out `src/`). */
+const REPOSITORY_FOLDERS = ['src', 'test', 'test-reliability', 'bench', 'scripts', 'migrations', 'openapi', 'docs', '.ci', 'console'];
+const SOURCE_FOLDERS = ['plugins', 'routes', 'schemas', 'shared', 'services', 'db', 'simulator'];
+/** A path from one of those folders, as `src/services/batching.ts`, `services/oauth/` or `test/unit/`. */
+const CODE_PATH = new RegExp(String.raw`(?<![\w/.@:~-])((?:${[...REPOSITORY_FOLDERS, ...SOURCE_FOLDERS].map((folder) => folder.replace('.', '\\.')).join('|')})/[\w./-]*)`, 'g');
+/** A file named alone, as the glossary names `ticket.service.ts` (not `*.test.ts`, which is a pattern). */
+const FILE_NAME = /(?<![\w/.*-])([\w-][\w.-]*\.(?:ts|mjs|sql))(?![\w/-])/g;
+/** Placeholders the pages write for a name of the reader's choosing: `bench/scenarios/NAME.ts`, `NNN_name.sql`. */
+const PLACEHOLDER = /\b(?:NAME|FILE|NNN)(?:\b|_)/;
+
+export interface NamedPath {
+  source: string;
+  line: number;
+  path: string;
+}
+
+/** The code paths and file names a page names. */
+export function pathsIn(source: string, text: string): { paths: NamedPath[]; fileNames: NamedPath[] } {
+  const paths: NamedPath[] = [];
+  const fileNames: NamedPath[] = [];
+  text.split('\n').forEach((content, index) => {
+    for (const match of content.matchAll(CODE_PATH)) {
+      const path = match[1]!.replace(/\.+$/, '');
+      if (!PLACEHOLDER.test(path)) paths.push({ source, line: index + 1, path });
+    }
+    for (const match of content.matchAll(FILE_NAME)) {
+      const name = match[1]!.replace(/\.+$/, '');
+      if (!PLACEHOLDER.test(name)) fileNames.push({ source, line: index + 1, path: name });
+    }
+  });
+  return { paths, fileNames };
+}
+
+/** Folders of generated output, which a fresh checkout lacks (the directories .gitignore names). */
+const GENERATED = readFileSync(join(ROOT, '.gitignore'), 'utf8')
+  .split('\n')
+  .filter((line) => line.endsWith('/'));
+
+/** Every file name in the repository's own folders and at its root. */
+function fileNamesInRepository(): Set<string> {
+  const names = new Set(readdirSync(ROOT));
+  const walk = (path: string): void => {
+    for (const entry of readdirSync(join(ROOT, path), { withFileTypes: true })) {
+      if (entry.name === 'node_modules') continue;
+      if (entry.isDirectory()) walk(join(path, entry.name));
+      else names.add(entry.name);
+    }
+  };
+  for (const folder of REPOSITORY_FOLDERS) if (statSync(join(ROOT, folder), { throwIfNoEntry: false })) walk(folder);
+  return names;
+}
+
+/**
+ * A citation of a document that lives outside the repository: the documents the project's own pages grew from, by
+ * name, or any relative path to a page that climbs out of the repository (as `../shared/…` from its root).
+ */
+const OUTSIDE_DOCUMENT = new RegExp(String.raw`(?<![\w-])(?:${['CONTRACT', 'SECURITY-CHECKLIST', 'HOUSE-STYLE'].join('|')})(?:\.md)?(?![\w-])`);
+const RELATIVE_PAGE = /(?<![\w.])((?:\.\.\/)+(?:[\w.-]+\/)*[\w.-]+\.md)\b/g;
+
+export function outsideCitationsIn(source: string, text: string): string[] {
+  const found: string[] = [];
+  text.split('\n').forEach((content, index) => {
+    const named = OUTSIDE_DOCUMENT.exec(content);
+    if (named) found.push(`${source}:${index + 1} ${named[0]}`);
+    for (const match of content.matchAll(RELATIVE_PAGE)) {
+      const target = resolve(ROOT, dirname(source), match[1]!);
+      if (!target.startsWith(`${resolve(ROOT)}${sep}`)) found.push(`${source}:${index + 1} ${match[1]}`);
+    }
+  });
+  return found;
+}
+
+describe('code paths in the documentation', () => {
+  const named = DOCUMENTATION.map((path) => pathsIn(path, readFileSync(join(ROOT, path), 'utf8')));
+  const paths = named.flatMap((page) => page.paths);
+  const fileNames = named.flatMap((page) => page.fileNames);
+
+  it('finds the paths it checks', () => {
+    expect(paths.length).toBeGreaterThan(100);
+    expect(paths.some((path) => path.path === 'src/services/batching.ts')).toBe(true);
+    expect(fileNames.some((name) => name.path === 'ticket.service.ts')).toBe(true);
+  });
+
+  it('names only paths that exist (from the root, or from src/ for its folders)', () => {
+    const missing = paths.filter(
+      ({ path }) =>
+        !GENERATED.some((folder) => path.startsWith(folder)) &&
+        !statSync(join(ROOT, path), { throwIfNoEntry: false }) &&
+        !statSync(join(ROOT, 'src', path), { throwIfNoEntry: false }),
+    );
+    expect(missing.map(({ source, line, path }) => `${source}:${line} ${path}`)).toEqual([]);
+  });
+
+  it('names only files that exist somewhere in the repository', () => {
+    const existing = fileNamesInRepository();
+    const missing = fileNames.filter(({ path }) => !existing.has(basename(path)));
+    expect(missing.map(({ source, line, path }) => `${source}:${line} ${path}`)).toEqual([]);
+  });
+});
+
+describe('citations of documents outside the repository', () => {
+  it('appear nowhere in the code, the tests, the benchmarks, the scripts or the documentation', () => {
+    // This file names them to find them.
+    const sources = CITING.flatMap(filesUnder).filter((path) => path !== relative(ROOT, new URL(import.meta.url).pathname));
+    expect(sources.length).toBeGreaterThan(300);
+    expect(sources.flatMap((path) => outsideCitationsIn(path, readFileSync(join(ROOT, path), 'utf8')))).toEqual([]);
+  });
+});
+
 describe('the citation reader', () => {
   it('reads a file, its sections and lists of them, and skips paths that only end in docs/', () => {
     const text = [
@@ -122,5 +234,28 @@ describe('the citation reader', () => {
   it('knows headings, section items and checklist items under their group', () => {
     const sections = sectionsOf(['## 6. Device API', '- 6.1 `GET …`', '### 8.1 Keys', '## G. Found', '48. Signed credentials', 'not 7.2 here'].join('\n'));
     expect([...sections].sort()).toEqual(['48', '6', '6.1', '8.1', 'G', 'G48']);
+  });
+
+  it('reads code paths with and without src/, file names alone, and skips placeholders, patterns and URLs', () => {
+    const text = [
+      'See `src/services/batching.ts`, services/oauth/ and `test/unit/`. Ends a sentence: scripts/build-if-stale.mjs.',
+      '`bench/scenarios/NAME.ts`, `NNN_name.sql`, `*.test.ts`, `ticket.service.ts`, https://example.test/src/x.ts, /v1/docs/y',
+    ].join('\n');
+    const { paths, fileNames } = pathsIn('x', text);
+    expect(paths.map(({ path }) => path)).toEqual(['src/services/batching.ts', 'services/oauth/', 'test/unit/', 'scripts/build-if-stale.mjs']);
+    expect(fileNames.map(({ path, line }) => `${line} ${path}`)).toEqual(['2 ticket.service.ts']);
+  });
+
+  it('knows a citation of an outside document by its name or by a relative path out of the repository', () => {
+    const names = ['CONTRACT', 'SECURITY-CHECKLIST', 'HOUSE-STYLE'];
+    const text = [`(${names[0]}.md 4.3)`, `see ${names[1]} G48`, `${names[2]}.md convention 2`, 'the docs/house-style.md conventions', '[x](../notes/a.md)'].join('\n');
+    expect(outsideCitationsIn('README.md', text)).toEqual([
+      `README.md:1 ${names[0]}.md`,
+      `README.md:2 ${names[1]}`,
+      `README.md:3 ${names[2]}.md`,
+      'README.md:5 ../notes/a.md',
+    ]);
+    // From test/, ../docs/ is the repository's own.
+    expect(outsideCitationsIn('test/x.test.ts', '[x](../docs/api-reference.md)')).toEqual([]);
   });
 });

@@ -10,11 +10,11 @@ import { DataDirInUseError, acquireDataDirLock, createPgliteDatabase } from '../
 import { buildTestApp } from './helpers/app.js';
 import { createEmptyTestDatabase, createSeededDataDir, createTestDatabase } from './helpers/database.js';
 import { postgresTestUrl } from './helpers/postgres-url.js';
-import { ROOT, childEnv, freePort, killAll, spawnNode, temporaryDirectory, waitForUrl, type Child } from './helpers/process.js';
+import { PATIENCE_MS, ROOT, childEnv, freePort, killAll, spawnNode, temporaryDirectory, waitForUrl, type Child } from './helpers/process.js';
 
 const SECRETS_KEY = '0123456789abcdef'.repeat(4);
-const START_MS = 60_000;
-const STOP_MS = 10_000;
+const START_MS = PATIENCE_MS;
+const STOP_MS = PATIENCE_MS;
 const usePostgres = postgresTestUrl() !== undefined;
 
 interface Running {
@@ -30,7 +30,8 @@ async function startServer(store: Record<string, string>): Promise<Running> {
     PORT: String(port),
     HOST: '127.0.0.1',
     LOG_LEVEL: 'info',
-    SHUTDOWN_TIMEOUT_MS: '5000',
+    // A graceful stop that runs out of this exits 1; on a loaded machine closing the database alone can take seconds.
+    SHUTDOWN_TIMEOUT_MS: '60000',
     ...store,
   });
   const base = `http://127.0.0.1:${port}`;
@@ -125,20 +126,18 @@ describe(`the real server (${usePostgres ? 'PostgreSQL' : 'embedded PGlite'})`, 
       expect(readFileSync(join(store.dataDir, 'server.lock'), 'utf8')).toBe(String(server.child.pid));
     }
 
-    const stopping = Date.now();
     await stopServer(server);
 
-    expect(Date.now() - stopping).toBeLessThan(STOP_MS);
     await expect(fetch(`${server.base}/healthz`)).rejects.toThrow();
     expect(server.child.stdout()).toMatch(/"signal":"SIGTERM".*"msg":"shutting down"/);
     expect(server.child.stderr()).not.toMatch(/Error|Cannot/);
     if (store.dataDir) expect(existsSync(join(store.dataDir, 'server.lock'))).toBe(false);
-  }, 120_000);
+  });
 
   it('answers a request in flight at SIGTERM, then exits 0 without waiting out SHUTDOWN_TIMEOUT_MS', async () => {
     // No route is slow, so the request is kept in flight by its body: headers now, the rest after the signal.
     const store = await newStore(false);
-    const server = await startServer({ ...store.env, SHUTDOWN_TIMEOUT_MS: '6000' });
+    const server = await startServer({ ...store.env, SHUTDOWN_TIMEOUT_MS: '60000' });
     const socket = connect(server.port, '127.0.0.1');
     let received = '';
     socket.setEncoding('utf8').on('data', (chunk: string) => (received += chunk));
@@ -150,24 +149,24 @@ describe(`the real server (${usePostgres ? 'PostgreSQL' : 'embedded PGlite'})`, 
           `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 5)}`,
       );
       // Logged once the headers are parsed and routed: from here the request is in flight, waiting for its body.
-      await server.child.waitForOutput(/"url":"\/in-flight".*"msg":"incoming request"/, 10_000);
+      await server.child.waitForOutput(/"url":"\/in-flight".*"msg":"incoming request"/, PATIENCE_MS);
 
       server.child.process.kill('SIGTERM');
-      await server.child.waitForOutput(/shutting down/, 5000);
-      const signalled = Date.now();
+      await server.child.waitForOutput(/shutting down/, PATIENCE_MS);
       socket.write(body.slice(5));
 
       const exit = await server.child.waitForExit(STOP_MS);
-      await Promise.race([socketClosed, sleep(1000)]);
+      // The process is gone, so its end of the connection is closed: everything it sent has arrived.
+      await socketClosed;
       expect(received).toMatch(/^HTTP\/1\.1 404 /); // answered, not cut off
-      expect(exit).toEqual({ code: 0, signal: null }); // a graceful exit, not the SHUTDOWN_TIMEOUT_MS one
-      expect(Date.now() - signalled).toBeLessThan(4500);
+      // A graceful exit: running out of SHUTDOWN_TIMEOUT_MS exits 1 (close-with-grace), whatever the clock says.
+      expect(exit).toEqual({ code: 0, signal: null });
       // RFC 9112 section 9.6: a server about to close says so, so the client does not send another request on it.
       expect(received).toMatch(/^connection: close\r$/im);
     } finally {
       socket.destroy();
     }
-  }, 120_000);
+  });
 
   it('keeps its data across a restart and does not apply migrations twice', async () => {
     const store = await newStore(true);
@@ -202,7 +201,7 @@ describe(`the real server (${usePostgres ? 'PostgreSQL' : 'embedded PGlite'})`, 
       const ledgerAfter = await db.query('SELECT version, checksum, applied_at FROM schema_migrations ORDER BY version');
       expect(ledgerAfter.rows).toEqual(ledgerBefore);
     });
-  }, 180_000);
+  });
 });
 
 describe('the embedded database lock', () => {
@@ -234,7 +233,7 @@ describe('the embedded database lock', () => {
       await killAll();
       directory.remove();
     }
-  }, 120_000);
+  });
 
   it('takes over the lock of a server that crashed, and its data is intact', async () => {
     const directory = await createSeededDataDir();
@@ -257,7 +256,7 @@ describe('the embedded database lock', () => {
       await killAll();
       directory.remove();
     }
-  }, 120_000);
+  });
 
   it('treats a lock naming a process that no longer exists as stale, and refuses one naming a live process', () => {
     const directory = temporaryDirectory('acs-stale-');
@@ -309,13 +308,14 @@ describe('graceful shutdown in process', () => {
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ finished: true });
     // The keep-alive connection that carried it must not hold the close open (the client would keep it ~72 s)...
-    const closed = await Promise.race([closing.then(() => true), sleep(3000).then(() => false)]);
+    // Generous for a loaded machine, and still well short of the ~72 s a held keep-alive connection would take.
+    const closed = await Promise.race([closing.then(() => true), sleep(30_000).then(() => false)]);
     if (!closed) {
       // Finish the close before failing, so no socket or database outlives the test.
       t.app.server.closeAllConnections();
       await closing;
     }
-    expect(closed, 'app.close() still waiting 3 s after the in-flight request was answered').toBe(true);
+    expect(closed, 'app.close() still waiting 30 s after the in-flight request was answered').toBe(true);
     // ...and the answer says the connection ends (RFC 9112 section 9.6), so the client opens a new one.
     expect(response.headers.get('connection')).toBe('close');
     expect(Date.now() - closeStarted).toBeGreaterThanOrEqual(200); // it waited for the request

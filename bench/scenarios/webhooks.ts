@@ -109,7 +109,10 @@ export const webhookScenarios: Scenario[] = [
   },
 ];
 
-/** docs/api-reference.md 10 issue goal: ticket creation with one subscription keeps at least 0.85× its throughput, p50 ≤ 1/0.85. */
+/**
+ * The webhook row's goal (bench/README.md, *The rows and their goals*; docs/api-reference.md 10): ticket creation with
+ * one subscription keeps at least 0.85× its throughput, p50 ≤ 1/0.85.
+ */
 export const webhookComparisons: Comparison[] = [
   {
     name: 'ticket create, p50 with one webhook subscription / without',
@@ -239,7 +242,7 @@ async function drained(db: pg.Client, tenantId: string, webhookId: string): Prom
 }
 
 /**
- * The issue goal measured against the machine's noise: on a shared machine two rows measured one after the other see
+ * That goal measured against the machine's noise: on a shared machine two rows measured one after the other see
  * different loads, and their ratio swings with it. Here the two requests are measured in alternating rounds (without,
  * with, without, with, ...), each round's ratios are taken, and their medians reported. Before each round the
  * subscription's backlog from the previous one is drained, so neither side pays for the other's events.

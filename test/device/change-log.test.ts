@@ -6,6 +6,7 @@ import { accessToken, changeCounter, deviceTicketRows, download, downloadRequest
 import { bearer, clientToken, createTenant, type TenantFixture } from '../helpers/oauth.js';
 import { call, device, lock, nextLink, ticket } from '../helpers/operator.js';
 import { postgresTestUrl } from '../helpers/postgres-url.js';
+import { PATIENCE_MS } from '../helpers/process.js';
 
 const usePostgres = postgresTestUrl() !== undefined;
 
@@ -259,8 +260,12 @@ describe('the tenant change log', () => {
       );
       return rows[0]!.n;
     };
+    /** Polls until `condition` holds; a generous deadline, and a failure that says so rather than carrying on. */
     const until = async (condition: () => Promise<boolean>) => {
-      for (let i = 0; i < 500 && !(await condition()); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      for (const deadline = Date.now() + PATIENCE_MS; !(await condition()); ) {
+        if (Date.now() > deadline) throw new Error(`still waiting after ${PATIENCE_MS} ms for ${condition.toString()}`);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
     };
 
     // Hold the ticket's row: its revocation takes the next change number, then waits here before committing.

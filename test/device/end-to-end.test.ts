@@ -1,4 +1,4 @@
-// Issue → download → open → revoke → sync → deny: the backend's truth reaching the door (docs/api-reference.md 6, seed 1 and 4),
+// Issue → download → open → revoke → sync → deny: the backend's truth reaching the door (docs/api-reference.md 6, docs/service-overview.md 1 and 4),
 // with locks provisioned from the trust endpoint (docs/api-reference.md 8.1), and a lock that is never online learning a
 // revocation from the list a visiting phone carries (docs/api-reference.md 8.3).
 import { SignJWT, generateKeyPair, decodeProtectedHeader } from 'jose';

@@ -9,7 +9,7 @@ import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { download, phoneToken, type DownloadedTicket } from '../helpers/device.js';
 import { createClient } from '../helpers/oauth.js';
 import { call, ticket } from '../helpers/operator.js';
-import { ROOT, childEnv, freePort, killAll, spawnNode } from '../helpers/process.js';
+import { PATIENCE_MS, ROOT, childEnv, freePort, killAll, spawnNode } from '../helpers/process.js';
 import { twoTenants, type TwoTenants } from '../helpers/tenants.js';
 
 // The build behind `npm run simulate` takes a while: the other runs go on meanwhile.
@@ -34,11 +34,11 @@ describe.concurrent('the simulator command line', () => {
     expect(code, stderr).toBe(0);
     expect(stdout).toMatch(/^Usage: npm run --silent simulate -- --url URL --client-id ID --client-secret SECRET --secured-object ID/);
     expect(stdout).toContain('[CREDENTIAL ...]');
-  }, 180_000);
+  });
 
   it('refuses to run without its required options, with the usage on stderr and exit 2', async ({ expect }) => {
     const child = spawnNode('src/simulator/cli.ts', ['--url', 'http://127.0.0.1:9']);
-    const exit = await child.waitForExit(60_000);
+    const exit = await child.waitForExit(PATIENCE_MS);
     expect(exit.code).toBe(2);
     expect(child.stderr()).toMatch(/^Usage: /);
     expect(child.stdout()).toBe('');
@@ -50,7 +50,7 @@ describe.concurrent('the simulator command line', () => {
     '--at %j is a usage error: exit 2, no decision printed',
     async (at, { expect }) => {
       const child = spawnNode('src/simulator/cli.ts', ['--url', 'http://127.0.0.1:9', '--client-id', 'c', '--client-secret', 's', '--secured-object', 'door', '--at', at, 'x.y.z']);
-      const exit = await child.waitForExit(60_000);
+      const exit = await child.waitForExit(PATIENCE_MS);
       expect(exit.code, child.stderr()).toBe(2);
       expect(child.stderr()).toContain('--at must be an integer of milliseconds');
       expect(child.stdout()).toBe('');
@@ -59,7 +59,7 @@ describe.concurrent('the simulator command line', () => {
 
   it('an option without its value is a usage error too', async ({ expect }) => {
     const child = spawnNode('src/simulator/cli.ts', ['--url', 'http://127.0.0.1:9', '--client-id', 'c', '--client-secret', 's', '--secured-object', 'door', '--at']);
-    const exit = await child.waitForExit(60_000);
+    const exit = await child.waitForExit(PATIENCE_MS);
     expect(exit.code).toBe(2);
     expect(child.stderr()).toMatch(/Usage: /);
     expect(child.stdout()).toBe('');
@@ -98,7 +98,7 @@ describe.concurrent('the simulator command line', () => {
         ...args,
         ...credentials,
       ]);
-      const exit = await child.waitForExit(60_000);
+      const exit = await child.waitForExit(PATIENCE_MS);
       expect(exit.code, child.stderr()).toBe(0);
       const decisions = child.stdout().trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
       return { decisions, stderr: child.stderr() };
@@ -106,12 +106,12 @@ describe.concurrent('the simulator command line', () => {
 
     it('takes a client id and secret that start with a dash (base64url), as the usage shows them', async ({ expect }) => {
       const child = spawnNode('src/simulator/cli.ts', ['--url', base, '--client-id', '-not-a-client', '--client-secret', '-secret', '--secured-object', 'door', 'x']);
-      const exit = await child.waitForExit(60_000);
+      const exit = await child.waitForExit(PATIENCE_MS);
       // Parsed, sent, and refused by the server: not a usage error.
       expect(child.stderr()).not.toMatch(/ambiguous|Usage/);
       expect(child.stderr()).toContain('token request failed: 401');
       expect(exit.code).toBe(1);
-    }, 120_000);
+    });
 
     it("opens for its tenant's credential, never for another tenant's for the same lock id, and denies once revoked", async ({ expect }) => {
       const { acme, other, token: operator, otherToken } = fixture;
@@ -140,7 +140,7 @@ describe.concurrent('the simulator command line', () => {
 
       expect((await call(t, operator, { method: 'DELETE', url: `/operatorapi/tickets/${issued.id}` })).statusCode).toBe(200);
       expect((await simulate([], [ours!.credential], expect)).decisions).toEqual([{ decision: 'deny', reason: 'revoked', ticketId: issued.id }]);
-    }, 120_000);
+    });
 
     it('applies every --revocation-list after the sync, says what became of each on stderr, and prints decisions only', async ({ expect }) => {
       // The list a phone carries for the door: the sync already brought the lock that far, so it is stale there.
@@ -161,7 +161,7 @@ describe.concurrent('the simulator command line', () => {
         'revocation list: {"applied":false,"reason":"unknown signing key"}',
         'revocation list: {"applied":false,"reason":"malformed list"}',
       ]);
-    }, 120_000);
+    });
 
     it('uploads its access log after deciding with --upload-log (docs/api-reference.md 8.5): the server\'s answer on stderr, a re-sent log stored once', async ({ expect }) => {
       const at = Date.UTC(2026, 0, 15, 9, 0, 0, 0);
@@ -182,6 +182,6 @@ describe.concurrent('the simulator command line', () => {
         [1, at, 'lock', 'denied'],
         [2, at, 'lock', 'denied'],
       ]);
-    }, 120_000);
+    });
   });
 });

@@ -89,7 +89,7 @@ describe.skipIf(!postgresTestUrl())('a sync storm against a small pool', () => {
     await storm.ready();
     probe = new pg.Client({ connectionString: t.database.url! });
     await probe.connect();
-  }, 120_000);
+  });
   afterAll(async () => {
     await probe?.end();
     await storm?.close();
@@ -141,5 +141,5 @@ describe.skipIf(!postgresTestUrl())('a sync storm against a small pool', () => {
       const retried = await syncRequest(stormT, token, lockId);
       expect(retried.statusCode, retried.body).toBe(200);
     }
-  }, 120_000);
+  });
 });

@@ -8,6 +8,7 @@ import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { changeCounter, download, lockToken, phoneToken, sync } from '../helpers/device.js';
 import { bearer, clientToken, createTenant, type TenantFixture } from '../helpers/oauth.js';
 import { device, HOUR, lock, ticket } from '../helpers/operator.js';
+import { PATIENCE_MS } from '../helpers/process.js';
 
 const START = Date.UTC(2026, 2, 2, 8, 0, 0, 0);
 
@@ -21,7 +22,7 @@ describe('lock sync from memory and the lock\'s clock', () => {
     t = await buildTestApp({ BCRYPT_COST: '4', ACCESS_TOKEN_TTL_SECONDS: '86400' }, { clock: () => now });
     acme = await createTenant(t.app, 'acme');
     operator = await clientToken(t.app, acme);
-    await vi.waitFor(() => expect(t.app.services.changeWatermarks.phase).toBe('trusted'), { timeout: 10_000 });
+    await vi.waitFor(() => expect(t.app.services.changeWatermarks.phase).toBe('trusted'), { timeout: PATIENCE_MS });
   });
   afterAll(async () => {
     await t.close();

@@ -8,6 +8,7 @@ import { changeCounter, download, lockToken, phoneToken, sync, type SyncBody } f
 import { bearer, clientToken, createTenant, type TenantFixture } from '../helpers/oauth.js';
 import { call, device, lock, ticket } from '../helpers/operator.js';
 import { postgresTestUrl } from '../helpers/postgres-url.js';
+import { PATIENCE_MS } from '../helpers/process.js';
 
 const onPostgres = postgresTestUrl() !== undefined;
 
@@ -61,7 +62,7 @@ describe('lock sync answered from the change watermark', () => {
     await device(t, operator, 'wm-phone');
     phone = await phoneToken(t, acme, 'wm-phone');
     // Trusted once LISTEN holds and the numbers committed before it were read (a moment after start).
-    await vi.waitFor(() => expect(watermarks().phase).toBe('trusted'), { timeout: 10_000 });
+    await vi.waitFor(() => expect(watermarks().phase).toBe('trusted'), { timeout: PATIENCE_MS });
   });
   afterAll(async () => {
     await instance?.close();
@@ -125,7 +126,7 @@ describe('lock sync answered from the change watermark', () => {
       await tx.query('UPDATE tenant_change_counters SET last_seq = last_seq + 1 WHERE tenant_id = $1', [acme.tenantId]);
     });
     expect(watermarks().current(acme.tenantId)).toBe(before);
-    await vi.waitFor(() => expect(watermarks().current(acme.tenantId)).toBe(before + 1), { timeout: 10_000, interval: 100 });
+    await vi.waitFor(() => expect(watermarks().current(acme.tenantId)).toBe(before + 1), { timeout: PATIENCE_MS, interval: 100 });
     expect(watermarks().phase).toBe('trusted');
     expect((await lockStatements(lockId, () => sync(t, token, lockId, cursor))).statements).toBeGreaterThan(0);
   });
@@ -190,10 +191,10 @@ describe('lock sync answered from the change watermark', () => {
     async function whileDown<T>(work: () => Promise<T>): Promise<T> {
       for (let attempt = 0; attempt < 10; attempt++) {
         expect(await killListeners()).toBeGreaterThan(0);
-        await vi.waitFor(() => expect(watermarks().phase).toBe('down'), { timeout: 5000, interval: 5 });
+        await vi.waitFor(() => expect(watermarks().phase).toBe('down'), { timeout: PATIENCE_MS, interval: 5 });
         const value = await work();
         if (watermarks().phase === 'down') return value;
-        await vi.waitFor(() => expect(watermarks().phase).toBe('trusted'), { timeout: 10_000 });
+        await vi.waitFor(() => expect(watermarks().phase).toBe('trusted'), { timeout: PATIENCE_MS });
       }
       throw new Error('the listening connection came back too fast ten times');
     }
@@ -220,7 +221,7 @@ describe('lock sync answered from the change watermark', () => {
       expect(revoked.statements).toBeGreaterThan(0);
       expect(revoked.value.revocations.map((revocation) => revocation.tokenId)).toEqual([ticketId]);
       // Listening again and caught up: the catch-up read holds the change that was never notified.
-      await vi.waitFor(() => expect(watermarks().phase).toBe('trusted'), { timeout: 10_000 });
+      await vi.waitFor(() => expect(watermarks().phase).toBe('trusted'), { timeout: PATIENCE_MS });
       expect(watermarks().current(acme.tenantId)).toBe(await changeCounter(t, acme.tenantId));
       await sync(t, token, lockId, revoked.value.cursor);
       const trusted = await lockStatements(lockId, () => sync(t, token, lockId, revoked.value.cursor));
@@ -235,7 +236,7 @@ describe('lock sync answered from the change watermark', () => {
       const seq = await changeCounter(t, acme.tenantId);
       // NOTIFY is delivered after the commit, not with it: until it arrives this instance may still say "nothing new",
       // with the cursor where the database put it (docs/lock-sync.md), so nothing is skipped, only delayed.
-      await vi.waitFor(() => expect(watermarks().current(acme.tenantId)).toBe(seq), { timeout: 5000, interval: 5 });
+      await vi.waitFor(() => expect(watermarks().current(acme.tenantId)).toBe(seq), { timeout: PATIENCE_MS, interval: 5 });
       const next = await sync(t, token, lockId, cursor);
       expect(next.revocations.map((revocation) => revocation.tokenId)).toEqual([ticketId]);
     });

@@ -208,7 +208,7 @@ describe.skipIf(chromiumMissing !== null)('Swagger UI in chromium', () => {
     expect(result.authorization).toBe(`Bearer ${accessToken}`);
     expect(result.status).toBe('200');
     expect(result.body).toContain(issued.id);
-  }, 120_000);
+  });
 
   it('Access API: every operation renders; Authorize (password, client in the body) gets a token; GET /v1/residents answers 200', async (context) => {
     const client = await createClient(t.app, tenant, ACCESS_API_SCOPES);
@@ -236,7 +236,7 @@ describe.skipIf(chromiumMissing !== null)('Swagger UI in chromium', () => {
     expect(result.authorization).toBe(`Bearer ${accessToken}`);
     expect(result.status).toBe('200');
     expect(result.body).toContain('Swagger Resident');
-  }, 120_000);
+  });
 
   it('Device API: every operation renders; Authorize (a phone-bound client) gets a token; the phone download answers 200', async (context) => {
     await lock(t, operatorToken, 'swagger-door-2');
@@ -250,7 +250,7 @@ describe.skipIf(chromiumMissing !== null)('Swagger UI in chromium', () => {
     expect(result.authorization).toBe(`Bearer ${accessToken}`);
     expect(result.status).toBe('200');
     expect(result.body).toContain(issued.id);
-  }, 120_000);
+  });
   it('OAuth: every operation renders, the token form shows its fields and grants; metadata and a tenant key set answer 200', async (context) => {
     const { page } = await openUi(context, '/oauth/apidocs/index.html', '/oauth/apidocs/json');
     // The token endpoint's form: its fields, the three grants and the USER@TENANT user name, as a reader sees them.
@@ -272,5 +272,5 @@ describe.skipIf(chromiumMissing !== null)('Swagger UI in chromium', () => {
     const keys = await tryItOut(page, 'get', '/tenants/{tenant}/jwks.json', { tenant: tenant.name });
     expect(keys.status).toBe('200');
     expect(keys.body).toContain('"kid"');
-  }, 120_000);
+  });
 });

@@ -29,8 +29,9 @@ export interface TestAppOptions {
   resolveHost?: AppDependencies['resolveHost'];
   /**
    * Every `app.inject` answer to an operation of the committed OpenAPI documents (or of the given validators' documents)
-   * is validated against them: status, media type, body schema; a mismatch rejects the inject (issue 8: any mismatch
-   * between a response and its schema fails). Default: on; TEST_VALIDATE_RESPONSES=0 turns it off for a run.
+   * is validated against them: status, media type, body schema; a mismatch rejects the inject (docs/house-style.md
+   * convention 2: the schema is the API documentation, so an answer that strays from it fails). Default: on;
+   * TEST_VALIDATE_RESPONSES=0 turns it off for a run.
    */
   validateResponses?: boolean | OpenApiResponseValidator[];
 }
@@ -84,7 +85,7 @@ export async function buildTestApp(env: Record<string, string> = {}, options: Te
 }
 
 /**
- * Issue 7 ("logs"): every test file's logs are swept when its app closes, so the whole suite runs with its logs
+ * docs/house-style.md convention 12 (logs redact secrets): every test file's logs are swept when its app closes, so the whole suite runs with its logs
  * checked. Whatever the test did, no line may hold a JWT (access token or ticket credential), a bcrypt hash, an
  * HTTP Basic or Bearer credential, or a form-encoded secret.
  */

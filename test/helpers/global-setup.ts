@@ -11,6 +11,7 @@ import { createPgliteDatabase } from '../../src/db/pglite.js';
 import { createPostgresDatabase } from '../../src/db/postgres.js';
 import { createLogger } from '../../src/logger.js';
 import { adminUrl, postgresTestUrl } from './postgres-url.js';
+import { ROOT } from './process.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -20,9 +21,10 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject) {
-  // Tests run `npm start`, `npm run cli` and `npm run simulate`, whose pre-scripts build dist/. Built once here, those
-  // builds find nothing to emit (incremental), so two test files never write dist/ at the same time.
-  execFileSync('npm', ['run', '--silent', 'build'], { stdio: 'inherit' });
+  // Tests run `npm start`, `npm run cli` and `npm run simulate`, whose pre-scripts compile dist/ when a source is newer
+  // than its last build (scripts/build-if-stale.mjs). The same check here, once, so those find dist/ current and two
+  // test files never write it at the same time.
+  execFileSync(process.execPath, ['scripts/build-if-stale.mjs'], { cwd: ROOT, stdio: 'inherit' });
   // Always: PGlite runs clone it, and spawned servers and CLI runs on an embedded DATA_DIR are seeded from it.
   const directory = mkdtempSync(join(tmpdir(), 'acs-test-'));
   const removeDirectory = () => rmSync(directory, { recursive: true, force: true });

@@ -6,6 +6,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+/**
+ * How long a test waits for something that will happen (a process to start, answer, print or exit; a worker to catch
+ * up): a deadline only ends a wait that would otherwise hang, so it is generous. At load 30-35 on 2 cores a spawned
+ * server took over 120 s to answer /healthz (test/server.test.ts); the same waits end within seconds when the machine
+ * is idle.
+ */
+export const PATIENCE_MS = 300_000;
+
 /** The repository root: spawned processes run from here, like `npm start`. */
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 

@@ -12,7 +12,7 @@ export interface TenantSeed {
 export interface TwoTenants {
   /** The tenant the tests act as (named `acme`). */
   acme: TenantFixture;
-  /** Another tenant (named `other`), whose rows the tests must never see or change (contract: tenant isolation). */
+  /** Another tenant (named `other`), whose rows the tests must never see or change (docs/api-reference.md 2: tenant isolation). */
   other: TenantFixture;
   /** Management client token of `acme` (Operator API, aud operatorapi). */
   token: string;

@@ -7,6 +7,7 @@ import { Webhook } from 'standardwebhooks';
 import type { Queryable } from '../../src/db/database.js';
 import { newWebhookSecret, sealWebhookSecret } from '../../src/services/webhooks/signing-secrets.js';
 import type { SecretsKey } from '../../src/shared/crypto.js';
+import { PATIENCE_MS } from './process.js';
 
 export interface TestWebhook {
   id: string;
@@ -101,7 +102,7 @@ export async function startReceiver(status = 200, port = 0): Promise<Receiver> {
         server.closeAllConnections();
         server.close(() => resolve());
       }),
-    async waitFor(count, timeoutMs = 10_000) {
+    async waitFor(count, timeoutMs = PATIENCE_MS) {
       const deadline = Date.now() + timeoutMs;
       while (received.length < count) {
         if (Date.now() > deadline) throw new Error(`the receiver got ${received.length} requests, not ${count}, within ${timeoutMs} ms`);

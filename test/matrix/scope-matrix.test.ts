@@ -1,5 +1,5 @@
-// Issue 7 scope matrix: every protected route × every scope of its API — only the declared scope passes the bearer
-// check. Generated from the served OpenAPI documents.
+// Scope matrix (docs/api-reference.md 3.6, docs/house-style.md convention 3): every protected route × every scope of
+// its API — only the declared scope passes the bearer check. Generated from the served OpenAPI documents.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { bearer, createTenant } from '../helpers/oauth.js';

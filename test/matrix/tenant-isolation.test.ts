@@ -1,5 +1,5 @@
-// Issue 7 tenant isolation matrix: every route that takes an id, called by tenant A with tenant B's ids, answers 404
-// and changes nothing of B's (docs/api-reference.md 2). Generated from the served OpenAPI documents.
+// Tenant isolation matrix (docs/house-style.md convention 9): every route that takes an id, called by tenant A with
+// tenant B's ids, answers 404 and changes nothing of B's (docs/api-reference.md 2). Generated from the served OpenAPI documents.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACCESS_SCOPES, OPERATOR_SCOPES } from '../../src/shared/scopes.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';

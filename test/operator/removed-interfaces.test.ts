@@ -1,4 +1,4 @@
-// Removed interfaces (docs/api-reference.md 4.4, seed 9): 410 with Sunset and a successor link, or kept alive by configuration.
+// Removed interfaces (docs/api-reference.md 4.4, docs/service-overview.md 9): 410 with Sunset and a successor link, or kept alive by configuration.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { expectNothingChanged } from '../helpers/database-state.js';

@@ -8,6 +8,7 @@ import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';
 import { auditEvents, device, issueTicket, lock, problemFields, ticketBody } from '../helpers/operator.js';
 import { postgresTestUrl } from '../helpers/postgres-url.js';
+import { PATIENCE_MS } from '../helpers/process.js';
 
 const usePostgres = postgresTestUrl() !== undefined;
 
@@ -326,7 +327,7 @@ describe('concurrent ticket creates of one tenant', () => {
         issueTicket(t, tenantToken, ticketBody(t, i === sabotage ? 'door\u0000' : 'door', 'phone')),
       );
       // Every request has reached the service (and so the batcher) before the first batch can be written.
-      await vi.waitFor(() => expect(creates).toHaveBeenCalledTimes(12), { timeout: 10_000 });
+      await vi.waitFor(() => expect(creates).toHaveBeenCalledTimes(12), { timeout: PATIENCE_MS });
       creates.mockRestore();
       await release();
       const responses = await Promise.all(pending);
@@ -380,7 +381,7 @@ describe('concurrent ticket creates of one tenant', () => {
       const pending = Array.from({ length: 8 }, (_, i) =>
         issueTicket(t, tenantToken, ticketBody(t, 'door', i === refusedAt ? 'refused-phone' : 'phone')),
       );
-      await vi.waitFor(() => expect(creates).toHaveBeenCalledTimes(8), { timeout: 10_000 });
+      await vi.waitFor(() => expect(creates).toHaveBeenCalledTimes(8), { timeout: PATIENCE_MS });
       creates.mockRestore();
       await release();
       const responses = await Promise.all(pending);

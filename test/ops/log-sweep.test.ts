@@ -1,4 +1,4 @@
-// The sweep every test app runs over its logs when it closes (issue 7, "logs") recognises what it must.
+// The sweep every test app runs over its logs when it closes (docs/house-style.md convention 12) recognises what it must.
 import { describe, expect, it } from 'vitest';
 import { assertNoSecretsLogged } from '../helpers/app.js';
 

@@ -1,9 +1,9 @@
-// The registry of removed interfaces (docs/api-reference.md 4.4): dates in the seed's form, RFC 8594 Sunset, RFC 9745 Deprecation.
+// The registry of removed interfaces (docs/api-reference.md 4.4): dates as docs/service-overview.md 9 writes them, RFC 8594 Sunset, RFC 9745 Deprecation.
 import { describe, expect, it } from 'vitest';
 import { DEPRECATIONS, deprecationHeaders, httpDate, removalNotice, overviewDate } from '../../../src/shared/deprecations.js';
 
 describe('deprecations', () => {
-  it('writes dates the way the seed does and Sunset as an HTTP-date', () => {
+  it('writes dates the way the service overview does and Sunset as an HTTP-date', () => {
     expect(overviewDate('2019-03-01')).toBe('01.03.2019');
     expect(httpDate('2019-01-01')).toBe('Tue, 01 Jan 2019 00:00:00 GMT');
   });

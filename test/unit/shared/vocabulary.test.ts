@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { channelErrors, commandErrors, parseRevivedInterfaces } from '../../../src/shared/vocabulary.js';
 
 describe('commandErrors', () => {
-  it('accepts the seed commands and names each unknown one with its index and the allowed list', () => {
+  it('accepts the commands of the service overview and names each unknown one with its index and the allowed list', () => {
     expect(commandErrors('commands', ['tokn', 'open', 'clos'])).toEqual([]);
     expect(commandErrors('commands', ['open', 'unlock'])).toEqual([
       { field: 'commands[1]', message: 'unknown command unlock; allowed: tokn, open, clos' },

@@ -1,0 +1,56 @@
+// Compiles src/ to dist/ only when a source changed since the last successful build: what `npm start`, `npm run cli`,
+// `npm run migrate`, `npm run simulate` and the test setup run first, so a run on an unchanged tree starts at once.
+//
+// Plain Node, no dependency: it runs before anything is compiled. Run from the project root (npm runs scripts there):
+// `node scripts/build-if-stale.mjs`; its exit code is tsc's, or 0 when nothing needed compiling. `npm run build`
+// still compiles unconditionally (CI and the Dockerfile run it); the next run here then compiles once more, finds
+// nothing to emit (tsc is incremental) and stamps.
+import { spawnSync } from 'node:child_process';
+import { readdirSync, rmSync, statSync, writeFileSync, utimesSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import process from 'node:process';
+
+/** What the build reads: the sources and the files that decide how they compile. */
+const INPUTS = ['src', 'tsconfig.json', 'tsconfig.build.json', 'package.json'];
+/** Written after a successful build, dated when that build began (so an edit made while it ran still counts). */
+const STAMP = join('dist', '.build-stamp');
+
+/**
+ * The newest modification time under `path`, directories included: removing or renaming a source changes its
+ * directory's time, though no remaining file is newer.
+ */
+function newestTime(path) {
+  const stat = statSync(path, { throwIfNoEntry: false });
+  if (!stat) return 0;
+  if (!stat.isDirectory()) return stat.mtimeMs;
+  let newest = stat.mtimeMs;
+  for (const entry of readdirSync(path)) newest = Math.max(newest, newestTime(join(path, entry)));
+  return newest;
+}
+
+/** True when dist/ has no stamp of a successful build, or some input is newer than it. */
+function isStale(root) {
+  const stamp = statSync(join(root, STAMP), { throwIfNoEntry: false });
+  if (!stamp) return true;
+  return INPUTS.some((input) => newestTime(join(root, input)) > stamp.mtimeMs);
+}
+
+/** Runs the project's tsc on tsconfig.build.json in `root`; stamps dist/ when it succeeds. Returns tsc's exit code. */
+function build(root) {
+  const startedAt = new Date();
+  // A failed build leaves no stamp, so the next run compiles again and shows the errors again.
+  rmSync(join(root, STAMP), { force: true });
+  // The project's own compiler, as `npm run build` would find it.
+  const tsc = createRequire(join(root, 'package.json')).resolve('typescript/bin/tsc');
+  const result = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
+  const code = result.status ?? 1;
+  if (code === 0) {
+    writeFileSync(join(root, STAMP), `built from the sources as they were at ${startedAt.toISOString()}\n`);
+    utimesSync(join(root, STAMP), startedAt, startedAt);
+  }
+  return code;
+}
+
+const root = process.cwd();
+process.exitCode = isStale(root) ? build(root) : 0;
