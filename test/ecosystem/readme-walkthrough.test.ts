@@ -206,9 +206,12 @@ describe('the README walkthrough blocks', () => {
         expect(lines.filter((line) => /^\{"mobileDeviceId":"phone-1","securedObjectId":"(front-door|garage)","status":"VALID"\}$/.test(line))).toHaveLength(2);
         expect(lines.filter((line) => /^\{"securedObjectId":"(front-door|garage)","status":"VALID","downloaded":true\}$/.test(line))).toHaveLength(2);
         expectLine(/^\{"alg":"(EdDSA|ES256)","kid":"[^"]+","typ":"ticket\+jwt"\}$/);
-        const [, credentialTicket, exp, iat] = expectLine(
-          /^\{"iss":"http:\/\/[^"]+\/tenants\/acme","jti":"([0-9a-f-]{36})","sub":"phone-1","aud":"front-door","nbf":0,"exp":(\d+),"iat":(\d+),"beginDate":0,"endDate":4102444800000,/,
+        const [, credentialTicket, nbf, exp, iat] = expectLine(
+          /^\{"iss":"http:\/\/[^"]+\/tenants\/acme","jti":"([0-9a-f-]{36})","sub":"phone-1","aud":"front-door","nbf":(\d+),"exp":(\d+),"iat":(\d+),"beginDate":0,"endDate":4102444800000,/,
         );
+        // docs/api-reference.md 6.4: a ticket that began long ago gives a credential that starts at its signature less the
+        // skew, not at 0, so a lock whose clock was reset accepts no long-expired credential.
+        expect(Number(iat) - Number(nbf)).toBe(300);
         // docs/api-reference.md 8.2: a week at most, however long the ticket runs.
         expect(Number(exp) - Number(iat)).toBe(604800);
         const [, kid] = expectLine(/^\{"issuer":"http:\/\/[^"]+\/tenants\/acme","securedObjectId":"front-door","keys":\["([^"]+)"\],"maxCredentialLifetime":604800\}$/);
