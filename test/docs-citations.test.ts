@@ -158,21 +158,24 @@ function fileNamesInRepository(): Set<string> {
   return names;
 }
 
-/**
- * A citation of a document that lives outside the repository: the documents the project's own pages grew from, by
- * name, or any relative path to a page that climbs out of the repository (as `../shared/…` from its root).
- */
-const OUTSIDE_DOCUMENT = new RegExp(String.raw`(?<![\w-])(?:${['CONTRACT', 'SECURITY-CHECKLIST', 'HOUSE-STYLE'].join('|')})(?:\.md)?(?![\w-])`);
-const RELATIVE_PAGE = /(?<![\w.])((?:\.\.\/)+(?:[\w.-]+\/)*[\w.-]+\.md)\b/g;
+/** A Markdown page named by its file name (`api-reference.md`, `NOTES.md`), with or without a folder before it. */
+const PAGE_NAME = /(?<![\w.-])((?:[\w.-]+\/)*[\w-][\w.-]*\.md)\b/g;
+/** Markdown pages that are not the project's documents but other projects' files (a dependency's README). */
+const NOT_OURS = /(?:^|\/)node_modules\//;
 
-export function outsideCitationsIn(source: string, text: string): string[] {
+/**
+ * Citations of a document that lives outside the repository: a page named by a file name that no file of the
+ * repository has (the documents the project's own pages grew from are not in it), or a relative path to a page that
+ * climbs out of the repository (as `../` from its root). `pages` is every Markdown file name the repository holds.
+ */
+export function outsideCitationsIn(source: string, text: string, pages: ReadonlySet<string>): string[] {
   const found: string[] = [];
   text.split('\n').forEach((content, index) => {
-    const named = OUTSIDE_DOCUMENT.exec(content);
-    if (named) found.push(`${source}:${index + 1} ${named[0]}`);
-    for (const match of content.matchAll(RELATIVE_PAGE)) {
-      const target = resolve(ROOT, dirname(source), match[1]!);
-      if (!target.startsWith(`${resolve(ROOT)}${sep}`)) found.push(`${source}:${index + 1} ${match[1]}`);
+    for (const match of content.matchAll(PAGE_NAME)) {
+      const page = match[1]!;
+      if (NOT_OURS.test(page)) continue;
+      const outside = page.startsWith('../') && !resolve(ROOT, dirname(source), page).startsWith(`${resolve(ROOT)}${sep}`);
+      if (outside || !pages.has(basename(page))) found.push(`${source}:${index + 1} ${page}`);
     }
   });
   return found;
@@ -208,10 +211,11 @@ describe('code paths in the documentation', () => {
 
 describe('citations of documents outside the repository', () => {
   it('appear nowhere in the code, the tests, the benchmarks, the scripts or the documentation', () => {
-    // This file names them to find them.
+    const pages = new Set([...fileNamesInRepository()].filter((name) => name.endsWith('.md')));
+    // This file's own examples name pages that do not exist, to show the reader finds them.
     const sources = CITING.flatMap(filesUnder).filter((path) => path !== relative(ROOT, new URL(import.meta.url).pathname));
     expect(sources.length).toBeGreaterThan(300);
-    expect(sources.flatMap((path) => outsideCitationsIn(path, readFileSync(join(ROOT, path), 'utf8')))).toEqual([]);
+    expect(sources.flatMap((path) => outsideCitationsIn(path, readFileSync(join(ROOT, path), 'utf8'), pages))).toEqual([]);
   });
 });
 
@@ -246,16 +250,11 @@ describe('the citation reader', () => {
     expect(fileNames.map(({ path, line }) => `${line} ${path}`)).toEqual(['2 ticket.service.ts']);
   });
 
-  it('knows a citation of an outside document by its name or by a relative path out of the repository', () => {
-    const names = ['CONTRACT', 'SECURITY-CHECKLIST', 'HOUSE-STYLE'];
-    const text = [`(${names[0]}.md 4.3)`, `see ${names[1]} G48`, `${names[2]}.md convention 2`, 'the docs/house-style.md conventions', '[x](../notes/a.md)'].join('\n');
-    expect(outsideCitationsIn('README.md', text)).toEqual([
-      `README.md:1 ${names[0]}.md`,
-      `README.md:2 ${names[1]}`,
-      `README.md:3 ${names[2]}.md`,
-      'README.md:5 ../notes/a.md',
-    ]);
+  it('knows a citation of an outside document by a page name the repository lacks or a relative path out of it', () => {
+    const pages = new Set(['api-reference.md', 'README.md']);
+    const text = ['(NOTES.md 4.3)', 'docs/api-reference.md 8.1 and README.md', '[x](../notes/api-reference.md)', '[y](../../outside/README.md)'].join('\n');
+    expect(outsideCitationsIn('README.md', text, pages)).toEqual(['README.md:1 NOTES.md', 'README.md:3 ../notes/api-reference.md', 'README.md:4 ../../outside/README.md']);
     // From test/, ../docs/ is the repository's own.
-    expect(outsideCitationsIn('test/x.test.ts', '[x](../docs/api-reference.md)')).toEqual([]);
+    expect(outsideCitationsIn('test/x.test.ts', '[x](../docs/api-reference.md)', pages)).toEqual([]);
   });
 });

@@ -1,4 +1,4 @@
-// The committed OpenAPI documents in openapi/ equal what the server serves (DEVELOPERS.md: docs are part of the work).
+// The committed OpenAPI documents in openapi/ equal what the server serves (docs/api-reference.md 1: they are kept equal).
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatDocument, servedDocuments } from '../scripts/openapi-documents.js';
