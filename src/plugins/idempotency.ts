@@ -28,13 +28,15 @@ const REPLAYED_HEADERS = ['location', 'content-type', 'cache-control'];
  * The secret is never stored (nor shown again): the replay says it was withheld.
  */
 function withoutSecret(payload: string, field: string): string {
+  // Fails closed: an answer that is not a JSON object is not kept at all, so a secret can never reach the store.
+  const withheld = JSON.stringify({ secretWithheld: true });
   try {
     const body = JSON.parse(payload) as unknown;
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) return payload;
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) return withheld;
     const { [field]: _secret, ...rest } = body as Record<string, unknown>;
     return JSON.stringify({ ...rest, secretWithheld: true });
   } catch {
-    return payload;
+    return withheld;
   }
 }
 
