@@ -44,7 +44,7 @@ export const AccessCheckReasonSchema = named(
           'Stable reason code. `valid`: the credential opens the lock. `no-token`: the phone has no ticket for the lock. ' +
           '`not-downloaded`: the phone holds no credential for the ticket (its other reasons, prefixed "Once downloaded", say ' +
           'what a downloaded one would meet). `key-not-published`: the credential\'s signing key was withdrawn (an emergency ' +
-          'rotation); the phone must download again; with `allow`, the lock has not applied the key-set change yet and may still accept it. `revoked`: revoked, and the lock applied it. `revocation-not-applied`: ' +
+          'rotation); the phone must download again; with `allow`, the lock has not applied the key-set change yet and may still accept it. `key-not-known-yet`: the credential\'s signing key was announced after the last change the lock acknowledged, so the lock does not know it and refuses until it syncs or a phone brings it the key set. `revoked`: revoked, and the lock applied it. `revocation-not-applied`: ' +
           'revoked, but the lock has not applied it yet, so the door may still open (the ticket\'s decision is then `allow`). ' +
           '`expired`; `credential-expired`: the ticket still runs but the phone\'s credential ran out (it renews on the next ' +
           'download); `not-yet-valid`; `outside-schedule` (with `nextWindowStart`); `command-not-granted`; ' +

@@ -6,7 +6,7 @@ import { listTicketsOfDeviceForLock } from '../db/repositories/download.repo.js'
 import { findLockTelemetry } from '../db/repositories/lock-telemetry.repo.js';
 import { findMobileDevice } from '../db/repositories/mobile-device.repo.js';
 import { findSecuredObject } from '../db/repositories/secured-object.repo.js';
-import { findTicketKeySetSeq } from '../db/repositories/signing-key.repo.js';
+import { findTicketKeySetSeq, listTicketKeyAnnouncements } from '../db/repositories/signing-key.repo.js';
 import type { TicketStatus } from '../db/repositories/ticket.repo.js';
 import { NotFoundError } from '../errors.js';
 import {
@@ -91,9 +91,13 @@ export function createAccessCheckService({ db, clock, credentials }: AccessCheck
       const rows = await listTicketsOfDeviceForLock(db, tenantId, device.id, lock.id, request, MAX_EXPLAINED_TICKETS + 1);
       const tickets = rows.slice(0, MAX_EXPLAINED_TICKETS);
       // Read only when a credential is held: with none, no key is asked about (and none is made for the tenant).
-      const publishedKids = tickets.some((ticket) => ticket.credential !== null)
-        ? new Set((await credentials.keySet(tenantId)).keys.map((key) => key.kid))
-        : new Set<string>();
+      const held = tickets.some((ticket) => ticket.credential !== null);
+      const [publishedKids, keyAnnouncements] = held
+        ? await Promise.all([
+            credentials.keySet(tenantId).then((set) => new Set(set.keys.map((key) => key.kid))),
+            listTicketKeyAnnouncements(db, tenantId),
+          ])
+        : [new Set<string>(), new Map<string, number>()];
       const view = lockView(
         {
           issuer,
@@ -103,6 +107,7 @@ export function createAccessCheckService({ db, clock, credentials }: AccessCheck
           publishedKids,
           appliedThrough: telemetry?.appliedThrough ?? null,
           keySetSeq,
+          keyAnnouncements,
           clockOffsetMs,
         },
         tickets,

@@ -23,6 +23,7 @@ export const ACCESS_CHECK_CODES = [
   'no-token',
   'not-downloaded',
   'key-not-published',
+  'key-not-known-yet',
   'revoked',
   'revocation-not-applied',
   'expired',
@@ -85,6 +86,11 @@ export interface LockView {
    * it, or it was never seen): it may still hold a key withdrawn since, and accept a credential under it.
    */
   keySetPending: boolean;
+  /**
+   * Published kids announced after the change-log position the lock has applied (docs/api-reference.md 8.6): the lock
+   * has not learnt them, and refuses a credential signed with one as a key it does not know.
+   */
+  unknownKids: ReadonlySet<string>;
   /** The lock's clock minus the server's (ms); null: never estimated. */
   clockOffsetMs: number | null;
 }
@@ -141,6 +147,8 @@ export interface LockFacts {
   appliedThrough: number | null;
   /** The change-log position of the tenant's last ticket-key-set change (docs/api-reference.md 8.1); 0: none yet. */
   keySetSeq: number;
+  /** Each published kid and the change-log position that announced it (0: before positions were kept). */
+  keyAnnouncements: ReadonlyMap<string, number>;
   /** The lock's clock minus the server's (ms); null: never estimated. */
   clockOffsetMs: number | null;
 }
@@ -158,6 +166,14 @@ export function lockView(facts: LockFacts, tickets: readonly ExplainedTicketFact
     revoked: new Set(tickets.filter((ticket) => ticket.revocationAppliedAt !== null).map((ticket) => ticket.id)),
     publishedKids: facts.publishedKids,
     keySetPending: (facts.appliedThrough ?? 0) < facts.keySetSeq,
+    // A lock that never acknowledged a position (never seen, or seen before its first acknowledgement) holds the key set
+    // of its trust answer or first sync, which the server cannot date: it is judged to know every published key. Once it
+    // acknowledged a position, a key announced after it is one it has not learnt.
+    unknownKids: new Set(
+      facts.appliedThrough === null || facts.appliedThrough === 0
+        ? []
+        : [...facts.keyAnnouncements].filter(([kid, seq]) => facts.publishedKids.has(kid) && seq > facts.appliedThrough!).map(([kid]) => kid),
+    ),
     clockOffsetMs: facts.clockOffsetMs,
   };
 }
@@ -331,6 +347,16 @@ function keyNotPublished(kid: unknown): AccessCheckReason {
   };
 }
 
+function keyNotKnownYet(kid: string): AccessCheckReason {
+  return {
+    code: 'key-not-known-yet',
+    message:
+      `The credential the phone holds is signed with the key ${kid}, which the tenant announced after the last change the ` +
+      'lock has applied (its last sync or a receipt a phone relayed): the lock does not know the key and refuses the ' +
+      'credential until it syncs, or a phone with a recent download brings it the key set (docs/api-reference.md 8.1).',
+  };
+}
+
 function keyWithdrawalNotApplied(kid: unknown, opens: boolean): AccessCheckReason {
   const withdrawn =
     `The credential the phone holds is signed with the key ${typeof kid === 'string' ? kid : '(none)'}, which is no longer in the ` +
@@ -391,7 +417,11 @@ export function explainTicket(evidence: TicketEvidence, lock: LockView, request:
   let reasons: AccessCheckReason[];
   // The lock verifies the signature with a key of its set before it reads the claims, after the header's type
   // (src/simulator/lock-simulator.ts): a credential of another type is refused as such, by the rule below.
-  if (isObject(header) && header.typ === CREDENTIAL_TYPE && !(typeof header.kid === 'string' && lock.publishedKids.has(header.kid))) {
+  if (isObject(header) && header.typ === CREDENTIAL_TYPE && typeof header.kid === 'string' && lock.unknownKids.has(header.kid)) {
+    // The lock looks the key up before anything else of the credential (src/simulator/lock-simulator.ts).
+    decision = 'deny';
+    reasons = [keyNotKnownYet(header.kid)];
+  } else if (isObject(header) && header.typ === CREDENTIAL_TYPE && !(typeof header.kid === 'string' && lock.publishedKids.has(header.kid))) {
     if (lock.keySetPending) {
       // The lock may still hold the key (an emergency rotation it has not learnt): judged as if it did, as it would.
       const check = checkCredential(header, claims, state, access);

@@ -342,6 +342,7 @@ describe('GET /operatorapi/access-checks', () => {
       'command-not-granted': ['command not permitted'],
       revoked: ['revoked'],
       'key-not-published': ['unknown signing key'],
+      'key-not-known-yet': ['unknown signing key'],
     };
     let compared = 0;
     async function expectAgreement(offsetMs = 0) {
@@ -391,5 +392,25 @@ describe('GET /operatorapi/access-checks', () => {
     expect(explained.tokens.find((token) => token.id === second.id)).toMatchObject({ decision: 'deny', reasons: [{ code: 'key-not-published' }, { code: 'clock-drift' }] });
     expect(explained.decision).toBe('deny');
     expect(compared).toBe(8 * 3 + 2 * 11 * 3 + 11 * 3);
+
+    // Another emergency rotation the lock has not synced since: a credential under the new key is one it does not
+    // know. Both refuse it; once the lock synced and acknowledged, both open.
+    const third = await ticket(t, token, 'vault', 'phone-vault', { beginDate, endDate: beginDate + 10 * DAY, commands: ['open'] });
+    const again = await call(t, await keyRotationToken(t.app, acme), { method: 'POST', url: '/operatorapi/ticket-keys/rotations', payload: { emergency: true } });
+    expect(again.statusCode, again.body).toBe(201);
+    const thirdCredential = (await downloadAs('phone-vault')).find((item) => item.id === third.id)!.credential;
+    const unknownKey = await simulator.decide(thirdCredential, 'open', at - 45_000, 'btlespp');
+    expect(unknownKey).toMatchObject({ decision: 'deny', reason: 'unknown signing key' });
+    const notKnown = await check('phone-vault', 'vault', { at });
+    expect(notKnown.tokens.find((token) => token.id === third.id)).toMatchObject({
+      decision: 'deny',
+      reasons: [{ code: 'key-not-known-yet', message: expect.stringContaining(again.json().kid) }, { code: 'clock-drift' }],
+    });
+    expect(notKnown.decision).toBe('deny');
+    await syncSimulator();
+    now += 60_000;
+    await syncSimulator();
+    expect(await simulator.decide(thirdCredential, 'open', at - 45_000, 'btlespp')).toMatchObject({ decision: 'open' });
+    expect((await check('phone-vault', 'vault', { at })).decision).toBe('allow');
   });
 });

@@ -208,6 +208,21 @@ export async function recordTicketKeySetChange(db: Queryable, tenantId: string, 
      ON CONFLICT (tenant_id) DO UPDATE SET change_seq = EXCLUDED.change_seq, changed_at = EXCLUDED.changed_at`,
     [tenantId, changeSeq, changedAt],
   );
+  // The key this change made (the only one not stamped yet) is announced at its position: a lock that has applied a
+  // lower one does not know the key (docs/api-reference.md 8.6).
+  await db.query(
+    `UPDATE signing_keys SET announced_seq = $2 WHERE tenant_id = $1 AND purpose = 'ticket' AND announced_seq IS NULL`,
+    [tenantId, changeSeq],
+  );
+}
+
+/** Each published ticket key of the tenant and the change-log position that announced it (docs/api-reference.md 8.6). */
+export async function listTicketKeyAnnouncements(db: Queryable, tenantId: string): Promise<Map<string, number>> {
+  const { rows } = await db.query<{ kid: string; announced_seq: string | number | null }>(
+    `SELECT kid, announced_seq FROM signing_keys WHERE tenant_id = $1 AND purpose = 'ticket' AND withdrawn_at IS NULL`,
+    [tenantId],
+  );
+  return new Map(rows.map((row) => [row.kid, Number(row.announced_seq ?? 0)]));
 }
 
 /** The change number of the tenant's last ticket-key-set change (docs/api-reference.md 8.1); 0: none yet. */

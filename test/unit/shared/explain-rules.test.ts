@@ -51,6 +51,7 @@ const lock = (overrides: Partial<LockView> = {}): LockView => ({
   revoked: new Set(),
   publishedKids: new Set(['key-1']),
   keySetPending: false,
+  unknownKids: new Set(),
   clockOffsetMs: null,
   ...overrides,
 });
@@ -170,6 +171,18 @@ describe('explainTicket', () => {
     // A header of another type is refused as such by the rule, whatever its key.
     expect(codes(explainTicket(held({}, {}, { ...HEADER, typ: 'at+jwt', kid: 'key-9' }), lock(), request(), AT))).toEqual(['malformed-credential']);
     expect(codes(explainTicket(held({}, {}, null), lock(), request(), AT))).toEqual(['malformed-credential']);
+  });
+
+  it('refuses a credential under a published key announced after what the lock applied, before anything else, as the lock does', () => {
+    const result = explainTicket(held({ cmd: ['clos'] }), lock({ unknownKids: new Set(['key-1']) }), request(), AT);
+    expect(result).toEqual({ decision: 'deny', reasons: [{ code: 'key-not-known-yet', message: expect.stringContaining('key-1') }] });
+    // Revoked on the server and not applied: the door stays shut anyway, and both are said.
+    expect(codes(explainTicket(held({}, { revokedAt: BEGIN + 60_000 }), lock({ unknownKids: new Set(['key-1']) }), request(), AT))).toEqual([
+      'key-not-known-yet',
+      'revocation-not-applied',
+    ]);
+    // Another key unknown to the lock changes nothing for this credential.
+    expect(explainTicket(held(), lock({ unknownKids: new Set(['key-2']) }), request(), AT).decision).toBe('allow');
   });
 
   it('a withdrawn key the lock has not learnt of yet: judged as the lock still holding it would, and said so', () => {
@@ -299,6 +312,7 @@ describe('lockView', () => {
     publishedKids: new Set(['key-1']),
     appliedThrough: 7,
     keySetSeq: 7,
+    keyAnnouncements: new Map([['key-1', 7]]),
     clockOffsetMs: null,
     ...overrides,
   });
@@ -315,6 +329,17 @@ describe('lockView', () => {
     expect(lockView(facts({ appliedThrough: null, keySetSeq: 7 }), []).keySetPending).toBe(true);
     // A tenant with no key-set change yet: nothing to learn, whether or not the lock was seen.
     expect(lockView(facts({ appliedThrough: null, keySetSeq: 0 }), []).keySetPending).toBe(false);
+  });
+
+  it('a published key announced after the lock\'s applied position is one it does not know; a lock that never acknowledged a position is judged to know all', () => {
+    const announced = new Map([['key-1', 3], ['key-2', 8], ['key-gone', 9]]);
+    const published = new Set(['key-1', 'key-2']);
+    const view = (appliedThrough: number | null) => lockView(facts({ appliedThrough, keySetSeq: 8, keyAnnouncements: announced, publishedKids: published }), []);
+    expect(view(7).unknownKids).toEqual(new Set(['key-2']));
+    expect(view(8).unknownKids).toEqual(new Set());
+    expect(view(2).unknownKids).toEqual(new Set(['key-1', 'key-2']));
+    expect(view(null).unknownKids).toEqual(new Set());
+    expect(view(0).unknownKids).toEqual(new Set());
   });
 });
 
