@@ -393,8 +393,8 @@ describe('GET /operatorapi/access-checks', () => {
     expect(explained.decision).toBe('deny');
     expect(compared).toBe(8 * 3 + 2 * 11 * 3 + 11 * 3);
 
-    // Another emergency rotation the lock has not synced since: a credential under the new key is one it does not
-    // know. Both refuse it; once the lock synced and acknowledged, both open.
+    // docs/security-cases.md H53: another emergency rotation the lock has not synced since: a credential under the new
+    // key is one it does not know. Both refuse it; once the lock synced and acknowledged, both open.
     const third = await ticket(t, token, 'vault', 'phone-vault', { beginDate, endDate: beginDate + 10 * DAY, commands: ['open'] });
     const again = await call(t, await keyRotationToken(t.app, acme), { method: 'POST', url: '/operatorapi/ticket-keys/rotations', payload: { emergency: true } });
     expect(again.statusCode, again.body).toBe(201);
