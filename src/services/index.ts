@@ -29,6 +29,7 @@ import { createDownloadService } from './download.service.js';
 import { createLockSyncService } from './lock-sync.service.js';
 import { createAccessCheckService } from './explain.service.js';
 import { createAccessLogService } from './access-log.service.js';
+import { createAccessLogBudget } from './access-log-budget.js';
 import { createLockTelemetryService } from './lock-telemetry.service.js';
 import { createRequestLoad } from './webhooks/pacing.js';
 import { createWebhookDeliveryService, parseRetrySchedule } from './webhooks/delivery.service.js';
@@ -104,7 +105,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     metrics,
   });
   const accessChecks = createAccessCheckService({ db, clock, credentials });
-  const accessLogs = createAccessLogService({ db, clock });
+  const accessLogs = createAccessLogService({ db, clock, budget: createAccessLogBudget({ entriesPerHour: config.ACCESS_LOG_ENTRIES_PER_LOCK_PER_HOUR }) });
   // docs/api-reference.md 10: one guard for subscribing and for delivering, so both refuse the same addresses.
   const webhookUrlGuard = createWebhookUrlGuard({
     allowInsecure: config.WEBHOOK_ALLOW_INSECURE === 'true',
