@@ -1,20 +1,24 @@
 // Access logs stay bounded (docs/api-reference.md 8.5): one hourly budget of new entries per lock, shared by its own
-// client and every phone relaying for it, refused whole with 429 and Retry-After beyond it.
+// client and every phone relaying for it, refused whole with 429 and Retry-After beyond it; and the retention prune,
+// by the server's receipt time, a tenant and a bounded batch at a time.
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pruneAccessLogEntries } from '../../src/db/repositories/access-log-bounds.repo.js';
 import { buildApp } from '../../src/app.js';
 import { createPostgresDatabase } from '../../src/db/postgres.js';
 import { createLogger } from '../../src/logger.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { lockToken, phoneToken } from '../helpers/device.js';
-import { bearer, type TenantFixture } from '../helpers/oauth.js';
-import { expectProblem, ticket } from '../helpers/operator.js';
+import { bearer, clientToken, type TenantFixture } from '../helpers/oauth.js';
+import { expectProblem, HOUR, lock, ticket } from '../helpers/operator.js';
 import { postgresTestUrl } from '../helpers/postgres-url.js';
 import { twoTenants, type TwoTenants } from '../helpers/tenants.js';
 
 const START = Date.UTC(2026, 2, 2, 8, 0, 0, 0);
+const DAY = 24 * HOUR;
 /** The smallest budget the configuration takes: one full upload (docs/lock-integration.md 7). */
 const BUDGET = 1000;
+const RETENTION_DAYS = 30;
 
 interface Entry {
   entryNo: number;
@@ -68,7 +72,10 @@ describe('the access-log budget and retention', () => {
   }
 
   beforeAll(async () => {
-    t = await buildTestApp({ BCRYPT_COST: '4', ACCESS_LOG_ENTRIES_PER_LOCK_PER_HOUR: String(BUDGET) }, { clock: () => now });
+    t = await buildTestApp(
+      { BCRYPT_COST: '4', ACCESS_LOG_ENTRIES_PER_LOCK_PER_HOUR: String(BUDGET), ACCESS_LOG_RETENTION_DAYS: String(RETENTION_DAYS) },
+      { clock: () => now },
+    );
     tenants = await twoTenants(t, {
       acme: { locks: ['door', 'gate', 'shed', 'pair', 'kept'], devices: ['phone', 'courier'] },
       other: { locks: ['door'], devices: [] },
@@ -182,4 +189,47 @@ describe('the access-log budget and retention', () => {
     }
   });
 
+  it('prunes, a tenant at a time, the entries received before the retention, whatever lockTime they claim', async () => {
+    // Fresh locks, so the other tests' entries (received at START and after) do not count here.
+    // The management tokens of the set-up have expired an hour ago: fresh ones.
+    await lock(t, await clientToken(t.app, tenants.acme), 'aged');
+    await lock(t, await clientToken(t.app, tenants.other), 'aged');
+    const acmeLock = await lockToken(t, tenants.acme, 'aged');
+    const otherLock = await lockToken(t, tenants.other, 'aged');
+    const received = now;
+    // Received now, one claiming a lockTime far in the future: it goes with its receipt time all the same.
+    expect(answer(await fromLock(acmeLock, 'aged', { entries: [...entries(1, 3), ...entries(4, 4, now + 10 * 365 * DAY)] })).accepted).toBe(4);
+    expect(answer(await fromLock(otherLock, 'aged', { entries: entries(1, 2) })).accepted).toBe(2);
+    now += 20 * DAY;
+    // Received 20 days later, one claiming a lockTime far in the past: kept, as received within the retention.
+    expect(answer(await fromLock(await lockToken(t, tenants.acme, 'aged'), 'aged', { entries: [...entries(5, 5), ...entries(6, 6, 0)] })).accepted).toBe(2);
+    now += 11 * DAY;
+
+    // The repository's batch is bounded, names its tenant, and takes the oldest first: two of the door's first
+    // upload (the first test's, at START), none of this lock's, none of the other tenant's.
+    const before = now - RETENTION_DAYS * DAY;
+    expect(await pruneAccessLogEntries(t.database.db, tenants.acme.tenantId, before, 2)).toBe(2);
+    expect(await stored(tenants.acme, 'door')).toHaveLength(1998);
+    expect(await stored(tenants.acme, 'aged')).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(await stored(tenants.other, 'aged')).toEqual([1, 2]);
+    expect(await stored(tenants.other, 'door')).toHaveLength(1000);
+
+    const ages = async () => {
+      const { rows } = await t.database.db.query<{ old: number; young: number }>(
+        `SELECT count(*) FILTER (WHERE received_at < $1)::int AS old, count(*) FILTER (WHERE received_at >= $1)::int AS young FROM access_log_entries`,
+        [before],
+      );
+      return rows[0]!;
+    };
+    const { old } = await ages();
+    // This test's first four, and every entry of the tests before, all received at least 31 days ago.
+    expect(received).toBeLessThan(before);
+    expect(old).toBeGreaterThan(2 + 2 + 1000);
+    expect(await t.app.services.accessLogRetention.prune()).toBe(old);
+    expect(await stored(tenants.acme, 'aged')).toEqual([5, 6]);
+    expect(await stored(tenants.other, 'aged')).toEqual([]);
+    expect(await stored(tenants.other, 'door')).toEqual([]);
+    expect(await ages()).toEqual({ old: 0, young: 2 });
+    expect(await t.app.services.accessLogRetention.prune()).toBe(0);
+  });
 });

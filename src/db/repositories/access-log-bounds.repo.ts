@@ -1,5 +1,5 @@
 // SQL that keeps access logs bounded (docs/api-reference.md 8.5): each lock's hourly budget of new entries, shared by
-// every uploader.
+// every uploader, and the retention prune of old entries, a tenant and a bounded batch at a time.
 import type { Queryable } from '../database.js';
 
 /** What charging an upload against its lock's budget found. */
@@ -71,3 +71,19 @@ export async function chargeAccessLogBudget(
   };
 }
 
+/**
+ * Deletes up to `limit` of the tenant's entries the server received before `before` (ms), oldest first: a range of
+ * access_log_entries_received_idx (migration 022). By the server's receipt time, never by `lock_time`, which the lock
+ * or a relaying phone states: a forged time far in the future would keep an entry for ever, one far in the past would
+ * prune it at once. Rows another instance's prune holds are skipped, not waited for. Answers how many went.
+ */
+export async function pruneAccessLogEntries(db: Queryable, tenantId: string, before: number, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM access_log_entries WHERE tenant_id = $1 AND (secured_object_id, lock_registered_at, entry_no) IN (
+       SELECT secured_object_id, lock_registered_at, entry_no FROM access_log_entries
+        WHERE tenant_id = $1 AND received_at < $2::bigint
+        ORDER BY received_at LIMIT $3 FOR UPDATE SKIP LOCKED)`,
+    [tenantId, before, limit],
+  );
+  return rowCount ?? 0;
+}
