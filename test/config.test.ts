@@ -1,6 +1,7 @@
 // loadConfig: defaults, conversion of environment strings, and refusals that name the bad variable.
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, checkListener, loadConfig, trustProxyOption } from '../src/config.js';
+import { ConfigError, ConfigSchema, checkListener, loadConfig, trustProxyOption } from '../src/config.js';
+import { MAX_UPLOAD_ENTRIES } from '../src/schemas/access-log.js';
 import { isLoopbackHost } from '../src/shared/loopback.js';
 import { createSeededDataDir } from './helpers/database.js';
 import { PATIENCE_MS, freePort, killAll, spawnNode, waitForUrl } from './helpers/process.js';
@@ -152,6 +153,23 @@ describe('loadConfig', () => {
 
   it('gives the range of an integer variable', () => {
     expect(configError({ DB_POOL_MAX: 'many' }).problems).toEqual(['DB_POOL_MAX="many": must be a whole number from 1 to 1000, written in digits']);
+  });
+
+  it('keeps access logs for a year by default, and lets no lock\'s budget be smaller than one full upload', () => {
+    expect(loadConfig({})).toMatchObject({ ACCESS_LOG_RETENTION_DAYS: 365, ACCESS_LOG_ENTRIES_PER_LOCK_PER_HOUR: 10_000 });
+    expect(configError({ ACCESS_LOG_RETENTION_DAYS: '0' }).problems).toEqual([
+      'ACCESS_LOG_RETENTION_DAYS=0: must be a whole number of at least 1, written in digits',
+    ]);
+    // docs/api-reference.md 8.5: an upload over the budget is refused whole, so a budget below MAX_UPLOAD_ENTRIES would
+    // refuse a lock's full upload for ever.
+    expect(ConfigSchema.properties.ACCESS_LOG_ENTRIES_PER_LOCK_PER_HOUR.minimum).toBe(MAX_UPLOAD_ENTRIES);
+    expect(configError({ ACCESS_LOG_ENTRIES_PER_LOCK_PER_HOUR: '999' }).problems).toEqual([
+      'ACCESS_LOG_ENTRIES_PER_LOCK_PER_HOUR=999: must be a whole number from 1000 to 1000000, written in digits',
+    ]);
+    expect(loadConfig({ ACCESS_LOG_ENTRIES_PER_LOCK_PER_HOUR: '1000', ACCESS_LOG_RETENTION_DAYS: '1' })).toMatchObject({
+      ACCESS_LOG_ENTRIES_PER_LOCK_PER_HOUR: 1000,
+      ACCESS_LOG_RETENTION_DAYS: 1,
+    });
   });
 
   it('refuses an unknown removed interface in DEPRECATED_INTERFACES_ENABLED and lists those that can be kept alive', () => {

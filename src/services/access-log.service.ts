@@ -14,6 +14,7 @@ import { findLockForClient } from '../db/repositories/lock-sync.repo.js';
 import { recordLockContact } from '../db/repositories/lock-telemetry.repo.js';
 import { holdSecuredObjectForBinding } from '../db/repositories/secured-object.repo.js';
 import { ForbiddenError, NotFoundError } from '../errors.js';
+import type { AccessLogBudget } from './access-log-budget.js';
 import type { Clock } from './context.js';
 import { assertBinding, assertLockClientActive, type DeviceBinding } from '../shared/device-binding.js';
 import { cutPage, invalidCursor, type Page } from '../shared/pagination.js';
@@ -121,9 +122,11 @@ function decodeLogCursor(cursor: string | undefined): AccessLogPosition | null {
 export interface AccessLogServiceOptions {
   db: Database;
   clock: Clock;
+  /** The lock's hourly budget of new entries, shared by all its uploaders (access-log-budget.ts). */
+  budget: AccessLogBudget;
 }
 
-export function createAccessLogService({ db, clock }: AccessLogServiceOptions) {
+export function createAccessLogService({ db, clock, budget }: AccessLogServiceOptions) {
   /**
    * Stores one upload in one transaction. The contact is recorded first: it upserts and row-locks the lock's telemetry
    * row, so concurrent uploads of one lock run one after another, and its `logHigh` is the high mark before this
@@ -160,6 +163,9 @@ export function createAccessLogService({ db, clock }: AccessLogServiceOptions) {
       });
       if (!(await holdSecuredObjectForBinding(tx, tenantId, securedObjectId))) throw new NotFoundError(`No secured object ${securedObjectId}.`);
       await recheck(tx);
+      const entryNos = upload.entries.map((entry) => entry.entryNo);
+      // docs/api-reference.md 8.5: over the lock's budget the whole upload is refused (429) before anything is written.
+      await budget.charge(tx, tenantId, securedObjectId, entryNos, now);
       // Each entry carries its upload's estimate, or the lock's last one when this upload has none.
       const stored = await insertAccessLogEntries(
         tx,
@@ -171,7 +177,6 @@ export function createAccessLogService({ db, clock }: AccessLogServiceOptions) {
       );
       // Deleted since the checks: nothing of this upload is kept (the transaction rolls back).
       if (stored === null) throw new NotFoundError(`No secured object ${securedObjectId}.`);
-      const entryNos = upload.entries.map((entry) => entry.entryNo);
       await raiseLogHigh(tx, tenantId, securedObjectId, Math.max(...entryNos));
       return {
         accepted: stored.accepted,

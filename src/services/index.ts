@@ -29,6 +29,8 @@ import { createDownloadService } from './download.service.js';
 import { createLockSyncService } from './lock-sync.service.js';
 import { createAccessCheckService } from './explain.service.js';
 import { createAccessLogService } from './access-log.service.js';
+import { createAccessLogBudget } from './access-log-budget.js';
+import { createAccessLogRetention } from './access-log-retention.js';
 import { createLockTelemetryService } from './lock-telemetry.service.js';
 import { createRequestLoad } from './webhooks/pacing.js';
 import { createWebhookDeliveryService, parseRetrySchedule } from './webhooks/delivery.service.js';
@@ -104,7 +106,8 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     metrics,
   });
   const accessChecks = createAccessCheckService({ db, clock, credentials });
-  const accessLogs = createAccessLogService({ db, clock });
+  const accessLogs = createAccessLogService({ db, clock, budget: createAccessLogBudget({ entriesPerHour: config.ACCESS_LOG_ENTRIES_PER_LOCK_PER_HOUR }) });
+  const accessLogRetention = createAccessLogRetention({ db, clock, log, retentionMs: config.ACCESS_LOG_RETENTION_DAYS * 86_400_000 });
   // docs/api-reference.md 10: one guard for subscribing and for delivering, so both refuse the same addresses.
   const webhookUrlGuard = createWebhookUrlGuard({
     allowInsecure: config.WEBHOOK_ALLOW_INSECURE === 'true',
@@ -188,6 +191,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     changeWatermarks,
     accessChecks,
     accessLogs,
+    accessLogRetention,
     lockTelemetry,
     webhookUrlGuard,
     webhooks,
@@ -202,6 +206,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
       await changeWatermarks.start();
       idempotency.start();
       audit.start();
+      accessLogRetention.start();
       tokens.start();
       webhookDeliveries.start();
     },
@@ -211,6 +216,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
       tokens.stop();
       idempotency.stop();
       audit.stop();
+      accessLogRetention.stop();
       await accessTokenKeys.stop();
       await ticketKeys.stop();
       await revocations.stop();

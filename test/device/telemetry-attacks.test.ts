@@ -3,6 +3,7 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/database.js';
+import { createAccessLogBudget } from '../../src/services/access-log-budget.js';
 import { createAccessLogService } from '../../src/services/access-log.service.js';
 import { LockSimulator } from '../../src/simulator/lock-simulator.js';
 import { ForbiddenError, NotFoundError } from '../../src/errors.js';
@@ -319,7 +320,7 @@ describe('lock telemetry under attack', () => {
           return db.transaction(work) as Promise<T>;
         },
       });
-      const service = createAccessLogService({ db: racing, clock: () => now });
+      const service = createAccessLogService({ db: racing, clock: () => now, budget: createAccessLogBudget({ entriesPerHour: t.config.ACCESS_LOG_ENTRIES_PER_LOCK_PER_HOUR }) });
       const upload = { lockTime: now, appliedSerial: await lastSeq(acme.tenantId), entries: [{ entryNo: 1, lockTime: now, command: 'open', channel: 'btlespp', result: 'granted' as const }] };
       const attempt =
         via === 'lock'
@@ -365,7 +366,7 @@ describe('lock telemetry under attack', () => {
           ),
         ) as Promise<T>,
     });
-    const service = createAccessLogService({ db: racing, clock: () => now });
+    const service = createAccessLogService({ db: racing, clock: () => now, budget: createAccessLogBudget({ entriesPerHour: t.config.ACCESS_LOG_ENTRIES_PER_LOCK_PER_HOUR }) });
     const entries = [{ entryNo: 1, lockTime: now, command: 'open', channel: 'btlespp', result: 'granted' as const }];
     const answer = await service.uploadFromLock(acme.tenantId, { clientId: lockClient.clientId, securedObjectId: id }, id, { entries });
     await racer;
