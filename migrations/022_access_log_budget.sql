@@ -1,4 +1,4 @@
--- Access logs stay bounded (docs/api-reference.md 8.5): each lock's uploads share one budget of new entries an hour,
+-- Access logs stay bounded (docs/api-reference.md 8.5): each lock's uploads share one budget of new entries a minute,
 -- and entries older than ACCESS_LOG_RETENTION_DAYS are pruned, so no uploader can grow the database without bound.
 
 -- The budget's window lives on the lock's telemetry row, which every upload already upserts and row-locks first
@@ -7,7 +7,7 @@
 ALTER TABLE lock_telemetry
   ADD COLUMN log_window_started_at bigint,
   ADD COLUMN log_window_entries integer NOT NULL DEFAULT 0;
-COMMENT ON COLUMN lock_telemetry.log_window_started_at IS 'When the lock''s current hour of access-log budget began (ms); null: no entry stored yet.';
+COMMENT ON COLUMN lock_telemetry.log_window_started_at IS 'When the lock''s current minute of access-log budget began (ms); null: no entry stored yet.';
 COMMENT ON COLUMN lock_telemetry.log_window_entries IS 'New access-log entries stored for the lock since log_window_started_at, by every uploader together.';
 
 -- The retention prune deletes a tenant's oldest entries by the server's receipt time, a bounded batch at a time: a range

@@ -208,12 +208,12 @@ export const ConfigSchema = Type.Object(
         'Days an access-log entry is kept after the server received it (docs/api-reference.md 8.5); older ones are pruned in the background. Counted from receipt, not from the entry\'s `lockTime`, which the lock or a relaying phone states.',
     }),
     // At least one full upload (docs/lock-integration.md 7: 1000 entries), or a lock's full upload could never be stored.
-    ACCESS_LOG_ENTRIES_PER_LOCK_PER_HOUR: Type.Integer({
+    ACCESS_LOG_ENTRIES_PER_LOCK_PER_MINUTE: Type.Integer({
       minimum: 1000,
       maximum: 1_000_000,
-      default: 10_000,
+      default: 1000,
       description:
-        'New access-log entries one lock may have stored per hour, by its own client and every phone relaying for it together; an upload beyond it gets `429` with `Retry-After` and nothing of it is stored (docs/api-reference.md 8.5). Re-sent entries cost nothing. The default holds a week of a busy door\'s log (one decision a minute) in one upload hour, and is far above what a door does live.',
+        'New access-log entries one lock may have stored per minute, by its own client and every phone relaying for it together; an upload beyond it gets `429` with `Retry-After` and nothing of it is stored (docs/api-reference.md 8.5). Re-sent entries cost nothing. The default is one full upload a minute: a week of a busy door\'s log (one decision a minute, about 10,000 entries) arrives in ten minutes, far above what a door does live.',
     }),
     WEBHOOK_RETRY_SCHEDULE: Type.String({
       pattern: '^[0-9]{1,7}(,[0-9]{1,7}){0,29}$',

@@ -156,18 +156,18 @@ describe('loadConfig', () => {
   });
 
   it('keeps access logs for a year by default, and lets no lock\'s budget be smaller than one full upload', () => {
-    expect(loadConfig({})).toMatchObject({ ACCESS_LOG_RETENTION_DAYS: 365, ACCESS_LOG_ENTRIES_PER_LOCK_PER_HOUR: 10_000 });
+    expect(loadConfig({})).toMatchObject({ ACCESS_LOG_RETENTION_DAYS: 365, ACCESS_LOG_ENTRIES_PER_LOCK_PER_MINUTE: 1000 });
     expect(configError({ ACCESS_LOG_RETENTION_DAYS: '0' }).problems).toEqual([
       'ACCESS_LOG_RETENTION_DAYS=0: must be a whole number of at least 1, written in digits',
     ]);
     // docs/api-reference.md 8.5: an upload over the budget is refused whole, so a budget below MAX_UPLOAD_ENTRIES would
     // refuse a lock's full upload for ever.
-    expect(ConfigSchema.properties.ACCESS_LOG_ENTRIES_PER_LOCK_PER_HOUR.minimum).toBe(MAX_UPLOAD_ENTRIES);
-    expect(configError({ ACCESS_LOG_ENTRIES_PER_LOCK_PER_HOUR: '999' }).problems).toEqual([
-      'ACCESS_LOG_ENTRIES_PER_LOCK_PER_HOUR=999: must be a whole number from 1000 to 1000000, written in digits',
+    expect(ConfigSchema.properties.ACCESS_LOG_ENTRIES_PER_LOCK_PER_MINUTE.minimum).toBe(MAX_UPLOAD_ENTRIES);
+    expect(configError({ ACCESS_LOG_ENTRIES_PER_LOCK_PER_MINUTE: '999' }).problems).toEqual([
+      'ACCESS_LOG_ENTRIES_PER_LOCK_PER_MINUTE=999: must be a whole number from 1000 to 1000000, written in digits',
     ]);
-    expect(loadConfig({ ACCESS_LOG_ENTRIES_PER_LOCK_PER_HOUR: '1000', ACCESS_LOG_RETENTION_DAYS: '1' })).toMatchObject({
-      ACCESS_LOG_ENTRIES_PER_LOCK_PER_HOUR: 1000,
+    expect(loadConfig({ ACCESS_LOG_ENTRIES_PER_LOCK_PER_MINUTE: '1000', ACCESS_LOG_RETENTION_DAYS: '1' })).toMatchObject({
+      ACCESS_LOG_ENTRIES_PER_LOCK_PER_MINUTE: 1000,
       ACCESS_LOG_RETENTION_DAYS: 1,
     });
   });

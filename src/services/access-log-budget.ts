@@ -1,15 +1,15 @@
-// The per-lock access-log budget (ACCESS_LOG_ENTRIES_PER_LOCK_PER_HOUR, docs/api-reference.md 8.5): every uploader of a
-// lock together (its own client and every phone relaying for it) stores at most so many new entries an hour.
+// The per-lock access-log budget (ACCESS_LOG_ENTRIES_PER_LOCK_PER_MINUTE, docs/api-reference.md 8.5): every uploader of a
+// lock together (its own client and every phone relaying for it) stores at most so many new entries a minute.
 import type { Queryable } from '../db/database.js';
 import { chargeAccessLogBudget } from '../db/repositories/access-log-bounds.repo.js';
 import { TooManyRequestsError } from '../errors.js';
 
-/** The budget's window: a fixed hour that starts with the first new entry after the previous one ran out. */
-export const ACCESS_LOG_BUDGET_WINDOW_MS = 3600_000;
+/** The budget's window: a fixed minute that starts with the first new entry after the previous one ran out. */
+export const ACCESS_LOG_BUDGET_WINDOW_MS = 60_000;
 
 export interface AccessLogBudgetOptions {
-  /** ACCESS_LOG_ENTRIES_PER_LOCK_PER_HOUR. */
-  entriesPerHour: number;
+  /** ACCESS_LOG_ENTRIES_PER_LOCK_PER_MINUTE. */
+  entriesPerMinute: number;
 }
 
 /**
@@ -17,23 +17,23 @@ export interface AccessLogBudgetOptions {
  * not in an instance's memory, so two instances behind one load balancer share it, and it is charged in the upload's
  * transaction: a refused upload stores nothing, a stored one is always counted.
  */
-export function createAccessLogBudget({ entriesPerHour }: AccessLogBudgetOptions) {
+export function createAccessLogBudget({ entriesPerMinute }: AccessLogBudgetOptions) {
   return {
     /**
      * Counts the upload's new entries (those not stored yet: re-sending what was stored is free and never refused)
-     * against the lock's hour, or throws 429 with `Retry-After` (RFC 9110 10.2.3), the seconds until the hour ends, when
+     * against the lock's minute, or throws 429 with `Retry-After` (RFC 9110 10.2.3), the seconds until the minute ends, when
      * they do not fit. The whole upload is refused, not cut: it is the lock's unacknowledged entries in order, and the
      * lock sends all of them again (docs/lock-integration.md 8). Call it in the upload's transaction after the lock's
      * telemetry row and the lock's row are held (chargeAccessLogBudget), before the entries are inserted.
      */
     async charge(tx: Queryable, tenantId: string, securedObjectId: string, entryNos: readonly number[], now: number): Promise<void> {
-      const charge = await chargeAccessLogBudget(tx, tenantId, securedObjectId, entryNos, now, ACCESS_LOG_BUDGET_WINDOW_MS, entriesPerHour);
+      const charge = await chargeAccessLogBudget(tx, tenantId, securedObjectId, entryNos, now, ACCESS_LOG_BUDGET_WINDOW_MS, entriesPerMinute);
       if (charge.charged) return;
       // A window started by an instance whose clock is ahead ends at most one window from now on this one's.
       const untilFree = charge.windowStartedAt === null ? ACCESS_LOG_BUDGET_WINDOW_MS : charge.windowStartedAt + ACCESS_LOG_BUDGET_WINDOW_MS - now;
       const seconds = Math.max(1, Math.ceil(Math.min(untilFree, ACCESS_LOG_BUDGET_WINDOW_MS) / 1000));
       throw new TooManyRequestsError(
-        `The access log of secured object ${securedObjectId} took ${charge.used} of its ${entriesPerHour} new entries this hour, ` +
+        `The access log of secured object ${securedObjectId} took ${charge.used} of its ${entriesPerMinute} new entries this minute, ` +
           `from all its uploaders together; this upload brings ${charge.fresh} more, so nothing of it was stored. ` +
           `Send it again after ${seconds} s.`,
         seconds,

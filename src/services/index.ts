@@ -106,7 +106,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     metrics,
   });
   const accessChecks = createAccessCheckService({ db, clock, credentials });
-  const accessLogs = createAccessLogService({ db, clock, budget: createAccessLogBudget({ entriesPerHour: config.ACCESS_LOG_ENTRIES_PER_LOCK_PER_HOUR }) });
+  const accessLogs = createAccessLogService({ db, clock, budget: createAccessLogBudget({ entriesPerMinute: config.ACCESS_LOG_ENTRIES_PER_LOCK_PER_MINUTE }) });
   const accessLogRetention = createAccessLogRetention({ db, clock, log, retentionMs: config.ACCESS_LOG_RETENTION_DAYS * 86_400_000 });
   // docs/api-reference.md 10: one guard for subscribing and for delivering, so both refuse the same addresses.
   const webhookUrlGuard = createWebhookUrlGuard({

@@ -1,4 +1,4 @@
-// Access logs stay bounded (docs/api-reference.md 8.5): one hourly budget of new entries per lock, shared by its own
+// Access logs stay bounded (docs/api-reference.md 8.5): one per-minute budget of new entries per lock, shared by its own
 // client and every phone relaying for it, refused whole with 429 and Retry-After beyond it; and the retention prune,
 // by the server's receipt time, a tenant and a bounded batch at a time.
 import type { LightMyRequestResponse } from 'fastify';
@@ -73,7 +73,7 @@ describe('the access-log budget and retention', () => {
 
   beforeAll(async () => {
     t = await buildTestApp(
-      { BCRYPT_COST: '4', ACCESS_LOG_ENTRIES_PER_LOCK_PER_HOUR: String(BUDGET), ACCESS_LOG_RETENTION_DAYS: String(RETENTION_DAYS) },
+      { BCRYPT_COST: '4', ACCESS_LOG_ENTRIES_PER_LOCK_PER_MINUTE: String(BUDGET), ACCESS_LOG_RETENTION_DAYS: String(RETENTION_DAYS) },
       { clock: () => now },
     );
     tenants = await twoTenants(t, {
@@ -89,32 +89,32 @@ describe('the access-log budget and retention', () => {
     await t.close();
   });
 
-  it('refuses an upload beyond the budget with 429 and Retry-After, storing nothing of it, and frees it after the hour', async () => {
+  it('refuses an upload beyond the budget with 429 and Retry-After, storing nothing of it, and frees it after the minute', async () => {
     const door = await lockToken(t, tenants.acme, 'door');
     expect(answer(await fromLock(door, 'door', { entries: entries(1, 600) })).accepted).toBe(600);
-    now += 10 * 60_000;
+    now += 10_000;
     const before = await logState();
-    // 600 + 401 new: one over. Refused whole, with the seconds until the hour that began with entry 1 ends.
-    const detail = refused(await fromLock(door, 'door', { appliedSerial: 0, lockTime: now, entries: entries(601, 1001) }), 50 * 60);
+    // 600 + 401 new: one over. Refused whole, with the seconds until the minute that began with entry 1 ends.
+    const detail = refused(await fromLock(door, 'door', { appliedSerial: 0, lockTime: now, entries: entries(601, 1001) }), 50);
     expect(detail).toContain('600 of its 1000');
     expect(detail).toContain('401 more');
     expect(await logState()).toEqual(before);
     // What still fits is stored, up to the budget exactly.
     expect(answer(await fromLock(door, 'door', { entries: entries(601, 1000) })).accepted).toBe(400);
-    refused(await fromLock(door, 'door', { entries: entries(1001, 1001) }), 50 * 60);
+    refused(await fromLock(door, 'door', { entries: entries(1001, 1001) }), 50);
     // Re-sending what was stored costs nothing and is never refused, even with the budget spent.
     expect(answer(await fromLock(door, 'door', { entries: entries(1, 1000) }))).toMatchObject({ accepted: 0, duplicates: 1000 });
     // An upload mixing stored entries with one new one is charged the new one only: still refused, still nothing stored.
-    refused(await fromLock(door, 'door', { entries: entries(990, 1001) }), 50 * 60);
+    refused(await fromLock(door, 'door', { entries: entries(990, 1001) }), 50);
     expect(await stored(tenants.acme, 'door')).toHaveLength(1000);
 
-    now += 50 * 60_000 - 1;
+    now += 50_000 - 1;
     refused(await fromLock(await lockToken(t, tenants.acme, 'door'), 'door', { entries: entries(1001, 1001) }), 1);
     now += 1;
     const fresh = await lockToken(t, tenants.acme, 'door');
     expect(answer(await fromLock(fresh, 'door', { entries: entries(1001, 1800) })).accepted).toBe(800);
-    // The new hour began with that upload.
-    refused(await fromLock(fresh, 'door', { entries: entries(1801, 2001) }), 3600);
+    // The new minute began with that upload.
+    refused(await fromLock(fresh, 'door', { entries: entries(1801, 2001) }), 60);
     expect(answer(await fromLock(fresh, 'door', { entries: entries(1801, 2000) })).accepted).toBe(200);
     expect(await stored(tenants.acme, 'door')).toHaveLength(2000);
   });
@@ -132,7 +132,7 @@ describe('the access-log budget and retention', () => {
       relay(courier, 'courier', { securedObjectId: 'gate', entries: entries(5000, 5101) }),
       fromLock(gate, 'gate', { entries: entries(901, 1001) }),
     ]) {
-      refused(await attempt, 3600);
+      refused(await attempt, 60);
     }
     expect(await logState()).toEqual(before);
     // A phone re-sending what another uploader stored is charged nothing.
@@ -142,8 +142,8 @@ describe('the access-log budget and retention', () => {
   });
 
   it('leaves another lock\'s budget, and another tenant\'s lock of the same id, untouched', async () => {
-    // acme's door has spent its hour (the first test).
-    refused(await fromLock(await lockToken(t, tenants.acme, 'door'), 'door', { entries: entries(2001, 2001) }), 3600);
+    // acme's door has spent its minute (the first test).
+    refused(await fromLock(await lockToken(t, tenants.acme, 'door'), 'door', { entries: entries(2001, 2001) }), 60);
     expect(answer(await fromLock(await lockToken(t, tenants.acme, 'shed'), 'shed', { entries: entries(1, 1000) })).accepted).toBe(1000);
     expect(answer(await fromLock(await lockToken(t, tenants.other, 'door'), 'door', { entries: entries(1, 1000) })).accepted).toBe(1000);
     expect(await stored(tenants.other, 'door')).toHaveLength(1000);
@@ -181,8 +181,8 @@ describe('the access-log budget and retention', () => {
       const rest = both[0]!.statusCode === 200 ? entries(601, 1000) : entries(1, 400);
       const response = await onPeer({ entries: rest });
       expect(response.statusCode, response.body).toBe(200);
-      refused(await fromLock(kept, 'kept', { entries: entries(5000, 5000) }), 3600);
-      refused(await onPeer({ entries: entries(5000, 5000) }), 3600);
+      refused(await fromLock(kept, 'kept', { entries: entries(5000, 5000) }), 60);
+      refused(await onPeer({ entries: entries(5000, 5000) }), 60);
       expect(await stored(tenants.acme, 'kept')).toEqual([...first, ...rest].map((e) => e.entryNo).sort((a, b) => a - b));
     } finally {
       await peer.close();
@@ -191,7 +191,7 @@ describe('the access-log budget and retention', () => {
 
   it('prunes, a tenant at a time, the entries received before the retention, whatever lockTime they claim', async () => {
     // Fresh locks, so the other tests' entries (received at START and after) do not count here.
-    // The management tokens of the set-up have expired an hour ago: fresh ones.
+    // Fresh management tokens, however far the tests before moved the clock.
     await lock(t, await clientToken(t.app, tenants.acme), 'aged');
     await lock(t, await clientToken(t.app, tenants.other), 'aged');
     const acmeLock = await lockToken(t, tenants.acme, 'aged');

@@ -320,7 +320,7 @@ describe('lock telemetry under attack', () => {
           return db.transaction(work) as Promise<T>;
         },
       });
-      const service = createAccessLogService({ db: racing, clock: () => now, budget: createAccessLogBudget({ entriesPerHour: t.config.ACCESS_LOG_ENTRIES_PER_LOCK_PER_HOUR }) });
+      const service = createAccessLogService({ db: racing, clock: () => now, budget: createAccessLogBudget({ entriesPerMinute: t.config.ACCESS_LOG_ENTRIES_PER_LOCK_PER_MINUTE }) });
       const upload = { lockTime: now, appliedSerial: await lastSeq(acme.tenantId), entries: [{ entryNo: 1, lockTime: now, command: 'open', channel: 'btlespp', result: 'granted' as const }] };
       const attempt =
         via === 'lock'
@@ -366,7 +366,7 @@ describe('lock telemetry under attack', () => {
           ),
         ) as Promise<T>,
     });
-    const service = createAccessLogService({ db: racing, clock: () => now, budget: createAccessLogBudget({ entriesPerHour: t.config.ACCESS_LOG_ENTRIES_PER_LOCK_PER_HOUR }) });
+    const service = createAccessLogService({ db: racing, clock: () => now, budget: createAccessLogBudget({ entriesPerMinute: t.config.ACCESS_LOG_ENTRIES_PER_LOCK_PER_MINUTE }) });
     const entries = [{ entryNo: 1, lockTime: now, command: 'open', channel: 'btlespp', result: 'granted' as const }];
     const answer = await service.uploadFromLock(acme.tenantId, { clientId: lockClient.clientId, securedObjectId: id }, id, { entries });
     await racer;

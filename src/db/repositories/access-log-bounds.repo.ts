@@ -1,4 +1,4 @@
-// SQL that keeps access logs bounded (docs/api-reference.md 8.5): each lock's hourly budget of new entries, shared by
+// SQL that keeps access logs bounded (docs/api-reference.md 8.5): each lock's per-minute budget of new entries, shared by
 // every uploader, and the retention prune of old entries, a tenant and a bounded batch at a time.
 import type { Queryable } from '../database.js';
 

@@ -9,7 +9,7 @@ import type { Services } from '../../services/index.js';
 const ANSWER =
   'Answers how many entries were stored (`accepted`), how many were already stored or repeated (`duplicates`), and the ' +
   'ranges of entry numbers still missing (`gaps`). Idempotent: sending an upload again stores nothing twice. A lock\'s ' +
-  'uploaders together store at most ACCESS_LOG_ENTRIES_PER_LOCK_PER_HOUR new entries an hour: an upload beyond it is ' +
+  'uploaders together store at most ACCESS_LOG_ENTRIES_PER_LOCK_PER_MINUTE new entries a minute: an upload beyond it is ' +
   'refused whole with 429 and `Retry-After` (re-sent entries cost nothing).';
 
 const accessLogRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {

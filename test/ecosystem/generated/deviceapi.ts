@@ -73,7 +73,7 @@ export interface paths {
         put?: never;
         /**
          * Upload the lock's access log
-         * @description An online lock uploads the decisions it logged (docs/api-reference.md 8.5), with `appliedSerial` (how far it has applied the change log, docs/api-reference.md 8.4) and `lockTime` (its clock now, for its clock offset). Needs the client bound to this lock; a deleted lock's client only syncs. Answers how many entries were stored (`accepted`), how many were already stored or repeated (`duplicates`), and the ranges of entry numbers still missing (`gaps`). Idempotent: sending an upload again stores nothing twice. A lock's uploaders together store at most ACCESS_LOG_ENTRIES_PER_LOCK_PER_HOUR new entries an hour: an upload beyond it is refused whole with 429 and `Retry-After` (re-sent entries cost nothing).
+         * @description An online lock uploads the decisions it logged (docs/api-reference.md 8.5), with `appliedSerial` (how far it has applied the change log, docs/api-reference.md 8.4) and `lockTime` (its clock now, for its clock offset). Needs the client bound to this lock; a deleted lock's client only syncs. Answers how many entries were stored (`accepted`), how many were already stored or repeated (`duplicates`), and the ranges of entry numbers still missing (`gaps`). Idempotent: sending an upload again stores nothing twice. A lock's uploaders together store at most ACCESS_LOG_ENTRIES_PER_LOCK_PER_MINUTE new entries a minute: an upload beyond it is refused whole with 429 and `Retry-After` (re-sent entries cost nothing).
          */
         post: operations["uploadLockAccessLog"];
         delete?: never;
@@ -93,7 +93,7 @@ export interface paths {
         put?: never;
         /**
          * Relay a lock's access log
-         * @description A phone relays the access log a lock that is never online gave it (docs/api-reference.md 8.5), for a lock the phone holds or has held a ticket for; any other lock answers 404. `lockTime` is the lock's clock at the moment of this upload (what the phone read from the lock plus the time elapsed since). Needs the client bound to this device. Answers how many entries were stored (`accepted`), how many were already stored or repeated (`duplicates`), and the ranges of entry numbers still missing (`gaps`). Idempotent: sending an upload again stores nothing twice. A lock's uploaders together store at most ACCESS_LOG_ENTRIES_PER_LOCK_PER_HOUR new entries an hour: an upload beyond it is refused whole with 429 and `Retry-After` (re-sent entries cost nothing).
+         * @description A phone relays the access log a lock that is never online gave it (docs/api-reference.md 8.5), for a lock the phone holds or has held a ticket for; any other lock answers 404. `lockTime` is the lock's clock at the moment of this upload (what the phone read from the lock plus the time elapsed since). Needs the client bound to this device. Answers how many entries were stored (`accepted`), how many were already stored or repeated (`duplicates`), and the ranges of entry numbers still missing (`gaps`). Idempotent: sending an upload again stores nothing twice. A lock's uploaders together store at most ACCESS_LOG_ENTRIES_PER_LOCK_PER_MINUTE new entries a minute: an upload beyond it is refused whole with 429 and `Retry-After` (re-sent entries cost nothing).
          */
         post: operations["relayAccessLog"];
         delete?: never;
