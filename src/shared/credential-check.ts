@@ -23,7 +23,7 @@ export const CREDENTIAL_NBF_SKEW_SECONDS = 300;
 
 /**
  * Every reason a lock gives for a decision: one vocabulary for the reference lock, its access log, receipts and the test
- * vectors (docs/lock-integration.md 3.3, where each is explained with the check that answers it). Stable: lock makers,
+ * vectors (docs/lock-integration.md 3.2, where each is explained with the check that answers it). Stable: lock makers,
  * logs and the explain service quote them.
  */
 export const LOCK_REASONS = [
@@ -53,7 +53,7 @@ export const LOCK_REASONS = [
 
 export type LockReason = (typeof LOCK_REASONS)[number];
 
-/** The reasons checkCredential itself answers: the credential's own rules (docs/lock-integration.md 3.3, steps 1–6). */
+/** The reasons checkCredential itself answers: the credential's own rules (docs/lock-integration.md 3.3, steps 0 and 4–6). */
 export type CredentialCheckReason = Extract<
   LockReason,
   | 'ok'
@@ -88,7 +88,7 @@ export const CREDENTIAL_LIMITS = {
 } as const;
 
 /**
- * How far ahead of the lock's clock a credential's `iat` may lie (docs/lock-integration.md 3.3 step 4): the signing
+ * How far ahead of the lock's clock a credential's `iat` may lie (docs/lock-integration.md 3.3 step 5): the signing
  * skew of docs/api-reference.md 6.4. A credential signed further in the future came from a signer whose clock is wrong,
  * or from a lock whose clock was set back; either way it is not valid yet.
  */

@@ -1,4 +1,4 @@
-// ES256 key pairs and signatures of the reference lock and phone (docs/lock-integration.md 4.4): P-256 keys generated
+// ES256 key pairs and signatures of the reference lock and phone (docs/lock-integration.md 4.3): P-256 keys generated
 // or read from a private JWK, and the compact JWS they sign, its signature the 64-octet R || S of RFC 7518 3.4.
 import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { holderKeyThumbprint, readHolderPublicKey, type HolderPublicKey } from '../shared/holder-keys.js';

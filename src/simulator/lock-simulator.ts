@@ -32,7 +32,7 @@ export type LockDecision =
   | { decision: 'open'; reason: 'ok'; ticketId: string }
   | { decision: 'deny'; reason: Exclude<LockReason, 'ok'>; ticketId?: string };
 
-/** One logged decision, as an access-log upload and a receipt carry it (docs/lock-integration.md 7). */
+/** One logged decision, as an access-log upload and a receipt carry it (docs/lock-integration.md 8). */
 export interface AccessLogEntry {
   /** From 1, rising by one per decision, never reused. */
   entryNo: number;
@@ -43,7 +43,7 @@ export interface AccessLogEntry {
   command: string;
   channel: string;
   result: 'granted' | 'denied';
-  /** The decision's reason, a word of docs/lock-integration.md 3.3. */
+  /** The decision's reason, a word of docs/lock-integration.md 3.2. */
   reason: LockReason;
 }
 
@@ -89,7 +89,7 @@ export interface LockProvisioning {
   holderBinding?: HolderBinding;
   /** The RFC 7638 thumbprint of the lock key the service registered: checked against the lock's own key when given. */
   keyThumbprint?: string;
-  /** The starting revocation serial: a revocation list at or below it is stale (docs/lock-integration.md 5). */
+  /** The starting revocation serial: a revocation list at or below it is stale (docs/lock-integration.md 6). */
   serial?: number;
 }
 
@@ -296,7 +296,7 @@ export class LockSimulator {
   }
 
   /**
-   * Applies one sync answer (docs/api-reference.md 6.2, docs/lock-integration.md 4). Revocations are only ever added: a
+   * Applies one sync answer (docs/api-reference.md 6.2, docs/lock-integration.md 5). Revocations are only ever added: a
    * ticket issued again after a revocation has a new id, so a revoked id never becomes valid again. An answer with any
    * malformed part (its key set included) throws and changes nothing (docs/lock-integration.md 3.1: a signed or
    * authenticated answer is taken whole or not at all; the lock keeps deciding with what it had).
@@ -341,7 +341,7 @@ export class LockSimulator {
   }
 
   /**
-   * Applies a revocation list a phone carried (docs/api-reference.md 8.3, docs/lock-integration.md 5): signed under a
+   * Applies a revocation list a phone carried (docs/api-reference.md 8.3, docs/lock-integration.md 6): signed under a
    * key of the lock's set, for this lock and issuer, with a serial above the lock's own; every part well-formed, or
    * none of it is taken. Older lists are ignored (a phone may carry a stale one). Its revocations and revoked keys are
    * added (never forgotten), its serial, holder-binding policy and key set taken.
