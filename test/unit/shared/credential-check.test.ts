@@ -187,6 +187,29 @@ describe('checkCredential', () => {
     expect(reason({ win: [...many, [AT, AT + 1], [AT, AT + 1]] })).toBe('malformed');
   });
 
+  it('denies a credential signed more than 300 s in the lock\'s future, even when nbf has passed (docs/lock-integration.md 3.4)', () => {
+    const iat = Math.floor(AT / 1000);
+    const early = { nbf: iat - 3600, beginDate: BEGIN }; // a signer that wrote an early nbf: iat alone says too soon
+    expect(reason({ ...early, iat: iat + 301, exp: iat + 3600 }, AT)).toBe('not-yet-valid');
+    expect(reason({ ...early, iat: iat + 300, exp: iat + 3600 }, AT)).toBe('ok');
+  });
+
+  it('reads cnf as exactly {jkt} with a SHA-256 thumbprint, and refuses empty or overlong names (docs/lock-integration.md 3.1)', () => {
+    const jkt = 'maDJzWYN0nZQdJW2I-y2W2Mv_30Af-t8it9NEhbL3R8';
+    expect(parseCredentialClaims(claims({ cnf: { jkt } }))?.cnf).toEqual({ jkt });
+    expect(parseCredentialClaims(claims())).not.toHaveProperty('cnf');
+    for (const cnf of [{}, { jkt: 'short' }, { jkt, jwk: {} }, { jwk: {} }, [jkt], jkt, null, { jkt: `${jkt}=` }]) {
+      expect(check({ cnf }), JSON.stringify(cnf)).toEqual({ decision: 'deny', reason: 'malformed' });
+    }
+    for (const claim of ['jti', 'iss', 'sub', 'aud']) {
+      expect(reason({ [claim]: '' }), claim).toBe('malformed');
+      expect(reason({ [claim]: 'x'.repeat(CREDENTIAL_LIMITS.textLength + 1) }), claim).toBe('malformed');
+    }
+    expect(reason({ cmd: Array.from({ length: CREDENTIAL_LIMITS.entries + 1 }, () => 'open') })).toBe('malformed');
+    // Unknown claims are ignored, and so are command values the lock does not know.
+    expect(reason({ note: 'front desk', cmd: ['open', 'fly'] })).toBe('ok');
+  });
+
   it('denies a command or a channel the credential does not permit', () => {
     expect(check({ cmd: ['open'] }, AT, lock(), 'clos')).toEqual({ decision: 'deny', reason: 'command-not-granted' });
     expect(check({ cmd: [] }, AT)).toEqual({ decision: 'deny', reason: 'command-not-granted' });
