@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { signCompactJws, type SigningKey } from '../../../src/shared/jws.js';
 import { checkHello, checkProof } from '../../../src/shared/door-exchange.js';
 import { parseStrictCompactJws } from '../../../src/shared/strict-json.js';
-import { LockSimulator, type LockProvisioning, type SyncAnswer } from '../../../src/simulator/lock-simulator.js';
+import { LOCK_LIMITS, LockSimulator, type LockProvisioning, type SyncAnswer } from '../../../src/simulator/lock-simulator.js';
 import { PhoneSimulator, type DownloadedToken } from '../../../src/simulator/phone-simulator.js';
 import { es256KeyPair } from '../../../src/simulator/es256.js';
 
@@ -192,6 +192,19 @@ describe('the exchange at the door', () => {
       expect(() => other.applySync(sync({ ...bad, revocations: [{ tokenId: 'x', revocationDate: NOW }] } as unknown as SyncAnswer))).toThrow(/malformed sync answer/);
     }
     expect([other.holderBinding, other.isRevoked('x'), other.cursor]).toEqual(['optional', false, undefined]);
+  });
+
+  it('refuses a list or a sync answer beyond the documented limits whole (docs/lock-integration.md 3.1)', async () => {
+    const lock = new LockSimulator(trust());
+    const ids = (count: number) => Array.from({ length: count }, (_, index) => `t-${index}`);
+    const list = (revoked: string[], keys: unknown = KEYS) =>
+      signCompactJws(TENANT, 'revocation-list+jwt', { iss: ISSUER, aud: 'door', serial: 1, iat: NOW / 1000, revoked, keys });
+    const seventeen = { keys: Array.from({ length: 17 }, (_, index) => ({ ...KEYS.keys[0], kid: `k-${index}` })) };
+    expect(await lock.applyRevocationList(await list(ids(LOCK_LIMITS.revocations + 1)))).toEqual({ applied: false, reason: 'malformed' });
+    expect(await lock.applyRevocationList(await list(['x'], seventeen))).toEqual({ applied: false, reason: 'malformed' });
+    expect(() => lock.applySync(sync({ revocations: ids(LOCK_LIMITS.revocations + 1).map((tokenId) => ({ tokenId, revocationDate: NOW })) }))).toThrow(/malformed/);
+    expect([lock.isRevoked('t-0'), lock.isRevoked('x'), lock.serial]).toEqual([false, false, 0]);
+    expect(await lock.applyRevocationList(await list(ids(LOCK_LIMITS.revocations)))).toMatchObject({ applied: true, newlyRevoked: LOCK_LIMITS.revocations });
   });
 
   it('takes its own key when given, and refuses a trust answer naming another key as its own', () => {
