@@ -207,7 +207,7 @@ export const ConfigSchema = Type.Object(
       description:
         'Days an access-log entry is kept after the server received it (docs/api-reference.md 8.5); older ones are pruned in the background. Counted from receipt, not from the entry\'s `lockTime`, which the lock or a relaying phone states.',
     }),
-    // At least one full upload (docs/lock-integration.md 7: 1000 entries), or a lock's full upload could never be stored.
+    // At least one full upload (docs/lock-integration.md 8: 1000 entries), or a lock's full upload could never be stored.
     ACCESS_LOG_ENTRIES_PER_LOCK_PER_MINUTE: Type.Integer({
       minimum: 1000,
       maximum: 1_000_000,

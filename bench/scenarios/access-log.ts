@@ -46,7 +46,7 @@ function uploadEntries(upload: number, tickets: string[], start: number): Entry[
       command: 'open',
       channel: 'btlespp',
       result: denied ? 'denied' : 'granted',
-      reason: denied ? 'outside schedule' : 'valid',
+      reason: denied ? 'outside-schedule' : 'ok',
     };
   });
 }

@@ -30,7 +30,7 @@ export const ReportedEntrySchema = named(
       command: Type.String({ minLength: 1, maxLength: 16, description: 'The command asked for, e.g. `open`.' }),
       channel: Type.String({ minLength: 1, maxLength: 32, description: 'The channel it came over, e.g. `btlespp`.' }),
       result: ResultSchema,
-      reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Why, as the lock words it, e.g. `revoked`.' })),
+      reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Why, as the lock words it: for a lock built from docs/lock-integration.md one reason of its section 3.2, e.g. `revoked`, `key-mismatch`, `ok`.' })),
     },
     { additionalProperties: false },
   ),
@@ -41,7 +41,7 @@ export const ReportedEntrySchema = named(
     command: 'open',
     channel: 'btlespp',
     result: 'granted',
-    reason: 'valid',
+    reason: 'ok',
   },
 );
 
@@ -71,8 +71,8 @@ const uploadFields = {
 };
 
 const EXAMPLE_ENTRIES = [
-  { entryNo: 41, lockTime: 1767254400000, tokenId: '0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c', command: 'open', channel: 'btlespp', result: 'granted', reason: 'valid' },
-  { entryNo: 42, lockTime: 1767254460000, command: 'open', channel: 'btlespp', result: 'denied', reason: 'malformed credential' },
+  { entryNo: 41, lockTime: 1767254400000, tokenId: '0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c', command: 'open', channel: 'btlespp', result: 'granted', reason: 'ok' },
+  { entryNo: 42, lockTime: 1767254460000, command: 'open', channel: 'btlespp', result: 'denied', reason: 'malformed' },
 ];
 
 export const LockAccessLogUploadSchema = named(
@@ -145,7 +145,7 @@ export const AccessLogEntrySchema = named(
     command: 'open',
     channel: 'btlespp',
     result: 'granted',
-    reason: 'valid',
+    reason: 'ok',
     receivedTime: 1767254471200,
     via: 'lock',
     clockOffset: -1200,

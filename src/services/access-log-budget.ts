@@ -23,7 +23,7 @@ export function createAccessLogBudget({ entriesPerMinute }: AccessLogBudgetOptio
      * Counts the upload's new entries (those not stored yet: re-sending what was stored is free and never refused)
      * against the lock's minute, or throws 429 with `Retry-After` (RFC 9110 10.2.3), the seconds until the minute ends, when
      * they do not fit. The whole upload is refused, not cut: it is the lock's unacknowledged entries in order, and the
-     * lock sends all of them again (docs/lock-integration.md 8). Call it in the upload's transaction after the lock's
+     * lock sends all of them again (docs/lock-integration.md 9). Call it in the upload's transaction after the lock's
      * telemetry row and the lock's row are held (chargeAccessLogBudget), before the entries are inserted.
      */
     async charge(tx: Queryable, tenantId: string, securedObjectId: string, entryNos: readonly number[], now: number): Promise<void> {

@@ -21,25 +21,78 @@ export const REVOCATION_LIST_TYPE = 'revocation-list+jwt';
  */
 export const CREDENTIAL_NBF_SKEW_SECONDS = 300;
 
-/** Why a credential opens or does not open a lock. Stable: tests, logs and the explain service quote them. */
-export type CredentialCheckReason =
-  | 'valid'
-  | 'invalid time'
-  | 'lock not provisioned'
-  | 'lock decommissioned'
-  | 'not a ticket credential'
-  | 'malformed credential'
-  | 'wrong issuer'
-  | 'wrong lock'
-  | "lifetime exceeds the lock's maximum"
-  | 'not yet valid'
-  | 'expired'
-  | 'outside schedule'
-  | 'command not permitted'
-  | 'channel not permitted'
-  | 'revoked';
+/**
+ * Every reason a lock gives for a decision: one vocabulary for the reference lock, its access log, receipts and the test
+ * vectors (docs/lock-integration.md 3.2, where each is explained with the check that answers it). Stable: lock makers,
+ * logs and the explain service quote them.
+ */
+export const LOCK_REASONS = [
+  'ok',
+  'malformed',
+  'bad-signature',
+  'unknown-key',
+  'wrong-issuer',
+  'wrong-lock',
+  'not-yet-valid',
+  'expired',
+  'lifetime-exceeded',
+  'command-not-granted',
+  'channel-not-granted',
+  'revoked',
+  'outside-schedule',
+  'binding-required',
+  'bad-proof',
+  'key-mismatch',
+  'wrong-nonce',
+  'nonce-used',
+  'credential-mismatch',
+  'key-revoked',
+  'lockdown',
+  'decommissioned',
+] as const;
 
-export type CredentialCheck = { decision: 'open'; reason: 'valid' } | { decision: 'deny'; reason: Exclude<CredentialCheckReason, 'valid'> };
+export type LockReason = (typeof LOCK_REASONS)[number];
+
+/** The reasons checkCredential itself answers: the credential's own rules (docs/lock-integration.md 3.3, steps 0 and 4–6). */
+export type CredentialCheckReason = Extract<
+  LockReason,
+  | 'ok'
+  | 'malformed'
+  | 'decommissioned'
+  | 'wrong-issuer'
+  | 'wrong-lock'
+  | 'lifetime-exceeded'
+  | 'not-yet-valid'
+  | 'expired'
+  | 'outside-schedule'
+  | 'command-not-granted'
+  | 'channel-not-granted'
+  | 'revoked'
+>;
+
+export type CredentialCheck = { decision: 'open'; reason: 'ok' } | { decision: 'deny'; reason: Exclude<CredentialCheckReason, 'ok'> };
+
+/** docs/lock-integration.md 3.1: the most a lock reads of one credential, and of its lists. Beyond is malformed. */
+export const CREDENTIAL_LIMITS = {
+  /** Characters of the compact credential (ASCII, so octets too): room for `windows` windows and the rest. */
+  credentialLength: 32_768,
+  /**
+   * Schedule windows in `win`: the densest schedule (28 windows a week) over the longest CREDENTIAL_MAX_LIFETIME
+   * (90 days) is 365 windows, so the service never signs more.
+   */
+  windows: 512,
+  /** Entries of `cmd`, and of `chn`. */
+  entries: 8,
+  /** Characters of `jti`, `iss`, `sub`, `aud`. */
+  textLength: 256,
+} as const;
+
+/**
+ * How far ahead of the lock's clock a credential's `iat` may lie (docs/lock-integration.md 3.3 step 5): the signing
+ * skew of docs/api-reference.md 6.4. A credential signed further in the future came from a signer whose clock is wrong,
+ * or from a lock whose clock was set back; either way it is not valid yet.
+ */
+export const CREDENTIAL_IAT_SKEW_SECONDS = 300;
 
 /** What a lock holds (docs/api-reference.md 8.1: the trust answer an installer writes into it, plus what it learnt since). */
 export interface LockTrustState {
@@ -54,6 +107,9 @@ export interface LockTrustState {
   /** The backend deleted the lock (docs/api-reference.md 4.1): it opens for nobody any more. */
   decommissioned?: boolean;
 }
+
+/** RFC 7638 SHA-256 thumbprint, base64url: 32 octets, 43 characters. */
+const THUMBPRINT = /^[A-Za-z0-9_-]{43}$/;
 
 /** What is asked of the lock: a command, over a channel, at an instant of the lock's clock (Unix milliseconds). */
 export interface AccessRequest {
@@ -82,29 +138,45 @@ export interface CredentialClaims {
   chn: string[];
   /** The schedule's windows `[[startMs, endMs)…]` (docs/api-reference.md 9); absent when the ticket has no schedule. */
   win?: [number, number][];
+  /** RFC 7800 confirmation: the RFC 7638 thumbprint of the phone key the credential is bound to; absent when unbound. */
+  cnf?: { jkt: string };
 }
 
 const isInteger = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value);
 const isString = (value: unknown): value is string => typeof value === 'string';
-const isStringArray = (value: unknown): value is string[] => Array.isArray(value) && value.every(isString);
+/** A non-empty string within the limit: an empty `jti` would name no ticket a revocation could name. */
+const isText = (value: unknown): value is string => isString(value) && value.length > 0 && value.length <= CREDENTIAL_LIMITS.textLength;
+const isStringArray = (value: unknown): value is string[] => Array.isArray(value) && value.length <= CREDENTIAL_LIMITS.entries && value.every(isString);
 const isWindowList = (value: unknown): value is [number, number][] =>
-  Array.isArray(value) && value.every((window) => Array.isArray(window) && window.length === 2 && isInteger(window[0]) && isInteger(window[1]));
+  Array.isArray(value) &&
+  value.length <= CREDENTIAL_LIMITS.windows &&
+  value.every((window) => Array.isArray(window) && window.length === 2 && isInteger(window[0]) && isInteger(window[1]));
+/** docs/lock-integration.md 3.1: `cnf` holds exactly `jkt`; a confirmation method the lock does not know is never ignored. */
+const isConfirmation = (value: unknown): value is { jkt: string } =>
+  typeof value === 'object' &&
+  value !== null &&
+  !Array.isArray(value) &&
+  Object.keys(value).length === 1 &&
+  isString((value as { jkt?: unknown }).jkt) &&
+  THUMBPRINT.test((value as { jkt: string }).jkt);
 
 /** An instant a lock can compare with: a whole number of milliseconds within the safe integers. */
 export const isValidInstant = (at: unknown): at is number => isInteger(at);
 
 /**
- * The claims with every type a lock relies on checked, or null. `win` is optional; every other claim of
- * docs/api-reference.md 6.3 is required. A JSON array or null is not a claims set.
+ * The claims with every type a lock relies on checked, or null. `win` and `cnf` are optional; every other claim of
+ * docs/api-reference.md 6.3 is required. A JSON array or null is not a claims set. Claims the lock does not know are
+ * ignored (docs/lock-integration.md 3.1).
  */
 export function parseCredentialClaims(claims: unknown): CredentialClaims | null {
   if (typeof claims !== 'object' || claims === null || Array.isArray(claims)) return null;
   const c = claims as Record<string, unknown>;
-  if (!isString(c.iss) || !isString(c.jti) || !isString(c.sub) || !isString(c.aud)) return null;
+  if (!isText(c.iss) || !isText(c.jti) || !isText(c.sub) || !isText(c.aud)) return null;
   if (!isInteger(c.nbf) || !isInteger(c.exp) || !isInteger(c.iat)) return null;
   if (!isInteger(c.beginDate) || !isInteger(c.endDate)) return null;
   if (!isStringArray(c.cmd) || !isStringArray(c.chn)) return null;
   if (c.win !== undefined && !isWindowList(c.win)) return null;
+  if (c.cnf !== undefined && !isConfirmation(c.cnf)) return null;
   return {
     iss: c.iss,
     jti: c.jti,
@@ -118,10 +190,12 @@ export function parseCredentialClaims(claims: unknown): CredentialClaims | null 
     cmd: c.cmd,
     chn: c.chn,
     ...(c.win !== undefined ? { win: c.win } : {}),
+    ...(c.cnf !== undefined ? { cnf: { jkt: c.cnf.jkt } } : {}),
   };
 }
 
-const isProvisioned = (lock: LockTrustState): boolean =>
+/** Whether the lock holds a whole trust (docs/lock-integration.md 1): without it, it refuses everything as `malformed`. */
+export const isProvisioned = (lock: LockTrustState): boolean =>
   isString(lock.issuer) &&
   lock.issuer !== '' &&
   isString(lock.securedObjectId) &&
@@ -130,42 +204,42 @@ const isProvisioned = (lock: LockTrustState): boolean =>
   lock.maxCredentialLifetime > 0;
 
 /**
- * Does the credential (its verified protected header and claims) open the lock for the request? The checks run in a
- * fixed order, so the reason is the first that fails: the lock's own clock and state, the credential's type and
- * shape, whose it is (issuer, lock), how long it may live, when it is valid, what it permits, and revocation last.
+ * Does the credential (its verified protected header and claims) open the lock for the request? The checks run in the
+ * order of docs/lock-integration.md 3.3, so the reason is the first that fails: the lock's own clock and state, the
+ * credential's type and shape, whose it is (issuer, lock), how long it may live, when it is valid, what it permits,
+ * and revocation last. A lock with no clock reading it can judge with, or without a whole trust, cannot read what it
+ * is shown: `malformed` (fail closed, docs/lock-integration.md 3.3 step 0).
  */
 export function checkCredential(header: unknown, claims: unknown, lock: LockTrustState, request: AccessRequest): CredentialCheck {
-  const deny = (reason: Exclude<CredentialCheckReason, 'valid'>): CredentialCheck => ({ decision: 'deny', reason });
+  const deny = (reason: Exclude<CredentialCheckReason, 'ok'>): CredentialCheck => ({ decision: 'deny', reason });
   const { at } = request;
-  if (!isValidInstant(at)) return deny('invalid time');
-  if (!isProvisioned(lock)) return deny('lock not provisioned');
-  if (lock.decommissioned === true) return deny('lock decommissioned');
+  if (!isValidInstant(at) || !isProvisioned(lock)) return deny('malformed');
+  if (lock.decommissioned === true) return deny('decommissioned');
   // RFC 8725 3.11: explicit typing keeps an access token (at+jwt) from ever passing as a credential.
-  if (typeof header !== 'object' || header === null || (header as { typ?: unknown }).typ !== CREDENTIAL_TYPE) {
-    return deny('not a ticket credential');
-  }
+  if (typeof header !== 'object' || header === null || (header as { typ?: unknown }).typ !== CREDENTIAL_TYPE) return deny('malformed');
   const claimSet = parseCredentialClaims(claims);
-  if (!claimSet) return deny('malformed credential');
+  if (!claimSet) return deny('malformed');
   // docs/api-reference.md 8.1, docs/security-cases.md G39: another tenant's credential never opens this lock, even
   // one for a lock with the same id, so the issuer is compared before the lock id.
-  if (claimSet.iss !== lock.issuer) return deny('wrong issuer');
-  if (claimSet.aud !== lock.securedObjectId) return deny('wrong lock');
+  if (claimSet.iss !== lock.issuer) return deny('wrong-issuer');
+  if (claimSet.aud !== lock.securedObjectId) return deny('wrong-lock');
   // docs/api-reference.md 8.2: a credential lives at most one CREDENTIAL_MAX_LIFETIME, so a revocation that reaches the
   // lock later than that no longer matters; one signed for longer is refused whatever its other dates say.
-  if (claimSet.exp - claimSet.iat > lock.maxCredentialLifetime) return deny("lifetime exceeds the lock's maximum");
-  // Both the JWT window [nbf, exp) in seconds and the ticket's [beginDate, endDate) in milliseconds must hold.
-  if (at < claimSet.nbf * 1000 || at < claimSet.beginDate) return deny('not yet valid');
+  if (claimSet.exp - claimSet.iat > lock.maxCredentialLifetime) return deny('lifetime-exceeded');
+  // Both the JWT window [nbf, exp) in seconds and the ticket's [beginDate, endDate) in milliseconds must hold; no
+  // tolerance at either bound (docs/lock-integration.md 3.4). A credential signed in the lock's future is not valid yet.
+  if (at < claimSet.nbf * 1000 || at < claimSet.beginDate || at < (claimSet.iat - CREDENTIAL_IAT_SKEW_SECONDS) * 1000) return deny('not-yet-valid');
   if (at >= claimSet.exp * 1000 || at >= claimSet.endDate) return deny('expired');
-  if (claimSet.win !== undefined && !claimSet.win.some(([start, end]) => start <= at && at < end)) return deny('outside schedule');
-  if (!claimSet.cmd.includes(request.command)) return deny('command not permitted');
-  if (!claimSet.chn.includes(request.channel)) return deny('channel not permitted');
+  if (claimSet.win !== undefined && !claimSet.win.some(([start, end]) => start <= at && at < end)) return deny('outside-schedule');
+  if (!claimSet.cmd.includes(request.command)) return deny('command-not-granted');
+  if (!claimSet.chn.includes(request.channel)) return deny('channel-not-granted');
   if (lock.revoked.has(claimSet.jti)) return deny('revoked');
-  return { decision: 'open', reason: 'valid' };
+  return { decision: 'open', reason: 'ok' };
 }
 
 /**
  * The start of the first schedule window of `win` (docs/api-reference.md 9) that begins after `at`, or null when the
- * credential holds none: what a lock refusing "outside schedule" at `at` would next open at, for the explain service
+ * credential holds none: what a lock refusing `outside-schedule` at `at` would next open at, for the explain service
  * (docs/api-reference.md 8.6). Pure, like checkCredential; windows need not be sorted.
  */
 export function nextWindowStart(win: readonly (readonly [number, number])[], at: number): number | null {

@@ -7,6 +7,8 @@ import { clockDrifts } from './clock-drift.js';
 import {
   CREDENTIAL_TYPE,
   checkCredential,
+  isProvisioned,
+  isValidInstant,
   nextWindowStart,
   parseCredentialClaims,
   type CredentialCheck,
@@ -213,41 +215,44 @@ export function describeCheck(
   }
   const { reason } = check;
   switch (reason) {
-    case 'invalid time':
-      return { code: 'invalid-time', message: 'The lock has no clock reading it can judge with: it opens nothing until its clock is set.' };
-    case 'lock not provisioned':
-      return {
-        code: 'lock-not-provisioned',
-        message: 'The lock holds no issuer or key set: write GET /deviceapi/securedobjects/{id}/trust into it (docs/api-reference.md 8.1).',
-      };
-    case 'lock decommissioned':
-      return { code: 'lock-decommissioned', message: 'The lock was deleted: it opens for nobody any more.' };
-    case 'not a ticket credential':
-    case 'malformed credential':
+    case 'malformed':
+      // The lock's one word for "cannot read what it is shown" (docs/lock-integration.md 3.3 step 0); the API tells
+      // apart whose fault it is, its codes being the API's own (docs/api-reference.md 8.6).
+      if (!isValidInstant(request.lockTime)) {
+        return { code: 'invalid-time', message: 'The lock has no clock reading it can judge with: it opens nothing until its clock is set.' };
+      }
+      if (!isProvisioned(lock)) {
+        return {
+          code: 'lock-not-provisioned',
+          message: 'The lock holds no issuer or key set: write GET /deviceapi/securedobjects/{id}/trust into it (docs/api-reference.md 8.1).',
+        };
+      }
       return {
         code: 'malformed-credential',
         message: 'The credential the phone holds is not one the lock can read: the phone must download its tickets again.',
       };
-    case 'wrong issuer':
+    case 'decommissioned':
+      return { code: 'lock-decommissioned', message: 'The lock was deleted: it opens for nobody any more.' };
+    case 'wrong-issuer':
       return {
         code: 'wrong-issuer',
         message:
           `The credential names the issuer ${claims?.iss ?? '(none)'}, but the lock accepts only ${lock.issuer} (the server's ` +
           'public address changed since it was signed): the phone must download its tickets again.',
       };
-    case 'wrong lock':
+    case 'wrong-lock':
       return {
         code: 'wrong-lock',
         message: `The credential is for the lock ${claims?.aud ?? '(none)'}, not ${lock.securedObjectId}: the phone must download its tickets again.`,
       };
-    case "lifetime exceeds the lock's maximum":
+    case 'lifetime-exceeded':
       return {
         code: 'lifetime-exceeds-maximum',
         message:
           `The credential was signed to last longer than the lock's maximum of ${lock.maxCredentialLifetime} s ` +
           '(CREDENTIAL_MAX_LIFETIME was lowered since): the phone must download its tickets again.',
       };
-    case 'not yet valid': {
+    case 'not-yet-valid': {
       const from = claims ? Math.max(claims.nbf * 1000, claims.beginDate) : ticket.beginDate;
       return { code: 'not-yet-valid', message: `Not valid yet: the ticket opens from ${iso(from)} on the lock's clock.` };
     }
@@ -264,7 +269,7 @@ export function describeCheck(
       }
       return { code: 'expired', message: `Expired at ${iso(end)}: issue a new ticket to give access again.` };
     }
-    case 'outside schedule': {
+    case 'outside-schedule': {
       const next = claims?.win ? nextWindowStart(claims.win, request.lockTime) : null;
       return next === null
         ? {
@@ -273,12 +278,12 @@ export function describeCheck(
           }
         : { code: 'outside-schedule', message: `Outside the ticket's schedule: the next window opens at ${isoAndMs(next)} on the lock's clock.`, nextWindowStart: next };
     }
-    case 'command not permitted':
+    case 'command-not-granted':
       return {
         code: 'command-not-granted',
         message: `The ticket does not grant ${request.command} (it grants ${(claims?.cmd ?? []).join(', ') || 'nothing'}): issue a ticket that does.`,
       };
-    case 'channel not permitted':
+    case 'channel-not-granted':
       return {
         code: 'channel-not-granted',
         message: `The ticket does not grant the channel ${request.channel} (it grants ${(claims?.chn ?? []).join(', ') || 'none'}): issue a ticket that does.`,

@@ -1,12 +1,14 @@
 #!/usr/bin/env node
 // `npm run simulate -- …`: a lock provisioned from the trust endpoint through its bound client, synced, given the
-// revocation lists a phone carried, then deciding on credentials and, asked to, uploading its access log
-// (docs/api-reference.md 6.2, 8.1, 8.3, 8.5).
+// revocation lists a phone carried, then deciding on credentials (with a proof of the phone's key under the nonce of
+// its hello, docs/lock-integration.md 4) and, asked to, uploading its access log (docs/api-reference.md 6.2, 8.1, 8.3, 8.5).
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { NONCE } from '../shared/door-exchange.js';
 import { LockSimulator, withSyncBackoff, type LockProvisioning, type SyncAnswer } from './lock-simulator.js';
 
 const USAGE = `Usage: npm run --silent simulate -- --url URL --client-id ID --client-secret SECRET --secured-object ID
-         [--command open] [--channel btlespp] [--at MILLIS] [--revocation-list JWS ...] [--upload-log] [CREDENTIAL ...]
+         [--command open] [--channel btlespp] [--at MILLIS] [--revocation-list JWS ...] [--upload-log]
+         [--nonce NONCE --proof PROOF] [CREDENTIAL ...]
 
 Provisions a lock as an installer would: takes a token for the client (scope sync, bound to the lock), fetches the
 lock's trust answer (its tenant's issuer, key set and maximum credential lifetime), syncs, then applies every
@@ -14,11 +16,14 @@ lock's trust answer (its tenant's issuer, key set and maximum credential lifetim
 credential (from the arguments, or one per line on standard input).
 
   --at MILLIS   the lock's clock, an integer of Unix milliseconds (default: now). Anything else is a usage error.
+  --nonce NONCE decide as a lock whose hello carried NONCE (docs/lock-integration.md 4): one decision, on exactly one
+                CREDENTIAL, with --proof PROOF (the phone's ticket-proof+jwt) when the credential is bound.
+  --proof PROOF the proof of the phone's key shown with the credential; needs --nonce.
   --upload-log  after deciding, upload the lock's access log (its decisions, its applied serial and its clock) to
                 POST /deviceapi/securedobjects/{id}/accesslog; the server's answers go to stderr.`;
 
 /** The options that take a value. */
-const VALUE_OPTIONS = new Set(['--url', '--client-id', '--client-secret', '--secured-object', '--command', '--channel', '--at', '--revocation-list']);
+const VALUE_OPTIONS = new Set(['--url', '--client-id', '--client-secret', '--secured-object', '--command', '--channel', '--at', '--revocation-list', '--nonce', '--proof']);
 
 /**
  * `--option value` as `--option=value`: client ids and secrets are base64url, so one in 64 of each starts with `-`,
@@ -64,6 +69,8 @@ const OPTIONS = {
   at: { type: 'string' },
   'revocation-list': { type: 'string', multiple: true },
   'upload-log': { type: 'boolean' },
+  nonce: { type: 'string' },
+  proof: { type: 'string' },
   help: { type: 'boolean' },
 } satisfies ParseArgsConfig['options'];
 
@@ -87,6 +94,18 @@ async function main(): Promise<number> {
   const lockId = values['secured-object'];
   if (!base || !clientId || !clientSecret || !lockId) {
     process.stderr.write(`${USAGE}\n`);
+    return 2;
+  }
+  if (values.proof !== undefined && values.nonce === undefined) {
+    process.stderr.write(`--proof needs the --nonce of the hello it answers\n${USAGE}\n`);
+    return 2;
+  }
+  if (values.nonce !== undefined && positionals.length !== 1) {
+    process.stderr.write(`--nonce decides exactly one CREDENTIAL (one proof per hello), given as an argument\n${USAGE}\n`);
+    return 2;
+  }
+  if (values.nonce !== undefined && !NONCE.test(values.nonce)) {
+    process.stderr.write(`--nonce must be 22 to 128 base64url characters, not ${JSON.stringify(values.nonce)}\n${USAGE}\n`);
     return 2;
   }
   const at = values.at === undefined ? Date.now() : parseInstant(values.at);
@@ -135,9 +154,11 @@ async function main(): Promise<number> {
   for (const list of values['revocation-list'] ?? []) {
     process.stderr.write(`revocation list: ${JSON.stringify(await lock.applyRevocationList(list))}\n`);
   }
+  // docs/lock-integration.md 4.1: the hello that carried the nonce; the one decision below uses it up.
+  if (values.nonce !== undefined) lock.hello(at, values.nonce);
   const credentials = positionals.length > 0 ? positionals : (await readStdin()).split(/\s+/).filter(Boolean);
   for (const credential of credentials) {
-    process.stdout.write(`${JSON.stringify(await lock.decide(credential, values.command!, at, values.channel!))}\n`);
+    process.stdout.write(`${JSON.stringify(await lock.decide(credential, values.command!, at, values.channel!, values.proof ?? null))}\n`);
   }
   if (values['upload-log']) return uploadLog(lock, `${lockPath}/accesslog`, headers, at);
   return 0;

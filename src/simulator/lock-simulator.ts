@@ -1,21 +1,38 @@
-// A lock simulator: the reference for what a lock does offline (docs/api-reference.md 6.3, 8.1–8.3). Provisioned with the
-// trust answer (its tenant's issuer and key set, its own id, the maximum credential lifetime), it learns revocations
-// and key changes by syncing (docs/api-reference.md 6.2) and from revocation lists a phone carries (docs/api-reference.md 8.3),
-// decides as strictly as firmware must (anything malformed or missing is a refusal), and logs every decision for upload
-// (docs/api-reference.md 8.5).
-import { compactVerify, decodeProtectedHeader, importJWK, type JSONWebKeySet, type JWK } from 'jose';
-import { CREDENTIAL_TYPE, REVOCATION_LIST_TYPE, checkCredential, isValidInstant, type CredentialCheckReason } from '../shared/credential-check.js';
+// A lock simulator: the reference for what a lock does (docs/lock-integration.md, docs/api-reference.md 6.3, 8.1–8.5).
+// Provisioned with the trust answer (its tenant's issuer and key set, its own id, the maximum credential lifetime, the
+// holder-binding policy and its starting serial) and its own P-256 key pair, it learns revocations, revoked phone keys
+// and key changes by syncing (docs/api-reference.md 6.2) and from revocation lists a phone carries (docs/api-reference.md
+// 8.3), greets a phone with a signed hello, decides on a credential and its proof as strictly as firmware must, in the
+// one order of docs/lock-integration.md 3.3 (anything malformed or missing is a refusal), logs every decision and signs
+// receipts of them (docs/lock-integration.md 4).
+import { createPublicKey, randomBytes, verify, type KeyObject } from 'node:crypto';
+import type { JSONWebKeySet, JWK } from 'jose';
+import {
+  CREDENTIAL_LIMITS,
+  CREDENTIAL_TYPE,
+  REVOCATION_LIST_TYPE,
+  checkCredential,
+  isValidInstant,
+  parseCredentialClaims,
+  type LockReason,
+} from '../shared/credential-check.js';
+import { HELLO_TYPE, HOLDER_BINDINGS, NONCE, RECEIPT_TYPE, checkProof, type HolderBinding } from '../shared/door-exchange.js';
+import { parseStrictCompactJws } from '../shared/strict-json.js';
+import { es256KeyPair, signEs256, type Es256KeyPair } from './es256.js';
+import type { HolderPublicKey } from '../shared/holder-keys.js';
 
 /** The signature algorithms of ticket keys (src/shared/jws.ts); `none` and HMAC never. */
 const ALGORITHMS = new Set(['EdDSA', 'ES256']);
 
-export type LockDecisionReason = CredentialCheckReason | 'unknown signing key' | 'algorithm not permitted' | 'bad signature';
+export type { LockReason } from '../shared/credential-check.js';
+/** Kept for callers that named the lock's reasons by their earlier type name. */
+export type LockDecisionReason = LockReason;
 
 export type LockDecision =
-  | { decision: 'open'; reason: 'valid'; ticketId: string }
-  | { decision: 'deny'; reason: Exclude<LockDecisionReason, 'valid'>; ticketId?: string };
+  | { decision: 'open'; reason: 'ok'; ticketId: string }
+  | { decision: 'deny'; reason: Exclude<LockReason, 'ok'>; ticketId?: string };
 
-/** One logged decision, as an access-log upload carries it (docs/api-reference.md 8.5). */
+/** One logged decision, as an access-log upload and a receipt carry it (docs/lock-integration.md 8). */
 export interface AccessLogEntry {
   /** From 1, rising by one per decision, never reused. */
   entryNo: number;
@@ -26,8 +43,8 @@ export interface AccessLogEntry {
   command: string;
   channel: string;
   result: 'granted' | 'denied';
-  /** The decision's reason. */
-  reason: string;
+  /** The decision's reason, a word of docs/lock-integration.md 3.2. */
+  reason: LockReason;
 }
 
 /** The body of `POST /deviceapi/securedobjects/{id}/accesslog` (a phone relaying it adds `securedObjectId`). */
@@ -41,26 +58,50 @@ export interface AccessLogUpload {
 
 /** How many entries the lock keeps by default: beyond, the oldest are dropped and the server reports a gap. */
 export const ACCESS_LOG_CAPACITY = 10_000;
-/** The most entries one upload carries (the server's limit, src/schemas/access-log.ts). */
+/** The most entries one upload carries (the server's limit, src/schemas/access-log.ts), and one receipt. */
 export const ACCESS_LOG_UPLOAD_MAX = 1000;
 /** The largest time an upload carries (docs/api-reference.md 7.4). */
 const MAX_MILLIS = 8_640_000_000_000_000;
+
+/** docs/lock-integration.md 3.1: the most a lock takes in from its trust, a sync answer or a revocation list. */
+export const LOCK_LIMITS = {
+  /** Keys of the tenant's key set. */
+  keys: 16,
+  /** Ticket ids, and phone-key thumbprints, in one revocation list or sync answer. */
+  revocations: 10_000,
+  /** Characters of a revocation list (compact JWS). */
+  revocationListLength: 1_048_576,
+} as const;
 
 /** `text` when it fits the upload format (1 to `max` printable ASCII characters), else undefined. */
 function loggable(text: unknown, max: number): string | undefined {
   return typeof text === 'string' && text.length >= 1 && text.length <= max && /^[\x20-\x7e]+$/.test(text) ? text : undefined;
 }
 
-/** What an installer writes into a lock: `GET /deviceapi/securedobjects/{id}/trust` (docs/api-reference.md 8.1). */
+/** What an installer writes into a lock: `GET /deviceapi/securedobjects/{id}/trust` (docs/lock-integration.md 1). */
 export interface LockProvisioning {
   securedObjectId: string;
   issuer: string;
   keys: JSONWebKeySet;
   /** Seconds (docs/api-reference.md 8.2). */
   maxCredentialLifetime: number;
+  /** The tenant's or the lock's policy; `optional` when the answer has none (a server from before bound credentials). */
+  holderBinding?: HolderBinding;
+  /** The RFC 7638 thumbprint of the lock key the service registered: checked against the lock's own key when given. */
+  keyThumbprint?: string;
+  /** The starting revocation serial: a revocation list at or below it is stale (docs/lock-integration.md 6). */
+  serial?: number;
 }
 
-/** A sync answer (docs/api-reference.md 6.2, 8.1, 4.1). `keys`, `decommissioned` and `serial` may be absent. */
+export interface LockOptions {
+  logCapacity?: number;
+  /** The lock's own key: a private P-256 JWK. Without it the lock makes a new key pair, as at provisioning. */
+  key?: unknown;
+  /** Random octets for nonces (tests pass a fixed source). */
+  randomBytes?: (size: number) => Buffer;
+}
+
+/** A sync answer (docs/api-reference.md 6.2, 8.1, 4.1). Everything but `tokens`, `revocations` and `cursor` may be absent. */
 export interface SyncAnswer {
   tokens: { id: string }[];
   revocations: { tokenId: string; revocationDate: number }[];
@@ -69,41 +110,28 @@ export interface SyncAnswer {
   decommissioned?: boolean;
   /** The change-log position the lock has reached once it applied this answer. */
   serial?: number;
+  holderBinding?: HolderBinding;
+  /** Revoked phone keys: every credential bound to one is refused `key-revoked`. */
+  revokedKeys?: { jkt: string; revocationDate: number }[];
 }
 
 /** What applying a sync answer changed. */
 export interface SyncApplied {
   /** Ticket ids not revoked before. */
   newlyRevoked: number;
-  /** `unchanged`: no `keys` in the answer; `ignored`: a malformed set, the old one kept. */
-  keys: 'unchanged' | 'replaced' | 'ignored';
+  /** `unchanged`: no `keys` in the answer. */
+  keys: 'unchanged' | 'replaced';
 }
 
 export type RevocationListResult =
   | { applied: true; serial: number; newlyRevoked: number; keys: SyncApplied['keys'] }
-  | {
-      applied: false;
-      reason: 'malformed list' | 'not a revocation list' | 'unknown signing key' | 'algorithm not permitted' | 'bad signature' | 'wrong issuer' | 'wrong lock' | 'stale list';
-    };
+  | { applied: false; reason: 'malformed' | 'unknown-key' | 'bad-signature' | 'wrong-issuer' | 'wrong-lock' | 'stale' };
 
-/** Why a compact JWS did not verify against the lock's key set. */
-type JwsFailure = 'malformed' | 'wrong type' | 'unknown signing key' | 'algorithm not permitted' | 'bad signature';
-
-const CREDENTIAL_FAILURES = {
-  malformed: 'malformed credential',
-  'wrong type': 'not a ticket credential',
-  'unknown signing key': 'unknown signing key',
-  'algorithm not permitted': 'algorithm not permitted',
-  'bad signature': 'bad signature',
-} as const satisfies Record<JwsFailure, LockDecisionReason>;
-
-const LIST_FAILURES = {
-  malformed: 'malformed list',
-  'wrong type': 'not a revocation list',
-  'unknown signing key': 'unknown signing key',
-  'algorithm not permitted': 'algorithm not permitted',
-  'bad signature': 'bad signature',
-} as const;
+/** One ticket key the lock verifies with. */
+interface TicketKey {
+  alg: 'EdDSA' | 'ES256';
+  key: KeyObject;
+}
 
 /** One key of a ticket key set, checked for what verifying needs; a private key or an unknown type makes it unusable. */
 function isUsableKey(key: unknown): key is JWK & { kid: string; alg: 'EdDSA' | 'ES256' } {
@@ -117,50 +145,75 @@ function isUsableKey(key: unknown): key is JWK & { kid: string; alg: 'EdDSA' | '
 }
 
 /**
- * The key set by kid, or null when it is malformed: not `{keys: [...]}`, empty, a duplicate kid or any unusable key.
- * A whole set is taken or refused, so a broken update can never leave a lock with fewer or other keys than meant.
+ * The key set by kid, or null when it is malformed: not `{keys: [...]}`, empty, above LOCK_LIMITS.keys, a duplicate
+ * kid or any unusable key. A whole set is taken or refused, so a broken update can never leave a lock with fewer or
+ * other keys than meant. Members a key does not need are ignored (docs/lock-integration.md 3.1).
  */
 export function parseKeySet(jwks: unknown): Map<string, JWK> | null {
   if (typeof jwks !== 'object' || jwks === null) return null;
   const keys = (jwks as { keys?: unknown }).keys;
-  if (!Array.isArray(keys) || keys.length === 0 || !keys.every(isUsableKey)) return null;
+  if (!Array.isArray(keys) || keys.length === 0 || keys.length > LOCK_LIMITS.keys || !keys.every(isUsableKey)) return null;
   const byKid = new Map(keys.map((key) => [key.kid, key] as const));
   return byKid.size === keys.length ? byKid : null;
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+/** The verifying keys of a parsed set, or null when one is not a key node:crypto can read (a point off the curve). */
+function ticketKeys(keys: Map<string, JWK>): Map<string, TicketKey> | null {
+  const result = new Map<string, TicketKey>();
+  try {
+    for (const [kid, jwk] of keys) {
+      const { kty, crv, x, y } = jwk;
+      result.set(kid, { alg: jwk.alg as TicketKey['alg'], key: createPublicKey({ key: { kty, crv, x, ...(y !== undefined ? { y } : {}) } as never, format: 'jwk' }) });
+    }
+  } catch {
+    return null;
+  }
+  return result;
+}
 
-/** A compact JWS verified with a key of `keys`: its header and parsed payload, or why not. */
-async function verifyJws(
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+/** RFC 7638 SHA-256 thumbprint, base64url. */
+const THUMBPRINT = /^[A-Za-z0-9_-]{43}$/;
+const isThumbprint = (value: unknown): value is string => typeof value === 'string' && THUMBPRINT.test(value);
+const isHolderBinding = (value: unknown): value is HolderBinding => HOLDER_BINDINGS.includes(value as HolderBinding);
+
+type JwsFailure = 'malformed' | 'unknown-key' | 'bad-signature';
+
+/**
+ * A compact JWS of the tenant (a credential or a revocation list) checked with the lock's key set, in the order of
+ * docs/lock-integration.md 3.3 steps 1–3: its form (strict JSON, 3.1), its header (`typ` exactly, no `crit`, `alg`
+ * EdDSA or ES256, a `kid`), the key (its `kid` in the set, for that `alg`), the signature.
+ */
+function verifyTenantJws(
   jws: unknown,
   typ: string,
-  keys: ReadonlyMap<string, JWK>,
-): Promise<{ header: Record<string, unknown>; payload: unknown } | { failure: JwsFailure }> {
-  if (typeof jws !== 'string' || !COMPACT_JWS.test(jws)) return { failure: 'malformed' };
-  let header: Record<string, unknown>;
-  try {
-    header = decodeProtectedHeader(jws) as Record<string, unknown>;
-  } catch {
+  keys: ReadonlyMap<string, TicketKey>,
+  maxLength: number,
+): { header: Record<string, unknown>; payload: Record<string, unknown> } | { failure: JwsFailure } {
+  const parsed = parseStrictCompactJws(jws, maxLength);
+  if (!parsed) return { failure: 'malformed' };
+  const { header } = parsed;
+  // RFC 7515 4.1.11: the lock understands no extension, so any `crit` is refused. Other unknown members are ignored:
+  // none of them (jku, x5u, jwk) ever chooses the key, which comes from the lock's own set by `kid`.
+  if (header.typ !== typ || 'crit' in header || typeof header.alg !== 'string' || !ALGORITHMS.has(header.alg) || typeof header.kid !== 'string') {
     return { failure: 'malformed' };
   }
-  if (header.typ !== typ) return { failure: 'wrong type' };
-  if (typeof header.alg !== 'string' || !ALGORITHMS.has(header.alg)) return { failure: 'algorithm not permitted' };
-  const jwk = typeof header.kid === 'string' ? keys.get(header.kid) : undefined;
+  const key = keys.get(header.kid);
   // A key is for one algorithm (RFC 8725 3.1): an ES256 header under an EdDSA kid is not that key's signature.
-  if (!jwk || jwk.alg !== header.alg) return { failure: 'unknown signing key' };
-  let payload: Uint8Array;
-  try {
-    const key = await importJWK(jwk, header.alg);
-    payload = (await compactVerify(jws, key, { algorithms: [header.alg] })).payload;
-  } catch {
-    return { failure: 'bad signature' };
-  }
-  try {
-    return { header, payload: JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(payload)) as unknown };
-  } catch {
-    return { failure: 'malformed' };
-  }
+  if (!key || key.alg !== header.alg) return { failure: 'unknown-key' };
+  const data = Buffer.from(parsed.signingInput, 'ascii');
+  // RFC 8037 3.1: Ed25519 signs the message itself; RFC 7518 3.4: ES256 is the 64-octet R || S.
+  const good =
+    parsed.signature.length === 64 &&
+    (key.alg === 'EdDSA' ? verify(null, data, key.key, parsed.signature) : verify('sha256', data, { key: key.key, dsaEncoding: 'ieee-p1363' }, parsed.signature));
+  if (!good) return { failure: 'bad-signature' };
+  return { header, payload: parsed.payload };
+}
+
+/** What a hello opened: the nonce the next decision must be proved under, and whether a decision already used it. */
+interface Session {
+  nonce: string;
+  used: boolean;
 }
 
 export class LockSimulator {
@@ -168,34 +221,55 @@ export class LockSimulator {
   readonly issuer: string;
   readonly maxCredentialLifetime: number;
   private readonly revoked = new Set<string>();
-  private keys: Map<string, JWK>;
+  private readonly revokedKeys = new Set<string>();
+  private keys: Map<string, TicketKey>;
+  private readonly key: Es256KeyPair;
+  private readonly random: (size: number) => Buffer;
+  private session: Session | undefined;
   /** Where the next sync continues; undefined until the first one. */
   cursor: string | undefined;
   /** The change-log position the lock has applied (docs/api-reference.md 8.3, 8.4): revocation lists at or below it are stale. */
-  serial = 0;
+  serial: number;
+  /** The latest policy the lock learnt (trust, sync or an applied list): `required` refuses unbound credentials. */
+  holderBinding: HolderBinding;
   /** The backend deleted this lock (docs/api-reference.md 4.1): it opens for nobody. */
   decommissioned = false;
+  /** In lockdown the lock refuses every credential that would otherwise open, `lockdown` (docs/lock-integration.md 3.3 step 9). */
+  lockdown = false;
   /** The decisions not yet acknowledged by the server, oldest first (docs/api-reference.md 8.5). */
   private readonly log: AccessLogEntry[] = [];
+  /** The decisions no receipt has carried yet, oldest first (docs/lock-integration.md 4.4). */
+  private readonly unreceipted: AccessLogEntry[] = [];
   private nextEntryNo = 1;
   /** How many entries the log keeps: beyond, the oldest are dropped, as firmware with bounded memory does. */
   readonly logCapacity: number;
 
   /** Throws on a provisioning a lock could not decide with: an installer error, caught before the lock is mounted. */
-  constructor(provisioning: LockProvisioning, options: { logCapacity?: number } = {}) {
+  constructor(provisioning: LockProvisioning, options: LockOptions = {}) {
     const logCapacity = options.logCapacity ?? ACCESS_LOG_CAPACITY;
     if (!Number.isSafeInteger(logCapacity) || logCapacity <= 0) throw new TypeError('logCapacity must be a positive integer');
     this.logCapacity = logCapacity;
-    const { securedObjectId, issuer, keys, maxCredentialLifetime } = provisioning;
+    const { securedObjectId, issuer, keys, maxCredentialLifetime, holderBinding, keyThumbprint, serial } = provisioning;
     if (typeof securedObjectId !== 'string' || securedObjectId === '') throw new TypeError('securedObjectId must be a non-empty string');
     if (typeof issuer !== 'string' || issuer === '') throw new TypeError('issuer must be a non-empty string');
     if (!Number.isSafeInteger(maxCredentialLifetime) || maxCredentialLifetime <= 0) throw new TypeError('maxCredentialLifetime must be a positive integer of seconds');
     const parsed = parseKeySet(keys);
-    if (!parsed) throw new TypeError('keys must be a key set of EdDSA or ES256 public keys, each with its own kid');
+    const verifying = parsed && ticketKeys(parsed);
+    if (!verifying) throw new TypeError('keys must be a key set of EdDSA or ES256 public keys, each with its own kid');
+    if (holderBinding !== undefined && !isHolderBinding(holderBinding)) throw new TypeError('holderBinding must be "optional" or "required"');
+    if (serial !== undefined && !(Number.isSafeInteger(serial) && serial >= 0)) throw new TypeError('serial must be a non-negative integer');
+    this.key = es256KeyPair(options.key);
+    // The service registered another key than this lock holds: its receipts would never verify, so it is not mounted.
+    if (options.key !== undefined && keyThumbprint !== undefined && keyThumbprint !== this.key.thumbprint) {
+      throw new TypeError('keyThumbprint is not the thumbprint of the lock key: the service holds another key for this lock');
+    }
+    this.random = options.randomBytes ?? randomBytes;
     this.securedObjectId = securedObjectId;
     this.issuer = issuer;
     this.maxCredentialLifetime = maxCredentialLifetime;
-    this.keys = parsed;
+    this.keys = verifying;
+    this.holderBinding = holderBinding ?? 'optional';
+    this.serial = serial ?? 0;
   }
 
   /** The kids the lock accepts now. */
@@ -203,30 +277,57 @@ export class LockSimulator {
     return [...this.keys.keys()];
   }
 
+  /** The lock's public key, as the installer registers it (`PUT /deviceapi/securedobjects/{id}/key`). */
+  get publicKey(): HolderPublicKey {
+    return { ...this.key.publicKey };
+  }
+
+  /** The RFC 7638 thumbprint of the lock's key: the trust answer's `keyThumbprint`. */
+  get keyThumbprint(): string {
+    return this.key.thumbprint;
+  }
+
   isRevoked(ticketId: string): boolean {
     return this.revoked.has(ticketId);
   }
 
+  isKeyRevoked(jkt: string): boolean {
+    return this.revokedKeys.has(jkt);
+  }
+
   /**
-   * Applies one sync answer (docs/api-reference.md 6.2). Revocations are only ever added: a ticket issued again after a
-   * revocation has a new id, so a revoked id never becomes valid again. A malformed answer throws and changes
-   * nothing (its cursor could skip changes); a malformed `keys` alone is ignored and the old set kept (docs/api-reference.md 8.1).
+   * Applies one sync answer (docs/api-reference.md 6.2, docs/lock-integration.md 5). Revocations are only ever added: a
+   * ticket issued again after a revocation has a new id, so a revoked id never becomes valid again. An answer with any
+   * malformed part (its key set included) throws and changes nothing (docs/lock-integration.md 3.1: a signed or
+   * authenticated answer is taken whole or not at all; the lock keeps deciding with what it had).
    */
   applySync(answer: SyncAnswer): SyncApplied {
     if (!isObject(answer) || typeof answer.cursor !== 'string' || !Array.isArray(answer.revocations)) throw new Error('malformed sync answer');
-    if (!answer.revocations.every((revocation) => isObject(revocation) && typeof revocation.tokenId === 'string')) {
+    if (answer.revocations.length > LOCK_LIMITS.revocations || !answer.revocations.every((revocation) => isObject(revocation) && typeof revocation.tokenId === 'string')) {
       throw new Error('malformed sync answer: a revocation without a tokenId');
     }
     if (answer.serial !== undefined && !(Number.isSafeInteger(answer.serial) && answer.serial >= 0)) throw new Error('malformed sync answer: serial');
     if (answer.decommissioned !== undefined && typeof answer.decommissioned !== 'boolean') throw new Error('malformed sync answer: decommissioned');
+    if (answer.holderBinding !== undefined && !isHolderBinding(answer.holderBinding)) throw new Error('malformed sync answer: holderBinding');
+    const { revokedKeys } = answer;
+    if (
+      revokedKeys !== undefined &&
+      !(Array.isArray(revokedKeys) && revokedKeys.length <= LOCK_LIMITS.revocations && revokedKeys.every((entry) => isObject(entry) && isThumbprint(entry.jkt)))
+    ) {
+      throw new Error('malformed sync answer: revokedKeys');
+    }
+    const keys = answer.keys === undefined ? undefined : this.readKeys(answer.keys);
+    if (keys === null) throw new Error('malformed sync answer: keys');
     const newlyRevoked = this.revoke(answer.revocations.map((revocation) => revocation.tokenId));
-    const keys = this.takeKeys(answer.keys);
+    for (const entry of revokedKeys ?? []) this.revokedKeys.add(entry.jkt);
+    if (keys) this.keys = keys;
+    if (answer.holderBinding !== undefined) this.holderBinding = answer.holderBinding;
     // Once decommissioned, always: a later answer cannot bring a deleted lock back (docs/api-reference.md 4.1).
     if (answer.decommissioned === true) this.decommissioned = true;
     this.cursor = answer.cursor;
     // An old server sends no serial: the lock keeps its own. It never goes back, so a list it has applied stays applied.
     if (answer.serial !== undefined) this.serial = Math.max(this.serial, answer.serial);
-    return { newlyRevoked, keys };
+    return { newlyRevoked, keys: keys ? 'replaced' : 'unchanged' };
   }
 
   /** Syncs until the server has nothing more: `fetchPage(cursor)` calls GET /deviceapi/securedobjects/{id}/sync. */
@@ -240,29 +341,61 @@ export class LockSimulator {
   }
 
   /**
-   * Applies a revocation list a phone carried (docs/api-reference.md 8.3): signed under a key of the lock's set, for this
-   * lock and issuer, with a serial above the lock's own. Older lists are ignored (a phone may carry a stale one).
-   * Its revocations are added (never forgotten), its serial taken, its key set replaces the lock's.
+   * Applies a revocation list a phone carried (docs/api-reference.md 8.3, docs/lock-integration.md 6): signed under a
+   * key of the lock's set, for this lock and issuer, with a serial above the lock's own; every part well-formed, or
+   * none of it is taken. Older lists are ignored (a phone may carry a stale one). Its revocations and revoked keys are
+   * added (never forgotten), its serial, holder-binding policy and key set taken.
    */
   async applyRevocationList(jws: string): Promise<RevocationListResult> {
-    const verified = await verifyJws(jws, REVOCATION_LIST_TYPE, this.keys);
-    if ('failure' in verified) return { applied: false, reason: LIST_FAILURES[verified.failure] };
+    const verified = verifyTenantJws(jws, REVOCATION_LIST_TYPE, this.keys, LOCK_LIMITS.revocationListLength);
+    if ('failure' in verified) return { applied: false, reason: verified.failure };
     const list = verified.payload;
-    if (!isObject(list)) return { applied: false, reason: 'malformed list' };
-    const { iss, aud, serial, iat, revoked } = list;
-    if (typeof iss !== 'string' || typeof aud !== 'string' || !Number.isSafeInteger(serial) || !Number.isSafeInteger(iat)) return { applied: false, reason: 'malformed list' };
-    if (!Array.isArray(revoked) || !revoked.every((id) => typeof id === 'string')) return { applied: false, reason: 'malformed list' };
-    if (iss !== this.issuer) return { applied: false, reason: 'wrong issuer' };
-    if (aud !== this.securedObjectId) return { applied: false, reason: 'wrong lock' };
-    if ((serial as number) <= this.serial) return { applied: false, reason: 'stale list' };
+    const { iss, aud, serial, iat, revoked, revokedKeys, holderBinding } = list;
+    const malformed = { applied: false, reason: 'malformed' } as const;
+    if (typeof iss !== 'string' || typeof aud !== 'string' || !Number.isSafeInteger(serial) || (serial as number) < 0 || !Number.isSafeInteger(iat)) return malformed;
+    if (!Array.isArray(revoked) || revoked.length > LOCK_LIMITS.revocations || !revoked.every((id) => typeof id === 'string' && id !== '')) return malformed;
+    if (revokedKeys !== undefined && !(Array.isArray(revokedKeys) && revokedKeys.length <= LOCK_LIMITS.revocations && revokedKeys.every(isThumbprint))) return malformed;
+    if (holderBinding !== undefined && !isHolderBinding(holderBinding)) return malformed;
+    const keys = list.keys === undefined ? undefined : this.readKeys(list.keys);
+    if (keys === null) return malformed;
+    if (iss !== this.issuer) return { applied: false, reason: 'wrong-issuer' };
+    if (aud !== this.securedObjectId) return { applied: false, reason: 'wrong-lock' };
+    if ((serial as number) <= this.serial) return { applied: false, reason: 'stale' };
     const newlyRevoked = this.revoke(revoked as string[]);
+    for (const jkt of (revokedKeys as string[] | undefined) ?? []) this.revokedKeys.add(jkt);
+    if (holderBinding !== undefined) this.holderBinding = holderBinding;
+    if (keys) this.keys = keys;
     this.serial = serial as number;
-    return { applied: true, serial: this.serial, newlyRevoked, keys: this.takeKeys(list.keys) };
+    return { applied: true, serial: this.serial, newlyRevoked, keys: keys ? 'replaced' : 'unchanged' };
   }
 
-  /** Decides whether the presented credential lets `command` through over `channel` at `atMs`, and why; logs the decision. */
-  async decide(credential: string, command: string, atMs: number, channel = 'btlespp'): Promise<LockDecision> {
-    const decision = await this.decideUnlogged(credential, command, atMs, channel);
+  /**
+   * Opens a session (docs/lock-integration.md 4.1): a fresh nonce of 256 random bits, and the hello that carries it,
+   * signed with the lock's key. The session's one decision must be proved under that nonce. `nonce` is for tests and
+   * the command line only ("a lock that issued this nonce"): a lock never takes its nonce from outside.
+   */
+  hello(atMs: number, nonce?: string): string {
+    if (!isValidInstant(atMs)) throw new TypeError('the lock has no valid clock reading');
+    const value = nonce ?? this.random(32).toString('base64url');
+    if (!NONCE.test(value)) throw new TypeError('a nonce is 22 to 128 base64url characters (at least 128 bits)');
+    this.session = { nonce: value, used: false };
+    return signEs256(this.key.privateKey, { typ: HELLO_TYPE }, { iss: this.issuer, sub: this.securedObjectId, nonce: value, serial: this.serial, iat: Math.floor(atMs / 1000) });
+  }
+
+  /** Marks the session's nonce used without a decision (tests: a lock that already decided under it). */
+  endSession(): void {
+    if (this.session) this.session.used = true;
+  }
+
+  /**
+   * Decides whether the presented credential (and its proof, for a bound one) lets `command` through over `channel`
+   * at `atMs`, and why; logs the decision. Every decision uses up the session's nonce, whatever it was.
+   */
+  async decide(credential: string, command: string, atMs: number, channel = 'btlespp', proof: string | null = null): Promise<LockDecision> {
+    const session = this.session;
+    const nonceUsed = session?.used ?? false;
+    if (session) session.used = true;
+    const decision = this.decideUnlogged(credential, command, atMs, channel, proof, session?.nonce, nonceUsed);
     this.record(decision, command, atMs, channel);
     return decision;
   }
@@ -293,10 +426,21 @@ export class LockSimulator {
     return this.log.splice(0, kept === -1 ? this.log.length : kept).length;
   }
 
+  /**
+   * A receipt (docs/lock-integration.md 4.4): the lock's own signed word on its applied serial, its clock and the
+   * entries since the last receipt (at most one upload's worth; the next receipt carries the rest), for a phone to
+   * relay. Those entries are then the phone's to deliver: the next receipt starts after them.
+   */
+  receipt(lockNow: number): string {
+    if (!isValidInstant(lockNow) || lockNow < 0 || lockNow > MAX_MILLIS) throw new TypeError('the lock has no valid clock reading');
+    const entries = this.unreceipted.splice(0, ACCESS_LOG_UPLOAD_MAX);
+    return signEs256(this.key.privateKey, { typ: RECEIPT_TYPE }, { sub: this.securedObjectId, appliedSerial: this.serial, lockTime: lockNow, entries });
+  }
+
   /** Appends a decision to the log, dropping the oldest entry when it is full; never fails the decision. */
   private record(decision: LockDecision, command: unknown, atMs: unknown, channel: unknown): void {
     const tokenId = loggable(decision.ticketId, 256);
-    this.log.push({
+    const entry: AccessLogEntry = {
       entryNo: this.nextEntryNo++,
       lockTime: isValidInstant(atMs) && atMs >= 0 && atMs <= MAX_MILLIS ? atMs : 0,
       ...(tokenId !== undefined ? { tokenId } : {}),
@@ -304,20 +448,48 @@ export class LockSimulator {
       channel: loggable(channel, 32) ?? '?',
       result: decision.decision === 'open' ? 'granted' : 'denied',
       reason: decision.reason,
-    });
+    };
+    this.log.push(entry);
     if (this.log.length > this.logCapacity) this.log.shift();
+    this.unreceipted.push({ ...entry });
+    if (this.unreceipted.length > this.logCapacity) this.unreceipted.shift();
   }
 
-  private async decideUnlogged(credential: string, command: string, atMs: number, channel: string): Promise<LockDecision> {
-    // A lock without a valid clock reading opens nothing: checked first, before any work on the credential.
-    if (!isValidInstant(atMs)) return { decision: 'deny', reason: 'invalid time' };
-    const verified = await verifyJws(credential, CREDENTIAL_TYPE, this.keys);
-    if ('failure' in verified) return { decision: 'deny', reason: CREDENTIAL_FAILURES[verified.failure] };
+  /** The decision, in the one order of docs/lock-integration.md 3.3; the first check that fails is the reason. */
+  private decideUnlogged(
+    credential: string,
+    command: string,
+    atMs: number,
+    channel: string,
+    proof: string | null,
+    nonce: string | undefined,
+    nonceUsed: boolean,
+  ): LockDecision {
+    // Step 0: the lock's own state. Without a clock reading it can judge with it cannot read a credential's dates.
+    if (!isValidInstant(atMs)) return { decision: 'deny', reason: 'malformed' };
+    if (this.decommissioned) return { decision: 'deny', reason: 'decommissioned' };
+    // Steps 1–3: form, header, key and signature.
+    const verified = verifyTenantJws(credential, CREDENTIAL_TYPE, this.keys, CREDENTIAL_LIMITS.credentialLength);
+    if ('failure' in verified) return { decision: 'deny', reason: verified.failure };
     const { payload } = verified;
-    const jti = isObject(payload) && typeof payload.jti === 'string' ? payload.jti : undefined;
+    const jti = typeof payload.jti === 'string' ? payload.jti : undefined;
+    const deny = (reason: Exclude<LockReason, 'ok'>): LockDecision => ({ decision: 'deny', reason, ...(jti !== undefined ? { ticketId: jti } : {}) });
+    // Steps 4–6: the claims, whose, when, what, revoked.
     const check = checkCredential(verified.header, payload, this.state(), { command, channel, at: atMs });
-    if (check.decision === 'open') return { decision: 'open', reason: 'valid', ticketId: jti! };
-    return { decision: 'deny', reason: check.reason, ...(jti !== undefined ? { ticketId: jti } : {}) };
+    if (check.decision === 'deny') return deny(check.reason);
+    const claims = parseCredentialClaims(payload)!;
+    // Step 7: binding. A bound credential always needs its proof, whatever the policy: its `cnf` says so.
+    if (claims.cnf === undefined) {
+      if (this.holderBinding === 'required') return deny('binding-required');
+    } else {
+      if (this.revokedKeys.has(claims.cnf.jkt)) return deny('key-revoked');
+      // Step 8: the proof.
+      const proofReason = checkProof(proof, { lockId: this.securedObjectId, nonce, nonceUsed, credential, jkt: claims.cnf.jkt, command, at: atMs });
+      if (proofReason !== 'ok') return deny(proofReason);
+    }
+    // Step 9: last, so that what may one day override a lockdown is read only from a credential that passed all else.
+    if (this.lockdown) return deny('lockdown');
+    return { decision: 'open', reason: 'ok', ticketId: claims.jti };
   }
 
   private state() {
@@ -330,16 +502,10 @@ export class LockSimulator {
     };
   }
 
-  /**
-   * Replaces the key set with `jwks` when it is well-formed (docs/api-reference.md 8.1: key rotation reaches the lock by
-   * sync or a revocation list). A malformed set is ignored and the old one kept: never emptied, never half-replaced.
-   */
-  private takeKeys(jwks: unknown): SyncApplied['keys'] {
-    if (jwks === undefined) return 'unchanged';
+  /** The verifying keys of a key set, or null when it is malformed (the whole answer or list is then refused). */
+  private readKeys(jwks: unknown): Map<string, TicketKey> | null {
     const parsed = parseKeySet(jwks);
-    if (!parsed) return 'ignored';
-    this.keys = parsed;
-    return 'replaced';
+    return parsed && ticketKeys(parsed);
   }
 
   private revoke(ticketIds: string[]): number {

@@ -16,7 +16,7 @@ import { twoTenants, type TwoTenants } from '../helpers/tenants.js';
 
 const START = Date.UTC(2026, 2, 2, 8, 0, 0, 0);
 const DAY = 24 * HOUR;
-/** The smallest budget the configuration takes: one full upload (docs/lock-integration.md 7). */
+/** The smallest budget the configuration takes: one full upload (docs/lock-integration.md 8). */
 const BUDGET = 1000;
 const RETENTION_DAYS = 30;
 

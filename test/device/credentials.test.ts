@@ -270,7 +270,7 @@ describe('ticket credentials', () => {
     const deviceToken = await phoneToken(t, acme, 'phone');
     const userToken = await accessToken(t, acme, ['devices:read']);
     for (const token of [management, deviceToken, userToken]) {
-      expect(await lockSimulator.decide(token, 'open', now)).toEqual({ decision: 'deny', reason: 'not a ticket credential' });
+      expect(await lockSimulator.decide(token, 'open', now)).toEqual({ decision: 'deny', reason: 'malformed' });
     }
   });
 });

@@ -125,7 +125,7 @@ describe('sync: keys and decommissioned locks', () => {
     door.applySync((await syncOf(lockAuth, 'vault', first.cursor)) as unknown as LockSyncAnswer);
     expect(door.kids).toContain(newKid);
     expect(door.kids).not.toContain(decodeProtectedHeader(before.credential).kid);
-    expect(await door.decide(before.credential, 'open', at)).toMatchObject({ decision: 'deny', reason: 'unknown signing key' });
+    expect(await door.decide(before.credential, 'open', at)).toMatchObject({ decision: 'deny', reason: 'unknown-key' });
     // The phone's next download signs the stored credential anew with the new key: the door opens again.
     const after = ((await download(t, phone, 'phone-2')) as unknown as { id: string; credential: string }[]).find((item) => item.id === issued.id)!;
     expect(decodeProtectedHeader(after.credential).kid).toBe(newKid);

@@ -122,7 +122,7 @@ describe('schedules attacked', () => {
     // The lock decides offline on what the phone holds: Tuesday 08:30 Berlin still opens, 08:30 New York does not.
     const door = new LockSimulator(await lockTrust(t, b.tenant, 'front-door'));
     expect(await door.decide(credential, 'open', Date.UTC(2026, 2, 24, 7, 30))).toMatchObject({ decision: 'open' });
-    expect(await door.decide(credential, 'open', Date.UTC(2026, 2, 24, 12, 30))).toMatchObject({ decision: 'deny', reason: 'outside schedule' });
+    expect(await door.decide(credential, 'open', Date.UTC(2026, 2, 24, 12, 30))).toMatchObject({ decision: 'deny', reason: 'outside-schedule' });
     // The bound: the credential lives at most CREDENTIAL_MAX_LIFETIME (docs/api-reference.md 8.2), and no window outlives it.
     const { iat, exp, win } = payloadOf(credential) as { iat: number; exp: number; win: number[][] };
     expect(exp - iat).toBeLessThanOrEqual(t.config.CREDENTIAL_MAX_LIFETIME);

@@ -74,10 +74,10 @@ describe('schedules in the lock\'s local time', () => {
     ]);
 
     const door = new LockSimulator(await lockTrust(t, fixture.tenant, 'front-door'));
-    expect(await door.decide(first!.credential, 'open', Date.UTC(2026, 2, 23, 10, 59))).toEqual({ decision: 'open', reason: 'valid', ticketId: ticket.id });
-    expect(await door.decide(first!.credential, 'open', Date.UTC(2026, 2, 23, 11))).toEqual({ decision: 'deny', reason: 'outside schedule', ticketId: ticket.id });
+    expect(await door.decide(first!.credential, 'open', Date.UTC(2026, 2, 23, 10, 59))).toEqual({ decision: 'open', reason: 'ok', ticketId: ticket.id });
+    expect(await door.decide(first!.credential, 'open', Date.UTC(2026, 2, 23, 11))).toEqual({ decision: 'deny', reason: 'outside-schedule', ticketId: ticket.id });
     // Saturday: no window.
-    expect(await door.decide(first!.credential, 'open', Date.UTC(2026, 2, 28, 9))).toMatchObject({ decision: 'deny', reason: 'outside schedule' });
+    expect(await door.decide(first!.credential, 'open', Date.UTC(2026, 2, 28, 9))).toMatchObject({ decision: 'deny', reason: 'outside-schedule' });
 
     // The explain endpoint (docs/api-reference.md 8.6) says so, with the next window: Tuesday 08:00 Berlin.
     const explained = await call(t, fixture.operator, {
@@ -106,8 +106,8 @@ describe('schedules in the lock\'s local time', () => {
     ]);
     // Monday after the change: 08:30 CEST (06:30Z) opens, 12:30 CEST (10:30Z) does not; 07:30 CEST (05:30Z) neither.
     expect(await door.decide(renewed!.credential, 'open', Date.UTC(2026, 2, 30, 6, 30))).toMatchObject({ decision: 'open' });
-    expect(await door.decide(renewed!.credential, 'open', Date.UTC(2026, 2, 30, 10, 30))).toMatchObject({ decision: 'deny', reason: 'outside schedule' });
-    expect(await door.decide(renewed!.credential, 'open', Date.UTC(2026, 2, 30, 5, 30))).toMatchObject({ decision: 'deny', reason: 'outside schedule' });
+    expect(await door.decide(renewed!.credential, 'open', Date.UTC(2026, 2, 30, 10, 30))).toMatchObject({ decision: 'deny', reason: 'outside-schedule' });
+    expect(await door.decide(renewed!.credential, 'open', Date.UTC(2026, 2, 30, 5, 30))).toMatchObject({ decision: 'deny', reason: 'outside-schedule' });
   });
 
   it('answers 422 with the schedule\'s field errors, or when it never opens within the validity, and changes nothing', async () => {

@@ -126,16 +126,16 @@ describe.concurrent('the simulator command line', () => {
       // The other tenant's credential names the same lock id, under its own issuer and key; the lock holds only its
       // tenant's key set (the trust answer, docs/api-reference.md 8.1), so it does not even know that key.
       expect((await simulate(['--command', 'open'], [ours!.credential, theirs!.credential], expect)).decisions).toEqual([
-        { decision: 'open', reason: 'valid', ticketId: issued.id },
-        { decision: 'deny', reason: 'unknown signing key' },
+        { decision: 'open', reason: 'ok', ticketId: issued.id },
+        { decision: 'deny', reason: 'unknown-key' },
       ]);
-      expect((await simulate(['--command', 'clos'], [ours!.credential], expect)).decisions).toEqual([{ decision: 'deny', reason: 'command not permitted', ticketId: issued.id }]);
+      expect((await simulate(['--command', 'clos'], [ours!.credential], expect)).decisions).toEqual([{ decision: 'deny', reason: 'command-not-granted', ticketId: issued.id }]);
       // An explicit clock: before the ticket begins, then inside it.
       expect((await simulate(['--at', String((issued.beginDate as number) - 1)], [ours!.credential], expect)).decisions).toEqual([
-        { decision: 'deny', reason: 'not yet valid', ticketId: issued.id },
+        { decision: 'deny', reason: 'not-yet-valid', ticketId: issued.id },
       ]);
       expect((await simulate(['--at', String((issued.beginDate as number) + 1000)], [ours!.credential], expect)).decisions).toEqual([
-        { decision: 'open', reason: 'valid', ticketId: issued.id },
+        { decision: 'open', reason: 'ok', ticketId: issued.id },
       ]);
 
       expect((await call(t, operator, { method: 'DELETE', url: `/operatorapi/tickets/${issued.id}` })).statusCode).toBe(200);
@@ -155,11 +155,11 @@ describe.concurrent('the simulator command line', () => {
         .sign(privateKey);
       const lists = ['--revocation-list', carried!.revocationList!, '--revocation-list', forged, '--revocation-list', 'not-a-list'];
       const { decisions, stderr } = await simulate(lists, ['not-a-credential'], expect);
-      expect(decisions).toEqual([{ decision: 'deny', reason: 'malformed credential' }]);
+      expect(decisions).toEqual([{ decision: 'deny', reason: 'malformed' }]);
       expect(stderr.trim().split('\n')).toEqual([
-        'revocation list: {"applied":false,"reason":"stale list"}',
-        'revocation list: {"applied":false,"reason":"unknown signing key"}',
-        'revocation list: {"applied":false,"reason":"malformed list"}',
+        'revocation list: {"applied":false,"reason":"stale"}',
+        'revocation list: {"applied":false,"reason":"unknown-key"}',
+        'revocation list: {"applied":false,"reason":"malformed"}',
       ]);
     });
 
@@ -167,8 +167,8 @@ describe.concurrent('the simulator command line', () => {
       const at = Date.UTC(2026, 0, 15, 9, 0, 0, 0);
       const first = await simulate(['--upload-log', '--at', String(at)], ['not-a-credential', 'x.y.z'], expect);
       expect(first.decisions).toEqual([
-        { decision: 'deny', reason: 'malformed credential' },
-        { decision: 'deny', reason: 'malformed credential' },
+        { decision: 'deny', reason: 'malformed' },
+        { decision: 'deny', reason: 'malformed' },
       ]);
       expect(first.stderr.trim().split('\n')).toEqual(['access log: {"accepted":2,"duplicates":0,"gaps":[]}']);
       // A lock whose acknowledgement was lost sends the same entries again: nothing is stored twice.

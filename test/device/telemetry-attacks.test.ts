@@ -433,7 +433,7 @@ describe('lock telemetry under attack', () => {
     await syncSimulator();
     later();
     await syncSimulator();
-    expect(await simulator.decide(credential, 'open', now, 'btlespp')).toMatchObject({ decision: 'deny', reason: 'unknown signing key' });
+    expect(await simulator.decide(credential, 'open', now, 'btlespp')).toMatchObject({ decision: 'deny', reason: 'unknown-key' });
     expect(await explain()).toMatchObject({ decision: 'deny', reasons: [{ code: 'key-not-published' }] });
   });
 });

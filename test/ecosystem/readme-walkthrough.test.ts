@@ -222,7 +222,7 @@ describe('the README walkthrough blocks', () => {
         );
         expect(stdout).not.toContain(`"revocations":["${ticketId}"]`);
         expectLine(new RegExp(`^\\{"tokens":\\[\\],"revocations":\\[\\],"cursor":"${cursor}","serial":\\d+\\}$`));
-        expectLine(new RegExp(`^\\{"decision":"open","reason":"valid","ticketId":"${credentialTicket}"\\}$`));
+        expectLine(new RegExp(`^\\{"decision":"open","reason":"ok","ticketId":"${credentialTicket}"\\}$`));
         expectLine(/^\[\]$/);
         expectLine(new RegExp(`^\\{"tokens":\\[\\],"revocations":\\["${credentialTicket}"\\]\\}$`));
         const denied = lines.indexOf(expectLine(new RegExp(`^\\{"decision":"deny","reason":"revoked","ticketId":"${credentialTicket}"\\}$`))[0]);

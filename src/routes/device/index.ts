@@ -57,16 +57,16 @@ downloaded ticket, that the phone presents to the lock, which checks it offline.
   its lifetime left. A ticket beginning beyond that horizon is listed without \`credential\`, with
   \`credentialAvailableFrom\`.
 
-A lock opens only when every one of these holds, and refuses on anything missing or malformed:
-1. three base64url parts; \`typ\` is exactly \`ticket+jwt\`; \`alg\` is EdDSA or ES256 and matches the key;
-2. \`kid\` is in the lock's key set and the signature verifies with that key;
-3. \`iss\` equals the provisioned issuer and \`aud\` equals the lock's own id;
-4. the lock's clock \`t\` is a whole number of milliseconds with \`nbf*1000 <= t < exp*1000\` and \`beginDate <= t < endDate\`;
-5. \`exp - iat\` is at most \`maxCredentialLifetime\`;
-6. the requested command is in \`cmd\` and the channel in \`chn\`;
-7. \`jti\` is not in the lock's revoked set;
-8. when the credential has \`win\` (a schedule, docs/api-reference.md 9), \`t\` lies in one of its intervals.
-A lock whose client learnt \`decommissioned: true\` opens for no one. The simulator (\`npm run simulate\`) implements exactly these rules and is the reference.
+A lock opens only when every check holds, and refuses on anything missing or malformed. The checks, their one order
+and the reason each logs are in docs/lock-integration.md section 3.3 (the strict reading of every signed text in 3.1,
+the reasons in 3.2); in short: the lock's own state (a clock it trusts, not \`decommissioned\`); the credential's form and
+header (\`typ\` exactly \`ticket+jwt\`, no \`crit\`, \`alg\` EdDSA or ES256); \`kid\` in the lock's key set and the signature; the
+claims' types; \`iss\`, \`aud\`, \`exp - iat\` at most \`maxCredentialLifetime\`; the time (\`nbf*1000 <= t < exp*1000\`,
+\`beginDate <= t < endDate\`, \`iat\` at most 300 s ahead, inside a window of \`win\`); the command and channel; \`jti\` not
+revoked; then the holder binding (a credential without \`cnf\` only where \`holderBinding\` is \`optional\`; \`cnf.jkt\` not a
+revoked phone key) and, for a bound credential, the proof of the phone's key under the nonce of the lock's hello
+(docs/lock-integration.md section 4); lockdown last. The simulator (\`npm run simulate\`) implements exactly these rules
+and is the reference; docs/test-vectors/door.json holds its answers for lock makers to compare.
 
 ## Revocations and keys reaching the lock
 

@@ -305,7 +305,7 @@ export interface components {
          *           "command": "open",
          *           "channel": "btlespp",
          *           "result": "granted",
-         *           "reason": "valid"
+         *           "reason": "ok"
          *         },
          *         {
          *           "entryNo": 42,
@@ -313,7 +313,7 @@ export interface components {
          *           "command": "open",
          *           "channel": "btlespp",
          *           "result": "denied",
-         *           "reason": "malformed credential"
+         *           "reason": "malformed"
          *         }
          *       ]
          *     }
@@ -449,7 +449,7 @@ export interface components {
          *           "command": "open",
          *           "channel": "btlespp",
          *           "result": "granted",
-         *           "reason": "valid"
+         *           "reason": "ok"
          *         },
          *         {
          *           "entryNo": 42,
@@ -457,7 +457,7 @@ export interface components {
          *           "command": "open",
          *           "channel": "btlespp",
          *           "result": "denied",
-         *           "reason": "malformed credential"
+         *           "reason": "malformed"
          *         }
          *       ]
          *     }
@@ -481,7 +481,7 @@ export interface components {
          *       "command": "open",
          *       "channel": "btlespp",
          *       "result": "granted",
-         *       "reason": "valid"
+         *       "reason": "ok"
          *     }
          */
         ReportedAccessLogEntry: {
@@ -500,7 +500,7 @@ export interface components {
              * @enum {string}
              */
             result: "granted" | "denied";
-            /** @description Why, as the lock words it, e.g. `revoked`. */
+            /** @description Why, as the lock words it: for a lock built from docs/lock-integration.md one reason of its section 3.2, e.g. `revoked`, `key-mismatch`, `ok`. */
             reason?: string;
         };
         /**

@@ -722,7 +722,7 @@ export interface components {
          *       "command": "open",
          *       "channel": "btlespp",
          *       "result": "granted",
-         *       "reason": "valid",
+         *       "reason": "ok",
          *       "receivedTime": 1767254471200,
          *       "via": "lock",
          *       "clockOffset": -1200

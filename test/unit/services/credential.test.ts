@@ -143,7 +143,7 @@ describe('credential service', () => {
       const header = { alg: 'EdDSA', kid: 'k1', typ: CREDENTIAL_TYPE };
       // A lock whose clock was reset (to 1970, or to a day before the signature) refuses it; just after nbf it opens.
       for (const at of [0, 86400_000, NOW - 86400_000, claims.nbf * 1000 - 1]) {
-        expect(checkCredential(header, claims, lock, { command: 'open', channel: 'btlespp', at }), `${beginDate} at ${at}`).toEqual({ decision: 'deny', reason: 'not yet valid' });
+        expect(checkCredential(header, claims, lock, { command: 'open', channel: 'btlespp', at }), `${beginDate} at ${at}`).toEqual({ decision: 'deny', reason: 'not-yet-valid' });
       }
       expect(checkCredential(header, claims, lock, { command: 'open', channel: 'btlespp', at: claims.nbf * 1000 }).decision).toBe('open');
     }

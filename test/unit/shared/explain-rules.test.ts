@@ -77,32 +77,37 @@ const codes = (result: { reasons: { code: string }[] }) => result.reasons.map((r
 
 describe('describeCheck', () => {
   // Typed over every refusal: a reason added to the rule fails to compile here until the test says what it becomes.
-  const EXPECTED: Record<Exclude<CredentialCheckReason, 'valid'>, AccessCheckCode> = {
-    'invalid time': 'invalid-time',
-    'lock not provisioned': 'lock-not-provisioned',
-    'lock decommissioned': 'lock-decommissioned',
-    'not a ticket credential': 'malformed-credential',
-    'malformed credential': 'malformed-credential',
-    'wrong issuer': 'wrong-issuer',
-    'wrong lock': 'wrong-lock',
-    "lifetime exceeds the lock's maximum": 'lifetime-exceeds-maximum',
-    'not yet valid': 'not-yet-valid',
+  const EXPECTED: Record<Exclude<CredentialCheckReason, 'ok'>, AccessCheckCode> = {
+    malformed: 'malformed-credential',
+    decommissioned: 'lock-decommissioned',
+    'wrong-issuer': 'wrong-issuer',
+    'wrong-lock': 'wrong-lock',
+    'lifetime-exceeded': 'lifetime-exceeds-maximum',
+    'not-yet-valid': 'not-yet-valid',
     expired: 'expired',
-    'outside schedule': 'outside-schedule',
-    'command not permitted': 'command-not-granted',
-    'channel not permitted': 'channel-not-granted',
+    'outside-schedule': 'outside-schedule',
+    'command-not-granted': 'command-not-granted',
+    'channel-not-granted': 'channel-not-granted',
     revoked: 'revoked',
   };
 
-  it.each(Object.entries(EXPECTED) as [Exclude<CredentialCheckReason, 'valid'>, AccessCheckCode][])('maps %j to %s, with a message', (reason, code) => {
+  it.each(Object.entries(EXPECTED) as [Exclude<CredentialCheckReason, 'ok'>, AccessCheckCode][])('maps %j to %s, with a message', (reason, code) => {
     const described = describeCheck({ decision: 'deny', reason }, claims(), ticket({ endDate: AT }), lock(), request());
     expect(described.code).toBe(code);
     expect(described.message.length).toBeGreaterThan(20);
     expect(ACCESS_CHECK_CODES).toContain(described.code);
   });
 
+  it('tells from the lock\'s one word malformed whether its clock, its trust or the credential is at fault', () => {
+    const malformed = { decision: 'deny', reason: 'malformed' } as const;
+    expect(describeCheck(malformed, claims(), ticket(), lock(), request({ lockTime: Number.NaN })).code).toBe('invalid-time');
+    expect(describeCheck(malformed, claims(), ticket(), lock({ issuer: '' }), request()).code).toBe('lock-not-provisioned');
+    expect(describeCheck(malformed, claims(), ticket(), lock({ maxCredentialLifetime: 0 }), request()).code).toBe('lock-not-provisioned');
+    expect(describeCheck(malformed, null, ticket(), lock(), request()).code).toBe('malformed-credential');
+  });
+
   it('maps an opening to valid, naming until when', () => {
-    expect(describeCheck({ decision: 'open', reason: 'valid' }, claims(), ticket(), lock(), request())).toEqual({
+    expect(describeCheck({ decision: 'open', reason: 'ok' }, claims(), ticket(), lock(), request())).toEqual({
       code: 'valid',
       message: `The lock opens: the credential permits open over btlespp until ${new Date(BEGIN + LIFETIME * 1000).toISOString()}.`,
     });
@@ -117,10 +122,10 @@ describe('describeCheck', () => {
   });
 
   it('names the issuer and the lock a foreign credential was made for', () => {
-    expect(describeCheck({ decision: 'deny', reason: 'wrong issuer' }, claims({ iss: 'http://old.test/tenants/acme' }), ticket(), lock(), request()).message).toContain(
+    expect(describeCheck({ decision: 'deny', reason: 'wrong-issuer' }, claims({ iss: 'http://old.test/tenants/acme' }), ticket(), lock(), request()).message).toContain(
       'http://old.test/tenants/acme',
     );
-    expect(describeCheck({ decision: 'deny', reason: 'wrong lock' }, claims({ aud: 'gate' }), ticket(), lock(), request()).message).toContain('gate');
+    expect(describeCheck({ decision: 'deny', reason: 'wrong-lock' }, claims({ aud: 'gate' }), ticket(), lock(), request()).message).toContain('gate');
   });
 });
 

@@ -83,8 +83,8 @@ describe('LockSimulator', () => {
 
   describe('decide', () => {
     it('opens for a valid credential, signed with EdDSA or ES256', async () => {
-      expect(await door().decide(await credential(), 'open', AT)).toEqual({ decision: 'open', reason: 'valid', ticketId });
-      expect(await door().decide(await credential({}, acmeEc), 'clos', AT)).toEqual({ decision: 'open', reason: 'valid', ticketId });
+      expect(await door().decide(await credential(), 'open', AT)).toEqual({ decision: 'open', reason: 'ok', ticketId });
+      expect(await door().decide(await credential({}, acmeEc), 'clos', AT)).toEqual({ decision: 'open', reason: 'ok', ticketId });
       expect(await door().decide(await credential(), 'open', BEGIN)).toMatchObject({ decision: 'open' });
       expect(await door().decide(await credential(), 'open', END - 1)).toMatchObject({ decision: 'open' });
     });
@@ -97,46 +97,47 @@ describe('LockSimulator', () => {
       ['a string', String(AT)],
       ['"now"', 'now'],
     ])('denies at a time that is %s (no comparison may fail open)', async (_name, at) => {
-      expect(await door().decide(await credential(), 'open', at as number)).toEqual({ decision: 'deny', reason: 'invalid time' });
+      expect(await door().decide(await credential(), 'open', at as number)).toEqual({ decision: 'deny', reason: 'malformed' });
     });
 
     it('denies what is not a compact JWS', async () => {
       const valid = await credential();
       for (const garbage of ['', 'not-a-jws', 'a.b', 'a.b.c', `${valid}.x`, `${valid} `, `${Buffer.from('{').toString('base64url')}.e30.sig`, 42, null]) {
-        expect(await door().decide(garbage as string, 'open', AT)).toEqual({ decision: 'deny', reason: 'malformed credential' });
+        expect(await door().decide(garbage as string, 'open', AT)).toEqual({ decision: 'deny', reason: 'malformed' });
       }
       // Signed, but the payload is not JSON.
       const notJson = await new CompactSign(new TextEncoder().encode('not json')).setProtectedHeader({ alg: 'EdDSA', kid: 'acme-1', typ: 'ticket+jwt' }).sign(acme.privateKey);
-      expect(await door().decide(notJson, 'open', AT)).toEqual({ decision: 'deny', reason: 'malformed credential' });
+      expect(await door().decide(notJson, 'open', AT)).toEqual({ decision: 'deny', reason: 'malformed' });
       // A number JSON parses to Infinity: not an integer, so not a time a lock compares with.
       const text = JSON.stringify(claims()).replace(/"exp":\d+/, '"exp":1e400');
       const infinite = await new CompactSign(new TextEncoder().encode(text)).setProtectedHeader({ alg: 'EdDSA', kid: 'acme-1', typ: 'ticket+jwt' }).sign(acme.privateKey);
-      expect(await door().decide(infinite, 'open', AT)).toEqual({ decision: 'deny', reason: 'malformed credential', ticketId });
+      // docs/lock-integration.md 3.1: the strict reading refuses it before any claim is read, so no ticket id is logged.
+      expect(await door().decide(infinite, 'open', AT)).toEqual({ decision: 'deny', reason: 'malformed' });
     });
 
     it('denies a header whose typ is not exactly ticket+jwt', async () => {
       for (const typ of ['at+jwt', 'JWT', 'revocation-list+jwt', 'TICKET+JWT', 'application/ticket+jwt', undefined]) {
-        expect(await door().decide(await credential({}, acme, { typ }), 'open', AT)).toEqual({ decision: 'deny', reason: 'not a ticket credential' });
+        expect(await door().decide(await credential({}, acme, { typ }), 'open', AT)).toEqual({ decision: 'deny', reason: 'malformed' });
       }
     });
 
     it('denies alg none and HS256, whatever the kid', async () => {
       const [, payload] = (await credential()).split('.');
       const none = `${Buffer.from(JSON.stringify({ alg: 'none', kid: 'acme-1', typ: 'ticket+jwt' })).toString('base64url')}.${payload}.`;
-      expect(await door().decide(none, 'open', AT)).toEqual({ decision: 'deny', reason: 'malformed credential' });
+      expect(await door().decide(none, 'open', AT)).toEqual({ decision: 'deny', reason: 'malformed' });
       const noneSigned = `${Buffer.from(JSON.stringify({ alg: 'none', kid: 'acme-1', typ: 'ticket+jwt' })).toString('base64url')}.${payload}.AAAA`;
-      expect(await door().decide(noneSigned, 'open', AT)).toEqual({ decision: 'deny', reason: 'algorithm not permitted' });
+      expect(await door().decide(noneSigned, 'open', AT)).toEqual({ decision: 'deny', reason: 'malformed' });
       // HS256 keyed with the public key's bytes: the classic confusion attack.
       const secret = new TextEncoder().encode(JSON.stringify(acme.publicJwk));
       const hmac = await new CompactSign(encode(claims())).setProtectedHeader({ alg: 'HS256', kid: 'acme-1', typ: 'ticket+jwt' }).sign(secret);
-      expect(await door().decide(hmac, 'open', AT)).toEqual({ decision: 'deny', reason: 'algorithm not permitted' });
+      expect(await door().decide(hmac, 'open', AT)).toEqual({ decision: 'deny', reason: 'malformed' });
     });
 
-    it('denies an unknown or missing kid, and an algorithm the key is not for', async () => {
-      expect(await door().decide(await credential({}, await makeKey('stranger')), 'open', AT)).toEqual({ decision: 'deny', reason: 'unknown signing key' });
-      expect(await door().decide(await credential({}, acme, { kid: undefined }), 'open', AT)).toEqual({ decision: 'deny', reason: 'unknown signing key' });
+    it('denies an unknown kid and an algorithm the key is not for (unknown-key), and a missing kid (malformed)', async () => {
+      expect(await door().decide(await credential({}, await makeKey('stranger')), 'open', AT)).toEqual({ decision: 'deny', reason: 'unknown-key' });
+      expect(await door().decide(await credential({}, acme, { kid: undefined }), 'open', AT)).toEqual({ decision: 'deny', reason: 'malformed' });
       // An ES256 signature under the EdDSA key's kid.
-      expect(await door().decide(await credential({}, acmeEc, { kid: 'acme-1' }), 'open', AT)).toEqual({ decision: 'deny', reason: 'unknown signing key' });
+      expect(await door().decide(await credential({}, acmeEc, { kid: 'acme-1' }), 'open', AT)).toEqual({ decision: 'deny', reason: 'unknown-key' });
     });
 
     it('denies a bad signature: tampered payload, flipped signature, another key under a known kid', async () => {
@@ -146,12 +147,12 @@ describe('LockSimulator', () => {
       const widened = Buffer.from(JSON.stringify(claims({ endDate: END + 365 * 24 * HOUR }))).toString('base64url');
       const impostor = await credential({}, { ...(await makeKey('acme-1')) });
       for (const forged of [flipped, `${header}.${widened}.${signature}`, impostor]) {
-        expect(await door().decide(forged, 'open', AT)).toEqual({ decision: 'deny', reason: 'bad signature' });
+        expect(await door().decide(forged, 'open', AT)).toEqual({ decision: 'deny', reason: 'bad-signature' });
       }
     });
 
     it.each(['iss', 'jti', 'sub', 'aud', 'nbf', 'exp', 'iat', 'beginDate', 'endDate', 'cmd', 'chn'])('denies a signed credential without %s', async (claim) => {
-      expect(await door().decide(await credential({ [claim]: undefined }), 'open', AT)).toMatchObject({ decision: 'deny', reason: 'malformed credential' });
+      expect(await door().decide(await credential({ [claim]: undefined }), 'open', AT)).toMatchObject({ decision: 'deny', reason: 'malformed' });
     });
 
     it.each([
@@ -165,7 +166,8 @@ describe('LockSimulator', () => {
       ['cmd', 'open'],
       ['chn', [1]],
     ])('denies a signed credential whose %s is %j', async (claim, value) => {
-      expect(await door().decide(await credential({ [claim]: value }), 'open', AT)).toEqual({ decision: 'deny', reason: 'malformed credential', ticketId });
+      // A fraction is refused by the strict reading itself (docs/lock-integration.md 3.1), the rest by the claims' types.
+      expect(await door().decide(await credential({ [claim]: value }), 'open', AT)).toMatchObject({ decision: 'deny', reason: 'malformed' });
     });
 
     it('denies a credential of another tenant for a lock with the same id (docs/security-cases.md G39)', async () => {
@@ -176,16 +178,16 @@ describe('LockSimulator', () => {
       const globexCredential = await credential({ iss: GLOBEX }, globex);
       expect(await acmeDoor.decide(acmeCredential, 'open', AT)).toMatchObject({ decision: 'open' });
       expect(await globexDoor.decide(globexCredential, 'open', AT)).toMatchObject({ decision: 'open' });
-      expect(await acmeDoor.decide(globexCredential, 'open', AT)).toEqual({ decision: 'deny', reason: 'unknown signing key' });
-      expect(await globexDoor.decide(acmeCredential, 'open', AT)).toEqual({ decision: 'deny', reason: 'unknown signing key' });
+      expect(await acmeDoor.decide(globexCredential, 'open', AT)).toEqual({ decision: 'deny', reason: 'unknown-key' });
+      expect(await globexDoor.decide(acmeCredential, 'open', AT)).toEqual({ decision: 'deny', reason: 'unknown-key' });
       // Even a key both sets held would not help: the issuer is checked too.
       const shared = door({ keys: keySet(acme, globex) });
-      expect(await shared.decide(globexCredential, 'open', AT)).toEqual({ decision: 'deny', reason: 'wrong issuer', ticketId });
-      expect(await door().decide(await credential({ iss: GLOBEX }), 'open', AT)).toEqual({ decision: 'deny', reason: 'wrong issuer', ticketId });
+      expect(await shared.decide(globexCredential, 'open', AT)).toEqual({ decision: 'deny', reason: 'wrong-issuer', ticketId });
+      expect(await door().decide(await credential({ iss: GLOBEX }), 'open', AT)).toEqual({ decision: 'deny', reason: 'wrong-issuer', ticketId });
     });
 
     it('denies a credential for another lock', async () => {
-      expect(await door().decide(await credential({ aud: 'garage' }), 'open', AT)).toEqual({ decision: 'deny', reason: 'wrong lock', ticketId });
+      expect(await door().decide(await credential({ aud: 'garage' }), 'open', AT)).toEqual({ decision: 'deny', reason: 'wrong-lock', ticketId });
     });
 
     it('is valid on [nbf, exp) and [beginDate, endDate) to the millisecond', async () => {
@@ -194,32 +196,32 @@ describe('LockSimulator', () => {
       const end = END - 250;
       const rounded = await credential({ nbf: Math.ceil(begin / 1000), exp: Math.floor(end / 1000), beginDate: begin, endDate: end });
       const decide = async (at: number) => (await door().decide(rounded, 'open', at)).reason;
-      expect(await decide(begin)).toBe('not yet valid');
-      expect(await decide(BEGIN + 999)).toBe('not yet valid');
-      expect(await decide(BEGIN + 1000)).toBe('valid');
-      expect(await decide(END - 1001)).toBe('valid');
+      expect(await decide(begin)).toBe('not-yet-valid');
+      expect(await decide(BEGIN + 999)).toBe('not-yet-valid');
+      expect(await decide(BEGIN + 1000)).toBe('ok');
+      expect(await decide(END - 1001)).toBe('ok');
       expect(await decide(END - 1000)).toBe('expired');
       expect(await decide(end)).toBe('expired');
       // And the ticket's own dates hold inside a wider [nbf, exp).
       const wide = await credential({ nbf: BEGIN / 1000 - 10, exp: END / 1000 + 10, beginDate: BEGIN, endDate: END });
-      expect((await door().decide(wide, 'open', BEGIN - 1)).reason).toBe('not yet valid');
-      expect((await door().decide(wide, 'open', BEGIN)).reason).toBe('valid');
-      expect((await door().decide(wide, 'open', END - 1)).reason).toBe('valid');
+      expect((await door().decide(wide, 'open', BEGIN - 1)).reason).toBe('not-yet-valid');
+      expect((await door().decide(wide, 'open', BEGIN)).reason).toBe('ok');
+      expect((await door().decide(wide, 'open', END - 1)).reason).toBe('ok');
       expect((await door().decide(wide, 'open', END)).reason).toBe('expired');
     });
 
     it("denies a credential that lives longer than the lock's maximum", async () => {
       const iat = BEGIN / 1000;
       const long = { iat, exp: iat + LIFETIME + 1, endDate: BEGIN + 30 * 24 * HOUR };
-      expect(await door().decide(await credential(long), 'open', AT)).toEqual({ decision: 'deny', reason: "lifetime exceeds the lock's maximum", ticketId });
+      expect(await door().decide(await credential(long), 'open', AT)).toEqual({ decision: 'deny', reason: 'lifetime-exceeded', ticketId });
       expect(await door().decide(await credential({ ...long, exp: iat + LIFETIME }), 'open', AT)).toMatchObject({ decision: 'open' });
-      expect(await door({ maxCredentialLifetime: 3600 }).decide(await credential(), 'open', AT)).toMatchObject({ reason: "lifetime exceeds the lock's maximum" });
+      expect(await door({ maxCredentialLifetime: 3600 }).decide(await credential(), 'open', AT)).toMatchObject({ reason: 'lifetime-exceeded' });
     });
 
     it('denies a command or a channel the credential does not permit', async () => {
       const openOnly = await credential({ cmd: ['open'] });
-      expect(await door().decide(openOnly, 'clos', AT)).toEqual({ decision: 'deny', reason: 'command not permitted', ticketId });
-      expect(await door().decide(openOnly, 'open', AT, 'nfccard')).toEqual({ decision: 'deny', reason: 'channel not permitted', ticketId });
+      expect(await door().decide(openOnly, 'clos', AT)).toEqual({ decision: 'deny', reason: 'command-not-granted', ticketId });
+      expect(await door().decide(openOnly, 'open', AT, 'nfccard')).toEqual({ decision: 'deny', reason: 'channel-not-granted', ticketId });
     });
   });
 
@@ -280,24 +282,23 @@ describe('LockSimulator', () => {
       const lock = door();
       const old = await credential();
       const next = await credential({}, acmeNext);
-      expect(await lock.decide(next, 'open', AT)).toMatchObject({ reason: 'unknown signing key' });
+      expect(await lock.decide(next, 'open', AT)).toMatchObject({ reason: 'unknown-key' });
       expect(lock.applySync(answer({ keys: keySet(acmeNext) }))).toEqual({ newlyRevoked: 0, keys: 'replaced' });
       expect(lock.kids).toEqual(['acme-2']);
       expect(await lock.decide(next, 'open', AT)).toMatchObject({ decision: 'open' });
-      expect(await lock.decide(old, 'open', AT)).toEqual({ decision: 'deny', reason: 'unknown signing key' });
+      expect(await lock.decide(old, 'open', AT)).toEqual({ decision: 'deny', reason: 'unknown-key' });
     });
 
-    it('ignores a malformed key set and keeps the old one, never emptied into accepting anything', async () => {
+    it('refuses a whole answer whose key set is malformed, keeps its old keys and applies nothing of it (docs/lock-integration.md 3.1)', async () => {
       const lock = door();
       const valid = await credential();
       for (const keys of [{ keys: [] }, { keys: [{ kty: 'oct', k: 'c2VjcmV0', kid: 'acme-1', alg: 'HS256' }] }, { nothing: true }, 'keys']) {
-        const applied = lock.applySync(answer({ keys: keys as JSONWebKeySet, revocations: [{ tokenId: 'other', revocationDate: AT }], serial: 5 }));
-        expect(applied).toEqual({ newlyRevoked: expect.any(Number), keys: 'ignored' });
+        expect(() => lock.applySync(answer({ keys: keys as JSONWebKeySet, revocations: [{ tokenId: 'other', revocationDate: AT }], serial: 5 }))).toThrow(/keys/);
         expect(lock.kids).toEqual(['acme-1', 'acme-ec']);
         expect(await lock.decide(valid, 'open', AT)).toMatchObject({ decision: 'open' });
       }
-      // The rest of the answer was applied.
-      expect([lock.isRevoked('other'), lock.serial]).toEqual([true, 5]);
+      // Nothing else of the answer was applied either.
+      expect([lock.isRevoked('other'), lock.serial, lock.cursor]).toEqual([false, 0, undefined]);
     });
 
     it('refuses a malformed answer whole: nothing revoked, the cursor kept', () => {
@@ -321,7 +322,8 @@ describe('LockSimulator', () => {
       lock.applySync(answer({ decommissioned: true }));
       lock.applySync(answer({ decommissioned: false }));
       expect(lock.decommissioned).toBe(true);
-      expect(await lock.decide(await credential(), 'open', AT)).toEqual({ decision: 'deny', reason: 'lock decommissioned', ticketId });
+      // Step 0 of docs/lock-integration.md 3.3: the lock's own state comes before it reads the credential.
+      expect(await lock.decide(await credential(), 'open', AT)).toEqual({ decision: 'deny', reason: 'decommissioned' });
     });
 
     it('syncs page after page from its cursor until the server has nothing more', async () => {
@@ -356,7 +358,7 @@ describe('LockSimulator', () => {
       expect(await lock.decide(valid, 'open', AT)).toEqual({ decision: 'deny', reason: 'revoked', ticketId });
       expect(lock.kids).toEqual(['acme-1', 'acme-2']);
       // The ES256 key left the set: its credentials are refused now; the announced key's are accepted.
-      expect(await lock.decide(await credential({ jti: 'x' }, acmeEc), 'open', AT)).toMatchObject({ reason: 'unknown signing key' });
+      expect(await lock.decide(await credential({ jti: 'x' }, acmeEc), 'open', AT)).toMatchObject({ reason: 'unknown-key' });
       expect(await lock.decide(await credential({ jti: 'y' }, acmeNext), 'open', AT)).toMatchObject({ decision: 'open' });
     });
 
@@ -370,22 +372,22 @@ describe('LockSimulator', () => {
     it('ignores a stale list: a serial at or below its own, from a list or a sync', async () => {
       const lock = door();
       await lock.applyRevocationList(await revocationList(7, []));
-      expect(await lock.applyRevocationList(await revocationList(7, [ticketId]))).toEqual({ applied: false, reason: 'stale list' });
-      expect(await lock.applyRevocationList(await revocationList(6, [ticketId], { keys: keySet(globex) }))).toEqual({ applied: false, reason: 'stale list' });
+      expect(await lock.applyRevocationList(await revocationList(7, [ticketId]))).toEqual({ applied: false, reason: 'stale' });
+      expect(await lock.applyRevocationList(await revocationList(6, [ticketId], { keys: keySet(globex) }))).toEqual({ applied: false, reason: 'stale' });
       expect([lock.isRevoked(ticketId), lock.serial, lock.kids]).toEqual([false, 7, ['acme-1', 'acme-ec']]);
       lock.applySync(answer({ serial: 20 }));
-      expect(await lock.applyRevocationList(await revocationList(19, [ticketId]))).toEqual({ applied: false, reason: 'stale list' });
+      expect(await lock.applyRevocationList(await revocationList(19, [ticketId]))).toEqual({ applied: false, reason: 'stale' });
     });
 
     it('ignores a foreign list: another issuer, another lock, another tenant key, or not a revocation list', async () => {
       const lock = door();
       const foreign = [
-        [await revocationList(9, [ticketId], { iss: GLOBEX }), 'wrong issuer'],
-        [await revocationList(9, [ticketId], { aud: 'garage' }), 'wrong lock'],
-        [await revocationList(9, [ticketId], { iss: GLOBEX }, globex), 'unknown signing key'],
-        [await revocationList(9, [ticketId], {}, acme, { typ: 'ticket+jwt' }), 'not a revocation list'],
-        [await revocationList(9, [ticketId], {}, acme, { typ: undefined }), 'not a revocation list'],
-        [await revocationList(9, [ticketId], {}, { ...(await makeKey('acme-1')) }), 'bad signature'],
+        [await revocationList(9, [ticketId], { iss: GLOBEX }), 'wrong-issuer'],
+        [await revocationList(9, [ticketId], { aud: 'garage' }), 'wrong-lock'],
+        [await revocationList(9, [ticketId], { iss: GLOBEX }, globex), 'unknown-key'],
+        [await revocationList(9, [ticketId], {}, acme, { typ: 'ticket+jwt' }), 'malformed'],
+        [await revocationList(9, [ticketId], {}, acme, { typ: undefined }), 'malformed'],
+        [await revocationList(9, [ticketId], {}, { ...(await makeKey('acme-1')) }), 'bad-signature'],
       ] as const;
       for (const [list, reason] of foreign) {
         expect(await lock.applyRevocationList(list)).toEqual({ applied: false, reason });
@@ -396,17 +398,17 @@ describe('LockSimulator', () => {
     it('ignores a malformed list', async () => {
       const lock = door();
       for (const overrides of [{ serial: '9' }, { serial: 9.5 }, { serial: undefined }, { revoked: ticketId }, { revoked: [ticketId, 1] }, { iat: undefined }, { aud: ['door'] }]) {
-        expect(await lock.applyRevocationList(await revocationList(9, [ticketId], overrides)), JSON.stringify(overrides)).toEqual({ applied: false, reason: 'malformed list' });
+        expect(await lock.applyRevocationList(await revocationList(9, [ticketId], overrides)), JSON.stringify(overrides)).toEqual({ applied: false, reason: 'malformed' });
       }
-      expect(await lock.applyRevocationList('not.a.list')).toEqual({ applied: false, reason: 'malformed list' });
+      expect(await lock.applyRevocationList('not.a.list')).toEqual({ applied: false, reason: 'malformed' });
       expect([lock.isRevoked(ticketId), lock.serial]).toEqual([false, 0]);
     });
 
-    it('applies the revocations of a list whose key set is malformed, and keeps its old keys', async () => {
+    it('refuses a whole list whose key set is malformed, and keeps its old keys and revocations (docs/lock-integration.md 3.1)', async () => {
       const lock = door();
-      expect(await lock.applyRevocationList(await revocationList(9, [ticketId], { keys: { keys: [] } }))).toEqual({ applied: true, serial: 9, newlyRevoked: 1, keys: 'ignored' });
-      expect(lock.kids).toEqual(['acme-1', 'acme-ec']);
-      expect(await lock.decide(await credential(), 'open', AT)).toMatchObject({ reason: 'revoked' });
+      expect(await lock.applyRevocationList(await revocationList(9, [ticketId], { keys: { keys: [] } }))).toEqual({ applied: false, reason: 'malformed' });
+      expect([lock.kids, lock.isRevoked(ticketId), lock.serial]).toEqual([['acme-1', 'acme-ec'], false, 0]);
+      expect(await lock.decide(await credential(), 'open', AT)).toMatchObject({ decision: 'open' });
     });
   });
 });
