@@ -3,6 +3,7 @@ import { baseScaleRuns, type ScaleRun } from '../scale.js';
 import type { Comparison, MicroBenchmark, Scenario } from '../types.js';
 import { accessLogScaleRuns } from './access-log.js';
 import { credentialsAtRestBenchmarks } from './credentials-at-rest.js';
+import { doorBenchmarks } from './door.js';
 import { oauthTokenScenarios } from './oauth-token.js';
 import { opsScenarios } from './ops.js';
 import { ticketPageComparisons, ticketPageScenarios } from './ticket-pages.js';
@@ -28,7 +29,7 @@ export const scenarios: Scenario[] = [
 export const comparisons: Comparison[] = [...ticketPageComparisons, ...propagationComparisons, ...webhookComparisons];
 
 /** In-process measurements, run after every row (nothing else is measured meanwhile). */
-export const microBenchmarks: MicroBenchmark[] = [...verifyAccessTokenBenchmarks, ...credentialsAtRestBenchmarks];
+export const microBenchmarks: MicroBenchmark[] = [...verifyAccessTokenBenchmarks, ...credentialsAtRestBenchmarks, ...doorBenchmarks];
 
 /** Large single operations (bench/scale.ts), run last, one after another, each BENCH_SCALE_RUNS times. */
 export const scaleRuns: ScaleRun[] = [...baseScaleRuns, ...lockTrustScaleRuns, ...accessLogScaleRuns, ...webhookScaleRuns];
