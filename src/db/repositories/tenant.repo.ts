@@ -33,3 +33,9 @@ export async function findTenantById(db: Queryable, id: string): Promise<Tenant 
   const { rows } = await db.query<TenantRow>('SELECT id, name, created_at FROM tenants WHERE id = $1', [id]);
   return rows[0] ? toTenant(rows[0]) : null;
 }
+
+/** Every tenant's id: what a per-tenant sweep walks (each of its statements then names one tenant). */
+export async function listTenantIds(db: Queryable): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>('SELECT id FROM tenants ORDER BY id');
+  return rows.map((row) => row.id);
+}
