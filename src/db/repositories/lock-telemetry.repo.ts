@@ -201,6 +201,19 @@ export async function findLockTelemetry(db: Queryable, tenantId: string, secured
 }
 
 /**
+ * Row-locks the lock's telemetry and answers its log high mark as it stands (null: never seen, or no entry of the
+ * lock's numbering yet). For an upload that must know, before it records its contact, what the lock had said before:
+ * it is the same row recordLockContact locks first, so the lock order stays as that function describes.
+ */
+export async function holdLockLogHigh(db: Queryable, tenantId: string, securedObjectId: string): Promise<number | null> {
+  const { rows } = await db.query<{ log_high: number | null }>(
+    'SELECT log_high FROM lock_telemetry WHERE tenant_id = $1 AND secured_object_id = $2 FOR UPDATE',
+    [tenantId, securedObjectId],
+  );
+  return rows[0]?.log_high == null ? null : Number(rows[0].log_high);
+}
+
+/**
  * A lock registered again with a deleted lock's id is another lock (docs/api-reference.md 4.1): its telemetry starts anew.
  * Called in the registering transaction.
  */
