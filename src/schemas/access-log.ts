@@ -4,6 +4,8 @@ import { defaultsOptional, ID_PATTERN, Millis, named, PAGE_PARAMETERS } from './
 
 /** Most entries one upload holds: a lock (or phone) with more sends several uploads. */
 export const MAX_UPLOAD_ENTRIES = 1000;
+/** Most receipts one relay holds: a phone that collected more sends several relays. */
+export const MAX_UPLOAD_RECEIPTS = 50;
 
 // An enum rather than a union of literals: one error for a bad value, and OpenAPI 3.0 has no `const`.
 const ResultSchema = Type.Unsafe<'granted' | 'denied'>({
@@ -52,15 +54,14 @@ const uploadFields = {
       maximum: Number.MAX_SAFE_INTEGER,
       description:
         'The serial of the last sync answer or revocation list the lock applied (docs/api-reference.md 8.3, 8.4): the lock has ' +
-        'applied every change up to it, so the revocations up to it are marked applied. Locks do not sign their logs, so ' +
-        'the server cannot verify it; it never counts beyond the lock\'s own serial (its last change).',
+        'applied every change up to it, so the revocations up to it are marked applied. It is the lock\'s own client that ' +
+        'says so; it never counts beyond the lock\'s own serial (its last change).',
     }),
   ),
   lockTime: Type.Optional(
     Millis(
       'The lock\'s clock at the moment of this upload, Unix milliseconds: the server estimates the lock\'s clock offset ' +
-        'from it (docs/api-reference.md 8.5). A phone relaying a log sends the time it read from the lock plus the time elapsed ' +
-        'since, so the estimate holds for relayed logs too.',
+        'from it (docs/api-reference.md 8.5).',
     ),
   ),
   entries: Type.Array(ReportedEntrySchema, {
@@ -83,6 +84,10 @@ export const LockAccessLogUploadSchema = named(
   }),
 );
 
+const EXAMPLE_RECEIPT =
+  'eyJhbGciOiJFUzI1NiIsInR5cCI6ImxvY2stcmVjZWlwdCtqd3QifQ.eyJzdWIiOiJmcm9udC1kb29yIiwiYXBwbGllZFNlcmlhbCI6MTcsImxvY2tUaW1lIjoxNzY3MjU0NDcwMDAwLCJlbnRyaWVzIjpbXX0.' +
+  'c2lnbmF0dXJlLW9mLXRoZS1sb2NrLWtleS1zaWduYXR1cmUtb2YtdGhlLWxvY2sta2V5LWFiY2RlZmdoaWprbG1ub3BxcnN0';
+
 export const RelayedAccessLogUploadSchema = named(
   'RelayedAccessLogUpload',
   Type.Object(
@@ -91,9 +96,46 @@ export const RelayedAccessLogUploadSchema = named(
         pattern: ID_PATTERN,
         description: 'The lock whose log this is: one the phone holds or has held a ticket for.',
       }),
-      ...uploadFields,
+      receipts: Type.Optional(
+        Type.Array(Type.String({ minLength: 1, maxLength: 512 * 1024 }), {
+          minItems: 1,
+          maxItems: MAX_UPLOAD_RECEIPTS,
+          description:
+            'The lock\'s receipts, as it gave them (docs/api-reference.md 8.5, "Signed receipts"): compact JWS, `typ` ' +
+            '`lock-receipt+jwt`, ES256 by the lock\'s registered key, `{sub (the lock id), appliedSerial, lockTime, entries}`. ' +
+            'Verified, each is the lock\'s own word: its `appliedSerial` acknowledges, its `lockTime` feeds the clock estimate ' +
+            '(when its entries are newer than any the lock gave before) and its entries are stored `signed`. A receipt that ' +
+            `fails (another key, another lock, another type, a lock without a key) refuses the whole upload with 400. At most ${MAX_UPLOAD_RECEIPTS}, ` +
+            `and ${MAX_UPLOAD_ENTRIES} entries with the plain ones.`,
+        }),
+      ),
+      appliedSerial: Type.Optional(
+        Type.Integer({
+          minimum: 0,
+          maximum: Number.MAX_SAFE_INTEGER,
+          description:
+            'Accepted for older apps and ignored: a relay acknowledges nothing by itself (docs/api-reference.md 8.4, 8.5). ' +
+            'Only a receipt\'s `appliedSerial` does.',
+        }),
+      ),
+      lockTime: Type.Optional(
+        Millis('Accepted for older apps and ignored: a relay never moves the lock\'s clock estimate; a receipt\'s `lockTime` does.'),
+      ),
+      entries: Type.Optional(
+        Type.Array(ReportedEntrySchema, {
+          minItems: 1,
+          maxItems: MAX_UPLOAD_ENTRIES,
+          description:
+            'Plain entries the phone read from a lock that gives no receipts: stored as the phone\'s report (`signed: false`), ' +
+            'numbered apart from the lock\'s own entries, so they never block or fill the lock\'s numbering.',
+        }),
+      ),
     },
-    { additionalProperties: false, examples: [{ securedObjectId: 'front-door', appliedSerial: 17, lockTime: 1767254470000, entries: EXAMPLE_ENTRIES }] },
+    {
+      additionalProperties: false,
+      description: 'A relay holds `receipts`, `entries`, or both.',
+      examples: [{ securedObjectId: 'front-door', receipts: [EXAMPLE_RECEIPT] }],
+    },
   ),
 );
 
@@ -105,8 +147,10 @@ export const UploadAnswerSchema = named(
     // Pairs as arrays of two: OpenAPI 3.0 has no tuple schema.
     gaps: Type.Array(Type.Unsafe<[number, number]>(Type.Array(Type.Integer({ minimum: 1 }), { minItems: 2, maxItems: 2 })), {
       description:
-        'Ranges `[fromEntryNo, toEntryNo]` (inclusive) of entry numbers missing between the highest entry received before ' +
-        'this upload and the highest of this upload: entries the lock dropped or has not sent yet. A later upload of them fills them.',
+        'Ranges `[fromEntryNo, toEntryNo]` (inclusive) of the lock\'s entry numbers missing between the highest of the lock\'s ' +
+        'own entries received before this upload and the highest of this upload: entries the lock dropped or has not sent ' +
+        'yet. A later upload of them fills them. Counted in the lock\'s own numbering only (its client\'s uploads and ' +
+        'signed receipts): a relay of plain entries reports none.',
     }),
   }),
   { accepted: 2, duplicates: 0, gaps: [[38, 40]] },
@@ -128,6 +172,12 @@ export const AccessLogEntrySchema = named(
     reason: Type.Optional(Type.String({ description: 'Why, as the lock worded it.' })),
     receivedTime: Type.Integer({ description: 'When the server received the entry, Unix milliseconds.' }),
     via: Type.String({ description: '`lock` (uploaded by the lock\'s client) or the id of the phone that relayed it.' }),
+    signed: Type.Boolean({
+      description:
+        'The lock\'s own word: uploaded by the lock\'s client, or relayed in a receipt verified with the lock\'s key ' +
+        '(docs/api-reference.md 8.5). False: a phone\'s report of plain entries, numbered apart from the lock\'s own ' +
+        '(its `entryNo` is the lock\'s as the phone reported it, and may repeat one of the lock\'s).',
+    }),
     clockOffset: Type.Optional(
       Type.Integer({
         description:
@@ -148,6 +198,7 @@ export const AccessLogEntrySchema = named(
     reason: 'ok',
     receivedTime: 1767254471200,
     via: 'lock',
+    signed: true,
     clockOffset: -1200,
   },
 );

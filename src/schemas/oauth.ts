@@ -6,7 +6,10 @@ import { ALL_SCOPES } from '../shared/scopes.js';
 import { named } from './common.js';
 
 const GRANT_TYPES = ['client_credentials', 'password', 'refresh_token'];
-const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post'];
+/** RFC 8414 2: how clients authenticate at the token, revocation and introspection endpoints (docs/api-reference.md 3.1). */
+export const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'private_key_jwt'];
+/** RFC 8414 2: the one algorithm a private_key_jwt assertion is signed with, a device's P-256 key (docs/api-reference.md 3.1). */
+export const CLIENT_ASSERTION_ALGS = ['ES256'];
 
 const EXAMPLE_ISSUER = 'https://acs.example.com';
 const EXAMPLE_CLIENT_ID = '3f2a9c4e-1b7d-4e8f-9a0b-1c2d3e4f5a6b';
@@ -20,6 +23,21 @@ const clientFields = {
     Type.String({ description: 'client_secret_post: the client id. Send it with `client_secret`, or use HTTP Basic instead, never both.' }),
   ),
   client_secret: Type.Optional(Type.String({ description: 'client_secret_post: the client secret (RFC 6749 section 2.3.1).' })),
+  client_assertion_type: Type.Optional(
+    Type.Unsafe<string>({
+      type: 'string',
+      enum: ['urn:ietf:params:oauth:client-assertion-type:jwt-bearer'],
+      description: 'private_key_jwt (RFC 7523 section 2.2): always `urn:ietf:params:oauth:client-assertion-type:jwt-bearer`, with `client_assertion`.',
+    }),
+  ),
+  client_assertion: Type.Optional(
+    Type.String({
+      description:
+        'private_key_jwt (RFC 7523 section 3, docs/api-reference.md 3.1): a JWT signed ES256 by the key of the mobile device the ' +
+        'client is bound to, with `iss` and `sub` the client id, `aud` the token endpoint or the issuer, `exp` at most 5 ' +
+        'minutes ahead, and a `jti` used once. Never together with a client secret.',
+    }),
+  ),
 };
 
 export const TokenRequestSchema = named(
@@ -57,8 +75,9 @@ export const TokenRequestSchema = named(
       additionalProperties: false,
       description:
         'An `application/x-www-form-urlencoded` form (RFC 6749 section 4); every parameter at most once, none in the query ' +
-        'string. The client authenticates with HTTP Basic (client_secret_basic) or with `client_id` and `client_secret` in ' +
-        'the form (client_secret_post).',
+        'string. The client authenticates with HTTP Basic (client_secret_basic), with `client_id` and `client_secret` in ' +
+        'the form (client_secret_post), or, bound to a mobile device that has a key, with `client_assertion_type` and ' +
+        '`client_assertion` (private_key_jwt); one method per request.',
     },
   ),
   { grant_type: 'client_credentials', scope: 'tokens:create tokens:read' },
@@ -200,8 +219,13 @@ export const AuthorizationServerMetadataSchema = named(
         description: 'Empty: there is no authorization endpoint, so no response type (RFC 8414 section 2 requires the member).',
       }),
       token_endpoint_auth_methods_supported: Type.Array(Type.Unsafe<string>({ type: 'string', enum: CLIENT_AUTH_METHODS })),
+      token_endpoint_auth_signing_alg_values_supported: Type.Array(Type.Unsafe<string>({ type: 'string', enum: CLIENT_ASSERTION_ALGS }), {
+        description: 'The algorithms of private_key_jwt assertions: `ES256` (a device key, docs/api-reference.md 3.1).',
+      }),
       revocation_endpoint_auth_methods_supported: Type.Array(Type.Unsafe<string>({ type: 'string', enum: CLIENT_AUTH_METHODS })),
+      revocation_endpoint_auth_signing_alg_values_supported: Type.Array(Type.Unsafe<string>({ type: 'string', enum: CLIENT_ASSERTION_ALGS })),
       introspection_endpoint_auth_methods_supported: Type.Array(Type.Unsafe<string>({ type: 'string', enum: CLIENT_AUTH_METHODS })),
+      introspection_endpoint_auth_signing_alg_values_supported: Type.Array(Type.Unsafe<string>({ type: 'string', enum: CLIENT_ASSERTION_ALGS })),
       scopes_supported: Type.Array(Type.Unsafe<string>({ type: 'string', enum: [...ALL_SCOPES] })),
       service_documentation: Type.String({ description: 'The Operator API\'s Swagger UI.' }),
     },
@@ -216,8 +240,11 @@ export const AuthorizationServerMetadataSchema = named(
     grant_types_supported: GRANT_TYPES,
     response_types_supported: [],
     token_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
+    token_endpoint_auth_signing_alg_values_supported: CLIENT_ASSERTION_ALGS,
     revocation_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
+    revocation_endpoint_auth_signing_alg_values_supported: CLIENT_ASSERTION_ALGS,
     introspection_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
+    introspection_endpoint_auth_signing_alg_values_supported: CLIENT_ASSERTION_ALGS,
     scopes_supported: [...ALL_SCOPES],
     service_documentation: `${EXAMPLE_ISSUER}/operatorapi/apidocs/index.html`,
   },

@@ -1,7 +1,7 @@
 // The per-lock access-log budget (ACCESS_LOG_ENTRIES_PER_LOCK_PER_MINUTE, docs/api-reference.md 8.5): every uploader of a
 // lock together (its own client and every phone relaying for it) stores at most so many new entries a minute.
 import type { Queryable } from '../db/database.js';
-import { chargeAccessLogBudget } from '../db/repositories/access-log-bounds.repo.js';
+import { chargeAccessLogBudget, type NumberedEntries } from '../db/repositories/access-log-bounds.repo.js';
 import { TooManyRequestsError } from '../errors.js';
 
 /** The budget's window: a fixed minute that starts with the first new entry after the previous one ran out. */
@@ -24,10 +24,11 @@ export function createAccessLogBudget({ entriesPerMinute }: AccessLogBudgetOptio
      * against the lock's minute, or throws 429 with `Retry-After` (RFC 9110 10.2.3), the seconds until the minute ends, when
      * they do not fit. The whole upload is refused, not cut: it is the lock's unacknowledged entries in order, and the
      * lock sends all of them again (docs/lock-integration.md 9). Call it in the upload's transaction after the lock's
-     * telemetry row and the lock's row are held (chargeAccessLogBudget), before the entries are inserted.
+     * row is held (chargeAccessLogBudget), before the entries are inserted. The lock's word and each phone's reports
+     * are counted in their own numbering (docs/api-reference.md 8.5), against the one budget of the lock.
      */
-    async charge(tx: Queryable, tenantId: string, securedObjectId: string, entryNos: readonly number[], now: number): Promise<void> {
-      const charge = await chargeAccessLogBudget(tx, tenantId, securedObjectId, entryNos, now, ACCESS_LOG_BUDGET_WINDOW_MS, entriesPerMinute);
+    async charge(tx: Queryable, tenantId: string, securedObjectId: string, upload: readonly NumberedEntries[], now: number): Promise<void> {
+      const charge = await chargeAccessLogBudget(tx, tenantId, securedObjectId, upload, now, ACCESS_LOG_BUDGET_WINDOW_MS, entriesPerMinute);
       if (charge.charged) return;
       // A window started by an instance whose clock is ahead ends at most one window from now on this one's.
       const untilFree = charge.windowStartedAt === null ? ACCESS_LOG_BUDGET_WINDOW_MS : charge.windowStartedAt + ACCESS_LOG_BUDGET_WINDOW_MS - now;

@@ -1,9 +1,12 @@
-// Access logs (docs/api-reference.md 8.5): locks (directly, or relayed by a phone) upload their decisions; operators page them.
+// Access logs (docs/api-reference.md 8.5): locks upload their decisions, directly or in signed receipts a phone relays;
+// phones' plain relays are kept as reports apart from the lock's word; operators page them.
 import type { Database, Queryable } from '../db/database.js';
 import {
   findRelayRight,
   insertAccessLogEntries,
   listAccessLogEntries,
+  LOCK_NUMBERING,
+  phoneNumbering,
   raiseLogHigh,
   type AccessLogFilter,
   type AccessLogPosition,
@@ -11,11 +14,12 @@ import {
   type ReportedEntry,
 } from '../db/repositories/access-log.repo.js';
 import { findLockForClient } from '../db/repositories/lock-sync.repo.js';
-import { recordLockContact } from '../db/repositories/lock-telemetry.repo.js';
+import { findLockTelemetry, holdLockLogHigh, recordLockContact, type ContactEvents } from '../db/repositories/lock-telemetry.repo.js';
 import { holdSecuredObjectForBinding } from '../db/repositories/secured-object.repo.js';
-import { ForbiddenError, NotFoundError } from '../errors.js';
+import { BadRequestError, ForbiddenError, NotFoundError } from '../errors.js';
 import type { AccessLogBudget } from './access-log-budget.js';
 import type { Clock } from './context.js';
+import { createLockReceiptVerifier, type LockWord } from './lock-receipt.service.js';
 import { assertBinding, assertLockClientActive, type DeviceBinding } from '../shared/device-binding.js';
 import { cutPage, invalidCursor, type Page } from '../shared/pagination.js';
 
@@ -27,6 +31,27 @@ export interface AccessLogUpload {
   lockTime?: number | undefined;
   entries: ReportedEntry[];
 }
+
+/** A phone's relay (docs/api-reference.md 8.5): the lock's signed receipts, plain entries (a report), or both. */
+export interface RelayedUpload {
+  securedObjectId: string;
+  /** Ignored: a relay's own claims are a report, never an acknowledgement or a clock reading. */
+  appliedSerial?: number | undefined;
+  lockTime?: number | undefined;
+  entries?: ReportedEntry[] | undefined;
+  receipts?: string[] | undefined;
+}
+
+/** One upload as it is stored: the lock's own word (trusted), and what a phone reports (stored apart, trusted for nothing). */
+interface SortedUpload {
+  word: LockWord | null;
+  reports: ReportedEntry[];
+}
+
+/** Most entries one upload stores, receipts' and plain ones together (as schemas/access-log.ts bounds plain ones). */
+const MAX_UPLOAD_ENTRIES = 1000;
+
+const NO_CONTACT_EVENTS: ContactEvents = { revocationsApplied: [], driftOffsetMs: null };
 
 export interface UploadAnswer {
   /** Entries stored now. */
@@ -50,6 +75,8 @@ export interface AccessLogEntry {
   reason?: string;
   receivedTime: number;
   via: string;
+  /** The lock's own word (its client, or a receipt verified with its key); false: a phone's report. */
+  signed: boolean;
   clockOffset?: number;
 }
 
@@ -89,15 +116,21 @@ function toEntry(record: AccessLogRecord): AccessLogEntry {
     ...(record.reason !== null ? { reason: record.reason } : {}),
     receivedTime: record.receivedAt,
     via: record.via,
+    signed: record.signed,
     ...(record.clockOffsetMs !== null ? { clockOffset: record.clockOffsetMs } : {}),
   };
 }
 
-/** Cursors are opaque (docs/api-reference.md 7.3): the last entry's page position behind a version tag. */
-const CURSOR_TAG = 'l1';
+/**
+ * Cursors are opaque (docs/api-reference.md 7.3): the last entry's page position behind a version tag. `l2` adds the
+ * numbering (migration 021); an `l1` cursor of a page served before it reads as the numbering that sorts first, so a
+ * walk begun before an upgrade goes on (at most repeating the entry it stopped at).
+ */
+const CURSOR_TAG = 'l2';
+const FORMER_CURSOR_TAG = 'l1';
 
 function encodeLogCursor(record: AccessLogRecord): string {
-  const position = [CURSOR_TAG, record.lockTime, record.securedObjectId, record.entryNo, record.lockRegisteredAt];
+  const position = [CURSOR_TAG, record.lockTime, record.securedObjectId, record.entryNo, record.lockRegisteredAt, record.numbering];
   return Buffer.from(JSON.stringify(position), 'utf8').toString('base64url');
 }
 
@@ -109,79 +142,123 @@ function decodeLogCursor(cursor: string | undefined): AccessLogPosition | null {
   } catch {
     throw invalidCursor();
   }
-  if (!Array.isArray(value) || value.length !== 5 || value[0] !== CURSOR_TAG) throw invalidCursor();
-  const [, lockTime, securedObjectId, entryNo, lockRegisteredAt] = value as unknown[];
+  if (!Array.isArray(value)) throw invalidCursor();
+  const current = value[0] === CURSOR_TAG && value.length === 6;
+  const former = value[0] === FORMER_CURSOR_TAG && value.length === 5;
+  if (!current && !former) throw invalidCursor();
+  const [, lockTime, securedObjectId, entryNo, lockRegisteredAt, numbering = ''] = value as unknown[];
   const isCount = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) >= 0;
   if (!isCount(lockTime) || !isCount(entryNo) || !isCount(lockRegisteredAt)) throw invalidCursor();
   if (typeof securedObjectId !== 'string' || securedObjectId.length === 0 || securedObjectId.length > 256 || securedObjectId.includes('\u0000')) {
     throw invalidCursor();
   }
-  return { lockTime, securedObjectId, entryNo, lockRegisteredAt };
+  if (typeof numbering !== 'string' || numbering.length > 300 || numbering.includes('\u0000')) throw invalidCursor();
+  return { lockTime, securedObjectId, entryNo, lockRegisteredAt, numbering };
 }
 
 export interface AccessLogServiceOptions {
   db: Database;
   clock: Clock;
-  /** The lock's hourly budget of new entries, shared by all its uploaders (access-log-budget.ts). */
+  /** The lock's per-minute budget of new entries, shared by all its uploaders (access-log-budget.ts). */
   budget: AccessLogBudget;
 }
 
 export function createAccessLogService({ db, clock, budget }: AccessLogServiceOptions) {
+  const receipts = createLockReceiptVerifier({ db });
+
   /**
-   * Stores one upload in one transaction. The contact is recorded first: it upserts and row-locks the lock's telemetry
-   * row, so concurrent uploads of one lock run one after another, and its `logHigh` is the high mark before this
-   * upload. Then the lock's row is held (FOR KEY SHARE: its deletion waits for this transaction) and the caller's
-   * checks run again (`recheck`): a lock deleted, or deleted and registered again, since the first checks is seen
-   * here, and none can be until this transaction ends, so the entries are never written to a lock other than the one
-   * the client speaks for. LOCK ORDER: the telemetry row, the revoked tickets it stamps, the lock's row; a deletion
-   * locks the change counter, the lock's row and the tickets not yet revoked, never the first two. Then the entries
-   * (idempotent on lock and entryNo), then the high mark rises.
+   * Records the lock's own word as a contact (docs/api-reference.md 8.4, 8.5): its `appliedSerial` acknowledges and its
+   * `lockTime` feeds the clock estimate, unless the word is older than what the lock said before (LockWord). Answers
+   * the lock's telemetry after the contact (its `logHigh` still the high mark before this upload) and the contact's
+   * deferred events.
+   */
+  async function recordWord(tx: Queryable, tenantId: string, securedObjectId: string, word: LockWord, now: number) {
+    const before = word.lockTimeEntryNo !== undefined ? await holdLockLogHigh(tx, tenantId, securedObjectId) : null;
+    const clockIsCurrent = word.lockTimeEntryNo === undefined || word.lockTimeEntryNo > (before ?? 0);
+    // docs/api-reference.md 8.5: `lockTime` is the lock's clock at that moment, so its difference to the server's is
+    // the lock's offset. A receipt relayed late reads as a clock behind by the delay: phones relay as soon as they can.
+    const clockOffsetMs = word.lockTime !== undefined && clockIsCurrent ? word.lockTime - now : undefined;
+    // recordLockContact caps `appliedSerial` at the lock's own serial: even the lock's word acknowledges no change
+    // that has not happened or that concerns no history of this lock.
+    const telemetry = await recordLockContact(tx, tenantId, securedObjectId, {
+      seenAt: now,
+      ...(word.appliedSerial !== undefined ? { appliedThrough: word.appliedSerial } : {}),
+      ...(clockOffsetMs !== undefined ? { clockOffsetMs } : {}),
+      // Its events go with the entries' below, after the lock's row is held: the event counter last (audit.repo.ts).
+      events: 'defer',
+    });
+    return { logHigh: telemetry.logHigh, clockOffsetMs: telemetry.clockOffsetMs, events: telemetry.events };
+  }
+
+  /**
+   * Stores one upload in one transaction. The lock's word is recorded first: that upserts and row-locks the lock's
+   * telemetry row, so concurrent uploads of one lock run one after another. A report alone records no contact: it
+   * changes nothing the lock's word decides (acknowledgements, the clock estimate and its drift flag, when the lock
+   * was last seen, the high mark) and reads the lock's last estimate for its entries. Then the lock's row is held
+   * (FOR KEY SHARE: its deletion waits for this transaction) and the caller's checks run again (`recheck`): a lock
+   * deleted, or deleted and registered again, since the first checks is seen here, and none can be until this
+   * transaction ends, so the entries are never written to a lock other than the one the client speaks for. LOCK
+   * ORDER: the telemetry row, the revoked tickets it stamps, the lock's row; a deletion locks the change counter, the
+   * lock's row and the tickets not yet revoked, never the first two. Then the entries, the lock's word in the lock's
+   * numbering and the reports in the relaying phone's (idempotent on lock, numbering and entryNo), then the lock's
+   * high mark rises with the lock's word alone.
    */
   async function store(
     tenantId: string,
     actor: string,
     via: string,
     securedObjectId: string,
-    upload: AccessLogUpload,
+    upload: SortedUpload,
     recheck: (tx: Queryable) => Promise<void>,
   ): Promise<UploadAnswer> {
     const now = clock();
-    // docs/api-reference.md 8.5: the upload's `lockTime` is the lock's clock at the moment of the upload (a relaying phone
-    // adds the time elapsed since it read the lock), so the difference to the server's clock is the lock's offset.
-    const clockOffsetMs = upload.lockTime !== undefined ? upload.lockTime - now : undefined;
+    const { word, reports } = upload;
     return db.transaction(async (tx) => {
-      // docs/api-reference.md 8.4, 8.5: locks do not sign their logs, so `appliedSerial` (above all from a relay) cannot be
-      // verified: a phone could claim a lock applied a revocation it never saw. recordLockContact caps it at the
-      // lock's own serial, so it can never acknowledge a change that has not happened or that concerns no history of
-      // this lock; no more can be checked.
-      const telemetry = await recordLockContact(tx, tenantId, securedObjectId, {
-        seenAt: now,
-        ...(upload.appliedSerial !== undefined ? { appliedThrough: upload.appliedSerial } : {}),
-        ...(clockOffsetMs !== undefined ? { clockOffsetMs } : {}),
-        // Its events go with the entries' below, after the lock's row is held: the event counter last (audit.repo.ts).
-        events: 'defer',
-      });
+      const contact = word
+        ? await recordWord(tx, tenantId, securedObjectId, word, now)
+        : { logHigh: null, clockOffsetMs: (await findLockTelemetry(tx, tenantId, securedObjectId))?.clockOffsetMs ?? null, events: NO_CONTACT_EVENTS };
       if (!(await holdSecuredObjectForBinding(tx, tenantId, securedObjectId))) throw new NotFoundError(`No secured object ${securedObjectId}.`);
       await recheck(tx);
-      const entryNos = upload.entries.map((entry) => entry.entryNo);
-      // docs/api-reference.md 8.5: over the lock's budget the whole upload is refused (429) before anything is written.
-      await budget.charge(tx, tenantId, securedObjectId, entryNos, now);
-      // Each entry carries its upload's estimate, or the lock's last one when this upload has none.
-      const stored = await insertAccessLogEntries(
+      // docs/api-reference.md 8.5: over the lock's budget the whole upload is refused (429) before anything is written,
+      // the lock's word and the reports alike: a phone's reports cannot grow the database without bound either.
+      await budget.charge(
         tx,
         tenantId,
         securedObjectId,
-        upload.entries,
-        { receivedAt: now, via, clockOffsetMs: telemetry.clockOffsetMs },
-        { actor, requestId: null, contact: telemetry.events },
+        [
+          ...(word ? [{ numbering: LOCK_NUMBERING, entryNos: word.entries.map((entry) => entry.entryNo) }] : []),
+          ...(reports.length > 0 ? [{ numbering: phoneNumbering(via), entryNos: reports.map((entry) => entry.entryNo) }] : []),
+        ],
+        now,
       );
-      // Deleted since the checks: nothing of this upload is kept (the transaction rolls back).
-      if (stored === null) throw new NotFoundError(`No secured object ${securedObjectId}.`);
-      await raiseLogHigh(tx, tenantId, securedObjectId, Math.max(...entryNos));
+      const events = { actor, requestId: null };
+      let accepted = 0;
+      // Each entry carries the lock's estimate after this upload (its last one when this upload made none).
+      const stamp = { receivedAt: now, via, clockOffsetMs: contact.clockOffsetMs };
+      if (word) {
+        const stored = await insertAccessLogEntries(tx, tenantId, securedObjectId, word.entries, { ...stamp, numbering: LOCK_NUMBERING, signed: true }, {
+          ...events,
+          contact: contact.events,
+        });
+        // Deleted since the checks: nothing of this upload is kept (the transaction rolls back).
+        if (stored === null) throw new NotFoundError(`No secured object ${securedObjectId}.`);
+        accepted += stored.accepted;
+        if (word.entries.length > 0) await raiseLogHigh(tx, tenantId, securedObjectId, Math.max(...word.entries.map((entry) => entry.entryNo)));
+      }
+      if (reports.length > 0) {
+        const stored = await insertAccessLogEntries(tx, tenantId, securedObjectId, reports, { ...stamp, numbering: phoneNumbering(via), signed: false }, {
+          ...events,
+          contact: NO_CONTACT_EVENTS,
+        });
+        if (stored === null) throw new NotFoundError(`No secured object ${securedObjectId}.`);
+        accepted += stored.accepted;
+      }
+      const total = (word?.entries.length ?? 0) + reports.length;
       return {
-        accepted: stored.accepted,
-        duplicates: upload.entries.length - stored.accepted,
-        gaps: gapsAbove(telemetry.logHigh ?? 0, entryNos),
+        accepted,
+        duplicates: total - accepted,
+        // Gaps are the lock's numbering's: a report's numbers say nothing of what the lock has not delivered.
+        gaps: word ? gapsAbove(contact.logHigh ?? 0, word.entries.map((entry) => entry.entryNo)) : [],
       };
     });
   }
@@ -197,29 +274,41 @@ export function createAccessLogService({ db, clock, budget }: AccessLogServiceOp
       const check = async (q: Queryable) => assertLockClientActive(await findLockForClient(q, tenantId, securedObjectId, binding.clientId), securedObjectId);
       await check(db);
       if (binding.securedObjectId === undefined) throw new ForbiddenError(LOG_NEEDS_LOCK_BINDING);
-      return store(tenantId, `client:${binding.clientId}`, 'lock', securedObjectId, upload, check);
+      // The lock's own client is the lock speaking: its whole upload is the lock's word, its lockTime taken as now.
+      const word: LockWord = {
+        ...(upload.appliedSerial !== undefined ? { appliedSerial: upload.appliedSerial } : {}),
+        ...(upload.lockTime !== undefined ? { lockTime: upload.lockTime } : {}),
+        entries: upload.entries,
+      };
+      return store(tenantId, `client:${binding.clientId}`, 'lock', securedObjectId, { word, reports: [] }, check);
     },
 
     /**
      * docs/api-reference.md 8.5: a phone relays what a lock gave it, through the phone's own client (the download's binding
-     * rules). The lock must be one the phone holds or has held a ticket for: a phone cannot write logs, or
-     * acknowledge revocations (docs/api-reference.md 8.4), for doors it never had access to; any other lock answers as missing.
+     * rules). The lock must be one the phone holds or has held a ticket for: a phone cannot write logs for doors it
+     * never had access to; any other lock answers as missing. Receipts verified with the lock's key are the lock's own
+     * word; plain entries are the phone's report, and the relay's own `appliedSerial` and `lockTime` are ignored: a
+     * phone whose ticket was revoked must not be able to say the lock applied the revocation (docs/api-reference.md 8.4).
      */
-    async uploadFromPhone(
-      tenantId: string,
-      binding: DeviceBinding,
-      mobileDeviceId: string,
-      upload: AccessLogUpload & { securedObjectId: string },
-    ): Promise<UploadAnswer> {
+    async uploadFromPhone(tenantId: string, binding: DeviceBinding, mobileDeviceId: string, upload: RelayedUpload): Promise<UploadAnswer> {
       assertBinding(binding, 'mobileDeviceId', mobileDeviceId, RELAY_NEEDS_PHONE_BINDING);
-      const { securedObjectId, ...rest } = upload;
+      const { securedObjectId, entries = [], receipts: signed = [] } = upload;
+      if (entries.length === 0 && signed.length === 0) {
+        throw new BadRequestError('Send the lock\'s receipts, plain entries, or both.', [{ field: 'receipts', message: 'receipts or entries required' }]);
+      }
       const check = async (q: Queryable) => {
         const right = await findRelayRight(q, tenantId, mobileDeviceId, securedObjectId);
         if (!right.deviceExists) throw new NotFoundError(`No mobile device ${mobileDeviceId}.`);
         if (!right.lockExists || !right.hasTicket) throw new NotFoundError(`No secured object ${securedObjectId}.`);
       };
       await check(db);
-      return store(tenantId, `client:${binding.clientId}`, mobileDeviceId, securedObjectId, rest, check);
+      const word = signed.length > 0 ? await receipts.verify(tenantId, securedObjectId, signed) : null;
+      if ((word?.entries.length ?? 0) + entries.length > MAX_UPLOAD_ENTRIES) {
+        throw new BadRequestError(`An upload holds at most ${MAX_UPLOAD_ENTRIES} entries, in its receipts and plain together; send several.`, [
+          { field: 'receipts', message: `more than ${MAX_UPLOAD_ENTRIES} entries` },
+        ]);
+      }
+      return store(tenantId, `client:${binding.clientId}`, mobileDeviceId, securedObjectId, { word, reports: entries }, check);
     },
 
     /** docs/api-reference.md 8.5, 7.3: the tenant's entries in lock-time order, filtered, a page at a time. */

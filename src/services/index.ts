@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import { createClientService } from './oauth/client.service.js';
+import { createClientAssertionService } from './oauth/client-assertion.service.js';
 import type { Clock } from './context.js';
 import type { SecretsKey } from '../shared/crypto.js';
 import { createSecretsKeyService } from './keys/reseal.service.js';
@@ -82,6 +83,14 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     maxLifetimeSeconds: config.CREDENTIAL_MAX_LIFETIME,
   });
   const clients = createClientService({ db, clock, revocations, accessTokenTtlMs });
+  // RFC 7523 3, item 3: an assertion names the token endpoint (either path, docs/api-reference.md 3.3) or the issuer.
+  const issuerBase = config.PUBLIC_URL.replace(/\/+$/, '');
+  const clientAssertions = createClientAssertionService({
+    db,
+    clock,
+    log,
+    audiences: [config.PUBLIC_URL, `${issuerBase}/oauth/token`, `${issuerBase}/oauth2/token`],
+  });
   const users = createUserService({ db, clock, bcryptCost: config.BCRYPT_COST, revocations, accessTokenTtlMs });
   const tenants = createTenantService({ db, clock, clients });
   const revived = parseRevivedInterfaces(config.DEPRECATED_INTERFACES_ENABLED);
@@ -172,6 +181,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     revocations,
     accessTokenKeys,
     clients,
+    clientAssertions,
     users,
     tenants,
     tokens,
@@ -207,6 +217,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
       idempotency.start();
       audit.start();
       accessLogRetention.start();
+      clientAssertions.start();
       tokens.start();
       webhookDeliveries.start();
     },
@@ -217,6 +228,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
       idempotency.stop();
       audit.stop();
       accessLogRetention.stop();
+      clientAssertions.stop();
       await accessTokenKeys.stop();
       await ticketKeys.stop();
       await revocations.stop();

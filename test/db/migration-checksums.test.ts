@@ -25,7 +25,8 @@ const RELEASED: Record<string, string> = {
   '018_webhook_send_cursor.sql': '73fb25d39c2b4fd52990557a131ab0eee8dd3e8d0561913e3c59729e45a78ccc',
   '019_foreign_key_indexes.sql': '741ded5895933ed629a458f31d0cce8f70dd5507fdd8397e69ca34f992dfdf33',
   '020_holder_keys.sql': '97f4770825ec18ca99cb04973c415b6cd93c33c6454f904058d973066fed6137',
-  '022_access_log_budget.sql': '8dd473686bd512a781bfbb79901cdcb18d1c5ec9cb35882f5075d32fa2cfd4f6',
+  '021_signed_reports.sql': '428cabe6f7725bb74084b483eb05f9fb58bb1118b3c095b10c30efa3229e5cee',
+  '022_access_log_budget.sql': '3bbfa2271a8ad4c12d796be4416e4e91fc9c0345bb30c9571cc7cda937ea2248',
   '024_ticket_key_announcements.sql': '4dd28751785344a638fb9c329bf59299dd47ea5fbb7a4d4d6b923e33f166076a',
 };
 

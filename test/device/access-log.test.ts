@@ -1,5 +1,6 @@
-// Access-log uploads (docs/api-reference.md 8.5, 8.4): by the lock's own client or relayed by a phone, idempotent on (lock,
-// entryNo), gaps, the clock offset, appliedSerial stamping revocations end to end with the simulator, and every refusal.
+// Access-log uploads (docs/api-reference.md 8.5, 8.4): by the lock's own client, relayed by a phone in receipts the lock
+// signed or as plain reports, idempotent on (lock, numbering, entryNo), gaps, the clock offset, appliedSerial stamping
+// revocations end to end with the simulator, and every refusal.
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LockSimulator, type LockProvisioning } from '../../src/simulator/lock-simulator.js';
@@ -7,6 +8,7 @@ import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { download, lockToken, phoneToken } from '../helpers/device.js';
 import { bearer, clientToken, createClient } from '../helpers/oauth.js';
 import { call, expectProblem, fieldsOf, lock, ticket } from '../helpers/operator.js';
+import { holderKeyPair, putLockKey, receipt } from '../helpers/holder-keys.js';
 import { twoTenants, type TwoTenants } from '../helpers/tenants.js';
 
 const START = Date.UTC(2026, 0, 15, 9, 0, 0, 0);
@@ -33,6 +35,7 @@ interface LogRow {
   received_at: number;
   via: string;
   clock_offset_ms: number | null;
+  signed: boolean;
 }
 
 describe('access-log uploads', () => {
@@ -63,8 +66,8 @@ describe('access-log uploads', () => {
 
   async function logRows(tenantId: string, lockId: string): Promise<LogRow[]> {
     const { rows } = await t.database.db.query<LogRow>(
-      `SELECT secured_object_id, lock_registered_at, entry_no, lock_time, token_id, mobile_device_id, result, reason, received_at, via, clock_offset_ms
-         FROM access_log_entries WHERE tenant_id = $1 AND secured_object_id = $2 ORDER BY lock_registered_at, entry_no`,
+      `SELECT secured_object_id, lock_registered_at, entry_no, lock_time, token_id, mobile_device_id, result, reason, received_at, via, clock_offset_ms, signed
+         FROM access_log_entries WHERE tenant_id = $1 AND secured_object_id = $2 ORDER BY lock_registered_at, numbering, entry_no`,
       [tenantId, lockId],
     );
     return rows.map((row) => ({
@@ -203,18 +206,28 @@ describe('access-log uploads', () => {
     expect((await logRows(acme.tenantId, 'door')).filter((row) => row.entry_no > 100)).toHaveLength(50);
   });
 
-  it('takes a phone\'s relay for a lock it holds or held a ticket for: via the phone, any ticket status', async () => {
+  it('takes a phone\'s plain relay for a lock it holds or held a ticket for as a report: via the phone, unsigned, any ticket status', async () => {
     const { acme, token } = tenants;
     const held = await ticket(t, token, 'side-door', 'courier');
     expect((await call(t, token, { method: 'DELETE', url: `/operatorapi/tickets/${held.id}` })).statusCode).toBe(200);
     const courier = await phoneToken(t, acme, 'courier');
     now += 1000;
     const response = await relay(courier, 'courier', { securedObjectId: 'side-door', lockTime: now + 2000, entries: [entry(1, { tokenId: held.id, result: 'denied', reason: 'revoked' })] });
+    // docs/api-reference.md 8.5: a report has no gaps; it is numbered apart from the lock's own entries.
     expect(answer(response)).toEqual({ accepted: 1, duplicates: 0, gaps: [] });
     expect(await logRows(acme.tenantId, 'side-door')).toEqual([
-      expect.objectContaining({ entry_no: 1, token_id: held.id, mobile_device_id: 'courier', via: 'courier', clock_offset_ms: 2000, received_at: now }),
+      expect.objectContaining({ entry_no: 1, token_id: held.id, mobile_device_id: 'courier', via: 'courier', clock_offset_ms: null, received_at: now, signed: false }),
     ]);
-    expect(await telemetry(acme.tenantId, 'side-door')).toMatchObject({ last_seen_at: now, clock_offset_ms: 2000, log_high: 1 });
+    // The relay's lockTime is no clock reading, and a report is no contact with the lock: nothing of its telemetry.
+    expect(await telemetry(acme.tenantId, 'side-door')).toBeNull();
+    // The same report again is a duplicate in the phone's numbering; the lock's own upload of entry 1 is not.
+    expect(answer(await relay(courier, 'courier', { securedObjectId: 'side-door', entries: [entry(1, { tokenId: held.id, result: 'denied', reason: 'revoked' })] }))).toMatchObject({ accepted: 0, duplicates: 1 });
+    expect(answer(await fromLock(await lockToken(t, acme, 'side-door'), 'side-door', { lockTime: now, entries: entries(1, 2) }))).toEqual({ accepted: 2, duplicates: 0, gaps: [] });
+    expect((await logRows(acme.tenantId, 'side-door')).map((row) => [row.entry_no, row.via, row.signed])).toEqual([
+      [1, 'lock', true],
+      [2, 'lock', true],
+      [1, 'courier', false],
+    ]);
   });
 
   it('refuses a relay for a door the phone never had, another tenant\'s lock or a missing one as missing, and changes nothing', async () => {
@@ -348,21 +361,34 @@ describe('access-log uploads', () => {
     expect(await vault.decide(stolen, 'open', now + 5000)).toEqual({ decision: 'deny', reason: 'revoked', ticketId: revoked.id });
     expect(await vault.decide(credentialOf(before, kept.id), 'open', now + 6000)).toMatchObject({ decision: 'open' });
 
-    // Later the phone relays the log it read: the lock's clock then, plus the time elapsed since.
+    // The phone reads the lock's log. Relayed as plain entries, it is the phone's word: it acknowledges nothing
+    // (docs/api-reference.md 8.5), however true its appliedSerial.
     const upload = vault.accessLogUpload(now + 7000)!;
     expect(upload.appliedSerial).toBe(serial);
-    now += 30_000;
-    const relayed = answer(await relay(phone, 'phone', { securedObjectId: 'vault', ...upload, lockTime: upload.lockTime! + 30_000 }));
-    expect(relayed).toEqual({ accepted: 3, duplicates: 0, gaps: [] });
+    expect(answer(await relay(phone, 'phone', { securedObjectId: 'vault', ...upload }))).toEqual({ accepted: 3, duplicates: 0, gaps: [] });
+    expect(await revocationApplied()).toBeNull();
+    expect(await telemetry(acme.tenantId, 'vault')).toBeNull();
+
+    // The lock's key is registered; the same log signed by it in a receipt is the lock's own word.
+    const vaultKey = holderKeyPair();
+    await putLockKey(t, acme.tenantId, 'vault', vaultKey);
+    now += 1000;
+    const signed = receipt(vaultKey, 'vault', { appliedSerial: upload.appliedSerial, lockTime: now + 7000, entries: upload.entries as unknown as Record<string, unknown>[] });
+    expect(answer(await relay(phone, 'phone', { securedObjectId: 'vault', receipts: [signed] }))).toEqual({ accepted: 3, duplicates: 0, gaps: [] });
     expect(vault.acknowledgeAccessLog(upload.entries.at(-1)!.entryNo)).toBe(3);
     expect(vault.accessLogUpload(now)).toBeNull();
 
     expect(await revocationApplied()).toBe(now);
     expect(await telemetry(acme.tenantId, 'vault')).toMatchObject({ applied_through: serial, last_seen_at: now, clock_offset_ms: 7000, log_high: 3 });
-    expect((await logRows(acme.tenantId, 'vault')).map((row) => [row.entry_no, row.result, row.reason, row.token_id, row.mobile_device_id, row.via])).toEqual([
-      [1, 'granted', 'ok', revoked.id, 'phone', 'phone'],
-      [2, 'denied', 'revoked', revoked.id, 'phone', 'phone'],
-      [3, 'granted', 'ok', kept.id, 'phone', 'phone'],
+    expect((await logRows(acme.tenantId, 'vault')).map((row) => [row.entry_no, row.result, row.reason, row.token_id, row.mobile_device_id, row.via, row.signed])).toEqual([
+      [1, 'granted', 'ok', revoked.id, 'phone', 'phone', true],
+      [2, 'denied', 'revoked', revoked.id, 'phone', 'phone', true],
+      [3, 'granted', 'ok', kept.id, 'phone', 'phone', true],
+      [1, 'granted', 'ok', revoked.id, 'phone', 'phone', false],
+      [2, 'denied', 'revoked', revoked.id, 'phone', 'phone', false],
+      [3, 'granted', 'ok', kept.id, 'phone', 'phone', false],
     ]);
+    // Relayed again, the receipt is stored once.
+    expect(answer(await relay(phone, 'phone', { securedObjectId: 'vault', receipts: [signed] }))).toEqual({ accepted: 0, duplicates: 3, gaps: [] });
   });
 });

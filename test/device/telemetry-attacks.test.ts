@@ -12,6 +12,7 @@ import { download, lockToken, lockTrust, payloadOf, phoneToken, sync } from '../
 import { bearer, clientToken, createClient, keyRotationToken, type TenantFixture } from '../helpers/oauth.js';
 import { call, device, expectProblem, HOUR, lock, ticket, type TicketBody } from '../helpers/operator.js';
 import { twoTenants } from '../helpers/tenants.js';
+import { holderKeyPair, putLockKey, receipt } from '../helpers/holder-keys.js';
 
 const START = Date.UTC(2026, 4, 4, 7, 0, 0, 0);
 const DAY = 24 * HOUR;
@@ -162,7 +163,7 @@ describe('lock telemetry under attack', () => {
     expect((await readLock('quiet')).appliedThrough).toBe(full.serial);
   });
 
-  it('bounds the clock margin a relayed absurd lockTime opens to one credential lifetime: lists and counts stay bounded', async () => {
+  it('bounds the clock margin an absurd lockTime in a signed receipt opens to one credential lifetime: lists and counts stay bounded', async () => {
     await lock(t, await op(), 'cellar');
     await device(t, await op(), 'phone-cellar');
     await device(t, await op(), 'visitor');
@@ -178,13 +179,16 @@ describe('lock telemetry under attack', () => {
     expect((await sync(t, cellar, 'cellar')).revocations).toEqual([]);
     expect(await readLock('cellar')).toMatchObject({ pendingRevocations: 0 });
 
-    // A phone that held a ticket for the lock says the lock's clock is ten years behind.
+    // A phone that held a ticket for the lock says the lock's clock is ten years behind: a report, it moves nothing.
     const phone = await phoneToken(t, acme, 'phone-cellar');
-    const relayed = await relay(phone, 'phone-cellar', {
-      securedObjectId: 'cellar',
-      lockTime: now - 10 * YEAR,
-      entries: [{ entryNo: 1, lockTime: now - 10 * YEAR, command: 'open', channel: 'btlespp', result: 'denied' }],
-    });
+    const entry = { entryNo: 1, lockTime: now - 10 * YEAR, command: 'open', channel: 'btlespp', result: 'denied' };
+    const reported = await relay(phone, 'phone-cellar', { securedObjectId: 'cellar', lockTime: now - 10 * YEAR, entries: [entry] });
+    expect(reported.statusCode, reported.body).toBe(200);
+    expect(await readLock('cellar')).not.toHaveProperty('clockOffset');
+    // The lock itself says so, in a receipt signed with its key (its clock was reset, or its key stolen).
+    const cellarKey = holderKeyPair();
+    await putLockKey(t, acme.tenantId, 'cellar', cellarKey);
+    const relayed = await relay(phone, 'phone-cellar', { securedObjectId: 'cellar', receipts: [receipt(cellarKey, 'cellar', { lockTime: now - 10 * YEAR, entries: [entry] })] });
     expect(relayed.statusCode, relayed.body).toBe(200);
     // The estimate is shown as it is...
     expect(await readLock('cellar')).toMatchObject({ clockOffset: -10 * YEAR, pendingRevocations: 1 });
@@ -246,19 +250,22 @@ describe('lock telemetry under attack', () => {
     expectProblem(await call(t, await clientToken(t.app, other), { method: 'GET', url: '/operatorapi/access-checks?mobileDeviceId=phone-weird&securedObjectId=weird' }), 404);
   });
 
-  it('stores overlapping uploads of the lock and a relaying phone at once exactly once each', async () => {
+  it('stores overlapping uploads of the lock and a phone relaying its receipts at once exactly once each', async () => {
     await lock(t, await op(), 'busy');
     await device(t, await op(), 'phone-busy');
     await downloadedTicket('busy', 'phone-busy');
+    const busyKey = holderKeyPair();
+    await putLockKey(t, acme.tenantId, 'busy', busyKey);
     const lockAuth = await lockToken(t, acme, 'busy');
     const phone = await phoneToken(t, acme, 'phone-busy');
     const entry = (entryNo: number) => ({ entryNo, lockTime: now - 1000 + entryNo, command: 'open', channel: 'btlespp', result: 'granted' });
     const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => entry(from + i));
+    const signed = (entries: Record<string, unknown>[]) => receipt(busyKey, 'busy', { lockTime: now, entries });
     const answers = await Promise.all([
       fromLock(lockAuth, 'busy', { entries: range(1, 600) }),
-      relay(phone, 'phone-busy', { securedObjectId: 'busy', entries: range(300, 900) }),
+      relay(phone, 'phone-busy', { securedObjectId: 'busy', receipts: [signed(range(300, 600)), signed(range(601, 900))] }),
       fromLock(lockAuth, 'busy', { entries: range(500, 1000) }),
-      relay(phone, 'phone-busy', { securedObjectId: 'busy', entries: range(1, 1000).filter((item) => item.entryNo % 2 === 0) }),
+      relay(phone, 'phone-busy', { securedObjectId: 'busy', receipts: [signed(range(1, 1000).filter((item) => item.entryNo % 2 === 0))] }),
     ]);
     const bodies = answers.map((response) => {
       expect(response.statusCode, response.body).toBe(200);

@@ -297,7 +297,8 @@ describe('docs/security-cases.md E34: authorization server metadata', () => {
         });
         expect(metadata.grant_types_supported).toEqual(expect.arrayContaining(['client_credentials', 'password', 'refresh_token']));
         for (const key of ['token_endpoint_auth_methods_supported', 'revocation_endpoint_auth_methods_supported', 'introspection_endpoint_auth_methods_supported']) {
-          expect(metadata[key], key).toEqual(['client_secret_basic', 'client_secret_post']);
+          // docs/api-reference.md 3.1: a phone's client may sign instead of sending a secret (test/oauth/private-key-jwt.test.ts).
+          expect(metadata[key], key).toEqual(['client_secret_basic', 'client_secret_post', 'private_key_jwt']);
         }
         // docs/api-reference.md 3.6: every scope of every API.
         expect(metadata.scopes_supported).toEqual(

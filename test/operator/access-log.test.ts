@@ -22,6 +22,7 @@ interface Entry {
   reason?: string;
   receivedTime: number;
   via: string;
+  signed: boolean;
   clockOffset?: number;
 }
 
@@ -102,9 +103,11 @@ describe('GET /operatorapi/accesslog', () => {
       reason: 'valid',
       receivedTime: START,
       via: 'lock',
+      signed: true,
       clockOffset: 45_000,
     });
-    // A relayed entry without a clock estimate and without a reason: those fields are absent, never null.
+    // A relayed entry (a phone's report, unsigned) without a clock estimate and without a reason: those fields are
+    // absent, never null.
     expect(entries[1]).toEqual({
       securedObjectId: 'back',
       entryNo: 7,
@@ -116,6 +119,7 @@ describe('GET /operatorapi/accesslog', () => {
       result: 'granted',
       receivedTime: START + 1000,
       via: 'other-phone',
+      signed: false,
     });
     // Another tenant's credential names no phone of this tenant.
     expect(entries[5]).not.toHaveProperty('mobileDeviceId');
@@ -156,6 +160,31 @@ describe('GET /operatorapi/accesslog', () => {
     expect(walked.items.map((item) => item.receivedTime)).toEqual([START + 1000, START + 2000]);
     expect(keys((await walk<Entry>(t, auditor, '/operatorapi/accesslog?limit=1')).items).slice(0, 2)).toEqual(['porch#1', 'porch#1']);
   });
+
+  it('keeps the lock\'s entry and a phone\'s report of the same number apart, each once across pages (migration 021 order)', async () => {
+    const { acme } = tenants;
+    const entry = { entryNo: 40, lockTime: T - 50, command: 'open', channel: 'btlespp', result: 'granted' };
+    await upload(await lockToken(t, acme, 'back'), '/deviceapi/securedobjects/back/accesslog', { entries: [entry] });
+    await upload(await phoneToken(t, acme, 'other-phone'), '/deviceapi/mobiledevices/other-phone/accesslog', { securedObjectId: 'back', entries: [entry] });
+    const walked = await walk<Entry>(t, auditor, '/operatorapi/accesslog?securedObjectId=back&limit=1');
+    expect(walked.items.filter((item) => item.entryNo === 40).map((item) => [item.via, item.signed])).toEqual([
+      ['lock', true],
+      ['other-phone', false],
+    ]);
+    expect(walked.items).toEqual(await list('?securedObjectId=back'));
+    // A cursor of a page served before migration 021 (tag l1, no numbering) still continues the walk.
+    const former = Buffer.from(JSON.stringify(['l1', T - 50, 'back', 40, await registeredAt('back')])).toString('base64url');
+    const continued = await list(`?securedObjectId=back&cursor=${former}`);
+    expect(continued.slice(0, 2).map((item) => [item.entryNo, item.via])).toEqual([
+      [40, 'lock'],
+      [40, 'other-phone'],
+    ]);
+  });
+
+  async function registeredAt(lockId: string): Promise<number> {
+    const { rows } = await t.database.db.query<{ created_at: number }>('SELECT created_at FROM secured_objects WHERE tenant_id = $1 AND id = $2', [tenants.acme.tenantId, lockId]);
+    return Number(rows[0]!.created_at);
+  }
 
   it('never shows another tenant\'s entries, even for the same lock id and ticket ids', async () => {
     const { other } = tenants;

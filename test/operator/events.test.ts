@@ -152,8 +152,8 @@ describe('event log', () => {
     expect(data).toEqual([
       ['ticket.revocation_applied', { securedObjectId: 'gate', ticketIds: [first.id] }],
       ['secured_object.clock_drift', { securedObjectId: 'gate', clockOffset: expect.any(Number) }],
-      ['access_log.granted', { securedObjectId: 'gate', via: 'lock', entryNos: [1, 3] }],
-      ['access_log.denied', { securedObjectId: 'gate', via: 'lock', entryNos: [2] }],
+      ['access_log.granted', { securedObjectId: 'gate', via: 'lock', signed: true, entryNos: [1, 3] }],
+      ['access_log.denied', { securedObjectId: 'gate', via: 'lock', signed: true, entryNos: [2] }],
     ]);
     expect(Math.abs((afterUpload[1]!.data.clockOffset as number) - 60_000)).toBeLessThan(5_000);
 

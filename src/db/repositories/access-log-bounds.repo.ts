@@ -14,61 +14,70 @@ export interface BudgetCharge {
   windowStartedAt: number | null;
 }
 
+/** The entry numbers of one numbering (docs/api-reference.md 8.5: the lock's own, or one relaying phone's) an upload brings. */
+export interface NumberedEntries {
+  numbering: string;
+  entryNos: readonly number[];
+}
+
 /**
  * Counts an upload's new entries against its lock's window of `windowMs` and lets it through when the window then
- * holds at most `budget`, in one statement. A window that ran out starts again at `now` with this upload's entries. An
- * upload that adds nothing (a re-sent one) always fits and writes nothing: resending what was stored costs no budget.
+ * holds at most `budget`. A window that ran out starts again at `now` with this upload's entries. An upload that adds
+ * nothing (a re-sent one) always fits and writes nothing: resending what was stored costs no budget.
  *
- * Call it after recordLockContact, which upserted and row-locked the lock's telemetry row in this transaction, and
- * after the lock's row is held: no other upload of the lock can store entries before this transaction ends, so the
- * count of new entries made here is exactly what the insert that follows stores, and two uploads of one lock on two
- * instances are charged one after the other (docs/api-reference.md 8.5: the budget holds across instances).
+ * The lock's budget row is upserted and row-locked first, then counted and charged: no other upload of the lock can
+ * be charged or store entries before this transaction ends, so the count of new entries made here is exactly what the
+ * inserts that follow store, and two uploads of one lock on two instances are charged one after the other
+ * (docs/api-reference.md 8.5: the budget holds across instances). Call it after the lock's row is held, before the
+ * entries are inserted. LOCK ORDER: the lock's row, then its budget row.
  */
 export async function chargeAccessLogBudget(
   db: Queryable,
   tenantId: string,
   securedObjectId: string,
-  entryNos: readonly number[],
+  upload: readonly NumberedEntries[],
   now: number,
   windowMs: number,
   budget: number,
 ): Promise<BudgetCharge> {
-  const { rows } = await db.query<{ charged: boolean; fresh: number; used: number; started_at: number | string | null }>(
-    `WITH lock AS (
-       SELECT created_at FROM secured_objects WHERE tenant_id = $1 AND id = $2
-     ), fresh AS (
-       SELECT count(DISTINCT e.entry_no)::int AS n
-         FROM unnest($3::bigint[]) AS e (entry_no)
-        WHERE NOT EXISTS (SELECT 1 FROM access_log_entries a, lock
-                           WHERE a.tenant_id = $1 AND a.secured_object_id = $2
-                             AND a.lock_registered_at = lock.created_at AND a.entry_no = e.entry_no)
-     ), budget AS (
-       -- A window that started later than now (another instance's clock ahead of this one's) is still current.
-       SELECT CASE WHEN expired THEN NULL ELSE log_window_started_at END AS started_at,
-              CASE WHEN expired THEN 0 ELSE log_window_entries END AS used
-         FROM (SELECT log_window_started_at, log_window_entries,
-                      log_window_started_at IS NULL OR log_window_started_at + $5::bigint <= $4::bigint AS expired
-                 FROM lock_telemetry WHERE tenant_id = $1 AND secured_object_id = $2) AS current
-     ), charged AS (
-       UPDATE lock_telemetry t
-          SET log_window_started_at = coalesce(b.started_at, $4::bigint),
-              log_window_entries = b.used + f.n
-         FROM budget b, fresh f
-        WHERE t.tenant_id = $1 AND t.secured_object_id = $2 AND f.n > 0 AND b.used + f.n <= $6::bigint
-       RETURNING 1
-     )
-     SELECT f.n = 0 OR EXISTS (SELECT 1 FROM charged) AS charged, f.n AS fresh,
-            coalesce(b.used, 0) AS used, b.started_at
-       FROM fresh f LEFT JOIN budget b ON true`,
-    [tenantId, securedObjectId, entryNos, now, windowMs, budget],
+  await db.query(
+    `INSERT INTO access_log_budgets (tenant_id, secured_object_id, window_started_at, window_entries) VALUES ($1, $2, $3, 0)
+     ON CONFLICT (tenant_id, secured_object_id) DO NOTHING`,
+    [tenantId, securedObjectId, now],
   );
-  const row = rows[0]!;
-  return {
-    charged: row.charged,
-    fresh: Number(row.fresh),
-    used: Number(row.used),
-    windowStartedAt: row.started_at === null ? null : Number(row.started_at),
-  };
+  const { rows: held } = await db.query<{ window_started_at: number | string; window_entries: number }>(
+    'SELECT window_started_at, window_entries FROM access_log_budgets WHERE tenant_id = $1 AND secured_object_id = $2 FOR UPDATE',
+    [tenantId, securedObjectId],
+  );
+  const { rows } = await db.query<{ fresh: number }>(
+    `SELECT count(DISTINCT (e.numbering, e.entry_no))::int AS fresh
+       FROM unnest($3::text[], $4::bigint[]) AS e (numbering, entry_no)
+      WHERE NOT EXISTS (SELECT 1 FROM access_log_entries a, secured_objects so
+                         WHERE so.tenant_id = $1 AND so.id = $2
+                           AND a.tenant_id = $1 AND a.secured_object_id = $2 AND a.lock_registered_at = so.created_at
+                           AND a.numbering = e.numbering AND a.entry_no = e.entry_no)`,
+    [
+      tenantId,
+      securedObjectId,
+      upload.flatMap((part) => part.entryNos.map(() => part.numbering)),
+      upload.flatMap((part) => part.entryNos),
+    ],
+  );
+  const fresh = Number(rows[0]!.fresh);
+  const startedAt = Number(held[0]!.window_started_at);
+  // A window that started later than now (another instance's clock ahead of this one's) is still current.
+  const expired = startedAt + windowMs <= now;
+  const used = expired ? 0 : held[0]!.window_entries;
+  const windowStartedAt = expired ? null : startedAt;
+  if (fresh === 0) return { charged: true, fresh, used, windowStartedAt };
+  if (used + fresh > budget) return { charged: false, fresh, used, windowStartedAt };
+  await db.query('UPDATE access_log_budgets SET window_started_at = $3, window_entries = $4 WHERE tenant_id = $1 AND secured_object_id = $2', [
+    tenantId,
+    securedObjectId,
+    windowStartedAt ?? now,
+    used + fresh,
+  ]);
+  return { charged: true, fresh, used, windowStartedAt };
 }
 
 /**

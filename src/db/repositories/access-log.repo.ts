@@ -14,11 +14,24 @@ export interface ReportedEntry {
   reason?: string | undefined;
 }
 
+/** The lock's own numbering (migration 021): what the lock's client uploads and its signed receipts hold. */
+export const LOCK_NUMBERING = 'lock';
+
+/**
+ * The numbering of a phone's unsigned reports: its own, apart from the lock's and from every other phone's
+ * (docs/api-reference.md 8.5). The prefix keeps a phone whose id is `lock` out of the lock's numbering.
+ */
+export const phoneNumbering = (mobileDeviceId: string): string => `phone:${mobileDeviceId}`;
+
 /** What an upload adds to each stored entry. */
 export interface UploadStamp {
   receivedAt: number;
   /** `lock`, or the id of the phone that relayed the log. */
   via: string;
+  /** LOCK_NUMBERING for the lock's own word, phoneNumbering(phone) for a phone's report. */
+  numbering: string;
+  /** The lock's own word (its client's upload, or a receipt verified with its key): true exactly in LOCK_NUMBERING. */
+  signed: boolean;
   /** The lock's clock minus the server's (ms) as estimated for this upload; null when never estimated. */
   clockOffsetMs: number | null;
 }
@@ -42,8 +55,8 @@ export interface StoredUpload {
 const UUID_TEXT = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 
 /**
- * Stores an upload's entries in one set-based statement, skipping every (lock, registration, entryNo) already stored
- * (a re-sent upload, or a duplicate within this one). The registration is the lock's current `created_at`, read here:
+ * Stores an upload's entries in one set-based statement, skipping every (lock, registration, numbering, entryNo)
+ * already stored (a re-sent upload, or a duplicate within this one). The registration is the lock's current `created_at`, read here:
  * a lock deleted and registered again with the same id counts from its own first entry. An entry's phone is the
  * device of the ticket its `tokenId` names when that is a ticket of this tenant for this lock; any other value (a
  * credential of another tenant, a malformed id) names no phone. Answers null, storing nothing, when the lock is gone.
@@ -69,7 +82,7 @@ export async function insertAccessLogEntries(
         action: `'access_log.${result}'`,
         target: `'secured_object:' || $2::text`,
         requestId: '$14::text',
-        extraData: `jsonb_build_object('securedObjectId', $2::text, 'via', $11::text)`,
+        extraData: `jsonb_build_object('securedObjectId', $2::text, 'via', $11::text, 'signed', $17::boolean)`,
       },
       'entryNos',
     );
@@ -78,16 +91,17 @@ export async function insertAccessLogEntries(
        SELECT created_at FROM secured_objects WHERE tenant_id = $1 AND id = $2
      ), inserted AS (
        INSERT INTO access_log_entries (tenant_id, secured_object_id, lock_registered_at, entry_no, lock_time, token_id,
-                                       mobile_device_id, command, channel, result, reason, received_at, via, clock_offset_ms)
+                                       mobile_device_id, command, channel, result, reason, received_at, via, clock_offset_ms,
+                                       numbering, signed)
        SELECT $1, $2, lock.created_at, e.entry_no, e.lock_time, e.token_id, t.mobile_device_id, e.command, e.channel,
-              e.result, e.reason, $10, $11, $12
+              e.result, e.reason, $10, $11, $12, $18, $17
          FROM lock,
               unnest($3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
                 AS e (entry_no, lock_time, token_id, command, channel, result, reason)
          LEFT JOIN tickets t
                 ON t.tenant_id = $1 AND t.secured_object_id = $2
                AND t.id = CASE WHEN e.token_id ~ '${UUID_TEXT}' THEN e.token_id::uuid END
-       ON CONFLICT (tenant_id, secured_object_id, lock_registered_at, entry_no) DO NOTHING
+       ON CONFLICT (tenant_id, secured_object_id, lock_registered_at, numbering, entry_no) DO NOTHING
        RETURNING entry_no, result
      ), granted AS (
        SELECT entry_no AS id FROM inserted WHERE result = 'granted' ORDER BY entry_no
@@ -119,6 +133,8 @@ export async function insertAccessLogEntries(
       events.requestId,
       events.contact.revocationsApplied,
       events.contact.driftOffsetMs,
+      stamp.signed,
+      stamp.numbering,
     ],
   );
   const row = rows[0]!;
@@ -179,6 +195,8 @@ export interface AccessLogRecord {
   receivedAt: number;
   via: string;
   clockOffsetMs: number | null;
+  numbering: string;
+  signed: boolean;
 }
 
 interface AccessLogRow {
@@ -195,10 +213,12 @@ interface AccessLogRow {
   received_at: number;
   via: string;
   clock_offset_ms: number | null;
+  numbering: string;
+  signed: boolean;
 }
 
 const COLUMNS =
-  'secured_object_id, lock_registered_at, entry_no, lock_time, token_id, mobile_device_id, command, channel, result, reason, received_at, via, clock_offset_ms';
+  'secured_object_id, lock_registered_at, entry_no, lock_time, token_id, mobile_device_id, command, channel, result, reason, received_at, via, clock_offset_ms, numbering, signed';
 
 const toRecord = (row: AccessLogRow): AccessLogRecord => ({
   securedObjectId: row.secured_object_id,
@@ -214,6 +234,8 @@ const toRecord = (row: AccessLogRow): AccessLogRecord => ({
   receivedAt: Number(row.received_at),
   via: row.via,
   clockOffsetMs: row.clock_offset_ms === null ? null : Number(row.clock_offset_ms),
+  numbering: row.numbering,
+  signed: row.signed,
 });
 
 export interface AccessLogFilter {
@@ -227,17 +249,18 @@ export interface AccessLogFilter {
   to?: number | undefined;
 }
 
-/** The last entry of the previous page: the page order's columns, the last one unique within a lock id's entries. */
+/** The last entry of the previous page: the page order's columns, which together name one entry. */
 export interface AccessLogPosition {
   lockTime: number;
   securedObjectId: string;
   entryNo: number;
   lockRegisteredAt: number;
+  numbering: string;
 }
 
 /**
- * A page of the tenant's entries in (lock time, lock, entryNo, registration) order, after `after`: each filter has an
- * index ending in that order (migration 011), so a page is one range scan wherever it starts.
+ * A page of the tenant's entries in (lock time, lock, entryNo, registration, numbering) order, after `after`: each
+ * filter has an index ending in that order (migration 021), so a page is one range scan wherever it starts.
  */
 export async function listAccessLogEntries(
   db: Queryable,
@@ -259,16 +282,18 @@ export async function listAccessLogEntries(
   if (filter.from !== undefined) add((p) => `lock_time >= ${p}::bigint`, filter.from);
   if (filter.to !== undefined) add((p) => `lock_time < ${p}::bigint`, filter.to);
   if (after) {
-    params.push(after.lockTime, after.securedObjectId, after.entryNo, after.lockRegisteredAt);
+    params.push(after.lockTime, after.securedObjectId, after.entryNo, after.lockRegisteredAt, after.numbering);
     const n = params.length;
-    conditions.push(`(lock_time, secured_object_id, entry_no, lock_registered_at) > ($${n - 3}::bigint, $${n - 2}::text, $${n - 1}::bigint, $${n}::bigint)`);
+    conditions.push(
+      `(lock_time, secured_object_id, entry_no, lock_registered_at, numbering) > ($${n - 4}::bigint, $${n - 3}::text, $${n - 2}::bigint, $${n - 1}::bigint, $${n}::text)`,
+    );
     // Implied by the row comparison, and a bound of the lock index too, whose order has the lock before the time.
-    conditions.push(`lock_time >= $${n - 3}::bigint`);
+    conditions.push(`lock_time >= $${n - 4}::bigint`);
   }
   const { rows } = await db.query<AccessLogRow>(
     `SELECT ${COLUMNS} FROM access_log_entries
       WHERE ${conditions.join(' AND ')}
-      ORDER BY lock_time, secured_object_id, entry_no, lock_registered_at LIMIT $2`,
+      ORDER BY lock_time, secured_object_id, entry_no, lock_registered_at, numbering LIMIT $2`,
     params,
   );
   return rows.map(toRecord);

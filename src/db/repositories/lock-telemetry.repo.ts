@@ -14,7 +14,8 @@ import { TICKET_COLUMNS, toTicketRecord, type TicketRecord, type TicketRow } fro
  * ahead closes the door early; it never widens anything. 0 while the offset was never estimated. A primary-key look-up.
  *
  * The margin never exceeds `maxMarginMs` (a placeholder; the callers pass one CREDENTIAL_MAX_LIFETIME). The offset comes
- * from an unsigned upload, often relayed by a phone (docs/api-reference.md 8.5): unbounded, one `lockTime` ten years back
+ * from the lock's own word, its client's upload or a signed receipt (docs/api-reference.md 8.5), but a lock's clock can
+ * be reset and a lock's credentials or key stolen: unbounded, one `lockTime` ten years back
  * would put every revocation of the lock's history back into its syncs, its revocation lists and its pending count,
  * which docs/api-reference.md 8.2 bounds by one lifetime. Bounded, a lie at most doubles that window. A lock whose clock
  * really is more than a lifetime behind keeps accepting credentials whose revocations have dropped out of its lists:
@@ -198,6 +199,19 @@ export async function findLockTelemetry(db: Queryable, tenantId: string, secured
     [tenantId, securedObjectId],
   );
   return rows[0] ? toTelemetry(rows[0]) : null;
+}
+
+/**
+ * Row-locks the lock's telemetry and answers its log high mark as it stands (null: never seen, or no entry of the
+ * lock's numbering yet). For an upload that must know, before it records its contact, what the lock had said before:
+ * it is the same row recordLockContact locks first, so the lock order stays as that function describes.
+ */
+export async function holdLockLogHigh(db: Queryable, tenantId: string, securedObjectId: string): Promise<number | null> {
+  const { rows } = await db.query<{ log_high: number | null }>(
+    'SELECT log_high FROM lock_telemetry WHERE tenant_id = $1 AND secured_object_id = $2 FOR UPDATE',
+    [tenantId, securedObjectId],
+  );
+  return rows[0]?.log_high == null ? null : Number(rows[0].log_high);
 }
 
 /**

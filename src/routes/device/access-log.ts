@@ -47,10 +47,12 @@ const accessLogRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async
         operationId: 'relayAccessLog',
         summary: 'Relay a lock\'s access log',
         description:
-          'A phone relays the access log a lock that is never online gave it (docs/api-reference.md 8.5), for a lock the phone ' +
-          'holds or has held a ticket for; any other lock answers 404. `lockTime` is the lock\'s clock at the moment of ' +
-          'this upload (what the phone read from the lock plus the time elapsed since). Needs the client bound to this ' +
-          `device. ${ANSWER}`,
+          'A phone relays what a lock that is never online gave it (docs/api-reference.md 8.5), for a lock the phone holds or ' +
+          'has held a ticket for; any other lock answers 404. `receipts` signed by the lock\'s registered key are the lock\'s ' +
+          'own word: they acknowledge revocations, feed the clock estimate and store their entries as `signed`. Plain ' +
+          '`entries` are the phone\'s report: stored apart from the lock\'s numbering, they acknowledge nothing, never move ' +
+          'the clock estimate and report no gaps. A receipt that fails verification answers 400 and nothing is stored. ' +
+          `Needs the client bound to this device. ${ANSWER}`,
         params: ObjectIdParams,
         body: RelayedAccessLogUploadSchema,
         response: {

@@ -1,13 +1,15 @@
-// Client authentication at the OAuth endpoints: HTTP Basic (RFC 6749 2.3.1, Appendix B) or form post, never both.
+// Client authentication at the OAuth endpoints: a secret by HTTP Basic (RFC 6749 2.3.1, Appendix B) or form post, or a
+// private_key_jwt assertion (RFC 7523 2.2); one method per request.
 import type { FastifyRequest } from 'fastify';
 import { OAuthError } from '../../errors.js';
+import { JWT_BEARER_ASSERTION_TYPE, type ClientAssertionService } from '../../services/oauth/client-assertion.service.js';
 import type { AuthenticatedClient, ClientService } from '../../services/oauth/client.service.js';
 
 export type FormBody = Record<string, string | string[] | undefined>;
 
-export function invalidClient(realm: string): OAuthError {
+export function invalidClient(realm: string, description = 'Client authentication failed.'): OAuthError {
   // RFC 6749 5.2: 401 with a challenge for the scheme the client used; unknown id and wrong secret look the same.
-  return new OAuthError('invalid_client', 'Client authentication failed.', 401, {
+  return new OAuthError('invalid_client', description, 401, {
     'www-authenticate': `Basic realm="${realm}"`,
   });
 }
@@ -42,12 +44,53 @@ export function single(body: FormBody, name: string): string | undefined {
   return value;
 }
 
+/** The two ways a client proves who it is (docs/api-reference.md 3.1). */
+export interface ClientAuthenticators {
+  clients: ClientService;
+  clientAssertions: ClientAssertionService;
+}
+
+/** The one hint an assertion's refusal gives: which of its checks failed is not said (RFC 7521 4.2.1). */
+const ASSERTION_REFUSED =
+  'Client authentication failed: the client assertion was not accepted (RFC 7523 section 3: ES256 by the key of the ' +
+  'client\'s device, iss and sub the client id, aud this server, exp within 5 minutes, jti used once).';
+
+/**
+ * RFC 7523 2.2: `client_assertion_type` and `client_assertion` together, with no other client credentials
+ * (RFC 6749 2.3: one method per request). A form `client_id`, optional, must name the assertion's client (RFC 7521 4.2).
+ */
+async function authenticateByAssertion(
+  request: FastifyRequest,
+  body: FormBody,
+  assertions: ClientAssertionService,
+  realm: string,
+): Promise<AuthenticatedClient> {
+  const assertionType = single(body, 'client_assertion_type');
+  const assertion = single(body, 'client_assertion');
+  if (request.headers.authorization !== undefined || single(body, 'client_secret') !== undefined) {
+    throw new OAuthError('invalid_request', 'Authenticate with a client secret or with a client assertion, not both.');
+  }
+  if (!assertionType || !assertion) {
+    throw new OAuthError('invalid_request', 'Send client_assertion_type and client_assertion together (RFC 7523 section 2.2).');
+  }
+  if (assertionType !== JWT_BEARER_ASSERTION_TYPE) {
+    throw invalidClient(realm, `Client authentication failed: client_assertion_type must be ${JWT_BEARER_ASSERTION_TYPE}.`);
+  }
+  const client = await assertions.authenticate(assertion);
+  const formId = single(body, 'client_id');
+  if (!client || (formId !== undefined && formId !== client.clientId)) throw invalidClient(realm, ASSERTION_REFUSED);
+  return client;
+}
+
 export async function authenticateClient(
   request: FastifyRequest,
   body: FormBody,
-  clients: ClientService,
+  { clients, clientAssertions }: ClientAuthenticators,
   realm: string,
 ): Promise<AuthenticatedClient> {
+  if (body['client_assertion_type'] !== undefined || body['client_assertion'] !== undefined) {
+    return authenticateByAssertion(request, body, clientAssertions, realm);
+  }
   const header = request.headers.authorization;
   const formId = single(body, 'client_id');
   const formSecret = single(body, 'client_secret');

@@ -9,6 +9,7 @@ import type { Services } from '../../services/index.js';
 import { GRANT_TYPES, grantOutcomeOf, type GrantType } from '../../services/domain-metrics.js';
 import type { TokenResponse } from '../../services/oauth/grants.service.js';
 import { ALL_SCOPES, parseScopeParameter } from '../../shared/scopes.js';
+import { CLIENT_ASSERTION_ALGS, CLIENT_AUTH_METHODS } from '../../schemas/oauth.js';
 import { authenticateClient, single, type FormBody } from './client-auth.js';
 
 export interface OAuthRoutesOptions {
@@ -111,7 +112,7 @@ export default async function oauthRoutes(app: FastifyInstance, options: OAuthRo
   }
 
   async function grant(request: FastifyRequest, form: FormBody, grantType: GrantType) {
-    const client = await authenticateClient(request, form, services.clients, REALM);
+    const client = await authenticateClient(request, form, services, REALM);
     const scopes = requestedScopes(form);
     switch (grantType) {
       case 'client_credentials':
@@ -137,7 +138,7 @@ export default async function oauthRoutes(app: FastifyInstance, options: OAuthRo
   app.post('/oauth/revoke', async (request, reply) => {
     refuseQueryParameters(request);
     const form = formOf(request);
-    const client = await authenticateClient(request, form, services.clients, REALM);
+    const client = await authenticateClient(request, form, services, REALM);
     await services.tokens.revoke(client, required(form, 'token'));
     // RFC 7009 2.2: 200 whether or not anything was revoked.
     return reply.headers(NO_STORE).code(200).send();
@@ -146,12 +147,14 @@ export default async function oauthRoutes(app: FastifyInstance, options: OAuthRo
   app.post('/oauth/introspect', async (request, reply) => {
     refuseQueryParameters(request);
     const form = formOf(request);
-    const client = await authenticateClient(request, form, services.clients, REALM);
+    const client = await authenticateClient(request, form, services, REALM);
     return reply.headers(NO_STORE).type('application/json').send(await services.tokens.introspect(client, required(form, 'token')));
   });
 
   app.get('/.well-known/oauth-authorization-server', async (_request, reply) => {
-    const authMethods = ['client_secret_basic', 'client_secret_post'];
+    const authMethods = CLIENT_AUTH_METHODS;
+    // RFC 8414 2: with private_key_jwt, the algorithms its assertions may use (docs/api-reference.md 3.1).
+    const signingAlgs = CLIENT_ASSERTION_ALGS;
     return reply.header('cache-control', 'public, max-age=300').send({
       issuer,
       token_endpoint: `${base}/oauth/token`,
@@ -163,8 +166,11 @@ export default async function oauthRoutes(app: FastifyInstance, options: OAuthRo
       // there is none: ["token"] would announce the implicit flow.
       response_types_supported: [],
       token_endpoint_auth_methods_supported: authMethods,
+      token_endpoint_auth_signing_alg_values_supported: signingAlgs,
       revocation_endpoint_auth_methods_supported: authMethods,
+      revocation_endpoint_auth_signing_alg_values_supported: signingAlgs,
       introspection_endpoint_auth_methods_supported: authMethods,
+      introspection_endpoint_auth_signing_alg_values_supported: signingAlgs,
       scopes_supported: ALL_SCOPES,
       service_documentation: `${base}/operatorapi/apidocs/index.html`,
     });

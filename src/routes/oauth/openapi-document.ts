@@ -89,10 +89,10 @@ function formErrors() {
   return {
     400: oauthError(
       '`invalid_request` (a parameter missing or repeated, parameters in the query string, a body that is not a form, ' +
-        'client credentials both in Basic and the form) and the grant errors: `invalid_grant`, `unauthorized_client`, ' +
+        'client credentials both in Basic and the form, a client secret together with a client assertion) and the grant errors: `invalid_grant`, `unauthorized_client`, ' +
         '`unsupported_grant_type`, `invalid_scope`.',
     ),
-    401: oauthError('`invalid_client`: no client credentials, an unknown client or a wrong secret.', {
+    401: oauthError('`invalid_client`: no client credentials, an unknown client, a wrong secret, or a client assertion that was not accepted.', {
       'WWW-Authenticate': { type: 'string', description: '`Basic realm="oauth"` (RFC 6749 section 5.2).' },
     }),
     413: oauthError('`invalid_request`: the form is larger than 64 KiB.'),
@@ -121,8 +121,9 @@ function tokenOperation(operationId: string, summary: string, extra: string) {
     summary,
     tags: ['Tokens'],
     description:
-      'Issues an access token (RFC 6749 sections 4.3, 4.4, 6). The client authenticates with HTTP Basic or with ' +
-      `\`client_id\` and \`client_secret\` in the form. ${extra}`,
+      'Issues an access token (RFC 6749 sections 4.3, 4.4, 6). The client authenticates with HTTP Basic, with ' +
+      '`client_id` and `client_secret` in the form, or, bound to a mobile device that has a key, with a private_key_jwt ' +
+      `assertion (RFC 7523: \`client_assertion_type\` and \`client_assertion\`, docs/api-reference.md 3.1). ${extra}`,
     security: clientAuthentication,
     requestBody: formBody(TokenRequestSchema, {
       clientCredentials: { summary: 'A backend, phone or lock (client credentials)', value: { grant_type: 'client_credentials', scope: 'tokens:create tokens:read' } },
@@ -131,6 +132,16 @@ function tokenOperation(operationId: string, summary: string, extra: string) {
         value: { grant_type: 'password', username: 'alice@demo', password: 'correct horse battery', client_id: '3f2a9c4e-1b7d-4e8f-9a0b-1c2d3e4f5a6b', client_secret: 'Vq3k8Zx1Rt6Yw0Pm4Ns7Lb2Hc9Jd5Fg' },
       },
       refresh: { summary: 'A new token from a refresh token', value: { grant_type: 'refresh_token', refresh_token: 'rt_8Q2mX7vK1pL9sD4fG6hJ3kZ0wE5rT2yU' } },
+      privateKeyJwt: {
+        summary: 'A phone authenticating with its device key (private_key_jwt)',
+        value: {
+          grant_type: 'client_credentials',
+          client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+          client_assertion:
+            'eyJhbGciOiJFUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiIzZjJhOWM0ZSIsInN1YiI6IjNmMmE5YzRlIiwiYXVkIjoiaHR0cHM6Ly9hY3MuZXhhbXBsZS5jb20iLCJleHAiOjE3NjcyMjU5MDAsImp0aSI6IjlmN2MifQ.' +
+            'c2lnbmF0dXJlLW9mLXRoZS1kZXZpY2Uta2V5LXNpZ25hdHVyZS1vZi10aGUtZGV2aWNlLWtleS1hYmNkZWZnaGlqa2xtbm9w',
+        },
+      },
     }),
     responses: {
       200: {

@@ -69,6 +69,18 @@ export function toClient(record: ClientRecord): Client {
   };
 }
 
+/** The client as the token endpoint hands it on, whichever way it authenticated. */
+export function toAuthenticatedClient(record: ClientRecord): AuthenticatedClient {
+  return {
+    clientId: record.clientId,
+    tenantId: record.tenantId,
+    scopes: record.scopes,
+    mobileDeviceId: record.mobileDeviceId,
+    securedObjectId: record.securedObjectId,
+    decommissionedSeq: record.decommissionedSeq,
+  };
+}
+
 /**
  * Authenticated clients are kept in memory, so the token endpoint answers a known client without a query. An entry
  * is dropped when any instance deletes the client, rotates its secret or decommissions it (the revocation feed), and
@@ -215,14 +227,7 @@ export function createClientService(options: ClientServiceOptions) {
       const record = await findClient(db, clientId);
       const matches = digestsEqual(presented, record ? record.secretHash : DUMMY_SECRET_HASH);
       if (!record || !matches) return null;
-      const client: AuthenticatedClient = {
-        clientId: record.clientId,
-        tenantId: record.tenantId,
-        scopes: record.scopes,
-        mobileDeviceId: record.mobileDeviceId,
-        securedObjectId: record.securedObjectId,
-        decommissionedSeq: record.decommissionedSeq,
-      };
+      const client = toAuthenticatedClient(record);
       if (generation === cacheGeneration) remember(clientId, { client, secretHash: record.secretHash, loadedAt: clock() });
       return client;
     },

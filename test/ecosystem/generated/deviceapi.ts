@@ -93,7 +93,7 @@ export interface paths {
         put?: never;
         /**
          * Relay a lock's access log
-         * @description A phone relays the access log a lock that is never online gave it (docs/api-reference.md 8.5), for a lock the phone holds or has held a ticket for; any other lock answers 404. `lockTime` is the lock's clock at the moment of this upload (what the phone read from the lock plus the time elapsed since). Needs the client bound to this device. Answers how many entries were stored (`accepted`), how many were already stored or repeated (`duplicates`), and the ranges of entry numbers still missing (`gaps`). Idempotent: sending an upload again stores nothing twice. A lock's uploaders together store at most ACCESS_LOG_ENTRIES_PER_LOCK_PER_MINUTE new entries a minute: an upload beyond it is refused whole with 429 and `Retry-After` (re-sent entries cost nothing).
+         * @description A phone relays what a lock that is never online gave it (docs/api-reference.md 8.5), for a lock the phone holds or has held a ticket for; any other lock answers 404. `receipts` signed by the lock's registered key are the lock's own word: they acknowledge revocations, feed the clock estimate and store their entries as `signed`. Plain `entries` are the phone's report: stored apart from the lock's numbering, they acknowledge nothing, never move the clock estimate and report no gaps. A receipt that fails verification answers 400 and nothing is stored. Needs the client bound to this device. Answers how many entries were stored (`accepted`), how many were already stored or repeated (`duplicates`), and the ranges of entry numbers still missing (`gaps`). Idempotent: sending an upload again stores nothing twice. A lock's uploaders together store at most ACCESS_LOG_ENTRIES_PER_LOCK_PER_MINUTE new entries a minute: an upload beyond it is refused whole with 429 and `Retry-After` (re-sent entries cost nothing).
          */
         post: operations["relayAccessLog"];
         delete?: never;
@@ -124,7 +124,7 @@ export interface components {
             accepted: number;
             /** @description Entries already stored (or repeated within this upload): stored once. */
             duplicates: number;
-            /** @description Ranges `[fromEntryNo, toEntryNo]` (inclusive) of entry numbers missing between the highest entry received before this upload and the highest of this upload: entries the lock dropped or has not sent yet. A later upload of them fills them. */
+            /** @description Ranges `[fromEntryNo, toEntryNo]` (inclusive) of the lock's entry numbers missing between the highest of the lock's own entries received before this upload and the highest of this upload: entries the lock dropped or has not sent yet. A later upload of them fills them. Counted in the lock's own numbering only (its client's uploads and signed receipts): a relay of plain entries reports none. */
             gaps: number[][];
         };
         /**
@@ -319,9 +319,9 @@ export interface components {
          *     }
          */
         LockAccessLogUpload: {
-            /** @description The serial of the last sync answer or revocation list the lock applied (docs/api-reference.md 8.3, 8.4): the lock has applied every change up to it, so the revocations up to it are marked applied. Locks do not sign their logs, so the server cannot verify it; it never counts beyond the lock's own serial (its last change). */
+            /** @description The serial of the last sync answer or revocation list the lock applied (docs/api-reference.md 8.3, 8.4): the lock has applied every change up to it, so the revocations up to it are marked applied. It is the lock's own client that says so; it never counts beyond the lock's own serial (its last change). */
             appliedSerial?: number;
-            /** @description The lock's clock at the moment of this upload, Unix milliseconds: the server estimates the lock's clock offset from it (docs/api-reference.md 8.5). A phone relaying a log sends the time it read from the lock plus the time elapsed since, so the estimate holds for relayed logs too. */
+            /** @description The lock's clock at the moment of this upload, Unix milliseconds: the server estimates the lock's clock offset from it (docs/api-reference.md 8.5). */
             lockTime?: number;
             /** @description The lock's entries not yet acknowledged, 1 to 1000 per upload (send more in several uploads). */
             entries: components["schemas"]["ReportedAccessLogEntry"][];
@@ -439,38 +439,22 @@ export interface components {
          * RelayedAccessLogUpload
          * @example {
          *       "securedObjectId": "front-door",
-         *       "appliedSerial": 17,
-         *       "lockTime": 1767254470000,
-         *       "entries": [
-         *         {
-         *           "entryNo": 41,
-         *           "lockTime": 1767254400000,
-         *           "tokenId": "0b4f5b9e-3f3a-4c56-9a41-3c2b1f0e9d8c",
-         *           "command": "open",
-         *           "channel": "btlespp",
-         *           "result": "granted",
-         *           "reason": "ok"
-         *         },
-         *         {
-         *           "entryNo": 42,
-         *           "lockTime": 1767254460000,
-         *           "command": "open",
-         *           "channel": "btlespp",
-         *           "result": "denied",
-         *           "reason": "malformed"
-         *         }
+         *       "receipts": [
+         *         "eyJhbGciOiJFUzI1NiIsInR5cCI6ImxvY2stcmVjZWlwdCtqd3QifQ.eyJzdWIiOiJmcm9udC1kb29yIiwiYXBwbGllZFNlcmlhbCI6MTcsImxvY2tUaW1lIjoxNzY3MjU0NDcwMDAwLCJlbnRyaWVzIjpbXX0.c2lnbmF0dXJlLW9mLXRoZS1sb2NrLWtleS1zaWduYXR1cmUtb2YtdGhlLWxvY2sta2V5LWFiY2RlZmdoaWprbG1ub3BxcnN0"
          *       ]
          *     }
          */
         RelayedAccessLogUpload: {
             /** @description The lock whose log this is: one the phone holds or has held a ticket for. */
             securedObjectId: string;
-            /** @description The serial of the last sync answer or revocation list the lock applied (docs/api-reference.md 8.3, 8.4): the lock has applied every change up to it, so the revocations up to it are marked applied. Locks do not sign their logs, so the server cannot verify it; it never counts beyond the lock's own serial (its last change). */
+            /** @description The lock's receipts, as it gave them (docs/api-reference.md 8.5, "Signed receipts"): compact JWS, `typ` `lock-receipt+jwt`, ES256 by the lock's registered key, `{sub (the lock id), appliedSerial, lockTime, entries}`. Verified, each is the lock's own word: its `appliedSerial` acknowledges, its `lockTime` feeds the clock estimate (when its entries are newer than any the lock gave before) and its entries are stored `signed`. A receipt that fails (another key, another lock, another type, a lock without a key) refuses the whole upload with 400. At most 50, and 1000 entries with the plain ones. */
+            receipts?: string[];
+            /** @description Accepted for older apps and ignored: a relay acknowledges nothing by itself (docs/api-reference.md 8.4, 8.5). Only a receipt's `appliedSerial` does. */
             appliedSerial?: number;
-            /** @description The lock's clock at the moment of this upload, Unix milliseconds: the server estimates the lock's clock offset from it (docs/api-reference.md 8.5). A phone relaying a log sends the time it read from the lock plus the time elapsed since, so the estimate holds for relayed logs too. */
+            /** @description Accepted for older apps and ignored: a relay never moves the lock's clock estimate; a receipt's `lockTime` does. */
             lockTime?: number;
-            /** @description The lock's entries not yet acknowledged, 1 to 1000 per upload (send more in several uploads). */
-            entries: components["schemas"]["ReportedAccessLogEntry"][];
+            /** @description Plain entries the phone read from a lock that gives no receipts: stored as the phone's report (`signed: false`), numbered apart from the lock's own entries, so they never block or fill the lock's numbering. */
+            entries?: components["schemas"]["ReportedAccessLogEntry"][];
         };
         /**
          * ReportedAccessLogEntry
@@ -1336,6 +1320,7 @@ export interface operations {
             };
             cookie?: never;
         };
+        /** @description A relay holds `receipts`, `entries`, or both. */
         requestBody: {
             content: {
                 "application/json": components["schemas"]["RelayedAccessLogUpload"];

@@ -13,7 +13,7 @@ export interface paths {
         put?: never;
         /**
          * Get an access token
-         * @description Issues an access token (RFC 6749 sections 4.3, 4.4, 6). The client authenticates with HTTP Basic or with `client_id` and `client_secret` in the form. The endpoint the metadata names.
+         * @description Issues an access token (RFC 6749 sections 4.3, 4.4, 6). The client authenticates with HTTP Basic, with `client_id` and `client_secret` in the form, or, bound to a mobile device that has a key, with a private_key_jwt assertion (RFC 7523: `client_assertion_type` and `client_assertion`, docs/api-reference.md 3.1). The endpoint the metadata names.
          */
         post: operations["requestToken"];
         delete?: never;
@@ -33,7 +33,7 @@ export interface paths {
         put?: never;
         /**
          * Get an access token (/oauth2 path)
-         * @description Issues an access token (RFC 6749 sections 4.3, 4.4, 6). The client authenticates with HTTP Basic or with `client_id` and `client_secret` in the form. The same endpoint as `POST /oauth/token`, at the path older clients use.
+         * @description Issues an access token (RFC 6749 sections 4.3, 4.4, 6). The client authenticates with HTTP Basic, with `client_id` and `client_secret` in the form, or, bound to a mobile device that has a key, with a private_key_jwt assertion (RFC 7523: `client_assertion_type` and `client_assertion`, docs/api-reference.md 3.1). The same endpoint as `POST /oauth/token`, at the path older clients use.
          */
         post: operations["requestTokenOAuth2Path"];
         delete?: never;
@@ -162,15 +162,27 @@ export interface components {
          *       "response_types_supported": [],
          *       "token_endpoint_auth_methods_supported": [
          *         "client_secret_basic",
-         *         "client_secret_post"
+         *         "client_secret_post",
+         *         "private_key_jwt"
+         *       ],
+         *       "token_endpoint_auth_signing_alg_values_supported": [
+         *         "ES256"
          *       ],
          *       "revocation_endpoint_auth_methods_supported": [
          *         "client_secret_basic",
-         *         "client_secret_post"
+         *         "client_secret_post",
+         *         "private_key_jwt"
+         *       ],
+         *       "revocation_endpoint_auth_signing_alg_values_supported": [
+         *         "ES256"
          *       ],
          *       "introspection_endpoint_auth_methods_supported": [
          *         "client_secret_basic",
-         *         "client_secret_post"
+         *         "client_secret_post",
+         *         "private_key_jwt"
+         *       ],
+         *       "introspection_endpoint_auth_signing_alg_values_supported": [
+         *         "ES256"
          *       ],
          *       "scopes_supported": [
          *         "tokens:create",
@@ -209,9 +221,13 @@ export interface components {
             grant_types_supported: ("client_credentials" | "password" | "refresh_token")[];
             /** @description Empty: there is no authorization endpoint, so no response type (RFC 8414 section 2 requires the member). */
             response_types_supported: string[];
-            token_endpoint_auth_methods_supported: ("client_secret_basic" | "client_secret_post")[];
-            revocation_endpoint_auth_methods_supported: ("client_secret_basic" | "client_secret_post")[];
-            introspection_endpoint_auth_methods_supported: ("client_secret_basic" | "client_secret_post")[];
+            token_endpoint_auth_methods_supported: ("client_secret_basic" | "client_secret_post" | "private_key_jwt")[];
+            /** @description The algorithms of private_key_jwt assertions: `ES256` (a device key, docs/api-reference.md 3.1). */
+            token_endpoint_auth_signing_alg_values_supported: "ES256"[];
+            revocation_endpoint_auth_methods_supported: ("client_secret_basic" | "client_secret_post" | "private_key_jwt")[];
+            revocation_endpoint_auth_signing_alg_values_supported: "ES256"[];
+            introspection_endpoint_auth_methods_supported: ("client_secret_basic" | "client_secret_post" | "private_key_jwt")[];
+            introspection_endpoint_auth_signing_alg_values_supported: "ES256"[];
             scopes_supported: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
             /** @description The Operator API's Swagger UI. */
             service_documentation: string;
@@ -234,6 +250,13 @@ export interface components {
             client_id?: string;
             /** @description client_secret_post: the client secret (RFC 6749 section 2.3.1). */
             client_secret?: string;
+            /**
+             * @description private_key_jwt (RFC 7523 section 2.2): always `urn:ietf:params:oauth:client-assertion-type:jwt-bearer`, with `client_assertion`.
+             * @enum {string}
+             */
+            client_assertion_type?: "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+            /** @description private_key_jwt (RFC 7523 section 3, docs/api-reference.md 3.1): a JWT signed ES256 by the key of the mobile device the client is bound to, with `iss` and `sub` the client id, `aud` the token endpoint or the issuer, `exp` at most 5 minutes ahead, and a `jti` used once. Never together with a client secret. */
+            client_assertion?: string;
         };
         /**
          * IntrospectionResponse
@@ -412,10 +435,17 @@ export interface components {
             client_id?: string;
             /** @description client_secret_post: the client secret (RFC 6749 section 2.3.1). */
             client_secret?: string;
+            /**
+             * @description private_key_jwt (RFC 7523 section 2.2): always `urn:ietf:params:oauth:client-assertion-type:jwt-bearer`, with `client_assertion`.
+             * @enum {string}
+             */
+            client_assertion_type?: "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+            /** @description private_key_jwt (RFC 7523 section 3, docs/api-reference.md 3.1): a JWT signed ES256 by the key of the mobile device the client is bound to, with `iss` and `sub` the client id, `aud` the token endpoint or the issuer, `exp` at most 5 minutes ahead, and a `jti` used once. Never together with a client secret. */
+            client_assertion?: string;
         };
         /**
          * TokenRequest
-         * @description An `application/x-www-form-urlencoded` form (RFC 6749 section 4); every parameter at most once, none in the query string. The client authenticates with HTTP Basic (client_secret_basic) or with `client_id` and `client_secret` in the form (client_secret_post).
+         * @description An `application/x-www-form-urlencoded` form (RFC 6749 section 4); every parameter at most once, none in the query string. The client authenticates with HTTP Basic (client_secret_basic), with `client_id` and `client_secret` in the form (client_secret_post), or, bound to a mobile device that has a key, with `client_assertion_type` and `client_assertion` (private_key_jwt); one method per request.
          * @example {
          *       "grant_type": "client_credentials",
          *       "scope": "tokens:create tokens:read"
@@ -439,6 +469,13 @@ export interface components {
             client_id?: string;
             /** @description client_secret_post: the client secret (RFC 6749 section 2.3.1). */
             client_secret?: string;
+            /**
+             * @description private_key_jwt (RFC 7523 section 2.2): always `urn:ietf:params:oauth:client-assertion-type:jwt-bearer`, with `client_assertion`.
+             * @enum {string}
+             */
+            client_assertion_type?: "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+            /** @description private_key_jwt (RFC 7523 section 3, docs/api-reference.md 3.1): a JWT signed ES256 by the key of the mobile device the client is bound to, with `iss` and `sub` the client id, `aud` the token endpoint or the issuer, `exp` at most 5 minutes ahead, and a `jti` used once. Never together with a client secret. */
+            client_assertion?: string;
         };
         /**
          * TokenResponse
@@ -505,7 +542,7 @@ export interface operations {
                     "application/json": components["schemas"]["TokenResponse"];
                 };
             };
-            /** @description `invalid_request` (a parameter missing or repeated, parameters in the query string, a body that is not a form, client credentials both in Basic and the form) and the grant errors: `invalid_grant`, `unauthorized_client`, `unsupported_grant_type`, `invalid_scope`. */
+            /** @description `invalid_request` (a parameter missing or repeated, parameters in the query string, a body that is not a form, client credentials both in Basic and the form, a client secret together with a client assertion) and the grant errors: `invalid_grant`, `unauthorized_client`, `unsupported_grant_type`, `invalid_scope`. */
             400: {
                 headers: {
                     /** @description RFC 9111 section 5.2.2.5: the answer holds a secret or credential, so no cache may store it. */
@@ -518,7 +555,7 @@ export interface operations {
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
-            /** @description `invalid_client`: no client credentials, an unknown client or a wrong secret. */
+            /** @description `invalid_client`: no client credentials, an unknown client, a wrong secret, or a client assertion that was not accepted. */
             401: {
                 headers: {
                     /** @description RFC 9111 section 5.2.2.5: the answer holds a secret or credential, so no cache may store it. */
@@ -629,7 +666,7 @@ export interface operations {
                     "application/json": components["schemas"]["TokenResponse"];
                 };
             };
-            /** @description `invalid_request` (a parameter missing or repeated, parameters in the query string, a body that is not a form, client credentials both in Basic and the form) and the grant errors: `invalid_grant`, `unauthorized_client`, `unsupported_grant_type`, `invalid_scope`. */
+            /** @description `invalid_request` (a parameter missing or repeated, parameters in the query string, a body that is not a form, client credentials both in Basic and the form, a client secret together with a client assertion) and the grant errors: `invalid_grant`, `unauthorized_client`, `unsupported_grant_type`, `invalid_scope`. */
             400: {
                 headers: {
                     /** @description RFC 9111 section 5.2.2.5: the answer holds a secret or credential, so no cache may store it. */
@@ -642,7 +679,7 @@ export interface operations {
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
-            /** @description `invalid_client`: no client credentials, an unknown client or a wrong secret. */
+            /** @description `invalid_client`: no client credentials, an unknown client, a wrong secret, or a client assertion that was not accepted. */
             401: {
                 headers: {
                     /** @description RFC 9111 section 5.2.2.5: the answer holds a secret or credential, so no cache may store it. */
@@ -745,7 +782,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `invalid_request` (a parameter missing or repeated, parameters in the query string, a body that is not a form, client credentials both in Basic and the form) and the grant errors: `invalid_grant`, `unauthorized_client`, `unsupported_grant_type`, `invalid_scope`. */
+            /** @description `invalid_request` (a parameter missing or repeated, parameters in the query string, a body that is not a form, client credentials both in Basic and the form, a client secret together with a client assertion) and the grant errors: `invalid_grant`, `unauthorized_client`, `unsupported_grant_type`, `invalid_scope`. */
             400: {
                 headers: {
                     /** @description RFC 9111 section 5.2.2.5: the answer holds a secret or credential, so no cache may store it. */
@@ -758,7 +795,7 @@ export interface operations {
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
-            /** @description `invalid_client`: no client credentials, an unknown client or a wrong secret. */
+            /** @description `invalid_client`: no client credentials, an unknown client, a wrong secret, or a client assertion that was not accepted. */
             401: {
                 headers: {
                     /** @description RFC 9111 section 5.2.2.5: the answer holds a secret or credential, so no cache may store it. */
@@ -863,7 +900,7 @@ export interface operations {
                     "application/json": components["schemas"]["IntrospectionResponse"];
                 };
             };
-            /** @description `invalid_request` (a parameter missing or repeated, parameters in the query string, a body that is not a form, client credentials both in Basic and the form) and the grant errors: `invalid_grant`, `unauthorized_client`, `unsupported_grant_type`, `invalid_scope`. */
+            /** @description `invalid_request` (a parameter missing or repeated, parameters in the query string, a body that is not a form, client credentials both in Basic and the form, a client secret together with a client assertion) and the grant errors: `invalid_grant`, `unauthorized_client`, `unsupported_grant_type`, `invalid_scope`. */
             400: {
                 headers: {
                     /** @description RFC 9111 section 5.2.2.5: the answer holds a secret or credential, so no cache may store it. */
@@ -876,7 +913,7 @@ export interface operations {
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
-            /** @description `invalid_client`: no client credentials, an unknown client or a wrong secret. */
+            /** @description `invalid_client`: no client credentials, an unknown client, a wrong secret, or a client assertion that was not accepted. */
             401: {
                 headers: {
                     /** @description RFC 9111 section 5.2.2.5: the answer holds a secret or credential, so no cache may store it. */

@@ -725,6 +725,7 @@ export interface components {
          *       "reason": "ok",
          *       "receivedTime": 1767254471200,
          *       "via": "lock",
+         *       "signed": true,
          *       "clockOffset": -1200
          *     }
          */
@@ -752,6 +753,8 @@ export interface components {
             receivedTime: number;
             /** @description `lock` (uploaded by the lock's client) or the id of the phone that relayed it. */
             via: string;
+            /** @description The lock's own word: uploaded by the lock's client, or relayed in a receipt verified with the lock's key (docs/api-reference.md 8.5). False: a phone's report of plain entries, numbered apart from the lock's own (its `entryNo` is the lock's as the phone reported it, and may repeat one of the lock's). */
+            signed: boolean;
             /** @description The lock's clock minus the server's (ms) as estimated at the entry's upload (or the lock's last estimate): `lockTime - clockOffset` is the server's time of the decision. Absent while never estimated. */
             clockOffset?: number;
         };
