@@ -25,6 +25,7 @@ const RELEASED: Record<string, string> = {
   '018_webhook_send_cursor.sql': '73fb25d39c2b4fd52990557a131ab0eee8dd3e8d0561913e3c59729e45a78ccc',
   '019_foreign_key_indexes.sql': '741ded5895933ed629a458f31d0cce8f70dd5507fdd8397e69ca34f992dfdf33',
   '020_holder_keys.sql': '97f4770825ec18ca99cb04973c415b6cd93c33c6454f904058d973066fed6137',
+  '023_key_binding.sql': 'bfa51c242217371d637007b7a493f6cf106168ff705bae4fbcb0b969def1b84d',
 };
 
 describe('released migrations', () => {
