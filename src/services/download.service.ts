@@ -8,13 +8,15 @@ import {
   lockTimeZonesForShare,
   recordDownload,
   type CredentialedTicket,
+  type DownloadedDevice,
   type LockRevocations,
   type NewCredential,
 } from '../db/repositories/download.repo.js';
 import { findMobileDevice } from '../db/repositories/mobile-device.repo.js';
 import { NotFoundError, UnprocessableError } from '../errors.js';
 import type { ActionContext, Clock } from './context.js';
-import type { CredentialService, KeySet } from './credential.service.js';
+import { boundThumbprint, type CredentialService, type KeySet } from './credential.service.js';
+import type { HolderPublicKey } from '../shared/holder-keys.js';
 import type { DomainMetrics } from './domain-metrics.js';
 import { toTicket, type Ticket } from './ticket.service.js';
 import { assertBinding, type DeviceBinding } from '../shared/device-binding.js';
@@ -28,6 +30,8 @@ export interface DownloadedTicket extends Ticket {
   credentialAvailableFrom?: number;
   /** The signed revocation list of the ticket's lock, on the page's first ticket of each lock (docs/api-reference.md 8.3). */
   revocationList?: string;
+  /** The lock's own public key, so the phone can check the lock before it shows anything (docs/api-reference.md 11.2). */
+  lockKey?: HolderPublicKey;
 }
 
 const DOWNLOAD_NEEDS_BINDING =
@@ -67,7 +71,10 @@ export function createDownloadService({ db, clock, credentials, metrics }: Downl
         const availableFrom = credentials.availableFrom(row, now);
         if (availableFrom !== undefined) return { availableFrom };
         if (!credentials.needsSigning(row, row.credential, publishedKids, now)) {
-          return { credential: credentials.unseal(context.tenantId, row.id, row.credential!.sealed) };
+          const stored = credentials.unseal(context.tenantId, row.id, row.credential!.sealed);
+          // docs/api-reference.md 11.2: a credential bound to another key than the device's (or to none, before it
+          // registered one) is signed anew for the key it has now.
+          if (boundThumbprint(stored) === row.deviceKeyThumbprint) return { credential: stored };
         }
         const signed = await credentials.sign(row, now);
         return {
@@ -84,6 +91,7 @@ export function createDownloadService({ db, clock, credentials, metrics }: Downl
         handedOut.map((out) => out.stored ?? null),
         now,
         context,
+        boundDevices(rows, handedOut),
       );
     // docs/api-reference.md 9: a scheduled credential's windows are of the zone read with the tickets. A PATCH of the zone
     // committing since then would leave old windows handed out and stored (a renewal only at half-life), so the
@@ -121,9 +129,26 @@ export function createDownloadService({ db, clock, credentials, metrics }: Downl
           ...(credential !== undefined ? { credential } : {}),
           ...(availableFrom !== undefined ? { credentialAvailableFrom: availableFrom } : {}),
           ...(revocationList !== undefined ? { revocationList } : {}),
+          ...(row.lockPublicKey !== null ? { lockKey: row.lockPublicKey } : {}),
         },
       ];
     });
+  }
+
+  /**
+   * Each device of the rows with the key its credentials are bound to and the latest `exp` handed out for it
+   * (docs/api-reference.md 11.4: a revocation of the key must reach the locks until then). One entry per device.
+   */
+  function boundDevices(rows: CredentialedTicket[], handedOut: { credential?: string; stored?: SignedToStore }[]): DownloadedDevice[] {
+    const devices = new Map<string, DownloadedDevice>();
+    rows.forEach((row, index) => {
+      const device = devices.get(row.mobileDeviceId) ?? { mobileDeviceId: row.mobileDeviceId, keyThumbprint: row.deviceKeyThumbprint, boundUntil: 0 };
+      const out = handedOut[index]!;
+      const expiresAt = out.stored?.expiresAt ?? (out.credential !== undefined ? row.credential?.expiresAt : undefined);
+      if (expiresAt !== undefined && row.deviceKeyThumbprint !== null) device.boundUntil = Math.max(device.boundUntil, expiresAt);
+      devices.set(row.mobileDeviceId, device);
+    });
+    return [...devices.values()];
   }
 
   /**

@@ -82,6 +82,8 @@ export interface CredentialClaims {
   chn: string[];
   /** The schedule's windows `[[startMs, endMs)…]` (docs/api-reference.md 9); absent when the ticket has no schedule. */
   win?: [number, number][];
+  /** RFC 7800 3.1: the thumbprint of the phone key the credential is bound to (docs/api-reference.md 11.2). */
+  cnf?: { jkt: string };
 }
 
 const isInteger = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value);

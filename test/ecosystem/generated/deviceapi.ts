@@ -169,7 +169,10 @@ export interface components {
          *           1767340800000,
          *           1767384000000
          *         ]
-         *       ]
+         *       ],
+         *       "cnf": {
+         *         "jkt": "6GL1jI1yO8Ck-pYLnpGYuYcCwufNT3_N_3HsC4tVAIE"
+         *       }
          *     }
          */
         CredentialClaims: {
@@ -197,6 +200,11 @@ export interface components {
             chn: components["schemas"]["Channel"][];
             /** @description Only when the ticket has a schedule (docs/api-reference.md 9): its windows as UTC intervals within the credential's span, computed in the lock's time zone so the lock needs no time-zone rules. The lock opens only inside one. `[]` when no window falls in the span; absent means no schedule. */
             win?: number[][];
+            /** @description RFC 7800: present when the device has a registered key (docs/api-reference.md 11.2). The lock opens only for a phone that proves it holds that key; a lock whose policy is `required` refuses a credential without it. */
+            cnf?: {
+                /** @description The RFC 7638 SHA-256 thumbprint of the phone's key, base64url. */
+                jkt: string;
+            };
         };
         /**
          * CredentialHeader
@@ -238,7 +246,13 @@ export interface components {
          *       ],
          *       "status": "VALID",
          *       "downloadDate": 1767229200000,
-         *       "credential": "eyJhbGciOiJFZERTQSIsImtpZCI6InRrLTIwMjYtMDEiLCJ0eXAiOiJ0aWNrZXQrand0In0.eyJpc3MiOiJodHRwczovL2Fjcy5leGFtcGxlLmNvbS90ZW5hbnRzL2RlbW8iLCJqdGkiOiIwYjRmNWI5ZS0zZjNhLTRjNTYtOWE0MS0zYzJiMWYwZTlkOGMiLCJzdWIiOiJwaG9uZS1hbGljZS0xIiwiYXVkIjoiZnJvbnQtZG9vciIsImlhdCI6MTc2NzIyNTYwMCwibmJmIjoxNzY3MjI1NjAwLCJleHAiOjE3Njc4MzA0MDAsImJlZ2luRGF0ZSI6MTc2NzIyNTYwMDAwMCwiZW5kRGF0ZSI6MTc5ODc2MTYwMDAwMCwiY21kIjpbIm9wZW4iXSwiY2huIjpbImJ0bGVzcHAiXX0.Z_l7FviPmWZt-LFO1fjPNPYMIWQt0OLsTCf5UNERb1XAk-JtDCmK-oQAdZEFm0QUMfaG6zXhZhQFON8hOMwNAg"
+         *       "credential": "eyJhbGciOiJFZERTQSIsImtpZCI6InRrLTIwMjYtMDEiLCJ0eXAiOiJ0aWNrZXQrand0In0.eyJpc3MiOiJodHRwczovL2Fjcy5leGFtcGxlLmNvbS90ZW5hbnRzL2RlbW8iLCJqdGkiOiIwYjRmNWI5ZS0zZjNhLTRjNTYtOWE0MS0zYzJiMWYwZTlkOGMiLCJzdWIiOiJwaG9uZS1hbGljZS0xIiwiYXVkIjoiZnJvbnQtZG9vciIsImlhdCI6MTc2NzIyNTYwMCwibmJmIjoxNzY3MjI1NjAwLCJleHAiOjE3Njc4MzA0MDAsImJlZ2luRGF0ZSI6MTc2NzIyNTYwMDAwMCwiZW5kRGF0ZSI6MTc5ODc2MTYwMDAwMCwiY21kIjpbIm9wZW4iXSwiY2huIjpbImJ0bGVzcHAiXX0.Z_l7FviPmWZt-LFO1fjPNPYMIWQt0OLsTCf5UNERb1XAk-JtDCmK-oQAdZEFm0QUMfaG6zXhZhQFON8hOMwNAg",
+         *       "lockKey": {
+         *         "kty": "EC",
+         *         "crv": "P-256",
+         *         "x": "Lforkh9G80iMDC2i3vhkT-t7MUajrcgJ07XD9JE1Xbg",
+         *         "y": "D_FXZSdY-7wlGcA-YsgPmu9vs5tEArpEvDUax3kyVcM"
+         *       }
          *     }
          */
         DownloadedTicket: {
@@ -272,6 +286,23 @@ export interface components {
             revocationList?: string;
             /** @description Set when `credential` is absent: from when a download carries it, Unix milliseconds (docs/api-reference.md 8.2). */
             credentialAvailableFrom?: number;
+            /** @description The lock's own public key (docs/api-reference.md 11.2): the phone verifies the lock's `hello` with it before it shows anything. Absent while the lock has no registered key. */
+            lockKey?: {
+                /**
+                 * @description Always `EC`.
+                 * @enum {string}
+                 */
+                kty: "EC";
+                /**
+                 * @description Always `P-256` (ES256, docs/api-reference.md 11).
+                 * @enum {string}
+                 */
+                crv: "P-256";
+                /** @description The x coordinate: 32 octets, unpadded base64url (RFC 7518 section 6.2.1). */
+                x: string;
+                /** @description The y coordinate: 32 octets, unpadded base64url (RFC 7518 section 6.2.1). */
+                y: string;
+            };
         };
         /**
          * KeySet
@@ -343,7 +374,12 @@ export interface components {
          *           }
          *         ]
          *       },
-         *       "maxCredentialLifetime": 604800
+         *       "maxCredentialLifetime": 604800,
+         *       "holderBinding": "optional",
+         *       "keyThumbprint": "iosp-muNVUaRZ4BKH8C9IK3yzujgLcfxgO7LlZrB2S8",
+         *       "serial": 17,
+         *       "revoked": [],
+         *       "revokedKeys": []
          *     }
          */
         LockTrust: {
@@ -354,6 +390,20 @@ export interface components {
             keys: components["schemas"]["KeySet"];
             /** @description CREDENTIAL_MAX_LIFETIME in seconds: no credential lasts longer (`exp - iat`); a lock refuses one that claims to. */
             maxCredentialLifetime: number;
+            /**
+             * @description docs/api-reference.md 11.2: `optional` (a lock opens for a credential without `cnf` as before) or `required` (a lock refuses a credential without `cnf`, so only a phone that proves its key opens).
+             * @example optional
+             * @enum {string}
+             */
+            holderBinding: "optional" | "required";
+            /** @description The RFC 7638 thumbprint of the lock's own key as registered (`PUT /deviceapi/securedobjects/{id}/key`, docs/api-reference.md 11.1): the installer checks it is the lock's. Absent while the lock has no key. */
+            keyThumbprint?: string;
+            /** @description The revocation serial the lock starts from (docs/api-reference.md 8.3): the tenant's change position now. A lock applies only revocation lists above it, so no list signed before it was provisioned is taken. */
+            serial: number;
+            /** @description The ids of this lock's revoked tickets whose credential may still be valid: the lock's first revoked set. */
+            revoked: string[];
+            /** @description The thumbprints of the tenant's revoked phone keys whose bound credentials may still be valid (docs/api-reference.md 11.4). */
+            revokedKeys: string[];
         };
         /**
          * @description RFC 9457 problem details.
@@ -525,7 +575,11 @@ export interface components {
          *             "x": "i-L6qlN8xAkZHVVbJW3osXToVyKx1-2CLNwvRcbYW-E"
          *           }
          *         ]
-         *       }
+         *       },
+         *       "holderBinding": "optional",
+         *       "revokedKeys": [
+         *         "6GL1jI1yO8Ck-pYLnpGYuYcCwufNT3_N_3HsC4tVAIE"
+         *       ]
          *     }
          */
         RevocationListClaims: {
@@ -540,6 +594,14 @@ export interface components {
             /** @description The `jti` of every revoked ticket of this lock whose credential may still be valid: the lock adds them to its revoked set and never forgets one it has. */
             revoked: string[];
             keys: components["schemas"]["KeySet"];
+            /**
+             * @description docs/api-reference.md 11.2: `optional` (a lock opens for a credential without `cnf` as before) or `required` (a lock refuses a credential without `cnf`, so only a phone that proves its key opens).
+             * @example optional
+             * @enum {string}
+             */
+            holderBinding: "optional" | "required";
+            /** @description The thumbprints of the tenant's revoked phone keys whose bound credentials may still be valid (docs/api-reference.md 11.4): the lock refuses every credential whose `cnf.jkt` is one of them, and never forgets one it has. */
+            revokedKeys: string[];
         };
         /**
          * RevocationListHeader
@@ -654,7 +716,14 @@ export interface components {
          *             "x": "i-L6qlN8xAkZHVVbJW3osXToVyKx1-2CLNwvRcbYW-E"
          *           }
          *         ]
-         *       }
+         *       },
+         *       "holderBinding": "optional",
+         *       "revokedKeys": [
+         *         {
+         *           "jkt": "6GL1jI1yO8Ck-pYLnpGYuYcCwufNT3_N_3HsC4tVAIE",
+         *           "revocationDate": 1767312000000
+         *         }
+         *       ]
          *     }
          */
         SyncAnswer: {
@@ -675,6 +744,27 @@ export interface components {
              * @enum {boolean}
              */
             decommissioned?: true;
+            /**
+             * @description docs/api-reference.md 11.2: `optional` (a lock opens for a credential without `cnf` as before) or `required` (a lock refuses a credential without `cnf`, so only a phone that proves its key opens).
+             * @example optional
+             * @enum {string}
+             */
+            holderBinding: "optional" | "required";
+            /** @description Phone keys revoked since the cursor whose bound credentials may still be valid, in change-log order (docs/api-reference.md 11.4): the lock adds them to its revoked keys and never forgets one it has. */
+            revokedKeys: components["schemas"]["SyncKeyRevocation"][];
+        };
+        /**
+         * SyncKeyRevocation
+         * @example {
+         *       "jkt": "6GL1jI1yO8Ck-pYLnpGYuYcCwufNT3_N_3HsC4tVAIE",
+         *       "revocationDate": 1767312000000
+         *     }
+         */
+        SyncKeyRevocation: {
+            /** @description The revoked phone key's RFC 7638 thumbprint: a credential whose `cnf.jkt` is this never opens. */
+            jkt: string;
+            /** @description When it was revoked, Unix milliseconds. */
+            revocationDate: number;
         };
         /**
          * SyncRevocation

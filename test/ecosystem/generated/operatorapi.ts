@@ -808,7 +808,7 @@ export interface components {
             clientId: string;
             name: string;
             /** @description The scopes the client may request. */
-            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
+            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "keys:register" | "settings:manage" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
             /** @description The mobile device the client is bound to. */
             mobileDeviceId?: string;
             /** @description The secured object the client is bound to. */
@@ -840,7 +840,7 @@ export interface components {
             clientId: string;
             name: string;
             /** @description The scopes the client may request. */
-            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
+            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "keys:register" | "settings:manage" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
             /** @description The mobile device the client is bound to. */
             mobileDeviceId?: string;
             /** @description The secured object the client is bound to. */
@@ -881,7 +881,7 @@ export interface components {
             clientId: string;
             name: string;
             /** @description The scopes the client may request. */
-            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
+            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "keys:register" | "settings:manage" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
             /** @description The mobile device the client is bound to. */
             mobileDeviceId?: string;
             /** @description The secured object the client is bound to. */
@@ -1016,7 +1016,7 @@ export interface components {
             /** @description A name for people. */
             name: string;
             /** @description The scopes the client may request. */
-            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
+            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "keys:register" | "settings:manage" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
             /** @description Binds the client to this mobile device (Device API). */
             mobileDeviceId?: string;
             /** @description Binds the client to this secured object (Device API). */
