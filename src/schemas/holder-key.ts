@@ -106,15 +106,14 @@ export const RegisteredKeyAnswerSchema = named(
 );
 
 
-/** docs/api-reference.md 11.2: whether a lock opens for a credential without `cnf`. */
-export const HolderBindingSchema = Type.Unsafe<HolderBinding>({
-  type: 'string',
-  enum: [...HOLDER_BINDING_VALUES],
-  description:
-    'docs/api-reference.md 11.2: `optional` (a lock opens for a credential without `cnf` as before) or `required` (a lock ' +
+/** docs/api-reference.md 11.2: whether a lock opens for a credential without `cnf`; `description` says whose policy. */
+export const holderBindingSchema = (description: string) =>
+  Type.Unsafe<HolderBinding>({ type: 'string', enum: [...HOLDER_BINDING_VALUES], description, examples: ['optional'] });
+
+export const HolderBindingSchema = holderBindingSchema(
+  'docs/api-reference.md 11.2: `optional` (a lock opens for a credential without `cnf` as before) or `required` (a lock ' +
     'refuses a credential without `cnf`, so only a phone that proves its key opens).',
-  examples: ['optional'],
-});
+);
 
 export const SettingsSchema = named(
   'TenantSettings',

@@ -68,6 +68,10 @@ export interface SyncBody {
   keys?: { keys: JWK[] };
   /** The lock was deleted; its client syncs what the deletion caused (docs/api-reference.md 4.1). */
   decommissioned?: true;
+  /** The lock's effective holder-binding policy (docs/api-reference.md 11.2). */
+  holderBinding: 'optional' | 'required';
+  /** Phone keys revoked since the cursor (docs/api-reference.md 11.4). */
+  revokedKeys: { jkt: string; revocationDate: number }[];
 }
 
 export function syncRequest(t: TestApp, token: string, securedObjectId: string, cursor?: string, limit?: number): Promise<LightMyRequestResponse> {
@@ -125,6 +129,12 @@ export interface LockTrust {
   securedObjectId: string;
   keys: { keys: JWK[] };
   maxCredentialLifetime: number;
+  /** docs/api-reference.md 11.2: the lock's effective policy, its own key, its starting serial and revocations. */
+  holderBinding: 'optional' | 'required';
+  keyThumbprint?: string;
+  serial: number;
+  revoked: string[];
+  revokedKeys: string[];
 }
 
 /** `GET /deviceapi/securedobjects/{id}/trust` with `token` (a client bound to the lock); fails the test unless 200. */

@@ -58,6 +58,8 @@ export async function listTenantIdsForKeySweep(db: Queryable): Promise<string[]>
 /** A device's key as a registration finds it, its row held until commit. */
 export interface HeldDeviceKey {
   keyThumbprint: string | null;
+  /** When the key was registered (ms); null while the device has none. */
+  keyRegisteredAt: number | null;
   /** The latest `exp` (ms) of a credential bound to the key (download.repo.ts recordDownload); null: none yet. */
   keyBoundUntil: number | null;
 }
@@ -68,27 +70,36 @@ export interface HeldDeviceKey {
  * or sees the new key and hands out nothing bound to the old one. Null when the tenant has no such device.
  */
 export async function holdDeviceKey(db: Queryable, tenantId: string, mobileDeviceId: string): Promise<HeldDeviceKey | null> {
-  const { rows } = await db.query<{ key_thumbprint: string | null; key_bound_until: number | null }>(
-    'SELECT key_thumbprint, key_bound_until FROM mobile_devices WHERE tenant_id = $1 AND id = $2 FOR NO KEY UPDATE',
+  const { rows } = await db.query<{ key_thumbprint: string | null; key_registered_at: number | null; key_bound_until: number | null }>(
+    'SELECT key_thumbprint, key_registered_at, key_bound_until FROM mobile_devices WHERE tenant_id = $1 AND id = $2 FOR NO KEY UPDATE',
     [tenantId, mobileDeviceId],
   );
   const row = rows[0];
   if (!row) return null;
-  return { keyThumbprint: row.key_thumbprint, keyBoundUntil: row.key_bound_until === null ? null : Number(row.key_bound_until) };
+  return {
+    keyThumbprint: row.key_thumbprint,
+    keyRegisteredAt: row.key_registered_at === null ? null : Number(row.key_registered_at),
+    keyBoundUntil: row.key_bound_until === null ? null : Number(row.key_bound_until),
+  };
 }
 
-/** Who else holds the thumbprint in the tenant: another device's active key, or a revoked key a lock may still refuse. */
+/**
+ * Who else holds the thumbprint in the tenant: another device's or lock's active key (the holder registering it, `self`,
+ * is not another), or a revoked phone key a lock may still refuse.
+ */
 export async function findKeyThumbprintUse(
   db: Queryable,
   tenantId: string,
   keyThumbprint: string,
-  mobileDeviceId: string,
+  self: { mobileDeviceId?: string; securedObjectId?: string },
 ): Promise<'device' | 'lock' | 'revoked' | null> {
   const { rows } = await db.query<{ device: boolean; lock: boolean; revoked: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM mobile_devices WHERE tenant_id = $1 AND key_thumbprint = $2 AND id <> $3) AS device,
-            EXISTS (SELECT 1 FROM secured_objects WHERE tenant_id = $1 AND key_thumbprint = $2) AS lock,
+    `SELECT EXISTS (SELECT 1 FROM mobile_devices
+                     WHERE tenant_id = $1 AND key_thumbprint = $2 AND id IS DISTINCT FROM $3::text) AS device,
+            EXISTS (SELECT 1 FROM secured_objects
+                     WHERE tenant_id = $1 AND key_thumbprint = $2 AND id IS DISTINCT FROM $4::text) AS lock,
             EXISTS (SELECT 1 FROM revoked_device_keys WHERE tenant_id = $1 AND key_thumbprint = $2) AS revoked`,
-    [tenantId, keyThumbprint, mobileDeviceId],
+    [tenantId, keyThumbprint, self.mobileDeviceId ?? null, self.securedObjectId ?? null],
   );
   const row = rows[0]!;
   return row.device ? 'device' : row.lock ? 'lock' : row.revoked ? 'revoked' : null;
@@ -131,26 +142,29 @@ export async function insertDeviceKeyRevocation(db: Queryable, tenantId: string,
 
 /**
  * Sets the lock's key while it has none (docs/api-reference.md 11.1: replacing it takes the operator's DELETE first).
- * Answers 'set', 'taken' (it has one) or 'missing' (no such lock in the tenant).
+ * 'taken' names the key it has (as before this statement); 'missing': no such lock in the tenant.
  */
 export async function setLockKeyIfNone(
   db: Queryable,
   tenantId: string,
   securedObjectId: string,
   key: { publicKey: HolderPublicKey; keyThumbprint: string; registeredAt: number },
-): Promise<'set' | 'taken' | 'missing'> {
-  const { rows } = await db.query<{ set: boolean; present: boolean }>(
+): Promise<{ outcome: 'set' | 'missing' } | { outcome: 'taken'; keyThumbprint: string | null; registeredAt: number | null }> {
+  const { rows } = await db.query<{ set: boolean; key_thumbprint: string | null; key_registered_at: number | null }>(
     `WITH updated AS (
        UPDATE secured_objects SET public_key = $3::jsonb, key_thumbprint = $4, key_registered_at = $5
         WHERE tenant_id = $1 AND id = $2 AND public_key IS NULL
         RETURNING id
      )
-     SELECT EXISTS (SELECT 1 FROM updated) AS set,
-            EXISTS (SELECT 1 FROM secured_objects WHERE tenant_id = $1 AND id = $2) AS present`,
+     SELECT EXISTS (SELECT 1 FROM updated) AS set, key_thumbprint, key_registered_at
+       FROM secured_objects WHERE tenant_id = $1 AND id = $2`,
     [tenantId, securedObjectId, JSON.stringify(key.publicKey), key.keyThumbprint, key.registeredAt],
   );
-  const row = rows[0]!;
-  return row.set ? 'set' : row.present ? 'taken' : 'missing';
+  const row = rows[0];
+  if (!row) return { outcome: 'missing' };
+  if (row.set) return { outcome: 'set' };
+  // Null: a concurrent registration set it after this statement's snapshot was taken.
+  return { outcome: 'taken', keyThumbprint: row.key_thumbprint, registeredAt: row.key_registered_at === null ? null : Number(row.key_registered_at) };
 }
 
 /** Removes the lock's key; answers the thumbprint it had, 'none' when it had none, null when there is no such lock. */
