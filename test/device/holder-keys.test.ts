@@ -226,6 +226,36 @@ describe('phone and lock keys', () => {
       expect(await deviceKeyRow('p-thief')).toMatchObject({ key_thumbprint: null });
     });
 
+    it('a sync cut at limit carries each key revocation once, in change-log order between the ticket changes', async () => {
+      await lock(t, operator, 'paged-door');
+      await device(t, operator, 'p-paged');
+      const token = await phoneToken(t, tenants.acme, 'p-paged');
+      const doorToken = await lockToken(t, tenants.acme, 'paged-door');
+      const start = await sync(t, doorToken, 'paged-door');
+      const revoked: string[] = [];
+      for (let round = 0; round < 3; round += 1) {
+        const pair = newKeyPair();
+        await registerKey(t, token, 'mobiledevices', 'p-paged', pair);
+        await ticket(t, operator, 'paged-door', 'p-paged', { endDate: now + 30 * 24 * HOUR });
+        await ticket(t, operator, 'paged-door', 'p-paged', { endDate: now + 30 * 24 * HOUR });
+        await download(t, token, 'p-paged');
+        revoked.push(pair.thumbprint);
+      }
+      await registerKey(t, token, 'mobiledevices', 'p-paged', newKeyPair());
+      let cursor = start.cursor;
+      const seen: string[] = [];
+      let tokens = 0;
+      for (let page = 0; page < 20; page += 1) {
+        const answer = await sync(t, doorToken, 'paged-door', cursor, 1);
+        seen.push(...answer.revokedKeys.map((key) => key.jkt));
+        tokens += answer.tokens.length;
+        if (answer.cursor === cursor) break;
+        cursor = answer.cursor;
+      }
+      expect(tokens).toBe(6);
+      expect(seen).toEqual(revoked);
+    });
+
     it('replacing a key never bound to a live credential leaves nothing on the locks\' lists', async () => {
       await device(t, operator, 'p-unbound');
       const token = await phoneToken(t, tenants.acme, 'p-unbound');
