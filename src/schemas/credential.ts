@@ -169,7 +169,6 @@ export const CredentialClaimsSchema = named(
       [1767254400000, 1767297600000],
       [1767340800000, 1767384000000],
     ],
-    cnf: { jkt: PHONE_KEY_THUMBPRINT_EXAMPLE },
   },
 );
 

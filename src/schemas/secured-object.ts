@@ -84,7 +84,7 @@ export const SecuredObjectChangesSchema = named(
         }),
       ),
     },
-    { additionalProperties: false, minProperties: 1, examples: [{ timeZone: 'Europe/Berlin' }, { holderBinding: 'required' }] },
+    { additionalProperties: false, minProperties: 1, examples: [{ timeZone: 'Europe/Berlin', holderBinding: 'required' }] },
   ),
 );
 

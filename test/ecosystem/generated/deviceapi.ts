@@ -229,10 +229,7 @@ export interface components {
          *           1767340800000,
          *           1767384000000
          *         ]
-         *       ],
-         *       "cnf": {
-         *         "jkt": "6GL1jI1yO8Ck-pYLnpGYuYcCwufNT3_N_3HsC4tVAIE"
-         *       }
+         *       ]
          *     }
          */
         CredentialClaims: {

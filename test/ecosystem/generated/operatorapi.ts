@@ -1435,7 +1435,13 @@ export interface components {
              */
             holderBinding?: "optional" | "required";
         };
-        /** SecuredObjectChanges */
+        /**
+         * SecuredObjectChanges
+         * @example {
+         *       "timeZone": "Europe/Berlin",
+         *       "holderBinding": "required"
+         *     }
+         */
         SecuredObjectChanges: {
             /**
              * @description The lock's time zone, an IANA name such as `Europe/Berlin` (default `UTC`). An unknown zone is a 422.
