@@ -169,18 +169,17 @@ export function createSecuredObjectService(options: SecuredObjectServiceOptions)
         const errors = [{ field: 'timeZone', message: 'is missing; send a field to change (timeZone, holderBinding)' }];
         throw new UnprocessableError(detailWithReasons('The secured object cannot be changed', errors), errors);
       }
-      const updated = await db.transaction(async (tx) => {
+      await db.transaction(async (tx) => {
         // docs/api-reference.md 11.2: a policy change takes a change number, so the lock's next sync and the next
         // revocation list for it carry the policy. LOCK ORDER: the tenant's change counter before the lock's row.
         const seq = stored.holderBinding !== undefined ? await nextChangeSeq(tx, context.tenantId) : null;
-        if (!(await updateSecuredObject(tx, context.tenantId, id, stored, seq))) return false;
+        // Thrown inside, so that the change number taken for a missing lock is rolled back with the rest.
+        if (!(await updateSecuredObject(tx, context.tenantId, id, stored, seq))) throw new NotFoundError(`No secured object ${id}.`);
         // docs/api-reference.md 9: windows are computed when a credential is signed, so a new zone re-signs the lock's
         // scheduled credentials on their phones' next download instead of at their half-lifetime renewal.
         if (stored.timeZone !== undefined) await forgetScheduledCredentials(tx, context.tenantId, id);
         await recordChange(tx, context, clock(), 'secured_object.updated', `secured_object:${id}`, { securedObjectId: id });
-        return true;
       });
-      if (!updated) throw new NotFoundError(`No secured object ${id}.`);
       return this.read(context.tenantId, id);
     },
 
