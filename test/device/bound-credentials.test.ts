@@ -3,9 +3,9 @@
 // own reaching the lock through its trust, its sync and the revocation lists phones carry.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { changeCounter, download, lockToken, payloadOf, phoneToken, sync, trustWith, verifyCredential } from '../helpers/device.js';
+import { accessToken, changeCounter, download, lockToken, payloadOf, phoneToken, sync, trustWith, verifyCredential } from '../helpers/device.js';
 import { newKeyPair, registerKey } from '../helpers/holder-keys.js';
-import { clientToken, createClient } from '../helpers/oauth.js';
+import { bearer, clientToken, createClient } from '../helpers/oauth.js';
 import { call, device, expectAuthChecks, expectProblem, HOUR, ticket } from '../helpers/operator.js';
 import { twoTenants, type TwoTenants } from '../helpers/tenants.js';
 
@@ -79,6 +79,25 @@ describe('bound credentials and the holder-binding policy', () => {
     const [bound] = await download(t, token, 'late-phone');
     expect(bound!.credential).not.toBe(unbound!.credential);
     expect(payloadOf(bound!.credential).cnf).toEqual({ jkt: pair.thumbprint });
+  });
+
+  it('writes a token card for a resident whose phone has a key with credentials bound to no key: a card cannot prove one', async () => {
+    await device(t, operator, 'card-phone');
+    const phoneClient = await phoneToken(t, tenants.acme, 'card-phone');
+    const pair = newKeyPair();
+    await registerKey(t, phoneClient, 'mobiledevices', 'card-phone', pair);
+    await ticket(t, operator, 'plain-door', 'card-phone', { endDate: now + 30 * 24 * HOUR });
+    const writer = await accessToken(t, tenants.acme, ['device-groups:write', 'nfc-token-writer']);
+    const created = await t.app.inject({ method: 'POST', url: '/v1/residents', headers: bearer(writer), payload: { name: 'Card holder', mobileDeviceIds: ['card-phone'] } });
+    expect(created.statusCode, created.body).toBe(201);
+    const card = await t.app.inject({ url: `/v1/residents/${created.json().id}/token-card?version=2`, headers: bearer(writer) });
+    expect(card.statusCode, card.body).toBe(200);
+    const { credentials } = JSON.parse(Buffer.from(card.json().cardData, 'base64').toString('utf8')) as { credentials: string[] };
+    expect(credentials).toHaveLength(1);
+    expect(payloadOf(credentials[0]!)).not.toHaveProperty('cnf');
+    // The phone's own download is bound to its key again.
+    const [phoneCopy] = await download(t, phoneClient, 'card-phone');
+    expect(payloadOf(phoneCopy!.credential).cnf).toEqual({ jkt: pair.thumbprint });
   });
 
   describe('GET and PATCH /operatorapi/settings', () => {
