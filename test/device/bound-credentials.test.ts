@@ -3,7 +3,7 @@
 // own reaching the lock through its trust, its sync and the revocation lists phones carry.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { accessToken, changeCounter, download, lockToken, payloadOf, phoneToken, sync, trustWith, verifyCredential } from '../helpers/device.js';
+import { accessToken, changeCounter, download, lockKeysToken, lockToken, payloadOf, phoneToken, sync, trustWith, verifyCredential } from '../helpers/device.js';
 import { newKeyPair, registerKey } from '../helpers/holder-keys.js';
 import { bearer, clientToken, createClient } from '../helpers/oauth.js';
 import { call, device, expectAuthChecks, expectProblem, HOUR, ticket } from '../helpers/operator.js';
@@ -39,7 +39,7 @@ describe('bound credentials and the holder-binding policy', () => {
     const keyedPhone = await phoneToken(t, tenants.acme, 'keyed-phone');
     const plainPhone = await phoneToken(t, tenants.acme, 'plain-phone');
     await registerKey(t, keyedPhone, 'mobiledevices', 'keyed-phone', phone);
-    await registerKey(t, await lockToken(t, tenants.acme, 'keyed-door'), 'securedobjects', 'keyed-door', door);
+    await registerKey(t, await lockKeysToken(t, tenants.acme, 'keyed-door'), 'securedobjects', 'keyed-door', door);
     for (const deviceId of ['keyed-phone', 'plain-phone']) {
       for (const lockId of ['keyed-door', 'plain-door']) await ticket(t, operator, lockId, deviceId, { endDate: now + 30 * 24 * HOUR });
     }

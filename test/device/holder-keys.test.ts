@@ -3,7 +3,7 @@
 // deletion taking its key with it.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { countEvents, download, lockToken, payloadOf, phoneToken, sync, trustWith } from '../helpers/device.js';
+import { countEvents, download, lockKeysToken, lockToken, payloadOf, phoneToken, sync, trustWith } from '../helpers/device.js';
 import { keyProof, newKeyPair, nonceFor, nonceRequest, putKey, registerKey, signJws, type HolderKeyPair } from '../helpers/holder-keys.js';
 import { bearer, clientToken, createClient } from '../helpers/oauth.js';
 import { call, device, expectAuthChecks, expectProblem, HOUR, lock, ticket } from '../helpers/operator.js';
@@ -179,7 +179,7 @@ describe('phone and lock keys', () => {
       // The other tenant's device of the same id is not this client's either.
       const otherToken = await phoneToken(t, tenants.other, 'phone');
       expectProblem(await putKey(t, otherToken, 'mobiledevices', 'p-mine', await body(otherToken)), 404);
-      const lockClient = await lockToken(t, tenants.acme, 'door');
+      const lockClient = await lockKeysToken(t, tenants.acme, 'door');
       expectProblem(await putKey(t, lockClient, 'mobiledevices', 'p-mine', await body(lockClient)), 403);
       const narrowed = await clientToken(t.app, await createClient(t.app, tenants.acme, ['tokens:download'], { mobileDeviceId: 'p-mine' }), 'tokens:download');
       expectProblem(await putKey(t, narrowed, 'mobiledevices', 'p-mine', await body(token)), 403);
@@ -330,7 +330,7 @@ describe('phone and lock keys', () => {
 
     it('PUT /deviceapi/securedobjects/{id}/key registers the lock key once; another key is 409 until the operator removes it', async () => {
       await lock(t, operator, 'gate');
-      const token = await lockToken(t, tenants.acme, 'gate');
+      const token = await lockKeysToken(t, tenants.acme, 'gate');
       pair = newKeyPair();
       expect(await registerKey(t, token, 'securedobjects', 'gate', pair)).toEqual({ keyThumbprint: pair.thumbprint, keyRegisteredTime: now });
       expect((await call(t, operator, { method: 'GET', url: '/operatorapi/securedobjects/gate' })).json()).toMatchObject({ keyThumbprint: pair.thumbprint });
@@ -353,7 +353,7 @@ describe('phone and lock keys', () => {
 
     it('reaches only the lock\'s own client: another lock 404, a phone\'s client 403, another tenant\'s lock untouched', async () => {
       await lock(t, operator, 'side');
-      const sideToken = await lockToken(t, tenants.acme, 'side');
+      const sideToken = await lockKeysToken(t, tenants.acme, 'side');
       const key = newKeyPair();
       const body = async (nonceToken: string) => ({ publicKey: key.publicKey, proof: keyProof(t, key, await nonceFor(t, nonceToken)) });
       expectProblem(await putKey(t, sideToken, 'securedobjects', 'door', await body(sideToken)), 404);

@@ -12,8 +12,17 @@ export async function phoneToken(t: TestApp, tenant: TenantFixture, mobileDevice
   return clientToken(t.app, await createClient(t.app, tenant, ['tokens:download'], { mobileDeviceId }));
 }
 
-/** A `sync` token of a client bound to the lock (docs/api-reference.md 3.7, 6.2). */
+/**
+ * A `sync` token of a client bound to the lock (docs/api-reference.md 3.7, 6.2). Asked for `sync` alone: the client also
+ * holds `keys:register` (docs/api-reference.md 11.1), and a token carrying it stops working when the lock is deleted
+ * (docs/api-reference.md 4.1), where a `sync` token keeps syncing.
+ */
 export async function lockToken(t: TestApp, tenant: TenantFixture, securedObjectId: string): Promise<string> {
+  return clientToken(t.app, await createClient(t.app, tenant, ['sync'], { securedObjectId }), 'sync');
+}
+
+/** A token of a client bound to the lock with every scope it holds, `keys:register` included (docs/api-reference.md 11.1). */
+export async function lockKeysToken(t: TestApp, tenant: TenantFixture, securedObjectId: string): Promise<string> {
   return clientToken(t.app, await createClient(t.app, tenant, ['sync'], { securedObjectId }));
 }
 
