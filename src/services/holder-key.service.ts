@@ -58,6 +58,9 @@ const LOCK_KEY_NEEDS_BINDING =
   'A lock\'s key is registered with the client bound to it (POST /operatorapi/oauthclients with securedObjectId).';
 const NONCE_NEEDS_BINDING = 'Key-proof nonces are for clients bound to a mobile device or a secured object.';
 
+/** A JWK carrying `d`, the private scalar of an EC key (RFC 7518 6.2.2.1). */
+const hasPrivateMember = (value: unknown) => typeof value === 'object' && value !== null && Object.hasOwn(value, 'd');
+
 /** PostgreSQL 23505: a unique index refused the row (mobile_devices_key_idx: one key per device of a tenant). */
 const isUniqueViolation = (error: unknown) => Boolean(error && typeof error === 'object' && (error as { code?: unknown }).code === '23505');
 
@@ -74,7 +77,7 @@ export function createHolderKeyService({ db, clock, log, audience, credentialLif
     if ('error' in reading) {
       const errors = [{ field: 'publicKey', message: reading.error }];
       // docs/api-reference.md 11.1: a private member is well-formed but must never be sent.
-      if (reading.error.includes('private key member')) throw new UnprocessableError(reading.error, errors);
+      if (hasPrivateMember(registration.publicKey)) throw new UnprocessableError(reading.error, errors);
       throw new BadRequestError(reading.error, errors);
     }
     const proof = readKeyProof(registration.proof);
