@@ -146,7 +146,8 @@ describe('CLI commands', () => {
     const result = await cli(['client', 'create', '--tenant', 'acme', '--scopes', 'sync', '--secured-object', 'lock-1', '--json']);
     expect(result.code).toBe(0);
     bound = JSON.parse(result.stdout);
-    expect(bound).toMatchObject({ tenant: 'acme', scopes: ['sync'], securedObjectId: 'lock-1' });
+    // docs/api-reference.md 11.1: a bound client also registers its lock's key.
+    expect(bound).toMatchObject({ tenant: 'acme', scopes: ['sync', 'keys:register'], securedObjectId: 'lock-1' });
   });
 
   it('keys rotate prints the new key and the retired one', async () => {

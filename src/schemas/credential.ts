@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import { ChannelSchema, CommandSchema, named } from './common.js';
 import { TICKET_EXAMPLE, TicketSchema } from './ticket.js';
 import { KEY_SET_EXAMPLE, KeySetSchema } from './ticket-key.js';
+import { HolderBindingSchema, LOCK_KEY_EXAMPLE, PHONE_KEY_THUMBPRINT_EXAMPLE, PublicKeySchema } from './holder-key.js';
 
 /**
  * The examples' credential: really signed (Ed25519) by the key of the examples' key sets (`kid` tk-2026-01), so a
@@ -40,12 +41,20 @@ export const DownloadedTicketSchema = named(
       credentialAvailableFrom: Type.Optional(
         Type.Integer({ description: 'Set when `credential` is absent: from when a download carries it, Unix milliseconds (docs/api-reference.md 8.2).' }),
       ),
+      lockKey: Type.Optional(
+        Type.Composite([PublicKeySchema], {
+          description:
+            'The lock\'s own public key (docs/api-reference.md 11.2): the phone verifies the lock\'s `hello` with it before it ' +
+            'shows anything. Absent while the lock has no registered key.',
+        }),
+      ),
     }),
   ]),
   {
     ...TICKET_EXAMPLE,
     downloadDate: 1767229200000,
     credential: EXAMPLE_CREDENTIAL,
+    lockKey: LOCK_KEY_EXAMPLE,
   },
 );
 
@@ -124,6 +133,17 @@ export const CredentialClaimsSchema = named(
           },
         ),
       ),
+      cnf: Type.Optional(
+        Type.Object(
+          { jkt: Type.String({ description: 'The RFC 7638 SHA-256 thumbprint of the phone\'s key, base64url.' }) },
+          {
+            additionalProperties: false,
+            description:
+              'RFC 7800: present when the device has a registered key (docs/api-reference.md 11.2). The lock opens only for ' +
+              'a phone that proves it holds that key; a lock whose policy is `required` refuses a credential without it.',
+          },
+        ),
+      ),
     },
     {
       additionalProperties: false,
@@ -177,6 +197,12 @@ export const RevocationListClaimsSchema = named(
           'revoked set and never forgets one it has.',
       }),
       keys: KeySetSchema,
+      holderBinding: HolderBindingSchema,
+      revokedKeys: Type.Array(Type.String(), {
+        description:
+          'The thumbprints of the tenant\'s revoked phone keys whose bound credentials may still be valid (docs/api-reference.md ' +
+          '11.4): the lock refuses every credential whose `cnf.jkt` is one of them, and never forgets one it has.',
+      }),
     },
     {
       additionalProperties: false,
@@ -193,5 +219,7 @@ export const RevocationListClaimsSchema = named(
     iat: 1767312000,
     revoked: ['7c6b5a49-3827-4165-9f0e-d1c2b3a49586'],
     keys: KEY_SET_EXAMPLE,
+    holderBinding: 'optional',
+    revokedKeys: [PHONE_KEY_THUMBPRINT_EXAMPLE],
   },
 );

@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import { defaultsOptional, named } from './common.js';
 import { TICKET_EXAMPLE, TicketSchema } from './ticket.js';
 import { KEY_SET_EXAMPLE, KeySetSchema } from './ticket-key.js';
+import { HolderBindingSchema, LOCK_KEY_THUMBPRINT_EXAMPLE, PHONE_KEY_THUMBPRINT_EXAMPLE } from './holder-key.js';
 
 export const SyncQuery = defaultsOptional(
   Type.Object(
@@ -25,12 +26,37 @@ export const TrustSchema = named(
     maxCredentialLifetime: Type.Integer({
       description: 'CREDENTIAL_MAX_LIFETIME in seconds: no credential lasts longer (`exp - iat`); a lock refuses one that claims to.',
     }),
+    holderBinding: HolderBindingSchema,
+    keyThumbprint: Type.Optional(
+      Type.String({
+        description:
+          'The RFC 7638 thumbprint of the lock\'s own key as registered (`PUT /deviceapi/securedobjects/{id}/key`, ' +
+          'docs/api-reference.md 11.1): the installer checks it is the lock\'s. Absent while the lock has no key.',
+      }),
+    ),
+    serial: Type.Integer({
+      minimum: 0,
+      description:
+        'The revocation serial the lock starts from (docs/api-reference.md 8.3): the tenant\'s change position now. A lock ' +
+        'applies only revocation lists above it, so no list signed before it was provisioned is taken.',
+    }),
+    revoked: Type.Array(Type.String(), {
+      description: 'The ids of this lock\'s revoked tickets whose credential may still be valid: the lock\'s first revoked set.',
+    }),
+    revokedKeys: Type.Array(Type.String(), {
+      description: 'The thumbprints of the tenant\'s revoked phone keys whose bound credentials may still be valid (docs/api-reference.md 11.4).',
+    }),
   }),
   {
     issuer: 'https://acs.example.com/tenants/demo',
     securedObjectId: 'front-door',
     keys: KEY_SET_EXAMPLE,
     maxCredentialLifetime: 604800,
+    holderBinding: 'optional',
+    keyThumbprint: LOCK_KEY_THUMBPRINT_EXAMPLE,
+    serial: 17,
+    revoked: [],
+    revokedKeys: [],
   },
 );
 
@@ -65,6 +91,22 @@ export const SyncAnswerSchema = named(
         description: 'The lock was deleted: this client syncs the revocations the deletion caused and nothing else (docs/api-reference.md 4.1).',
       }),
     ),
+    holderBinding: HolderBindingSchema,
+    revokedKeys: Type.Array(
+      named(
+        'SyncKeyRevocation',
+        Type.Object({
+          jkt: Type.String({ description: 'The revoked phone key\'s RFC 7638 thumbprint: a credential whose `cnf.jkt` is this never opens.' }),
+          revocationDate: Type.Integer({ description: 'When it was revoked, Unix milliseconds.' }),
+        }),
+        { jkt: PHONE_KEY_THUMBPRINT_EXAMPLE, revocationDate: 1767312000000 },
+      ),
+      {
+        description:
+          'Phone keys revoked since the cursor whose bound credentials may still be valid, in change-log order ' +
+          '(docs/api-reference.md 11.4): the lock adds them to its revoked keys and never forgets one it has.',
+      },
+    ),
   }),
   {
     tokens: [TICKET_EXAMPLE],
@@ -72,5 +114,7 @@ export const SyncAnswerSchema = named(
     cursor: 'c3luYzoxNw',
     serial: 17,
     keys: KEY_SET_EXAMPLE,
+    holderBinding: 'optional',
+    revokedKeys: [{ jkt: PHONE_KEY_THUMBPRINT_EXAMPLE, revocationDate: 1767312000000 }],
   },
 );

@@ -2,6 +2,8 @@
 import { Type } from '@sinclair/typebox';
 import { ChannelSchema, ID_PATTERN, named, RequestedChannel } from './common.js';
 import { TimeZoneSchema } from './schedule.js';
+import { holderBindingSchema, LOCK_KEY_THUMBPRINT_EXAMPLE } from './holder-key.js';
+import type { HolderBinding } from '../shared/holder-binding.js';
 
 export const NewSecuredObjectSchema = named(
   'NewSecuredObject',
@@ -42,6 +44,18 @@ export const SecuredObjectSchema = named(
       description: 'The IANA time zone the lock\'s schedules are read in (docs/api-reference.md 9), in its canonical spelling; `UTC` unless set.',
       examples: ['Europe/Berlin'],
     }),
+    keyThumbprint: Type.Optional(
+      Type.String({
+        description:
+          'The RFC 7638 thumbprint of the lock\'s own key, registered by its client (docs/api-reference.md 11.1). Absent while ' +
+          'it has none; `DELETE /operatorapi/securedobjects/{id}/key` removes it so that a new one can be registered.',
+      }),
+    ),
+    holderBinding: Type.Optional(
+      holderBindingSchema(
+        'The lock\'s own holder-binding policy (docs/api-reference.md 11.2); absent while the tenant\'s applies (`GET /operatorapi/settings`).',
+      ),
+    ),
   }),
   {
     id: 'front-door',
@@ -49,6 +63,7 @@ export const SecuredObjectSchema = named(
     urls: ['btlespp://LOCK-0042/7d8a0c1e-4b7f-4d5e-9a41-3c2b1f0e9d8c'],
     creationTime: 1767225600000,
     timeZone: 'Europe/Berlin',
+    keyThumbprint: LOCK_KEY_THUMBPRINT_EXAMPLE,
   },
 );
 
@@ -56,8 +71,20 @@ export const SecuredObjectSchema = named(
 export const SecuredObjectChangesSchema = named(
   'SecuredObjectChanges',
   Type.Object(
-    { timeZone: Type.Optional(TimeZoneSchema) },
-    { additionalProperties: false, minProperties: 1, examples: [{ timeZone: 'Europe/Berlin' }] },
+    {
+      timeZone: Type.Optional(TimeZoneSchema),
+      holderBinding: Type.Optional(
+        Type.Unsafe<HolderBinding | null>({
+          type: 'string',
+          nullable: true,
+          enum: ['optional', 'required', null],
+          description:
+            'docs/api-reference.md 11.2: this lock\'s own policy, `optional` or `required`; `null` removes it, so the tenant\'s ' +
+            'applies. The lock learns the change at its next sync and from the next revocation list a phone brings.',
+        }),
+      ),
+    },
+    { additionalProperties: false, minProperties: 1, examples: [{ timeZone: 'Europe/Berlin', holderBinding: 'required' }] },
   ),
 );
 
@@ -104,6 +131,7 @@ export const SecuredObjectDetailSchema = named(
     urls: ['btlespp://LOCK-0042/7d8a0c1e-4b7f-4d5e-9a41-3c2b1f0e9d8c'],
     creationTime: 1767225600000,
     timeZone: 'Europe/Berlin',
+    keyThumbprint: LOCK_KEY_THUMBPRINT_EXAMPLE,
     lastSeenTime: 1767254470000,
     appliedThrough: 17,
     pendingRevocations: 0,

@@ -73,7 +73,23 @@ export interface CredentialServiceOptions {
  * windows until the phone downloads again (a zone change marks the stored ones to be signed anew:
  * forgetScheduledCredentials), at most CREDENTIAL_MAX_LIFETIME.
  */
-export type SignableTicket = TicketRecord & { lockTimeZone: string };
+export type SignableTicket = TicketRecord & {
+  lockTimeZone: string;
+  /** The thumbprint of the device's key (docs/api-reference.md 11.2): the credential is bound to it as `cnf.jkt`. */
+  deviceKeyThumbprint?: string | null;
+};
+
+/** The `cnf.jkt` a signed credential is bound to (RFC 7800 3.1), or null when it is bound to no key. */
+export function boundThumbprint(credential: string): string | null {
+  const payload = credential.split('.')[1];
+  if (payload === undefined) return null;
+  try {
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { cnf?: { jkt?: unknown } };
+    return typeof claims.cnf?.jkt === 'string' ? claims.cnf.jkt : null;
+  } catch {
+    return null;
+  }
+}
 
 /** The tenant's credential issuer (docs/api-reference.md 8.1). Tenant names are URL-safe (tenant.service.ts). */
 export const tenantIssuer = (publicUrl: string, tenantName: string) => `${publicUrl.replace(/\/+$/, '')}/tenants/${encodeURIComponent(tenantName)}`;
@@ -165,13 +181,14 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
     ensureKey,
 
     /**
-     * docs/api-reference.md 8.3: one lock's revocation list, `{iss, aud, serial, iat, revoked, keys}` signed with the
+     * docs/api-reference.md 8.3: one lock's revocation list, `{iss, aud, serial, iat, revoked, keys, holderBinding,
+     * revokedKeys}` signed with the
      * tenant's ticket key. The key set rides along so a phone's visit also brings key changes (docs/api-reference.md 8.1).
      */
     async revocationList(tenantId: string, lock: LockRevocations, published: KeySet, now: number): Promise<string> {
       const signing = await keys.signingKey(tenantId);
       const cacheKey = `${tenantId}:${lock.securedObjectId}`;
-      const content = JSON.stringify([lock.serial, lock.revoked, published.keys.map((key) => key.kid), signing.kid]);
+      const content = JSON.stringify([lock.serial, lock.revoked, lock.revokedKeys, lock.holderBinding, published.keys.map((key) => key.kid), signing.kid]);
       const cached = signedLists.get(cacheKey);
       if (cached && cached.content === content && now - cached.signedAt < REVOCATION_LIST_REUSE_MS) return cached.jws;
       const jws = await signCompactJws(signing, REVOCATION_LIST_TYPE, {
@@ -181,6 +198,9 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
         iat: Math.floor(now / 1000),
         revoked: lock.revoked,
         keys: published,
+        // docs/api-reference.md 11.2, 11.4: the policy and the revoked phone keys reach locks that are never online.
+        holderBinding: lock.holderBinding,
+        revokedKeys: lock.revokedKeys,
       });
       signedLists.delete(cacheKey);
       signedLists.set(cacheKey, { content, signedAt: now, jws });
@@ -231,6 +251,8 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
       cmd: ticket.commands,
       chn: ticket.channels,
       ...(win !== undefined ? { win } : {}),
+      // RFC 7800 3.1, docs/api-reference.md 11.2: only the phone holding this key's private half can prove it at the door.
+      ...(ticket.deviceKeyThumbprint ? { cnf: { jkt: ticket.deviceKeyThumbprint } } : {}),
     };
   }
 

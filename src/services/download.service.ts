@@ -8,13 +8,15 @@ import {
   lockTimeZonesForShare,
   recordDownload,
   type CredentialedTicket,
+  type DownloadedDevice,
   type LockRevocations,
   type NewCredential,
 } from '../db/repositories/download.repo.js';
 import { findMobileDevice } from '../db/repositories/mobile-device.repo.js';
 import { NotFoundError, UnprocessableError } from '../errors.js';
 import type { ActionContext, Clock } from './context.js';
-import type { CredentialService, KeySet } from './credential.service.js';
+import { boundThumbprint, type CredentialService, type KeySet } from './credential.service.js';
+import type { HolderPublicKey } from '../shared/holder-keys.js';
 import type { DomainMetrics } from './domain-metrics.js';
 import { toTicket, type Ticket } from './ticket.service.js';
 import { assertBinding, type DeviceBinding } from '../shared/device-binding.js';
@@ -28,6 +30,8 @@ export interface DownloadedTicket extends Ticket {
   credentialAvailableFrom?: number;
   /** The signed revocation list of the ticket's lock, on the page's first ticket of each lock (docs/api-reference.md 8.3). */
   revocationList?: string;
+  /** The lock's own public key, so the phone can check the lock before it shows anything (docs/api-reference.md 11.2). */
+  lockKey?: HolderPublicKey;
 }
 
 const DOWNLOAD_NEEDS_BINDING =
@@ -35,6 +39,9 @@ const DOWNLOAD_NEEDS_BINDING =
 
 /** What fits the card format (v2, C SDK 3.6+); more is refused rather than silently cut. */
 const MAX_CARD_CREDENTIALS = 1000;
+
+/** Who holds what a delivery hands out: a phone (its credentials bound to its key) or a token card (bound to none). */
+type Holder = 'phone' | 'card';
 
 /** A credential signed by this download, to be stored, with the algorithm it was signed with (for the metrics). */
 type SignedToStore = NewCredential & { alg: string };
@@ -53,7 +60,10 @@ export function createDownloadService({ db, clock, credentials, metrics }: Downl
    * while it has more than half its lifetime left and its key is still published, signs the others anew (docs/api-reference.md
    * 8.2), stores what it signed sealed (docs/security-cases.md G48), stamps the first download (audited once).
    */
-  async function deliver(context: ActionContext, rows: CredentialedTicket[], now: number): Promise<DownloadedTicket[]> {
+  async function deliver(context: ActionContext, rows: CredentialedTicket[], now: number, holder: Holder): Promise<DownloadedTicket[]> {
+    // docs/api-reference.md 11.2: a phone gets credentials bound to its key; a card holds no key, so its credentials
+    // are bound to none (a lock that requires binding refuses them, as it refuses any credential without `cnf`).
+    const bindingOf = (row: CredentialedTicket) => (holder === 'phone' ? row.deviceKeyThumbprint : null);
     if (rows.length === 0) return [];
     // The locks' serials first, then the key set (docs/api-reference.md 8.3): a rotation committing in between makes a list
     // carry a newer set under an older serial, which a later list corrects; the other order would carry an older set
@@ -67,9 +77,12 @@ export function createDownloadService({ db, clock, credentials, metrics }: Downl
         const availableFrom = credentials.availableFrom(row, now);
         if (availableFrom !== undefined) return { availableFrom };
         if (!credentials.needsSigning(row, row.credential, publishedKids, now)) {
-          return { credential: credentials.unseal(context.tenantId, row.id, row.credential!.sealed) };
+          const stored = credentials.unseal(context.tenantId, row.id, row.credential!.sealed);
+          // docs/api-reference.md 11.2: a credential bound to another key than the device's (or to none, before it
+          // registered one) is signed anew for the key it has now.
+          if (boundThumbprint(stored) === bindingOf(row)) return { credential: stored };
         }
-        const signed = await credentials.sign(row, now);
+        const signed = await credentials.sign({ ...row, deviceKeyThumbprint: bindingOf(row) }, now);
         return {
           credential: signed.credential,
           stored: { ...signed, sealed: credentials.seal(context.tenantId, row.id, signed.credential) },
@@ -84,6 +97,7 @@ export function createDownloadService({ db, clock, credentials, metrics }: Downl
         handedOut.map((out) => out.stored ?? null),
         now,
         context,
+        boundDevices(rows, handedOut, holder),
       );
     // docs/api-reference.md 9: a scheduled credential's windows are of the zone read with the tickets. A PATCH of the zone
     // committing since then would leave old windows handed out and stored (a renewal only at half-life), so the
@@ -99,7 +113,7 @@ export function createDownloadService({ db, clock, credentials, metrics }: Downl
               rows.map(async (row, index) => {
                 const zone = zones.get(row.securedObjectId);
                 if (row.schedule === null || handedOut[index]!.credential === undefined || zone === undefined || zone === row.lockTimeZone) return;
-                const signed = await credentials.sign({ ...row, lockTimeZone: zone }, now);
+                const signed = await credentials.sign({ ...row, lockTimeZone: zone, deviceKeyThumbprint: bindingOf(row) }, now);
                 handedOut[index] = { credential: signed.credential, stored: { ...signed, sealed: credentials.seal(context.tenantId, row.id, signed.credential) } };
               }),
             );
@@ -121,9 +135,26 @@ export function createDownloadService({ db, clock, credentials, metrics }: Downl
           ...(credential !== undefined ? { credential } : {}),
           ...(availableFrom !== undefined ? { credentialAvailableFrom: availableFrom } : {}),
           ...(revocationList !== undefined ? { revocationList } : {}),
+          ...(row.lockPublicKey !== null ? { lockKey: row.lockPublicKey } : {}),
         },
       ];
     });
+  }
+
+  /**
+   * Each device of the rows with the key its credentials are bound to and the latest `exp` handed out for it
+   * (docs/api-reference.md 11.4: a revocation of the key must reach the locks until then). One entry per device.
+   */
+  function boundDevices(rows: CredentialedTicket[], handedOut: { credential?: string; stored?: SignedToStore }[], holder: Holder): DownloadedDevice[] {
+    const devices = new Map<string, DownloadedDevice>();
+    rows.forEach((row, index) => {
+      const device = devices.get(row.mobileDeviceId) ?? { mobileDeviceId: row.mobileDeviceId, keyThumbprint: row.deviceKeyThumbprint, boundUntil: 0 };
+      const out = handedOut[index]!;
+      const expiresAt = out.stored?.expiresAt ?? (out.credential !== undefined ? row.credential?.expiresAt : undefined);
+      if (holder === 'phone' && expiresAt !== undefined && row.deviceKeyThumbprint !== null) device.boundUntil = Math.max(device.boundUntil, expiresAt);
+      devices.set(row.mobileDeviceId, device);
+    });
+    return [...devices.values()];
   }
 
   /**
@@ -168,7 +199,7 @@ export function createDownloadService({ db, clock, credentials, metrics }: Downl
       const now = clock();
       const rows = await listValidTicketsOfDevice(db, context.tenantId, mobileDeviceId, now, decodeCursor(cursor, isUuid), limit + 1);
       const page = pageOf(rows, limit, (row) => ({ createdAt: row.createdAt, id: row.id }), (row) => row);
-      return { items: await deliver(context, page.items, now), nextCursor: page.nextCursor };
+      return { items: await deliver(context, page.items, now, 'phone'), nextCursor: page.nextCursor };
     },
 
     /**
@@ -182,7 +213,7 @@ export function createDownloadService({ db, clock, credentials, metrics }: Downl
       if (rows.length > MAX_CARD_CREDENTIALS) {
         throw new UnprocessableError(`A token card holds at most ${MAX_CARD_CREDENTIALS} credentials; this resident has more valid tickets.`);
       }
-      const cardCredentials = (await deliver(context, rows, now)).flatMap((ticket) => (ticket.credential !== undefined ? [ticket.credential] : []));
+      const cardCredentials = (await deliver(context, rows, now, 'card')).flatMap((ticket) => (ticket.credential !== undefined ? [ticket.credential] : []));
       const cardData = Buffer.from(JSON.stringify({ version: 2, credentials: cardCredentials }), 'utf8').toString('base64');
       return { version: 2, cardData };
     },

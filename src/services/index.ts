@@ -18,6 +18,8 @@ import { createUserService } from './oauth/user.service.js';
 import { createAuditService } from './audit.service.js';
 import { createIdempotencyService } from './idempotency.service.js';
 import { createMobileDeviceService } from './mobile-device.service.js';
+import { createHolderKeyService } from './holder-key.service.js';
+import { createSettingsService } from './settings.service.js';
 import { createSecuredObjectService } from './secured-object.service.js';
 import { createTicketService } from './ticket.service.js';
 import { parseRevivedInterfaces } from '../shared/vocabulary.js';
@@ -96,7 +98,17 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
   const revived = parseRevivedInterfaces(config.DEPRECATED_INTERFACES_ENABLED);
   const lockTelemetry = createLockTelemetryService({ db, clock, credentialLifetimeMs });
   const securedObjects = createSecuredObjectService({ db, clock, revived, revocations, telemetry: lockTelemetry, accessTokenTtlMs, metrics });
-  const mobileDevices = createMobileDeviceService({ db, clock, revocations, accessTokenTtlMs, metrics });
+  // docs/api-reference.md 11.1: key proofs are made out to the service's public URL, as config has it.
+  const holderKeys = createHolderKeyService({ db, clock, log, audience: config.PUBLIC_URL, credentialLifetimeMs });
+  const settings = createSettingsService({ db, clock });
+  const mobileDevices = createMobileDeviceService({
+    db,
+    clock,
+    revocations,
+    accessTokenTtlMs,
+    metrics,
+    revokeKeyOfRemovedDevice: holderKeys.revokeKeyOfRemovedDevice,
+  });
   const tickets = createTicketService({ db, clock, revived, metrics });
   const audit = createAuditService({ db, clock, log, retentionMs: config.EVENT_RETENTION_DAYS * 86_400_000 });
   const idempotency = createIdempotencyService({ db, clock, log, ttlMs: IDEMPOTENCY_TTL_MS });
@@ -188,6 +200,8 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     revived,
     securedObjects,
     mobileDevices,
+    holderKeys,
+    settings,
     tickets,
     audit,
     idempotency,
@@ -218,6 +232,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
       audit.start();
       accessLogRetention.start();
       clientAssertions.start();
+      holderKeys.start();
       tokens.start();
       webhookDeliveries.start();
     },
@@ -229,6 +244,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
       audit.stop();
       accessLogRetention.stop();
       clientAssertions.stop();
+      holderKeys.stop();
       await accessTokenKeys.stop();
       await ticketKeys.stop();
       await revocations.stop();

@@ -1,7 +1,9 @@
 // An online lock's sync (docs/api-reference.md 6.2, docs/lock-sync.md): the tickets and revocations that concern it
 // through the tenant's change log, answered from memory while nothing changed; and the trust an installer writes into it.
 import type { Database } from '../db/database.js';
-import { findLockForClient, listLockChanges } from '../db/repositories/lock-sync.repo.js';
+import { findLockForClient, findLockTrustFacts, listLockChanges } from '../db/repositories/lock-sync.repo.js';
+import { listLockRevocations } from '../db/repositories/download.repo.js';
+import type { HolderBinding } from '../shared/holder-binding.js';
 import { NotFoundError, ProblemError, ServiceUnavailableError } from '../errors.js';
 import type { ChangeWatermarks } from './change-watermark.js';
 import type { Clock } from './context.js';
@@ -23,6 +25,10 @@ export interface SyncAnswer {
   keys?: KeySet;
   /** The lock was deleted: its client syncs the revocations that deleting it caused, nothing else (docs/api-reference.md 4.1). */
   decommissioned?: true;
+  /** The lock's effective holder-binding policy, in every answer (docs/api-reference.md 11.2). */
+  holderBinding: HolderBinding;
+  /** Phone keys revoked since the cursor whose bound credentials may still be alive (docs/api-reference.md 11.4). */
+  revokedKeys: { jkt: string; revocationDate: number }[];
   /** True when the answer was cut at `limit`: ask again with the cursor at once. */
   more: boolean;
 }
@@ -34,6 +40,19 @@ export interface LockTrust {
   keys: KeySet;
   /** CREDENTIAL_MAX_LIFETIME, seconds: a lock may refuse a credential that claims to last longer. */
   maxCredentialLifetime: number;
+  /** docs/api-reference.md 11.2: the lock's effective policy. */
+  holderBinding: HolderBinding;
+  /** The lock's own registered key's thumbprint (docs/api-reference.md 11.1); absent while it has none. */
+  keyThumbprint?: string;
+  /**
+   * The revocation serial the lock starts from: the tenant's change position now, so a lock provisioned offline
+   * applies no revocation list older than what it was provisioned with (docs/api-reference.md 8.3).
+   */
+  serial: number;
+  /** The lock's revoked tickets whose credential may still be alive: its first revoked set (docs/api-reference.md 8.2). */
+  revoked: string[];
+  /** The tenant's revoked phone keys a credential may still be bound to (docs/api-reference.md 11.4). */
+  revokedKeys: string[];
 }
 
 /** How many database-bound syncs may wait for a connection, and how long a refused lock is told to wait (docs/lock-sync.md). */
@@ -74,6 +93,7 @@ interface ConfirmedSync {
   /** The cursor that answer handed out: everything of the lock up to `tenantSeq` lies at or before it. */
   cursor: string;
   serial: number;
+  holderBinding: HolderBinding;
 }
 
 export function createLockSyncService({ db, clock, credentials, telemetry, watermarks, admission, metrics }: LockSyncServiceOptions) {
@@ -133,7 +153,16 @@ export function createLockSyncService({ db, clock, credentials, telemetry, water
       if (binding.securedObjectId !== undefined && telemetry.acknowledgementDue(tenantId, securedObjectId, remembered.serial)) {
         await telemetry.acknowledgeSync(tenantId, securedObjectId, remembered.serial, `client:${binding.clientId}`);
       }
-      return { tokens: [], revocations: [], cursor: remembered.cursor, serial: remembered.serial, more: false };
+      return {
+        tokens: [],
+        revocations: [],
+        cursor: remembered.cursor,
+        serial: remembered.serial,
+        // A policy change takes a change number (docs/api-reference.md 11.2), so the remembered one is still the policy.
+        holderBinding: remembered.holderBinding,
+        revokedKeys: [],
+        more: false,
+      };
     }
     const position = decodeSyncCursor(cursor);
     // A full sync always carries the key set: the tenant's first key (a key-set change of its own) is made before the
@@ -167,9 +196,13 @@ export function createLockSyncService({ db, clock, credentials, telemetry, water
     }
     let reached = last ? { seq: last.changeSeq, id: last.id } : position;
     const keysChanged = cursor === undefined || position.seq < lock.keySetSeq;
-    // A key-set change writes no ticket, so no ticket carries its number: once every ticket change before it has
-    // been answered, the cursor moves past it and the next sync does not send the keys again.
-    if (!more && reached.seq < lock.keySetSeq) reached = syncPositionBefore(lock.keySetSeq);
+    // A key-set change, a policy change and a phone-key revocation write no ticket, so no ticket carries their
+    // numbers (each takes one of its own, docs/api-reference.md 11.2, 11.4): once every ticket change before them has
+    // been answered, the cursor moves past them and the next sync does not send them again.
+    const untickedSeq = Math.max(lock.keySetSeq, lock.holderBindingSeq, lock.revokedKeysSeq);
+    if (!more && reached.seq < untickedSeq) reached = syncPositionBefore(untickedSeq);
+    // An answer cut inside change number r carries the key revocations before r; the next one, from r, the rest.
+    const revokedKeys = lock.revokedKeys.filter((key) => !more || key.changeSeq < reached.seq);
     const answer: SyncAnswer = {
       tokens: changes.filter((row) => row.revokedAt === null).map((row) => toTicket(row, now)),
       revocations: changes
@@ -181,6 +214,8 @@ export function createLockSyncService({ db, clock, credentials, telemetry, water
       // Read after the position (docs/api-reference.md 8.1): a rotation committing meanwhile is sent again, never lost.
       ...(keysChanged ? { keys: await credentials.keySet(tenantId) } : {}),
       ...(lock.decommissionedSeq !== null ? { decommissioned: true as const } : {}),
+      holderBinding: lock.holderBinding,
+      revokedKeys: revokedKeys.map((key) => ({ jkt: key.jkt, revocationDate: key.revocationDate })),
       more,
     };
     // docs/lock-sync.md: what the next sync with this cursor may be answered from memory. Only a whole answer (a cut
@@ -189,7 +224,12 @@ export function createLockSyncService({ db, clock, credentials, telemetry, water
     // lock's clock is not known to run behind: an estimate later (an access-log upload) takes no change number, and
     // the database would then send it (docs/api-reference.md 8.5).
     const whole = !more && lock.lockExists && lock.decommissionedSeq === null && !lock.clockDependent;
-    remember(tenantId, securedObjectId, binding.clientId, whole ? { tenantSeq: lock.lastSeq, cursor: answer.cursor, serial: answer.serial } : null);
+    remember(
+      tenantId,
+      securedObjectId,
+      binding.clientId,
+      whole ? { tenantSeq: lock.lastSeq, cursor: answer.cursor, serial: answer.serial, holderBinding: answer.holderBinding } : null,
+    );
     return answer;
   }
 
@@ -210,7 +250,7 @@ export function createLockSyncService({ db, clock, credentials, telemetry, water
         if (error instanceof ProblemError && error.status < 500) metrics.lockSynced('refused');
         throw error;
       }
-      const changed = answer.tokens.length > 0 || answer.revocations.length > 0 || answer.keys !== undefined;
+      const changed = answer.tokens.length > 0 || answer.revocations.length > 0 || answer.revokedKeys.length > 0 || answer.keys !== undefined;
       metrics.lockSynced(changed ? 'changes' : 'nothing_new');
       return answer;
     },
@@ -222,11 +262,22 @@ export function createLockSyncService({ db, clock, credentials, telemetry, water
     async trust(tenantId: string, binding: DeviceBinding, securedObjectId: string): Promise<LockTrust> {
       assertBinding(binding, 'securedObjectId', securedObjectId, TRUST_NEEDS_BINDING);
       assertLockClientActive(await findLockForClient(db, tenantId, securedObjectId, binding.clientId), securedObjectId);
+      // The serial before the key set (as a revocation list reads them, download.service.ts): a rotation committing in
+      // between is carried again by a later list, never missed under a serial that already counts it.
+      const facts = await findLockTrustFacts(db, tenantId, securedObjectId);
+      // What a revocation list at that serial would carry, read after it (a change meanwhile is carried again later):
+      // lists at or below the serial are ignored by the lock, so the trust itself must hold what they held.
+      const [lock] = await listLockRevocations(db, tenantId, [securedObjectId], clock(), credentials.lifetimeMs);
       return {
         issuer: await credentials.issuerOf(tenantId),
         securedObjectId,
         keys: await credentials.keySet(tenantId),
         maxCredentialLifetime: credentials.lifetimeMs / 1000,
+        holderBinding: facts.holderBinding,
+        ...(facts.keyThumbprint !== null ? { keyThumbprint: facts.keyThumbprint } : {}),
+        serial: facts.lastSeq,
+        revoked: lock?.revoked ?? [],
+        revokedKeys: lock?.revokedKeys ?? [],
       };
     },
   };

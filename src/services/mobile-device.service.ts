@@ -1,6 +1,6 @@
 // Mobile devices (docs/api-reference.md 4.2): register, read, page, remove (which revokes their tickets).
 import { randomUUID } from 'node:crypto';
-import type { Database } from '../db/database.js';
+import type { Database, Queryable } from '../db/database.js';
 import { deleteClientsOfMobileDevice } from '../db/repositories/client.repo.js';
 import {
   deleteMobileDevice,
@@ -21,10 +21,19 @@ export interface MobileDevice {
   id: string;
   name?: string;
   creationTime: number;
+  /** docs/api-reference.md 11.1: the RFC 7638 thumbprint of its registered key; absent while it has none. */
+  keyThumbprint?: string;
+  keyRegisteredTime?: number;
 }
 
 export function toMobileDevice(record: MobileDeviceRecord): MobileDevice {
-  return { id: record.id, ...(record.name !== null ? { name: record.name } : {}), creationTime: record.createdAt };
+  return {
+    id: record.id,
+    ...(record.name !== null ? { name: record.name } : {}),
+    creationTime: record.createdAt,
+    ...(record.keyThumbprint !== null ? { keyThumbprint: record.keyThumbprint } : {}),
+    ...(record.keyRegisteredAt !== null ? { keyRegisteredTime: record.keyRegisteredAt } : {}),
+  };
 }
 
 export interface MobileDeviceServiceOptions {
@@ -35,6 +44,8 @@ export interface MobileDeviceServiceOptions {
   accessTokenTtlMs: number;
   /** Counts what the service did, after it committed (services/domain-metrics.ts). */
   metrics: DomainMetrics;
+  /** Revokes the key of a device being removed, in the removal's transaction (holder-key.service.ts). */
+  revokeKeyOfRemovedDevice?: (db: Queryable, tenantId: string, id: string) => Promise<void>;
 }
 
 /** How a mobile device is removed with its tickets and clients (removal.ts). */
@@ -59,6 +70,8 @@ export function createMobileDeviceService(options: MobileDeviceServiceOptions) {
         id: input.id ?? randomUUID(),
         name: input.name ?? null,
         createdAt: clock(),
+        keyThumbprint: null,
+        keyRegisteredAt: null,
       };
       const created = await db.transaction(async (tx) => {
         const inserted = await insertMobileDevice(tx, record);
@@ -86,7 +99,8 @@ export function createMobileDeviceService(options: MobileDeviceServiceOptions) {
      * bound to it (docs/api-reference.md 4.2).
      */
     async remove(context: ActionContext, id: string): Promise<void> {
-      await removeWithTickets(options, MOBILE_DEVICES, context, id);
+      const { revokeKeyOfRemovedDevice } = options;
+      await removeWithTickets(options, revokeKeyOfRemovedDevice ? { ...MOBILE_DEVICES, beforeRemove: revokeKeyOfRemovedDevice } : MOBILE_DEVICES, context, id);
     },
   };
 }

@@ -33,6 +33,11 @@ export interface TicketHolder {
   auditNoun: 'secured_object' | 'mobile_device';
   /** The key naming the row in an event's `data`. */
   dataKey: 'securedObjectId' | 'mobileDeviceId';
+  /**
+   * What goes with the row besides its tickets and clients, in the same transaction after its change number and
+   * before the row is deleted: a mobile device's key is revoked at every lock (docs/api-reference.md 11.4).
+   */
+  beforeRemove?(db: Queryable, tenantId: string, id: string): Promise<void>;
 }
 
 export interface RemovalDependencies {
@@ -61,6 +66,7 @@ export async function removeWithTickets(
   const { db, clock, revocations, accessTokenTtlMs, metrics } = dependencies;
   const removed = await db.transaction(async (tx) => {
     const seq = await nextChangeSeq(tx, context.tenantId);
+    await holder.beforeRemove?.(tx, context.tenantId, id);
     if (!(await holder.remove(tx, context.tenantId, id))) throw new NotFoundError(`No ${holder.noun} ${id}.`);
     const now = clock();
     const clientIds = await holder.boundClients.retire(tx, context.tenantId, id, seq);

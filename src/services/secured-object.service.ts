@@ -15,6 +15,8 @@ import {
   type SecuredObjectRecord,
 } from '../db/repositories/secured-object.repo.js';
 import { ConflictError, NotFoundError, UnprocessableError, detailWithReasons } from '../errors.js';
+import { nextChangeSeq } from '../db/repositories/change-log.repo.js';
+import type { HolderBinding } from '../shared/holder-binding.js';
 import { recordChange } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
 import type { LockPropagationFields, LockTelemetryService } from './lock-telemetry.service.js';
@@ -32,6 +34,10 @@ export interface SecuredObject {
   creationTime: number;
   /** The IANA time zone the lock's schedules are read in (docs/api-reference.md 9). */
   timeZone: string;
+  /** docs/api-reference.md 11.1: the RFC 7638 thumbprint of the lock's own key; absent while it has none. */
+  keyThumbprint?: string;
+  /** docs/api-reference.md 11.2: the lock's own holder-binding policy; absent while the tenant's applies. */
+  holderBinding?: HolderBinding;
 }
 
 /** GET /operatorapi/securedobjects/{id}: the lock with how far the backend's truth has reached it (docs/api-reference.md 8.4). */
@@ -54,6 +60,8 @@ export function toSecuredObject(record: SecuredObjectRecord): SecuredObject {
     urls: record.channels.map((channel) => `${channel}://${record.localName}/${record.uuid}`),
     creationTime: record.createdAt,
     timeZone: record.timeZone,
+    ...(record.keyThumbprint !== null ? { keyThumbprint: record.keyThumbprint } : {}),
+    ...(record.holderBinding !== null ? { holderBinding: record.holderBinding } : {}),
   };
 }
 
@@ -110,6 +118,8 @@ export function createSecuredObjectService(options: SecuredObjectServiceOptions)
         createdAt: clock(),
         // Stored in canonical spelling ("europe/berlin" → "Europe/Berlin"), so reads and comparisons need no rules.
         timeZone: zone.zone,
+        keyThumbprint: null,
+        holderBinding: null,
       };
       const created = await db.transaction(async (tx) => {
         const inserted = await insertSecuredObject(tx, record);
@@ -154,19 +164,22 @@ export function createSecuredObjectService(options: SecuredObjectServiceOptions)
         if (zone.zone === null) throw new UnprocessableError(detailWithReasons('The secured object cannot be changed', zone.errors), zone.errors);
         stored.timeZone = zone.zone;
       }
+      if (changes.holderBinding !== undefined) stored.holderBinding = changes.holderBinding;
       if (Object.keys(stored).length === 0) {
-        const errors = [{ field: 'timeZone', message: 'is missing; send the field to change' }];
+        const errors = [{ field: 'timeZone', message: 'is missing; send a field to change (timeZone, holderBinding)' }];
         throw new UnprocessableError(detailWithReasons('The secured object cannot be changed', errors), errors);
       }
-      const updated = await db.transaction(async (tx) => {
-        if (!(await updateSecuredObject(tx, context.tenantId, id, stored))) return false;
+      await db.transaction(async (tx) => {
+        // docs/api-reference.md 11.2: a policy change takes a change number, so the lock's next sync and the next
+        // revocation list for it carry the policy. LOCK ORDER: the tenant's change counter before the lock's row.
+        const seq = stored.holderBinding !== undefined ? await nextChangeSeq(tx, context.tenantId) : null;
+        // Thrown inside, so that the change number taken for a missing lock is rolled back with the rest.
+        if (!(await updateSecuredObject(tx, context.tenantId, id, stored, seq))) throw new NotFoundError(`No secured object ${id}.`);
         // docs/api-reference.md 9: windows are computed when a credential is signed, so a new zone re-signs the lock's
         // scheduled credentials on their phones' next download instead of at their half-lifetime renewal.
         if (stored.timeZone !== undefined) await forgetScheduledCredentials(tx, context.tenantId, id);
         await recordChange(tx, context, clock(), 'secured_object.updated', `secured_object:${id}`, { securedObjectId: id });
-        return true;
       });
-      if (!updated) throw new NotFoundError(`No secured object ${id}.`);
       return this.read(context.tenantId, id);
     },
 

@@ -138,7 +138,7 @@ export interface CredentialClaims {
   chn: string[];
   /** The schedule's windows `[[startMs, endMs)…]` (docs/api-reference.md 9); absent when the ticket has no schedule. */
   win?: [number, number][];
-  /** RFC 7800 confirmation: the RFC 7638 thumbprint of the phone key the credential is bound to; absent when unbound. */
+  /** RFC 7800 3.1: the thumbprint of the phone key the credential is bound to (docs/api-reference.md 11.2). */
   cnf?: { jkt: string };
 }
 

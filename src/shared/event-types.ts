@@ -26,8 +26,12 @@ export const EVENT_TYPES = [
   'secured_object.updated',
   'secured_object.deleted',
   'secured_object.clock_drift',
+  'secured_object.key_registered',
+  'secured_object.key_removed',
   'mobile_device.created',
   'mobile_device.deleted',
+  'mobile_device.key_registered',
+  'mobile_device.key_revoked',
   'access_log.denied',
   'access_log.granted',
   'key.rotated',
@@ -44,6 +48,7 @@ export const EVENT_TYPES = [
   'webhook.deleted',
   'webhook.secret_rotated',
   'webhook.disabled',
+  'settings.updated',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

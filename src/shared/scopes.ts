@@ -15,6 +15,8 @@ export const OPERATOR_SCOPES = [
   'events:read',
   'webhooks:manage',
   'keys:rotate',
+  'keys:register',
+  'settings:manage',
 ] as const;
 
 /** Scopes of the Access API (password and refresh grants). `devices:read` belongs to both. */
@@ -70,7 +72,14 @@ export const MANAGEMENT_SCOPES = [
   'audit:read',
   'events:read',
   'webhooks:manage',
+  'settings:manage',
 ];
+
+/**
+ * What every client bound to a mobile device or a secured object holds besides the scopes it was made with
+ * (docs/api-reference.md 11.1): it registers its own device's or lock's public key, and only that one.
+ */
+export const BOUND_CLIENT_SCOPES: readonly string[] = ['keys:register'];
 
 const operatorSet = new Set<string>(OPERATOR_SCOPES);
 const accessSet = new Set<string>(ACCESS_SCOPES);

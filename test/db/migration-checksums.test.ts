@@ -27,6 +27,7 @@ const RELEASED: Record<string, string> = {
   '020_holder_keys.sql': '97f4770825ec18ca99cb04973c415b6cd93c33c6454f904058d973066fed6137',
   '021_signed_reports.sql': '428cabe6f7725bb74084b483eb05f9fb58bb1118b3c095b10c30efa3229e5cee',
   '022_access_log_budget.sql': '3bbfa2271a8ad4c12d796be4416e4e91fc9c0345bb30c9571cc7cda937ea2248',
+  '023_key_binding.sql': 'bfa51c242217371d637007b7a493f6cf106168ff705bae4fbcb0b969def1b84d',
   '024_ticket_key_announcements.sql': '4dd28751785344a638fb9c329bf59299dd47ea5fbb7a4d4d6b923e33f166076a',
 };
 

@@ -8,7 +8,7 @@ import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { download, lockToken, phoneToken } from '../helpers/device.js';
 import { bearer, clientToken, createClient } from '../helpers/oauth.js';
 import { call, expectProblem, fieldsOf, lock, ticket } from '../helpers/operator.js';
-import { holderKeyPair, putLockKey, receipt } from '../helpers/holder-keys.js';
+import { newKeyPair, putLockKey, receipt } from '../helpers/holder-keys.js';
 import { twoTenants, type TwoTenants } from '../helpers/tenants.js';
 
 const START = Date.UTC(2026, 0, 15, 9, 0, 0, 0);
@@ -370,7 +370,7 @@ describe('access-log uploads', () => {
     expect(await telemetry(acme.tenantId, 'vault')).toBeNull();
 
     // The lock's key is registered; the same log signed by it in a receipt is the lock's own word.
-    const vaultKey = holderKeyPair();
+    const vaultKey = newKeyPair();
     await putLockKey(t, acme.tenantId, 'vault', vaultKey);
     now += 1000;
     const signed = receipt(vaultKey, 'vault', { appliedSerial: upload.appliedSerial, lockTime: now + 7000, entries: upload.entries as unknown as Record<string, unknown>[] });

@@ -172,7 +172,7 @@ describe('a lock deciding on downloaded credentials', () => {
     await syncLock();
     const cursor = lock.cursor!;
     const response = await t.app.inject({ url: `/deviceapi/securedobjects/front-door/sync?cursor=${encodeURIComponent(cursor)}`, headers: bearer(lockToken) });
-    expect(response.json()).toEqual({ tokens: [], revocations: [], cursor, serial: lock.serial });
+    expect(response.json()).toEqual({ tokens: [], revocations: [], cursor, serial: lock.serial, holderBinding: 'optional', revokedKeys: [] });
     now += 1000;
   });
 });

@@ -99,7 +99,16 @@ describe('lock trust', () => {
     it('answers the trust a lock is provisioned with to the lock\'s own client only', async () => {
       const { acme, other } = tenants;
       const trust = await trustOf(acme, 'front-door');
-      expect(trust).toEqual({ issuer: 'http://issuer.test/tenants/acme', securedObjectId: 'front-door', keys: { keys: expect.any(Array) }, maxCredentialLifetime: LIFETIME_S });
+      expect(trust).toEqual({
+        issuer: 'http://issuer.test/tenants/acme',
+        securedObjectId: 'front-door',
+        keys: { keys: expect.any(Array) },
+        maxCredentialLifetime: LIFETIME_S,
+        holderBinding: 'optional',
+        serial: expect.any(Number),
+        revoked: [],
+        revokedKeys: [],
+      });
       for (const key of trust.keys.keys) expect(Object.keys(key)).not.toContain('d');
       const ownToken = await lockToken(t, acme, 'front-door');
       const get = (token: string, id: string) => t.app.inject({ url: `/deviceapi/securedobjects/${id}/trust`, headers: bearer(token) });

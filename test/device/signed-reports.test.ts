@@ -5,7 +5,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { countEvents, download, lockToken, phoneToken } from '../helpers/device.js';
-import { holderKeyPair, putLockKey, receipt, signEs256, type HolderKeyPair } from '../helpers/holder-keys.js';
+import { newKeyPair, putLockKey, receipt, signJws, type HolderKeyPair } from '../helpers/holder-keys.js';
 import { bearer, type TenantFixture } from '../helpers/oauth.js';
 import { call, device, expectProblem, lock, ticket, type TicketBody } from '../helpers/operator.js';
 import { twoTenants } from '../helpers/tenants.js';
@@ -93,7 +93,7 @@ describe('signed receipts and plain reports', () => {
   async function revokedPhone(lockId: string, phoneId: string) {
     await lock(t, operator, lockId);
     await device(t, operator, phoneId);
-    const key = holderKeyPair();
+    const key = newKeyPair();
     await putLockKey(t, acme.tenantId, lockId, key);
     const issued = await ticket(t, operator, lockId, phoneId, { endDate: now + 30 * 86_400_000 });
     const phone = await phoneToken(t, acme, phoneId);
@@ -123,7 +123,7 @@ describe('signed receipts and plain reports', () => {
     expect(codes).toContain('revocation-not-applied');
 
     // A receipt signed by another key: 400, and nothing of the upload stored, its plain entries neither.
-    const forged = receipt(holderKeyPair(), 'vault', { appliedSerial: serial, lockTime: now, entries: [entry(2)] });
+    const forged = receipt(newKeyPair(), 'vault', { appliedSerial: serial, lockTime: now, entries: [entry(2)] });
     const state = await lockState('vault');
     const refused = expectProblem(await relay(phone, 'mallory', { securedObjectId: 'vault', receipts: [forged], entries: [entry(3)] }), 400);
     expect(refused.detail).toMatch(/receipts\[0\] is not signed ES256 by the lock's registered key/);
@@ -164,7 +164,7 @@ describe('signed receipts and plain reports', () => {
       ['cellar', receipt(key, 'cellar', { lockTime: now, entries: [entry(1, { entryNo: MAX + 1 })] }), /entries\[0\]\.entryNo/],
       ['cellar', receipt(key, 'cellar', { lockTime: now, entries: [entry(1, { reason: 'a\u0000b' })] }), /entries\[0\]\.reason/],
       ['cellar', receipt(key, 'cellar', { lockTime: now, entries: [entry(1, { extra: true })] }), /unknown members: extra/],
-      ['cellar', signEs256(key.privateKey, { typ: 'lock-receipt+jwt' }, { sub: 'cellar', lockTime: -1, entries: [] }), /lockTime/],
+      ['cellar', signJws(key.privateKey, { alg: 'ES256', typ: 'lock-receipt+jwt' }, { sub: 'cellar', lockTime: -1, entries: [] }), /lockTime/],
       ['keyless', receipt(key, 'keyless', body), /has no registered key/],
     ];
     for (const [lockId, signed, detail] of cases) {
@@ -175,7 +175,7 @@ describe('signed receipts and plain reports', () => {
     }
     // One bad receipt among good ones refuses them all.
     const state = await lockState('cellar');
-    expectProblem(await relay(phone, 'eve', { securedObjectId: 'cellar', receipts: [good, receipt(holderKeyPair(), 'cellar', body)] }), 400);
+    expectProblem(await relay(phone, 'eve', { securedObjectId: 'cellar', receipts: [good, receipt(newKeyPair(), 'cellar', body)] }), 400);
     expect(await lockState('cellar')).toEqual(state);
     // Neither receipts nor entries, and too many entries altogether.
     expectProblem(await relay(phone, 'eve', { securedObjectId: 'cellar' }), 400);
@@ -213,7 +213,7 @@ describe('signed receipts and plain reports', () => {
     await lock(t, operator, 'clock');
     await device(t, operator, 'courier');
     await ticket(t, operator, 'clock', 'courier');
-    const key = holderKeyPair();
+    const key = newKeyPair();
     await putLockKey(t, acme.tenantId, 'clock', key);
     const phone = await phoneToken(t, acme, 'courier');
     const own = await lockToken(t, acme, 'clock');
@@ -266,11 +266,11 @@ describe('signed receipts and plain reports', () => {
     await lock(t, operator, 'rekeyed');
     await device(t, operator, 'walker');
     await ticket(t, operator, 'rekeyed', 'walker');
-    const first: HolderKeyPair = holderKeyPair();
+    const first: HolderKeyPair = newKeyPair();
     await putLockKey(t, acme.tenantId, 'rekeyed', first);
     const phone = await phoneToken(t, acme, 'walker');
     answer(await relay(phone, 'walker', { securedObjectId: 'rekeyed', receipts: [receipt(first, 'rekeyed', { lockTime: now, entries: [entry(1)] })] }));
-    await putLockKey(t, acme.tenantId, 'rekeyed', holderKeyPair());
+    await putLockKey(t, acme.tenantId, 'rekeyed', newKeyPair());
     expectProblem(await relay(phone, 'walker', { securedObjectId: 'rekeyed', receipts: [receipt(first, 'rekeyed', { lockTime: now, entries: [entry(2)] })] }), 400);
     // A phone of another tenant with a device of the same id learns nothing of this lock: as missing.
     await device(t, otherOperator, 'walker');

@@ -73,7 +73,7 @@ describe('lock sync answered from the change watermark', () => {
     const { lockId, token, cursor } = await lockWithTicket();
     // The first sync with the cursor acknowledges it (docs/api-reference.md 8.4): one telemetry write.
     const first = await sync(t, token, lockId, cursor);
-    expect(first).toEqual({ tokens: [], revocations: [], cursor, serial: first.serial });
+    expect(first).toEqual({ tokens: [], revocations: [], cursor, serial: first.serial, holderBinding: 'optional', revokedKeys: [] });
     expect(watermarks().current(acme.tenantId)).toBe(await changeCounter(t, acme.tenantId));
     const again = await lockStatements(lockId, () => sync(t, token, lockId, cursor));
     expect(again.statements).toBe(0);

@@ -119,7 +119,7 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
     expect(response.headers['content-type']).toContain('application/json');
     expect(response.headers.link).toBeUndefined();
     const body = response.json() as SyncBody;
-    expect(Object.keys(body).sort()).toEqual(['cursor', 'keys', 'revocations', 'serial', 'tokens']);
+    expect(Object.keys(body).sort()).toEqual(['cursor', 'holderBinding', 'keys', 'revocations', 'revokedKeys', 'serial', 'tokens']);
     // The lock's tickets as the Operator API shows them, in the order they changed; no credentials.
     expect(body.tokens).toEqual([await operatorView(valid.id), await operatorView(future.id)]);
     // docs/api-reference.md 8.2: a revocation only while a credential of it may be valid. The expired ticket's credential
@@ -143,7 +143,7 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
     expect(start.keys).toBeDefined();
     const c0 = start.cursor;
     // Nothing changed, the key set included: no `keys` (docs/api-reference.md 8.1) and the same serial.
-    expect(await sync(t, syncToken, 'l-delta', c0)).toEqual({ tokens: [], revocations: [], cursor: c0, serial: start.serial });
+    expect(await sync(t, syncToken, 'l-delta', c0)).toEqual({ tokens: [], revocations: [], cursor: c0, serial: start.serial, holderBinding: 'optional', revokedKeys: [] });
 
     const added = await issue('l-delta', 'p-delta');
     const afterAdd = await sync(t, syncToken, 'l-delta', c0);
@@ -157,12 +157,12 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
     expect(await downloadAll('p-delta')).toEqual([first.id, added.id]);
     const { revocationDate } = await revoke(first.id);
     const afterRevoke = await sync(t, syncToken, 'l-delta', afterAdd.cursor);
-    expect(afterRevoke).toEqual({ tokens: [], revocations: [{ tokenId: first.id, revocationDate }], cursor: expect.any(String), serial: expect.any(Number) });
+    expect(afterRevoke).toEqual({ tokens: [], revocations: [{ tokenId: first.id, revocationDate }], cursor: expect.any(String), serial: expect.any(Number), holderBinding: 'optional', revokedKeys: [] });
     expect(afterRevoke.serial).toBeGreaterThan(afterAdd.serial);
 
     // Another lock's ticket is not this lock's change.
     await issue('l-delta-other', 'p-delta');
-    expect(await sync(t, syncToken, 'l-delta', afterRevoke.cursor)).toEqual({ tokens: [], revocations: [], cursor: afterRevoke.cursor, serial: afterRevoke.serial });
+    expect(await sync(t, syncToken, 'l-delta', afterRevoke.cursor)).toEqual({ tokens: [], revocations: [], cursor: afterRevoke.cursor, serial: afterRevoke.serial, holderBinding: 'optional', revokedKeys: [] });
 
     // Issued, downloaded and revoked between two syncs: the lock learns only the revocation.
     const brief = await issue('l-delta', 'p-delta');
@@ -171,13 +171,13 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
     const afterBrief = await sync(t, syncToken, 'l-delta', afterRevoke.cursor);
     expect(afterBrief.tokens).toEqual([]);
     expect(afterBrief.revocations).toEqual([{ tokenId: brief.id, revocationDate: briefRevocation.revocationDate }]);
-    expect(await sync(t, syncToken, 'l-delta', afterBrief.cursor)).toEqual({ tokens: [], revocations: [], cursor: afterBrief.cursor, serial: afterBrief.serial });
+    expect(await sync(t, syncToken, 'l-delta', afterBrief.cursor)).toEqual({ tokens: [], revocations: [], cursor: afterBrief.cursor, serial: afterBrief.serial, holderBinding: 'optional', revokedKeys: [] });
 
     // Issued and revoked between two syncs, never downloaded: no credential of it exists, so the lock learns nothing
     // of it, neither the ticket nor its revocation (docs/api-reference.md 8.2).
     const unused = await issue('l-delta', 'p-delta');
     await revoke(unused.id);
-    expect(await sync(t, syncToken, 'l-delta', afterBrief.cursor)).toEqual({ tokens: [], revocations: [], cursor: afterBrief.cursor, serial: afterBrief.serial });
+    expect(await sync(t, syncToken, 'l-delta', afterBrief.cursor)).toEqual({ tokens: [], revocations: [], cursor: afterBrief.cursor, serial: afterBrief.serial, holderBinding: 'optional', revokedKeys: [] });
 
     // Starting over gives the whole current state, with the key set.
     const whole = await sync(t, syncToken, 'l-delta');
@@ -196,6 +196,8 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
       cursor: expect.any(String),
       serial: expect.any(Number),
       keys: (await lockTrust(t, acme, 'l-empty')).keys,
+      holderBinding: 'optional',
+      revokedKeys: [],
     });
     const { keys: _keys, ...unchanged } = empty;
     expect(await sync(t, syncToken, 'l-empty', empty.cursor)).toEqual(unchanged);
@@ -231,7 +233,7 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
     expect([...serials].sort((a, b) => a - b)).toEqual(serials);
     const lastSerial = serials[serials.length - 1]!;
     expect(lastSerial).toBe(Math.max(...(await deviceTicketRows(t, acme.tenantId)).filter((row) => row.secured_object_id === 'l-pages').map((row) => row.change_seq)));
-    expect(await sync(t, syncToken, 'l-pages', walked.cursor)).toEqual({ tokens: [], revocations: [], cursor: walked.cursor, serial: lastSerial });
+    expect(await sync(t, syncToken, 'l-pages', walked.cursor)).toEqual({ tokens: [], revocations: [], cursor: walked.cursor, serial: lastSerial, holderBinding: 'optional', revokedKeys: [] });
 
     // A page that ends exactly at the last change has no next link.
     const exact = await syncAll(t, syncToken, 'l-pages', undefined, 4);

@@ -12,7 +12,7 @@ import { download, lockToken, lockTrust, payloadOf, phoneToken, sync } from '../
 import { bearer, clientToken, createClient, keyRotationToken, type TenantFixture } from '../helpers/oauth.js';
 import { call, device, expectProblem, HOUR, lock, ticket, type TicketBody } from '../helpers/operator.js';
 import { twoTenants } from '../helpers/tenants.js';
-import { holderKeyPair, putLockKey, receipt } from '../helpers/holder-keys.js';
+import { newKeyPair, putLockKey, receipt } from '../helpers/holder-keys.js';
 
 const START = Date.UTC(2026, 4, 4, 7, 0, 0, 0);
 const DAY = 24 * HOUR;
@@ -186,7 +186,7 @@ describe('lock telemetry under attack', () => {
     expect(reported.statusCode, reported.body).toBe(200);
     expect(await readLock('cellar')).not.toHaveProperty('clockOffset');
     // The lock itself says so, in a receipt signed with its key (its clock was reset, or its key stolen).
-    const cellarKey = holderKeyPair();
+    const cellarKey = newKeyPair();
     await putLockKey(t, acme.tenantId, 'cellar', cellarKey);
     const relayed = await relay(phone, 'phone-cellar', { securedObjectId: 'cellar', receipts: [receipt(cellarKey, 'cellar', { lockTime: now - 10 * YEAR, entries: [entry] })] });
     expect(relayed.statusCode, relayed.body).toBe(200);
@@ -254,7 +254,7 @@ describe('lock telemetry under attack', () => {
     await lock(t, await op(), 'busy');
     await device(t, await op(), 'phone-busy');
     await downloadedTicket('busy', 'phone-busy');
-    const busyKey = holderKeyPair();
+    const busyKey = newKeyPair();
     await putLockKey(t, acme.tenantId, 'busy', busyKey);
     const lockAuth = await lockToken(t, acme, 'busy');
     const phone = await phoneToken(t, acme, 'phone-busy');

@@ -113,7 +113,7 @@ describe('a generated client against the running server', () => {
       body: { name: 'Alice phone', scopes: ['tokens:download'], mobileDeviceId: 'phone-alice-1' },
     });
     expect(phoneClient.response.status).toBe(201);
-    expect(phoneClient.data).toMatchObject({ scopes: ['tokens:download'], mobileDeviceId: 'phone-alice-1', clientSecret: expect.any(String) });
+    expect(phoneClient.data).toMatchObject({ scopes: ['tokens:download', 'keys:register'], mobileDeviceId: 'phone-alice-1', clientSecret: expect.any(String) });
     const phoneApi = createClient<DeviceApiPaths>({ baseUrl, headers: authorization(await clientCredentials({ clientId: phoneClient.data!.clientId, clientSecret: phoneClient.data!.clientSecret! })) });
     phoneApi.use(responseValidation(validators.deviceapi));
     const downloaded = await phoneApi.GET('/deviceapi/mobiledevices/{id}/tickets', { params: { path: { id: 'phone-alice-1' } } });

@@ -12,8 +12,17 @@ export async function phoneToken(t: TestApp, tenant: TenantFixture, mobileDevice
   return clientToken(t.app, await createClient(t.app, tenant, ['tokens:download'], { mobileDeviceId }));
 }
 
-/** A `sync` token of a client bound to the lock (docs/api-reference.md 3.7, 6.2). */
+/**
+ * A `sync` token of a client bound to the lock (docs/api-reference.md 3.7, 6.2). Asked for `sync` alone: the client also
+ * holds `keys:register` (docs/api-reference.md 11.1), and a token carrying it stops working when the lock is deleted
+ * (docs/api-reference.md 4.1), where a `sync` token keeps syncing.
+ */
 export async function lockToken(t: TestApp, tenant: TenantFixture, securedObjectId: string): Promise<string> {
+  return clientToken(t.app, await createClient(t.app, tenant, ['sync'], { securedObjectId }), 'sync');
+}
+
+/** A token of a client bound to the lock with every scope it holds, `keys:register` included (docs/api-reference.md 11.1). */
+export async function lockKeysToken(t: TestApp, tenant: TenantFixture, securedObjectId: string): Promise<string> {
   return clientToken(t.app, await createClient(t.app, tenant, ['sync'], { securedObjectId }));
 }
 
@@ -68,6 +77,10 @@ export interface SyncBody {
   keys?: { keys: JWK[] };
   /** The lock was deleted; its client syncs what the deletion caused (docs/api-reference.md 4.1). */
   decommissioned?: true;
+  /** The lock's effective holder-binding policy (docs/api-reference.md 11.2). */
+  holderBinding: 'optional' | 'required';
+  /** Phone keys revoked since the cursor (docs/api-reference.md 11.4). */
+  revokedKeys: { jkt: string; revocationDate: number }[];
 }
 
 export function syncRequest(t: TestApp, token: string, securedObjectId: string, cursor?: string, limit?: number): Promise<LightMyRequestResponse> {
@@ -125,6 +138,12 @@ export interface LockTrust {
   securedObjectId: string;
   keys: { keys: JWK[] };
   maxCredentialLifetime: number;
+  /** docs/api-reference.md 11.2: the lock's effective policy, its own key, its starting serial and revocations. */
+  holderBinding: 'optional' | 'required';
+  keyThumbprint?: string;
+  serial: number;
+  revoked: string[];
+  revokedKeys: string[];
 }
 
 /** `GET /deviceapi/securedobjects/{id}/trust` with `token` (a client bound to the lock); fails the test unless 200. */

@@ -26,7 +26,7 @@ const DOCUMENTS: Record<ApiName, string> = {
 export const API_SCOPES: Record<ApiName, readonly string[]> = {
   operatorapi: OPERATOR_SCOPES,
   accessapi: ACCESS_SCOPES,
-  deviceapi: ['tokens:download', 'sync'],
+  deviceapi: ['tokens:download', 'sync', 'keys:register'],
 };
 
 interface Operation {
@@ -205,17 +205,28 @@ export async function accessToken(app: App, tenant: TenantFixture, scopes: strin
  * `tokens:download` to the tenant's device, `sync` to its lock (the trust endpoint answers only the lock's own client,
  * docs/api-reference.md 8.1); `{ bound: false }` gives an unbound `sync` client, which may sync any lock of its tenant (6.2).
  */
+/**
+ * The token a route's own scope is tried with: `keys:register` on a lock's path needs a client bound to a lock, on a
+ * device's path one bound to a device (docs/api-reference.md 11.1).
+ */
+export const tokenKeyFor = (route: Pick<RouteEntry, 'api' | 'path'>, scope: string): string =>
+  route.api === 'deviceapi' && scope === 'keys:register' && route.path.startsWith('/deviceapi/securedobjects/')
+    ? 'deviceapi keys:register lock'
+    : `${route.api} ${scope}`;
+
 export async function tokenWithScope(
   app: App,
   tenant: TenantFixture,
   api: ApiName,
   scope: string,
   data: Pick<TenantData, 'deviceId' | 'lockId'>,
-  { bound = true }: { bound?: boolean } = {},
+  { bound = true, boundTo }: { bound?: boolean; boundTo?: 'device' | 'lock' } = {},
 ): Promise<string> {
   if (api === 'accessapi') return accessToken(app, tenant, [scope]);
+  // `keys:register` serves either kind (docs/api-reference.md 11.1): bound to the device unless asked otherwise.
+  const kind = boundTo ?? (scope === 'sync' ? 'lock' : scope === 'tokens:download' || scope === 'keys:register' ? 'device' : undefined);
   const binding =
-    api !== 'deviceapi' || !bound ? {} : scope === 'tokens:download' ? { mobileDeviceId: data.deviceId } : scope === 'sync' ? { securedObjectId: data.lockId } : {};
+    api !== 'deviceapi' || !bound || kind === undefined ? {} : kind === 'device' ? { mobileDeviceId: data.deviceId } : { securedObjectId: data.lockId };
   const client = await createClient(app, tenant, [scope], binding);
   const response = await tokenRequest(app, client, { grant_type: 'client_credentials', scope });
   if (response.statusCode !== 200) throw new Error(`client credentials for ${scope}: ${response.body}`);

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { bearer, createTenant } from '../helpers/oauth.js';
-import { API_SCOPES, routeTable, seedTenant, tokenWithScope, urlFor, type ApiName, type RouteEntry, type TenantData } from './route-table.js';
+import { API_SCOPES, routeTable, seedTenant, tokenKeyFor, tokenWithScope, urlFor, type ApiName, type RouteEntry, type TenantData } from './route-table.js';
 
 describe('scope matrix', () => {
   let t: TestApp;
@@ -18,6 +18,7 @@ describe('scope matrix', () => {
     for (const [api, scopes] of Object.entries(API_SCOPES) as [ApiName, readonly string[]][]) {
       for (const scope of scopes) tokens.set(`${api} ${scope}`, await tokenWithScope(t.app, data.tenant, api, scope, data));
     }
+    tokens.set('deviceapi keys:register lock', await tokenWithScope(t.app, data.tenant, 'deviceapi', 'keys:register', data, { boundTo: 'lock' }));
   });
   afterAll(async () => {
     await t.close();
@@ -35,7 +36,7 @@ describe('scope matrix', () => {
         const response = await t.app.inject({
           method: route.method as 'GET',
           url: urlFor(route, data),
-          headers: bearer(tokens.get(`${route.api} ${scope}`)!),
+          headers: bearer(tokens.get(tokenKeyFor(route, scope))!),
           ...(route.exampleBody !== undefined && ['POST', 'PATCH', 'PUT'].includes(route.method) ? { payload: route.exampleBody as object } : {}),
         });
         const label = `${route.method} ${route.path} with ${scope}: ${response.statusCode}`;

@@ -3,7 +3,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { clientAssertion, holderKeyPair, putDeviceKey, signEs256, type HolderKeyPair } from '../helpers/holder-keys.js';
+import { clientAssertion, newKeyPair, putDeviceKey, signJws, type HolderKeyPair } from '../helpers/holder-keys.js';
 import { basic, bearer, clientToken, createClient, createTenant, form, type ClientFixture, type TenantFixture } from '../helpers/oauth.js';
 import { device, lock } from '../helpers/operator.js';
 import { decodeJwt, expectOAuthError } from '../helpers/security.js';
@@ -28,7 +28,7 @@ describe('private_key_jwt (RFC 7523)', () => {
     await device(t, admin, 'phone-1');
     await device(t, admin, 'phone-keyless');
     await lock(t, admin, 'front-door');
-    phoneKey = holderKeyPair();
+    phoneKey = newKeyPair();
     await putDeviceKey(t, tenant.tenantId, 'phone-1', phoneKey);
     phoneClient = await createClient(t.app, tenant, ['tokens:download'], {
       mobileDeviceId: 'phone-1',
@@ -70,7 +70,7 @@ describe('private_key_jwt (RFC 7523)', () => {
       expect(response.statusCode, response.body).toBe(200);
       expect(response.headers['cache-control']).toBe('no-store');
       const body = response.json();
-      expect(body).toMatchObject({ token_type: 'Bearer', scope: 'tokens:download' });
+      expect(body).toMatchObject({ token_type: 'Bearer', scope: 'tokens:download keys:register' });
       expect(decodeJwt(body.access_token).payload).toMatchObject({ client_id: phoneClient.clientId, sub: phoneClient.clientId, tenant: tenant.tenantId });
       expect(await usedIds(phoneClient.clientId)).toContain(jti);
       // The token works on the Device API like a secret-authenticated one.
@@ -93,7 +93,7 @@ describe('private_key_jwt (RFC 7523)', () => {
 
   it('every wrong assertion is 401 invalid_client with the same hint, and spends no jti', async () => {
     const now = Math.floor(Date.now() / 1000);
-    const other = holderKeyPair();
+    const other = newKeyPair();
     const good = (claims: Record<string, unknown> = {}) => clientAssertion(phoneKey, phoneClient.clientId, TOKEN_ENDPOINT, claims);
     const [head, payload] = good().split('.');
     const hmac = (header: object) => {
@@ -117,7 +117,7 @@ describe('private_key_jwt (RFC 7523)', () => {
       ['alg none', `${Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url')}.${payload}.`],
       ['alg HS256', hmac({ alg: 'HS256', typ: 'JWT' })],
       ['alg header says ES256 over an HMAC', hmac({ alg: 'ES256', typ: 'JWT' })],
-      ['a JWS of another type (a key proof)', signEs256(phoneKey.privateKey, { typ: 'key-proof+jwt' }, decodeJwt(good()).payload)],
+      ['a JWS of another type (a key proof)', signJws(phoneKey.privateKey, { alg: 'ES256', typ: 'key-proof+jwt' }, decodeJwt(good()).payload)],
       ['not a JWS', 'not-a-jwt'],
       ['three parts, not JSON', `${head}.bm90IGpzb24.AAAA`],
       ['client bound to a device without a key', clientAssertion(phoneKey, keylessClient.clientId, TOKEN_ENDPOINT)],
@@ -141,7 +141,7 @@ describe('private_key_jwt (RFC 7523)', () => {
   });
 
   it('a deleted client\'s assertion is refused', async () => {
-    const key = holderKeyPair();
+    const key = newKeyPair();
     const admin = await clientToken(t.app, tenant);
     await device(t, admin, 'phone-doomed');
     await putDeviceKey(t, tenant.tenantId, 'phone-doomed', key);

@@ -227,9 +227,9 @@ describe('G42: clients bound to a deleted lock may only sync, up to the deletion
     const noSync = await createClient(t.app, acme, ['devices:read'], { securedObjectId: 'd-door' });
     const unbound = await createClient(t.app, acme, ['sync', 'devices:read']);
     const wideToken = await clientToken(t.app, wide);
-    const syncOnlyToken = await clientToken(t.app, syncOnly);
+    const syncOnlyToken = await clientToken(t.app, syncOnly, 'sync');
     const unboundToken = await clientToken(t.app, unbound);
-    expect(decodeJwt(wideToken).scope).toBe('sync devices:read');
+    expect(decodeJwt(wideToken).scope).toBe('sync devices:read keys:register');
     const before = await changeCounter(t, acme.tenantId);
 
     const removed = await removeLock('d-door');
@@ -288,7 +288,7 @@ describe('G42: clients bound to a deleted lock may only sync, up to the deletion
     expect(read.json()).toStrictEqual({
       clientId: wide.clientId,
       name: 'test client',
-      scopes: ['sync', 'devices:read'],
+      scopes: ['sync', 'devices:read', 'keys:register'],
       securedObjectId: 'd-door',
       creationDate: expect.any(Number),
       decommissioned: true,
@@ -325,7 +325,7 @@ describe('G42: clients bound to a deleted lock may only sync, up to the deletion
     const second = await createClient(t.app, acme, ['sync', 'devices:read'], { securedObjectId: 'again-door' });
     expect(await clientRow(second.clientId)).toMatchObject({ decommissioned_seq: null });
     expect((await getClient(second.clientId)).json()).not.toHaveProperty('decommissioned');
-    expect((await tokenRequest(t.app, second, { grant_type: 'client_credentials' })).json().scope).toBe('sync devices:read');
+    expect((await tokenRequest(t.app, second, { grant_type: 'client_credentials' })).json().scope).toBe('sync devices:read keys:register');
     // A ticket between the two deletions moves the counter on, so the numbers differ by more than one.
     await device(t, operator, 'again-phone');
     await ticket(t, operator, 'again-door', 'again-phone');
@@ -378,8 +378,8 @@ describe('G42: clients bound to a deleted lock may only sync, up to the deletion
     expect(await clientRow(ours.clientId)).toMatchObject({ decommissioned_seq: await changeCounter(t, acme.tenantId) });
     expect(await clientRow(theirs.clientId)).toMatchObject({ tenant_id: other.tenantId, decommissioned_seq: null });
     expect(await revocationKinds(theirs.clientId)).toEqual([]);
-    expect((await tokenRequest(t.app, theirs, { grant_type: 'client_credentials' })).json().scope).toBe('sync devices:read');
-    expect(await introspect(t.app, theirs, theirToken)).toMatchObject({ active: true, scope: 'sync devices:read' });
+    expect((await tokenRequest(t.app, theirs, { grant_type: 'client_credentials' })).json().scope).toBe('sync devices:read keys:register');
+    expect(await introspect(t.app, theirs, theirToken)).toMatchObject({ active: true, scope: 'sync devices:read keys:register' });
     expect((await syncRequest(t, theirToken, 'twin-door')).statusCode).toBe(200);
     expect((await getClient(theirs.clientId, otherOperator)).json()).not.toHaveProperty('decommissioned');
   });
@@ -398,7 +398,7 @@ describe('a failed deletion changes nothing', () => {
     });
     expect(await clientState()).toEqual(before);
     expect((await tokenRequest(t.app, theirPhoneClient, { grant_type: 'client_credentials' })).statusCode).toBe(200);
-    expect((await tokenRequest(t.app, theirDoorClient, { grant_type: 'client_credentials' })).json().scope).toBe('sync devices:read');
+    expect((await tokenRequest(t.app, theirDoorClient, { grant_type: 'client_credentials' })).json().scope).toBe('sync devices:read keys:register');
   });
 });
 
@@ -448,7 +448,7 @@ describe.runIf(Boolean(process.env.TEST_DATABASE_URL))('G42 across two instances
       await lock(t, operator, 'x-door');
       const bound = await createClient(t.app, acme, ['sync', 'devices:read'], { securedObjectId: 'x-door' });
       const wideToken = await clientToken(t.app, bound);
-      expect((await tokenRequest(peer, bound, { grant_type: 'client_credentials' })).json().scope).toBe('sync devices:read');
+      expect((await tokenRequest(peer, bound, { grant_type: 'client_credentials' })).json().scope).toBe('sync devices:read keys:register');
       const url = '/deviceapi/securedobjects/x-door/sync';
       expect(await statusOf(peer, url, wideToken)).toBe(200);
 

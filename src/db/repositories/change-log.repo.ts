@@ -57,12 +57,38 @@ export const KEY_SET_SEQ_SQL = (tenantPlaceholder: string) =>
   `coalesce((SELECT change_seq FROM ticket_key_set_changes WHERE tenant_id = ${tenantPlaceholder}), 0)`;
 
 /**
+ * The effective holder-binding policy of a lock (docs/api-reference.md 11.2) as an SQL expression: its own override,
+ * else its tenant's. Primary-key reads.
+ */
+export const HOLDER_BINDING_SQL = (tenantPlaceholder: string, lockExpression: string) =>
+  `coalesce((SELECT holder_binding FROM secured_objects WHERE tenant_id = ${tenantPlaceholder} AND id = ${lockExpression}),
+            (SELECT holder_binding FROM tenants WHERE id = ${tenantPlaceholder}), 'optional')`;
+
+/**
+ * The change-log position of the last change of a lock's holder-binding policy (docs/api-reference.md 11.2): the
+ * tenant's policy or the lock's override, whichever changed last; 0 while neither did.
+ */
+export const HOLDER_BINDING_SEQ_SQL = (tenantPlaceholder: string, lockExpression: string) =>
+  `greatest(coalesce((SELECT holder_binding_seq FROM tenants WHERE id = ${tenantPlaceholder}), 0),
+            coalesce((SELECT holder_binding_seq FROM secured_objects WHERE tenant_id = ${tenantPlaceholder} AND id = ${lockExpression}), 0))`;
+
+/**
+ * The change-log position of the tenant's last phone-key revocation (docs/api-reference.md 11.4), 0 while there was
+ * none: revoked_device_keys_sync_idx read backwards, one row.
+ */
+export const REVOKED_KEYS_SEQ_SQL = (tenantPlaceholder: string) =>
+  `coalesce((SELECT change_seq FROM revoked_device_keys WHERE tenant_id = ${tenantPlaceholder} ORDER BY change_seq DESC LIMIT 1), 0)`;
+
+/**
  * A lock's serial (docs/api-reference.md 8.3) as an SQL expression: the change-log position of the last change that
- * concerns it, key-set changes included — the furthest any sync answer or revocation list for it can reach
+ * concerns it, key-set changes, its holder-binding policy and the tenant's phone-key revocations included
+ * (docs/api-reference.md 11.2, 11.4) — the furthest any sync answer or revocation list for it can reach
  * (tickets_sync_idx read backwards, one row).
  */
 export const LOCK_SERIAL_SQL = (tenantPlaceholder: string, lockExpression: string) =>
   `greatest(
      coalesce((SELECT change_seq FROM tickets WHERE tenant_id = ${tenantPlaceholder} AND secured_object_id = ${lockExpression}
                 ORDER BY change_seq DESC LIMIT 1), 0),
-     ${KEY_SET_SEQ_SQL(tenantPlaceholder)})`;
+     ${KEY_SET_SEQ_SQL(tenantPlaceholder)},
+     ${HOLDER_BINDING_SEQ_SQL(tenantPlaceholder, lockExpression)},
+     ${REVOKED_KEYS_SEQ_SQL(tenantPlaceholder)})`;

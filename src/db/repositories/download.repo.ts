@@ -3,7 +3,9 @@
 import type { Queryable } from '../database.js';
 import { keysetPage, type KeysetPosition } from '../../shared/keyset.js';
 import { AUDIT_APPEND_CTES } from './audit.repo.js';
-import { LOCK_SERIAL_SQL } from './change-log.repo.js';
+import { HOLDER_BINDING_SQL, LOCK_SERIAL_SQL } from './change-log.repo.js';
+import type { HolderBinding } from '../../shared/holder-binding.js';
+import type { HolderPublicKey } from '../../shared/holder-keys.js';
 import { CLOCK_MARGIN_SQL } from './lock-telemetry.repo.js';
 import { TICKET_COLUMNS, TICKET_KEYSET, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';
 
@@ -16,10 +18,16 @@ export interface CredentialedTicket extends TicketRecord {
    * next download, as its windows are of a zone its lock no longer has (forgetScheduledCredentials).
    */
   credential: { sealed: Buffer; kid: string | null; issuedAt: number; expiresAt: number } | null;
+  /** The thumbprint of the device's key, which its credentials are bound to (`cnf.jkt`, docs/api-reference.md 11.2). */
+  deviceKeyThumbprint: string | null;
+  /** The lock's own public key, which a download hands out as `lockKey` (docs/api-reference.md 11.2). */
+  lockPublicKey: HolderPublicKey | null;
 }
 
 interface CredentialColumns {
   lock_time_zone: string;
+  device_key_thumbprint: string | null;
+  lock_public_key: HolderPublicKey | string | null;
   credential_encrypted: Buffer | Uint8Array | null;
   credential_kid: string | null;
   credential_issued_at: number | null;
@@ -36,9 +44,21 @@ const LOCK_TIME_ZONE = (alias: string) =>
   `coalesce((SELECT so.time_zone FROM secured_objects so
               WHERE so.tenant_id = ${alias}.tenant_id AND so.id = ${alias}.secured_object_id), 'UTC') AS lock_time_zone`;
 
+/**
+ * The thumbprint of the ticket's device's key and its lock's public key (docs/api-reference.md 11.2), by primary key:
+ * read with the tickets, so a download of 500 tickets binds and carries them without a query per ticket.
+ */
+const HOLDER_KEYS = (alias: string) =>
+  `(SELECT md.key_thumbprint FROM mobile_devices md
+     WHERE md.tenant_id = ${alias}.tenant_id AND md.id = ${alias}.mobile_device_id) AS device_key_thumbprint,
+   (SELECT so.public_key FROM secured_objects so
+     WHERE so.tenant_id = ${alias}.tenant_id AND so.id = ${alias}.secured_object_id) AS lock_public_key`;
+
 const toCredentialed = (row: TicketRow & CredentialColumns): CredentialedTicket => ({
   ...toTicketRecord(row),
   lockTimeZone: row.lock_time_zone,
+  deviceKeyThumbprint: row.device_key_thumbprint,
+  lockPublicKey: typeof row.lock_public_key === 'string' ? (JSON.parse(row.lock_public_key) as HolderPublicKey) : row.lock_public_key,
   credential:
     row.credential_encrypted === null
       ? null
@@ -70,7 +90,7 @@ export async function listValidTicketsOfDevice(
   const params: unknown[] = [tenantId, mobileDeviceId, now];
   const page = keysetPage(params, TICKET_KEYSET, after, limit);
   const { rows } = await db.query<TicketRow & CredentialColumns>(
-    `SELECT ${TICKET_COLUMNS}, ${CREDENTIAL_COLUMNS}, ${LOCK_TIME_ZONE('tickets')} FROM tickets
+    `SELECT ${TICKET_COLUMNS}, ${CREDENTIAL_COLUMNS}, ${LOCK_TIME_ZONE('tickets')}, ${HOLDER_KEYS('tickets')} FROM tickets
       WHERE tenant_id = $1 AND mobile_device_id = $2 AND revoked_at IS NULL AND end_date > $3 AND ${page.condition}
       ${page.orderAndLimit}`,
     params,
@@ -96,12 +116,30 @@ export async function recordDownload(
   credentials: (NewCredential | null)[],
   now: number,
   audit: { actor: string; requestId: string | null },
+  devices: DownloadedDevice[],
 ): Promise<Map<string, number>> {
   if (ticketIds.length === 0) return new Map();
   const { rows } = await db.query<{ id: string; downloaded_at: number }>(
-    `WITH before AS (
+    `WITH devices AS (
+       -- docs/api-reference.md 11.2, 11.4: the devices whose key is still the one the credentials were bound to, their
+       -- rows locked before the tickets' (the order a device's removal takes). A key registered or revoked meanwhile
+       -- leaves its device out: nothing bound to the old key is handed out, since its revocation may already have
+       -- passed the locks' syncs with a shorter bound. Evaluated once, before the first ticket row is locked.
+       SELECT md.id FROM mobile_devices md
+         JOIN unnest($10::text[], $11::text[]) AS d (id, jkt) ON md.id = d.id
+        WHERE md.tenant_id = $1 AND md.key_thumbprint IS NOT DISTINCT FROM d.jkt
+        ORDER BY md.id
+          FOR NO KEY UPDATE OF md
+     ), raised AS (
+       -- The key's revocation must reach the locks until the last credential bound to it expires (migration 020).
+       UPDATE mobile_devices md SET key_bound_until = d.bound_until
+         FROM unnest($10::text[], $11::text[], $12::bigint[]) AS d (id, jkt, bound_until)
+        WHERE md.tenant_id = $1 AND md.id = d.id AND md.key_thumbprint = d.jkt
+          AND d.bound_until > coalesce(md.key_bound_until, 0) AND md.id IN (SELECT id FROM devices)
+     ), before AS (
        SELECT id, downloaded_at, mobile_device_id, secured_object_id FROM tickets
         WHERE tenant_id = $1 AND id = ANY ($2::uuid[]) AND revoked_at IS NULL
+          AND mobile_device_id = ANY (ARRAY(SELECT id FROM devices))
           FOR UPDATE
      ), updated AS (
        UPDATE tickets t SET
@@ -132,9 +170,21 @@ export async function recordDownload(
       credentials.map((credential) => credential?.kid ?? null),
       credentials.map((credential) => credential?.issuedAt ?? null),
       credentials.map((credential) => credential?.expiresAt ?? null),
+      devices.map((device) => device.mobileDeviceId),
+      devices.map((device) => device.keyThumbprint),
+      devices.map((device) => device.boundUntil),
     ],
   );
   return new Map(rows.map((row) => [row.id, row.downloaded_at]));
+}
+
+/** A device whose tickets a download stores: the key its credentials were bound to, and their latest `exp` (ms). */
+export interface DownloadedDevice {
+  mobileDeviceId: string;
+  /** Null: the device had no key, and its credentials carry no `cnf`. */
+  keyThumbprint: string | null;
+  /** The latest `exp` of a credential bound to the key handed out now; 0 when none. */
+  boundUntil: number;
 }
 
 /** What a revocation list for one lock holds (docs/api-reference.md 8.3). */
@@ -144,6 +194,10 @@ export interface LockRevocations {
   serial: number;
   /** Revoked tickets of the lock whose credential may still be alive, in id order. */
   revoked: string[];
+  /** The lock's effective holder-binding policy (docs/api-reference.md 11.2). */
+  holderBinding: HolderBinding;
+  /** The tenant's revoked phone keys whose bound credentials may still be alive, by thumbprint (docs/api-reference.md 11.4). */
+  revokedKeys: string[];
 }
 
 /**
@@ -159,17 +213,28 @@ export async function listLockRevocations(
   maxClockMarginMs: number,
 ): Promise<LockRevocations[]> {
   if (securedObjectIds.length === 0) return [];
-  const { rows } = await db.query<{ secured_object_id: string; serial: number; revoked: string[] }>(
+  const { rows } = await db.query<{ secured_object_id: string; serial: number; revoked: string[]; holder_binding: HolderBinding; revoked_keys: string[] }>(
     `SELECT l.id AS secured_object_id,
             ${LOCK_SERIAL_SQL('$1', 'l.id')} AS serial,
             coalesce((SELECT array_agg(id::text ORDER BY id) FROM tickets
                        WHERE tenant_id = $1 AND secured_object_id = l.id AND revoked_at IS NOT NULL
-                         AND credential_expires_at > $3::bigint + ${CLOCK_MARGIN_SQL('$1', 'l.id', '$4')}), '{}') AS revoked
+                         AND credential_expires_at > $3::bigint + ${CLOCK_MARGIN_SQL('$1', 'l.id', '$4')}), '{}') AS revoked,
+            ${HOLDER_BINDING_SQL('$1', 'l.id')} AS holder_binding,
+            -- The same for every lock of the tenant, bounded by the lifetime like the tickets' revocations; read
+            -- at the lock's clock, as a sync does.
+            coalesce((SELECT array_agg(key_thumbprint ORDER BY key_thumbprint) FROM revoked_device_keys
+                       WHERE tenant_id = $1 AND bound_until > $3::bigint + ${CLOCK_MARGIN_SQL('$1', 'l.id', '$4')}), '{}') AS revoked_keys
        FROM unnest($2::text[]) AS l (id)
       ORDER BY l.id`,
     [tenantId, securedObjectIds, now, maxClockMarginMs],
   );
-  return rows.map((row) => ({ securedObjectId: row.secured_object_id, serial: Number(row.serial), revoked: row.revoked }));
+  return rows.map((row) => ({
+    securedObjectId: row.secured_object_id,
+    serial: Number(row.serial),
+    revoked: row.revoked,
+    holderBinding: row.holder_binding,
+    revokedKeys: row.revoked_keys,
+  }));
 }
 
 /** The VALID tickets of every device of a resident (for its token card), at most `limit`. */
@@ -182,7 +247,7 @@ export async function listValidTicketsOfResident(
 ): Promise<CredentialedTicket[]> {
   const { rows } = await db.query<TicketRow & CredentialColumns>(
     `SELECT ${[...TICKET_COLUMNS.split(', '), ...CREDENTIAL_COLUMNS.split(', ')].map((column) => `t.${column}`).join(', ')},
-            ${LOCK_TIME_ZONE('t')}
+            ${LOCK_TIME_ZONE('t')}, ${HOLDER_KEYS('t')}
        FROM resident_devices rd
        JOIN tickets t ON t.tenant_id = rd.tenant_id AND t.mobile_device_id = rd.mobile_device_id
       WHERE rd.tenant_id = $1 AND rd.resident_id = $2 AND t.revoked_at IS NULL AND t.end_date > $3
@@ -222,7 +287,7 @@ export async function listTicketsOfDeviceForLock(
   limit: number,
 ): Promise<ExplainedTicket[]> {
   const { rows } = await db.query<TicketRow & CredentialColumns & { revocation_applied_at: number | null }>(
-    `SELECT ${TICKET_COLUMNS}, ${CREDENTIAL_COLUMNS}, ${LOCK_TIME_ZONE('tickets')} FROM tickets
+    `SELECT ${TICKET_COLUMNS}, ${CREDENTIAL_COLUMNS}, ${LOCK_TIME_ZONE('tickets')}, ${HOLDER_KEYS('tickets')} FROM tickets
       WHERE tenant_id = $1 AND mobile_device_id = $2 AND secured_object_id = $3
       ORDER BY (credential_encrypted IS NOT NULL AND revocation_applied_at IS NULL AND credential_expires_at > $5::bigint
                 AND $6::text = ANY (commands) AND $7::text = ANY (channels)) DESC,

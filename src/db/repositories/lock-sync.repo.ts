@@ -2,7 +2,8 @@
 // it and its client's binding still stand.
 import type { Queryable } from '../database.js';
 import type { SyncPosition } from '../../shared/pagination.js';
-import { KEY_SET_SEQ_SQL } from './change-log.repo.js';
+import { HOLDER_BINDING_SEQ_SQL, HOLDER_BINDING_SQL, KEY_SET_SEQ_SQL, REVOKED_KEYS_SEQ_SQL } from './change-log.repo.js';
+import type { HolderBinding } from '../../shared/holder-binding.js';
 import { CLOCK_MARGIN_SQL } from './lock-telemetry.repo.js';
 import { TICKET_COLUMNS, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';
 
@@ -18,6 +19,13 @@ export interface LockSyncState {
   lastSeq: number;
 }
 
+/** A phone key's revocation as a sync sends it (docs/api-reference.md 11.4), with its change number. */
+export interface SyncedKeyRevocation {
+  jkt: string;
+  revocationDate: number;
+  changeSeq: number;
+}
+
 export interface LockChanges extends LockSyncState {
   /**
    * Whether a revocation after the position was left out only by the lock's clock margin as last estimated (docs/api-reference.md
@@ -25,6 +33,17 @@ export interface LockChanges extends LockSyncState {
    */
   clockDependent: boolean;
   changes: (TicketRecord & { changeSeq: number })[];
+  /** The lock's effective holder-binding policy (docs/api-reference.md 11.2). */
+  holderBinding: HolderBinding;
+  /** The change number of the last change of that policy; 0: never changed. */
+  holderBindingSeq: number;
+  /** The change number of the tenant's last phone-key revocation; 0: none. */
+  revokedKeysSeq: number;
+  /**
+   * The phone keys revoked after the position's change number whose bound credentials may still be alive at the
+   * lock's clock (docs/api-reference.md 11.4), in change-log order; each revocation has a change number of its own.
+   */
+  revokedKeys: SyncedKeyRevocation[];
 }
 
 /**
@@ -54,6 +73,11 @@ export async function listLockChanges(
       key_set_seq: number;
       last_seq: number;
       clock_dependent: boolean;
+      holder_binding: HolderBinding;
+      holder_binding_seq: number;
+      revoked_keys_seq: number;
+      revoked_keys: { jkt: string; revocationDate: number; changeSeq: number }[] | string | null;
+      keys_clock_dependent: boolean;
     }
   >(
     `WITH state AS (
@@ -70,9 +94,25 @@ export async function listLockChanges(
                          AND (change_seq, id) > ($3::bigint, $4::uuid)
                          AND revoked_at IS NOT NULL
                          AND credential_expires_at > $5::bigint - $8::bigint
-                         AND credential_expires_at <= $5::bigint + ${CLOCK_MARGIN_SQL('$1', '$2', '$8')}) AS clock_dependent
+                         AND credential_expires_at <= $5::bigint + ${CLOCK_MARGIN_SQL('$1', '$2', '$8')}) AS clock_dependent,
+              ${HOLDER_BINDING_SQL('$1', '$2')} AS holder_binding,
+              ${HOLDER_BINDING_SEQ_SQL('$1', '$2')} AS holder_binding_seq,
+              ${REVOKED_KEYS_SEQ_SQL('$1')} AS revoked_keys_seq
+     ), revoked_keys AS (
+       -- docs/api-reference.md 11.4: every lock of the tenant learns every revoked phone key while a credential bound to
+       -- it may be alive at its clock, as with a ticket's revocation above; an index range on (tenant, change_seq).
+       SELECT (SELECT json_agg(json_build_object('jkt', k.key_thumbprint, 'revocationDate', k.revoked_at, 'changeSeq', k.change_seq)
+                               ORDER BY k.change_seq)
+                 FROM revoked_device_keys k
+                WHERE k.tenant_id = $1 AND k.change_seq > $3::bigint
+                  AND k.bound_until > $5::bigint + state.clock_margin
+                  AND (state.decommissioned_seq IS NULL OR k.change_seq <= state.decommissioned_seq)) AS revoked_keys,
+              EXISTS (SELECT 1 FROM revoked_device_keys k
+                       WHERE k.tenant_id = $1 AND k.change_seq > $3::bigint
+                         AND k.bound_until > $5::bigint - $8::bigint AND k.bound_until <= $5::bigint + state.clock_margin) AS keys_clock_dependent
+         FROM state
      )
-     SELECT state.*, t.* FROM state
+     SELECT state.*, revoked_keys.*, t.* FROM state CROSS JOIN revoked_keys
        LEFT JOIN LATERAL (
          SELECT ${TICKET_COLUMNS}, change_seq FROM tickets
           WHERE tenant_id = $1 AND secured_object_id = $2
@@ -91,9 +131,44 @@ export async function listLockChanges(
     decommissionedSeq: first.decommissioned_seq === null ? null : Number(first.decommissioned_seq),
     keySetSeq: Number(first.key_set_seq),
     lastSeq: Number(first.last_seq),
-    clockDependent: first.clock_dependent,
+    clockDependent: first.clock_dependent || first.keys_clock_dependent,
+    holderBinding: first.holder_binding,
+    holderBindingSeq: Number(first.holder_binding_seq),
+    revokedKeysSeq: Number(first.revoked_keys_seq),
+    revokedKeys: jsonArray(first.revoked_keys).map((key) => ({
+      jkt: key.jkt,
+      revocationDate: Number(key.revocationDate),
+      changeSeq: Number(key.changeSeq),
+    })),
     changes: rows.filter((row) => row.id !== null).map((row) => ({ ...toTicketRecord(row), changeSeq: row.change_seq })),
   };
+}
+
+/** json_agg comes back parsed from pg and PGlite alike, but a driver set to leave JSON as text is read too. */
+function jsonArray<T>(value: T[] | string | null): T[] {
+  if (value === null) return [];
+  return typeof value === 'string' ? (JSON.parse(value) as T[]) : value;
+}
+
+/** What an installer writes into a lock besides the tenant's issuer and keys (docs/api-reference.md 8.1, 11.2). */
+export interface LockTrustFacts {
+  holderBinding: HolderBinding;
+  /** The lock's own key's thumbprint; null while it has none. */
+  keyThumbprint: string | null;
+  /** The tenant's last change number: the revocation serial the lock starts from (docs/api-reference.md 8.3). */
+  lastSeq: number;
+}
+
+/** The lock's policy, key and starting serial; one round trip of primary-key reads. */
+export async function findLockTrustFacts(db: Queryable, tenantId: string, securedObjectId: string): Promise<LockTrustFacts> {
+  const { rows } = await db.query<{ holder_binding: HolderBinding; key_thumbprint: string | null; last_seq: number }>(
+    `SELECT ${HOLDER_BINDING_SQL('$1', '$2')} AS holder_binding,
+            (SELECT key_thumbprint FROM secured_objects WHERE tenant_id = $1 AND id = $2) AS key_thumbprint,
+            coalesce((SELECT last_seq FROM tenant_change_counters WHERE tenant_id = $1), 0) AS last_seq`,
+    [tenantId, securedObjectId],
+  );
+  const row = rows[0]!;
+  return { holderBinding: row.holder_binding, keyThumbprint: row.key_thumbprint, lastSeq: Number(row.last_seq) };
 }
 
 /** Whether the lock exists, and the calling client's decommission (docs/api-reference.md 4.1, 8.1's trust endpoint). */

@@ -7,6 +7,9 @@ export interface MobileDeviceRecord {
   id: string;
   name: string | null;
   createdAt: number;
+  /** docs/api-reference.md 11.1: its registered key's thumbprint and when it was registered; null while none. */
+  keyThumbprint: string | null;
+  keyRegisteredAt: number | null;
 }
 
 interface MobileDeviceRow {
@@ -14,9 +17,11 @@ interface MobileDeviceRow {
   id: string;
   name: string | null;
   created_at: number;
+  key_thumbprint: string | null;
+  key_registered_at: number | null;
 }
 
-const COLUMNS = 'tenant_id, id, name, created_at';
+const COLUMNS = 'tenant_id, id, name, created_at, key_thumbprint, key_registered_at';
 
 /** Ids are the operator's own strings (docs/api-reference.md 4), ordered as text. */
 const KEYSET: KeysetColumns = { createdAt: 'created_at', id: 'id', idType: 'text' };
@@ -26,12 +31,14 @@ const toRecord = (row: MobileDeviceRow): MobileDeviceRecord => ({
   id: row.id,
   name: row.name,
   createdAt: row.created_at,
+  keyThumbprint: row.key_thumbprint,
+  keyRegisteredAt: row.key_registered_at === null ? null : Number(row.key_registered_at),
 });
 
 /** Null when the id is taken in the tenant. */
 export async function insertMobileDevice(db: Queryable, device: MobileDeviceRecord): Promise<MobileDeviceRecord | null> {
   const { rows } = await db.query<MobileDeviceRow>(
-    `INSERT INTO mobile_devices (${COLUMNS}) VALUES ($1, $2, $3, $4)
+    `INSERT INTO mobile_devices (tenant_id, id, name, created_at) VALUES ($1, $2, $3, $4)
      ON CONFLICT (tenant_id, id) DO NOTHING RETURNING ${COLUMNS}`,
     [device.tenantId, device.id, device.name, device.createdAt],
   );

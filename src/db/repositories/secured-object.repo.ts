@@ -1,6 +1,7 @@
 // SQL for secured objects (locks).
 import type { Queryable } from '../database.js';
 import { keysetPage, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
+import type { HolderBinding } from '../../shared/holder-binding.js';
 
 export interface SecuredObjectRecord {
   tenantId: string;
@@ -11,6 +12,10 @@ export interface SecuredObjectRecord {
   createdAt: number;
   /** The IANA time zone its schedules are read in (docs/api-reference.md 9), in canonical spelling. */
   timeZone: string;
+  /** docs/api-reference.md 11.1: its own registered key's thumbprint; null while none. */
+  keyThumbprint: string | null;
+  /** docs/api-reference.md 11.2: its own policy; null: the tenant's applies. */
+  holderBinding: HolderBinding | null;
 }
 
 interface SecuredObjectRow {
@@ -21,9 +26,11 @@ interface SecuredObjectRow {
   uuid: string;
   created_at: number;
   time_zone: string;
+  key_thumbprint: string | null;
+  holder_binding: HolderBinding | null;
 }
 
-const COLUMNS = 'tenant_id, id, channels, local_name, uuid, created_at, time_zone';
+const COLUMNS = 'tenant_id, id, channels, local_name, uuid, created_at, time_zone, key_thumbprint, holder_binding';
 
 /** Ids are the operator's own strings (docs/api-reference.md 4), ordered as text. */
 const KEYSET: KeysetColumns = { createdAt: 'created_at', id: 'id', idType: 'text' };
@@ -36,12 +43,14 @@ const toRecord = (row: SecuredObjectRow): SecuredObjectRecord => ({
   uuid: row.uuid,
   createdAt: row.created_at,
   timeZone: row.time_zone,
+  keyThumbprint: row.key_thumbprint,
+  holderBinding: row.holder_binding,
 });
 
 /** Null when the id is taken in the tenant. */
 export async function insertSecuredObject(db: Queryable, object: SecuredObjectRecord): Promise<SecuredObjectRecord | null> {
   const { rows } = await db.query<SecuredObjectRow>(
-    `INSERT INTO secured_objects (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)
+    `INSERT INTO secured_objects (tenant_id, id, channels, local_name, uuid, created_at, time_zone) VALUES ($1, $2, $3, $4, $5, $6, $7)
      ON CONFLICT (tenant_id, id) DO NOTHING RETURNING ${COLUMNS}`,
     [object.tenantId, object.id, object.channels, object.localName, object.uuid, object.createdAt, object.timeZone],
   );
@@ -74,18 +83,27 @@ export async function listSecuredObjects(
 /** The fields PATCH /operatorapi/securedobjects/{id} changes (docs/api-reference.md 9); an absent one stays as it is. */
 export interface SecuredObjectChanges {
   timeZone?: string | undefined;
+  /** docs/api-reference.md 11.2: null removes the lock's own policy, so the tenant's applies. */
+  holderBinding?: HolderBinding | null | undefined;
 }
 
-/** Applies the changes in one statement; null when the tenant has no such lock. */
+/**
+ * Applies the changes in one statement; null when the tenant has no such lock. A policy change is stamped with the
+ * change number `holderBindingSeq` (migration 023), taken by the caller when `holderBinding` is among the changes.
+ */
 export async function updateSecuredObject(
   db: Queryable,
   tenantId: string,
   id: string,
   changes: SecuredObjectChanges,
+  holderBindingSeq: number | null = null,
 ): Promise<SecuredObjectRecord | null> {
   const { rows } = await db.query<SecuredObjectRow>(
-    `UPDATE secured_objects SET time_zone = COALESCE($3, time_zone) WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
-    [tenantId, id, changes.timeZone ?? null],
+    `UPDATE secured_objects SET time_zone = COALESCE($3, time_zone),
+            holder_binding = CASE WHEN $4::boolean THEN $5::text ELSE holder_binding END,
+            holder_binding_seq = CASE WHEN $4::boolean THEN $6::bigint ELSE holder_binding_seq END
+      WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
+    [tenantId, id, changes.timeZone ?? null, changes.holderBinding !== undefined, changes.holderBinding ?? null, holderBindingSeq ?? 0],
   );
   return rows[0] ? toRecord(rows[0]) : null;
 }

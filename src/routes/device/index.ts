@@ -14,6 +14,7 @@ import {
 } from '../../schemas/credential.js';
 import { removalError } from '../shared/removed.js';
 import accessLogRoutes from './access-log.js';
+import keyRoutes from './keys.js';
 import mobileDeviceRoutes from './mobile-devices.js';
 import securedObjectRoutes from './secured-objects.js';
 
@@ -107,8 +108,13 @@ export default async function deviceApi(app: FastifyInstance, options: DeviceApi
     tags: [
       { name: 'Mobile devices', description: 'A phone downloading its tickets.' },
       { name: 'Secured objects', description: 'An online lock syncing its tickets and revocations.' },
+      { name: 'Keys', description: 'A phone or lock registering its own public key (docs/api-reference.md 11.1).' },
     ],
-    scopes: { 'tokens:download': 'a mobile device fetching its own tickets', sync: 'an online lock syncing its tickets and revocations' },
+    scopes: {
+      'tokens:download': 'a mobile device fetching its own tickets',
+      sync: 'an online lock syncing its tickets and revocations',
+      'keys:register': 'a bound client registering its own mobile device\'s or secured object\'s public key',
+    },
     tokenUrl: options.tokenUrl,
     // Decoded, the credential and the revocation list each have a header and claims schema, like the API's own models.
     schemas: [CredentialHeaderSchema, CredentialClaimsSchema, RevocationListHeaderSchema, RevocationListClaimsSchema],
@@ -118,7 +124,7 @@ export default async function deviceApi(app: FastifyInstance, options: DeviceApi
     resources.addHook('onRequest', refuseSdk2);
     await resources.register(bearerAuth, { audience: 'deviceapi', tokens: services.tokens });
     await resources.register(clientRateLimit, { perMinute: options.rateLimitPerMinute });
-    for (const routes of [mobileDeviceRoutes, securedObjectRoutes]) {
+    for (const routes of [mobileDeviceRoutes, securedObjectRoutes, keyRoutes]) {
       await resources.register(routes, { services, prefix: '/deviceapi' });
     }
     // Access logs (docs/api-reference.md 8.5).

@@ -15,6 +15,7 @@ import oauthClientRoutes from './oauth-clients.js';
 import revocationRoutes from './revocations.js';
 import scheduleRoutes from './schedules.js';
 import securedObjectRoutes from './secured-objects.js';
+import settingsRoutes from './settings.js';
 import ticketKeyRoutes from './ticket-keys.js';
 import ticketRoutes from './tickets.js';
 import userRoutes from './users.js';
@@ -40,6 +41,8 @@ const SCOPE_DESCRIPTIONS: Record<string, string> = {
   'audit:read': 'read the audit trail',
   'events:read': 'read the event feed',
   'webhooks:manage': 'manage webhook subscriptions and their deliveries',
+  'keys:register': 'a bound client registering its own mobile device\'s or secured object\'s public key (Device API)',
+  'settings:manage': 'read and change the tenant\'s settings',
 };
 
 export default async function operatorApi(app: FastifyInstance, options: OperatorApiOptions) {
@@ -67,6 +70,7 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
         name: 'Ticket keys',
         description: 'The keys the tenant\'s credentials are signed with, published at `/tenants/{tenant}/jwks.json`, and their rotation.',
       },
+      { name: 'Settings', description: 'The tenant\'s settings: the holder-binding policy of its locks (docs/api-reference.md 11.2).' },
       {
         name: 'Webhooks',
         description: 'Subscriptions that receive the tenant\'s events as signed HTTP requests (Standard Webhooks), their secrets and their deliveries.',
@@ -95,6 +99,7 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
       scheduleRoutes,
       webhookRoutes,
       webhookDeliveryRoutes,
+      settingsRoutes,
     ]) {
       await resources.register(routes, { services, prefix: '/operatorapi' });
     }

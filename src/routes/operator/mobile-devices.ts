@@ -98,6 +98,29 @@ const mobileDeviceRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     },
   );
 
+  app.delete(
+    '/mobiledevices/:id/key',
+    {
+      config: { scope: 'devices:write' },
+      schema: {
+        tags,
+        security: [{ bearer: ['devices:write'] }],
+        operationId: 'revokeMobileDeviceKey',
+        summary: 'Revoke the phone\'s key',
+        description:
+          'Revokes the device\'s registered key (docs/api-reference.md 11.4): every lock learns it through sync and revocation ' +
+          'lists, and refuses every credential bound to it, however many tickets it had. The device\'s next download has ' +
+          'credentials bound to no key until its client registers a new one. `404` when the device has no key. Audited.',
+        params: ObjectIdParams,
+        response: { 204: Type.Null({ description: 'Revoked.' }), ...problemResponses(404, 413, 414, 415) },
+      },
+    },
+    async (request, reply) => {
+      await services.holderKeys.revokeDeviceKey(actionContext(request), request.params.id);
+      return reply.code(204).send(null);
+    },
+  );
+
   app.get(
     '/mobiledevices/:id/tickets',
     {

@@ -96,8 +96,10 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
         tags,
         security: [{ bearer: ['devices:write'] }],
         operationId: 'updateSecuredObject',
-        summary: 'Change a secured object\'s time zone',
+        summary: 'Change a secured object\'s time zone or holder-binding policy',
         description:
+          '`holderBinding` sets the lock\'s own policy (`optional`, `required`) or, with `null`, lets the tenant\'s apply ' +
+          '(docs/api-reference.md 11.2); the lock learns it at its next sync and from the next revocation list. ' +
           'Sets the lock\'s `timeZone` (an IANA name such as `Europe/Berlin`; an unknown zone or a UTC offset is a 422), ' +
           'the wall clock its tickets\' schedules are read on (docs/api-reference.md 9), and answers the lock as the single ' +
           'read does. Each phone\'s next download re-signs its scheduled credentials for this lock with windows (`win`) in ' +
@@ -132,6 +134,29 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
     },
     async (request, reply) => {
       await services.securedObjects.remove(actionContext(request), request.params.id);
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.delete(
+    '/securedobjects/:id/key',
+    {
+      config: { scope: 'devices:write' },
+      schema: {
+        tags,
+        security: [{ bearer: ['devices:write'] }],
+        operationId: 'removeSecuredObjectKey',
+        summary: 'Remove the lock\'s key',
+        description:
+          'Removes the lock\'s registered key (docs/api-reference.md 11.1), so that its client can register a new one (a ' +
+          'replaced lock, a reset one). Only an operator can: a stolen lock client cannot swap the lock\'s identity. ' +
+          'Phones\' downloads carry no `lockKey` for it until then. `404` when the lock has no key. Audited.',
+        params: ObjectIdParams,
+        response: { 204: Type.Null({ description: 'Removed.' }), ...problemResponses(404, 413, 414, 415) },
+      },
+    },
+    async (request, reply) => {
+      await services.holderKeys.removeLockKey(actionContext(request), request.params.id);
       return reply.code(204).send(null);
     },
   );

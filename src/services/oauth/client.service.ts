@@ -18,7 +18,7 @@ import type { ActionContext, Clock } from '../context.js';
 import { digestsEqual, randomToken, sha256 } from '../../shared/crypto.js';
 import { decodeCursor, pageOf, type Page } from '../../shared/pagination.js';
 import type { RevocationService } from './revoked-access-tokens.service.js';
-import { ALL_SCOPES, isKnownScope } from '../../shared/scopes.js';
+import { ALL_SCOPES, BOUND_CLIENT_SCOPES, isKnownScope } from '../../shared/scopes.js';
 
 /** What the API shows of a client: never the secret or its hash (docs/security-cases.md 36). */
 export interface Client {
@@ -147,12 +147,14 @@ export function createClientService(options: ClientServiceOptions) {
         ]);
       }
       const clientSecret = randomToken(32);
+      const bound = input.mobileDeviceId !== undefined || input.securedObjectId !== undefined;
       const record: ClientRecord = {
         clientId: randomToken(16),
         tenantId: context.tenantId,
         name: input.name,
         secretHash: sha256(clientSecret),
-        scopes: [...new Set(input.scopes)],
+        // docs/api-reference.md 11.1: a bound client registers its own device's or lock's key.
+        scopes: [...new Set([...input.scopes, ...(bound ? BOUND_CLIENT_SCOPES : [])])],
         mobileDeviceId: input.mobileDeviceId ?? null,
         securedObjectId: input.securedObjectId ?? null,
         createdAt: clock(),

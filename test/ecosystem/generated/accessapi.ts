@@ -361,7 +361,9 @@ export interface components {
          * @example {
          *       "id": "phone-alice-1",
          *       "name": "Alice's phone",
-         *       "creationTime": 1767225600000
+         *       "creationTime": 1767225600000,
+         *       "keyThumbprint": "6GL1jI1yO8Ck-pYLnpGYuYcCwufNT3_N_3HsC4tVAIE",
+         *       "keyRegisteredTime": 1767225900000
          *     }
          */
         MobileDevice: {
@@ -370,6 +372,10 @@ export interface components {
             name?: string;
             /** @description Creation time, Unix milliseconds. */
             creationTime: number;
+            /** @description The RFC 7638 thumbprint of the phone's registered key (docs/api-reference.md 11.1): its credentials carry it as `cnf.jkt`. Absent while it has none. */
+            keyThumbprint?: string;
+            /** @description When the key was registered, Unix milliseconds; absent while none. */
+            keyRegisteredTime?: number;
         };
         /**
          * NewAccessPermission
@@ -569,7 +575,8 @@ export interface components {
          *         "btlespp://LOCK-0042/7d8a0c1e-4b7f-4d5e-9a41-3c2b1f0e9d8c"
          *       ],
          *       "creationTime": 1767225600000,
-         *       "timeZone": "Europe/Berlin"
+         *       "timeZone": "Europe/Berlin",
+         *       "keyThumbprint": "iosp-muNVUaRZ4BKH8C9IK3yzujgLcfxgO7LlZrB2S8"
          *     }
          */
         SecuredObject: {
@@ -586,6 +593,14 @@ export interface components {
              * @example Europe/Berlin
              */
             timeZone: string;
+            /** @description The RFC 7638 thumbprint of the lock's own key, registered by its client (docs/api-reference.md 11.1). Absent while it has none; `DELETE /operatorapi/securedobjects/{id}/key` removes it so that a new one can be registered. */
+            keyThumbprint?: string;
+            /**
+             * @description The lock's own holder-binding policy (docs/api-reference.md 11.2); absent while the tenant's applies (`GET /operatorapi/settings`).
+             * @example optional
+             * @enum {string}
+             */
+            holderBinding?: "optional" | "required";
         };
         /**
          * Ticket

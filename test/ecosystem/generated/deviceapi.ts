@@ -62,6 +62,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/deviceapi/nonces": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Get a nonce for a key proof
+         * @description A single-use nonce for the `proof` of one key registration by this client, valid 5 minutes (docs/api-reference.md 11.1). Needs a client bound to a mobile device or a secured object.
+         */
+        post: operations["createKeyProofNonce"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/deviceapi/mobiledevices/{id}/key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Register the phone's key
+         * @description The phone's P-256 public key, registered by the client bound to the device (docs/api-reference.md 11.1). From then on its credentials carry `cnf.jkt` (11.2): only this phone, proving the key, opens with them. A new key replaces the old one, which is revoked at every lock in the same transaction (11.4); the same key again changes nothing. A key another device of the tenant holds, or a revoked one, is `409`. `proof` is a compact JWS signed by the key being registered: header `{"alg": "ES256", "typ": "key-proof+jwt"}`, payload `{"aud": PUBLIC_URL, "nonce", "iat"}` with a nonce this client got from `POST /deviceapi/nonces` within 5 minutes (each works once, even for a proof that fails). A wrong, reused, expired or another client's nonce, another `aud`, an `iat` more than 5 minutes off, another `typ` or `alg` and a bad signature are `400` naming the reason; a private member in `publicKey` is `422`.
+         */
+        put: operations["registerMobileDeviceKey"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/deviceapi/securedobjects/{id}/key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Register the lock's key
+         * @description The P-256 public key the lock made at provisioning, registered by the client bound to the lock (docs/api-reference.md 11.1). Phones receive it with every ticket of the lock (`lockKey`) and check the lock with it before they show anything. Only while the lock has none: a lock with another key answers `409`, and an operator removes it first (`DELETE /operatorapi/securedobjects/{id}/key`), so a stolen lock client cannot swap the lock's identity. The same key again changes nothing. `proof` is a compact JWS signed by the key being registered: header `{"alg": "ES256", "typ": "key-proof+jwt"}`, payload `{"aud": PUBLIC_URL, "nonce", "iat"}` with a nonce this client got from `POST /deviceapi/nonces` within 5 minutes (each works once, even for a proof that fails). A wrong, reused, expired or another client's nonce, another `aud`, an `iat` more than 5 minutes off, another `typ` or `alg` and a bad signature are `400` naming the reason; a private member in `publicKey` is `422`.
+         */
+        put: operations["registerSecuredObjectKey"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/deviceapi/securedobjects/{id}/accesslog": {
         parameters: {
             query?: never;
@@ -197,6 +257,11 @@ export interface components {
             chn: components["schemas"]["Channel"][];
             /** @description Only when the ticket has a schedule (docs/api-reference.md 9): its windows as UTC intervals within the credential's span, computed in the lock's time zone so the lock needs no time-zone rules. The lock opens only inside one. `[]` when no window falls in the span; absent means no schedule. */
             win?: number[][];
+            /** @description RFC 7800: present when the device has a registered key (docs/api-reference.md 11.2). The lock opens only for a phone that proves it holds that key; a lock whose policy is `required` refuses a credential without it. */
+            cnf?: {
+                /** @description The RFC 7638 SHA-256 thumbprint of the phone's key, base64url. */
+                jkt: string;
+            };
         };
         /**
          * CredentialHeader
@@ -238,7 +303,13 @@ export interface components {
          *       ],
          *       "status": "VALID",
          *       "downloadDate": 1767229200000,
-         *       "credential": "eyJhbGciOiJFZERTQSIsImtpZCI6InRrLTIwMjYtMDEiLCJ0eXAiOiJ0aWNrZXQrand0In0.eyJpc3MiOiJodHRwczovL2Fjcy5leGFtcGxlLmNvbS90ZW5hbnRzL2RlbW8iLCJqdGkiOiIwYjRmNWI5ZS0zZjNhLTRjNTYtOWE0MS0zYzJiMWYwZTlkOGMiLCJzdWIiOiJwaG9uZS1hbGljZS0xIiwiYXVkIjoiZnJvbnQtZG9vciIsImlhdCI6MTc2NzIyNTYwMCwibmJmIjoxNzY3MjI1NjAwLCJleHAiOjE3Njc4MzA0MDAsImJlZ2luRGF0ZSI6MTc2NzIyNTYwMDAwMCwiZW5kRGF0ZSI6MTc5ODc2MTYwMDAwMCwiY21kIjpbIm9wZW4iXSwiY2huIjpbImJ0bGVzcHAiXX0.Z_l7FviPmWZt-LFO1fjPNPYMIWQt0OLsTCf5UNERb1XAk-JtDCmK-oQAdZEFm0QUMfaG6zXhZhQFON8hOMwNAg"
+         *       "credential": "eyJhbGciOiJFZERTQSIsImtpZCI6InRrLTIwMjYtMDEiLCJ0eXAiOiJ0aWNrZXQrand0In0.eyJpc3MiOiJodHRwczovL2Fjcy5leGFtcGxlLmNvbS90ZW5hbnRzL2RlbW8iLCJqdGkiOiIwYjRmNWI5ZS0zZjNhLTRjNTYtOWE0MS0zYzJiMWYwZTlkOGMiLCJzdWIiOiJwaG9uZS1hbGljZS0xIiwiYXVkIjoiZnJvbnQtZG9vciIsImlhdCI6MTc2NzIyNTYwMCwibmJmIjoxNzY3MjI1NjAwLCJleHAiOjE3Njc4MzA0MDAsImJlZ2luRGF0ZSI6MTc2NzIyNTYwMDAwMCwiZW5kRGF0ZSI6MTc5ODc2MTYwMDAwMCwiY21kIjpbIm9wZW4iXSwiY2huIjpbImJ0bGVzcHAiXX0.Z_l7FviPmWZt-LFO1fjPNPYMIWQt0OLsTCf5UNERb1XAk-JtDCmK-oQAdZEFm0QUMfaG6zXhZhQFON8hOMwNAg",
+         *       "lockKey": {
+         *         "kty": "EC",
+         *         "crv": "P-256",
+         *         "x": "Lforkh9G80iMDC2i3vhkT-t7MUajrcgJ07XD9JE1Xbg",
+         *         "y": "D_FXZSdY-7wlGcA-YsgPmu9vs5tEArpEvDUax3kyVcM"
+         *       }
          *     }
          */
         DownloadedTicket: {
@@ -272,6 +343,53 @@ export interface components {
             revocationList?: string;
             /** @description Set when `credential` is absent: from when a download carries it, Unix milliseconds (docs/api-reference.md 8.2). */
             credentialAvailableFrom?: number;
+            /** @description The lock's own public key (docs/api-reference.md 11.2): the phone verifies the lock's `hello` with it before it shows anything. Absent while the lock has no registered key. */
+            lockKey?: {
+                /**
+                 * @description Always `EC`.
+                 * @enum {string}
+                 */
+                kty: "EC";
+                /**
+                 * @description Always `P-256` (ES256, docs/api-reference.md 11).
+                 * @enum {string}
+                 */
+                crv: "P-256";
+                /** @description The x coordinate: 32 octets, unpadded base64url (RFC 7518 section 6.2.1). */
+                x: string;
+                /** @description The y coordinate: 32 octets, unpadded base64url (RFC 7518 section 6.2.1). */
+                y: string;
+            };
+        };
+        /**
+         * KeyProofNonce
+         * @example {
+         *       "nonce": "U3q6eXkL_m5sgbtqZjGFXA"
+         *     }
+         */
+        KeyProofNonce: {
+            /** @description At least 128 random bits, base64url: put it in the `proof` of one key registration by this client within 5 minutes. It works once. */
+            nonce: string;
+        };
+        /**
+         * KeyRegistration
+         * @example {
+         *       "publicKey": {
+         *         "kty": "EC",
+         *         "crv": "P-256",
+         *         "x": "Jmdwujwyqhb-z65fYLdf2h8ss9G5406VvM--KKxwPkA",
+         *         "y": "JMVN4T62f6CvynxCJzPnDS7ojq-3SAN_5hADRFoyxLg"
+         *       },
+         *       "proof": "eyJhbGciOiJFUzI1NiIsInR5cCI6ImtleS1wcm9vZitqd3QifQ.eyJhdWQiOiJodHRwczovL2Fjcy5leGFtcGxlLmNvbSIsIm5vbmNlIjoiVTNxNmVYa0xfbTVzZ2J0cVpqR0ZYQSIsImlhdCI6MTc2NzIyNTYwMH0.c2lnbmF0dXJl"
+         *     }
+         */
+        KeyRegistration: {
+            /** @description The device's or lock's P-256 public key as a JWK: `kty` `EC`, `crv` `P-256`, `x` and `y` and nothing else. A private member (`d`) is a 422: the private key never leaves the device. */
+            publicKey: {
+                [key: string]: unknown;
+            };
+            /** @description A compact JWS signed by the key itself (docs/api-reference.md 11.1): header `{"alg": "ES256", "typ": "key-proof+jwt"}`, payload `{"aud": PUBLIC_URL, "nonce", "iat"}` with a nonce from `POST /deviceapi/nonces` asked by the same client within 5 minutes and used once, `iat` in Unix seconds within 5 minutes of the server's clock. */
+            proof: string;
         };
         /**
          * KeySet
@@ -343,7 +461,12 @@ export interface components {
          *           }
          *         ]
          *       },
-         *       "maxCredentialLifetime": 604800
+         *       "maxCredentialLifetime": 604800,
+         *       "holderBinding": "optional",
+         *       "keyThumbprint": "iosp-muNVUaRZ4BKH8C9IK3yzujgLcfxgO7LlZrB2S8",
+         *       "serial": 17,
+         *       "revoked": [],
+         *       "revokedKeys": []
          *     }
          */
         LockTrust: {
@@ -354,6 +477,20 @@ export interface components {
             keys: components["schemas"]["KeySet"];
             /** @description CREDENTIAL_MAX_LIFETIME in seconds: no credential lasts longer (`exp - iat`); a lock refuses one that claims to. */
             maxCredentialLifetime: number;
+            /**
+             * @description docs/api-reference.md 11.2: `optional` (a lock opens for a credential without `cnf` as before) or `required` (a lock refuses a credential without `cnf`, so only a phone that proves its key opens).
+             * @example optional
+             * @enum {string}
+             */
+            holderBinding: "optional" | "required";
+            /** @description The RFC 7638 thumbprint of the lock's own key as registered (`PUT /deviceapi/securedobjects/{id}/key`, docs/api-reference.md 11.1): the installer checks it is the lock's. Absent while the lock has no key. */
+            keyThumbprint?: string;
+            /** @description The revocation serial the lock starts from (docs/api-reference.md 8.3): the tenant's change position now. A lock applies only revocation lists above it, so no list signed before it was provisioned is taken. */
+            serial: number;
+            /** @description The ids of this lock's revoked tickets whose credential may still be valid: the lock's first revoked set. */
+            revoked: string[];
+            /** @description The thumbprints of the tenant's revoked phone keys whose bound credentials may still be valid (docs/api-reference.md 11.4). */
+            revokedKeys: string[];
         };
         /**
          * @description RFC 9457 problem details.
@@ -436,6 +573,19 @@ export interface components {
             y?: string;
         };
         /**
+         * RegisteredKey
+         * @example {
+         *       "keyThumbprint": "6GL1jI1yO8Ck-pYLnpGYuYcCwufNT3_N_3HsC4tVAIE",
+         *       "keyRegisteredTime": 1767225600000
+         *     }
+         */
+        RegisteredKey: {
+            /** @description The key's RFC 7638 SHA-256 thumbprint, base64url. */
+            keyThumbprint: string;
+            /** @description When the key was registered, Unix milliseconds. */
+            keyRegisteredTime: number;
+        };
+        /**
          * RelayedAccessLogUpload
          * @example {
          *       "securedObjectId": "front-door",
@@ -509,7 +659,11 @@ export interface components {
          *             "x": "i-L6qlN8xAkZHVVbJW3osXToVyKx1-2CLNwvRcbYW-E"
          *           }
          *         ]
-         *       }
+         *       },
+         *       "holderBinding": "optional",
+         *       "revokedKeys": [
+         *         "6GL1jI1yO8Ck-pYLnpGYuYcCwufNT3_N_3HsC4tVAIE"
+         *       ]
          *     }
          */
         RevocationListClaims: {
@@ -524,6 +678,14 @@ export interface components {
             /** @description The `jti` of every revoked ticket of this lock whose credential may still be valid: the lock adds them to its revoked set and never forgets one it has. */
             revoked: string[];
             keys: components["schemas"]["KeySet"];
+            /**
+             * @description docs/api-reference.md 11.2: `optional` (a lock opens for a credential without `cnf` as before) or `required` (a lock refuses a credential without `cnf`, so only a phone that proves its key opens).
+             * @example optional
+             * @enum {string}
+             */
+            holderBinding: "optional" | "required";
+            /** @description The thumbprints of the tenant's revoked phone keys whose bound credentials may still be valid (docs/api-reference.md 11.4): the lock refuses every credential whose `cnf.jkt` is one of them, and never forgets one it has. */
+            revokedKeys: string[];
         };
         /**
          * RevocationListHeader
@@ -638,7 +800,14 @@ export interface components {
          *             "x": "i-L6qlN8xAkZHVVbJW3osXToVyKx1-2CLNwvRcbYW-E"
          *           }
          *         ]
-         *       }
+         *       },
+         *       "holderBinding": "optional",
+         *       "revokedKeys": [
+         *         {
+         *           "jkt": "6GL1jI1yO8Ck-pYLnpGYuYcCwufNT3_N_3HsC4tVAIE",
+         *           "revocationDate": 1767312000000
+         *         }
+         *       ]
          *     }
          */
         SyncAnswer: {
@@ -659,6 +828,27 @@ export interface components {
              * @enum {boolean}
              */
             decommissioned?: true;
+            /**
+             * @description docs/api-reference.md 11.2: `optional` (a lock opens for a credential without `cnf` as before) or `required` (a lock refuses a credential without `cnf`, so only a phone that proves its key opens).
+             * @example optional
+             * @enum {string}
+             */
+            holderBinding: "optional" | "required";
+            /** @description Phone keys revoked since the cursor whose bound credentials may still be valid, in change-log order (docs/api-reference.md 11.4): the lock adds them to its revoked keys and never forgets one it has. */
+            revokedKeys: components["schemas"]["SyncKeyRevocation"][];
+        };
+        /**
+         * SyncKeyRevocation
+         * @example {
+         *       "jkt": "6GL1jI1yO8Ck-pYLnpGYuYcCwufNT3_N_3HsC4tVAIE",
+         *       "revocationDate": 1767312000000
+         *     }
+         */
+        SyncKeyRevocation: {
+            /** @description The revoked phone key's RFC 7638 thumbprint: a credential whose `cnf.jkt` is this never opens. */
+            jkt: string;
+            /** @description When it was revoked, Unix milliseconds. */
+            revocationDate: number;
         };
         /**
          * SyncRevocation
@@ -1098,6 +1288,460 @@ export interface operations {
             };
             /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createKeyProofNonce: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The nonce. */
+            200: {
+                headers: {
+                    /** @description RFC 9111 section 5.2.2.5: the answer holds a secret or credential, so no cache may store it. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyProofNonce"];
+                };
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the configured limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    registerMobileDeviceKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["KeyRegistration"];
+            };
+        };
+        responses: {
+            /** @description The registered key. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RegisteredKey"];
+                };
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource in the caller's tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request conflicts with the current state (an id in use, an idempotent request still running). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the configured limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but cannot be carried out; the detail says why. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    registerSecuredObjectKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["KeyRegistration"];
+            };
+        };
+        responses: {
+            /** @description The registered key. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RegisteredKey"];
+                };
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource in the caller's tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request conflicts with the current state (an id in use, an idempotent request still running). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the configured limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but cannot be carried out; the detail says why. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

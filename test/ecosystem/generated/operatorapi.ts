@@ -48,10 +48,30 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change a secured object's time zone
-         * @description Sets the lock's `timeZone` (an IANA name such as `Europe/Berlin`; an unknown zone or a UTC offset is a 422), the wall clock its tickets' schedules are read on (docs/api-reference.md 9), and answers the lock as the single read does. Each phone's next download re-signs its scheduled credentials for this lock with windows (`win`) in the new zone; a credential a phone already holds keeps its windows until then, at most one credential lifetime (docs/api-reference.md 8.2), as a lock that is never online learns nothing sooner. Send `Idempotency-Key` to make retries safe.
+         * Change a secured object's time zone or holder-binding policy
+         * @description `holderBinding` sets the lock's own policy (`optional`, `required`) or, with `null`, lets the tenant's apply (docs/api-reference.md 11.2); the lock learns it at its next sync and from the next revocation list. Sets the lock's `timeZone` (an IANA name such as `Europe/Berlin`; an unknown zone or a UTC offset is a 422), the wall clock its tickets' schedules are read on (docs/api-reference.md 9), and answers the lock as the single read does. Each phone's next download re-signs its scheduled credentials for this lock with windows (`win`) in the new zone; a credential a phone already holds keeps its windows until then, at most one credential lifetime (docs/api-reference.md 8.2), as a lock that is never online learns nothing sooner. Send `Idempotency-Key` to make retries safe.
          */
         patch: operations["updateSecuredObject"];
+        trace?: never;
+    };
+    "/operatorapi/securedobjects/{id}/key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove the lock's key
+         * @description Removes the lock's registered key (docs/api-reference.md 11.1), so that its client can register a new one (a replaced lock, a reset one). Only an operator can: a stolen lock client cannot swap the lock's identity. Phones' downloads carry no `lockKey` for it until then. `404` when the lock has no key. Audited.
+         */
+        delete: operations["removeSecuredObjectKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/operatorapi/securedobjects/{id}/tickets": {
@@ -118,6 +138,26 @@ export interface paths {
          * @description Removes the device; every ticket issued to it becomes `REVOKED` in the same transaction.
          */
         delete: operations["removeMobileDevice"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/operatorapi/mobiledevices/{id}/key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke the phone's key
+         * @description Revokes the device's registered key (docs/api-reference.md 11.4): every lock learns it through sync and revocation lists, and refuses every credential bound to it, however many tickets it had. The device's next download has credentials bound to no key until its client registers a new one. `404` when the device has no key. Audited.
+         */
+        delete: operations["revokeMobileDeviceKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -616,6 +656,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/operatorapi/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the tenant's settings
+         * @description The holder-binding policy every lock of the tenant applies unless it has its own (docs/api-reference.md 11.2).
+         */
+        get: operations["getSettings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change the tenant's settings
+         * @description `holderBinding` `required` makes every lock without a policy of its own refuse credentials not bound to a phone key (docs/api-reference.md 11.2); move to it once the tenant's phones have registered keys. The change reaches online locks at their next sync and the others with the next revocation list a phone brings. Send `Idempotency-Key` to make retries safe.
+         */
+        patch: operations["updateSettings"];
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -780,7 +844,7 @@ export interface components {
              * @description What happened: the event's `type` (docs/api-reference.md 10), e.g. `ticket.created`.
              * @enum {string}
              */
-            action: "ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "mobile_device.created" | "mobile_device.deleted" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled";
+            action: "ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated";
             /** @description What it happened to, e.g. `ticket:<id>`; for the tickets a grant, membership change or removal made or revoked (in chunks of up to 1,000), the change itself, e.g. `access_permission:<id>`. */
             target: string;
             /** @description The id the server gave the request that made the change (its `X-Request-Id` answer). */
@@ -811,7 +875,7 @@ export interface components {
             clientId: string;
             name: string;
             /** @description The scopes the client may request. */
-            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
+            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "keys:register" | "settings:manage" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
             /** @description The mobile device the client is bound to. */
             mobileDeviceId?: string;
             /** @description The secured object the client is bound to. */
@@ -843,7 +907,7 @@ export interface components {
             clientId: string;
             name: string;
             /** @description The scopes the client may request. */
-            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
+            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "keys:register" | "settings:manage" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
             /** @description The mobile device the client is bound to. */
             mobileDeviceId?: string;
             /** @description The secured object the client is bound to. */
@@ -884,7 +948,7 @@ export interface components {
             clientId: string;
             name: string;
             /** @description The scopes the client may request. */
-            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
+            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "keys:register" | "settings:manage" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
             /** @description The mobile device the client is bound to. */
             mobileDeviceId?: string;
             /** @description The secured object the client is bound to. */
@@ -926,7 +990,7 @@ export interface components {
             /** @description Where deliveries are POSTed. */
             url: string;
             /** @description The event types it receives. */
-            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "mobile_device.created" | "mobile_device.deleted" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled")[];
+            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated")[];
             /** @description A note for people. */
             description?: string;
             /** @description False while paused or disabled: nothing is sent until it is enabled again. */
@@ -977,7 +1041,7 @@ export interface components {
              * @description What happened, e.g. `ticket.created` (docs/api-reference.md 10). The same as the audit view's `action`: the audit view is a projection of this log.
              * @enum {string}
              */
-            type: "ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "mobile_device.created" | "mobile_device.deleted" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled";
+            type: "ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated";
             /** @description The event's number in its tenant's sequence: 1, 2, 3, ... in commit order, without gaps (the audit view's `id`). */
             sequence: number;
             /** @description When, Unix milliseconds. */
@@ -994,7 +1058,9 @@ export interface components {
          * @example {
          *       "id": "phone-alice-1",
          *       "name": "Alice's phone",
-         *       "creationTime": 1767225600000
+         *       "creationTime": 1767225600000,
+         *       "keyThumbprint": "6GL1jI1yO8Ck-pYLnpGYuYcCwufNT3_N_3HsC4tVAIE",
+         *       "keyRegisteredTime": 1767225900000
          *     }
          */
         MobileDevice: {
@@ -1003,6 +1069,10 @@ export interface components {
             name?: string;
             /** @description Creation time, Unix milliseconds. */
             creationTime: number;
+            /** @description The RFC 7638 thumbprint of the phone's registered key (docs/api-reference.md 11.1): its credentials carry it as `cnf.jkt`. Absent while it has none. */
+            keyThumbprint?: string;
+            /** @description When the key was registered, Unix milliseconds; absent while none. */
+            keyRegisteredTime?: number;
         };
         /**
          * NewClient
@@ -1019,7 +1089,7 @@ export interface components {
             /** @description A name for people. */
             name: string;
             /** @description The scopes the client may request. */
-            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
+            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "keys:register" | "settings:manage" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
             /** @description Binds the client to this mobile device (Device API). */
             mobileDeviceId?: string;
             /** @description Binds the client to this secured object (Device API). */
@@ -1135,7 +1205,7 @@ export interface components {
             /** @description Where deliveries are POSTed: an `https` URL without credentials or fragment that does not resolve to a loopback, private, link-local or cloud-metadata address (`http` and loopback or private addresses only with `WEBHOOK_ALLOW_INSECURE=true`). Checked here and again at every delivery; a refused URL is a 422 naming the reason. */
             url: string;
             /** @description The event types to receive: at least one, each once. There is no wildcard; subscribe to a new type explicitly when the receiver handles it. */
-            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "mobile_device.created" | "mobile_device.deleted" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled")[];
+            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated")[];
             /** @description A note for people. */
             description?: string;
         };
@@ -1341,7 +1411,8 @@ export interface components {
          *         "btlespp://LOCK-0042/7d8a0c1e-4b7f-4d5e-9a41-3c2b1f0e9d8c"
          *       ],
          *       "creationTime": 1767225600000,
-         *       "timeZone": "Europe/Berlin"
+         *       "timeZone": "Europe/Berlin",
+         *       "keyThumbprint": "iosp-muNVUaRZ4BKH8C9IK3yzujgLcfxgO7LlZrB2S8"
          *     }
          */
         SecuredObject: {
@@ -1358,11 +1429,20 @@ export interface components {
              * @example Europe/Berlin
              */
             timeZone: string;
+            /** @description The RFC 7638 thumbprint of the lock's own key, registered by its client (docs/api-reference.md 11.1). Absent while it has none; `DELETE /operatorapi/securedobjects/{id}/key` removes it so that a new one can be registered. */
+            keyThumbprint?: string;
+            /**
+             * @description The lock's own holder-binding policy (docs/api-reference.md 11.2); absent while the tenant's applies (`GET /operatorapi/settings`).
+             * @example optional
+             * @enum {string}
+             */
+            holderBinding?: "optional" | "required";
         };
         /**
          * SecuredObjectChanges
          * @example {
-         *       "timeZone": "Europe/Berlin"
+         *       "timeZone": "Europe/Berlin",
+         *       "holderBinding": "required"
          *     }
          */
         SecuredObjectChanges: {
@@ -1371,6 +1451,11 @@ export interface components {
              * @example Europe/Berlin
              */
             timeZone?: string;
+            /**
+             * @description docs/api-reference.md 11.2: this lock's own policy, `optional` or `required`; `null` removes it, so the tenant's applies. The lock learns the change at its next sync and from the next revocation list a phone brings.
+             * @enum {string|null}
+             */
+            holderBinding?: "optional" | "required" | null;
         };
         /**
          * SecuredObjectDetail
@@ -1384,6 +1469,7 @@ export interface components {
          *       ],
          *       "creationTime": 1767225600000,
          *       "timeZone": "Europe/Berlin",
+         *       "keyThumbprint": "iosp-muNVUaRZ4BKH8C9IK3yzujgLcfxgO7LlZrB2S8",
          *       "lastSeenTime": 1767254470000,
          *       "appliedThrough": 17,
          *       "pendingRevocations": 0,
@@ -1405,6 +1491,14 @@ export interface components {
              * @example Europe/Berlin
              */
             timeZone: string;
+            /** @description The RFC 7638 thumbprint of the lock's own key, registered by its client (docs/api-reference.md 11.1). Absent while it has none; `DELETE /operatorapi/securedobjects/{id}/key` removes it so that a new one can be registered. */
+            keyThumbprint?: string;
+            /**
+             * @description The lock's own holder-binding policy (docs/api-reference.md 11.2); absent while the tenant's applies (`GET /operatorapi/settings`).
+             * @example optional
+             * @enum {string}
+             */
+            holderBinding?: "optional" | "required";
             /** @description When a sync or log upload of the lock last reached the server, Unix milliseconds, to within 30 s (a lock that polls with nothing new is recorded at most every 30 s). Absent until the lock was seen. */
             lastSeenTime?: number;
             /** @description The change-log position (the `serial` of sync answers and revocation lists) the lock has applied everything up to: its sync cursor, or the `appliedSerial` of a log upload (docs/api-reference.md 8.4). Absent until the lock was seen. */
@@ -1415,6 +1509,34 @@ export interface components {
             clockOffset?: number;
             /** @description True when the lock's clock is off by more than 30 s (`clockOffset`). */
             clockDrift: boolean;
+        };
+        /**
+         * TenantSettings
+         * @example {
+         *       "holderBinding": "optional"
+         *     }
+         */
+        TenantSettings: {
+            /**
+             * @description docs/api-reference.md 11.2: `optional` (a lock opens for a credential without `cnf` as before) or `required` (a lock refuses a credential without `cnf`, so only a phone that proves its key opens).
+             * @example optional
+             * @enum {string}
+             */
+            holderBinding: "optional" | "required";
+        };
+        /**
+         * TenantSettingsChanges
+         * @example {
+         *       "holderBinding": "required"
+         *     }
+         */
+        TenantSettingsChanges: {
+            /**
+             * @description docs/api-reference.md 11.2: `optional` (a lock opens for a credential without `cnf` as before) or `required` (a lock refuses a credential without `cnf`, so only a phone that proves its key opens).
+             * @example optional
+             * @enum {string}
+             */
+            holderBinding?: "optional" | "required";
         };
         /**
          * TestPingResult
@@ -1570,7 +1692,7 @@ export interface components {
             /** @description Where deliveries are POSTed. */
             url: string;
             /** @description The event types it receives. */
-            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "mobile_device.created" | "mobile_device.deleted" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled")[];
+            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated")[];
             /** @description A note for people. */
             description?: string;
             /** @description False while paused or disabled: nothing is sent until it is enabled again. */
@@ -1628,7 +1750,7 @@ export interface components {
             /** @description Where deliveries are POSTed: an `https` URL without credentials or fragment that does not resolve to a loopback, private, link-local or cloud-metadata address (`http` and loopback or private addresses only with `WEBHOOK_ALLOW_INSECURE=true`). Checked here and again at every delivery; a refused URL is a 422 naming the reason. */
             url?: string;
             /** @description The event types to receive: at least one, each once. There is no wildcard; subscribe to a new type explicitly when the receiver handles it. */
-            eventTypes?: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "mobile_device.created" | "mobile_device.deleted" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled")[];
+            eventTypes?: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated")[];
             /** @description A note for people; the empty string removes it. */
             description?: string;
             /** @description `false` pauses the subscription (`disabledReason: operator`); `true` resumes a paused or disabled one where it stopped: the events committed meanwhile are delivered, nothing is lost. */
@@ -1656,7 +1778,7 @@ export interface components {
             /** @description Where deliveries are POSTed. */
             url: string;
             /** @description The event types it receives. */
-            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "mobile_device.created" | "mobile_device.deleted" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled")[];
+            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated")[];
             /** @description A note for people. */
             description?: string;
             /** @description False while paused or disabled: nothing is sent until it is enabled again. */
@@ -2383,6 +2505,144 @@ export interface operations {
             };
         };
     };
+    removeSecuredObjectKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource in the caller's tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the configured limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listTicketIdsOfSecuredObjectRemoved: {
         parameters: {
             query?: never;
@@ -2936,6 +3196,144 @@ export interface operations {
         requestBody?: never;
         responses: {
             /** @description Removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource in the caller's tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the configured limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    revokeMobileDeviceKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. */
             204: {
                 headers: {
                     [name: string]: unknown;
@@ -7158,6 +7556,260 @@ export interface operations {
             };
             /** @description The request body is not JSON. */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantSettings"];
+                };
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateSettings: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry (24 h). */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TenantSettingsChanges"];
+            };
+        };
+        responses: {
+            /** @description The settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantSettings"];
+                };
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the configured limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but cannot be carried out; the detail says why. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

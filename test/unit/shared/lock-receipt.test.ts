@@ -3,9 +3,9 @@
 import { createPublicKey } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { readLockReceipt } from '../../../src/shared/lock-receipt.js';
-import { holderKeyPair, receipt, signEs256 } from '../../helpers/holder-keys.js';
+import { newKeyPair, receipt, signJws } from '../../helpers/holder-keys.js';
 
-const key = holderKeyPair();
+const key = newKeyPair();
 /** The verifier holds only the lock's public key, as the service does. */
 const lockKey = createPublicKey(key.privateKey);
 
@@ -22,14 +22,14 @@ describe('readLockReceipt', () => {
   it('refuses what the lock did not sign, or signed for something else', () => {
     const body = { appliedSerial: 17, lockTime: 1767300123000, entries: [entry] };
     const cases: [unknown, RegExp][] = [
-      [receipt(holderKeyPair(), 'door', body), /not signed ES256/],
+      [receipt(newKeyPair(), 'door', body), /not signed ES256/],
       [receipt(key, 'other-door', body), /another lock/],
       [receipt(key, 'door', body, { typ: 'lock-hello+jwt' }), /typ lock-receipt\+jwt/],
       [receipt(key, 'door', body, { alg: 'ES384' }), /not signed ES256/],
       [receipt(key, 'door', body, { crit: ['exp'] }), /crit/],
-      [signEs256(key.privateKey, { typ: 'lock-receipt+jwt' }, { sub: 'door', lockTime: 1.5, entries: [] }), /lockTime/],
-      [signEs256(key.privateKey, { typ: 'lock-receipt+jwt' }, { sub: 'door', lockTime: 1, appliedSerial: -1, entries: [] }), /appliedSerial/],
-      [signEs256(key.privateKey, { typ: 'lock-receipt+jwt' }, { sub: 'door', lockTime: 1, entries: {} }), /entries must be an array/],
+      [signJws(key.privateKey, { alg: 'ES256', typ: 'lock-receipt+jwt' }, { sub: 'door', lockTime: 1.5, entries: [] }), /lockTime/],
+      [signJws(key.privateKey, { alg: 'ES256', typ: 'lock-receipt+jwt' }, { sub: 'door', lockTime: 1, appliedSerial: -1, entries: [] }), /appliedSerial/],
+      [signJws(key.privateKey, { alg: 'ES256', typ: 'lock-receipt+jwt' }, { sub: 'door', lockTime: 1, entries: {} }), /entries must be an array/],
       [receipt(key, 'door', { lockTime: 1, entries: [{ ...entry, entryNo: 0 }] }), /entries\[0\]\.entryNo/],
       [receipt(key, 'door', { lockTime: 1, entries: [{ ...entry, result: 'maybe' }] }), /entries\[0\]\.result/],
       [receipt(key, 'door', { lockTime: 1, entries: [{ ...entry, command: '' }] }), /entries\[0\]\.command/],
