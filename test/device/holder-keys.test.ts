@@ -256,6 +256,33 @@ describe('phone and lock keys', () => {
       expect(seen).toEqual(revoked);
     });
 
+    it('a download racing a key replacement never hands out a credential bound to the old key beyond its revocation', async () => {
+      for (let round = 0; round < 4; round += 1) {
+        const id = `p-race-${round}`;
+        await device(t, operator, id);
+        const token = await phoneToken(t, tenants.acme, id);
+        const old = newKeyPair();
+        await registerKey(t, token, 'mobiledevices', id, old);
+        for (let n = 0; n < 3; n += 1) await ticket(t, operator, 'door', id, { endDate: now + 30 * 24 * HOUR });
+        const replacement = newKeyPair();
+        const proof = keyProof(t, replacement, await nonceFor(t, token));
+        const [downloaded, replaced] = await Promise.all([
+          t.app.inject({ url: `/deviceapi/mobiledevices/${id}/tickets`, headers: bearer(token) }),
+          putKey(t, token, 'mobiledevices', id, { publicKey: replacement.publicKey, proof }),
+        ]);
+        expect(downloaded.statusCode, downloaded.body).toBe(200);
+        expect(replaced.statusCode, replaced.body).toBe(200);
+        const boundToOld = (downloaded.json() as { credential: string }[])
+          .map((item) => payloadOf(item.credential))
+          .filter((claims) => (claims.cnf as { jkt?: string } | undefined)?.jkt === old.thumbprint);
+        if (boundToOld.length === 0) continue;
+        // Whatever went out bound to the old key is refused at every lock until it expires.
+        const revocation = (await revokedKeys()).find((row) => row.key_thumbprint === old.thumbprint);
+        expect(revocation, `round ${round}`).toBeDefined();
+        for (const claims of boundToOld) expect(revocation!.bound_until).toBeGreaterThanOrEqual((claims.exp as number) * 1000);
+      }
+    });
+
     it('replacing a key never bound to a live credential leaves nothing on the locks\' lists', async () => {
       await device(t, operator, 'p-unbound');
       const token = await phoneToken(t, tenants.acme, 'p-unbound');
