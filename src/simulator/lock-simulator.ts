@@ -91,6 +91,12 @@ export interface LockProvisioning {
   keyThumbprint?: string;
   /** The starting revocation serial: a revocation list at or below it is stale (docs/lock-integration.md 6). */
   serial?: number;
+  /**
+   * The ticket ids and phone-key thumbprints revoked before provisioning (docs/lock-integration.md 1): a lock that starts
+   * at `serial` ignores every list at or below it, so it learns these from the trust answer or never.
+   */
+  revoked?: string[];
+  revokedKeys?: string[];
 }
 
 export interface LockOptions {
@@ -270,6 +276,16 @@ export class LockSimulator {
     this.keys = verifying;
     this.holderBinding = holderBinding ?? 'optional';
     this.serial = serial ?? 0;
+    for (const [name, ids, into] of [
+      ['revoked', provisioning.revoked, this.revoked],
+      ['revokedKeys', provisioning.revokedKeys, this.revokedKeys],
+    ] as const) {
+      if (ids === undefined) continue;
+      if (!Array.isArray(ids) || ids.length > LOCK_LIMITS.revocations || !ids.every((id) => typeof id === 'string' && id !== '')) {
+        throw new TypeError(`${name} must be a list of at most ${LOCK_LIMITS.revocations} non-empty strings`);
+      }
+      for (const id of ids) into.add(id);
+    }
   }
 
   /** The kids the lock accepts now. */

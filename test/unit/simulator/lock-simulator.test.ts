@@ -82,6 +82,14 @@ describe('LockSimulator', () => {
   });
 
   describe('decide', () => {
+    it('starts with the revocations of its trust answer, and refuses a malformed list of them (docs/lock-integration.md 1)', async () => {
+      const provisioned = door({ revoked: [ticketId], revokedKeys: ['some-thumbprint'] });
+      expect(await provisioned.decide(await credential(), 'open', AT)).toEqual({ decision: 'deny', reason: 'revoked', ticketId });
+      expect(provisioned.isKeyRevoked('some-thumbprint')).toBe(true);
+      expect(() => door({ revoked: [''] })).toThrow(/revoked must be a list/);
+      expect(() => door({ revokedKeys: 'x' as never })).toThrow(/revokedKeys must be a list/);
+    });
+
     it('opens for a valid credential, signed with EdDSA or ES256', async () => {
       expect(await door().decide(await credential(), 'open', AT)).toEqual({ decision: 'open', reason: 'ok', ticketId });
       expect(await door().decide(await credential({}, acmeEc), 'clos', AT)).toEqual({ decision: 'open', reason: 'ok', ticketId });
