@@ -4,7 +4,7 @@ import type { Comparison, MicroBenchmark, Scenario } from '../types.js';
 import { accessLogScaleRuns } from './access-log.js';
 import { credentialsAtRestBenchmarks } from './credentials-at-rest.js';
 import { doorBenchmarks } from './door.js';
-import { oauthTokenScenarios } from './oauth-token.js';
+import { oauthTokenComparisons, oauthTokenScenarios } from './oauth-token.js';
 import { opsScenarios } from './ops.js';
 import { ticketPageComparisons, ticketPageScenarios } from './ticket-pages.js';
 import { lockSyncScenarios } from './lock-sync.js';
@@ -26,7 +26,7 @@ export const scenarios: Scenario[] = [
 ];
 
 /** p50 ratios between two rows, printed under the table when both ran. */
-export const comparisons: Comparison[] = [...ticketPageComparisons, ...propagationComparisons, ...webhookComparisons];
+export const comparisons: Comparison[] = [...oauthTokenComparisons, ...ticketPageComparisons, ...propagationComparisons, ...webhookComparisons];
 
 /** In-process measurements, run after every row (nothing else is measured meanwhile). */
 export const microBenchmarks: MicroBenchmark[] = [...verifyAccessTokenBenchmarks, ...credentialsAtRestBenchmarks, ...doorBenchmarks];

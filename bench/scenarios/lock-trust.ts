@@ -1,9 +1,11 @@
 // Scale runs for lock trust (docs/api-reference.md 6.1, 6.2, 8.2, 8.3): a phone's 500-ticket download with every credential
 // signed, renewed or reused, and the full sync of a lock with a year of history. Each request changes state (or is a
 // walk of many pages), so these are timed one at a time, median of BENCH_SCALE_RUNS, not with autocannon.
+import { generateKeyPairSync } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type pg from 'pg';
 import { NEXT_CHANGE_SEQ_CTE } from '../../src/db/repositories/change-log.repo.js';
+import { holderKeyThumbprint, type HolderPublicKey } from '../../src/shared/holder-keys.js';
 import {
   clientToken,
   median,
@@ -66,7 +68,7 @@ async function settle(db: pg.Client): Promise<void> {
   await db.query('CHECKPOINT').catch(() => undefined);
 }
 
-type Variant = 'first' | 'firstScheduled' | 'renewal' | 'cached' | 'cachedListsReused';
+type Variant = 'first' | 'firstScheduled' | 'firstBound' | 'renewal' | 'cached' | 'cachedListsReused';
 
 /** The scheduled phone's tickets' schedule (docs/api-reference.md 9): office hours and a Saturday morning, a holiday off. */
 const BENCH_SCHEDULE = {
@@ -98,7 +100,7 @@ async function phoneDownload(context: ScaleContext, db: pg.Client): Promise<Scal
   const tenant = await scaleTenant(context, db, `lt-phone-${process.pid}`);
   const tenantId = tenant.tenantId;
   const now = Date.now();
-  await seedDevicesAndLocks(db, tenantId, 'p', 2, PHONE_LOCKS, now);
+  await seedDevicesAndLocks(db, tenantId, 'p', 3, PHONE_LOCKS, now);
   await db.query(`UPDATE secured_objects SET time_zone = 'Europe/Berlin' WHERE tenant_id = $1`, [tenantId]);
   const seq = await nextChangeSeq(db, tenantId);
   // Deterministic "random" validity, the same in every run.
@@ -119,6 +121,19 @@ async function phoneDownload(context: ScaleContext, db: pg.Client): Promise<Scal
        FROM tickets WHERE tenant_id = $1 AND mobile_device_id = $2`,
     [tenantId, 'p-d1', JSON.stringify(BENCH_SCHEDULE)],
   );
+  // The bound phone: the same tickets, and a key of its own (docs/api-reference.md 11.2), so each credential carries cnf.
+  await db.query(
+    `INSERT INTO tickets (id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at, commands, channels, change_seq)
+     SELECT gen_random_uuid(), tenant_id, secured_object_id, 'p-d3', begin_date, end_date, created_at, commands, channels, change_seq
+       FROM tickets WHERE tenant_id = $1 AND mobile_device_id = 'p-d1'`,
+    [tenantId],
+  );
+  const { x, y } = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ format: 'jwk' });
+  const phoneKey: HolderPublicKey = { kty: 'EC', crv: 'P-256', x: x!, y: y! };
+  await db.query(
+    `UPDATE mobile_devices SET public_key = $3::jsonb, key_thumbprint = $4, key_registered_at = $5 WHERE tenant_id = $1 AND id = $2`,
+    [tenantId, 'p-d3', JSON.stringify(phoneKey), holderKeyThumbprint(phoneKey), now],
+  );
   // Other phones' tickets on the same locks; some revoked lately with a credential still alive (the lists carry them).
   await db.query(
     `INSERT INTO tickets (id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at, commands, channels,
@@ -133,8 +148,9 @@ async function phoneDownload(context: ScaleContext, db: pg.Client): Promise<Scal
   await settle(db);
   const headers = await boundClient(context, tenant.credentials.tenant, 'tokens:download', '--mobile-device', 'p-d1');
   const scheduledHeaders = await boundClient(context, tenant.credentials.tenant, 'tokens:download', '--mobile-device', 'p-d2');
+  const boundHeaders = await boundClient(context, tenant.credentials.tenant, 'tokens:download', '--mobile-device', 'p-d3');
   const phone = [tenantId, 'p-d1'];
-  const phoneOf = (variant: Variant) => (variant === 'firstScheduled' ? 'p-d2' : 'p-d1');
+  const phoneOf = (variant: Variant) => (variant === 'firstScheduled' ? 'p-d2' : variant === 'firstBound' ? 'p-d3' : 'p-d1');
   // The locks are installed before phones download (docs/api-reference.md 8.1): the trust endpoint makes the tenant's first
   // ticket key and caches its issuer. Without this the first download of a new tenant's 500 tickets makes 500 key and
   // issuer look-ups at once, and on a loaded machine some wait past DB_CONNECT_TIMEOUT_MS for a connection (503).
@@ -166,6 +182,10 @@ async function phoneDownload(context: ScaleContext, db: pg.Client): Promise<Scal
       await resetCredentials('p-d2');
       await bumpSerials();
     },
+    firstBound: async () => {
+      await resetCredentials('p-d3');
+      await bumpSerials();
+    },
     cached: bumpSerials,
     cachedListsReused: async () => undefined,
     renewal: async () => {
@@ -185,8 +205,8 @@ async function phoneDownload(context: ScaleContext, db: pg.Client): Promise<Scal
     return new Map(rows.map((row) => [row.id, row.credential_encrypted]));
   };
 
-  const variants: Variant[] = ['first', 'firstScheduled', 'cached', 'cachedListsReused', 'renewal'];
-  const samples: Record<Variant, number[]> = { first: [], firstScheduled: [], renewal: [], cached: [], cachedListsReused: [] };
+  const variants: Variant[] = ['first', 'firstScheduled', 'firstBound', 'cached', 'cachedListsReused', 'renewal'];
+  const samples: Record<Variant, number[]> = { first: [], firstScheduled: [], firstBound: [], renewal: [], cached: [], cachedListsReused: [] };
   /** What the last measured download of each variant did: credentials signed (stored anew), lists signed, bytes. */
   const work: Record<Variant, { signed: number; listsSigned: number; bytes: number; listBytes: number }> = {} as never;
   let previousLists = new Set<string>();
@@ -198,7 +218,7 @@ async function phoneDownload(context: ScaleContext, db: pg.Client): Promise<Scal
       const answer = await timedGet(
         context,
         `/deviceapi/mobiledevices/${mobileDeviceId}/tickets?limit=${PHONE_TICKETS}`,
-        variant === 'firstScheduled' ? scheduledHeaders : headers,
+        variant === 'firstScheduled' ? scheduledHeaders : variant === 'firstBound' ? boundHeaders : headers,
       );
       const after = await storedCredentials(mobileDeviceId);
       const tickets = JSON.parse(answer.text) as { credential?: string; revocationList?: string }[];
@@ -208,6 +228,8 @@ async function phoneDownload(context: ScaleContext, db: pg.Client): Promise<Scal
       }
       const withWin = tickets.filter((ticket) => 'win' in (JSON.parse(Buffer.from(ticket.credential!.split('.')[1]!, 'base64url').toString()) as object)).length;
       if (withWin !== (variant === 'firstScheduled' ? PHONE_TICKETS : 0)) throw new Error(`${variant}: ${withWin} credentials carry win`);
+      const withCnf = tickets.filter((ticket) => 'cnf' in (JSON.parse(Buffer.from(ticket.credential!.split('.')[1]!, 'base64url').toString()) as object)).length;
+      if (withCnf !== (variant === 'firstBound' ? PHONE_TICKETS : 0)) throw new Error(`${variant}: ${withCnf} credentials carry cnf`);
       work[variant] = {
         signed: [...after].filter(([id, sealed]) => sealed !== null && !before.get(id)?.equals(sealed)).length,
         listsSigned: [...lists].filter((list) => !previousLists.has(list)).length,
@@ -223,6 +245,7 @@ async function phoneDownload(context: ScaleContext, db: pg.Client): Promise<Scal
 
   const first = median(samples.first);
   const firstScheduled = median(samples.firstScheduled);
+  const firstBound = median(samples.firstBound);
   const renewal = median(samples.renewal);
   const cached = median(samples.cached);
   const cachedListsReused = median(samples.cachedListsReused);
@@ -248,6 +271,19 @@ async function phoneDownload(context: ScaleContext, db: pg.Client): Promise<Scal
         responseBytes: work.first.bytes,
         revocationListBytes: work.first.listBytes,
       },
+    },
+    {
+      name: 'lock trust: phone downloads 500 bound tickets (first, every credential bound to the phone key)',
+      description:
+        `the first download of a phone with a registered key whose ${PHONE_TICKETS} tickets are the same as above: each ` +
+        'credential carries cnf.jkt (docs/api-reference.md 11.2), each ticket the lock\'s key when it has one; vs the same download unbound',
+      serviceSeconds: round(firstBound),
+      baselineSeconds: round(first),
+      reference: 'first, unbound',
+      ratio: round(firstBound / first, 2),
+      goalRatio: 1.1,
+      goalMet: Math.round((firstBound / first) * 100) / 100 <= 1.1,
+      details: { runs: context.runs, samplesMs: list(samples.firstBound), credentialsSigned: work.firstBound.signed, responseBytes: work.firstBound.bytes },
     },
     {
       name: 'lock trust: phone downloads 500 scheduled tickets (first, every credential signed with win)',
