@@ -1,6 +1,6 @@
-// Access logs stay bounded (docs/api-reference.md 8.5, docs/security-cases.md H56): one per-minute budget of new entries per lock, shared by its own
-// client and every phone relaying for it, refused whole with 429 and Retry-After beyond it; and the retention prune,
-// by the server's receipt time, a tenant and a bounded batch at a time.
+// Access logs stay bounded (docs/api-reference.md 8.5, docs/security-cases.md H56): one per-minute budget of new
+// entries per lock, shared by its own client and every phone relaying for it, refused whole with 429 and Retry-After
+// beyond it; and the retention prune, by the server's receipt time, a tenant and a bounded batch at a time.
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pruneAccessLogEntries } from '../../src/db/repositories/access-log-bounds.repo.js';

@@ -1,7 +1,8 @@
-// The door, end to end (docs/api-reference.md 11, docs/lock-integration.md 4, docs/security-cases.md H58): a phone key registered with a proof, a
-// token got with private_key_jwt and no secret, a download of bound credentials, the reference lock's hello, the
-// phone's proof and the lock's decision; a copied credential refused; a replaced key refused by an online lock after
-// one sync and by an offline one after one visit; the lock's receipt relayed and believed.
+// The door, end to end (docs/api-reference.md 11, docs/lock-integration.md 4, docs/security-cases.md H58): a phone key
+// registered with a proof, a token got with private_key_jwt and no secret, a download of bound credentials, the
+// reference lock's hello, the phone's proof and the lock's decision; a copied credential refused; a replaced key
+// refused by an online lock after one sync and by an offline one after one visit; the lock's receipt relayed and
+// believed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LockSimulator, type SyncAnswer } from '../../src/simulator/lock-simulator.js';
 import { PhoneSimulator, type DownloadedToken } from '../../src/simulator/phone-simulator.js';
