@@ -3,6 +3,7 @@
 // (shared/explain-rules.ts), which decide through the one rule the lock simulator uses.
 import type { Database } from '../db/database.js';
 import { listTicketsOfDeviceForLock } from '../db/repositories/download.repo.js';
+import { findLockBindingFacts } from '../db/repositories/holder-key.repo.js';
 import { findLockTelemetry } from '../db/repositories/lock-telemetry.repo.js';
 import { findMobileDevice } from '../db/repositories/mobile-device.repo.js';
 import { findSecuredObject } from '../db/repositories/secured-object.repo.js';
@@ -98,21 +99,6 @@ export function createAccessCheckService({ db, clock, credentials }: AccessCheck
             listTicketKeyAnnouncements(db, tenantId),
           ])
         : [new Set<string>(), new Map<string, number>()];
-      const view = lockView(
-        {
-          issuer,
-          securedObjectId: lock.id,
-          maxCredentialLifetime: credentials.lifetimeMs / 1000,
-          channels: lock.channels,
-          publishedKids,
-          appliedThrough: telemetry?.appliedThrough ?? null,
-          keySetSeq,
-          keyAnnouncements,
-          clockOffsetMs,
-        },
-        tickets,
-      );
-
       const evidence = await Promise.all(
         tickets.map(async (ticket): Promise<TicketEvidence> => {
           if (ticket.credential !== null) {
@@ -128,6 +114,29 @@ export function createAccessCheckService({ db, clock, credentials }: AccessCheck
           };
         }),
       );
+      // The phone keys the held credentials are bound to: whether the lock requires binding, and which were revoked.
+      const boundTo = evidence.flatMap(({ held }) => {
+        const jkt = (held?.claims as { cnf?: { jkt?: unknown } } | null)?.cnf?.jkt;
+        return typeof jkt === 'string' ? [jkt] : [];
+      });
+      const binding = await findLockBindingFacts(db, tenantId, lock.id, [...new Set(boundTo)], now);
+      const view = lockView(
+        {
+          issuer,
+          securedObjectId: lock.id,
+          maxCredentialLifetime: credentials.lifetimeMs / 1000,
+          channels: lock.channels,
+          publishedKids,
+          appliedThrough: telemetry?.appliedThrough ?? null,
+          keySetSeq,
+          keyAnnouncements,
+          holderBinding: binding.holderBinding,
+          keyRevocations: binding.revokedKeys,
+          clockOffsetMs,
+        },
+        tickets,
+      );
+
       const judged = evidence.map((item) => ({
         id: item.ticket.id,
         status: ticketStatus(item.ticket, now),

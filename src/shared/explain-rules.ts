@@ -15,6 +15,7 @@ import {
   type CredentialClaims,
   type LockTrustState,
 } from './credential-check.js';
+import type { HolderBinding } from './holder-binding.js';
 import { CHANNELS } from './vocabulary.js';
 
 /** At most this many tickets of one phone for one lock are judged, the newest first. */
@@ -26,6 +27,9 @@ export const ACCESS_CHECK_CODES = [
   'not-downloaded',
   'key-not-published',
   'key-not-known-yet',
+  'binding-required',
+  'key-revoked',
+  'key-revocation-not-applied',
   'revoked',
   'revocation-not-applied',
   'expired',
@@ -93,6 +97,12 @@ export interface LockView {
    * has not learnt them, and refuses a credential signed with one as a key it does not know.
    */
   unknownKids: ReadonlySet<string>;
+  /** The lock's holder-binding policy (docs/api-reference.md 11.2). */
+  holderBinding: HolderBinding;
+  /** Revoked phone keys (docs/api-reference.md 11.4) the lock has applied: it refuses every credential bound to one. */
+  revokedKeys: ReadonlySet<string>;
+  /** Revoked phone keys the lock has not applied yet: a credential bound to one may still open. */
+  pendingRevokedKeys: ReadonlySet<string>;
   /** The lock's clock minus the server's (ms); null: never estimated. */
   clockOffsetMs: number | null;
 }
@@ -151,6 +161,10 @@ export interface LockFacts {
   keySetSeq: number;
   /** Each published kid and the change-log position that announced it (0: before positions were kept). */
   keyAnnouncements: ReadonlyMap<string, number>;
+  /** The lock's holder-binding policy (docs/api-reference.md 11.2). */
+  holderBinding: HolderBinding;
+  /** Revoked phone keys among those the judged credentials are bound to, each with the position that revoked it. */
+  keyRevocations: ReadonlyMap<string, number>;
   /** The lock's clock minus the server's (ms); null: never estimated. */
   clockOffsetMs: number | null;
 }
@@ -176,6 +190,9 @@ export function lockView(facts: LockFacts, tickets: readonly ExplainedTicketFact
         ? []
         : [...facts.keyAnnouncements].filter(([kid, seq]) => facts.publishedKids.has(kid) && seq > facts.appliedThrough!).map(([kid]) => kid),
     ),
+    holderBinding: facts.holderBinding,
+    revokedKeys: new Set([...facts.keyRevocations].filter(([, seq]) => seq <= (facts.appliedThrough ?? 0)).map(([jkt]) => jkt)),
+    pendingRevokedKeys: new Set([...facts.keyRevocations].filter(([, seq]) => seq > (facts.appliedThrough ?? 0)).map(([jkt]) => jkt)),
     clockOffsetMs: facts.clockOffsetMs,
   };
 }
@@ -362,6 +379,43 @@ function keyNotKnownYet(kid: string): AccessCheckReason {
   };
 }
 
+const BINDING_REQUIRED: AccessCheckReason = {
+  code: 'binding-required',
+  message:
+    'The lock requires credentials bound to a phone key (holderBinding "required", docs/api-reference.md 11.2) and this ' +
+    'one is bound to none: the phone must register its key (PUT /deviceapi/mobiledevices/{id}/key) and download again.',
+};
+
+function keyRevoked(jkt: string, applied: boolean): AccessCheckReason {
+  return applied
+    ? {
+        code: 'key-revoked',
+        message:
+          `The credential is bound to the phone key ${jkt}, which was revoked, and the lock has applied it: it refuses every ` +
+          'credential bound to that key (docs/api-reference.md 11.4). The phone must download again with its current key.',
+      }
+    : {
+        code: 'key-revocation-not-applied',
+        message:
+          `The credential is bound to the phone key ${jkt}, which was revoked, but the lock has not applied it yet: the door MAY ` +
+          'STILL OPEN for whoever holds that key until the lock syncs or a phone brings it the revocation list.',
+      };
+}
+
+/**
+ * The lock's binding checks after the credential's own (docs/lock-integration.md 3.3): a lock requiring binding refuses
+ * an unbound credential; a credential bound to a key the lock knows is revoked is refused. Explain takes the proof as
+ * the phone holding its key makes it: what a copy without the key meets is the lock's, not the server's, to judge.
+ */
+function bindingReasons(claims: CredentialClaims | null, lock: LockView): { deny: boolean; reason: AccessCheckReason } | null {
+  if (claims === null) return null;
+  const jkt = claims.cnf?.jkt;
+  if (jkt === undefined) return lock.holderBinding === 'required' ? { deny: true, reason: BINDING_REQUIRED } : null;
+  if (lock.revokedKeys.has(jkt)) return { deny: true, reason: keyRevoked(jkt, true) };
+  if (lock.pendingRevokedKeys.has(jkt)) return { deny: false, reason: keyRevoked(jkt, false) };
+  return null;
+}
+
 function keyWithdrawalNotApplied(kid: unknown, opens: boolean): AccessCheckReason {
   const withdrawn =
     `The credential the phone holds is signed with the key ${typeof kid === 'string' ? kid : '(none)'}, which is no longer in the ` +
@@ -441,6 +495,15 @@ export function explainTicket(evidence: TicketEvidence, lock: LockView, request:
     const check = checkCredential(header, claims, state, access);
     decision = check.decision === 'open' ? 'allow' : 'deny';
     reasons = [describeCheck(check, parsed, ticket, lock, request)];
+  }
+  if (decision === 'allow') {
+    const binding = bindingReasons(parsed, lock);
+    if (binding?.deny) {
+      decision = 'deny';
+      reasons = [binding.reason];
+    } else if (binding) {
+      reasons = [...reasons.filter((reason) => reason.code !== 'valid'), binding.reason];
+    }
   }
   if (ticket.revokedAt !== null) {
     // docs/api-reference.md 8.4: revoked on the server, but not at the door until the lock applies it.

@@ -11,6 +11,7 @@ import { download, lockToken, lockTrust, phoneToken, type DownloadedTicket } fro
 import { bearer, clientToken, createClient, keyRotationToken } from '../helpers/oauth.js';
 import { call, device, expectAuthChecks, expectProblem, fieldsOf, HOUR, lock, ticket } from '../helpers/operator.js';
 import { twoTenants, type TwoTenants } from '../helpers/tenants.js';
+import { newKeyPair, registerKey } from '../helpers/holder-keys.js';
 
 const DAY = 24 * HOUR;
 /** A whole second: a ticket beginning now has `nbf` now (a later millisecond would round `nbf` up to the next second). */
@@ -234,6 +235,31 @@ describe('GET /operatorapi/access-checks', () => {
     expect(refused).toMatchObject({ decision: 'deny', reasons: [{ code: 'key-not-published', message: expect.stringContaining('download its tickets again') }] });
     await downloadAs('phone-rotated');
     expect((await check('phone-rotated', 'gate')).decision).toBe('allow');
+  });
+
+  it('binding-required at a lock that requires bound credentials; key-revocation-not-applied, then key-revoked, for a replaced key', async () => {
+    await lock(t, tenants.token, 'bound-door');
+    await device(t, tenants.token, 'phone-bound');
+    await ticket(t, tenants.token, 'bound-door', 'phone-bound', { endDate: now + DAY });
+    const patched = await call(t, tenants.token, { method: 'PATCH', url: '/operatorapi/securedobjects/bound-door', payload: { holderBinding: 'required' } });
+    expect(patched.statusCode, patched.body).toBe(200);
+    await downloadAs('phone-bound');
+    expect(await check('phone-bound', 'bound-door')).toMatchObject({ decision: 'deny', reasons: [{ code: 'binding-required' }] });
+
+    // The phone registers its key and downloads again: its credential is bound, and the lock opens.
+    const phone = await phoneToken(t, tenants.acme, 'phone-bound');
+    await registerKey(t, phone, 'mobiledevices', 'phone-bound', newKeyPair());
+    await downloadAs('phone-bound');
+    expect(await check('phone-bound', 'bound-door')).toMatchObject({ decision: 'allow', reasons: [{ code: 'valid' }] });
+
+    // A new key revokes the old one; the credential the server holds is still bound to it until the next download.
+    await registerKey(t, phone, 'mobiledevices', 'phone-bound', newKeyPair());
+    expect(await check('phone-bound', 'bound-door')).toMatchObject({ decision: 'allow', reasons: [{ code: 'key-revocation-not-applied' }] });
+    const { rows } = await t.database.db.query<{ change_seq: number }>('SELECT max(change_seq) AS change_seq FROM revoked_device_keys WHERE tenant_id = $1', [tenants.acme.tenantId]);
+    await recordLockContact(t.database.db, tenants.acme.tenantId, 'bound-door', { seenAt: now, appliedThrough: Number(rows[0]!.change_seq) });
+    expect(await check('phone-bound', 'bound-door')).toMatchObject({ decision: 'deny', reasons: [{ code: 'key-revoked' }] });
+    await downloadAs('phone-bound');
+    expect((await check('phone-bound', 'bound-door')).decision).toBe('allow');
   });
 
   it('judges 50 tickets, those that may open first, each newest first, and says when there are more; allow when any of them opens', async () => {

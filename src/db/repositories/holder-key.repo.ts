@@ -2,7 +2,9 @@
 // public keys (what the service verifies the phones' and locks' signatures with), and the revoked phone keys every
 // lock of the tenant must learn.
 import type { Queryable } from '../database.js';
+import type { HolderBinding } from '../../shared/holder-binding.js';
 import type { HolderPublicKey } from '../../shared/holder-keys.js';
+import { HOLDER_BINDING_SEQ_SQL, HOLDER_BINDING_SQL } from './change-log.repo.js';
 
 /** A registered P-256 public key as stored (a JWK, not yet read) and its RFC 7638 thumbprint. */
 export interface StoredHolderKey {
@@ -220,4 +222,36 @@ export async function listAliveRevokedKeys(db: Queryable, tenantId: string, now:
     [tenantId, now],
   );
   return rows.map((row) => row.key_thumbprint);
+}
+
+/** What explain needs of a lock's holder binding (docs/api-reference.md 8.6): the policy, and the phone keys revoked. */
+export interface LockBindingFacts {
+  holderBinding: HolderBinding;
+  /** The change-log position of the policy's last change (0: never changed). */
+  holderBindingSeq: number;
+  /** Of the thumbprints asked about, each one revoked and still needed by locks, with the position that revoked it. */
+  revokedKeys: Map<string, number>;
+}
+
+/** The lock's effective holder-binding policy and, of `thumbprints`, the revoked keys still alive at `now`. */
+export async function findLockBindingFacts(
+  db: Queryable,
+  tenantId: string,
+  securedObjectId: string,
+  thumbprints: readonly string[],
+  now: number,
+): Promise<LockBindingFacts> {
+  const { rows } = await db.query<{ holder_binding: HolderBinding; holder_binding_seq: number | string; revoked: { jkt: string; seq: number }[] | null }>(
+    `SELECT ${HOLDER_BINDING_SQL('$1', '$2')} AS holder_binding, ${HOLDER_BINDING_SEQ_SQL('$1', '$2')} AS holder_binding_seq,
+            (SELECT json_agg(json_build_object('jkt', key_thumbprint, 'seq', change_seq))
+               FROM revoked_device_keys
+              WHERE tenant_id = $1 AND key_thumbprint = ANY($3::text[]) AND bound_until > $4::bigint) AS revoked`,
+    [tenantId, securedObjectId, thumbprints, now],
+  );
+  const row = rows[0]!;
+  return {
+    holderBinding: row.holder_binding,
+    holderBindingSeq: Number(row.holder_binding_seq),
+    revokedKeys: new Map((row.revoked ?? []).map((entry) => [entry.jkt, Number(entry.seq)])),
+  };
 }

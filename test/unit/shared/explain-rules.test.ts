@@ -52,6 +52,9 @@ const lock = (overrides: Partial<LockView> = {}): LockView => ({
   publishedKids: new Set(['key-1']),
   keySetPending: false,
   unknownKids: new Set(),
+  holderBinding: 'optional',
+  revokedKeys: new Set(),
+  pendingRevokedKeys: new Set(),
   clockOffsetMs: null,
   ...overrides,
 });
@@ -190,6 +193,26 @@ describe('explainTicket', () => {
     expect(explainTicket(held(), lock({ unknownKids: new Set(['key-2']) }), request(), AT).decision).toBe('allow');
   });
 
+  it('binding: a lock requiring it refuses an unbound credential; a key the lock knows revoked refuses, one it does not yet may open', () => {
+    const JKT = 'x'.repeat(43);
+    expect(explainTicket(held(), lock({ holderBinding: 'required' }), request(), AT)).toEqual({
+      decision: 'deny',
+      reasons: [{ code: 'binding-required', message: expect.stringContaining('PUT /deviceapi/mobiledevices/{id}/key') }],
+    });
+    // A bound credential passes a lock that requires binding (the proof is the phone's to make with its key).
+    expect(explainTicket(held({ cnf: { jkt: JKT } }), lock({ holderBinding: 'required' }), request(), AT).decision).toBe('allow');
+    expect(explainTicket(held({ cnf: { jkt: JKT } }), lock({ revokedKeys: new Set([JKT]) }), request(), AT)).toEqual({
+      decision: 'deny',
+      reasons: [{ code: 'key-revoked', message: expect.stringContaining(JKT) }],
+    });
+    expect(explainTicket(held({ cnf: { jkt: JKT } }), lock({ pendingRevokedKeys: new Set([JKT]) }), request(), AT)).toEqual({
+      decision: 'allow',
+      reasons: [{ code: 'key-revocation-not-applied', message: expect.stringContaining('MAY STILL OPEN') }],
+    });
+    // Refused by the credential's own rules first: the binding is never reached, as at the lock.
+    expect(codes(explainTicket(held({ cmd: ['clos'] }), lock({ holderBinding: 'required' }), request(), AT))).toEqual(['command-not-granted']);
+  });
+
   it('a withdrawn key the lock has not learnt of yet: judged as the lock still holding it would, and said so', () => {
     const withdrawn = lock({ publishedKids: new Set(['key-2']), keySetPending: true });
     expect(explainTicket(held(), withdrawn, request(), AT)).toEqual({
@@ -318,6 +341,8 @@ describe('lockView', () => {
     appliedThrough: 7,
     keySetSeq: 7,
     keyAnnouncements: new Map([['key-1', 7]]),
+    holderBinding: 'optional',
+    keyRevocations: new Map(),
     clockOffsetMs: null,
     ...overrides,
   });
@@ -345,6 +370,12 @@ describe('lockView', () => {
     expect(view(2).unknownKids).toEqual(new Set(['key-1', 'key-2']));
     expect(view(null).unknownKids).toEqual(new Set());
     expect(view(0).unknownKids).toEqual(new Set());
+  });
+
+  it('a key revocation is applied once the lock acknowledged its position, pending before', () => {
+    const keyRevocations = new Map([['applied', 7], ['pending', 8]]);
+    expect(lockView(facts({ appliedThrough: 7, keyRevocations }), [])).toMatchObject({ revokedKeys: new Set(['applied']), pendingRevokedKeys: new Set(['pending']) });
+    expect(lockView(facts({ appliedThrough: null, keyRevocations }), [])).toMatchObject({ revokedKeys: new Set(), pendingRevokedKeys: new Set(['applied', 'pending']) });
   });
 });
 
