@@ -192,7 +192,7 @@ describe('the README walkthrough blocks', () => {
         };
         expectLine(/^\{"tenant":"acme","clientId":"[\w-]+","clientSecret":"[\w-]+"\}$/);
         expectLine(/^\{"status":"ready"\}$/);
-        expectLine(/^\{"token_type":"Bearer","expires_in":3600,"scope":"tokens:create .*clients:manage users:manage audit:read events:read webhooks:manage"\}$/);
+        expectLine(/^\{"token_type":"Bearer","expires_in":3600,"scope":"tokens:create .*clients:manage users:manage audit:read events:read webhooks:manage settings:manage"\}$/);
         expectLine(/^\{"id":"front-door","channels":\["btlespp"\],"urls":\["btlespp:\/\/LOCK-0042\/7d8a0c1e-4b7f-4d5e-9a41-3c2b1f0e9d8c"\]/);
         // The retry with the same Idempotency-Key answered the same ticket.
         const [, ticketId] = expectLine(/^([0-9a-f-]{36})$/);
@@ -221,7 +221,7 @@ describe('the README walkthrough blocks', () => {
           new RegExp(`^\\{"tokens":\\[\\{"mobileDeviceId":"phone-1","accessPermissionId":"[^"]+"\\}\\],"revocations":\\[\\],"keys":\\["${kid}"\\],"cursor":"([^"]+)"\\}$`),
         );
         expect(stdout).not.toContain(`"revocations":["${ticketId}"]`);
-        expectLine(new RegExp(`^\\{"tokens":\\[\\],"revocations":\\[\\],"cursor":"${cursor}","serial":\\d+\\}$`));
+        expectLine(new RegExp(`^\\{"tokens":\\[\\],"revocations":\\[\\],"cursor":"${cursor}","serial":\\d+,"holderBinding":"optional","revokedKeys":\\[\\]\\}$`));
         expectLine(new RegExp(`^\\{"decision":"open","reason":"ok","ticketId":"${credentialTicket}"\\}$`));
         expectLine(/^\[\]$/);
         expectLine(new RegExp(`^\\{"tokens":\\[\\],"revocations":\\["${credentialTicket}"\\]\\}$`));

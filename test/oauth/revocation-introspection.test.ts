@@ -503,7 +503,7 @@ describe('docs/api-reference.md 3.3, 3.6 and docs/security-cases.md G44: tokens:
   it('G44: a bound client learns about its own token, never about another client of its device, tokens:introspect or not', async () => {
     const phoneToken = await clientToken(t.app, phone);
     const own = await introspect(phone, phoneToken);
-    expect(own.json()).toMatchObject({ active: true, client_id: phone.clientId, scope: 'tokens:download', aud: 'deviceapi' });
+    expect(own.json()).toMatchObject({ active: true, client_id: phone.clientId, scope: 'tokens:download keys:register', aud: 'deviceapi' });
     // Same tenant, same phone, tokens:introspect held: still another client's token.
     expect((await introspect(phoneWithIntrospect, phoneToken)).body).toBe(INACTIVE);
     expect((await introspect(lockWithIntrospect, phoneToken)).body).toBe(INACTIVE);
