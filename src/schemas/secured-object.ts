@@ -115,6 +115,13 @@ export const SecuredObjectDetailSchema = named(
           'Revoked tickets of this lock whose revocation it has not applied yet and whose credential may still be alive ' +
           'there (at its clock): how many revoked phones may still open this door. `GET /operatorapi/revocations?applied=false` lists them.',
       }),
+      pendingKeyRevocations: Type.Integer({
+        minimum: 0,
+        description:
+          'Revoked phone keys of the tenant (docs/api-reference.md 11.4) revoked after the position this lock has applied, ' +
+          'while a credential bound to one may still be alive at its clock: copies of credentials bound to them may still ' +
+          'be shown here with the key. 0 once the lock has synced or a phone brought it a newer revocation list.',
+      }),
       clockOffset: Type.Optional(
         Type.Integer({
           description:
@@ -135,6 +142,7 @@ export const SecuredObjectDetailSchema = named(
     lastSeenTime: 1767254470000,
     appliedThrough: 17,
     pendingRevocations: 0,
+    pendingKeyRevocations: 0,
     clockOffset: -1200,
     clockDrift: false,
   },

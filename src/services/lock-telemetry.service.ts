@@ -27,6 +27,7 @@ export interface LockPropagationFields {
   lastSeenTime?: number;
   appliedThrough?: number;
   pendingRevocations: number;
+  pendingKeyRevocations: number;
   clockOffset?: number;
   clockDrift: boolean;
 }
@@ -80,11 +81,12 @@ export function createLockTelemetryService({ db, clock, credentialLifetimeMs }: 
 
     /** The telemetry fields of a lock (docs/api-reference.md 8.4, 8.5). */
     async propagation(tenantId: string, securedObjectId: string): Promise<LockPropagationFields> {
-      const { telemetry, pendingRevocations } = await findLockPropagation(db, tenantId, securedObjectId, clock(), credentialLifetimeMs);
+      const { telemetry, pendingRevocations, pendingKeyRevocations } = await findLockPropagation(db, tenantId, securedObjectId, clock(), credentialLifetimeMs);
       const offset = telemetry?.clockOffsetMs ?? null;
       return {
         ...(telemetry !== null ? { lastSeenTime: telemetry.lastSeenAt, appliedThrough: telemetry.appliedThrough } : {}),
         pendingRevocations,
+        pendingKeyRevocations,
         ...(offset !== null ? { clockOffset: offset } : {}),
         clockDrift: clockDrifts(offset),
       };

@@ -74,6 +74,13 @@ describe('the door, end to end, with keys on every side', () => {
     });
   }
 
+  /** What the operator sees of a lock's propagation (docs/api-reference.md 8.4). */
+  async function pendingKeyRevocations(id: string): Promise<number> {
+    const response = await t.app.inject({ url: `/operatorapi/securedobjects/${id}`, headers: bearer(operator) });
+    expect(response.statusCode, response.body).toBe(200);
+    return response.json().pendingKeyRevocations as number;
+  }
+
   /** One session at the door: hello, the phone's answer, the lock's decision. */
   async function atTheDoor(simulator: LockSimulator, phone: PhoneSimulator, lockId: string) {
     const hello = simulator.hello(now);
@@ -127,10 +134,17 @@ describe('the door, end to end, with keys on every side', () => {
     now += 60_000;
     const replacement = es256KeyPair();
     await registerKey(t, await tokenByKey(alice.clientId, alice.key), 'mobiledevices', 'alice', replacement);
+    // Both locks have a key revocation to learn.
+    expect(await pendingKeyRevocations('front')).toBe(1);
+    expect(await pendingKeyRevocations('back')).toBe(1);
     // Online: one sync, and the old key's credential is refused.
     await sync(front, 'front');
     expect(front.isKeyRevoked(alice.key.thumbprint)).toBe(true);
     expect((await atTheDoor(front, oldPhone, 'front')).decision).toMatchObject({ decision: 'deny', reason: 'key-revoked' });
+    // Its next sync acknowledges it (docs/api-reference.md 8.4).
+    now += 60_000;
+    await sync(front, 'front');
+    expect(await pendingKeyRevocations('front')).toBe(0);
     // Offline: the back door learns it from the list the next visitor carries (bob's fresh download).
     expect((await atTheDoor(back, oldPhone, 'back')).decision).toMatchObject({ decision: 'open' });
     await downloadInto(bob.phone, await tokenByKey(bob.clientId, bob.key), 'bob');
@@ -170,6 +184,8 @@ describe('the door, end to end, with keys on every side', () => {
     });
     expect(uploaded.statusCode, uploaded.body).toBe(200);
     expect(uploaded.json()).toMatchObject({ accepted: 3, duplicates: 0, gaps: [] });
+    // The receipt's appliedSerial is the lock's word: it has applied the key revocation.
+    expect(await pendingKeyRevocations('back')).toBe(0);
     const { rows } = await t.database.db.query<{ reason: string; signed: boolean; via: string }>(
       `SELECT reason, signed, via FROM access_log_entries WHERE tenant_id = $1 AND secured_object_id = 'back' ORDER BY entry_no`,
       [tenant.tenantId],

@@ -87,7 +87,7 @@ describe('secured objects', () => {
     const read = await get('front-door');
     expect(read.statusCode).toBe(200);
     // The single read adds the lock's telemetry (docs/api-reference.md 8.4): a lock never seen has nothing pending.
-    expect(read.json()).toStrictEqual({ ...body, pendingRevocations: 0, clockDrift: false });
+    expect(read.json()).toStrictEqual({ ...body, pendingRevocations: 0, pendingKeyRevocations: 0, clockDrift: false });
   });
 
   it('makes an id when none is given, and keeps one url per distinct channel', async () => {
@@ -97,7 +97,7 @@ describe('secured objects', () => {
     expect(body.id).toMatch(UUID_PATTERN);
     expect(body).toStrictEqual({ id: body.id, channels: ['btlespp'], urls: [`btlespp://side/${LOCK_UUID}`], creationTime: expect.any(Number), timeZone: 'UTC' });
     expect(response.headers.location).toBe(`/operatorapi/securedobjects/${body.id}`);
-    expect((await get(body.id)).json()).toStrictEqual({ ...body, pendingRevocations: 0, clockDrift: false });
+    expect((await get(body.id)).json()).toStrictEqual({ ...body, pendingRevocations: 0, pendingKeyRevocations: 0, clockDrift: false });
     expect(await row(acme.tenantId, body.id)).toBeDefined();
   });
 

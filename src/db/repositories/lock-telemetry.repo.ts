@@ -228,6 +228,11 @@ export interface LockPropagation {
   telemetry: LockTelemetry | null;
   /** Revoked tickets of the lock whose revocation it has not applied and whose credential may still be alive there. */
   pendingRevocations: number;
+  /**
+   * Revoked phone keys of the tenant (docs/api-reference.md 11.4) that the lock has not applied (revoked after its applied
+   * position) while a credential bound to one may still be alive at its clock.
+   */
+  pendingKeyRevocations: number;
 }
 
 /**
@@ -253,10 +258,14 @@ export async function findLockPropagation(
   now: number,
   maxClockMarginMs: number,
 ): Promise<LockPropagation> {
-  const { rows } = await db.query<{ [K in keyof LockTelemetryRow]: LockTelemetryRow[K] | null } & { pending: number }>(
+  const { rows } = await db.query<{ [K in keyof LockTelemetryRow]: LockTelemetryRow[K] | null } & { pending: number; pending_keys: number }>(
     `SELECT ${COLUMNS.split(', ').map((column) => `lt.${column}`).join(', ')},
             (SELECT count(*)::int FROM tickets t
-              WHERE t.tenant_id = $1 AND t.secured_object_id = $2 AND ${PENDING('$3::bigint', 'lt.clock_offset_ms', '$4')}) AS pending
+              WHERE t.tenant_id = $1 AND t.secured_object_id = $2 AND ${PENDING('$3::bigint', 'lt.clock_offset_ms', '$4')}) AS pending,
+            -- A range of revoked_device_keys_sync_idx: the tenant's key revocations after the lock's position, few.
+            (SELECT count(*)::int FROM revoked_device_keys k
+              WHERE k.tenant_id = $1 AND k.change_seq > coalesce(lt.applied_through, 0)
+                AND k.bound_until > $3::bigint + greatest(least(coalesce(lt.clock_offset_ms, 0), 0), -($4::bigint))) AS pending_keys
        FROM (VALUES (1)) AS one (x)
        LEFT JOIN lock_telemetry lt ON lt.tenant_id = $1 AND lt.secured_object_id = $2`,
     [tenantId, securedObjectId, now, maxClockMarginMs],
@@ -265,6 +274,7 @@ export async function findLockPropagation(
   return {
     telemetry: row.last_seen_at === null ? null : toTelemetry(row as LockTelemetryRow),
     pendingRevocations: row.pending,
+    pendingKeyRevocations: row.pending_keys,
   };
 }
 

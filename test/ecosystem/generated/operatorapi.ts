@@ -1473,6 +1473,7 @@ export interface components {
          *       "lastSeenTime": 1767254470000,
          *       "appliedThrough": 17,
          *       "pendingRevocations": 0,
+         *       "pendingKeyRevocations": 0,
          *       "clockOffset": -1200,
          *       "clockDrift": false
          *     }
@@ -1505,6 +1506,8 @@ export interface components {
             appliedThrough?: number;
             /** @description Revoked tickets of this lock whose revocation it has not applied yet and whose credential may still be alive there (at its clock): how many revoked phones may still open this door. `GET /operatorapi/revocations?applied=false` lists them. */
             pendingRevocations: number;
+            /** @description Revoked phone keys of the tenant (docs/api-reference.md 11.4) revoked after the position this lock has applied, while a credential bound to one may still be alive at its clock: copies of credentials bound to them may still be shown here with the key. 0 once the lock has synced or a phone brought it a newer revocation list. */
+            pendingKeyRevocations: number;
             /** @description The lock's clock minus the server's, milliseconds, estimated from its last log upload (docs/api-reference.md 8.5). Negative: the lock runs behind and accepts credentials that long after they expired. Absent until estimated. */
             clockOffset?: number;
             /** @description True when the lock's clock is off by more than 30 s (`clockOffset`). */
