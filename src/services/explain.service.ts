@@ -131,6 +131,7 @@ export function createAccessCheckService({ db, clock, credentials }: AccessCheck
           keySetSeq,
           keyAnnouncements,
           holderBinding: binding.holderBinding,
+          holderBindingSeq: binding.holderBindingSeq,
           keyRevocations: binding.revokedKeys,
           clockOffsetMs,
         },

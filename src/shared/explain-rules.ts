@@ -28,6 +28,7 @@ export const ACCESS_CHECK_CODES = [
   'key-not-published',
   'key-not-known-yet',
   'binding-required',
+  'binding-not-applied',
   'key-revoked',
   'key-revocation-not-applied',
   'revoked',
@@ -99,6 +100,8 @@ export interface LockView {
   unknownKids: ReadonlySet<string>;
   /** The lock's holder-binding policy (docs/api-reference.md 11.2). */
   holderBinding: HolderBinding;
+  /** The policy changed after the position the lock acknowledged: it may still hold the one before. */
+  holderBindingPending: boolean;
   /** Revoked phone keys (docs/api-reference.md 11.4) the lock has applied: it refuses every credential bound to one. */
   revokedKeys: ReadonlySet<string>;
   /** Revoked phone keys the lock has not applied yet: a credential bound to one may still open. */
@@ -163,6 +166,8 @@ export interface LockFacts {
   keyAnnouncements: ReadonlyMap<string, number>;
   /** The lock's holder-binding policy (docs/api-reference.md 11.2). */
   holderBinding: HolderBinding;
+  /** The change-log position of the policy's last change (0: never changed). */
+  holderBindingSeq: number;
   /** Revoked phone keys among those the judged credentials are bound to, each with the position that revoked it. */
   keyRevocations: ReadonlyMap<string, number>;
   /** The lock's clock minus the server's (ms); null: never estimated. */
@@ -191,6 +196,7 @@ export function lockView(facts: LockFacts, tickets: readonly ExplainedTicketFact
         : [...facts.keyAnnouncements].filter(([kid, seq]) => facts.publishedKids.has(kid) && seq > facts.appliedThrough!).map(([kid]) => kid),
     ),
     holderBinding: facts.holderBinding,
+    holderBindingPending: facts.holderBindingSeq > (facts.appliedThrough ?? 0),
     revokedKeys: new Set([...facts.keyRevocations].filter(([, seq]) => seq <= (facts.appliedThrough ?? 0)).map(([jkt]) => jkt)),
     pendingRevokedKeys: new Set([...facts.keyRevocations].filter(([, seq]) => seq > (facts.appliedThrough ?? 0)).map(([jkt]) => jkt)),
     clockOffsetMs: facts.clockOffsetMs,
@@ -386,6 +392,14 @@ const BINDING_REQUIRED: AccessCheckReason = {
     'one is bound to none: the phone must register its key (PUT /deviceapi/mobiledevices/{id}/key) and download again.',
 };
 
+const BINDING_NOT_APPLIED: AccessCheckReason = {
+  code: 'binding-not-applied',
+  message:
+    'The lock\'s policy now requires credentials bound to a phone key (holderBinding "required", docs/api-reference.md ' +
+    '11.2), and this one is bound to none, but the lock has not applied the change yet: the door MAY STILL OPEN for it ' +
+    'until the lock syncs or a phone brings it a newer revocation list.',
+};
+
 function keyRevoked(jkt: string, applied: boolean): AccessCheckReason {
   return applied
     ? {
@@ -410,7 +424,11 @@ function keyRevoked(jkt: string, applied: boolean): AccessCheckReason {
 function bindingReasons(claims: CredentialClaims | null, lock: LockView): { deny: boolean; reason: AccessCheckReason } | null {
   if (claims === null) return null;
   const jkt = claims.cnf?.jkt;
-  if (jkt === undefined) return lock.holderBinding === 'required' ? { deny: true, reason: BINDING_REQUIRED } : null;
+  // A policy the lock has not applied yet: it still decides with the one before, which for an opening is the other.
+  if (jkt === undefined && lock.holderBinding === 'required') {
+    return lock.holderBindingPending ? { deny: false, reason: BINDING_NOT_APPLIED } : { deny: true, reason: BINDING_REQUIRED };
+  }
+  if (jkt === undefined) return null;
   if (lock.revokedKeys.has(jkt)) return { deny: true, reason: keyRevoked(jkt, true) };
   if (lock.pendingRevokedKeys.has(jkt)) return { deny: false, reason: keyRevoked(jkt, false) };
   return null;

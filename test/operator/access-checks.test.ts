@@ -237,13 +237,20 @@ describe('GET /operatorapi/access-checks', () => {
     expect((await check('phone-rotated', 'gate')).decision).toBe('allow');
   });
 
-  it('binding-required at a lock that requires bound credentials; key-revocation-not-applied, then key-revoked, for a replaced key', async () => {
+  it('binding-not-applied, then binding-required, at a lock that requires bound credentials; key-revocation-not-applied, then key-revoked, for a replaced key', async () => {
     await lock(t, tenants.token, 'bound-door');
     await device(t, tenants.token, 'phone-bound');
     await ticket(t, tenants.token, 'bound-door', 'phone-bound', { endDate: now + DAY });
     const patched = await call(t, tenants.token, { method: 'PATCH', url: '/operatorapi/securedobjects/bound-door', payload: { holderBinding: 'required' } });
     expect(patched.statusCode, patched.body).toBe(200);
     await downloadAs('phone-bound');
+    // The lock has not applied the policy yet: it still opens for the unbound credential, and explain says so.
+    expect(await check('phone-bound', 'bound-door')).toMatchObject({ decision: 'allow', reasons: [{ code: 'binding-not-applied' }] });
+    const policy = await t.database.db.query<{ holder_binding_seq: number }>('SELECT holder_binding_seq FROM secured_objects WHERE tenant_id = $1 AND id = $2', [
+      tenants.acme.tenantId,
+      'bound-door',
+    ]);
+    await recordLockContact(t.database.db, tenants.acme.tenantId, 'bound-door', { seenAt: now, appliedThrough: Number(policy.rows[0]!.holder_binding_seq) });
     expect(await check('phone-bound', 'bound-door')).toMatchObject({ decision: 'deny', reasons: [{ code: 'binding-required' }] });
 
     // The phone registers its key and downloads again: its credential is bound, and the lock opens.

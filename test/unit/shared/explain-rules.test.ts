@@ -53,6 +53,7 @@ const lock = (overrides: Partial<LockView> = {}): LockView => ({
   keySetPending: false,
   unknownKids: new Set(),
   holderBinding: 'optional',
+  holderBindingPending: false,
   revokedKeys: new Set(),
   pendingRevokedKeys: new Set(),
   clockOffsetMs: null,
@@ -199,6 +200,11 @@ describe('explainTicket', () => {
       decision: 'deny',
       reasons: [{ code: 'binding-required', message: expect.stringContaining('PUT /deviceapi/mobiledevices/{id}/key') }],
     });
+    // Required since a change the lock has not applied: it still opens, and explain says so.
+    expect(explainTicket(held(), lock({ holderBinding: 'required', holderBindingPending: true }), request(), AT)).toEqual({
+      decision: 'allow',
+      reasons: [{ code: 'binding-not-applied', message: expect.stringContaining('MAY STILL OPEN') }],
+    });
     // A bound credential passes a lock that requires binding (the proof is the phone's to make with its key).
     expect(explainTicket(held({ cnf: { jkt: JKT } }), lock({ holderBinding: 'required' }), request(), AT).decision).toBe('allow');
     expect(explainTicket(held({ cnf: { jkt: JKT } }), lock({ revokedKeys: new Set([JKT]) }), request(), AT)).toEqual({
@@ -342,6 +348,7 @@ describe('lockView', () => {
     keySetSeq: 7,
     keyAnnouncements: new Map([['key-1', 7]]),
     holderBinding: 'optional',
+    holderBindingSeq: 0,
     keyRevocations: new Map(),
     clockOffsetMs: null,
     ...overrides,
@@ -370,6 +377,12 @@ describe('lockView', () => {
     expect(view(2).unknownKids).toEqual(new Set(['key-1', 'key-2']));
     expect(view(null).unknownKids).toEqual(new Set());
     expect(view(0).unknownKids).toEqual(new Set());
+  });
+
+  it('a policy change is pending while the lock\'s applied position is below it', () => {
+    expect(lockView(facts({ appliedThrough: 7, holderBindingSeq: 7 }), []).holderBindingPending).toBe(false);
+    expect(lockView(facts({ appliedThrough: 6, holderBindingSeq: 7 }), []).holderBindingPending).toBe(true);
+    expect(lockView(facts({ appliedThrough: null, holderBindingSeq: 0 }), []).holderBindingPending).toBe(false);
   });
 
   it('a key revocation is applied once the lock acknowledged its position, pending before', () => {
