@@ -88,8 +88,8 @@ export async function chargeAccessLogBudget(
  */
 export async function pruneAccessLogEntries(db: Queryable, tenantId: string, before: number, limit: number): Promise<number> {
   const { rowCount } = await db.query(
-    `DELETE FROM access_log_entries WHERE tenant_id = $1 AND (secured_object_id, lock_registered_at, entry_no) IN (
-       SELECT secured_object_id, lock_registered_at, entry_no FROM access_log_entries
+    `DELETE FROM access_log_entries WHERE tenant_id = $1 AND (secured_object_id, lock_registered_at, numbering, entry_no) IN (
+       SELECT secured_object_id, lock_registered_at, numbering, entry_no FROM access_log_entries
         WHERE tenant_id = $1 AND received_at < $2::bigint
         ORDER BY received_at LIMIT $3 FOR UPDATE SKIP LOCKED)`,
     [tenantId, before, limit],
