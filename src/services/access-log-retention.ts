@@ -3,9 +3,8 @@
 import type { Logger } from 'pino';
 import type { Database } from '../db/database.js';
 import { pruneAccessLogEntries } from '../db/repositories/access-log-bounds.repo.js';
-import { listTenantIds } from '../db/repositories/tenant.repo.js';
 import type { Clock } from './context.js';
-import { pruneInBatches, sweepPeriodically } from './retention.js';
+import { pruneEachTenant, sweepPeriodically } from './retention.js';
 
 export interface AccessLogRetentionOptions {
   db: Database;
@@ -25,11 +24,7 @@ export function createAccessLogRetention({ db, clock, log, retentionMs }: Access
      */
     async prune(): Promise<number> {
       const before = clock() - retentionMs;
-      let total = 0;
-      for (const tenantId of await listTenantIds(db)) {
-        total += await pruneInBatches((limit) => pruneAccessLogEntries(db, tenantId, before, limit));
-      }
-      return total;
+      return pruneEachTenant(db, (tenantId, limit) => pruneAccessLogEntries(db, tenantId, before, limit));
     },
 
     start(): void {

@@ -2,7 +2,6 @@
 // proof of possession, removing a lock's key, revoking a phone's key so that every lock learns it.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { listTenantIds } from '../db/repositories/tenant.repo.js';
 import type { Database, Queryable } from '../db/database.js';
 import { nextChangeSeq } from '../db/repositories/change-log.repo.js';
 import {
@@ -22,7 +21,7 @@ import { findLockForClient } from '../db/repositories/lock-sync.repo.js';
 import { BadRequestError, ConflictError, ForbiddenError, NotFoundError, UnprocessableError } from '../errors.js';
 import { auditEvent, recordChanges } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
-import { pruneInBatches, sweepPeriodically } from './retention.js';
+import { pruneEachTenant, sweepPeriodically } from './retention.js';
 import { assertBinding, assertLockClientActive, type DeviceBinding } from '../shared/device-binding.js';
 import { holderKeyThumbprint, readHolderPublicKey, type HolderPublicKey } from '../shared/holder-keys.js';
 import { KEY_PROOF_MAX_AGE_MS, keyProofError, readKeyProof } from '../shared/key-proof.js';
@@ -238,12 +237,10 @@ export function createHolderKeyService({ db, clock, log, audience, credentialLif
      */
     async prune(): Promise<number> {
       const now = clock();
-      let total = 0;
-      for (const tenantId of await listTenantIds(db)) {
-        total += await pruneInBatches((limit) => pruneKeyProofNonces(db, tenantId, now, limit));
-        total += await pruneInBatches((limit) => pruneRevokedDeviceKeys(db, tenantId, now - credentialLifetimeMs, limit));
-      }
-      return total;
+      return (
+        (await pruneEachTenant(db, (tenantId, limit) => pruneKeyProofNonces(db, tenantId, now, limit))) +
+        (await pruneEachTenant(db, (tenantId, limit) => pruneRevokedDeviceKeys(db, tenantId, now - credentialLifetimeMs, limit)))
+      );
     },
 
     start(): void {

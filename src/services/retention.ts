@@ -1,6 +1,8 @@
 // Retention (EVENT_RETENTION_DAYS, docs/api-reference.md 10): what is past it goes in bounded batches, on a timer in every
 // instance, so no sweep holds many row locks or writes much WAL at once.
 import type { Logger } from 'pino';
+import type { Queryable } from '../db/database.js';
+import { listTenantIds } from '../db/repositories/tenant.repo.js';
 
 /** How often an instance sweeps. */
 const SWEEP_INTERVAL_MS = 10 * 60_000;
@@ -17,6 +19,17 @@ export async function pruneInBatches(deleteBatch: (limit: number) => Promise<num
     total += deleted;
     if (deleted < PRUNE_BATCH) break;
   }
+  return total;
+}
+
+/**
+ * Runs pruneInBatches for every tenant in turn, `deleteBatch` naming the tenant in each statement (docs/house-style.md
+ * convention 6: on a cluster each is one shard group's); answers the total. Each tenant's share is bounded, so one
+ * with a huge backlog is carried on at the next sweep and never holds up the others for long.
+ */
+export async function pruneEachTenant(db: Queryable, deleteBatch: (tenantId: string, limit: number) => Promise<number>): Promise<number> {
+  let total = 0;
+  for (const tenantId of await listTenantIds(db)) total += await pruneInBatches((limit) => deleteBatch(tenantId, limit));
   return total;
 }
 

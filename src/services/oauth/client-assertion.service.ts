@@ -6,10 +6,9 @@ import type { Database } from '../../db/database.js';
 import { pruneClientAssertionIds, useClientAssertionId } from '../../db/repositories/client-assertion.repo.js';
 import { findClient } from '../../db/repositories/client.repo.js';
 import { findDeviceKeyOfClient } from '../../db/repositories/holder-key.repo.js';
-import { listTenantIds } from '../../db/repositories/tenant.repo.js';
 import { parseHolderJws, readHolderPublicKey, verifyHolderSignature } from '../../shared/holder-keys.js';
 import type { Clock } from '../context.js';
-import { pruneInBatches, sweepPeriodically } from '../retention.js';
+import { pruneEachTenant, sweepPeriodically } from '../retention.js';
 import { toAuthenticatedClient, type AuthenticatedClient } from './client.service.js';
 
 /** RFC 7523 2.2: the one `client_assertion_type` this server takes. */
@@ -115,11 +114,7 @@ export function createClientAssertionService({ db, clock, log, audiences }: Clie
     /** Deletes the used ids whose assertion has expired, tenant by tenant in bounded batches; answers how many went. */
     async prune(): Promise<number> {
       const now = clock();
-      let total = 0;
-      for (const tenantId of await listTenantIds(db)) {
-        total += await pruneInBatches((limit) => pruneClientAssertionIds(db, tenantId, now, limit));
-      }
-      return total;
+      return pruneEachTenant(db, (tenantId, limit) => pruneClientAssertionIds(db, tenantId, now, limit));
     },
 
     start(): void {
