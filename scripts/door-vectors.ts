@@ -7,6 +7,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { holderKeyThumbprint, sha256Base64url, type HolderPublicKey } from '../src/shared/holder-keys.js';
+import type { DoorVectors, VectorCase as Case, VectorLock as LockState } from './door-vector-shape.js';
 
 const seed = (name: string) => createHash('sha256').update(`door-vectors:${name}`).digest();
 const b64 = (bytes: Buffer | string) => Buffer.from(bytes).toString('base64url');
@@ -95,20 +96,6 @@ function proof(shown: string, options: { phone?: P256; jwk?: unknown; header?: R
   return signTexts(json(header), options.raw ?? json(claims), phone.privateKey, 'ES256');
 }
 
-interface LockState {
-  id: string;
-  issuer: string;
-  keys: { keys: unknown[] };
-  holderBinding: 'optional' | 'required';
-  revoked: string[];
-  revokedKeys: string[];
-  serial: number;
-  now: number;
-  nonce: string;
-  nonceUsed: boolean;
-  decommissioned: boolean;
-  lockdown?: boolean;
-}
 
 const lock = (overrides: Partial<LockState> = {}): LockState => ({
   id: 'front-door',
@@ -125,15 +112,6 @@ const lock = (overrides: Partial<LockState> = {}): LockState => ({
   ...overrides,
 });
 
-interface Case {
-  name: string;
-  lock: LockState;
-  credential: string;
-  proof: string | null;
-  command: string;
-  channel: string;
-  expect: { decision: 'open' | 'deny'; reason: string };
-}
 
 const cases: Case[] = [];
 const open = { decision: 'open', reason: 'ok' } as const;
@@ -250,7 +228,7 @@ add('the lock\'s state comes first: a malformed credential at a decommissioned l
 
 // The shape a lock maker's harness reads (docs/lock-integration.md 10): keys and cases, nothing else. Every lock has
 // maxCredentialLifetime 604800 s; the keys are for tests only.
-const file = {
+const file: DoorVectors = {
   keys: { tenant: tenantPrivate, phones: { alice: phones.alice.jwk, mallory: phones.mallory.jwk }, locks: { 'front-door': locks['front-door'].jwk, 'back-door': locks['back-door'].jwk } },
   cases,
 };

@@ -7,31 +7,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PATIENCE_MS, killAll, spawnNode } from '../helpers/process.js';
+import type { DoorVectors, VectorCase } from '../../scripts/door-vector-shape.js';
 
-interface VectorCase {
-  name: string;
-  lock: {
-    id: string;
-    issuer: string;
-    keys: unknown;
-    holderBinding: string;
-    revoked: string[];
-    revokedKeys: string[];
-    serial: number;
-    now: number;
-    nonce: string;
-    nonceUsed: boolean;
-    decommissioned: boolean;
-    lockdown?: boolean;
-  };
-  credential: string;
-  proof: string | null;
-  command: string;
-  channel: string;
-  expect: { decision: string; reason: string };
-}
-
-const vectors = JSON.parse(readFileSync(new URL('../../docs/test-vectors/door.json', import.meta.url), 'utf8')) as { cases: VectorCase[] };
+const vectors = JSON.parse(readFileSync(new URL('../../docs/test-vectors/door.json', import.meta.url), 'utf8')) as DoorVectors;
 
 /** One case per reason that a lock provisioned and synced over the network can show (no lockdown, no used nonce yet). */
 const chosen = [...new Map(vectors.cases.filter((vector) => !vector.lock.lockdown && !vector.lock.nonceUsed).map((vector) => [vector.expect.reason, vector] as const)).values()];

@@ -7,38 +7,9 @@ import { describe, expect, it } from 'vitest';
 import { LOCK_REASONS } from '../../../src/shared/credential-check.js';
 import { holderKeyThumbprint, readHolderPublicKey } from '../../../src/shared/holder-keys.js';
 import { LockSimulator, type LockProvisioning } from '../../../src/simulator/lock-simulator.js';
+import type { DoorVectors, VectorCase } from '../../../scripts/door-vector-shape.js';
 
-interface VectorLock {
-  id: string;
-  issuer: string;
-  keys: { keys: unknown[] };
-  holderBinding: 'optional' | 'required';
-  revoked: string[];
-  revokedKeys: string[];
-  serial: number;
-  now: number;
-  nonce: string;
-  nonceUsed: boolean;
-  decommissioned: boolean;
-  lockdown?: boolean;
-}
-
-interface VectorCase {
-  name: string;
-  lock: VectorLock;
-  credential: string;
-  proof: string | null;
-  command: string;
-  channel: string;
-  expect: { decision: 'open' | 'deny'; reason: string };
-}
-
-interface Vectors {
-  keys: { tenant: Record<string, string>; phones: Record<string, Record<string, string>>; locks: Record<string, Record<string, string>> };
-  cases: VectorCase[];
-}
-
-const vectors = JSON.parse(readFileSync(new URL('../../../docs/test-vectors/door.json', import.meta.url), 'utf8')) as Vectors;
+const vectors = JSON.parse(readFileSync(new URL('../../../docs/test-vectors/door.json', import.meta.url), 'utf8')) as DoorVectors;
 /** Every lock of the vectors has the default maximum lifetime (docs/lock-integration.md 10). */
 const MAX_CREDENTIAL_LIFETIME = 604_800;
 
