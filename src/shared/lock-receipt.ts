@@ -11,12 +11,16 @@ export const MAX_RECEIPT_LENGTH = 512 * 1024;
 
 /** One access-log entry as a lock numbers and words it (docs/lock-integration.md 8). */
 export interface LockLogEntry {
+  /** From 1, rising by one per decision, never reused. */
   entryNo: number;
+  /** The decision's instant by the lock's clock (ms); 0 when the lock had no valid clock reading. */
   lockTime: number;
+  /** The presented credential's `jti`, when it had one that fits the upload format. */
   tokenId?: string;
   command: string;
   channel: string;
   result: 'granted' | 'denied';
+  /** The decision's reason, a word of docs/lock-integration.md 3.2. */
   reason?: string;
 }
 

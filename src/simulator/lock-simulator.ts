@@ -17,6 +17,7 @@ import {
   type LockReason,
 } from '../shared/credential-check.js';
 import { HELLO_TYPE, HOLDER_BINDINGS, NONCE, RECEIPT_TYPE, checkProof, type HolderBinding } from '../shared/door-exchange.js';
+import type { LockLogEntry } from '../shared/lock-receipt.js';
 import { parseStrictCompactJws } from '../shared/strict-json.js';
 import { es256KeyPair, signEs256, type Es256KeyPair } from './es256.js';
 import type { HolderPublicKey } from '../shared/holder-keys.js';
@@ -32,18 +33,8 @@ export type LockDecision =
   | { decision: 'open'; reason: 'ok'; ticketId: string }
   | { decision: 'deny'; reason: Exclude<LockReason, 'ok'>; ticketId?: string };
 
-/** One logged decision, as an access-log upload and a receipt carry it (docs/lock-integration.md 8). */
-export interface AccessLogEntry {
-  /** From 1, rising by one per decision, never reused. */
-  entryNo: number;
-  /** The decision's instant by the lock's clock (ms); 0 when the lock had no valid clock reading. */
-  lockTime: number;
-  /** The presented credential's `jti`, when it had one that fits the upload format. */
-  tokenId?: string;
-  command: string;
-  channel: string;
-  result: 'granted' | 'denied';
-  /** The decision's reason, a word of docs/lock-integration.md 3.2. */
+/** One logged decision, as an access-log upload and a receipt carry it: the reference lock always words a reason. */
+export interface AccessLogEntry extends LockLogEntry {
   reason: LockReason;
 }
 
