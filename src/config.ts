@@ -197,15 +197,24 @@ export const ConfigSchema = Type.Object(
     }),
     EVENT_RETENTION_DAYS: Type.Integer({
       minimum: 1,
+      maximum: 3650,
       default: 30,
       description:
-        'Days the event log (the audit trail, `/operatorapi/events`) and the webhook delivery attempts are kept (docs/api-reference.md 10). Events a subscription has not yet been sent are kept until they are.',
+        'Days the event feed (`/operatorapi/events`) serves an event and the webhook delivery attempts are kept, for a tenant that has not set its own `retention.eventDays` (docs/api-reference.md 10, 16.1). Events a subscription has not yet been sent are kept until they are.',
+    }),
+    AUDIT_RETENTION_DAYS: Type.Integer({
+      minimum: 1,
+      maximum: 3650,
+      default: 730,
+      description:
+        'Days the audit trail (`/operatorapi/audit-events`) keeps an entry, for a tenant that has not set its own `retention.auditDays` (docs/api-reference.md 16.1). An event and its audit entry are one record, deleted once both periods are over.',
     }),
     ACCESS_LOG_RETENTION_DAYS: Type.Integer({
       minimum: 1,
+      maximum: 3650,
       default: 365,
       description:
-        'Days an access-log entry is kept after the server received it (docs/api-reference.md 8.5); older ones are pruned in the background. Counted from receipt, not from the entry\'s `lockTime`, which the lock or a relaying phone states.',
+        'Days an access-log entry is kept after the server received it, for a tenant that has not set its own `retention.accessLogDays` (docs/api-reference.md 8.5, 16.1); older ones are pruned in the background. Counted from receipt, not from the entry\'s `lockTime`, which the lock or a relaying phone states.',
     }),
     // At least one full upload (docs/lock-integration.md 8: 1000 entries), or a lock's full upload could never be stored.
     ACCESS_LOG_ENTRIES_PER_LOCK_PER_MINUTE: Type.Integer({

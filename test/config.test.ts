@@ -158,7 +158,13 @@ describe('loadConfig', () => {
   it('keeps access logs for a year by default, and lets no lock\'s budget be smaller than one full upload', () => {
     expect(loadConfig({})).toMatchObject({ ACCESS_LOG_RETENTION_DAYS: 365, ACCESS_LOG_ENTRIES_PER_LOCK_PER_MINUTE: 1000 });
     expect(configError({ ACCESS_LOG_RETENTION_DAYS: '0' }).problems).toEqual([
-      'ACCESS_LOG_RETENTION_DAYS=0: must be a whole number of at least 1, written in digits',
+      'ACCESS_LOG_RETENTION_DAYS=0: must be a whole number from 1 to 3650, written in digits',
+    ]);
+    // docs/api-reference.md 16.1: the instance's periods are bounded as a tenant's own are (migration 029).
+    expect(loadConfig({})).toMatchObject({ EVENT_RETENTION_DAYS: 30, AUDIT_RETENTION_DAYS: 730 });
+    expect(configError({ AUDIT_RETENTION_DAYS: '3651', EVENT_RETENTION_DAYS: '0' }).problems).toEqual([
+      'EVENT_RETENTION_DAYS=0: must be a whole number from 1 to 3650, written in digits',
+      'AUDIT_RETENTION_DAYS=3651: must be a whole number from 1 to 3650, written in digits',
     ]);
     // docs/api-reference.md 8.5: an upload over the budget is refused whole, so a budget below MAX_UPLOAD_ENTRIES would
     // refuse a lock's full upload for ever.

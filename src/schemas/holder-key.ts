@@ -1,5 +1,5 @@
 // Schemas of the phone's and the lock's own keys and of the holder-binding policy (docs/api-reference.md 11.1, 11.2):
-// a key-proof nonce, a key registration, the policy, the tenant's settings.
+// a key-proof nonce, a key registration, the policy.
 import { Type } from '@sinclair/typebox';
 import { named } from './common.js';
 import { HOLDER_BINDING_VALUES, type HolderBinding } from '../shared/holder-binding.js';
@@ -113,18 +113,4 @@ export const holderBindingSchema = (description: string) =>
 export const HolderBindingSchema = holderBindingSchema(
   'docs/api-reference.md 11.2: `optional` (a lock opens for a credential without `cnf` as before) or `required` (a lock ' +
     'refuses a credential without `cnf`, so only a phone that proves its key opens).',
-);
-
-export const SettingsSchema = named(
-  'TenantSettings',
-  Type.Object({ holderBinding: HolderBindingSchema }),
-  { holderBinding: 'optional' },
-);
-
-export const SettingsChangesSchema = named(
-  'TenantSettingsChanges',
-  Type.Object(
-    { holderBinding: Type.Optional(HolderBindingSchema) },
-    { additionalProperties: false, minProperties: 1, examples: [{ holderBinding: 'required' }] },
-  ),
 );

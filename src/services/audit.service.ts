@@ -18,7 +18,8 @@ import { BadRequestError } from '../errors.js';
 import { isEventType, type EventType } from '../shared/event-types.js';
 import type { ActionContext, Clock } from './context.js';
 import { cutPage, numberCursor, type Page } from '../shared/pagination.js';
-import { pruneInBatches, sweepPeriodically } from './retention.js';
+import { DAY_MS, recordRetentionDays, type RetentionPeriods } from '../shared/retention-periods.js';
+import { pruneEachTenantByPeriods, sweepPeriodically } from './retention.js';
 
 /**
  * The event of a change made by `context` (docs/api-reference.md 10, 7.5); `action` is its type (EVENT_TYPES, e.g.
@@ -88,20 +89,23 @@ export interface AuditServiceOptions {
   db: Database;
   clock: Clock;
   log: Logger;
-  /** EVENT_RETENTION_DAYS in ms: how long an event is kept (docs/api-reference.md 10). */
-  retentionMs: number;
+  /** The instance's retention periods, for tenants that chose none (docs/api-reference.md 16.1). */
+  retentionDefaults: RetentionPeriods;
 }
 
-export function createAuditService({ db, clock, log, retentionMs }: AuditServiceOptions) {
+export function createAuditService({ db, clock, log, retentionDefaults }: AuditServiceOptions) {
   let stopSweeping: (() => void) | null = null;
   return {
     /**
-     * Deletes the events older than the retention, in bounded batches, keeping those a webhook delivery still waits to
-     * send (pruneEvents); answers how many went.
+     * Deletes each tenant's events past both its `eventDays` and its `auditDays` (one record serves the feed and the
+     * audit trail), a tenant at a time in bounded batches, keeping those a webhook delivery still waits to send
+     * (pruneEvents); answers how many went.
      */
     async prune(): Promise<number> {
-      const before = clock() - retentionMs;
-      return pruneInBatches((limit) => pruneEvents(db, before, limit));
+      const now = clock();
+      return pruneEachTenantByPeriods(db, retentionDefaults, (tenantId, periods, limit) =>
+        pruneEvents(db, tenantId, now - recordRetentionDays(periods) * DAY_MS, limit),
+      );
     },
 
     /** Events written so far, every tenant together (countEventsWritten): what the metrics count. */
@@ -118,13 +122,19 @@ export function createAuditService({ db, clock, log, retentionMs }: AuditService
 
     /** The feed (docs/api-reference.md 10): the tenant's events after `after`, in sequence order. */
     async feed(tenantId: string, after: number, types: string | undefined, limit: number): Promise<EventPage> {
-      const rows = await listWireEvents(db, tenantId, after, parseTypes(types), limit + 1);
+      const rows = await listWireEvents(db, tenantId, after, parseTypes(types), limit + 1, {
+        now: clock(),
+        defaultDays: retentionDefaults.eventDays,
+      });
       const page = cutPage(rows, limit);
       return { items: page.rows, nextAfter: page.more && page.last ? page.last.sequence : null };
     },
 
     async list(tenantId: string, filter: AuditFilter, limit: number, cursor?: string): Promise<Page<AuditEvent>> {
-      const rows = await listAuditEvents(db, tenantId, filter, auditCursor.decode(cursor), limit + 1);
+      const rows = await listAuditEvents(db, tenantId, filter, auditCursor.decode(cursor), limit + 1, {
+        now: clock(),
+        defaultDays: retentionDefaults.auditDays,
+      });
       const page = cutPage(rows, limit);
       return { items: page.rows, nextCursor: page.more && page.last ? auditCursor.encode(page.last.id) : null };
     },

@@ -23,6 +23,7 @@ import { createSettingsService } from './settings.service.js';
 import { createSecuredObjectService } from './secured-object.service.js';
 import { createTicketService } from './ticket.service.js';
 import { parseRevivedInterfaces } from '../shared/vocabulary.js';
+import type { RetentionPeriods } from '../shared/retention-periods.js';
 import { LOCK_GROUPS, RESIDENTS } from '../db/repositories/group.repo.js';
 import { createAccessPermissionService } from './access-permission.service.js';
 import { createGroupService } from './group.service.js';
@@ -100,7 +101,13 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
   const securedObjects = createSecuredObjectService({ db, clock, revived, revocations, telemetry: lockTelemetry, accessTokenTtlMs, metrics });
   // docs/api-reference.md 11.1: key proofs are made out to the service's public URL, as config has it.
   const holderKeys = createHolderKeyService({ db, clock, log, audience: config.PUBLIC_URL, credentialLifetimeMs });
-  const settings = createSettingsService({ db, clock });
+  // docs/api-reference.md 16.1: the instance's periods, for every tenant that has not chosen its own.
+  const retentionDefaults: RetentionPeriods = {
+    accessLogDays: config.ACCESS_LOG_RETENTION_DAYS,
+    eventDays: config.EVENT_RETENTION_DAYS,
+    auditDays: config.AUDIT_RETENTION_DAYS,
+  };
+  const settings = createSettingsService({ db, clock, retentionDefaults });
   const mobileDevices = createMobileDeviceService({
     db,
     clock,
@@ -110,7 +117,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     revokeKeyOfRemovedDevice: holderKeys.revokeKeyOfRemovedDevice,
   });
   const tickets = createTicketService({ db, clock, revived, metrics });
-  const audit = createAuditService({ db, clock, log, retentionMs: config.EVENT_RETENTION_DAYS * 86_400_000 });
+  const audit = createAuditService({ db, clock, log, retentionDefaults });
   const idempotency = createIdempotencyService({ db, clock, log, ttlMs: IDEMPOTENCY_TTL_MS });
   const residents = createGroupService({ db, clock, kind: RESIDENTS, metrics });
   const lockGroups = createGroupService({ db, clock, kind: LOCK_GROUPS, metrics });
@@ -128,7 +135,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
   });
   const accessChecks = createAccessCheckService({ db, clock, credentials });
   const accessLogs = createAccessLogService({ db, clock, budget: createAccessLogBudget({ entriesPerMinute: config.ACCESS_LOG_ENTRIES_PER_LOCK_PER_MINUTE }) });
-  const accessLogRetention = createAccessLogRetention({ db, clock, log, retentionMs: config.ACCESS_LOG_RETENTION_DAYS * 86_400_000 });
+  const accessLogRetention = createAccessLogRetention({ db, clock, log, retentionDefaults });
   // docs/api-reference.md 10: one guard for subscribing and for delivering, so both refuse the same addresses.
   const webhookUrlGuard = createWebhookUrlGuard({
     allowInsecure: config.WEBHOOK_ALLOW_INSECURE === 'true',
@@ -147,7 +154,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
     disableAfterSeconds: config.WEBHOOK_DISABLE_AFTER_SECONDS,
     intervalMs: config.WEBHOOK_WORKER_INTERVAL_MS,
-    retentionMs: config.EVENT_RETENTION_DAYS * 86_400_000,
+    retentionDefaults,
     pacing: { load: requestLoad, busyPercent: config.WEBHOOK_DELIVERY_BUSY_PERCENT, minPerSecond: config.WEBHOOK_DELIVERY_MIN_PER_SECOND },
   });
   const grants = createGrantService({

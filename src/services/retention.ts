@@ -1,8 +1,10 @@
-// Retention (EVENT_RETENTION_DAYS, docs/api-reference.md 10): what is past it goes in bounded batches, on a timer in every
-// instance, so no sweep holds many row locks or writes much WAL at once.
+// Retention (docs/api-reference.md 16.1): what is past a tenant's period goes in bounded batches, tenant by tenant, on a
+// timer in every instance, so no sweep holds many row locks or writes much WAL at once.
 import type { Logger } from 'pino';
 import type { Queryable } from '../db/database.js';
+import { listTenantRetentionChoices } from '../db/repositories/settings.repo.js';
 import { listTenantIds } from '../db/repositories/tenant.repo.js';
+import { effectiveRetention, type RetentionPeriods } from '../shared/retention-periods.js';
 
 /** How often an instance sweeps. */
 const SWEEP_INTERVAL_MS = 10 * 60_000;
@@ -30,6 +32,23 @@ export async function pruneInBatches(deleteBatch: (limit: number) => Promise<num
 export async function pruneEachTenant(db: Queryable, deleteBatch: (tenantId: string, limit: number) => Promise<number>): Promise<number> {
   let total = 0;
   for (const tenantId of await listTenantIds(db)) total += await pruneInBatches((limit) => deleteBatch(tenantId, limit));
+  return total;
+}
+
+/**
+ * pruneEachTenant with each tenant's retention periods in force (its own where it chose, else `defaults`), for the
+ * prunes whose cut-off the tenant's settings decide.
+ */
+export async function pruneEachTenantByPeriods(
+  db: Queryable,
+  defaults: RetentionPeriods,
+  deleteBatch: (tenantId: string, periods: RetentionPeriods, limit: number) => Promise<number>,
+): Promise<number> {
+  let total = 0;
+  for (const { tenantId, retention } of await listTenantRetentionChoices(db)) {
+    const periods = effectiveRetention(retention, defaults);
+    total += await pruneInBatches((limit) => deleteBatch(tenantId, periods, limit));
+  }
   return total;
 }
 

@@ -4,6 +4,9 @@ import { migrate, readMigrations } from '../../src/db/migrate.js';
 import { appendAuditEvent, appendAuditEvents, listAuditEvents } from '../../src/db/repositories/audit.repo.js';
 import { createEmptyTestDatabase, type TestDatabase } from '../helpers/database.js';
 
+/** A retention window that shows every event these tests write (their times are small numbers). */
+const EVERY_EVENT = { now: 1_000, defaultDays: 3650 };
+
 describe('migration 008: per-tenant audit sequence, per-client idempotency keys', () => {
   let t: TestDatabase;
   const tenants: Record<'north' | 'south', string> = { north: '', south: '' };
@@ -34,8 +37,8 @@ describe('migration 008: per-tenant audit sequence, per-client idempotency keys'
   });
 
   it("numbers each tenant's existing events 1, 2, 3, ... in their old order and sets the counters to match", async () => {
-    const north = await listAuditEvents(t.db, tenants.north, {}, null, 100);
-    const south = await listAuditEvents(t.db, tenants.south, {}, null, 100);
+    const north = await listAuditEvents(t.db, tenants.north, {}, null, 100, EVERY_EVENT);
+    const south = await listAuditEvents(t.db, tenants.south, {}, null, 100, EVERY_EVENT);
     expect(north.map((event) => [event.id, event.target])).toEqual([
       ['1', 'x:north-0'],
       ['2', 'x:north-3'],
@@ -55,14 +58,14 @@ describe('migration 008: per-tenant audit sequence, per-client idempotency keys'
     const event = (target: string) => ({ tenantId: tenants.south, time: 100, actor: 'cli', action: 'x.more', target, requestId: null });
     await appendAuditEvent(t.db, event('x:a'));
     await t.db.transaction((tx) => appendAuditEvents(tx, [event('x:b'), event('x:c'), event('x:d')]));
-    const south = await listAuditEvents(t.db, tenants.south, { action: 'x.more' }, null, 100);
+    const south = await listAuditEvents(t.db, tenants.south, { action: 'x.more' }, null, 100, EVERY_EVENT);
     expect(south.map((item) => [item.id, item.target])).toEqual([
       ['4', 'x:a'],
       ['5', 'x:b'],
       ['6', 'x:c'],
       ['7', 'x:d'],
     ]);
-    expect((await listAuditEvents(t.db, tenants.south, {}, 5, 100)).map((item) => item.id)).toEqual(['6', '7']);
+    expect((await listAuditEvents(t.db, tenants.south, {}, 5, 100, EVERY_EVENT)).map((item) => item.id)).toEqual(['6', '7']);
   });
 
   it('refuses an event without a number, and a number twice', async () => {

@@ -102,7 +102,7 @@ describe('bound credentials and the holder-binding policy', () => {
 
   describe('GET and PATCH /operatorapi/settings', () => {
     it('answers optional until changed; required reaches the trust, the next sync (a new cursor) and the next revocation list', async () => {
-      expect((await settings(operator)).json()).toEqual({ holderBinding: 'optional' });
+      expect((await settings(operator)).json()).toMatchObject({ holderBinding: 'optional' });
       const doorToken = await lockToken(t, tenants.acme, 'plain-door');
       const before = await sync(t, doorToken, 'plain-door');
       expect(before.holderBinding).toBe('optional');
@@ -113,8 +113,8 @@ describe('bound credentials and the holder-binding policy', () => {
 
       const changed = await settings(operator, { holderBinding: 'required' });
       expect(changed.statusCode, changed.body).toBe(200);
-      expect(changed.json()).toEqual({ holderBinding: 'required' });
-      expect((await settings(operator)).json()).toEqual({ holderBinding: 'required' });
+      expect(changed.json()).toMatchObject({ holderBinding: 'required' });
+      expect((await settings(operator)).json()).toMatchObject({ holderBinding: 'required' });
 
       const trust = await trustWith(t, doorToken, 'plain-door');
       expect(trust).toMatchObject({ holderBinding: 'required', serial: await changeCounter(t, tenants.acme.tenantId) });
@@ -127,21 +127,21 @@ describe('bound credentials and the holder-binding policy', () => {
       expect(listAfter).toMatchObject({ holderBinding: 'required' });
       expect(listAfter.serial as number).toBeGreaterThan(listBefore.serial as number);
       // Another tenant's locks keep their own policy.
-      expect((await settings(await clientToken(t.app, tenants.other))).json()).toEqual({ holderBinding: 'optional' });
+      expect((await settings(await clientToken(t.app, tenants.other))).json()).toMatchObject({ holderBinding: 'optional' });
       expect(await trustWith(t, await lockToken(t, tenants.other, 'keyed-door'), 'keyed-door')).toMatchObject({ holderBinding: 'optional' });
       const { rows } = await t.database.db.query<{ action: string }>(
         "SELECT action FROM audit_events WHERE tenant_id = $1 AND action = 'settings.updated'",
         [tenants.acme.tenantId],
       );
       expect(rows).toHaveLength(1);
-      expect((await settings(operator, { holderBinding: 'optional' })).json()).toEqual({ holderBinding: 'optional' });
+      expect((await settings(operator, { holderBinding: 'optional' })).json()).toMatchObject({ holderBinding: 'optional' });
     });
 
     it('refuses a bad body with 400 and changes nothing; needs settings:manage, which tenant create gives', async () => {
       for (const payload of [{ holderBinding: 'sometimes' }, {}, { holderBinding: 'required', retention: 1 }, { holderBinding: null }]) {
         expectProblem(await settings(operator, payload), 400);
       }
-      expect((await settings(operator)).json()).toEqual({ holderBinding: 'optional' });
+      expect((await settings(operator)).json()).toMatchObject({ holderBinding: 'optional' });
       const reader = await clientToken(t.app, await createClient(t.app, tenants.acme, ['devices:read']));
       await expectAuthChecks(t, reader, [
         { method: 'GET', url: '/operatorapi/settings', scope: 'settings:manage' },

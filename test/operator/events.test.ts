@@ -25,7 +25,8 @@ describe('event log', () => {
   let offset = 0;
 
   beforeAll(async () => {
-    t = await buildTestApp({ BCRYPT_COST: '4' }, { clock: () => Date.now() + offset });
+    // The audit trail kept as long as the feed, so a record goes once 30 days are over (docs/api-reference.md 16.1).
+    t = await buildTestApp({ BCRYPT_COST: '4', AUDIT_RETENTION_DAYS: '30' }, { clock: () => Date.now() + offset });
   });
   afterAll(async () => {
     await t.close();
@@ -34,6 +35,12 @@ describe('event log', () => {
   const feed = (token: string | null, query = '') => call(t, token, { method: 'GET', url: `/operatorapi/events${query}` });
 
   /** Every event of the tenant through the feed, following `Link: rel="next"`. */
+  /** The sequence numbers of the tenant's events still stored, whether or not a read may show them. */
+  async function keptSequences(tenantId: string): Promise<number[]> {
+    const { rows } = await t.database.db.query<{ seq: string }>('SELECT seq FROM audit_events WHERE tenant_id = $1 ORDER BY seq', [tenantId]);
+    return rows.map((row) => Number(row.seq));
+  }
+
   async function allEvents(token: string, limit = 1000): Promise<WireEvent[]> {
     const events: WireEvent[] = [];
     let url: string | null = `/operatorapi/events?limit=${limit}`;
@@ -281,10 +288,10 @@ describe('event log', () => {
       const fresh = await clientToken(t.app, f.tenant);
       await device(t, fresh, 'fresh');
       await t.app.services.audit.prune();
-      const kept = await allEvents(fresh);
-      expect(kept.map((event) => event.type)).toEqual([old[0]!.type, 'mobile_device.created']);
-      expect(kept[0]!.sequence).toBe(1);
-      expect(kept[1]!.sequence).toBe(old.length + 1);
+      expect(await keptSequences(f.tenant.tenantId)).toEqual([1, old.length + 1]);
+      // The feed serves only what is within the tenant's eventDays: the first event stays for its delivery alone.
+      const served = await allEvents(fresh);
+      expect(served.map((event) => [event.type, event.sequence])).toEqual([['mobile_device.created', old.length + 1]]);
     } finally {
       offset -= 31 * DAY;
     }
@@ -308,10 +315,8 @@ describe('event log', () => {
     offset += 31 * DAY;
     try {
       await t.app.services.audit.prune();
-      const fresh = await clientToken(t.app, f.tenant);
-      const kept = await allEvents(fresh);
       // The paused subscription's event stays; the events it never receives go as usual.
-      expect(kept.map((event) => event.id)).toEqual([paused[0]!.id]);
+      expect(await keptSequences(f.tenant.tenantId)).toEqual([paused[0]!.sequence]);
       await t.database.db.query(`UPDATE webhooks SET enabled = true, disabled_reason = NULL, disabled_at = NULL WHERE tenant_id = $1 AND id = $2`, [
         f.tenant.tenantId,
         webhookId,

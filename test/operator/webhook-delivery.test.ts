@@ -154,7 +154,7 @@ describe('webhook delivery', () => {
       timeoutMs: overrides.timeoutMs ?? 2000,
       disableAfterSeconds: 5 * 86400,
       intervalMs: overrides.intervalMs ?? 60_000,
-      retentionMs: 30 * DAY,
+      retentionDefaults: { accessLogDays: 365, eventDays: 30, auditDays: 730 },
       ...(overrides.concurrency !== undefined ? { concurrency: overrides.concurrency } : {}),
       ...(overrides.pacing !== undefined ? { pacing: overrides.pacing } : {}),
     });

@@ -100,6 +100,21 @@ export interface AuditEvent {
   requestId?: string;
 }
 
+/**
+ * What a read may still show (docs/api-reference.md 16.1): rows younger than the tenant's period, its own choice
+ * (`column` of `tenants`, migration 029) or else `defaultDays`, counted back from `now`. The event feed and the audit
+ * trail are one table kept for the longer of their two periods, so each read applies its own.
+ */
+export interface RetentionWindow {
+  now: number;
+  defaultDays: number;
+}
+
+/** The condition of a RetentionWindow on `time`, the tenant being $1. */
+function withinRetention(column: 'event_retention_days' | 'audit_retention_days', now: string, defaultDays: string): string {
+  return `time >= ${now}::bigint - 86400000::bigint * coalesce((SELECT t.${column} FROM tenants t WHERE t.id = $1), ${defaultDays}::integer)`;
+}
+
 export interface AuditFilter {
   target?: string | undefined;
   action?: string | undefined;
@@ -117,9 +132,10 @@ export async function listAuditEvents(
   filter: AuditFilter,
   afterSeq: number | null,
   limit: number,
+  window: RetentionWindow,
 ): Promise<AuditEvent[]> {
-  const params: unknown[] = [tenantId, limit];
-  const conditions = ['tenant_id = $1'];
+  const params: unknown[] = [tenantId, limit, window.now, window.defaultDays];
+  const conditions = ['tenant_id = $1', withinRetention('audit_retention_days', '$3', '$4')];
   const add = (sql: (placeholder: string) => string, value: unknown) => {
     params.push(value);
     conditions.push(sql(`$${params.length}`));
@@ -187,8 +203,8 @@ export function toWireEvent(row: WireEventRow): WireEvent {
 }
 
 /**
- * The feed (docs/api-reference.md 10): the tenant's events after `afterSeq` in sequence order, of `types` when given. Pages
- * are stable while events are appended: a tenant's events commit in sequence order (migration 008).
+ * The feed (docs/api-reference.md 10): the tenant's events after `afterSeq` in sequence order, of `types` when given,
+ * within its `eventDays` (RetentionWindow). Pages are stable while events are appended: a tenant's events commit in sequence order (migration 008).
  */
 export async function listWireEvents(
   db: Queryable,
@@ -196,37 +212,40 @@ export async function listWireEvents(
   afterSeq: number,
   types: readonly string[] | null,
   limit: number,
+  window: RetentionWindow,
 ): Promise<WireEvent[]> {
   const { rows } = await db.query<WireEventRow>(
     `SELECT ${WIRE_EVENT_COLUMNS} FROM audit_events
       WHERE tenant_id = $1 AND seq > $2::bigint AND ($3::text[] IS NULL OR action = ANY ($3::text[]))
+        AND ${withinRetention('event_retention_days', '$5', '$6')}
       ORDER BY seq LIMIT $4`,
-    [tenantId, afterSeq, types, limit],
+    [tenantId, afterSeq, types, limit, window.now, window.defaultDays],
   );
   return rows.map(toWireEvent);
 }
 
 /**
- * Retention (EVENT_RETENTION_DAYS): deletes up to `limit` events of any tenant older than `before`, oldest first, and
- * answers how many. An event a webhook delivery still waits to send is kept (its `pending` delivery references it, and
- * the foreign key's cascade would drop the delivery with it), and so is one not yet sent to a subscription of its
- * type (past its cursor `dispatched_through`, migration 018: a paused one, or a worker behind), since a subscription
- * resumes where it stopped and receives every event committed after it (docs/api-reference.md 10). SKIP LOCKED: two
+ * Retention (docs/api-reference.md 16.1): deletes up to `limit` of the tenant's events older than `before` (past both
+ * its `eventDays` and its `auditDays`), oldest first, and answers how many. An event a webhook delivery still waits to
+ * send is kept (its `pending` delivery references it, and the foreign key's cascade would drop the delivery with it),
+ * and so is one not yet sent to a subscription of its type (past its cursor `dispatched_through`, migration 018: a
+ * paused one, or a worker behind), since a subscription resumes where it stopped and receives every event committed
+ * after it (docs/api-reference.md 10). One tenant per statement (docs/house-style.md convention 6); SKIP LOCKED: two
  * instances pruning at once share the work.
  */
-export async function pruneEvents(db: Queryable, before: number, limit: number): Promise<number> {
+export async function pruneEvents(db: Queryable, tenantId: string, before: number, limit: number): Promise<number> {
   const { rowCount } = await db.query(
-    `DELETE FROM audit_events WHERE (tenant_id, seq) IN (
-       SELECT e.tenant_id, e.seq FROM audit_events e
-        WHERE e.time < $1::bigint
+    `DELETE FROM audit_events WHERE tenant_id = $1 AND seq IN (
+       SELECT e.seq FROM audit_events e
+        WHERE e.tenant_id = $1 AND e.time < $2::bigint
           AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d
-                           WHERE d.tenant_id = e.tenant_id AND d.event_seq = e.seq AND d.state = 'pending')
+                           WHERE d.tenant_id = $1 AND d.event_seq = e.seq AND d.state = 'pending')
           AND NOT EXISTS (SELECT 1 FROM webhooks w
-                           WHERE w.tenant_id = e.tenant_id AND w.dispatched_through < e.seq AND e.action = ANY (w.event_types))
-        ORDER BY e.time LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-    [before, limit],
+                           WHERE w.tenant_id = $1 AND w.dispatched_through < e.seq AND e.action = ANY (w.event_types))
+        ORDER BY e.time LIMIT $3 FOR UPDATE SKIP LOCKED)`,
+    [tenantId, before, limit],
   );
-  return rowCount;
+  return rowCount ?? 0;
 }
 
 /** How many events every tenant's log has been written so far: the sequences are gapless, so their sum (pruning aside). */

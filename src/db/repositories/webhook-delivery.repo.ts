@@ -652,14 +652,14 @@ export async function oldestPendingAgeMs(db: Queryable, now: number): Promise<nu
 }
 
 /**
- * Deletes up to `limit` delivery attempts logged before `before` (EVENT_RETENTION_DAYS: the attempt log is kept as
- * long as the events are); answers how many went.
+ * Deletes up to `limit` of the tenant's delivery attempts logged before `before` (its `eventDays`: the attempt log is
+ * kept as long as the events are); answers how many went. One tenant per statement (docs/house-style.md convention 6).
  */
-export async function pruneAttempts(db: Queryable, before: number, limit: number): Promise<number> {
+export async function pruneAttempts(db: Queryable, tenantId: string, before: number, limit: number): Promise<number> {
   const { rowCount } = await db.query(
-    `DELETE FROM webhook_attempts WHERE (tenant_id, webhook_id, id) IN (
-       SELECT tenant_id, webhook_id, id FROM webhook_attempts WHERE time < $1::bigint ORDER BY time LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-    [before, limit],
+    `DELETE FROM webhook_attempts WHERE tenant_id = $1 AND (webhook_id, id) IN (
+       SELECT webhook_id, id FROM webhook_attempts WHERE tenant_id = $1 AND time < $2::bigint ORDER BY time LIMIT $3 FOR UPDATE SKIP LOCKED)`,
+    [tenantId, before, limit],
   );
   return rowCount ?? 0;
 }

@@ -16,8 +16,9 @@ import {
   type Settlement,
   type WebhookKey,
 } from '../../db/repositories/webhook-delivery.repo.js';
+import { DAY_MS, type RetentionPeriods } from '../../shared/retention-periods.js';
 import { auditEvent, recordChanges } from '../audit.service.js';
-import { pruneInBatches } from '../retention.js';
+import { pruneEachTenantByPeriods } from '../retention.js';
 import type { DeliveryContext, DeliveryOutcome } from './delivery-context.js';
 import type { SendResult } from './sender.js';
 
@@ -66,8 +67,8 @@ export function createAttemptRecorder(
     retryScheduleSeconds: readonly number[];
     /** WEBHOOK_DISABLE_AFTER_SECONDS. */
     disableAfterSeconds: number;
-    /** EVENT_RETENTION_DAYS in ms: how long the attempt log is kept. */
-    retentionMs: number;
+    /** The instance's retention periods; a tenant's own `eventDays` decides how long its attempt log is kept. */
+    retentionDefaults: RetentionPeriods;
     /** Jitter source in [0, 1); tests pin it. */
     random: () => number;
   },
@@ -241,10 +242,15 @@ export function createAttemptRecorder(
       await insertAttempts(db, [{ tenantId, webhookId, ...logEntry(eventId, clock(), result), nextAttemptAt: null }]);
     },
 
-    /** Deletes the attempts logged before the retention, in bounded batches; answers how many went. */
+    /**
+     * Deletes the attempts logged before each tenant's `eventDays` (the attempt log is kept as long as the events),
+     * a tenant at a time in bounded batches; answers how many went.
+     */
     async prune(): Promise<number> {
-      const before = clock() - options.retentionMs;
-      return pruneInBatches((limit) => pruneAttempts(db, before, limit));
+      const now = clock();
+      return pruneEachTenantByPeriods(db, options.retentionDefaults, (tenantId, periods, limit) =>
+        pruneAttempts(db, tenantId, now - periods.eventDays * DAY_MS, limit),
+      );
     },
   };
 }

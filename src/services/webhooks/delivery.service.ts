@@ -12,6 +12,7 @@ import {
 } from '../../db/repositories/webhook-delivery.repo.js';
 import { BadRequestError, NotFoundError, UnprocessableError } from '../../errors.js';
 import type { SecretsKey } from '../../shared/crypto.js';
+import type { RetentionPeriods } from '../../shared/retention-periods.js';
 import { cutPage, numberCursor, type Page } from '../../shared/pagination.js';
 import type { Clock } from '../context.js';
 import { createAttemptRecorder } from './attempt-recorder.js';
@@ -34,8 +35,8 @@ export interface WebhookDeliveryOptions {
   disableAfterSeconds: number;
   /** WEBHOOK_WORKER_INTERVAL_MS. */
   intervalMs: number;
-  /** EVENT_RETENTION_DAYS in ms: how long the attempt log is kept. */
-  retentionMs: number;
+  /** The instance's retention periods; a tenant's own `eventDays` decides how long its attempt log is kept. */
+  retentionDefaults: RetentionPeriods;
   /** How many attempts one instance has under way at once. */
   concurrency?: number;
   /** The worker's pacing (services/webhooks/pacing.ts). Without it the worker never pauses. */
@@ -67,7 +68,7 @@ export function createWebhookDeliveryService(options: WebhookDeliveryOptions) {
   const recorder = createAttemptRecorder(context, {
     retryScheduleSeconds: options.retryScheduleSeconds,
     disableAfterSeconds: options.disableAfterSeconds,
-    retentionMs: options.retentionMs,
+    retentionDefaults: options.retentionDefaults,
     random: options.random ?? Math.random,
   });
   const worker = createDeliveryWorker(context, { sender, recorder, intervalMs: options.intervalMs, pacing: options.pacing });

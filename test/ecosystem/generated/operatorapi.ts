@@ -665,7 +665,7 @@ export interface paths {
         };
         /**
          * Read the tenant's settings
-         * @description The holder-binding policy every lock of the tenant applies unless it has its own (docs/api-reference.md 11.2).
+         * @description The holder-binding policy every lock of the tenant applies unless it has its own (docs/api-reference.md 11.2), and the retention periods in force (docs/api-reference.md 16.1).
          */
         get: operations["getSettings"];
         put?: never;
@@ -675,7 +675,7 @@ export interface paths {
         head?: never;
         /**
          * Change the tenant's settings
-         * @description `holderBinding` `required` makes every lock without a policy of its own refuse credentials not bound to a phone key (docs/api-reference.md 11.2); move to it once the tenant's phones have registered keys. The change reaches online locks at their next sync and the others with the next revocation list a phone brings. Send `Idempotency-Key` to make retries safe.
+         * @description `holderBinding` `required` makes every lock without a policy of its own refuse credentials not bound to a phone key (docs/api-reference.md 11.2); move to it once the tenant's phones have registered keys. The change reaches online locks at their next sync and the others with the next revocation list a phone brings. `retention` sets how many days access-log entries, events and audit entries are kept (`null`: the instance's default again); the background prune applies a shorter period within minutes (docs/api-reference.md 16.1). Send `Idempotency-Key` to make retries safe.
          */
         patch: operations["updateSettings"];
         trace?: never;
@@ -1516,7 +1516,12 @@ export interface components {
         /**
          * TenantSettings
          * @example {
-         *       "holderBinding": "optional"
+         *       "holderBinding": "optional",
+         *       "retention": {
+         *         "accessLogDays": 365,
+         *         "eventDays": 30,
+         *         "auditDays": 730
+         *       }
          *     }
          */
         TenantSettings: {
@@ -1526,13 +1531,17 @@ export interface components {
              * @enum {string}
              */
             holderBinding: "optional" | "required";
+            /** @description How long the tenant's records are kept; older ones are pruned in the background (docs/api-reference.md 16.1). */
+            retention: {
+                /** @description Days an access-log entry is kept after the server received it (docs/api-reference.md 8.5). The tenant's own choice, else the instance's ACCESS_LOG_RETENTION_DAYS. */
+                accessLogDays: number;
+                /** @description Days the event feed serves an event, and the webhook delivery attempts are kept (docs/api-reference.md 10). The tenant's own choice, else the instance's EVENT_RETENTION_DAYS. */
+                eventDays: number;
+                /** @description Days the audit trail keeps an entry (docs/api-reference.md 7.5). The tenant's own choice, else the instance's AUDIT_RETENTION_DAYS. */
+                auditDays: number;
+            };
         };
-        /**
-         * TenantSettingsChanges
-         * @example {
-         *       "holderBinding": "required"
-         *     }
-         */
+        /** TenantSettingsChanges */
         TenantSettingsChanges: {
             /**
              * @description docs/api-reference.md 11.2: `optional` (a lock opens for a credential without `cnf` as before) or `required` (a lock refuses a credential without `cnf`, so only a phone that proves its key opens).
@@ -1540,6 +1549,15 @@ export interface components {
              * @enum {string}
              */
             holderBinding?: "optional" | "required";
+            /** @description The periods to change, each 1 to 3650 days or `null`; the others stay as they are. */
+            retention?: {
+                /** @description Days an access-log entry is kept after the server received it (docs/api-reference.md 8.5). `null`: the instance's default. */
+                accessLogDays?: number | (never | null);
+                /** @description Days the event feed serves an event, and the webhook delivery attempts are kept (docs/api-reference.md 10). `null`: the instance's default. */
+                eventDays?: number | (never | null);
+                /** @description Days the audit trail keeps an entry (docs/api-reference.md 7.5). `null`: the instance's default. */
+                auditDays?: number | (never | null);
+            };
         };
         /**
          * TestPingResult
