@@ -19,6 +19,7 @@ import { createAuditService } from './audit.service.js';
 import { createIdempotencyService } from './idempotency.service.js';
 import { createMobileDeviceService } from './mobile-device.service.js';
 import { createHolderKeyService } from './holder-key.service.js';
+import { createErasureService } from './erasure.service.js';
 import { createSettingsService } from './settings.service.js';
 import { createSecuredObjectService } from './secured-object.service.js';
 import { createTicketService } from './ticket.service.js';
@@ -136,6 +137,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
   const accessChecks = createAccessCheckService({ db, clock, credentials });
   const accessLogs = createAccessLogService({ db, clock, budget: createAccessLogBudget({ entriesPerMinute: config.ACCESS_LOG_ENTRIES_PER_LOCK_PER_MINUTE }) });
   const accessLogRetention = createAccessLogRetention({ db, clock, log, retentionDefaults });
+  const erasures = createErasureService({ db, clock, log });
   // docs/api-reference.md 10: one guard for subscribing and for delivering, so both refuse the same addresses.
   const webhookUrlGuard = createWebhookUrlGuard({
     allowInsecure: config.WEBHOOK_ALLOW_INSECURE === 'true',
@@ -223,6 +225,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     accessChecks,
     accessLogs,
     accessLogRetention,
+    erasures,
     lockTelemetry,
     webhookUrlGuard,
     webhooks,
@@ -238,14 +241,17 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
       idempotency.start();
       audit.start();
       accessLogRetention.start();
+      erasures.start();
       clientAssertions.start();
       holderKeys.start();
       tokens.start();
       webhookDeliveries.start();
     },
     async stop(): Promise<void> {
-      // First: attempts under way are abandoned while the database is still open (their claims come due again).
+      // First: attempts under way are abandoned while the database is still open (their claims come due again), and an
+      // erasure stops at its next batch (its lease lets another instance resume it).
       await webhookDeliveries.stop();
+      await erasures.stop();
       tokens.stop();
       idempotency.stop();
       audit.stop();

@@ -49,6 +49,8 @@ export const EVENT_TYPES = [
   'webhook.secret_rotated',
   'webhook.disabled',
   'settings.updated',
+  'erasure.requested',
+  'erasure.finished',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -9,6 +9,7 @@ import idempotency from '../../plugins/idempotency.js';
 import accessCheckRoutes from './access-checks.js';
 import accessLogRoutes from './access-log.js';
 import auditRoutes from './audit-events.js';
+import erasureRoutes from './erasures.js';
 import eventRoutes from './events.js';
 import mobileDeviceRoutes from './mobile-devices.js';
 import oauthClientRoutes from './oauth-clients.js';
@@ -70,7 +71,11 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
         name: 'Ticket keys',
         description: 'The keys the tenant\'s credentials are signed with, published at `/tenants/{tenant}/jwks.json`, and their rotation.',
       },
-      { name: 'Settings', description: 'The tenant\'s settings: the holder-binding policy of its locks (docs/api-reference.md 11.2).' },
+      {
+        name: 'Settings',
+        description: 'The tenant\'s settings: the holder-binding policy of its locks and how long its records are kept (docs/api-reference.md 11.2, 16.1).',
+      },
+      { name: 'Erasures', description: 'Erasing a person\'s data on request, and the record of each erasure (docs/api-reference.md 16.2).' },
       {
         name: 'Webhooks',
         description: 'Subscriptions that receive the tenant\'s events as signed HTTP requests (Standard Webhooks), their secrets and their deliveries.',
@@ -100,6 +105,7 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
       webhookRoutes,
       webhookDeliveryRoutes,
       settingsRoutes,
+      erasureRoutes,
     ]) {
       await resources.register(routes, { services, prefix: '/operatorapi' });
     }
