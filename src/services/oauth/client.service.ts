@@ -227,10 +227,13 @@ export function createClientService(options: ClientServiceOptions) {
       // comparison (docs/security-cases.md 2). A secret rotated on another instance is found here at once.
       const generation = cacheGeneration;
       const record = await findClient(db, clientId);
-      const matches = digestsEqual(presented, record ? record.secretHash : DUMMY_SECRET_HASH);
-      if (!record || !matches) return null;
+      // A client without a secret (made by a claim, docs/api-reference.md 12) is compared against the dummy too, and
+      // never matches: it authenticates with private_key_jwt only.
+      const secretHash = record?.secretHash ?? null;
+      const matches = digestsEqual(presented, secretHash ?? DUMMY_SECRET_HASH);
+      if (!record || secretHash === null || !matches) return null;
       const client = toAuthenticatedClient(record);
-      if (generation === cacheGeneration) remember(clientId, { client, secretHash: record.secretHash, loadedAt: clock() });
+      if (generation === cacheGeneration) remember(clientId, { client, secretHash, loadedAt: clock() });
       return client;
     },
   };
