@@ -227,6 +227,14 @@ describe('claim links', () => {
         expect(byPost.json()).toMatchObject({ error: 'invalid_client' });
       }
       expect((await assertionTokenRequest(t, phone)).statusCode).toBe(200);
+      // Nor can an operator give it one.
+      const rotation = await call(t, acme.operator, { method: 'POST', url: `/operatorapi/oauthclients/${phone.clientId}/secret` });
+      expect(expectProblem(rotation, 409).detail).toContain('private_key_jwt');
+      const { rows } = await t.database.db.query('SELECT 1 FROM oauth_clients WHERE tenant_id = $1 AND client_id = $2 AND secret_hash IS NULL', [
+        acme.tenant.tenantId,
+        phone.clientId,
+      ]);
+      expect(rows).toHaveLength(1);
     });
 
     it('answers 404 for an unknown code and 400 or 422 for a bad proof or key, spending the nonce', async () => {

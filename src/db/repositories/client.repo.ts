@@ -127,6 +127,7 @@ async function forgetClientTenants(db: Queryable, tenantId: string, clientIds: s
   await db.query('DELETE FROM client_tenants WHERE tenant_id = $1 AND client_id = ANY ($2::text[])', [tenantId, clientIds]);
 }
 
+/** Sets the secret of a client that has one; null when the tenant has no such client, or it has no secret (made by a claim). */
 export async function updateClientSecret(
   db: Queryable,
   tenantId: string,
@@ -134,7 +135,7 @@ export async function updateClientSecret(
   secretHash: Buffer,
 ): Promise<ClientRecord | null> {
   const { rows } = await db.query<ClientRow>(
-    `UPDATE oauth_clients SET secret_hash = $3 WHERE tenant_id = $1 AND client_id = $2 RETURNING ${COLUMNS}`,
+    `UPDATE oauth_clients SET secret_hash = $3 WHERE tenant_id = $1 AND client_id = $2 AND secret_hash IS NOT NULL RETURNING ${COLUMNS}`,
     [tenantId, clientId, secretHash],
   );
   return rows[0] ? toClient(rows[0]) : null;

@@ -12,7 +12,7 @@ import {
   updateClientSecret,
   type ClientRecord,
 } from '../../db/repositories/client.repo.js';
-import { BadRequestError, NotFoundError, UnprocessableError } from '../../errors.js';
+import { BadRequestError, ConflictError, NotFoundError, UnprocessableError } from '../../errors.js';
 import { recordChange } from '../audit.service.js';
 import type { ActionContext, Clock } from '../context.js';
 import { digestsEqual, randomToken, sha256 } from '../../shared/crypto.js';
@@ -203,7 +203,13 @@ export function createClientService(options: ClientServiceOptions) {
         await recordChange(tx, context, clock(), 'client.secret_rotated', `client:${clientId}`, { clientId });
         return updated;
       });
-      if (!record) throw new NotFoundError(`No OAuth client ${clientId}.`);
+      if (!record) {
+        // docs/api-reference.md 12: a client made by a claim authenticates with its phone's key only; it never gets a secret.
+        if (await findTenantClient(db, context.tenantId, clientId)) {
+          throw new ConflictError(`The OAuth client ${clientId} has no secret: it authenticates with private_key_jwt only.`);
+        }
+        throw new NotFoundError(`No OAuth client ${clientId}.`);
+      }
       await revocations.refresh();
       return { ...toClient(record), clientSecret };
     },

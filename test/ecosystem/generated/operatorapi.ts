@@ -291,7 +291,7 @@ export interface paths {
         put?: never;
         /**
          * Rotate an OAuth client's secret
-         * @description A new secret, shown in this answer only; the old one stops working at once.
+         * @description A new secret, shown in this answer only; the old one stops working at once. A client made by a claim link has no secret and authenticates only with `private_key_jwt` (docs/api-reference.md 12): `409`, it is given none.
          */
         post: operations["rotateOAuthClientSecret"];
         delete?: never;
@@ -4906,6 +4906,15 @@ export interface operations {
             };
             /** @description No such resource in the caller's tenant. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request conflicts with the current state (an id in use, an idempotent request still running). */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
