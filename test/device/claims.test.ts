@@ -3,6 +3,8 @@
 // states and their events, expiry by the sweep, revocation, concurrent redemptions, the per-address limit.
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Queryable } from '../../src/db/database.js';
+import { findClaimByCode } from '../../src/db/repositories/claim.repo.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { accessTenant, expectAccessAuthChecks, join, lockGroup, permission, resident, userToken, v1, type AccessTenant } from '../helpers/access.js';
 import { assertionTokenRequest, claimNonce, enrol, enrolledToken, lookUp, redeemRequest, residentClaim } from '../helpers/claims.js';
@@ -313,12 +315,44 @@ describe('claim links', () => {
     });
   });
 
+  it('finds a code by its hash in the same two reads whether it exists or not', async () => {
+    const claim = await residentClaim(t, acme.token, residentId);
+    const statements: string[] = [];
+    const counting: Queryable = {
+      query: (text: string, params?: unknown[]) => {
+        statements.push(text);
+        return t.database.db.query(text, params);
+      },
+    } as Queryable;
+    const known = await findClaimByCode(counting, createHash('sha256').update(claim.code).digest());
+    const knownStatements = statements.splice(0);
+    const unknown = await findClaimByCode(counting, createHash('sha256').update('A'.repeat(43)).digest());
+    expect(known?.claim.id).toBe(claim.id);
+    expect(unknown).toBeNull();
+    expect(statements).toEqual(knownStatements);
+    expect(statements).toHaveLength(2);
+  });
+
+  it('a replaced device that left the resident meanwhile is left alone', async () => {
+    const phone = await device(t, acme.operator, 'kept-phone');
+    await join(t, acme.token, 'residents', residentId, phone.id);
+    const claim = await residentClaim(t, acme.token, residentId, { replaces: phone.id });
+    await v1(t, acme.token, { method: 'DELETE', url: `/v1/residents/${residentId}/mobiledevices/${phone.id}` });
+    await enrol(t, claim.code);
+    expect((await call(t, acme.operator, { method: 'GET', url: '/operatorapi/mobiledevices/kept-phone' })).statusCode).toBe(200);
+  });
+
   describe('expiry', () => {
     it('a claim past its time answers 410 expired, and the sweep marks it with its event once', async () => {
       const claim = await residentClaim(t, acme.token, residentId, { expiresIn: 900 });
       await claimNonce(t, claim.code);
       now += 900_000;
       expect(expectProblem(await lookUp(t, claim.code), 410)).toMatchObject({ state: 'expired' });
+      const late = newKeyPair();
+      expect(expectProblem(await redeemRequest(t, claim.code, { publicKey: late.publicKey, proof: keyProof(t, late, 'n') }), 410)).toMatchObject({
+        state: 'expired',
+        type: expect.stringContaining('claim-expired'),
+      });
       expect((await v1(t, acme.token, { method: 'GET', url: `/v1/claims/${claim.id}` })).json()).toMatchObject({ state: 'expired', endedDate: claim.expiresAt });
       expect(await eventsOf(acme.tenant.tenantId, claim.id)).toEqual(['claim.created', 'claim.opened']);
       expect(await t.app.services.claims.expire()).toBeGreaterThanOrEqual(1);
