@@ -272,6 +272,8 @@ async function startServers(settings: Settings, selection: Selection, signal: Ab
     TOKEN_RATE_LIMIT_PER_MINUTE: process.env.TOKEN_RATE_LIMIT_PER_MINUTE || '1000000000',
     // One client sends every Operator API request of a row: its per-client limit would turn them into 429s too.
     API_RATE_LIMIT_PER_MINUTE: process.env.API_RATE_LIMIT_PER_MINUTE || '1000000000',
+    // The claim rows redeem hundreds of links from one address: its per-address limit is off (0) unless set.
+    CLAIM_RATE_LIMIT_PER_MINUTE: process.env.CLAIM_RATE_LIMIT_PER_MINUTE || '0',
     // The webhook rows deliver to a receiver in the bench process, on 127.0.0.1 over http.
     WEBHOOK_ALLOW_INSECURE: 'true',
   };

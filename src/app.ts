@@ -16,6 +16,7 @@ import { ProblemError } from './errors.js';
 import { validatorCompiler } from './plugins/validation.js';
 import healthRoutes from './routes/ops/health.js';
 import landingRoutes from './routes/ops/landing.js';
+import claimPageRoutes from './routes/ops/claim-page.js';
 import oauthRoutes from './routes/oauth/index.js';
 import oauthDocs from './routes/oauth/docs.js';
 import tenantJwksRoutes from './routes/oauth/tenant-jwks.js';
@@ -190,6 +191,7 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
   });
 
   await typed.register(landingRoutes);
+  await typed.register(claimPageRoutes);
 
   const services = createServices({
     db,
@@ -223,7 +225,12 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
   await typed.register(tenantJwksRoutes, { services });
   await typed.register(operatorApi, { services, tokenUrl, rateLimitPerMinute: config.API_RATE_LIMIT_PER_MINUTE });
   await typed.register(accessApi, { services, tokenUrl: '/oauth2/token', rateLimitPerMinute: config.API_RATE_LIMIT_PER_MINUTE });
-  await typed.register(deviceApi, { services, tokenUrl, rateLimitPerMinute: config.API_RATE_LIMIT_PER_MINUTE });
+  await typed.register(deviceApi, {
+    services,
+    tokenUrl,
+    rateLimitPerMinute: config.API_RATE_LIMIT_PER_MINUTE,
+    claimRateLimitPerMinute: config.CLAIM_RATE_LIMIT_PER_MINUTE,
+  });
   await typed.register(removedInterfaceRoutes);
 
   return typed;

@@ -189,6 +189,12 @@ export const ConfigSchema = Type.Object(
       default: 6000,
       description: 'Requests per minute and OAuth client on the Operator, Access and Device APIs; more get `429`.',
     }),
+    CLAIM_RATE_LIMIT_PER_MINUTE: Type.Integer({
+      minimum: 0,
+      default: 30,
+      description:
+        'Claim-link look-ups and redemptions (`/deviceapi/claims/{code}`) per minute and client IP; more get `429`. 0 turns the limit off (benchmarks only).',
+    }),
     DEPRECATED_INTERFACES_ENABLED: Type.String({
       default: '',
       pattern: '^[a-z0-9, -]*$',

@@ -122,3 +122,18 @@ export class OAuthError extends Error {
     this.name = 'OAuthError';
   }
 }
+
+/**
+ * docs/api-reference.md 12: a claim link that can no longer be used answers 410 naming why (`state`: `claimed` when its
+ * devices are all enrolled, `expired`, `revoked`), so the app can tell its user to ask for a new link.
+ */
+export class ClaimEndedError extends ProblemError {
+  constructor(readonly state: 'claimed' | 'expired' | 'revoked') {
+    const detail = {
+      claimed: 'This claim link has been used by as many phones as it allows. Ask for a new link.',
+      expired: 'This claim link has expired. Ask for a new link.',
+      revoked: 'This claim link was revoked. Ask for a new link.',
+    }[state];
+    super(410, `claim-${state}`, 'Claim No Longer Usable', { detail, extensions: { state } });
+  }
+}

@@ -15,9 +15,15 @@ const redactPaths = [
 
 const SECRET_QUERY = new RegExp(`([?&](?:${SECRET_FIELDS.join('|')})=)[^&#]*`, 'gi');
 
-/** Query strings can carry credentials (clients that misuse `?access_token=`): mask their values. */
+/** A claim code is the credential of its path (docs/api-reference.md 12): everything after `/deviceapi/claims/`. */
+const CLAIM_CODE_PATH = /(\/deviceapi\/claims\/)[^?#]*/gi;
+
+/**
+ * Query strings can carry credentials (clients that misuse `?access_token=`), and a claim's path is its code: mask
+ * their values.
+ */
 export function redactUrl(url: string): string {
-  return url.replace(SECRET_QUERY, '$1[Redacted]');
+  return url.replace(SECRET_QUERY, '$1[Redacted]').replace(CLAIM_CODE_PATH, '$1[Redacted]');
 }
 
 export function createLogger(level: string, destination?: DestinationStream): Logger {

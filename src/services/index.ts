@@ -21,6 +21,7 @@ import { createMobileDeviceService } from './mobile-device.service.js';
 import { createHolderKeyService } from './holder-key.service.js';
 import { createErasureService } from './erasure.service.js';
 import { createSettingsService } from './settings.service.js';
+import { createClaimService } from './claim.service.js';
 import { createSecuredObjectService } from './secured-object.service.js';
 import { createTicketService } from './ticket.service.js';
 import { parseRevivedInterfaces } from '../shared/vocabulary.js';
@@ -118,6 +119,17 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     revokeKeyOfRemovedDevice: holderKeys.revokeKeyOfRemovedDevice,
   });
   const tickets = createTicketService({ db, clock, revived, metrics });
+  // docs/api-reference.md 12: claim links are made out to PUBLIC_URL, and so are the phones' key proofs.
+  const claims = createClaimService({
+    db,
+    clock,
+    log,
+    publicUrl: config.PUBLIC_URL,
+    mobileDevices,
+    revokeKeyOfDevice: holderKeys.revokeKeyOfRemovedDevice,
+    revocations,
+    metrics,
+  });
   const audit = createAuditService({ db, clock, log, retentionDefaults });
   const idempotency = createIdempotencyService({ db, clock, log, ttlMs: IDEMPOTENCY_TTL_MS });
   const residents = createGroupService({ db, clock, kind: RESIDENTS, metrics });
@@ -211,6 +223,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     mobileDevices,
     holderKeys,
     settings,
+    claims,
     tickets,
     audit,
     idempotency,
@@ -244,6 +257,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
       erasures.start();
       clientAssertions.start();
       holderKeys.start();
+      claims.start();
       tokens.start();
       webhookDeliveries.start();
     },
@@ -258,6 +272,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
       accessLogRetention.stop();
       clientAssertions.stop();
       holderKeys.stop();
+      claims.stop();
       await accessTokenKeys.stop();
       await ticketKeys.stop();
       await revocations.stop();

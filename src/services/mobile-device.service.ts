@@ -14,7 +14,7 @@ import { recordChange } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
 import { decodeCursor, pageOf, type Page } from '../shared/pagination.js';
 import type { DomainMetrics } from './domain-metrics.js';
-import { removeWithTickets, type TicketHolder } from './removal.js';
+import { removeInTransaction, removeWithTickets, type Removal, type TicketHolder } from './removal.js';
 import type { RevocationService } from './oauth/revoked-access-tokens.service.js';
 
 export interface MobileDevice {
@@ -62,7 +62,8 @@ const MOBILE_DEVICES: TicketHolder = {
 };
 
 export function createMobileDeviceService(options: MobileDeviceServiceOptions) {
-  const { db, clock } = options;
+  const { db, clock, revokeKeyOfRemovedDevice } = options;
+  const holder: TicketHolder = revokeKeyOfRemovedDevice ? { ...MOBILE_DEVICES, beforeRemove: revokeKeyOfRemovedDevice } : MOBILE_DEVICES;
   return {
     async register(context: ActionContext, input: { id?: string | undefined; name?: string | undefined }): Promise<MobileDevice> {
       const record: MobileDeviceRecord = {
@@ -99,8 +100,16 @@ export function createMobileDeviceService(options: MobileDeviceServiceOptions) {
      * bound to it (docs/api-reference.md 4.2).
      */
     async remove(context: ActionContext, id: string): Promise<void> {
-      const { revokeKeyOfRemovedDevice } = options;
-      await removeWithTickets(options, revokeKeyOfRemovedDevice ? { ...MOBILE_DEVICES, beforeRemove: revokeKeyOfRemovedDevice } : MOBILE_DEVICES, context, id);
+      await removeWithTickets(options, holder, context, id);
+    },
+
+    /**
+     * The same removal inside the caller's transaction, which took the tenant's change number `seq` first (a claim
+     * replacing a phone, docs/api-reference.md 12); null when there is no such device. The caller appends the events
+     * last, counts the revoked tickets and refreshes the revocations after commit.
+     */
+    async removeIn(tx: Queryable, context: ActionContext, id: string, seq: number): Promise<Removal | null> {
+      return removeInTransaction(tx, options, holder, context, id, seq);
     },
   };
 }

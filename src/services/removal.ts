@@ -5,6 +5,7 @@ import { nextChangeSeq } from '../db/repositories/change-log.repo.js';
 import type { RevocationKind } from '../db/repositories/revoked-access-token.repo.js';
 import { revokeTicketsOf } from '../db/repositories/ticket.repo.js';
 import { NotFoundError } from '../errors.js';
+import type { AuditEventInput } from '../db/repositories/audit.repo.js';
 import type { EventType } from '../shared/event-types.js';
 import { auditEvent, recordChanges } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
@@ -63,29 +64,60 @@ export async function removeWithTickets(
   context: ActionContext,
   id: string,
 ): Promise<void> {
-  const { db, clock, revocations, accessTokenTtlMs, metrics } = dependencies;
+  const { db, metrics, revocations } = dependencies;
   const removed = await db.transaction(async (tx) => {
     const seq = await nextChangeSeq(tx, context.tenantId);
-    await holder.beforeRemove?.(tx, context.tenantId, id);
-    if (!(await holder.remove(tx, context.tenantId, id))) throw new NotFoundError(`No ${holder.noun} ${id}.`);
-    const now = clock();
-    const clientIds = await holder.boundClients.retire(tx, context.tenantId, id, seq);
-    // Every access token issued before now expires within one lifetime: the revocations need to outlive none longer.
-    await revocations.recordMany(tx, holder.boundClients.revocationKind, clientIds, now + accessTokenTtlMs);
-    // The tickets' events in chunks of 1,000, in the statement that revokes them (it takes the event counter).
-    const revoked = await revokeTicketsOf(tx, context.tenantId, holder.ticketColumn, id, now, seq, {
-      ...context,
-      target: `${holder.auditNoun}:${id}`,
-      data: { [holder.dataKey]: id },
-    });
-    await recordChanges(tx, [
-      auditEvent(context, now, `${holder.auditNoun}.deleted` as const, `${holder.auditNoun}:${id}`, { [holder.dataKey]: id }),
-      ...clientIds.map((clientId) => auditEvent(context, now, holder.boundClients.auditAction, `client:${clientId}`, { clientId })),
-    ]);
-    return { clientIds, revoked };
+    const removal = await removeInTransaction(tx, dependencies, holder, context, id, seq);
+    if (removal === null) throw new NotFoundError(`No ${holder.noun} ${id}.`);
+    await recordChanges(tx, removal.events);
+    return removal;
   });
   metrics.ticketsRevoked(removed.revoked);
   // This instance acts on the revocations at once (the token endpoint answers invalid_client right away); the others
   // on the NOTIFY delivered at commit, or the poll.
   if (removed.clientIds.length > 0) await revocations.refresh();
+}
+
+/** What a removal did in its transaction, and the events it leaves to the caller to append (last, audit.repo.ts). */
+export interface Removal {
+  clientIds: string[];
+  revoked: number;
+  events: AuditEventInput[];
+}
+
+/**
+ * The removal's work inside the caller's transaction, which took the tenant's change number `seq` first: the row, its
+ * clients and its tickets (whose events the revoking statement appends, taking the event counter); null when the tenant
+ * has no such row, and then nothing changed. The caller appends `events`, reports the metrics and refreshes the
+ * revocations after commit (a claim's replacement does, docs/api-reference.md 12).
+ */
+export async function removeInTransaction(
+  tx: Queryable,
+  dependencies: Pick<RemovalDependencies, 'clock' | 'revocations' | 'accessTokenTtlMs'>,
+  holder: TicketHolder,
+  context: ActionContext,
+  id: string,
+  seq: number,
+): Promise<Removal | null> {
+  const { clock, revocations, accessTokenTtlMs } = dependencies;
+  await holder.beforeRemove?.(tx, context.tenantId, id);
+  if (!(await holder.remove(tx, context.tenantId, id))) return null;
+  const now = clock();
+  const clientIds = await holder.boundClients.retire(tx, context.tenantId, id, seq);
+  // Every access token issued before now expires within one lifetime: the revocations need to outlive none longer.
+  await revocations.recordMany(tx, holder.boundClients.revocationKind, clientIds, now + accessTokenTtlMs);
+  // The tickets' events in chunks of 1,000, in the statement that revokes them (it takes the event counter).
+  const revoked = await revokeTicketsOf(tx, context.tenantId, holder.ticketColumn, id, now, seq, {
+    ...context,
+    target: `${holder.auditNoun}:${id}`,
+    data: { [holder.dataKey]: id },
+  });
+  return {
+    clientIds,
+    revoked,
+    events: [
+      auditEvent(context, now, `${holder.auditNoun}.deleted` as const, `${holder.auditNoun}:${id}`, { [holder.dataKey]: id }),
+      ...clientIds.map((clientId) => auditEvent(context, now, holder.boundClients.auditAction, `client:${clientId}`, { clientId })),
+    ],
+  };
 }

@@ -49,6 +49,11 @@ export const EVENT_TYPES = [
   'webhook.secret_rotated',
   'webhook.disabled',
   'settings.updated',
+  'claim.created',
+  'claim.opened',
+  'claim.claimed',
+  'claim.expired',
+  'claim.revoked',
   'erasure.requested',
   'erasure.finished',
 ] as const;

@@ -5,10 +5,12 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { NONCE } from '../shared/door-exchange.js';
 import { LockSimulator, withSyncBackoff, type LockProvisioning, type SyncAnswer } from './lock-simulator.js';
+import { PhoneSimulator, type PhoneHttp } from './phone-simulator.js';
 
 const USAGE = `Usage: npm run --silent simulate -- --url URL --client-id ID --client-secret SECRET --secured-object ID
          [--command open] [--channel btlespp] [--at MILLIS] [--revocation-list JWS ...] [--upload-log]
          [--nonce NONCE --proof PROOF] [CREDENTIAL ...]
+       npm run --silent simulate -- --enrol CLAIM_URL [--name NAME]
 
 Provisions a lock as an installer would: takes a token for the client (scope sync, bound to the lock), fetches the
 lock's trust answer (its tenant's issuer, key set and maximum credential lifetime), syncs, then applies every
@@ -20,10 +22,14 @@ credential (from the arguments, or one per line on standard input).
                 CREDENTIAL, with --proof PROOF (the phone's ticket-proof+jwt) when the credential is bound.
   --proof PROOF the proof of the phone's key shown with the credential; needs --nonce.
   --upload-log  after deciding, upload the lock's access log (its decisions, its applied serial and its clock) to
-                POST /deviceapi/securedobjects/{id}/accesslog; the server's answers go to stderr.`;
+                POST /deviceapi/securedobjects/{id}/accesslog; the server's answers go to stderr.
+  --enrol URL   be the phone instead (docs/api-reference.md 12): make a P-256 key pair, look the claim link up, prove
+                the key over its nonce, redeem it, get a token by private_key_jwt and download the tickets; prints
+                {mobileDeviceId, clientId, keyThumbprint, tokens, bound} (bound: every credential carries cnf.jkt of
+                the key). --name names the phone.`;
 
 /** The options that take a value. */
-const VALUE_OPTIONS = new Set(['--url', '--client-id', '--client-secret', '--secured-object', '--command', '--channel', '--at', '--revocation-list', '--nonce', '--proof']);
+const VALUE_OPTIONS = new Set(['--enrol', '--name', '--url', '--client-id', '--client-secret', '--secured-object', '--command', '--channel', '--at', '--revocation-list', '--nonce', '--proof']);
 
 /**
  * `--option value` as `--option=value`: client ids and secrets are base64url, so one in 64 of each starts with `-`,
@@ -71,6 +77,8 @@ const OPTIONS = {
   'upload-log': { type: 'boolean' },
   nonce: { type: 'string' },
   proof: { type: 'string' },
+  enrol: { type: 'string' },
+  name: { type: 'string' },
   help: { type: 'boolean' },
 } satisfies ParseArgsConfig['options'];
 
@@ -88,6 +96,7 @@ async function main(): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
+  if (values.enrol !== undefined) return enrolPhone(values.enrol, values.name);
   const base = values.url?.replace(/\/+$/, '');
   const clientId = values['client-id'];
   const clientSecret = values['client-secret'];
@@ -161,6 +170,35 @@ async function main(): Promise<number> {
     process.stdout.write(`${JSON.stringify(await lock.decide(credential, values.command!, at, values.channel!, values.proof ?? null))}\n`);
   }
   if (values['upload-log']) return uploadLog(lock, `${lockPath}/accesslog`, headers, at);
+  return 0;
+}
+
+/** The phone's network: fetch, the body parsed as JSON when there is one. */
+const phoneHttp: PhoneHttp = async (request) => {
+  const response = await fetch(request.url, {
+    method: request.method,
+    ...(request.headers ? { headers: request.headers } : {}),
+    ...(request.body !== undefined ? { body: request.body } : {}),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text === '' ? null : (JSON.parse(text) as unknown) };
+};
+
+/**
+ * docs/api-reference.md 12: the reference phone enrols from a claim link and downloads its tickets; the key pair lives
+ * only in this process, as a phone's lives in its secure hardware.
+ */
+async function enrolPhone(claimUrl: string, name: string | undefined): Promise<number> {
+  const phone = new PhoneSimulator();
+  const enrolment = await phone.enrol(claimUrl, phoneHttp, name === undefined ? {} : { name });
+  const tokens = await phone.download(phoneHttp);
+  const bound = tokens.every((token) => {
+    const payload = JSON.parse(Buffer.from(token.credential?.split('.')[1] ?? '', 'base64url').toString('utf8') || '{}') as { cnf?: { jkt?: string } };
+    return payload.cnf?.jkt === phone.keyThumbprint;
+  });
+  process.stdout.write(
+    `${JSON.stringify({ mobileDeviceId: enrolment.mobileDeviceId, clientId: enrolment.clientId, keyThumbprint: phone.keyThumbprint, tokens: tokens.length, bound })}\n`,
+  );
   return 0;
 }
 

@@ -2,6 +2,7 @@
 // holds its P-256 key pair and its download (docs/api-reference.md 6.1), checks a lock's hello with the `lockKey` of
 // the matching ticket before it shows anything, answers with the credential and a proof of its key, and carries the
 // lock's receipts to the service.
+import { randomUUID } from 'node:crypto';
 import { checkHello, PROOF_TYPE, type HelloCheck } from '../shared/door-exchange.js';
 import { sha256Base64url, type HolderPublicKey } from '../shared/holder-keys.js';
 import { es256KeyPair, signEs256, type Es256KeyPair } from './es256.js';
@@ -16,6 +17,46 @@ export interface DownloadedToken {
   lockKey?: HolderPublicKey;
   /** The lock's revocation list, on the first token of each lock (docs/api-reference.md 8.3). */
   revocationList?: string;
+}
+
+/**
+ * One HTTP exchange with the service, as the phone's network stack makes it: a test passes `app.inject`, a real phone
+ * `fetch`. `body` is a JSON value or, for the token endpoint, a form-encoded string.
+ */
+export type PhoneHttp = (request: {
+  method: 'GET' | 'POST';
+  url: string;
+  headers?: Record<string, string>;
+  body?: string;
+}) => Promise<{ status: number; body: unknown }>;
+
+/** What redeeming a claim gave the phone (docs/api-reference.md 12). */
+export interface Enrolment {
+  mobileDeviceId: string;
+  clientId: string;
+  tokenEndpoint: string;
+  issuer: string;
+}
+
+/** A failed exchange during enrolment: the status and the problem the service answered. */
+export class PhoneEnrolmentError extends Error {
+  constructor(
+    readonly step: string,
+    readonly status: number,
+    readonly body: unknown,
+  ) {
+    super(`${step} answered ${status}: ${JSON.stringify(body)}`);
+    this.name = 'PhoneEnrolmentError';
+  }
+}
+
+/** `{PUBLIC_URL}/claim#{code}` split into the service's public URL and the code (docs/api-reference.md 12). */
+export function readClaimUrl(claimUrl: string): { publicUrl: string; code: string } {
+  const hash = claimUrl.indexOf('#');
+  const page = hash < 0 ? claimUrl : claimUrl.slice(0, hash);
+  const code = hash < 0 ? '' : claimUrl.slice(hash + 1);
+  if (!page.endsWith('/claim') || code === '') throw new Error('not a claim link: expected {PUBLIC_URL}/claim#{code}');
+  return { publicUrl: page.slice(0, -'/claim'.length), code };
 }
 
 /** What the phone shows a lock that greeted it properly: the credential and its proof (null for an unbound one). */
@@ -43,6 +84,7 @@ export class PhoneSimulator {
   private readonly key: Es256KeyPair;
   private tokens: DownloadedToken[] = [];
   private readonly receipts: { securedObjectId: string; receipt: string }[] = [];
+  private enrolled: Enrolment | null = null;
 
   /** `key`: a private P-256 JWK; without it the phone makes a new key pair, as at enrolment. */
   constructor(options: { key?: unknown } = {}) {
@@ -57,6 +99,83 @@ export class PhoneSimulator {
   /** The RFC 7638 thumbprint of its key: the `cnf.jkt` of its bound credentials. */
   get keyThumbprint(): string {
     return this.key.thumbprint;
+  }
+
+  /** What its enrolment gave it; null before it redeemed a claim. */
+  get enrolment(): Enrolment | null {
+    return this.enrolled ? { ...this.enrolled } : null;
+  }
+
+  /**
+   * Enrols from a claim link (docs/api-reference.md 12): looks the claim up for a nonce, proves its key over it
+   * (11.1: `key-proof+jwt`, `aud` the service's public URL) and redeems it, keeping its device and client. The code
+   * leaves the phone only on those two requests. `atMs` is the phone's clock.
+   */
+  async enrol(claimUrl: string, http: PhoneHttp, options: { name?: string; atMs?: number } = {}): Promise<Enrolment> {
+    const { publicUrl, code } = readClaimUrl(claimUrl);
+    const url = `${publicUrl}/deviceapi/claims/${encodeURIComponent(code)}`;
+    const lookup = await http({ method: 'GET', url });
+    if (lookup.status !== 200) throw new PhoneEnrolmentError('claim look-up', lookup.status, lookup.body);
+    const { nonce } = lookup.body as { nonce: string };
+    const proof = signEs256(
+      this.key.privateKey,
+      { typ: 'key-proof+jwt' },
+      { aud: publicUrl, nonce, iat: Math.floor((options.atMs ?? Date.now()) / 1000) },
+    );
+    const redeemed = await http({
+      method: 'POST',
+      url,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ publicKey: this.key.publicKey, proof, ...(options.name ? { name: options.name } : {}) }),
+    });
+    if (redeemed.status !== 201) throw new PhoneEnrolmentError('claim redemption', redeemed.status, redeemed.body);
+    this.enrolled = redeemed.body as Enrolment;
+    return { ...this.enrolled };
+  }
+
+  /**
+   * An access token by `private_key_jwt` (RFC 7523 2.2, docs/api-reference.md 11.1): the phone's client has no secret,
+   * so it signs an assertion with its key, `aud` the token endpoint, valid one minute, its `jti` used once.
+   */
+  async accessToken(http: PhoneHttp, atMs = Date.now()): Promise<string> {
+    const enrolment = this.requireEnrolment();
+    const seconds = Math.floor(atMs / 1000);
+    const assertion = signEs256(
+      this.key.privateKey,
+      { typ: 'JWT' },
+      { iss: enrolment.clientId, sub: enrolment.clientId, aud: enrolment.tokenEndpoint, iat: seconds, exp: seconds + 60, jti: randomUUID() },
+    );
+    const answer = await http({
+      method: 'POST',
+      url: enrolment.tokenEndpoint,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'client_credentials',
+        client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+        client_assertion: assertion,
+      }).toString(),
+    });
+    if (answer.status !== 200) throw new PhoneEnrolmentError('token request', answer.status, answer.body);
+    return (answer.body as { access_token: string }).access_token;
+  }
+
+  /** Downloads its tickets (docs/api-reference.md 6.1) with a fresh token and keeps them; answers them. */
+  async download(http: PhoneHttp, atMs = Date.now()): Promise<DownloadedToken[]> {
+    const enrolment = this.requireEnrolment();
+    const token = await this.accessToken(http, atMs);
+    const answer = await http({
+      method: 'GET',
+      url: `${enrolment.issuer.replace(/\/+$/, '')}/deviceapi/mobiledevices/${encodeURIComponent(enrolment.mobileDeviceId)}/tickets`,
+      headers: { authorization: `Bearer ${token}` },
+    });
+    if (answer.status !== 200) throw new PhoneEnrolmentError('ticket download', answer.status, answer.body);
+    this.store(answer.body as DownloadedToken[]);
+    return answer.body as DownloadedToken[];
+  }
+
+  private requireEnrolment(): Enrolment {
+    if (!this.enrolled) throw new Error('the phone is not enrolled: redeem a claim link first (enrol)');
+    return this.enrolled;
   }
 
   /** Takes a download (docs/api-reference.md 6.1), replacing the one it held. */

@@ -15,6 +15,9 @@ const REFERENCE_TABLES: Record<string, string> = {
   // The token endpoint learns the tenant from the client id alone (RFC 6749 2.3.1), and client ids are unique across
   // tenants. Written in the same transaction as oauth_clients (client.repo.ts); oauth_clients' foreign key needs it.
   client_tenants: 'client id → tenant for the token endpoint; client ids unique across tenants',
+  // A phone presents only a claim code (docs/api-reference.md 12), which names no tenant: its hash leads to the tenant
+  // and the claim. Written in the same transaction as the claim (claim.repo.ts); the claim's foreign key needs it.
+  claim_codes: 'claim code hash → tenant and claim for the phone\'s look-up and redemption',
   // Read in full by every instance into memory (revocation.service.ts); subjects are ids of any tenant; rows live
   // as long as an access token (ACCESS_TOKEN_TTL_SECONDS).
   token_revocations: 'read in full by every instance; no tenant column',

@@ -46,6 +46,9 @@ export async function routeTable(app: App): Promise<RouteEntry[]> {
     const document = (await app.inject({ url })).json() as ServedDocument;
     for (const [path, operations] of Object.entries(document.paths)) {
       for (const [method, operation] of Object.entries(operations)) {
+        // `security: []` declares a route without a bearer token (a claim link's code is its credential,
+        // docs/api-reference.md 12): no scope to check, no tenant to isolate by id.
+        if (Array.isArray(operation.security) && operation.security.length === 0) continue;
         const scope = operation.security?.[0]?.bearer?.[0];
         if (!scope) throw new Error(`${method} ${path} declares no scope`);
         const content = operation.requestBody?.content?.['application/json'];
@@ -85,6 +88,8 @@ export interface TenantData {
   ticketKeyId: string;
   /** A webhook subscription of the tenant (docs/api-reference.md 10). */
   webhookId: string;
+  /** A claim link for the tenant's resident (docs/api-reference.md 12). */
+  claimId: string;
 }
 
 /** The collection a path parameter follows names the kind of id it takes. */
@@ -99,6 +104,7 @@ const KIND_BY_COLLECTION: Record<string, keyof Omit<TenantData, 'tenant'>> = {
   'access-permissions': 'permissionId',
   'ticket-keys': 'ticketKeyId',
   webhooks: 'webhookId',
+  claims: 'claimId',
 };
 
 const QUERY_VALUES: Record<string, string> = { version: '2' };
@@ -173,8 +179,10 @@ export async function seedTenant(app: App, tenant: TenantFixture, suffix: string
   const webhook = await post('/operatorapi/webhooks', operator, { url: `https://93.184.215.14/hooks/${suffix}`, eventTypes: ['webhook.disabled'] });
   const paused = await app.inject({ method: 'PATCH', url: `/operatorapi/webhooks/${webhook.id}`, headers: operator, payload: { enabled: false } });
   if (paused.statusCode !== 200) throw new Error(`pausing the seeded webhook: ${paused.statusCode} ${paused.body}`);
+  const claim = await post(`/v1/residents/${resident.id}/claims`, access, {});
   return {
     tenant,
+    claimId: claim.id,
     lockId: lock.id,
     deviceId: device.id,
     ticketId: ticket.id,

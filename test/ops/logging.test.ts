@@ -135,4 +135,11 @@ describe('redactUrl', () => {
     expect(redactUrl('/x?tokens=abc')).toBe('/x?tokens=abc');
     expect(redactUrl('/x/access_token=abc')).toBe('/x/access_token=abc');
   });
+
+  it('masks a claim code, the credential of its path (docs/api-reference.md 12), keeping the query', () => {
+    expect(redactUrl('/deviceapi/claims/q3Vb9xK2mP7sT4wY1zA6cE8gH0jL5nR2uX4vB7dF9hQ')).toBe('/deviceapi/claims/[Redacted]');
+    expect(redactUrl('/deviceapi/claims/abc%2Fdef?x=1')).toBe('/deviceapi/claims/[Redacted]?x=1');
+    expect(redactUrl('/DEVICEAPI/claims/abc/extra')).toBe('/DEVICEAPI/claims/[Redacted]');
+    expect(redactUrl('/v1/claims/7c1e4b9a-2f3d-4a5b-8c6d-9e0f1a2b3c4d')).toBe('/v1/claims/7c1e4b9a-2f3d-4a5b-8c6d-9e0f1a2b3c4d');
+  });
 });

@@ -6,7 +6,8 @@ export interface ClientRecord {
   clientId: string;
   tenantId: string;
   name: string;
-  secretHash: Buffer;
+  /** Null for a client that authenticates only with private_key_jwt (docs/api-reference.md 12: made by a claim). */
+  secretHash: Buffer | null;
   scopes: string[];
   mobileDeviceId: string | null;
   securedObjectId: string | null;
@@ -22,7 +23,7 @@ interface ClientRow {
   client_id: string;
   tenant_id: string;
   name: string;
-  secret_hash: Buffer | Uint8Array;
+  secret_hash: Buffer | Uint8Array | null;
   scopes: string[];
   mobile_device_id: string | null;
   secured_object_id: string | null;
@@ -41,7 +42,7 @@ function toClient(row: ClientRow): ClientRecord {
     clientId: row.client_id,
     tenantId: row.tenant_id,
     name: row.name,
-    secretHash: Buffer.from(row.secret_hash),
+    secretHash: row.secret_hash === null ? null : Buffer.from(row.secret_hash),
     scopes: row.scopes,
     mobileDeviceId: row.mobile_device_id,
     securedObjectId: row.secured_object_id,
@@ -126,6 +127,7 @@ async function forgetClientTenants(db: Queryable, tenantId: string, clientIds: s
   await db.query('DELETE FROM client_tenants WHERE tenant_id = $1 AND client_id = ANY ($2::text[])', [tenantId, clientIds]);
 }
 
+/** Sets the secret of a client that has one; null when the tenant has no such client, or it has no secret (made by a claim). */
 export async function updateClientSecret(
   db: Queryable,
   tenantId: string,
@@ -133,7 +135,7 @@ export async function updateClientSecret(
   secretHash: Buffer,
 ): Promise<ClientRecord | null> {
   const { rows } = await db.query<ClientRow>(
-    `UPDATE oauth_clients SET secret_hash = $3 WHERE tenant_id = $1 AND client_id = $2 RETURNING ${COLUMNS}`,
+    `UPDATE oauth_clients SET secret_hash = $3 WHERE tenant_id = $1 AND client_id = $2 AND secret_hash IS NOT NULL RETURNING ${COLUMNS}`,
     [tenantId, clientId, secretHash],
   );
   return rows[0] ? toClient(rows[0]) : null;

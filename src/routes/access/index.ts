@@ -7,6 +7,7 @@ import idempotency from '../../plugins/idempotency.js';
 import type { Services } from '../../services/index.js';
 import { ACCESS_SCOPES } from '../../shared/scopes.js';
 import accessPermissionRoutes from './access-permissions.js';
+import claimRoutes from './claims.js';
 import deviceListingRoutes from './devices.js';
 import { lockGroupRoutes, residentRoutes } from './groups.js';
 import tokenCardRoutes from './token-card.js';
@@ -40,6 +41,7 @@ export default async function accessApi(app: FastifyInstance, options: AccessApi
       { name: 'Residents', description: 'People, each with all of their mobile devices, and their token cards.' },
       { name: 'Lock groups', description: 'Secured objects granted together.' },
       { name: 'Access permissions', description: 'A resident\'s access to a lock group: one ticket per device and lock.' },
+      { name: 'Claims', description: 'Links that enrol a resident\'s phone with its own key (docs/api-reference.md 12).' },
       { name: 'Devices', description: 'The mobile devices and secured objects residents and lock groups are made of.' },
     ],
     scopes: Object.fromEntries(ACCESS_SCOPES.map((scope) => [scope, SCOPE_DESCRIPTIONS[scope] ?? scope])),
@@ -56,5 +58,6 @@ export default async function accessApi(app: FastifyInstance, options: AccessApi
     await resources.register(accessPermissionRoutes, { services, prefix: '/v1' });
     await resources.register(deviceListingRoutes, { services, prefix: '/v1' });
     await resources.register(tokenCardRoutes, { services, prefix: '/v1' });
+    await resources.register(claimRoutes, { services, prefix: '/v1' });
   });
 }

@@ -3,7 +3,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import apiDocs from '../../plugins/api-docs.js';
 import bearerAuth from '../../plugins/bearer-auth.js';
-import clientRateLimit from '../../plugins/client-rate-limit.js';
+import clientRateLimit, { addressKey, rateLimitHook } from '../../plugins/client-rate-limit.js';
+import { ProblemError } from '../../errors.js';
 import { DEPRECATIONS } from '../../shared/deprecations.js';
 import type { Services } from '../../services/index.js';
 import {
@@ -14,6 +15,7 @@ import {
 } from '../../schemas/credential.js';
 import { removalError } from '../shared/removed.js';
 import accessLogRoutes from './access-log.js';
+import claimRoutes from './claims.js';
 import keyRoutes from './keys.js';
 import mobileDeviceRoutes from './mobile-devices.js';
 import securedObjectRoutes from './secured-objects.js';
@@ -22,6 +24,8 @@ export interface DeviceApiOptions {
   services: Services;
   tokenUrl: string;
   rateLimitPerMinute: number;
+  /** Look-ups and redemptions of claim codes per minute and address; 0: no limit (docs/api-reference.md 12). */
+  claimRateLimitPerMinute: number;
 }
 
 /**
@@ -108,6 +112,7 @@ export default async function deviceApi(app: FastifyInstance, options: DeviceApi
     tags: [
       { name: 'Mobile devices', description: 'A phone downloading its tickets.' },
       { name: 'Secured objects', description: 'An online lock syncing its tickets and revocations.' },
+      { name: 'Claims', description: 'A phone enrolling itself from a claim link, without an access token (docs/api-reference.md 12).' },
       { name: 'Keys', description: 'A phone or lock registering its own public key (docs/api-reference.md 11.1).' },
     ],
     scopes: {
@@ -129,5 +134,25 @@ export default async function deviceApi(app: FastifyInstance, options: DeviceApi
     }
     // Access logs (docs/api-reference.md 8.5).
     await resources.register(accessLogRoutes, { services, prefix: '/deviceapi' });
+  });
+  // Claim links (docs/api-reference.md 12): no bearer token, the code is the credential, so every address has a budget
+  // of guesses, counted before the body is parsed (docs/security-cases.md H58).
+  await app.register(async (claims) => {
+    claims.addHook('onRequest', refuseSdk2);
+    const perMinute = options.claimRateLimitPerMinute;
+    if (perMinute > 0) {
+      claims.addHook(
+        'onRequest',
+        rateLimitHook({
+          perMinute,
+          keyOf: addressKey,
+          refusal: (_request, resetSeconds) =>
+            new ProblemError(429, 'rate-limited', 'Too Many Requests', {
+              detail: `This address sent more than ${perMinute} claim look-ups or redemptions in a minute. Retry after ${resetSeconds} s.`,
+            }),
+        }),
+      );
+    }
+    await claims.register(claimRoutes, { services: options.services, prefix: '/deviceapi' });
   });
 }

@@ -10,6 +10,7 @@ import accessCheckRoutes from './access-checks.js';
 import accessLogRoutes from './access-log.js';
 import auditRoutes from './audit-events.js';
 import erasureRoutes from './erasures.js';
+import claimRoutes from './claims.js';
 import eventRoutes from './events.js';
 import mobileDeviceRoutes from './mobile-devices.js';
 import oauthClientRoutes from './oauth-clients.js';
@@ -58,6 +59,7 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
     tags: [
       { name: 'Secured objects', description: 'Locks, each with the channels it supports and the address of each.' },
       { name: 'Mobile devices', description: 'Phones and cards that tickets are issued to.' },
+      { name: 'Claims', description: 'Links that put a phone in service with its own key, and replace a lost one (docs/api-reference.md 12).' },
       { name: 'Tickets', description: 'Time-limited permissions for one mobile device to operate one secured object.' },
       { name: 'OAuth clients', description: 'The backends and devices that get access tokens from `POST /oauth/token`.' },
       { name: 'Users', description: 'The people who log in to the Access API.' },
@@ -106,6 +108,7 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
       webhookDeliveryRoutes,
       settingsRoutes,
       erasureRoutes,
+      claimRoutes,
     ]) {
       await resources.register(routes, { services, prefix: '/operatorapi' });
     }

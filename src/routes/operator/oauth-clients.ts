@@ -117,9 +117,11 @@ const oauthClientRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
         security,
         operationId: 'rotateOAuthClientSecret',
         summary: 'Rotate an OAuth client\'s secret',
-        description: 'A new secret, shown in this answer only; the old one stops working at once.',
+        description:
+          'A new secret, shown in this answer only; the old one stops working at once. A client made by a claim link has no ' +
+          'secret and authenticates only with `private_key_jwt` (docs/api-reference.md 12): `409`, it is given none.',
         params: ClientIdParams,
-        response: { 200: noStoreResponse(ClientWithSecretSchema, 'The client with its new secret.'), ...problemResponses(404, 413, 414, 415) },
+        response: { 200: noStoreResponse(ClientWithSecretSchema, 'The client with its new secret.'), ...problemResponses(404, 409, 413, 414, 415) },
       },
     },
     async (request) => services.clients.rotateSecret(actionContext(request), request.params.clientId),

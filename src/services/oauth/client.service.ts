@@ -12,7 +12,7 @@ import {
   updateClientSecret,
   type ClientRecord,
 } from '../../db/repositories/client.repo.js';
-import { BadRequestError, NotFoundError, UnprocessableError } from '../../errors.js';
+import { BadRequestError, ConflictError, NotFoundError, UnprocessableError } from '../../errors.js';
 import { recordChange } from '../audit.service.js';
 import type { ActionContext, Clock } from '../context.js';
 import { digestsEqual, randomToken, sha256 } from '../../shared/crypto.js';
@@ -203,7 +203,13 @@ export function createClientService(options: ClientServiceOptions) {
         await recordChange(tx, context, clock(), 'client.secret_rotated', `client:${clientId}`, { clientId });
         return updated;
       });
-      if (!record) throw new NotFoundError(`No OAuth client ${clientId}.`);
+      if (!record) {
+        // docs/api-reference.md 12: a client made by a claim authenticates with its phone's key only; it never gets a secret.
+        if (await findTenantClient(db, context.tenantId, clientId)) {
+          throw new ConflictError(`The OAuth client ${clientId} has no secret: it authenticates with private_key_jwt only.`);
+        }
+        throw new NotFoundError(`No OAuth client ${clientId}.`);
+      }
       await revocations.refresh();
       return { ...toClient(record), clientSecret };
     },
@@ -227,10 +233,13 @@ export function createClientService(options: ClientServiceOptions) {
       // comparison (docs/security-cases.md 2). A secret rotated on another instance is found here at once.
       const generation = cacheGeneration;
       const record = await findClient(db, clientId);
-      const matches = digestsEqual(presented, record ? record.secretHash : DUMMY_SECRET_HASH);
-      if (!record || !matches) return null;
+      // A client without a secret (made by a claim, docs/api-reference.md 12) is compared against the dummy too, and
+      // never matches: it authenticates with private_key_jwt only.
+      const secretHash = record?.secretHash ?? null;
+      const matches = digestsEqual(presented, secretHash ?? DUMMY_SECRET_HASH);
+      if (!record || secretHash === null || !matches) return null;
       const client = toAuthenticatedClient(record);
-      if (generation === cacheGeneration) remember(clientId, { client, secretHash: record.secretHash, loadedAt: clock() });
+      if (generation === cacheGeneration) remember(clientId, { client, secretHash, loadedAt: clock() });
       return client;
     },
   };

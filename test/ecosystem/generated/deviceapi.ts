@@ -162,6 +162,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/deviceapi/claims/{code}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Look up a claim link
+         * @description What the phone shows before it enrols, and a nonce for its key proof (single use, 5 minutes; each look-up gives a new one). No access token: the code is the credential. The first look-up marks the claim `opened`. `404` for an unknown code; `410` for a claim used up (`claimed`), expired or revoked, the problem's `state` naming which. Unknown and known codes take the same work to answer. `429` beyond the per-address limit.
+         */
+        get: operations["lookUpClaim"];
+        put?: never;
+        /**
+         * Redeem a claim link
+         * @description The phone sends its public key and a key proof over the look-up's nonce (docs/api-reference.md 11.1). In one transaction: its mobile device (new in the resident, or the claim's own device) with that key, a client bound to it with `tokens:download` and `keys:register` and no secret (it authenticates with `private_key_jwt`), the resident's tickets for it, and, with `replaces`, the old phone removed (tickets revoked, key revoked at every lock, clients deleted). Its first download returns credentials bound to its key. A wrong or reused proof is `400`, a private key member `422`, a key another device holds `409`. `404` for an unknown code; `410` for a claim used up (`claimed`), expired or revoked, the problem's `state` naming which. Unknown and known codes take the same work to answer. `429` beyond the per-address limit.
+         */
+        post: operations["redeemClaim"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -194,6 +218,48 @@ export interface components {
          * @enum {string}
          */
         Channel: "btlespp" | "nfccard";
+        /**
+         * ClaimLookup
+         * @example {
+         *       "tenant": "acme",
+         *       "residentName": "Ada Lovelace",
+         *       "expiresAt": 1767830400000,
+         *       "nonce": "U3q6eXkL_m5sgbtqZjGFXA"
+         *     }
+         */
+        ClaimLookup: {
+            /** @description The tenant (operator) the phone enrols with. */
+            tenant: string;
+            /** @description The resident's name, for a claim for a resident. */
+            residentName?: string;
+            /** @description When the link stops working. */
+            expiresAt: number;
+            /** @description Put it in the `proof` of the redemption within 5 minutes; it works once. Each look-up gives a new one. */
+            nonce: string;
+        };
+        /**
+         * ClaimRedemption
+         * @example {
+         *       "publicKey": {
+         *         "kty": "EC",
+         *         "crv": "P-256",
+         *         "x": "Jmdwujwyqhb-z65fYLdf2h8ss9G5406VvM--KKxwPkA",
+         *         "y": "JMVN4T62f6CvynxCJzPnDS7ojq-3SAN_5hADRFoyxLg"
+         *       },
+         *       "proof": "eyJhbGciOiJFUzI1NiIsInR5cCI6ImtleS1wcm9vZitqd3QifQ.eyJhdWQiOiJodHRwczovL2Fjcy5leGFtcGxlLmNvbSIsIm5vbmNlIjoiVTNxNmVYa0xfbTVzZ2J0cVpqR0ZYQSIsImlhdCI6MTc2NzIyNTYwMH0.c2lnbmF0dXJl",
+         *       "name": "Pixel 9"
+         *     }
+         */
+        ClaimRedemption: {
+            /** @description The phone's P-256 public key as a JWK (`kty`, `crv`, `x`, `y`); a private member (`d`) is a 422. */
+            publicKey: {
+                [key: string]: unknown;
+            };
+            /** @description A compact JWS signed by that key (docs/api-reference.md 11.1): header `{"alg": "ES256", "typ": "key-proof+jwt"}`, payload `{"aud": PUBLIC_URL, "nonce", "iat"}` with the nonce of this claim's look-up. */
+            proof: string;
+            /** @description A name for the phone, e.g. its model. */
+            name?: string;
+        };
         /**
          * Command
          * @description A command: `tokn`, `open` or `clos` (docs/service-overview.md 2.2).
@@ -571,6 +637,25 @@ export interface components {
             x?: string;
             /** @description EC keys: the y coordinate, base64url. */
             y?: string;
+        };
+        /**
+         * RedeemedClaim
+         * @example {
+         *       "mobileDeviceId": "5a6b7c8d-9e0f-4a1b-8c2d-3e4f5a6b7c8d",
+         *       "clientId": "Yk3n9Q2vR7sT1wX4zA8cEg",
+         *       "tokenEndpoint": "https://acs.example.com/oauth/token",
+         *       "issuer": "https://acs.example.com"
+         *     }
+         */
+        RedeemedClaim: {
+            /** @description The phone's mobile device. */
+            mobileDeviceId: string;
+            /** @description Its OAuth client, bound to the device, with `tokens:download` and `keys:register`. It has no secret: it authenticates with `private_key_jwt` signed by the phone's key (docs/api-reference.md 11.1). */
+            clientId: string;
+            /** @description Where it gets access tokens: `{PUBLIC_URL}/oauth/token`. */
+            tokenEndpoint: string;
+            /** @description The authorization server (PUBLIC_URL): an `aud` its client assertions may name. */
+            issuer: string;
         };
         /**
          * RegisteredKey
@@ -2057,6 +2142,320 @@ export interface operations {
             };
             /** @description The request body is not JSON. */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    lookUpClaim: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The code: the fragment of the claim link. */
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The claim, as the phone shows it. */
+            200: {
+                headers: {
+                    /** @description RFC 9111 section 5.2.2.5: the answer holds a secret or credential, so no cache may store it. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClaimLookup"];
+                };
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource in the caller's tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The interface was removed; the detail and `successor` name its successor. */
+            410: {
+                headers: {
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    redeemClaim: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The code: the fragment of the claim link. */
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ClaimRedemption"];
+            };
+        };
+        responses: {
+            /** @description The phone's device and client. */
+            201: {
+                headers: {
+                    /** @description RFC 9111 section 5.2.2.5: the answer holds a secret or credential, so no cache may store it. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RedeemedClaim"];
+                };
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource in the caller's tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request conflicts with the current state (an id in use, an idempotent request still running). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The interface was removed; the detail and `successor` name its successor. */
+            410: {
+                headers: {
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the configured limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but cannot be carried out; the detail says why. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

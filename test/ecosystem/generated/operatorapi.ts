@@ -291,7 +291,7 @@ export interface paths {
         put?: never;
         /**
          * Rotate an OAuth client's secret
-         * @description A new secret, shown in this answer only; the old one stops working at once.
+         * @description A new secret, shown in this answer only; the old one stops working at once. A client made by a claim link has no secret and authenticates only with `private_key_jwt` (docs/api-reference.md 12): `409`, it is given none.
          */
         post: operations["rotateOAuthClientSecret"];
         delete?: never;
@@ -724,6 +724,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/operatorapi/claims": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List claim links
+         * @description The tenant's claims, oldest first, optionally of one resident or one device; never their codes. Pages follow `Link: rel="next"`.
+         */
+        get: operations["listClaims"];
+        put?: never;
+        /**
+         * Create a claim link
+         * @description A link that puts a phone in service with its own key (docs/api-reference.md 12). With `residentId`, each redemption adds a new mobile device to the resident with the resident's tickets; with `mobileDeviceId`, the phone becomes that device (its key, a bound client). Either way the phone gets a client without a secret that authenticates with `private_key_jwt`. `code` is shown only in this answer. `422` for an unknown resident or device, both or neither, `replaces` that is not a device of the resident, or `maxDevices` above 1 for one device.
+         */
+        post: operations["createClaim"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/operatorapi/claims/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a claim link
+         * @description One claim with its state and the devices it enrolled; never its code.
+         */
+        get: operations["getClaim"];
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a claim link
+         * @description The link stops working at once (`revoked`); phones it already enrolled stay. `409` for a claim already claimed, expired or revoked.
+         */
+        delete: operations["revokeClaim"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -888,7 +936,7 @@ export interface components {
              * @description What happened: the event's `type` (docs/api-reference.md 10), e.g. `ticket.created`.
              * @enum {string}
              */
-            action: "ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated" | "erasure.requested" | "erasure.finished";
+            action: "ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished";
             /** @description What it happened to, e.g. `ticket:<id>`; for the tickets a grant, membership change or removal made or revoked (in chunks of up to 1,000), the change itself, e.g. `access_permission:<id>`. */
             target: string;
             /** @description The id the server gave the request that made the change (its `X-Request-Id` answer). */
@@ -901,6 +949,47 @@ export interface components {
          * @enum {string}
          */
         Channel: "btlespp" | "nfccard";
+        /**
+         * Claim
+         * @example {
+         *       "id": "7c1e4b9a-2f3d-4a5b-8c6d-9e0f1a2b3c4d",
+         *       "state": "created",
+         *       "expiresAt": 1767830400000,
+         *       "maxDevices": 1,
+         *       "devices": [],
+         *       "residentId": "0b8f2a6e-3c4d-4e5f-8a9b-1c2d3e4f5a6b",
+         *       "creationDate": 1767225600000
+         *     }
+         */
+        Claim: {
+            /** @description The claim id. */
+            id: string;
+            /**
+             * @description `created`; `opened` once a phone looked it up; `claimed` once `maxDevices` phones enrolled; `expired` past `expiresAt`; `revoked`.
+             * @enum {string}
+             */
+            state: "created" | "opened" | "claimed" | "expired" | "revoked";
+            /** @description When the link stops working, Unix milliseconds. */
+            expiresAt: number;
+            /** @description How many phones the link enrols. */
+            maxDevices: number;
+            /** @description The mobile device ids enrolled through it so far, in order. */
+            devices: string[];
+            /** @description The resident it enrols phones into. */
+            residentId?: string;
+            /** @description The one mobile device it enrols a phone as. */
+            mobileDeviceId?: string;
+            /** @description The mobile device its first redemption removes. */
+            replaces?: string;
+            /** @description The operator's note. */
+            note?: string;
+            /** @description When it was created, Unix milliseconds. */
+            creationDate: number;
+            /** @description When a phone first looked it up. */
+            openedDate?: number;
+            /** @description When it was claimed, expired or revoked. */
+            endedDate?: number;
+        };
         /**
          * Client
          * @example {
@@ -974,6 +1063,53 @@ export interface components {
          */
         Command: "tokn" | "open" | "clos";
         /**
+         * CreatedClaim
+         * @example {
+         *       "id": "7c1e4b9a-2f3d-4a5b-8c6d-9e0f1a2b3c4d",
+         *       "state": "created",
+         *       "expiresAt": 1767830400000,
+         *       "maxDevices": 1,
+         *       "devices": [],
+         *       "residentId": "0b8f2a6e-3c4d-4e5f-8a9b-1c2d3e4f5a6b",
+         *       "creationDate": 1767225600000,
+         *       "code": "q3Vb9xK2mP7sT4wY1zA6cE8gH0jL5nR2uX4vB7dF9hQ",
+         *       "url": "https://acs.example.com/claim#q3Vb9xK2mP7sT4wY1zA6cE8gH0jL5nR2uX4vB7dF9hQ"
+         *     }
+         */
+        CreatedClaim: {
+            /** @description The claim id. */
+            id: string;
+            /**
+             * @description `created`; `opened` once a phone looked it up; `claimed` once `maxDevices` phones enrolled; `expired` past `expiresAt`; `revoked`.
+             * @enum {string}
+             */
+            state: "created" | "opened" | "claimed" | "expired" | "revoked";
+            /** @description When the link stops working, Unix milliseconds. */
+            expiresAt: number;
+            /** @description How many phones the link enrols. */
+            maxDevices: number;
+            /** @description The mobile device ids enrolled through it so far, in order. */
+            devices: string[];
+            /** @description The resident it enrols phones into. */
+            residentId?: string;
+            /** @description The one mobile device it enrols a phone as. */
+            mobileDeviceId?: string;
+            /** @description The mobile device its first redemption removes. */
+            replaces?: string;
+            /** @description The operator's note. */
+            note?: string;
+            /** @description When it was created, Unix milliseconds. */
+            creationDate: number;
+            /** @description When a phone first looked it up. */
+            openedDate?: number;
+            /** @description When it was claimed, expired or revoked. */
+            endedDate?: number;
+            /** @description The secret (256 random bits, base64url) the phone redeems. Shown only in this answer; the service keeps its hash. */
+            code: string;
+            /** @description `{PUBLIC_URL}/claim#{code}`: the link the app sends (mail, SMS). The code is in the fragment, which browsers never send. */
+            url: string;
+        };
+        /**
          * CreatedClient
          * @example {
          *       "clientId": "3f2a9c4e-1b7d-4e8f-9a0b-1c2d3e4f5a6b",
@@ -1034,7 +1170,7 @@ export interface components {
             /** @description Where deliveries are POSTed. */
             url: string;
             /** @description The event types it receives. */
-            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated" | "erasure.requested" | "erasure.finished")[];
+            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished")[];
             /** @description A note for people. */
             description?: string;
             /** @description False while paused or disabled: nothing is sent until it is enabled again. */
@@ -1155,7 +1291,7 @@ export interface components {
              * @description What happened, e.g. `ticket.created` (docs/api-reference.md 10). The same as the audit view's `action`: the audit view is a projection of this log.
              * @enum {string}
              */
-            type: "ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated" | "erasure.requested" | "erasure.finished";
+            type: "ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished";
             /** @description The event's number in its tenant's sequence: 1, 2, 3, ... in commit order, without gaps (the audit view's `id`). */
             sequence: number;
             /** @description When, Unix milliseconds. */
@@ -1187,6 +1323,36 @@ export interface components {
             keyThumbprint?: string;
             /** @description When the key was registered, Unix milliseconds; absent while none. */
             keyRegisteredTime?: number;
+        };
+        /**
+         * NewClaim
+         * @example {
+         *       "residentId": "0b8f2a6e-3c4d-4e5f-8a9b-1c2d3e4f5a6b",
+         *       "expiresIn": 86400
+         *     }
+         */
+        NewClaim: {
+            /**
+             * Format: uuid
+             * @description The resident whose new phones the claim enrols.
+             */
+            residentId?: string;
+            /** @description Instead of `residentId`: the one existing mobile device the phone becomes (its key and a bound client); `maxDevices` 1. */
+            mobileDeviceId?: string;
+            /**
+             * @description Seconds the link stays usable: 900 (15 minutes) to 2,592,000 (30 days); default 604,800 (7 days).
+             * @default 604800
+             */
+            expiresIn: number;
+            /**
+             * @description How many phones the link enrols, 1 to 5 (default 1); then it is `claimed`.
+             * @default 1
+             */
+            maxDevices: number;
+            /** @description A mobile device of the same resident that the first redemption removes, in the same transaction: its tickets revoked, its key revoked at every lock, its clients deleted. Replacing a lost phone is this one call. */
+            replaces?: string;
+            /** @description Free text for the operator (who it was sent to, why). */
+            note?: string;
         };
         /**
          * NewClient
@@ -1319,7 +1485,7 @@ export interface components {
             /** @description Where deliveries are POSTed: an `https` URL without credentials or fragment that does not resolve to a loopback, private, link-local or cloud-metadata address (`http` and loopback or private addresses only with `WEBHOOK_ALLOW_INSECURE=true`). Checked here and again at every delivery; a refused URL is a 422 naming the reason. */
             url: string;
             /** @description The event types to receive: at least one, each once. There is no wildcard; subscribe to a new type explicitly when the receiver handles it. */
-            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated" | "erasure.requested" | "erasure.finished")[];
+            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished")[];
             /** @description A note for people. */
             description?: string;
         };
@@ -1827,7 +1993,7 @@ export interface components {
             /** @description Where deliveries are POSTed. */
             url: string;
             /** @description The event types it receives. */
-            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated" | "erasure.requested" | "erasure.finished")[];
+            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished")[];
             /** @description A note for people. */
             description?: string;
             /** @description False while paused or disabled: nothing is sent until it is enabled again. */
@@ -1885,7 +2051,7 @@ export interface components {
             /** @description Where deliveries are POSTed: an `https` URL without credentials or fragment that does not resolve to a loopback, private, link-local or cloud-metadata address (`http` and loopback or private addresses only with `WEBHOOK_ALLOW_INSECURE=true`). Checked here and again at every delivery; a refused URL is a 422 naming the reason. */
             url?: string;
             /** @description The event types to receive: at least one, each once. There is no wildcard; subscribe to a new type explicitly when the receiver handles it. */
-            eventTypes?: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated" | "erasure.requested" | "erasure.finished")[];
+            eventTypes?: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished")[];
             /** @description A note for people; the empty string removes it. */
             description?: string;
             /** @description `false` pauses the subscription (`disabledReason: operator`); `true` resumes a paused or disabled one where it stopped: the events committed meanwhile are delivered, nothing is lost. */
@@ -1913,7 +2079,7 @@ export interface components {
             /** @description Where deliveries are POSTed. */
             url: string;
             /** @description The event types it receives. */
-            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated" | "erasure.requested" | "erasure.finished")[];
+            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished")[];
             /** @description A note for people. */
             description?: string;
             /** @description False while paused or disabled: nothing is sent until it is enabled again. */
@@ -4872,6 +5038,15 @@ export interface operations {
             };
             /** @description No such resource in the caller's tenant. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request conflicts with the current state (an id in use, an idempotent request still running). */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8333,6 +8508,541 @@ export interface operations {
             };
             /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
             414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listClaims: {
+        parameters: {
+            query?: {
+                /** @description Only the claims for this resident. */
+                residentId?: string;
+                /** @description Only the claims for this mobile device. */
+                mobileDeviceId?: string;
+                /** @description Page size, 1 to 1000. */
+                limit?: number;
+                /** @description Opaque cursor from `Link: rel="next"`. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of claims. */
+            200: {
+                headers: {
+                    /** @description RFC 8288 `<…>; rel="next"`: the same request with the cursor of the next page; absent on the last page. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Claim"][];
+                };
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createClaim: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewClaim"];
+            };
+        };
+        responses: {
+            /** @description The claim, with its code and link (shown only now). */
+            201: {
+                headers: {
+                    /** @description The path of the created resource (RFC 9110 section 10.2.2). */
+                    Location?: string;
+                    /** @description RFC 9111 section 5.2.2.5: the answer holds a secret or credential, so no cache may store it. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedClaim"];
+                };
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the configured limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but cannot be carried out; the detail says why. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getClaim: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The claim id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The claim. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Claim"];
+                };
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource in the caller's tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    revokeClaim: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The claim id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource in the caller's tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request conflicts with the current state (an id in use, an idempotent request still running). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the configured limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is not JSON. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
