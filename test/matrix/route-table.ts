@@ -90,6 +90,8 @@ export interface TenantData {
   webhookId: string;
   /** A claim link for the tenant's resident (docs/api-reference.md 12). */
   claimId: string;
+  /** A finished erasure of the tenant (docs/api-reference.md 16.2). */
+  erasureId: string;
 }
 
 /** The collection a path parameter follows names the kind of id it takes. */
@@ -105,6 +107,7 @@ const KIND_BY_COLLECTION: Record<string, keyof Omit<TenantData, 'tenant'>> = {
   'ticket-keys': 'ticketKeyId',
   webhooks: 'webhookId',
   claims: 'claimId',
+  erasures: 'erasureId',
 };
 
 const QUERY_VALUES: Record<string, string> = { version: '2' };
@@ -180,7 +183,13 @@ export async function seedTenant(app: App, tenant: TenantFixture, suffix: string
   const paused = await app.inject({ method: 'PATCH', url: `/operatorapi/webhooks/${webhook.id}`, headers: operator, payload: { enabled: false } });
   if (paused.statusCode !== 200) throw new Error(`pausing the seeded webhook: ${paused.statusCode} ${paused.body}`);
   const claim = await post(`/v1/residents/${resident.id}/claims`, access, {});
+  // The access logs of a device of its own (it has none): finished before the matrices compare the tables.
+  await post('/operatorapi/mobiledevices', operator, { id: `erased-${suffix}` });
+  const started = await app.inject({ method: 'POST', url: '/operatorapi/erasures', headers: operator, payload: { mobileDeviceId: `erased-${suffix}`, accessLogsOnly: true } });
+  if (started.statusCode !== 202) throw new Error(`seeding an erasure: ${started.statusCode} ${started.body}`);
+  await app.services.erasures.settled();
   return {
+    erasureId: started.json().id,
     tenant,
     claimId: claim.id,
     lockId: lock.id,

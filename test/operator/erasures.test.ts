@@ -138,6 +138,13 @@ describe('erasures', () => {
       { name: 'App of Zelda Quixote', scopes: ['tokens:download'], mobileDeviceId: `${prefix}-phone` },
     );
     await visits(tenant, `${prefix}-phone`, `${prefix}-door`, 3);
+    const claim = await t.app.inject({
+      method: 'POST',
+      url: `/v1/residents/${household.id}/claims`,
+      headers: bearer(tenant.token),
+      payload: { note: 'New phone for Zelda Quixote, 3rd floor' },
+    });
+    expect(claim.statusCode, claim.body).toBe(201);
     // No event of this version carries a name (they name ids), but an event may: one that quotes the device's name
     // in a list beside other values, which stay.
     await appendAuditEvent(t.database.db, {
@@ -179,12 +186,12 @@ describe('erasures', () => {
       requestedBy: expect.stringMatching(/^client:/),
       finishedTime: expect.any(Number),
     });
-    expect(erasure.rows).toMatchObject({ residents: 1, mobile_devices: 2, access_log_entries: 3, webhook_attempts: 1, idempotency_keys: 2 });
+    expect(erasure.rows).toMatchObject({ residents: 1, claims: 1, mobile_devices: 2, access_log_entries: 3, webhook_attempts: 1, idempotency_keys: 2 });
     // The app's client, and the one the test's phone token came through: every client bound to the person's devices.
     expect(erasure.rows.oauth_clients).toBe(2);
     expect(erasure.rows.audit_events).toBe(1);
 
-    for (const value of ['Zelda Quixote', 'Zelda Quixote phone', 'ZQ tablet of Q. Zelda', 'App of Zelda Quixote']) {
+    for (const value of ['Zelda Quixote', 'Zelda Quixote phone', 'ZQ tablet of Q. Zelda', 'App of Zelda Quixote', 'New phone for Zelda Quixote, 3rd floor']) {
       expect(await whereFound(acme.tenant.tenantId, value), value).toEqual([]);
     }
     // Whole values only: a string that merely holds a part of a name is not the person's and stays.
@@ -209,7 +216,7 @@ describe('erasures', () => {
     expect(finished[1]!.data).toMatchObject({ erasureId: erasure.id, subjectKind: 'resident', subjectId: zelda.id });
 
     // The other tenant's household of the same name is untouched.
-    for (const table of ['residents.name', 'mobile_devices.name', 'oauth_clients.name', 'audit_events.data', 'webhook_attempts.error', 'idempotency_keys.response_body']) {
+    for (const table of ['residents.name', 'claims.note', 'mobile_devices.name', 'oauth_clients.name', 'audit_events.data', 'webhook_attempts.error', 'idempotency_keys.response_body']) {
       expect(await whereFound(other.tenant.tenantId, 'Zelda Quixote')).toContain(table);
     }
     expect(await accessLogCount(other.tenant.tenantId, 'zq-phone')).toBe(3);

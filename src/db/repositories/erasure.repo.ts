@@ -146,7 +146,10 @@ export interface ErasureSubject {
   userId: string | null;
 }
 
-/** A resident: their name, and for each of their devices its name and the names of the clients bound to it. */
+/**
+ * A resident: their name, the notes of their claim links, and for each of their devices its name, the names of the
+ * clients bound to it and the notes of its own claim links.
+ */
 export async function findResidentSubject(db: Queryable, tenantId: string, residentId: string): Promise<ErasureSubject | null> {
   const { rows } = await db.query<{ name: string; device_ids: string[]; values: string[] }>(
     `SELECT r.name,
@@ -159,6 +162,8 @@ export async function findResidentSubject(db: Queryable, tenantId: string, resid
          SELECT d.name AS value
          UNION ALL
          SELECT c.name FROM oauth_clients c WHERE c.tenant_id = $1 AND c.mobile_device_id = d.id
+         UNION ALL
+         SELECT k.note FROM claims k WHERE k.tenant_id = $1 AND k.mobile_device_id = d.id
        ) v ON true
       WHERE r.tenant_id = $1 AND r.id = $2
       GROUP BY r.name`,
@@ -166,14 +171,21 @@ export async function findResidentSubject(db: Queryable, tenantId: string, resid
   );
   const row = rows[0];
   if (!row) return null;
-  return { values: personalValues([row.name, ...row.values]), mobileDeviceIds: row.device_ids, userId: null };
+  // The notes of the resident's claim links (docs/api-reference.md 12.1): an operator's words about the person.
+  const { rows: notes } = await db.query<{ note: string }>('SELECT note FROM claims WHERE tenant_id = $1 AND resident_id = $2 AND note IS NOT NULL', [
+    tenantId,
+    residentId,
+  ]);
+  return { values: personalValues([row.name, ...row.values, ...notes.map((note) => note.note)]), mobileDeviceIds: row.device_ids, userId: null };
 }
 
-/** A mobile device: its name and the names of the clients bound to it. */
+/** A mobile device: its name, the names of the clients bound to it and the notes of its claim links. */
 export async function findMobileDeviceSubject(db: Queryable, tenantId: string, mobileDeviceId: string): Promise<ErasureSubject | null> {
   const { rows } = await db.query<{ name: string | null; client_names: string[] }>(
     `SELECT d.name,
-            coalesce((SELECT array_agg(c.name) FROM oauth_clients c WHERE c.tenant_id = $1 AND c.mobile_device_id = d.id), '{}') AS client_names
+            coalesce((SELECT array_agg(c.name) FROM oauth_clients c WHERE c.tenant_id = $1 AND c.mobile_device_id = d.id), '{}')
+              || coalesce((SELECT array_agg(k.note) FROM claims k WHERE k.tenant_id = $1 AND k.mobile_device_id = d.id AND k.note IS NOT NULL), '{}')
+              AS client_names
        FROM mobile_devices d WHERE d.tenant_id = $1 AND d.id = $2`,
     [tenantId, mobileDeviceId],
   );
@@ -289,7 +301,7 @@ export async function deleteAccessLogsOfDevices(db: Queryable, tenantId: string,
   return rowCount ?? 0;
 }
 
-/** Replaces the first-hand values: the resident's name, the devices' names, their clients' names, the user's name. */
+/** Replaces the first-hand values: the resident's name, the devices' names, their clients' names, claim notes, the user's name. */
 export async function pseudonymizeFirstHand(
   db: Queryable,
   tenantId: string,
@@ -310,6 +322,12 @@ export async function pseudonymizeFirstHand(
     ]);
     counts.residents = result.rowCount ?? 0;
   }
+  const claims = await db.query(
+    `UPDATE claims SET note = ${replaceIn('note')}
+      WHERE tenant_id = $1 AND note = ANY ($2::text[]) AND (resident_id = $4::uuid OR mobile_device_id = ANY ($5::text[]))`,
+    [tenantId, pairs.values, pairs.pseudonyms, subject.kind === 'resident' ? subject.id : null, subject.mobileDeviceIds],
+  );
+  counts.claims = claims.rowCount ?? 0;
   if (subject.mobileDeviceIds.length > 0) {
     const devices = await db.query(
       `UPDATE mobile_devices SET name = ${replaceIn('name')} WHERE tenant_id = $1 AND id = ANY ($4::text[]) AND name = ANY ($2::text[])`,
