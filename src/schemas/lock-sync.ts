@@ -91,6 +91,15 @@ export const SyncAnswerSchema = named(
         description: 'The lock was deleted: this client syncs the revocations the deletion caused and nothing else (docs/api-reference.md 4.1).',
       }),
     ),
+    lockState: Type.Optional(
+      Type.String({
+        description:
+          'On a full sync and after the lock\'s state changed (docs/api-reference.md 15): a compact JWS, header {alg, kid, typ: ' +
+          '"lock-state+jwt"}, payload {iss, aud (the lock id), serial, mode: "lockdown" | "normal", iat}, signed with the tenant\'s ' +
+          'ticket key. The lock verifies it like a revocation list and applies it when its serial is above its own lock-state ' +
+          'serial (docs/lock-integration.md 7).',
+      }),
+    ),
     holderBinding: HolderBindingSchema,
     revokedKeys: Type.Array(
       named(

@@ -20,6 +20,7 @@ import { createIdempotencyService } from './idempotency.service.js';
 import { createMobileDeviceService } from './mobile-device.service.js';
 import { createHolderKeyService } from './holder-key.service.js';
 import { createSettingsService } from './settings.service.js';
+import { createLockdownService } from './lockdown.service.js';
 import { createSecuredObjectService } from './secured-object.service.js';
 import { createTicketService } from './ticket.service.js';
 import { parseRevivedInterfaces } from '../shared/vocabulary.js';
@@ -101,6 +102,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
   // docs/api-reference.md 11.1: key proofs are made out to the service's public URL, as config has it.
   const holderKeys = createHolderKeyService({ db, clock, log, audience: config.PUBLIC_URL, credentialLifetimeMs });
   const settings = createSettingsService({ db, clock });
+  const lockdowns = createLockdownService({ db, clock });
   const mobileDevices = createMobileDeviceService({
     db,
     clock,
@@ -202,6 +204,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     mobileDevices,
     holderKeys,
     settings,
+    lockdowns,
     tickets,
     audit,
     idempotency,

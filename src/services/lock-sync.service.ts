@@ -29,6 +29,11 @@ export interface SyncAnswer {
   holderBinding: HolderBinding;
   /** Phone keys revoked since the cursor whose bound credentials may still be alive (docs/api-reference.md 11.4). */
   revokedKeys: { jkt: string; revocationDate: number }[];
+  /**
+   * The lock's signed state (`lock-state+jwt`, docs/api-reference.md 15): on a full sync and after it changed, else
+   * absent.
+   */
+  lockState?: string;
   /** True when the answer was cut at `limit`: ask again with the cursor at once. */
   more: boolean;
 }
@@ -196,10 +201,13 @@ export function createLockSyncService({ db, clock, credentials, telemetry, water
     }
     let reached = last ? { seq: last.changeSeq, id: last.id } : position;
     const keysChanged = cursor === undefined || position.seq < lock.keySetSeq;
+    // docs/api-reference.md 15: the state on a full sync and after it changed. A deleted lock's client is told no
+    // state: it opens for nobody anyway (docs/api-reference.md 4.1).
+    const stateChanged = lock.decommissionedSeq === null && (cursor === undefined || position.seq < lock.lockStateSeq);
     // A key-set change, a policy change and a phone-key revocation write no ticket, so no ticket carries their
     // numbers (each takes one of its own, docs/api-reference.md 11.2, 11.4): once every ticket change before them has
     // been answered, the cursor moves past them and the next sync does not send them again.
-    const untickedSeq = Math.max(lock.keySetSeq, lock.holderBindingSeq, lock.revokedKeysSeq);
+    const untickedSeq = Math.max(lock.keySetSeq, lock.holderBindingSeq, lock.revokedKeysSeq, lock.lockStateSeq);
     if (!more && reached.seq < untickedSeq) reached = syncPositionBefore(untickedSeq);
     // An answer cut inside change number r carries the key revocations before r; the next one, from r, the rest.
     const revokedKeys = lock.revokedKeys.filter((key) => !more || key.changeSeq < reached.seq);
@@ -214,6 +222,9 @@ export function createLockSyncService({ db, clock, credentials, telemetry, water
       // Read after the position (docs/api-reference.md 8.1): a rotation committing meanwhile is sent again, never lost.
       ...(keysChanged ? { keys: await credentials.keySet(tenantId) } : {}),
       ...(lock.decommissionedSeq !== null ? { decommissioned: true as const } : {}),
+      ...(stateChanged
+        ? { lockState: await credentials.lockState(tenantId, securedObjectId, { serial: lock.lockStateSeq, mode: lock.lockStateMode }, now) }
+        : {}),
       holderBinding: lock.holderBinding,
       revokedKeys: revokedKeys.map((key) => ({ jkt: key.jkt, revocationDate: key.revocationDate })),
       more,
@@ -250,7 +261,8 @@ export function createLockSyncService({ db, clock, credentials, telemetry, water
         if (error instanceof ProblemError && error.status < 500) metrics.lockSynced('refused');
         throw error;
       }
-      const changed = answer.tokens.length > 0 || answer.revocations.length > 0 || answer.revokedKeys.length > 0 || answer.keys !== undefined;
+      const changed =
+        answer.tokens.length > 0 || answer.revocations.length > 0 || answer.revokedKeys.length > 0 || answer.keys !== undefined || answer.lockState !== undefined;
       metrics.lockSynced(changed ? 'changes' : 'nothing_new');
       return answer;
     },

@@ -49,6 +49,8 @@ export const EVENT_TYPES = [
   'webhook.secret_rotated',
   'webhook.disabled',
   'settings.updated',
+  'lockdown.started',
+  'lockdown.ended',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -10,6 +10,7 @@ import accessCheckRoutes from './access-checks.js';
 import accessLogRoutes from './access-log.js';
 import auditRoutes from './audit-events.js';
 import eventRoutes from './events.js';
+import lockdownRoutes from './lockdowns.js';
 import mobileDeviceRoutes from './mobile-devices.js';
 import oauthClientRoutes from './oauth-clients.js';
 import revocationRoutes from './revocations.js';
@@ -43,6 +44,7 @@ const SCOPE_DESCRIPTIONS: Record<string, string> = {
   'webhooks:manage': 'manage webhook subscriptions and their deliveries',
   'keys:register': 'a bound client registering its own mobile device\'s or secured object\'s public key (Device API)',
   'settings:manage': 'read and change the tenant\'s settings',
+  'lockdown:manage': 'start and end lockdowns, and issue override tickets that open during one',
 };
 
 export default async function operatorApi(app: FastifyInstance, options: OperatorApiOptions) {
@@ -69,6 +71,10 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
       {
         name: 'Ticket keys',
         description: 'The keys the tenant\'s credentials are signed with, published at `/tenants/{tenant}/jwks.json`, and their rotation.',
+      },
+      {
+        name: 'Lockdowns',
+        description: 'Lock every door of the tenant or of a lock group at once, offline locks included (docs/api-reference.md 15).',
       },
       { name: 'Settings', description: 'The tenant\'s settings: the holder-binding policy of its locks (docs/api-reference.md 11.2).' },
       {
@@ -100,6 +106,7 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
       webhookRoutes,
       webhookDeliveryRoutes,
       settingsRoutes,
+      lockdownRoutes,
     ]) {
       await resources.register(routes, { services, prefix: '/operatorapi' });
     }
