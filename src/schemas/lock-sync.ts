@@ -12,6 +12,16 @@ export const SyncQuery = defaultsOptional(
         Type.String({ minLength: 1, maxLength: 200, description: 'The cursor of the previous answer: only changes after it.' }),
       ),
       limit: Type.Integer({ minimum: 1, maximum: 1000, default: 1000, description: 'Most changes in one answer, 1 to 1000.' }),
+      wait: Type.Optional(
+        Type.Integer({
+          minimum: 0,
+          maximum: 30,
+          description:
+            'Seconds, 0 to 30 (docs/lock-sync.md): with nothing new, the answer waits until something for the lock changes ' +
+            '(answered at once, on whichever instance the change was made) or the time is up (the empty answer). Needs `cursor`: ' +
+            'a full sync always has news.',
+        }),
+      ),
     },
     { additionalProperties: false },
   ),

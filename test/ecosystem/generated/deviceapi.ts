@@ -31,7 +31,7 @@ export interface paths {
         };
         /**
          * Sync an online lock
-         * @description Without `cursor`: the lock's current valid tickets, the revocations it still needs (of tickets whose credential may still be valid, docs/api-reference.md 8.2) and the tenant's key set. With the `cursor` of the previous answer: only what changed after it, with `keys` when the key set changed; nothing changed answers empty arrays and the same cursor. Large answers are cut at `limit` with `Link: rel="next"`. Needs a client bound to this lock, or an unbound one. A deleted lock's client still syncs the revocations its deletion caused, with `decommissioned: true`. A sync with a cursor tells the server the lock has applied everything the cursor reached (docs/api-reference.md 8.4): ask again after applying an answer, so the operator sees the revocations arrive. When too many locks sync at once the answer may be `503` with a jittered `Retry-After`: retry with exponential backoff and full jitter, never sooner (docs/lock-sync.md).
+         * @description Without `cursor`: the lock's current valid tickets, the revocations it still needs (of tickets whose credential may still be valid, docs/api-reference.md 8.2) and the tenant's key set. With the `cursor` of the previous answer: only what changed after it, with `keys` when the key set changed; nothing changed answers empty arrays and the same cursor. Large answers are cut at `limit` with `Link: rel="next"`. Needs a client bound to this lock, or an unbound one. A deleted lock's client still syncs the revocations its deletion caused, with `decommissioned: true`. A sync with a cursor tells the server the lock has applied everything the cursor reached (docs/api-reference.md 8.4): ask again after applying an answer, so the operator sees the revocations arrive. When too many locks sync at once the answer may be `503` with a jittered `Retry-After`: retry with exponential backoff and full jitter, never sooner (docs/lock-sync.md). With `wait` (seconds, at most 30) a sync with nothing new is held open and answers as soon as anything for the lock changes (a lockdown, a ticket, a revocation), else empty at the deadline; an instance holding as many as it may answers `503` with `Retry-After`.
          */
         get: operations["syncSecuredObject"];
         put?: never;
@@ -1087,6 +1087,8 @@ export interface operations {
                 cursor?: string;
                 /** @description Most changes in one answer, 1 to 1000. */
                 limit?: number;
+                /** @description Seconds, 0 to 30 (docs/lock-sync.md): with nothing new, the answer waits until something for the lock changes (answered at once, on whichever instance the change was made) or the time is up (the empty answer). Needs `cursor`: a full sync always has news. */
+                wait?: number;
             };
             header?: never;
             path: {

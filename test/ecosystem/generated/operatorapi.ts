@@ -1613,6 +1613,10 @@ export interface components {
             clockOffset?: number;
             /** @description True when the lock's clock is off by more than 30 s (`clockOffset`). */
             clockDrift: boolean;
+            /** @description The lock's state as the last lockdown that reached it set it (docs/api-reference.md 15). Absent while none did. */
+            lockMode?: "lockdown" | "normal";
+            /** @description Whether the lock has applied that state: it synced past it, or a receipt it signed reports a serial at or above it (as `appliedThrough`, docs/api-reference.md 8.4). Absent with `lockMode`. */
+            lockdownApplied?: boolean;
         };
         /**
          * TenantSettings
