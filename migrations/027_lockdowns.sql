@@ -1,5 +1,5 @@
 -- Lockdowns (docs/api-reference.md 15): a tenant's or a lock group's locks refuse every credential but those of
--- override tickets, the state reaching each lock as a signed lock state (docs/lock-integration.md 7) through its sync
+-- override tickets, the state reaching each lock as a signed lock state (docs/lock-integration.md 11) through its sync
 -- and through every phone that visits it.
 
 -- docs/api-reference.md 4.3: a ticket made with `override` opens during a lockdown; its credentials carry `ovr`.

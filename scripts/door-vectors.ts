@@ -128,7 +128,7 @@ function add(name: string, shown: string, shownProof: string | null | 'own', exp
   });
 }
 
-/** A lock state (docs/lock-integration.md 7) signed by the tenant key (or `key`), its claims as given. */
+/** A lock state (docs/lock-integration.md 11) signed by the tenant key (or `key`), its claims as given. */
 function lockState(claims: Record<string, unknown>, header: Record<string, unknown> = { ...HEADER, typ: 'lock-state+jwt' }, key: KeyObject = tenant): string {
   return signTexts(json(header), json({ iss: ISSUER, aud: 'front-door', serial: 43, mode: 'lockdown', iat: NOW_S - 5, ...claims }), key, 'EdDSA');
 }
@@ -174,7 +174,7 @@ add('a cnf whose jkt is not a SHA-256 thumbprint', credential(ticket(5), { cnf: 
 add('a good bound credential at a lock in lockdown', bound, 'own', deny('lockdown'), { lockdown: true });
 add('lockdown is checked last: an expired credential at a lock in lockdown', credential(ticket(6), { exp: NOW_S - 1 }), 'own', deny('expired'), { lockdown: true });
 
-// Lockdown and the lock state (docs/lock-integration.md 7).
+// Lockdown and the lock state (docs/lock-integration.md 11).
 const override = credential(ticket(7), { ovr: true });
 add('an override credential (ovr: true) at a lock in lockdown', override, proof(override), open, { lockdown: true });
 add('ovr other than true is malformed, never read as no override', credential(ticket(8), { ovr: 'yes' }), proof(credential(ticket(8), { ovr: 'yes' })), deny('malformed'), { lockdown: true });

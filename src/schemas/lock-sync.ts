@@ -107,7 +107,7 @@ export const SyncAnswerSchema = named(
           'On a full sync and after the lock\'s state changed (docs/api-reference.md 15): a compact JWS, header {alg, kid, typ: ' +
           '"lock-state+jwt"}, payload {iss, aud (the lock id), serial, mode: "lockdown" | "normal", iat}, signed with the tenant\'s ' +
           'ticket key. The lock verifies it like a revocation list and applies it when its serial is above its own lock-state ' +
-          'serial (docs/lock-integration.md 7).',
+          'serial (docs/lock-integration.md 11).',
       }),
     ),
     holderBinding: HolderBindingSchema,

@@ -38,7 +38,7 @@ export const LockdownSchema = named(
     mode: LockModeSchema,
     reason: Type.String(),
     creationTime: Type.Integer({ description: 'When it was made, Unix milliseconds.' }),
-    serial: Type.Integer({ description: 'The serial of the signed lock state it gave its locks (docs/lock-integration.md 7).' }),
+    serial: Type.Integer({ description: 'The serial of the signed lock state it gave its locks (docs/lock-integration.md 11).' }),
     lockCount: Type.Integer({ description: 'The locks in its scope when it was made.' }),
     locksReached: Type.Integer({
       description: 'Of those still registered, how many have applied this state or a later one (their sync or a signed receipt, docs/api-reference.md 8.4).',

@@ -210,7 +210,7 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
     },
 
     /**
-     * docs/api-reference.md 15, docs/lock-integration.md 7: one lock's state, `{iss, aud, serial, mode, iat}` signed with
+     * docs/api-reference.md 15, docs/lock-integration.md 11: one lock's state, `{iss, aud, serial, mode, iat}` signed with
      * the tenant's ticket key. Cached like revocation lists: signed again when the serial, the mode or the signing
      * key changes, or after REVOCATION_LIST_REUSE_MS.
      */
@@ -278,7 +278,7 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
       ...(win !== undefined ? { win } : {}),
       // RFC 7800 3.1, docs/api-reference.md 11.2: only the phone holding this key's private half can prove it at the door.
       ...(ticket.deviceKeyThumbprint ? { cnf: { jkt: ticket.deviceKeyThumbprint } } : {}),
-      // docs/lock-integration.md 7: the lock lets an override ticket's credential open during a lockdown.
+      // docs/lock-integration.md 11: the lock lets an override ticket's credential open during a lockdown.
       ...(ticket.override === true ? { ovr: true as const } : {}),
     };
   }

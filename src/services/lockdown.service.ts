@@ -21,7 +21,7 @@ export interface Lockdown {
   mode: LockMode;
   reason: string;
   creationTime: number;
-  /** The serial of the lock state it gave its locks (docs/lock-integration.md 7). */
+  /** The serial of the lock state it gave its locks (docs/lock-integration.md 11). */
   serial: number;
   /** The locks in its scope when it was made. */
   lockCount: number;

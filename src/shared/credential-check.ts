@@ -12,7 +12,7 @@
 export const CREDENTIAL_TYPE = 'ticket+jwt';
 /** The `typ` of a revocation list's protected header (docs/api-reference.md 8.3): never mistaken for a credential. */
 export const REVOCATION_LIST_TYPE = 'revocation-list+jwt';
-/** The `typ` of a lock state's protected header (docs/api-reference.md 15, docs/lock-integration.md 7). */
+/** The `typ` of a lock state's protected header (docs/api-reference.md 15, docs/lock-integration.md 11). */
 export const LOCK_STATE_TYPE = 'lock-state+jwt';
 
 /**
@@ -142,7 +142,7 @@ export interface CredentialClaims {
   win?: [number, number][];
   /** RFC 7800 3.1: the thumbprint of the phone key the credential is bound to (docs/api-reference.md 11.2). */
   cnf?: { jkt: string };
-  /** docs/lock-integration.md 7: an override ticket's credential, which opens during a lockdown. Only ever `true`. */
+  /** docs/lock-integration.md 11: an override ticket's credential, which opens during a lockdown. Only ever `true`. */
   ovr?: true;
 }
 
@@ -181,7 +181,7 @@ export function parseCredentialClaims(claims: unknown): CredentialClaims | null 
   if (!isStringArray(c.cmd) || !isStringArray(c.chn)) return null;
   if (c.win !== undefined && !isWindowList(c.win)) return null;
   if (c.cnf !== undefined && !isConfirmation(c.cnf)) return null;
-  // docs/lock-integration.md 7: anything but `true` is refused, never read as "no override".
+  // docs/lock-integration.md 11: anything but `true` is refused, never read as "no override".
   if (c.ovr !== undefined && c.ovr !== true) return null;
   return {
     iss: c.iss,

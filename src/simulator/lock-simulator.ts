@@ -72,7 +72,7 @@ export const LOCK_LIMITS = {
   revocations: 10_000,
   /** Characters of a revocation list (compact JWS). */
   revocationListLength: 1_048_576,
-  /** Characters of a lock state (compact JWS, docs/lock-integration.md 7). */
+  /** Characters of a lock state (compact JWS, docs/lock-integration.md 11). */
   lockStateLength: 4096,
 } as const;
 
@@ -122,7 +122,7 @@ export interface SyncAnswer {
   holderBinding?: HolderBinding;
   /** Revoked phone keys: every credential bound to one is refused `key-revoked`. */
   revokedKeys?: { jkt: string; revocationDate: number }[];
-  /** The lock's signed state (docs/lock-integration.md 7): on a full sync and after it changed. */
+  /** The lock's signed state (docs/lock-integration.md 11): on a full sync and after it changed. */
   lockState?: string;
 }
 
@@ -134,7 +134,7 @@ export interface SyncApplied {
   keys: 'unchanged' | 'replaced';
 }
 
-/** What a lock state did (docs/lock-integration.md 7): applied, or why the lock kept its own. */
+/** What a lock state did (docs/lock-integration.md 11): applied, or why the lock kept its own. */
 export type LockStateResult =
   | { applied: true; serial: number; mode: 'lockdown' | 'normal' }
   | { applied: false; reason: 'malformed' | 'unknown-key' | 'bad-signature' | 'wrong-issuer' | 'wrong-lock' | 'stale' };
@@ -252,7 +252,7 @@ export class LockSimulator {
   decommissioned = false;
   /** In lockdown the lock refuses every credential that would otherwise open but an override's, `lockdown` (docs/lock-integration.md 3.3 step 9). */
   lockdown = false;
-  /** The serial of the lock state it applied last (docs/lock-integration.md 7); a state at or below it is stale. */
+  /** The serial of the lock state it applied last (docs/lock-integration.md 11); a state at or below it is stale. */
   lockStateSerial = 0;
   /** Why the last lock state it was handed was refused; undefined once one was applied (what a lock reports to its installer). */
   lockStateRefusal: Exclude<LockStateResult, { applied: true }>['reason'] | undefined;
@@ -348,7 +348,7 @@ export class LockSimulator {
     }
     const keys = answer.keys === undefined ? undefined : this.readKeys(answer.keys);
     if (keys === null) throw new Error('malformed sync answer: keys');
-    // docs/lock-integration.md 7: checked with the key set the answer brings (it may be signed by a key new in it). A
+    // docs/lock-integration.md 11: checked with the key set the answer brings (it may be signed by a key new in it). A
     // state the lock cannot trust fails the whole answer: the lock keeps its state and its cursor, says why, and the
     // next sync brings the state again; a stale one is merely not applied.
     const state = answer.lockState === undefined ? undefined : this.readLockState(answer.lockState, keys ?? this.keys);
@@ -409,7 +409,7 @@ export class LockSimulator {
   }
 
   /**
-   * Applies a lock state from a sync answer or a phone (docs/api-reference.md 15, docs/lock-integration.md 7): verified
+   * Applies a lock state from a sync answer or a phone (docs/api-reference.md 15, docs/lock-integration.md 11): verified
    * like a revocation list (typ `lock-state+jwt`, a key of the lock's set, the signature, `iss`, `aud`), every claim
    * well-formed, its serial above the lock's own lock-state serial. Anything else changes nothing: the lock keeps the
    * mode it has (fails closed: a forged "normal" never ends a lockdown) and records why.
@@ -542,7 +542,7 @@ export class LockSimulator {
       const proofReason = checkProof(proof, { lockId: this.securedObjectId, nonce, nonceUsed, credential, jkt: claims.cnf.jkt, command, at: atMs });
       if (proofReason !== 'ok') return deny(proofReason);
     }
-    // Step 9: last, so that the override is read only from a credential that passed all else (docs/lock-integration.md 7).
+    // Step 9: last, so that the override is read only from a credential that passed all else (docs/lock-integration.md 11).
     if (this.lockdown && claims.ovr !== true) return deny('lockdown');
     return { decision: 'open', reason: 'ok', ticketId: claims.jti };
   }

@@ -27,7 +27,7 @@ export interface Presentation {
   proof: string | null;
   /** The lock's revocation list the phone carries, to hand over too. */
   revocationList?: string;
-  /** The lock's state the phone carries, to hand over before the decision (docs/lock-integration.md 7). */
+  /** The lock's state the phone carries, to hand over before the decision (docs/lock-integration.md 11). */
   lockState?: string;
 }
 

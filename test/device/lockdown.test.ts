@@ -1,4 +1,4 @@
-// A lockdown reaching the door (docs/api-reference.md 15, docs/lock-sync.md, docs/lock-integration.md 7): an online
+// A lockdown reaching the door (docs/api-reference.md 15, docs/lock-sync.md, docs/lock-integration.md 11): an online
 // reference lock holding `?wait=` learns it within a second, an offline one from a phone's download; override credentials
 // open, others are refused `lockdown`; the end brings normal again. Held syncs: the deadline, the per-instance bound
 // and its 503, shutdown answering them at once, schema rejections, and (PostgreSQL) a change made on another instance.

@@ -25,7 +25,7 @@ const lockdownRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async 
         description:
           '`mode: "lockdown"` makes every lock in scope (the tenant\'s, or a lock group\'s members now) refuse every ' +
           'credential but those of override tickets; `mode: "normal"` ends it. The new state is signed for each lock ' +
-          '(`lock-state+jwt`, docs/lock-integration.md 7) and reaches online locks with their next sync (a sync held with ' +
+          '(`lock-state+jwt`, docs/lock-integration.md 11) and reaches online locks with their next sync (a sync held with ' +
           '`?wait=` answers at once) and offline locks with the next phone download that passes by. An unknown lock group ' +
           'is `404`. Send `Idempotency-Key` to make retries safe.',
         headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ description: 'Makes the request safe to retry (24 h).' })) }),

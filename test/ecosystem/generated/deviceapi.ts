@@ -344,7 +344,7 @@ export interface components {
             override?: true;
             /** @description Compact JWS the lock checks offline (docs/api-reference.md 6.3): header {alg, kid, typ: "ticket+jwt"}, payload {iss, jti, sub, aud, nbf, exp, beginDate, endDate, cmd, chn, iat}, signed with the tenant's key (GET /tenants/{tenant}/jwks.json). Valid at most CREDENTIAL_MAX_LIFETIME; download again to renew (docs/api-reference.md 8.2). Absent while the ticket begins beyond that horizon. */
             credential?: string;
-            /** @description Beside `revocationList`, on the first ticket of each lock in the page: the lock's signed state (docs/api-reference.md 15), `lock-state+jwt` {iss, aud, serial, mode, iat}, for the phone to hand to the lock, so a lockdown reaches a lock that is never online with the first phone that visits it (docs/lock-integration.md 7). */
+            /** @description Beside `revocationList`, on the first ticket of each lock in the page: the lock's signed state (docs/api-reference.md 15), `lock-state+jwt` {iss, aud, serial, mode, iat}, for the phone to hand to the lock, so a lockdown reaches a lock that is never online with the first phone that visits it (docs/lock-integration.md 11). */
             lockState?: string;
             /** @description On the first ticket of each lock in the page: the signed revocation list of that lock, for the phone to hand to it (docs/api-reference.md 8.3; the page is a JSON array, docs/api-reference.md 7.3, so the lists travel on the tickets). A compact JWS, header {alg, kid, typ: "revocation-list+jwt"}, payload {iss, aud, serial, iat, revoked: [ticket ids], keys}. A lock applies it when its serial is above its own, so a lock that is never online learns revocations and key changes from any visiting phone. */
             revocationList?: string;
@@ -835,7 +835,7 @@ export interface components {
              * @enum {boolean}
              */
             decommissioned?: true;
-            /** @description On a full sync and after the lock's state changed (docs/api-reference.md 15): a compact JWS, header {alg, kid, typ: "lock-state+jwt"}, payload {iss, aud (the lock id), serial, mode: "lockdown" | "normal", iat}, signed with the tenant's ticket key. The lock verifies it like a revocation list and applies it when its serial is above its own lock-state serial (docs/lock-integration.md 7). */
+            /** @description On a full sync and after the lock's state changed (docs/api-reference.md 15): a compact JWS, header {alg, kid, typ: "lock-state+jwt"}, payload {iss, aud (the lock id), serial, mode: "lockdown" | "normal", iat}, signed with the tenant's ticket key. The lock verifies it like a revocation list and applies it when its serial is above its own lock-state serial (docs/lock-integration.md 11). */
             lockState?: string;
             /**
              * @description docs/api-reference.md 11.2: `optional` (a lock opens for a credential without `cnf` as before) or `required` (a lock refuses a credential without `cnf`, so only a phone that proves its key opens).

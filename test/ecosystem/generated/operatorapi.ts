@@ -695,7 +695,7 @@ export interface paths {
         put?: never;
         /**
          * Start or end a lockdown
-         * @description `mode: "lockdown"` makes every lock in scope (the tenant's, or a lock group's members now) refuse every credential but those of override tickets; `mode: "normal"` ends it. The new state is signed for each lock (`lock-state+jwt`, docs/lock-integration.md 7) and reaches online locks with their next sync (a sync held with `?wait=` answers at once) and offline locks with the next phone download that passes by. An unknown lock group is `404`. Send `Idempotency-Key` to make retries safe.
+         * @description `mode: "lockdown"` makes every lock in scope (the tenant's, or a lock group's members now) refuse every credential but those of override tickets; `mode: "normal"` ends it. The new state is signed for each lock (`lock-state+jwt`, docs/lock-integration.md 11) and reaches online locks with their next sync (a sync held with `?wait=` answers at once) and offline locks with the next phone download that passes by. An unknown lock group is `404`. Send `Idempotency-Key` to make retries safe.
          */
         post: operations["createLockdown"];
         delete?: never;
@@ -1124,7 +1124,7 @@ export interface components {
             reason: string;
             /** @description When it was made, Unix milliseconds. */
             creationTime: number;
-            /** @description The serial of the signed lock state it gave its locks (docs/lock-integration.md 7). */
+            /** @description The serial of the signed lock state it gave its locks (docs/lock-integration.md 11). */
             serial: number;
             /** @description The locks in its scope when it was made. */
             lockCount: number;

@@ -36,7 +36,7 @@ function lockFor(vector: VectorCase): LockSimulator {
   });
   lock.lockdown = state.lockdown === true;
   lock.lockStateSerial = state.lockStateSerial ?? 0;
-  // docs/lock-integration.md 7: the state a phone hands over, applied (or refused) before the decision.
+  // docs/lock-integration.md 11: the state a phone hands over, applied (or refused) before the decision.
   if (state.lockState !== undefined) lock.applyLockState(state.lockState);
   lock.hello(state.now, state.nonce);
   if (state.nonceUsed) lock.endSession();
