@@ -85,6 +85,8 @@ export interface TenantData {
   ticketKeyId: string;
   /** A webhook subscription of the tenant (docs/api-reference.md 10). */
   webhookId: string;
+  /** A lockdown of the tenant (docs/api-reference.md 15). */
+  lockdownId: string;
 }
 
 /** The collection a path parameter follows names the kind of id it takes. */
@@ -99,6 +101,7 @@ const KIND_BY_COLLECTION: Record<string, keyof Omit<TenantData, 'tenant'>> = {
   'access-permissions': 'permissionId',
   'ticket-keys': 'ticketKeyId',
   webhooks: 'webhookId',
+  lockdowns: 'lockdownId',
 };
 
 const QUERY_VALUES: Record<string, string> = { version: '2' };
@@ -173,8 +176,12 @@ export async function seedTenant(app: App, tenant: TenantFixture, suffix: string
   const webhook = await post('/operatorapi/webhooks', operator, { url: `https://93.184.215.14/hooks/${suffix}`, eventTypes: ['webhook.disabled'] });
   const paused = await app.inject({ method: 'PATCH', url: `/operatorapi/webhooks/${webhook.id}`, headers: operator, payload: { enabled: false } });
   if (paused.statusCode !== 200) throw new Error(`pausing the seeded webhook: ${paused.statusCode} ${paused.body}`);
+  // A lockdown's end for the lock group (normal: the seeded lock keeps opening), made by a client holding the scope.
+  const lockdowns = bearer(await clientToken(app, await createClient(app, tenant, ['lockdown:manage'])));
+  const lockdown = await post('/operatorapi/lockdowns', lockdowns, { scope: { lockGroupId: group.id }, mode: 'normal', reason: 'seed' });
   return {
     tenant,
+    lockdownId: lockdown.id,
     lockId: lock.id,
     deviceId: device.id,
     ticketId: ticket.id,
