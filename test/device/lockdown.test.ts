@@ -6,8 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
 import type { App } from '../../src/app.js';
 import { LockSimulator, type SyncAnswer } from '../../src/simulator/lock-simulator.js';
+import { PhoneSimulator } from '../../src/simulator/phone-simulator.js';
+import { es256KeyPair, privateJwk } from '../../src/simulator/es256.js';
+import { registerKey } from '../helpers/holder-keys.js';
 import { anotherInstance, buildTestApp, type TestApp } from '../helpers/app.js';
-import { download, lockToken, lockTrust, phoneToken, sync, syncUrl, type SyncBody } from '../helpers/device.js';
+import { download, lockKeysToken, lockToken, lockTrust, phoneToken, sync, syncUrl, trustWith, type SyncBody } from '../helpers/device.js';
 import { bearer, clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';
 import { call, device, expectProblem, fieldsOf, issueTicket, lock, ticketBody } from '../helpers/operator.js';
 import { postgresTestUrl } from '../helpers/postgres-url.js';
@@ -51,7 +54,7 @@ describe('lockdown at the door', () => {
     tenant = await createTenant(t.app, 'school');
     operator = await clientToken(t.app, tenant);
     manager = await clientToken(t.app, await createClient(t.app, tenant, ['lockdown:manage', 'tokens:create']));
-    for (const id of ['online-door', 'offline-door', 'quiet-door']) await lock(t, operator, id);
+    for (const id of ['online-door', 'offline-door', 'quiet-door', 'vault-door']) await lock(t, operator, id);
     await device(t, operator, 'pupil');
     await device(t, operator, 'officer');
   });
@@ -94,7 +97,7 @@ describe('lockdown at the door', () => {
     const secured = (await call(t, operator, { method: 'GET', url: '/operatorapi/securedobjects/online-door' })).json();
     expect(secured).toMatchObject({ lockMode: 'lockdown', lockdownApplied: true });
     const reached = (await call(t, manager, { method: 'GET', url: `/operatorapi/lockdowns/${lockdown.id}` })).json();
-    expect(reached).toMatchObject({ lockCount: 3, locksReached: 1, locksNotReached: 2 });
+    expect(reached).toMatchObject({ lockCount: 4, locksReached: 1, locksNotReached: 3 });
 
     const heldAgain = heldSync(t.app, token, 'online-door', door.cursor!, 30);
     await until(() => t.app.services.heldSyncs.count === 1, 5000, 'the sync being held');
@@ -126,6 +129,33 @@ describe('lockdown at the door', () => {
     // A phone that downloaded during the lockdown carries the older state: the lock ignores it.
     expect(door.applyLockState(visit.lockState!)).toEqual({ applied: false, reason: 'stale' });
     expect(await door.decide(pupil.credential, 'open', Date.now())).toMatchObject({ decision: 'open', reason: 'ok' });
+  });
+
+  it('an offline lock\'s signed receipt, relayed by the phone that brought the state, makes it reached', async () => {
+    // The lock's own key, registered by its installer: its receipts are its word (docs/api-reference.md 11.5).
+    const key = es256KeyPair();
+    await registerKey(t, await lockKeysToken(t, tenant, 'vault-door'), 'securedobjects', 'vault-door', key);
+    const door = new LockSimulator((await trustWith(t, await lockToken(t, tenant, 'vault-door'), 'vault-door')) as never, { key: privateJwk(key) });
+    await issueTicket(t, operator, validNow(t, 'vault-door', 'pupil'));
+    const lockdown = await startLockdown('lockdown');
+    const pupilToken = await phoneToken(t, tenant, 'pupil');
+    const phone = new PhoneSimulator();
+    const carried = (await download(t, pupilToken, 'pupil')).find((item) => item.securedObjectId === 'vault-door' && item.lockState)!;
+    // The phone hands over the revocation list and the state: the list's serial counts the lockdown too.
+    expect(await door.applyRevocationList(carried.revocationList!)).toMatchObject({ applied: true });
+    expect(door.applyLockState(carried.lockState!)).toMatchObject({ applied: true, mode: 'lockdown' });
+    expect(door.serial).toBeGreaterThanOrEqual(lockdown.serial);
+    const before = (await call(t, operator, { method: 'GET', url: '/operatorapi/securedobjects/vault-door' })).json();
+    expect(before).toMatchObject({ lockMode: 'lockdown', lockdownApplied: false });
+    phone.takeReceipt('vault-door', door.receipt(Date.now()));
+    const [relay] = phone.receiptUploads();
+    const uploaded = await t.app.inject({ method: 'POST', url: '/deviceapi/mobiledevices/pupil/accesslog', headers: bearer(pupilToken), payload: relay });
+    expect(uploaded.statusCode, uploaded.body).toBe(200);
+    const after = (await call(t, operator, { method: 'GET', url: '/operatorapi/securedobjects/vault-door' })).json();
+    expect(after).toMatchObject({ lockMode: 'lockdown', lockdownApplied: true });
+    const reached = (await call(t, manager, { method: 'GET', url: `/operatorapi/lockdowns/${lockdown.id}` })).json();
+    expect(reached.locksReached).toBeGreaterThanOrEqual(1);
+    await startLockdown('normal');
   });
 
   it('a forged state in a sync answer fails it closed: the lock keeps its state and cursor and says why', async () => {
