@@ -15,6 +15,13 @@ export interface VectorLock {
   nonceUsed: boolean;
   decommissioned: boolean;
   lockdown?: boolean;
+  /** The serial of the lock state the lock holds (docs/lock-integration.md 11); absent: 0. */
+  lockStateSerial?: number;
+  /**
+   * A lock state (`lock-state+jwt`) a phone hands the lock before the decision: applied as docs/lock-integration.md 11
+   * says (verified with `keys`, serial above `lockStateSerial`), or refused and the lock keeps its mode.
+   */
+  lockState?: string;
 }
 
 export interface VectorCase {

@@ -128,6 +128,11 @@ function add(name: string, shown: string, shownProof: string | null | 'own', exp
   });
 }
 
+/** A lock state (docs/lock-integration.md 11) signed by the tenant key (or `key`), its claims as given. */
+function lockState(claims: Record<string, unknown>, header: Record<string, unknown> = { ...HEADER, typ: 'lock-state+jwt' }, key: KeyObject = tenant): string {
+  return signTexts(json(header), json({ iss: ISSUER, aud: 'front-door', serial: 43, mode: 'lockdown', iat: NOW_S - 5, ...claims }), key, 'EdDSA');
+}
+
 const ticket = (n: number) => `7c1e0d52-0000-4000-8000-${String(n).padStart(12, '0')}`;
 const bound = credential(ticket(1));
 const unbound = credential(ticket(2), { cnf: undefined });
@@ -168,6 +173,30 @@ add('a cnf with a confirmation method the lock does not know', credential(ticket
 add('a cnf whose jkt is not a SHA-256 thumbprint', credential(ticket(5), { cnf: { jkt: 'alice' } }), 'own', deny('malformed'));
 add('a good bound credential at a lock in lockdown', bound, 'own', deny('lockdown'), { lockdown: true });
 add('lockdown is checked last: an expired credential at a lock in lockdown', credential(ticket(6), { exp: NOW_S - 1 }), 'own', deny('expired'), { lockdown: true });
+
+// Lockdown and the lock state (docs/lock-integration.md 11).
+const override = credential(ticket(7), { ovr: true });
+add('an override credential (ovr: true) at a lock in lockdown', override, proof(override), open, { lockdown: true });
+add('ovr other than true is malformed, never read as no override', credential(ticket(8), { ovr: 'yes' }), proof(credential(ticket(8), { ovr: 'yes' })), deny('malformed'), { lockdown: true });
+add('a lock state "lockdown" above the lock\'s serial, handed over by the phone', bound, 'own', deny('lockdown'), { lockState: lockState({}) });
+add('an override credential after a lock state "lockdown"', override, proof(override), open, { lockState: lockState({}) });
+add('a lock state "normal" above the lock\'s serial ends a lockdown', bound, 'own', open, { lockdown: true, lockStateSerial: 40, lockState: lockState({ mode: 'normal' }) });
+add('a stale lock state "normal" (serial at the lock\'s own) is ignored', bound, 'own', deny('lockdown'), { lockdown: true, lockStateSerial: 43, lockState: lockState({ mode: 'normal' }) });
+const forgedNormal = (() => {
+  const [h, p, s] = lockState({ mode: 'normal' }).split('.') as [string, string, string];
+  const signature = Buffer.from(s, 'base64url');
+  signature[0]! ^= 0x01;
+  return `${h}.${p}.${b64(signature)}`;
+})();
+add('a badly signed lock state "normal": the lock stays in lockdown', bound, 'own', deny('lockdown'), { lockdown: true, lockState: forgedNormal });
+add('a lock state "normal" signed by a key the lock does not know', bound, 'own', deny('lockdown'), {
+  lockdown: true,
+  lockState: lockState({ mode: 'normal' }, { alg: 'EdDSA', kid: 'stranger-1', typ: 'lock-state+jwt' }, stranger),
+});
+add('a lock state with an unknown mode: the lock keeps its lockdown', bound, 'own', deny('lockdown'), { lockdown: true, lockState: lockState({ mode: 'off' }) });
+add('a lock state typed as a revocation list is not a lock state', bound, 'own', deny('lockdown'), { lockdown: true, lockState: lockState({ mode: 'normal' }, { ...HEADER, typ: 'revocation-list+jwt' }) });
+add('a lock state "lockdown" for another lock does not lock this one', bound, 'own', open, { lockState: lockState({ aud: 'back-door' }) });
+add('a lock state "lockdown" of another issuer does not lock this one', bound, 'own', open, { lockState: lockState({ iss: 'https://acs.example/tenants/globex' }) });
 
 // The credential's own rules (docs/lock-integration.md 3.3 steps 0–6).
 add('a credential of another issuer', credential(ticket(10), { iss: 'https://acs.example/tenants/globex' }), 'own', deny('wrong-issuer'));

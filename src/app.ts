@@ -9,7 +9,7 @@ import { trustProxyOption, type Config } from './config.js';
 import type { Database } from './db/database.js';
 import { migrationsCurrent, readMigrations } from './db/migrate.js';
 import { lazyChildLogger } from './logger.js';
-import metrics, { apiListenerMetricsAccess, createDomainMetrics, registerWebhookMetrics } from './plugins/metrics.js';
+import metrics, { apiListenerMetricsAccess, createDomainMetrics, registerHeldSyncMetrics, registerWebhookMetrics } from './plugins/metrics.js';
 import { routeConfig } from './plugins/route-config.js';
 import problemDetails, { rawProblemAnswer, sendProblem } from './plugins/problem-details.js';
 import { ProblemError } from './errors.js';
@@ -203,9 +203,14 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
     ...(dependencies.resolveHost ? { resolveHost: dependencies.resolveHost } : {}),
   });
   registerWebhookMetrics(typed.metrics, services.webhookDeliveries);
+  registerHeldSyncMetrics(typed.metrics, services.heldSyncs);
   await services.start();
   // Tests and the CLI reach the services the same way the routes do.
   typed.decorate('services', services);
+  // docs/lock-sync.md: graceful shutdown answers every held sync at once, so closing waits for no lock's 30 s.
+  typed.addHook('preClose', async () => {
+    services.heldSyncs.close();
+  });
   // The database belongs to the app from here on: closing the app (shutdown, tests) closes it.
   typed.addHook('onClose', async () => {
     await services.stop();

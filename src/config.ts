@@ -106,6 +106,13 @@ export const ConfigSchema = Type.Object(
       description:
         'docs/lock-sync.md: a lock sync that needs the database answers `503` with a jittered `Retry-After` while more than this many requests wait for a pooled connection (a sync storm after an outage).',
     }),
+    SYNC_WAIT_MAX_HELD: Type.Integer({
+      minimum: 0,
+      maximum: 1_000_000,
+      default: 10_000,
+      description:
+        'docs/lock-sync.md: how many syncs held open with `?wait=` one instance keeps at once (each costs memory only, no database connection); one more answers `503` with a jittered `Retry-After`. 0: none is held.',
+    }),
     SYNC_RETRY_AFTER_MAX_SECONDS: Type.Integer({
       minimum: 1,
       maximum: 3600,

@@ -6,6 +6,7 @@ import { claimScaleRuns } from './claim.js';
 import { credentialsAtRestBenchmarks } from './credentials-at-rest.js';
 import { doorBenchmarks } from './door.js';
 import { erasureScaleRuns } from './erasure.js';
+import { heldSyncScaleRuns } from './held-sync.js';
 import { oauthTokenComparisons, oauthTokenScenarios } from './oauth-token.js';
 import { opsScenarios } from './ops.js';
 import { ticketPageComparisons, ticketPageScenarios } from './ticket-pages.js';
@@ -34,4 +35,12 @@ export const comparisons: Comparison[] = [...oauthTokenComparisons, ...ticketPag
 export const microBenchmarks: MicroBenchmark[] = [...verifyAccessTokenBenchmarks, ...credentialsAtRestBenchmarks, ...doorBenchmarks];
 
 /** Large single operations (bench/scale.ts), run last, one after another, each BENCH_SCALE_RUNS times. */
-export const scaleRuns: ScaleRun[] = [...baseScaleRuns, ...lockTrustScaleRuns, ...accessLogScaleRuns, ...webhookScaleRuns, ...claimScaleRuns, ...erasureScaleRuns];
+export const scaleRuns: ScaleRun[] = [
+  ...baseScaleRuns,
+  ...lockTrustScaleRuns,
+  ...accessLogScaleRuns,
+  ...webhookScaleRuns,
+  ...claimScaleRuns,
+  ...erasureScaleRuns,
+  ...heldSyncScaleRuns,
+];

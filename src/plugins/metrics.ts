@@ -178,6 +178,18 @@ export function registerWebhookMetrics(registry: Registry, source: WebhookDelive
   });
 }
 
+/** docs/lock-sync.md: how many syncs held with `?wait=` this instance keeps now (bounded by SYNC_WAIT_MAX_HELD). */
+export function registerHeldSyncMetrics(registry: Registry, source: { readonly count: number }): void {
+  new Gauge({
+    name: 'lock_syncs_held',
+    help: 'Lock syncs this instance holds open with ?wait= now (at most SYNC_WAIT_MAX_HELD).',
+    registers: [registry],
+    collect() {
+      this.set(source.count);
+    },
+  });
+}
+
 /**
  * The domain counters behind the services' metrics port (services/domain-metrics.ts). Every label combination is set to 0
  * at start, so a rate over a counter that has not moved yet is 0 rather than absent, and the label values are the

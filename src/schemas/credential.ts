@@ -28,6 +28,14 @@ export const DownloadedTicketSchema = named(
             'begins beyond that horizon.',
         }),
       ),
+      lockState: Type.Optional(
+        Type.String({
+          description:
+            'Beside `revocationList`, on the first ticket of each lock in the page: the lock\'s signed state (docs/api-reference.md ' +
+            '15), `lock-state+jwt` {iss, aud, serial, mode, iat}, for the phone to hand to the lock, so a lockdown reaches a lock ' +
+            'that is never online with the first phone that visits it (docs/lock-integration.md 11).',
+        }),
+      ),
       revocationList: Type.Optional(
         Type.String({
           description:

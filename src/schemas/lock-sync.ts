@@ -12,6 +12,16 @@ export const SyncQuery = defaultsOptional(
         Type.String({ minLength: 1, maxLength: 200, description: 'The cursor of the previous answer: only changes after it.' }),
       ),
       limit: Type.Integer({ minimum: 1, maximum: 1000, default: 1000, description: 'Most changes in one answer, 1 to 1000.' }),
+      wait: Type.Optional(
+        Type.Integer({
+          minimum: 0,
+          maximum: 30,
+          description:
+            'Seconds, 0 to 30 (docs/lock-sync.md): with nothing new, the answer waits until something for the lock changes ' +
+            '(answered at once, on whichever instance the change was made) or the time is up (the empty answer). Needs `cursor`: ' +
+            'a full sync always has news.',
+        }),
+      ),
     },
     { additionalProperties: false },
   ),
@@ -89,6 +99,15 @@ export const SyncAnswerSchema = named(
     decommissioned: Type.Optional(
       Type.Literal(true, {
         description: 'The lock was deleted: this client syncs the revocations the deletion caused and nothing else (docs/api-reference.md 4.1).',
+      }),
+    ),
+    lockState: Type.Optional(
+      Type.String({
+        description:
+          'On a full sync and after the lock\'s state changed (docs/api-reference.md 15): a compact JWS, header {alg, kid, typ: ' +
+          '"lock-state+jwt"}, payload {iss, aud (the lock id), serial, mode: "lockdown" | "normal", iat}, signed with the tenant\'s ' +
+          'ticket key. The lock verifies it like a revocation list and applies it when its serial is above its own lock-state ' +
+          'serial (docs/lock-integration.md 11).',
       }),
     ),
     holderBinding: HolderBindingSchema,

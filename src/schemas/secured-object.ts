@@ -130,6 +130,18 @@ export const SecuredObjectDetailSchema = named(
         }),
       ),
       clockDrift: Type.Boolean({ description: 'True when the lock\'s clock is off by more than 30 s (`clockOffset`).' }),
+      lockMode: Type.Optional(
+        Type.Union([Type.Literal('lockdown'), Type.Literal('normal')], {
+          description: 'The lock\'s state as the last lockdown that reached it set it (docs/api-reference.md 15). Absent while none did.',
+        }),
+      ),
+      lockdownApplied: Type.Optional(
+        Type.Boolean({
+          description:
+            'Whether the lock has applied that state: it synced past it, or a receipt it signed reports a serial at or above ' +
+            'it (as `appliedThrough`, docs/api-reference.md 8.4). Absent with `lockMode`.',
+        }),
+      ),
     }),
   ]),
   {

@@ -20,6 +20,13 @@ export const NewTicketSchema = named(
         description: 'Channels the ticket may be used over; each must be supported by the lock.',
       }),
       schedule: Type.Optional(ScheduleSchema),
+      override: Type.Optional(
+        Type.Boolean({
+          description:
+            '`true`: the ticket opens during a lockdown (docs/api-reference.md 15); its credentials carry `ovr: true`. Only a ' +
+            'caller holding `lockdown:manage` may set it (`403` otherwise).',
+        }),
+      ),
     },
     {
       additionalProperties: false,
@@ -81,6 +88,9 @@ export const TicketSchema = named(
           'above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation ' +
           'the lock never needed (the ticket was never downloaded).',
       }),
+    ),
+    override: Type.Optional(
+      Type.Literal(true, { description: 'The ticket opens during a lockdown (docs/api-reference.md 15); absent on ordinary tickets.' }),
     ),
   }),
   TICKET_EXAMPLE,

@@ -76,6 +76,16 @@ export function createWatermarkState() {
 
 export type WatermarkState = ReturnType<typeof createWatermarkState>;
 
+/**
+ * Who hears each change as it becomes known (docs/lock-sync.md: a held sync answers as soon as its tenant changes):
+ * `changed` for a tenant whose number rose, `lost` when the numbers stop being trusted (a held sync then answers,
+ * so its lock asks the database again rather than wait for a notification that may never come).
+ */
+export interface ChangeListener {
+  changed(tenantId: string, seq: number): void;
+  lost(): void;
+}
+
 export interface ChangeWatermarksOptions {
   db: Database;
   log: { warn(object: object, message: string): void };
@@ -89,6 +99,19 @@ export function createChangeWatermarks({ db, log, recheckMs = RECHECK_MS }: Chan
   let retryTimer: NodeJS.Timeout | null = null;
   let recheckTimer: NodeJS.Timeout | null = null;
   let recheckFailing = false;
+  const listeners = new Set<ChangeListener>();
+
+  /** Raises the tenant's number and tells the listeners when it rose (and is trusted). */
+  function advance(tenantId: string, seq: number): void {
+    const before = state.current(tenantId);
+    state.advance(tenantId, seq);
+    if (before !== undefined && seq > before) for (const listener of listeners) listener.changed(tenantId, seq);
+  }
+
+  function lost(): void {
+    state.lost();
+    for (const listener of listeners) listener.lost();
+  }
 
   /**
    * Reads every tenant's number again and raises what is known (numbers only rise, so a read that races a
@@ -97,7 +120,7 @@ export function createChangeWatermarks({ db, log, recheckMs = RECHECK_MS }: Chan
   async function recheck(): Promise<void> {
     if (state.phase !== 'trusted') return;
     try {
-      for (const { tenantId, seq } of await listChangeWatermarks(db)) state.advance(tenantId, seq);
+      for (const { tenantId, seq } of await listChangeWatermarks(db)) advance(tenantId, seq);
       recheckFailing = false;
     } catch (error) {
       // The database is unreachable: syncs that need it fail anyway; said once per outage, not every interval.
@@ -127,10 +150,10 @@ export function createChangeWatermarks({ db, log, recheckMs = RECHECK_MS }: Chan
         (payload) => {
           // null: the connection was (re)made; onState says so too, and the catch-up read replaces what was known.
           const change = payload === null ? null : parseChangePayload(payload);
-          if (change) state.advance(change.tenantId, change.seq);
+          if (change) advance(change.tenantId, change.seq);
         },
         (listenState) => {
-          if (listenState === 'lost') state.lost();
+          if (listenState === 'lost') lost();
           else void catchUp(state.listening());
         },
       );
@@ -143,13 +166,19 @@ export function createChangeWatermarks({ db, log, recheckMs = RECHECK_MS }: Chan
       retryTimer = null;
       if (recheckTimer) clearInterval(recheckTimer);
       recheckTimer = null;
-      state.lost();
+      lost();
       await unlisten?.().catch(() => undefined);
       unlisten = null;
     },
 
     /** The tenant's last change number while it can be trusted; undefined: ask the database. */
     current: (tenantId: string): number | undefined => state.current(tenantId),
+
+    /** Hears every change from now on (and every loss of trust); returns the way to stop. */
+    subscribe(listener: ChangeListener): () => void {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
 
     get phase(): WatermarkPhase {
       return state.phase;

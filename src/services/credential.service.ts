@@ -5,7 +5,7 @@ import type { LockRevocations } from '../db/repositories/download.repo.js';
 import { findTenantById } from '../db/repositories/tenant.repo.js';
 import type { TicketRecord } from '../db/repositories/ticket.repo.js';
 // Explicit types (RFC 8725 3.11): a credential, a revocation list and an access token are never taken for each other.
-import { CREDENTIAL_NBF_SKEW_SECONDS, CREDENTIAL_TYPE, REVOCATION_LIST_TYPE, type CredentialClaims } from '../shared/credential-check.js';
+import { CREDENTIAL_NBF_SKEW_SECONDS, CREDENTIAL_TYPE, LOCK_STATE_TYPE, REVOCATION_LIST_TYPE, type CredentialClaims } from '../shared/credential-check.js';
 import { expandSchedule } from '../shared/schedule/expansion.js';
 import { seal, unseal, type SecretsKey } from '../shared/crypto.js';
 import { SEALED_AAD } from './keys/sealed-values.js';
@@ -99,6 +99,7 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
   /** Tenants are never renamed: an id's issuer is cached for the life of the process. */
   const issuers = new Map<string, Promise<string>>();
   const signedLists = new Map<string, { content: string; signedAt: number; jws: string }>();
+  const signedStates = new Map<string, { content: string; signedAt: number; jws: string }>();
 
   /** Makes the tenant's first ticket key if it has none (a key-set change of its own, docs/api-reference.md 8.1). */
   async function ensureKey(tenantId: string): Promise<void> {
@@ -208,6 +209,30 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
       return jws;
     },
 
+    /**
+     * docs/api-reference.md 15, docs/lock-integration.md 11: one lock's state, `{iss, aud, serial, mode, iat}` signed with
+     * the tenant's ticket key. Cached like revocation lists: signed again when the serial, the mode or the signing
+     * key changes, or after REVOCATION_LIST_REUSE_MS.
+     */
+    async lockState(tenantId: string, securedObjectId: string, state: { serial: number; mode: 'lockdown' | 'normal' }, now: number): Promise<string> {
+      const signing = await keys.signingKey(tenantId);
+      const cacheKey = `${tenantId}:${securedObjectId}`;
+      const content = JSON.stringify([state.serial, state.mode, signing.kid]);
+      const cached = signedStates.get(cacheKey);
+      if (cached && cached.content === content && now - cached.signedAt < REVOCATION_LIST_REUSE_MS) return cached.jws;
+      const jws = await signCompactJws(signing, LOCK_STATE_TYPE, {
+        iss: await issuerOf(tenantId),
+        aud: securedObjectId,
+        serial: state.serial,
+        mode: state.mode,
+        iat: Math.floor(now / 1000),
+      });
+      signedStates.delete(cacheKey);
+      signedStates.set(cacheKey, { content, signedAt: now, jws });
+      if (signedStates.size > REVOCATION_LIST_CACHE_SIZE) signedStates.delete(signedStates.keys().next().value!);
+      return jws;
+    },
+
     seal(tenantId: string, ticketId: string, credential: string): Buffer {
       return seal(secretsKey, credential, SEALED_AAD.credential(tenantId, ticketId));
     },
@@ -253,6 +278,8 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
       ...(win !== undefined ? { win } : {}),
       // RFC 7800 3.1, docs/api-reference.md 11.2: only the phone holding this key's private half can prove it at the door.
       ...(ticket.deviceKeyThumbprint ? { cnf: { jkt: ticket.deviceKeyThumbprint } } : {}),
+      // docs/lock-integration.md 11: the lock lets an override ticket's credential open during a lockdown.
+      ...(ticket.override === true ? { ovr: true as const } : {}),
     };
   }
 

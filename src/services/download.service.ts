@@ -30,6 +30,8 @@ export interface DownloadedTicket extends Ticket {
   credentialAvailableFrom?: number;
   /** The signed revocation list of the ticket's lock, on the page's first ticket of each lock (docs/api-reference.md 8.3). */
   revocationList?: string;
+  /** The lock's signed state, beside `revocationList` (docs/api-reference.md 15). */
+  lockState?: string;
   /** The lock's own public key, so the phone can check the lock before it shows anything (docs/api-reference.md 11.2). */
   lockKey?: HolderPublicKey;
 }
@@ -121,6 +123,16 @@ export function createDownloadService({ db, clock, credentials, metrics }: Downl
           });
     countSigned(rows, handedOut, stamps);
     const lists = await signRevocationLists(context.tenantId, revocations, published, now);
+    // docs/api-reference.md 15: a phone carries each lock's state too. A token card holds credentials only
+    // (docs/api-reference.md 5), so it gets none.
+    const states =
+      holder === 'phone'
+        ? new Map(
+            await Promise.all(
+              revocations.map(async (lock) => [lock.securedObjectId, await credentials.lockState(context.tenantId, lock.securedObjectId, lock.lockState, now)] as const),
+            ),
+          )
+        : new Map<string, string>();
     return rows.flatMap((row, index) => {
       const downloadedAt = stamps.get(row.id);
       // Absent: removed or revoked between the two statements; its credential is never handed out (recordDownload).
@@ -128,6 +140,8 @@ export function createDownloadService({ db, clock, credentials, metrics }: Downl
       // Once per lock and page, on its first ticket handed out: a phone with several tickets for one door carries one list.
       const revocationList = lists.get(row.securedObjectId);
       lists.delete(row.securedObjectId);
+      const lockState = states.get(row.securedObjectId);
+      states.delete(row.securedObjectId);
       const { credential, availableFrom } = handedOut[index]!;
       return [
         {
@@ -135,6 +149,7 @@ export function createDownloadService({ db, clock, credentials, metrics }: Downl
           ...(credential !== undefined ? { credential } : {}),
           ...(availableFrom !== undefined ? { credentialAvailableFrom: availableFrom } : {}),
           ...(revocationList !== undefined ? { revocationList } : {}),
+          ...(lockState !== undefined ? { lockState } : {}),
           ...(row.lockPublicKey !== null ? { lockKey: row.lockPublicKey } : {}),
         },
       ];

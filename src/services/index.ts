@@ -22,6 +22,7 @@ import { createHolderKeyService } from './holder-key.service.js';
 import { createErasureService } from './erasure.service.js';
 import { createSettingsService } from './settings.service.js';
 import { createClaimService } from './claim.service.js';
+import { createLockdownService } from './lockdown.service.js';
 import { createSecuredObjectService } from './secured-object.service.js';
 import { createTicketService } from './ticket.service.js';
 import { parseRevivedInterfaces } from '../shared/vocabulary.js';
@@ -33,6 +34,7 @@ import { createCredentialService } from './credential.service.js';
 import { createChangeWatermarks } from './change-watermark.js';
 import { createDownloadService } from './download.service.js';
 import { createLockSyncService } from './lock-sync.service.js';
+import { createHeldSyncs } from './held-syncs.js';
 import { createAccessCheckService } from './explain.service.js';
 import { createAccessLogService } from './access-log.service.js';
 import { createAccessLogBudget } from './access-log-budget.js';
@@ -110,6 +112,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     auditDays: config.AUDIT_RETENTION_DAYS,
   };
   const settings = createSettingsService({ db, clock, retentionDefaults });
+  const lockdowns = createLockdownService({ db, clock });
   const mobileDevices = createMobileDeviceService({
     db,
     clock,
@@ -137,6 +140,15 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
   const accessPermissions = createAccessPermissionService({ db, clock, revived, metrics });
   const changeWatermarks = createChangeWatermarks({ db, log });
   const downloads = createDownloadService({ db, clock, credentials, metrics });
+  // docs/lock-sync.md: syncs held with `?wait=`, woken by the change notifications; as many look at once as the pool
+  // has connections, the rest wait in memory.
+  const heldSyncs = createHeldSyncs({
+    maxHeld: config.SYNC_WAIT_MAX_HELD,
+    retryAfterMaxSeconds: config.SYNC_RETRY_AFTER_MAX_SECONDS,
+    concurrency: config.DB_POOL_MAX,
+    current: changeWatermarks.current,
+  });
+  const stopHearingChanges = changeWatermarks.subscribe(heldSyncs.listener);
   const lockSyncs = createLockSyncService({
     db,
     clock,
@@ -145,6 +157,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     watermarks: changeWatermarks,
     admission: { maxWaiting: config.SYNC_MAX_WAITING, retryAfterMaxSeconds: config.SYNC_RETRY_AFTER_MAX_SECONDS },
     metrics,
+    held: heldSyncs,
   });
   const accessChecks = createAccessCheckService({ db, clock, credentials });
   const accessLogs = createAccessLogService({ db, clock, budget: createAccessLogBudget({ entriesPerMinute: config.ACCESS_LOG_ENTRIES_PER_LOCK_PER_MINUTE }) });
@@ -224,6 +237,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     holderKeys,
     settings,
     claims,
+    lockdowns,
     tickets,
     audit,
     idempotency,
@@ -234,6 +248,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     credentials,
     downloads,
     lockSyncs,
+    heldSyncs,
     changeWatermarks,
     accessChecks,
     accessLogs,
@@ -262,6 +277,9 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
       webhookDeliveries.start();
     },
     async stop(): Promise<void> {
+      // Held syncs answer at once (docs/lock-sync.md); the app's preClose did so already when it is shutting down.
+      heldSyncs.close();
+      stopHearingChanges();
       // First: attempts under way are abandoned while the database is still open (their claims come due again), and an
       // erasure stops at its next batch (its lease lets another instance resume it).
       await webhookDeliveries.stop();

@@ -6,6 +6,7 @@ import { listLockRevocations } from '../db/repositories/download.repo.js';
 import type { HolderBinding } from '../shared/holder-binding.js';
 import { NotFoundError, ProblemError, ServiceUnavailableError } from '../errors.js';
 import type { ChangeWatermarks } from './change-watermark.js';
+import type { HeldSyncs } from './held-syncs.js';
 import type { Clock } from './context.js';
 import type { CredentialService, KeySet } from './credential.service.js';
 import type { LockTelemetryService } from './lock-telemetry.service.js';
@@ -29,6 +30,11 @@ export interface SyncAnswer {
   holderBinding: HolderBinding;
   /** Phone keys revoked since the cursor whose bound credentials may still be alive (docs/api-reference.md 11.4). */
   revokedKeys: { jkt: string; revocationDate: number }[];
+  /**
+   * The lock's signed state (`lock-state+jwt`, docs/api-reference.md 15): on a full sync and after it changed, else
+   * absent.
+   */
+  lockState?: string;
   /** True when the answer was cut at `limit`: ask again with the cursor at once. */
   more: boolean;
 }
@@ -78,6 +84,8 @@ export interface LockSyncServiceOptions {
   admission?: SyncAdmission;
   /** Counts the syncs answered (services/domain-metrics.ts). */
   metrics: DomainMetrics;
+  /** Where a sync with `wait` and nothing new waits (docs/lock-sync.md); absent: `wait` is ignored. */
+  held?: HeldSyncs;
 }
 
 /**
@@ -96,7 +104,31 @@ interface ConfirmedSync {
   holderBinding: HolderBinding;
 }
 
-export function createLockSyncService({ db, clock, credentials, telemetry, watermarks, admission, metrics }: LockSyncServiceOptions) {
+/** A held sync waits at most this long (docs/lock-sync.md), whatever `wait` asks. */
+export const MAX_SYNC_WAIT_SECONDS = 30;
+
+/** An answer with what a held sync needs to know of it: the tenant's change number it was read at. */
+interface SyncLook {
+  answer: SyncAnswer;
+  tenantSeq: number;
+}
+
+/** Whether an answer tells the lock anything: a held sync ends with the first that does (docs/lock-sync.md). */
+function hasNews(answer: SyncAnswer, cursor: string | undefined): boolean {
+  return (
+    answer.tokens.length > 0 ||
+    answer.revocations.length > 0 ||
+    answer.revokedKeys.length > 0 ||
+    answer.keys !== undefined ||
+    answer.lockState !== undefined ||
+    answer.decommissioned === true ||
+    answer.more ||
+    // The cursor moved past a change with no ticket of its own (a policy change): the lock takes the new one now.
+    answer.cursor !== cursor
+  );
+}
+
+export function createLockSyncService({ db, clock, credentials, telemetry, watermarks, admission, metrics, held }: LockSyncServiceOptions) {
   const confirmed = new Map<string, ConfirmedSync>();
   const syncKey = (tenantId: string, securedObjectId: string, clientId: string) => `${tenantId}\u0000${securedObjectId}\u0000${clientId}`;
 
@@ -141,8 +173,8 @@ export function createLockSyncService({ db, clock, credentials, telemetry, water
     );
   }
 
-  /** One sync's answer (`sync` counts it). */
-  async function syncAnswer(tenantId: string, binding: DeviceBinding, securedObjectId: string, limit: number, cursor?: string): Promise<SyncAnswer> {
+  /** One sync's answer (`sync` counts it), with the tenant's change number it was read at. */
+  async function syncAnswer(tenantId: string, binding: DeviceBinding, securedObjectId: string, limit: number, cursor?: string): Promise<SyncLook> {
     assertBinding(binding, 'securedObjectId', securedObjectId, null);
     // A remembered cursor is one the database handed out, so it needs no decoding: looked up first.
     const remembered = cursor === undefined ? undefined : rememberedNothingNew(tenantId, securedObjectId, binding.clientId, cursor);
@@ -154,14 +186,17 @@ export function createLockSyncService({ db, clock, credentials, telemetry, water
         await telemetry.acknowledgeSync(tenantId, securedObjectId, remembered.serial, `client:${binding.clientId}`);
       }
       return {
-        tokens: [],
-        revocations: [],
-        cursor: remembered.cursor,
-        serial: remembered.serial,
-        // A policy change takes a change number (docs/api-reference.md 11.2), so the remembered one is still the policy.
-        holderBinding: remembered.holderBinding,
-        revokedKeys: [],
-        more: false,
+        answer: {
+          tokens: [],
+          revocations: [],
+          cursor: remembered.cursor,
+          serial: remembered.serial,
+          // A policy change takes a change number (docs/api-reference.md 11.2), so the remembered one is still the policy.
+          holderBinding: remembered.holderBinding,
+          revokedKeys: [],
+          more: false,
+        },
+        tenantSeq: remembered.tenantSeq,
       };
     }
     const position = decodeSyncCursor(cursor);
@@ -196,10 +231,13 @@ export function createLockSyncService({ db, clock, credentials, telemetry, water
     }
     let reached = last ? { seq: last.changeSeq, id: last.id } : position;
     const keysChanged = cursor === undefined || position.seq < lock.keySetSeq;
+    // docs/api-reference.md 15: the state on a full sync and after it changed. A deleted lock's client is told no
+    // state: it opens for nobody anyway (docs/api-reference.md 4.1).
+    const stateChanged = lock.decommissionedSeq === null && (cursor === undefined || position.seq < lock.lockStateSeq);
     // A key-set change, a policy change and a phone-key revocation write no ticket, so no ticket carries their
     // numbers (each takes one of its own, docs/api-reference.md 11.2, 11.4): once every ticket change before them has
     // been answered, the cursor moves past them and the next sync does not send them again.
-    const untickedSeq = Math.max(lock.keySetSeq, lock.holderBindingSeq, lock.revokedKeysSeq);
+    const untickedSeq = Math.max(lock.keySetSeq, lock.holderBindingSeq, lock.revokedKeysSeq, lock.lockStateSeq);
     if (!more && reached.seq < untickedSeq) reached = syncPositionBefore(untickedSeq);
     // An answer cut inside change number r carries the key revocations before r; the next one, from r, the rest.
     const revokedKeys = lock.revokedKeys.filter((key) => !more || key.changeSeq < reached.seq);
@@ -214,6 +252,9 @@ export function createLockSyncService({ db, clock, credentials, telemetry, water
       // Read after the position (docs/api-reference.md 8.1): a rotation committing meanwhile is sent again, never lost.
       ...(keysChanged ? { keys: await credentials.keySet(tenantId) } : {}),
       ...(lock.decommissionedSeq !== null ? { decommissioned: true as const } : {}),
+      ...(stateChanged
+        ? { lockState: await credentials.lockState(tenantId, securedObjectId, { serial: lock.lockStateSeq, mode: lock.lockStateMode }, now) }
+        : {}),
       holderBinding: lock.holderBinding,
       revokedKeys: revokedKeys.map((key) => ({ jkt: key.jkt, revocationDate: key.revocationDate })),
       more,
@@ -230,7 +271,35 @@ export function createLockSyncService({ db, clock, credentials, telemetry, water
       binding.clientId,
       whole ? { tenantSeq: lock.lastSeq, cursor: answer.cursor, serial: answer.serial, holderBinding: answer.holderBinding } : null,
     );
-    return answer;
+    return { answer, tenantSeq: lock.lastSeq };
+  }
+
+  /**
+   * docs/lock-sync.md: a sync with `wait` whose answer has nothing new is held (held-syncs.ts) until a change of the
+   * tenant is heard and a new look has news for this lock, or the wait ends with the empty answer. Every look asks
+   * with the request's own cursor, so whatever answer goes out is the one an immediate sync would have given then.
+   */
+  async function answerOrHold(
+    tenantId: string,
+    binding: DeviceBinding,
+    securedObjectId: string,
+    limit: number,
+    cursor: string | undefined,
+    wait: { seconds: number; signal?: AbortSignal | undefined } | undefined,
+  ): Promise<SyncAnswer> {
+    const first = await syncAnswer(tenantId, binding, securedObjectId, limit, cursor);
+    if (held === undefined || wait === undefined || wait.seconds <= 0 || hasNews(first.answer, cursor)) return first.answer;
+    const look = async () => {
+      const next = await syncAnswer(tenantId, binding, securedObjectId, limit, cursor);
+      return { answer: next.answer, news: hasNews(next.answer, cursor), seenSeq: next.tenantSeq };
+    };
+    return held.hold(
+      tenantId,
+      { answer: first.answer, news: false, seenSeq: first.tenantSeq },
+      Math.min(wait.seconds, MAX_SYNC_WAIT_SECONDS) * 1000,
+      look,
+      wait.signal,
+    );
   }
 
   return {
@@ -240,17 +309,25 @@ export function createLockSyncService({ db, clock, credentials, telemetry, water
      * after the set changed (docs/api-reference.md 8.1), and only revocations a lock still needs (8.2). A client whose lock
      * was deleted still learns every revocation the deletion caused (docs/api-reference.md 4.1, docs/security-cases.md G43).
      */
-    async sync(tenantId: string, binding: DeviceBinding, securedObjectId: string, limit: number, cursor?: string): Promise<SyncAnswer> {
+    async sync(
+      tenantId: string,
+      binding: DeviceBinding,
+      securedObjectId: string,
+      limit: number,
+      cursor?: string,
+      wait?: { seconds: number; signal?: AbortSignal | undefined },
+    ): Promise<SyncAnswer> {
       let answer: SyncAnswer;
       try {
-        answer = await syncAnswer(tenantId, binding, securedObjectId, limit, cursor);
+        answer = await answerOrHold(tenantId, binding, securedObjectId, limit, cursor, wait);
       } catch (error) {
         // A refusal the lock is told (unknown lock, another lock's client, a cursor not issued here); a failure of the
         // server (the database down) is no answer about the lock and is left to the HTTP metrics.
         if (error instanceof ProblemError && error.status < 500) metrics.lockSynced('refused');
         throw error;
       }
-      const changed = answer.tokens.length > 0 || answer.revocations.length > 0 || answer.revokedKeys.length > 0 || answer.keys !== undefined;
+      const changed =
+        answer.tokens.length > 0 || answer.revocations.length > 0 || answer.revokedKeys.length > 0 || answer.keys !== undefined || answer.lockState !== undefined;
       metrics.lockSynced(changed ? 'changes' : 'nothing_new');
       return answer;
     },

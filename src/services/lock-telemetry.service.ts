@@ -30,6 +30,10 @@ export interface LockPropagationFields {
   pendingKeyRevocations: number;
   clockOffset?: number;
   clockDrift: boolean;
+  /** docs/api-reference.md 15: the lock's current state; absent while no lockdown ever reached it. */
+  lockMode?: 'lockdown' | 'normal';
+  /** Whether the lock has applied its current state (its sync or a signed receipt reached its serial); absent with lockMode. */
+  lockdownApplied?: boolean;
 }
 
 export interface LockTelemetryServiceOptions {
@@ -81,7 +85,7 @@ export function createLockTelemetryService({ db, clock, credentialLifetimeMs }: 
 
     /** The telemetry fields of a lock (docs/api-reference.md 8.4, 8.5). */
     async propagation(tenantId: string, securedObjectId: string): Promise<LockPropagationFields> {
-      const { telemetry, pendingRevocations, pendingKeyRevocations } = await findLockPropagation(db, tenantId, securedObjectId, clock(), credentialLifetimeMs);
+      const { telemetry, pendingRevocations, pendingKeyRevocations, lockState } = await findLockPropagation(db, tenantId, securedObjectId, clock(), credentialLifetimeMs);
       const offset = telemetry?.clockOffsetMs ?? null;
       return {
         ...(telemetry !== null ? { lastSeenTime: telemetry.lastSeenAt, appliedThrough: telemetry.appliedThrough } : {}),
@@ -89,6 +93,10 @@ export function createLockTelemetryService({ db, clock, credentialLifetimeMs }: 
         pendingKeyRevocations,
         ...(offset !== null ? { clockOffset: offset } : {}),
         clockDrift: clockDrifts(offset),
+        // Like a revocation's propagation (docs/api-reference.md 8.4): applied once the lock reached the state's serial.
+        ...(lockState.serial > 0
+          ? { lockMode: lockState.mode, lockdownApplied: (telemetry?.appliedThrough ?? 0) >= lockState.serial }
+          : {}),
       };
     },
 

@@ -45,6 +45,8 @@ export interface Ticket {
   schedule?: Schedule;
   /** When its lock applied its revocation (docs/api-reference.md 8.4); absent until then. */
   revocationAppliedTime?: number;
+  /** docs/api-reference.md 15: it opens during a lockdown. Absent on ordinary tickets. */
+  override?: true;
 }
 
 export interface NewTicket {
@@ -56,6 +58,8 @@ export interface NewTicket {
   channels: string[];
   /** As the request sent it: validityErrors checks it (validateSchedule) before it is used as a Schedule. */
   schedule?: unknown;
+  /** docs/api-reference.md 15: only a caller holding `lockdown:manage` sets it (checked by the route). */
+  override?: boolean;
 }
 
 export function ticketStatus(record: Pick<TicketRecord, 'revokedAt' | 'endDate'>, now: number): TicketStatus {
@@ -79,6 +83,7 @@ export function toTicket(record: TicketRecord, now: number): Ticket {
     ...(record.accessPermissionId !== null ? { accessPermissionId: record.accessPermissionId } : {}),
     ...(record.schedule !== null ? { schedule: record.schedule } : {}),
     ...(record.revocationAppliedAt !== null ? { revocationAppliedTime: record.revocationAppliedAt } : {}),
+    ...(record.override === true ? { override: true as const } : {}),
   };
 }
 

@@ -12,6 +12,8 @@
 export const CREDENTIAL_TYPE = 'ticket+jwt';
 /** The `typ` of a revocation list's protected header (docs/api-reference.md 8.3): never mistaken for a credential. */
 export const REVOCATION_LIST_TYPE = 'revocation-list+jwt';
+/** The `typ` of a lock state's protected header (docs/api-reference.md 15, docs/lock-integration.md 11). */
+export const LOCK_STATE_TYPE = 'lock-state+jwt';
 
 /**
  * How far before its `iat` a credential starts (docs/api-reference.md 6.3, docs/security-cases.md H54): `nbf` is the
@@ -140,6 +142,8 @@ export interface CredentialClaims {
   win?: [number, number][];
   /** RFC 7800 3.1: the thumbprint of the phone key the credential is bound to (docs/api-reference.md 11.2). */
   cnf?: { jkt: string };
+  /** docs/lock-integration.md 11: an override ticket's credential, which opens during a lockdown. Only ever `true`. */
+  ovr?: true;
 }
 
 const isInteger = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value);
@@ -177,6 +181,8 @@ export function parseCredentialClaims(claims: unknown): CredentialClaims | null 
   if (!isStringArray(c.cmd) || !isStringArray(c.chn)) return null;
   if (c.win !== undefined && !isWindowList(c.win)) return null;
   if (c.cnf !== undefined && !isConfirmation(c.cnf)) return null;
+  // docs/lock-integration.md 11: anything but `true` is refused, never read as "no override".
+  if (c.ovr !== undefined && c.ovr !== true) return null;
   return {
     iss: c.iss,
     jti: c.jti,
@@ -191,6 +197,7 @@ export function parseCredentialClaims(claims: unknown): CredentialClaims | null 
     chn: c.chn,
     ...(c.win !== undefined ? { win: c.win } : {}),
     ...(c.cnf !== undefined ? { cnf: { jkt: c.cnf.jkt } } : {}),
+    ...(c.ovr === true ? { ovr: true as const } : {}),
   };
 }
 

@@ -56,6 +56,8 @@ export const EVENT_TYPES = [
   'claim.revoked',
   'erasure.requested',
   'erasure.finished',
+  'lockdown.started',
+  'lockdown.ended',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

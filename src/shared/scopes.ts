@@ -17,6 +17,7 @@ export const OPERATOR_SCOPES = [
   'keys:rotate',
   'keys:register',
   'settings:manage',
+  'lockdown:manage',
 ] as const;
 
 /** Scopes of the Access API (password and refresh grants). `devices:read` belongs to both. */
@@ -59,7 +60,8 @@ export const DECOMMISSIONED_CLIENT_SCOPES: ReadonlySet<string> = new Set(['sync'
 /**
  * What `tenant create` gives the management client (docs/api-reference.md 2). Not `keys:rotate`: an emergency rotation
  * leaves every lock that is never online refusing new credentials until an installer visits (docs/api-reference.md
- * 8.1), so only a client made for it may rotate.
+ * 8.1), so only a client made for it may rotate. Nor `lockdown:manage`: a lockdown shuts every door of the tenant
+ * (docs/api-reference.md 15), so only a client made for it may start one.
  */
 export const MANAGEMENT_SCOPES = [
   'tokens:create',

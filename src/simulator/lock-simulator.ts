@@ -10,6 +10,7 @@ import type { JSONWebKeySet, JWK } from 'jose';
 import {
   CREDENTIAL_LIMITS,
   CREDENTIAL_TYPE,
+  LOCK_STATE_TYPE,
   REVOCATION_LIST_TYPE,
   checkCredential,
   isValidInstant,
@@ -62,6 +63,8 @@ export const LOCK_LIMITS = {
   revocations: 10_000,
   /** Characters of a revocation list (compact JWS). */
   revocationListLength: 1_048_576,
+  /** Characters of a lock state (compact JWS, docs/lock-integration.md 11). */
+  lockStateLength: 4096,
 } as const;
 
 /** `text` when it fits the upload format (1 to `max` printable ASCII characters), else undefined. */
@@ -110,6 +113,8 @@ export interface SyncAnswer {
   holderBinding?: HolderBinding;
   /** Revoked phone keys: every credential bound to one is refused `key-revoked`. */
   revokedKeys?: { jkt: string; revocationDate: number }[];
+  /** The lock's signed state (docs/lock-integration.md 11): on a full sync and after it changed. */
+  lockState?: string;
 }
 
 /** What applying a sync answer changed. */
@@ -119,6 +124,11 @@ export interface SyncApplied {
   /** `unchanged`: no `keys` in the answer. */
   keys: 'unchanged' | 'replaced';
 }
+
+/** What a lock state did (docs/lock-integration.md 11): applied, or why the lock kept its own. */
+export type LockStateResult =
+  | { applied: true; serial: number; mode: 'lockdown' | 'normal' }
+  | { applied: false; reason: 'malformed' | 'unknown-key' | 'bad-signature' | 'wrong-issuer' | 'wrong-lock' | 'stale' };
 
 export type RevocationListResult =
   | { applied: true; serial: number; newlyRevoked: number; keys: SyncApplied['keys'] }
@@ -231,8 +241,12 @@ export class LockSimulator {
   holderBinding: HolderBinding;
   /** The backend deleted this lock (docs/api-reference.md 4.1): it opens for nobody. */
   decommissioned = false;
-  /** In lockdown the lock refuses every credential that would otherwise open, `lockdown` (docs/lock-integration.md 3.3 step 9). */
+  /** In lockdown the lock refuses every credential that would otherwise open but an override's, `lockdown` (docs/lock-integration.md 3.3 step 9). */
   lockdown = false;
+  /** The serial of the lock state it applied last (docs/lock-integration.md 11); a state at or below it is stale. */
+  lockStateSerial = 0;
+  /** Why the last lock state it was handed was refused; undefined once one was applied (what a lock reports to its installer). */
+  lockStateRefusal: Exclude<LockStateResult, { applied: true }>['reason'] | undefined;
   /** The decisions not yet acknowledged by the server, oldest first (docs/api-reference.md 8.5). */
   private readonly log: AccessLogEntry[] = [];
   /** The decisions no receipt has carried yet, oldest first (docs/lock-integration.md 4.4). */
@@ -325,12 +339,21 @@ export class LockSimulator {
     }
     const keys = answer.keys === undefined ? undefined : this.readKeys(answer.keys);
     if (keys === null) throw new Error('malformed sync answer: keys');
+    // docs/lock-integration.md 11: checked with the key set the answer brings (it may be signed by a key new in it). A
+    // state the lock cannot trust fails the whole answer: the lock keeps its state and its cursor, says why, and the
+    // next sync brings the state again; a stale one is merely not applied.
+    const state = answer.lockState === undefined ? undefined : this.readLockState(answer.lockState, keys ?? this.keys);
+    if (state !== undefined && !state.ok && state.reason !== 'stale') {
+      this.lockStateRefusal = state.reason;
+      throw new Error(`sync answer refused: its lock state is ${state.reason}`);
+    }
     const newlyRevoked = this.revoke(answer.revocations.map((revocation) => revocation.tokenId));
     for (const entry of revokedKeys ?? []) this.revokedKeys.add(entry.jkt);
     if (keys) this.keys = keys;
     if (answer.holderBinding !== undefined) this.holderBinding = answer.holderBinding;
     // Once decommissioned, always: a later answer cannot bring a deleted lock back (docs/api-reference.md 4.1).
     if (answer.decommissioned === true) this.decommissioned = true;
+    if (state?.ok) this.takeLockState(state);
     this.cursor = answer.cursor;
     // An old server sends no serial: the lock keeps its own. It never goes back, so a list it has applied stays applied.
     if (answer.serial !== undefined) this.serial = Math.max(this.serial, answer.serial);
@@ -374,6 +397,22 @@ export class LockSimulator {
     if (keys) this.keys = keys;
     this.serial = serial as number;
     return { applied: true, serial: this.serial, newlyRevoked, keys: keys ? 'replaced' : 'unchanged' };
+  }
+
+  /**
+   * Applies a lock state from a sync answer or a phone (docs/api-reference.md 15, docs/lock-integration.md 11): verified
+   * like a revocation list (typ `lock-state+jwt`, a key of the lock's set, the signature, `iss`, `aud`), every claim
+   * well-formed, its serial above the lock's own lock-state serial. Anything else changes nothing: the lock keeps the
+   * mode it has (fails closed: a forged "normal" never ends a lockdown) and records why.
+   */
+  applyLockState(jws: string): LockStateResult {
+    const state = this.readLockState(jws, this.keys);
+    if (!state.ok) {
+      if (state.reason !== 'stale') this.lockStateRefusal = state.reason;
+      return { applied: false, reason: state.reason };
+    }
+    this.takeLockState(state);
+    return { applied: true, serial: state.serial, mode: state.mode };
   }
 
   /**
@@ -494,9 +533,33 @@ export class LockSimulator {
       const proofReason = checkProof(proof, { lockId: this.securedObjectId, nonce, nonceUsed, credential, jkt: claims.cnf.jkt, command, at: atMs });
       if (proofReason !== 'ok') return deny(proofReason);
     }
-    // Step 9: last, so that what may one day override a lockdown is read only from a credential that passed all else.
-    if (this.lockdown) return deny('lockdown');
+    // Step 9: last, so that the override is read only from a credential that passed all else (docs/lock-integration.md 11).
+    if (this.lockdown && claims.ovr !== true) return deny('lockdown');
     return { decision: 'open', reason: 'ok', ticketId: claims.jti };
+  }
+
+  /** A lock state checked with `keys`, or why it is not taken. */
+  private readLockState(
+    jws: unknown,
+    keys: ReadonlyMap<string, TicketKey>,
+  ): { ok: true; serial: number; mode: 'lockdown' | 'normal' } | { ok: false; reason: Exclude<LockStateResult, { applied: true }>['reason'] } {
+    const verified = verifyTenantJws(jws, LOCK_STATE_TYPE, keys, LOCK_LIMITS.lockStateLength);
+    if ('failure' in verified) return { ok: false, reason: verified.failure };
+    const { iss, aud, serial, mode, iat } = verified.payload;
+    if (typeof iss !== 'string' || typeof aud !== 'string' || !Number.isSafeInteger(serial) || (serial as number) < 0 || !Number.isSafeInteger(iat)) {
+      return { ok: false, reason: 'malformed' };
+    }
+    if (mode !== 'lockdown' && mode !== 'normal') return { ok: false, reason: 'malformed' };
+    if (iss !== this.issuer) return { ok: false, reason: 'wrong-issuer' };
+    if (aud !== this.securedObjectId) return { ok: false, reason: 'wrong-lock' };
+    if ((serial as number) <= this.lockStateSerial) return { ok: false, reason: 'stale' };
+    return { ok: true, serial: serial as number, mode };
+  }
+
+  private takeLockState(state: { serial: number; mode: 'lockdown' | 'normal' }): void {
+    this.lockdown = state.mode === 'lockdown';
+    this.lockStateSerial = state.serial;
+    this.lockStateRefusal = undefined;
   }
 
   private state() {

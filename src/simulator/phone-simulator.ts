@@ -17,6 +17,8 @@ export interface DownloadedToken {
   lockKey?: HolderPublicKey;
   /** The lock's revocation list, on the first token of each lock (docs/api-reference.md 8.3). */
   revocationList?: string;
+  /** The lock's signed state, beside it (docs/api-reference.md 15). */
+  lockState?: string;
 }
 
 /**
@@ -66,6 +68,8 @@ export interface Presentation {
   proof: string | null;
   /** The lock's revocation list the phone carries, to hand over too. */
   revocationList?: string;
+  /** The lock's state the phone carries, to hand over before the decision (docs/lock-integration.md 11). */
+  lockState?: string;
 }
 
 export type PresentationResult = { presentation: Presentation } | { refused: 'no-token' | 'no-lock-key' | Extract<HelloCheck, { refused: string }>['refused'] };
@@ -205,8 +209,18 @@ export class PhoneSimulator {
           { aud: lockId, nonce: checked.hello.nonce, ath: sha256Base64url(token.credential), cmd: command, iat: Math.floor(atMs / 1000) },
         )
       : null;
+    // The lists and states ride on the first token of each lock (docs/api-reference.md 8.3, 15), not always this one.
+    const carried = this.tokens.find((candidate) => candidate.securedObjectId === lockId && (candidate.revocationList !== undefined || candidate.lockState !== undefined));
+    const revocationList = token.revocationList ?? carried?.revocationList;
+    const lockState = token.lockState ?? carried?.lockState;
     return {
-      presentation: { tokenId: token.id, credential: token.credential, proof, ...(token.revocationList !== undefined ? { revocationList: token.revocationList } : {}) },
+      presentation: {
+        tokenId: token.id,
+        credential: token.credential,
+        proof,
+        ...(revocationList !== undefined ? { revocationList } : {}),
+        ...(lockState !== undefined ? { lockState } : {}),
+      },
     };
   }
 

@@ -81,7 +81,7 @@ describe('GET /deviceapi/mobiledevices/{id}/tickets', () => {
       expect(item).toEqual({
         ...(await operatorView(item.id)),
         credential: expect.stringMatching(JWS),
-        ...(carriesList ? { revocationList: expect.stringMatching(JWS) } : {}),
+        ...(carriesList ? { revocationList: expect.stringMatching(JWS), lockState: expect.stringMatching(JWS) } : {}),
       });
       expect(item).toMatchObject({ status: 'VALID', downloadDate: now, mobileDeviceId: 'phone-valid' });
       expect(item).not.toHaveProperty('revocationDate');

@@ -3,7 +3,7 @@
 // change once, bad cursors, and every ticket write path reaching the lock.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { accessToken, deviceTicketRows, download, lockTrust, phoneToken, sync, syncAll, syncRequest, type SyncBody } from '../helpers/device.js';
+import { accessToken, deviceTicketRows, download, lockTrust, payloadOf, phoneToken, sync, syncAll, syncRequest, type SyncBody } from '../helpers/device.js';
 import { bearer, clientToken, createClient, createTenant, type TenantFixture } from '../helpers/oauth.js';
 import { HOUR, call, device, expectProblem, fieldsOf, lock, nextLink, ticket } from '../helpers/operator.js';
 
@@ -119,7 +119,9 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
     expect(response.headers['content-type']).toContain('application/json');
     expect(response.headers.link).toBeUndefined();
     const body = response.json() as SyncBody;
-    expect(Object.keys(body).sort()).toEqual(['cursor', 'holderBinding', 'keys', 'revocations', 'revokedKeys', 'serial', 'tokens']);
+    expect(Object.keys(body).sort()).toEqual(['cursor', 'holderBinding', 'keys', 'lockState', 'revocations', 'revokedKeys', 'serial', 'tokens']);
+    // docs/api-reference.md 15: a full sync carries the lock's signed state; no lockdown ever reached it: normal, serial 0.
+    expect(payloadOf(body.lockState!)).toMatchObject({ aud: 'l-current', serial: 0, mode: 'normal' });
     // The lock's tickets as the Operator API shows them, in the order they changed; no credentials.
     expect(body.tokens).toEqual([await operatorView(valid.id), await operatorView(future.id)]);
     // docs/api-reference.md 8.2: a revocation only while a credential of it may be valid. The expired ticket's credential
@@ -196,10 +198,11 @@ describe('GET /deviceapi/securedobjects/{id}/sync', () => {
       cursor: expect.any(String),
       serial: expect.any(Number),
       keys: (await lockTrust(t, acme, 'l-empty')).keys,
+      lockState: expect.stringMatching(/^[\w-]+\.[\w-]+\.[\w-]+$/),
       holderBinding: 'optional',
       revokedKeys: [],
     });
-    const { keys: _keys, ...unchanged } = empty;
+    const { keys: _keys, lockState: _lockState, ...unchanged } = empty;
     expect(await sync(t, syncToken, 'l-empty', empty.cursor)).toEqual(unchanged);
   });
 

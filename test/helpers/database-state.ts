@@ -15,6 +15,8 @@ export interface RowCounts {
   lock_groups: number;
   lock_group_objects: number;
   access_permissions: number;
+  lockdowns: number;
+  lockdown_locks: number;
 }
 
 /** Row counts (all tenants) of every table the Operator and Access APIs change, and how many tickets are revoked. */
@@ -31,7 +33,9 @@ export async function rowCounts(t: TestApp): Promise<RowCounts> {
             (SELECT count(*) FROM resident_devices)::int AS resident_devices,
             (SELECT count(*) FROM lock_groups)::int AS lock_groups,
             (SELECT count(*) FROM lock_group_objects)::int AS lock_group_objects,
-            (SELECT count(*) FROM access_permissions)::int AS access_permissions`,
+            (SELECT count(*) FROM access_permissions)::int AS access_permissions,
+            (SELECT count(*) FROM lockdowns)::int AS lockdowns,
+            (SELECT count(*) FROM lockdown_locks)::int AS lockdown_locks`,
   );
   return rows[0]!;
 }

@@ -49,7 +49,10 @@ export interface DownloadedTicket {
   credentialAvailableFrom?: number;
   /** The signed revocation list of the ticket's lock (docs/api-reference.md 8.3). */
   revocationList?: string;
+  /** The lock's signed state, beside it (docs/api-reference.md 15). */
+  lockState?: string;
   accessPermissionId?: string;
+  override?: true;
 }
 
 /** One page of the device's tickets; fails the test unless it answers 200. */
@@ -81,6 +84,8 @@ export interface SyncBody {
   holderBinding: 'optional' | 'required';
   /** Phone keys revoked since the cursor (docs/api-reference.md 11.4). */
   revokedKeys: { jkt: string; revocationDate: number }[];
+  /** The lock's signed state: on a full sync and after it changed (docs/api-reference.md 15). */
+  lockState?: string;
 }
 
 export function syncRequest(t: TestApp, token: string, securedObjectId: string, cursor?: string, limit?: number): Promise<LightMyRequestResponse> {

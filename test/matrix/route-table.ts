@@ -92,6 +92,8 @@ export interface TenantData {
   claimId: string;
   /** A finished erasure of the tenant (docs/api-reference.md 16.2). */
   erasureId: string;
+  /** A lockdown of the tenant (docs/api-reference.md 15). */
+  lockdownId: string;
 }
 
 /** The collection a path parameter follows names the kind of id it takes. */
@@ -108,6 +110,7 @@ const KIND_BY_COLLECTION: Record<string, keyof Omit<TenantData, 'tenant'>> = {
   webhooks: 'webhookId',
   claims: 'claimId',
   erasures: 'erasureId',
+  lockdowns: 'lockdownId',
 };
 
 const QUERY_VALUES: Record<string, string> = { version: '2' };
@@ -188,10 +191,14 @@ export async function seedTenant(app: App, tenant: TenantFixture, suffix: string
   const started = await app.inject({ method: 'POST', url: '/operatorapi/erasures', headers: operator, payload: { mobileDeviceId: `erased-${suffix}`, accessLogsOnly: true } });
   if (started.statusCode !== 202) throw new Error(`seeding an erasure: ${started.statusCode} ${started.body}`);
   await app.services.erasures.settled();
+  // A lockdown's end for the lock group (normal: the seeded lock keeps opening), made by a client holding the scope.
+  const lockdowns = bearer(await clientToken(app, await createClient(app, tenant, ['lockdown:manage'])));
+  const lockdown = await post('/operatorapi/lockdowns', lockdowns, { scope: { lockGroupId: group.id }, mode: 'normal', reason: 'seed' });
   return {
     erasureId: started.json().id,
     tenant,
     claimId: claim.id,
+    lockdownId: lockdown.id,
     lockId: lock.id,
     deviceId: device.id,
     ticketId: ticket.id,

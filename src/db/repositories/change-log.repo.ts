@@ -80,9 +80,20 @@ export const REVOKED_KEYS_SEQ_SQL = (tenantPlaceholder: string) =>
   `coalesce((SELECT change_seq FROM revoked_device_keys WHERE tenant_id = ${tenantPlaceholder} ORDER BY change_seq DESC LIMIT 1), 0)`;
 
 /**
+ * A lock's lock state (docs/api-reference.md 15) as SQL expressions: the mode and the change-log position (the state's
+ * serial) of the newest lockdown that reached it; `normal` and 0 while none did. lockdown_locks_lock_idx read backwards.
+ */
+export const LOCK_STATE_MODE_SQL = (tenantPlaceholder: string, lockExpression: string) =>
+  `coalesce((SELECT mode FROM lockdown_locks WHERE tenant_id = ${tenantPlaceholder} AND secured_object_id = ${lockExpression}
+              ORDER BY change_seq DESC LIMIT 1), 'normal')`;
+export const LOCK_STATE_SEQ_SQL = (tenantPlaceholder: string, lockExpression: string) =>
+  `coalesce((SELECT change_seq FROM lockdown_locks WHERE tenant_id = ${tenantPlaceholder} AND secured_object_id = ${lockExpression}
+              ORDER BY change_seq DESC LIMIT 1), 0)`;
+
+/**
  * A lock's serial (docs/api-reference.md 8.3) as an SQL expression: the change-log position of the last change that
- * concerns it, key-set changes, its holder-binding policy and the tenant's phone-key revocations included
- * (docs/api-reference.md 11.2, 11.4) — the furthest any sync answer or revocation list for it can reach
+ * concerns it, key-set changes, its holder-binding policy, its lock state and the tenant's phone-key revocations
+ * included (docs/api-reference.md 11.2, 11.4, 15) — the furthest any sync answer or revocation list for it can reach
  * (tickets_sync_idx read backwards, one row).
  */
 export const LOCK_SERIAL_SQL = (tenantPlaceholder: string, lockExpression: string) =>
@@ -91,4 +102,5 @@ export const LOCK_SERIAL_SQL = (tenantPlaceholder: string, lockExpression: strin
                 ORDER BY change_seq DESC LIMIT 1), 0),
      ${KEY_SET_SEQ_SQL(tenantPlaceholder)},
      ${HOLDER_BINDING_SEQ_SQL(tenantPlaceholder, lockExpression)},
+     ${LOCK_STATE_SEQ_SQL(tenantPlaceholder, lockExpression)},
      ${REVOKED_KEYS_SEQ_SQL(tenantPlaceholder)})`;

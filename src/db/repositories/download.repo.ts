@@ -3,7 +3,7 @@
 import type { Queryable } from '../database.js';
 import { keysetPage, type KeysetPosition } from '../../shared/keyset.js';
 import { AUDIT_APPEND_CTES } from './audit.repo.js';
-import { HOLDER_BINDING_SQL, LOCK_SERIAL_SQL } from './change-log.repo.js';
+import { HOLDER_BINDING_SQL, LOCK_SERIAL_SQL, LOCK_STATE_MODE_SQL, LOCK_STATE_SEQ_SQL } from './change-log.repo.js';
 import type { HolderBinding } from '../../shared/holder-binding.js';
 import type { HolderPublicKey } from '../../shared/holder-keys.js';
 import { CLOCK_MARGIN_SQL } from './lock-telemetry.repo.js';
@@ -198,6 +198,8 @@ export interface LockRevocations {
   holderBinding: HolderBinding;
   /** The tenant's revoked phone keys whose bound credentials may still be alive, by thumbprint (docs/api-reference.md 11.4). */
   revokedKeys: string[];
+  /** The lock's state (docs/api-reference.md 15): its mode and serial; `normal` and 0 while no lockdown reached it. */
+  lockState: { mode: 'lockdown' | 'normal'; serial: number };
 }
 
 /**
@@ -213,7 +215,15 @@ export async function listLockRevocations(
   maxClockMarginMs: number,
 ): Promise<LockRevocations[]> {
   if (securedObjectIds.length === 0) return [];
-  const { rows } = await db.query<{ secured_object_id: string; serial: number; revoked: string[]; holder_binding: HolderBinding; revoked_keys: string[] }>(
+  const { rows } = await db.query<{
+    secured_object_id: string;
+    serial: number;
+    revoked: string[];
+    holder_binding: HolderBinding;
+    revoked_keys: string[];
+    lock_state_mode: 'lockdown' | 'normal';
+    lock_state_seq: number;
+  }>(
     `SELECT l.id AS secured_object_id,
             ${LOCK_SERIAL_SQL('$1', 'l.id')} AS serial,
             coalesce((SELECT array_agg(id::text ORDER BY id) FROM tickets
@@ -223,7 +233,9 @@ export async function listLockRevocations(
             -- The same for every lock of the tenant, bounded by the lifetime like the tickets' revocations; read
             -- at the lock's clock, as a sync does.
             coalesce((SELECT array_agg(key_thumbprint ORDER BY key_thumbprint) FROM revoked_device_keys
-                       WHERE tenant_id = $1 AND bound_until > $3::bigint + ${CLOCK_MARGIN_SQL('$1', 'l.id', '$4')}), '{}') AS revoked_keys
+                       WHERE tenant_id = $1 AND bound_until > $3::bigint + ${CLOCK_MARGIN_SQL('$1', 'l.id', '$4')}), '{}') AS revoked_keys,
+            ${LOCK_STATE_MODE_SQL('$1', 'l.id')} AS lock_state_mode,
+            ${LOCK_STATE_SEQ_SQL('$1', 'l.id')} AS lock_state_seq
        FROM unnest($2::text[]) AS l (id)
       ORDER BY l.id`,
     [tenantId, securedObjectIds, now, maxClockMarginMs],
@@ -234,6 +246,7 @@ export async function listLockRevocations(
     revoked: row.revoked,
     holderBinding: row.holder_binding,
     revokedKeys: row.revoked_keys,
+    lockState: { mode: row.lock_state_mode, serial: Number(row.lock_state_seq) },
   }));
 }
 

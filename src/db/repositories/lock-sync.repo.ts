@@ -2,7 +2,7 @@
 // it and its client's binding still stand.
 import type { Queryable } from '../database.js';
 import type { SyncPosition } from '../../shared/pagination.js';
-import { HOLDER_BINDING_SEQ_SQL, HOLDER_BINDING_SQL, KEY_SET_SEQ_SQL, REVOKED_KEYS_SEQ_SQL } from './change-log.repo.js';
+import { HOLDER_BINDING_SEQ_SQL, HOLDER_BINDING_SQL, KEY_SET_SEQ_SQL, LOCK_STATE_MODE_SQL, LOCK_STATE_SEQ_SQL, REVOKED_KEYS_SEQ_SQL } from './change-log.repo.js';
 import type { HolderBinding } from '../../shared/holder-binding.js';
 import { CLOCK_MARGIN_SQL } from './lock-telemetry.repo.js';
 import { TICKET_COLUMNS, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';
@@ -39,6 +39,9 @@ export interface LockChanges extends LockSyncState {
   holderBindingSeq: number;
   /** The change number of the tenant's last phone-key revocation; 0: none. */
   revokedKeysSeq: number;
+  /** The lock's state (docs/api-reference.md 15): its mode and serial, the change number that set it; 0: never set. */
+  lockStateMode: 'lockdown' | 'normal';
+  lockStateSeq: number;
   /**
    * The phone keys revoked after the position's change number whose bound credentials may still be alive at the
    * lock's clock (docs/api-reference.md 11.4), in change-log order; each revocation has a change number of its own.
@@ -76,6 +79,8 @@ export async function listLockChanges(
       holder_binding: HolderBinding;
       holder_binding_seq: number;
       revoked_keys_seq: number;
+      lock_state_mode: 'lockdown' | 'normal';
+      lock_state_seq: number;
       revoked_keys: { jkt: string; revocationDate: number; changeSeq: number }[] | string | null;
       keys_clock_dependent: boolean;
     }
@@ -97,7 +102,9 @@ export async function listLockChanges(
                          AND credential_expires_at <= $5::bigint + ${CLOCK_MARGIN_SQL('$1', '$2', '$8')}) AS clock_dependent,
               ${HOLDER_BINDING_SQL('$1', '$2')} AS holder_binding,
               ${HOLDER_BINDING_SEQ_SQL('$1', '$2')} AS holder_binding_seq,
-              ${REVOKED_KEYS_SEQ_SQL('$1')} AS revoked_keys_seq
+              ${REVOKED_KEYS_SEQ_SQL('$1')} AS revoked_keys_seq,
+              ${LOCK_STATE_MODE_SQL('$1', '$2')} AS lock_state_mode,
+              ${LOCK_STATE_SEQ_SQL('$1', '$2')} AS lock_state_seq
      ), revoked_keys AS (
        -- docs/api-reference.md 11.4: every lock of the tenant learns every revoked phone key while a credential bound to
        -- it may be alive at its clock, as with a ticket's revocation above; an index range on (tenant, change_seq).
@@ -135,6 +142,8 @@ export async function listLockChanges(
     holderBinding: first.holder_binding,
     holderBindingSeq: Number(first.holder_binding_seq),
     revokedKeysSeq: Number(first.revoked_keys_seq),
+    lockStateMode: first.lock_state_mode,
+    lockStateSeq: Number(first.lock_state_seq),
     revokedKeys: jsonArray(first.revoked_keys).map((key) => ({
       jkt: key.jkt,
       revocationDate: Number(key.revocationDate),

@@ -3,7 +3,7 @@
 import type { Queryable } from '../database.js';
 import { keysetPage, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
 import { AUDIT_APPEND_CTES, TICKET_EVENT_CHUNKS } from './audit.repo.js';
-import { LOCK_SERIAL_SQL } from './change-log.repo.js';
+import { LOCK_SERIAL_SQL, LOCK_STATE_MODE_SQL, LOCK_STATE_SEQ_SQL } from './change-log.repo.js';
 import { CLOCK_DRIFT_LIMIT_MS } from '../../shared/clock-drift.js';
 import { TICKET_COLUMNS, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';
 
@@ -233,6 +233,8 @@ export interface LockPropagation {
    * position) while a credential bound to one may still be alive at its clock.
    */
   pendingKeyRevocations: number;
+  /** The lock's state (docs/api-reference.md 15): its mode and serial; `normal` and 0 while no lockdown reached it. */
+  lockState: { mode: 'lockdown' | 'normal'; serial: number };
 }
 
 /**
@@ -258,14 +260,23 @@ export async function findLockPropagation(
   now: number,
   maxClockMarginMs: number,
 ): Promise<LockPropagation> {
-  const { rows } = await db.query<{ [K in keyof LockTelemetryRow]: LockTelemetryRow[K] | null } & { pending: number; pending_keys: number }>(
+  const { rows } = await db.query<
+    { [K in keyof LockTelemetryRow]: LockTelemetryRow[K] | null } & {
+      pending: number;
+      pending_keys: number;
+      lock_state_mode: 'lockdown' | 'normal';
+      lock_state_seq: number;
+    }
+  >(
     `SELECT ${COLUMNS.split(', ').map((column) => `lt.${column}`).join(', ')},
             (SELECT count(*)::int FROM tickets t
               WHERE t.tenant_id = $1 AND t.secured_object_id = $2 AND ${PENDING('$3::bigint', 'lt.clock_offset_ms', '$4')}) AS pending,
             -- A range of revoked_device_keys_sync_idx: the tenant's key revocations after the lock's position, few.
             (SELECT count(*)::int FROM revoked_device_keys k
               WHERE k.tenant_id = $1 AND k.change_seq > coalesce(lt.applied_through, 0)
-                AND k.bound_until > $3::bigint + greatest(least(coalesce(lt.clock_offset_ms, 0), 0), -($4::bigint))) AS pending_keys
+                AND k.bound_until > $3::bigint + greatest(least(coalesce(lt.clock_offset_ms, 0), 0), -($4::bigint))) AS pending_keys,
+            ${LOCK_STATE_MODE_SQL('$1', '$2')} AS lock_state_mode,
+            ${LOCK_STATE_SEQ_SQL('$1', '$2')} AS lock_state_seq
        FROM (VALUES (1)) AS one (x)
        LEFT JOIN lock_telemetry lt ON lt.tenant_id = $1 AND lt.secured_object_id = $2`,
     [tenantId, securedObjectId, now, maxClockMarginMs],
@@ -275,6 +286,7 @@ export async function findLockPropagation(
     telemetry: row.last_seen_at === null ? null : toTelemetry(row as LockTelemetryRow),
     pendingRevocations: row.pending,
     pendingKeyRevocations: row.pending_keys,
+    lockState: { mode: row.lock_state_mode, serial: Number(row.lock_state_seq) },
   };
 }
 

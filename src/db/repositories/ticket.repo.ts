@@ -23,6 +23,8 @@ export interface TicketRecord {
   revocationAppliedAt: number | null;
   /** Its weekly schedule in the lock's local time (docs/api-reference.md 9); null: open all through its validity. */
   schedule: Schedule | null;
+  /** docs/api-reference.md 15: opens during a lockdown; its credentials carry `ovr`. Absent or false: an ordinary ticket. */
+  override?: boolean;
 }
 
 export interface TicketRow {
@@ -40,10 +42,11 @@ export interface TicketRow {
   access_permission_id: string | null;
   revocation_applied_at: number | null;
   schedule: Schedule | null;
+  override: boolean;
 }
 
 export const TICKET_COLUMNS =
-  'id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at, commands, channels, revoked_at, downloaded_at, access_permission_id, revocation_applied_at, schedule';
+  'id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at, commands, channels, revoked_at, downloaded_at, access_permission_id, revocation_applied_at, schedule, override';
 
 /** Tickets page in creation order; their ids are server-made UUIDs. */
 export const TICKET_KEYSET: KeysetColumns = { createdAt: 'created_at', id: 'id', idType: 'uuid' };
@@ -64,6 +67,7 @@ export function toTicketRecord(row: TicketRow): TicketRecord {
     accessPermissionId: row.access_permission_id,
     revocationAppliedAt: row.revocation_applied_at,
     schedule: row.schedule,
+    override: row.override,
   };
 }
 
@@ -105,6 +109,7 @@ export async function createTickets(
     commands: ticket.commands,
     channels: ticket.channels,
     schedule: ticket.schedule,
+    override: ticket.override === true,
     actor: ticket.audit.actor,
     request_id: ticket.audit.requestId,
   }));
@@ -114,8 +119,8 @@ export async function createTickets(
     `WITH seq AS (${NEXT_CHANGE_SEQ_CTE('$1')}
      ), input AS (
        SELECT * FROM jsonb_to_recordset($2::jsonb) AS i (ordinal int, id uuid, secured_object_id text, mobile_device_id text,
-         begin_date bigint, end_date bigint, created_at bigint, commands text[], channels text[], schedule jsonb, actor text,
-         request_id text)
+         begin_date bigint, end_date bigint, created_at bigint, commands text[], channels text[], schedule jsonb, override boolean,
+         actor text, request_id text)
      ), lock AS (
        -- Reading seq orders the counter's lock before the row locks below.
        SELECT so.id, so.channels FROM secured_objects so, seq
@@ -125,9 +130,9 @@ export async function createTickets(
         WHERE md.tenant_id = $1 AND md.id IN (SELECT mobile_device_id FROM input) FOR SHARE OF md
      ), inserted AS (
        INSERT INTO tickets (id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at, commands,
-                            channels, schedule, change_seq)
+                            channels, schedule, override, change_seq)
        SELECT i.id, $1, i.secured_object_id, i.mobile_device_id, i.begin_date, i.end_date, i.created_at, i.commands,
-              i.channels, i.schedule, seq.last_seq
+              i.channels, i.schedule, i.override, seq.last_seq
          FROM input i JOIN lock ON lock.id = i.secured_object_id JOIN device ON device.id = i.mobile_device_id, seq
         WHERE lock.channels @> i.channels
        RETURNING ${TICKET_COLUMNS}

@@ -25,7 +25,9 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
           'A sync with a cursor tells the server the lock has applied everything the cursor reached (docs/api-reference.md 8.4): ' +
           'ask again after applying an answer, so the operator sees the revocations arrive. When too many locks sync at once ' +
           'the answer may be `503` with a jittered `Retry-After`: retry with exponential backoff and full jitter, never sooner ' +
-          '(docs/lock-sync.md).',
+          '(docs/lock-sync.md). With `wait` (seconds, at most 30) a sync with nothing new is held open and answers as soon as ' +
+          'anything for the lock changes (a lockdown, a ticket, a revocation), else empty at the deadline; an instance holding ' +
+          'as many as it may answers `503` with `Retry-After`.',
         params: ObjectIdParams,
         querystring: SyncQuery,
         response: {
@@ -35,8 +37,16 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
       },
     },
     async (request, reply) => {
-      const { limit, cursor } = request.query;
-      const { more, ...answer } = await services.lockSyncs.sync(request.auth.tenantId, request.auth, request.params.id, limit, cursor);
+      const { limit, cursor, wait } = request.query;
+      // A held sync whose lock hung up stops waiting (docs/lock-sync.md): nothing is kept for an answer no one reads.
+      // Made only for a sync that may wait: the nothing-new poll stays as cheap as before.
+      let held: { seconds: number; signal: AbortSignal } | undefined;
+      if (wait !== undefined && wait > 0) {
+        const hungUp = new AbortController();
+        reply.raw.once('close', () => hungUp.abort());
+        held = { seconds: wait, signal: hungUp.signal };
+      }
+      const { more, ...answer } = await services.lockSyncs.sync(request.auth.tenantId, request.auth, request.params.id, limit, cursor, held);
       // An answer cut at `limit` names the next request like a page does (docs/api-reference.md 7.3).
       if (more) linkNextPage(request, reply, answer.cursor);
       return answer;

@@ -12,6 +12,7 @@ import auditRoutes from './audit-events.js';
 import erasureRoutes from './erasures.js';
 import claimRoutes from './claims.js';
 import eventRoutes from './events.js';
+import lockdownRoutes from './lockdowns.js';
 import mobileDeviceRoutes from './mobile-devices.js';
 import oauthClientRoutes from './oauth-clients.js';
 import revocationRoutes from './revocations.js';
@@ -45,6 +46,7 @@ const SCOPE_DESCRIPTIONS: Record<string, string> = {
   'webhooks:manage': 'manage webhook subscriptions and their deliveries',
   'keys:register': 'a bound client registering its own mobile device\'s or secured object\'s public key (Device API)',
   'settings:manage': 'read and change the tenant\'s settings',
+  'lockdown:manage': 'start and end lockdowns, and issue override tickets that open during one',
 };
 
 export default async function operatorApi(app: FastifyInstance, options: OperatorApiOptions) {
@@ -72,6 +74,10 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
       {
         name: 'Ticket keys',
         description: 'The keys the tenant\'s credentials are signed with, published at `/tenants/{tenant}/jwks.json`, and their rotation.',
+      },
+      {
+        name: 'Lockdowns',
+        description: 'Lock every door of the tenant or of a lock group at once, offline locks included (docs/api-reference.md 15).',
       },
       {
         name: 'Settings',
@@ -109,6 +115,7 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
       settingsRoutes,
       erasureRoutes,
       claimRoutes,
+      lockdownRoutes,
     ]) {
       await resources.register(routes, { services, prefix: '/operatorapi' });
     }

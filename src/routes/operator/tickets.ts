@@ -9,6 +9,11 @@ import { actionContext } from '../shared/context.js';
 import { sendPage } from '../shared/pages.js';
 import { markRevivedChannels } from '../shared/removed.js';
 import { resourcePath } from '../shared/headers.js';
+import { bearerChallenge } from '../../plugins/bearer-auth.js';
+import { ForbiddenError } from '../../errors.js';
+
+/** docs/api-reference.md 15: an override ticket opens during a lockdown, so only who may start one may issue one. */
+const OVERRIDE_SCOPE = 'lockdown:manage';
 
 const tags = ['Tickets'];
 const TicketIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 256, description: 'The ticket id.' }) });
@@ -27,7 +32,8 @@ const ticketRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (a
           'Lets one mobile device send the listed commands to one secured object over the listed channels within ' +
           '[beginDate, endDate). `400` names every malformed field; `422` says why a well-formed ticket cannot be issued ' +
           '(unknown lock or device, dates, commands, a channel the lock does not support, `nfccard`, a `schedule` that is ' +
-          'malformed or never opens within the validity in the lock\'s time zone). With ' +
+          'malformed or never opens within the validity in the lock\'s time zone). `override: true` (the ticket opens during ' +
+          'a lockdown) needs the scope `lockdown:manage` as well (`403` otherwise). With ' +
           '`Idempotency-Key`, a repeat answers the first response and issues nothing.',
         headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ description: 'Makes the request safe to retry (24 h).' })) }),
         body: NewTicketSchema,
@@ -38,6 +44,11 @@ const ticketRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (a
       },
     },
     async (request, reply) => {
+      if (request.body.override === true && !request.auth.scopes.has(OVERRIDE_SCOPE)) {
+        throw new ForbiddenError(`An override ticket needs the scope ${OVERRIDE_SCOPE}.`, {
+          'www-authenticate': bearerChallenge('operatorapi', { code: 'insufficient_scope', scope: OVERRIDE_SCOPE }),
+        });
+      }
       const ticket = await services.tickets.create(actionContext(request), request.body);
       markRevivedChannels(reply, ticket.channels);
       return reply.code(201).header('location', resourcePath`/operatorapi/tickets/${ticket.id}`).send(ticket);

@@ -805,6 +805,11 @@ export interface components {
             schedule?: components["schemas"]["Schedule"];
             /** @description When its lock applied its revocation (docs/api-reference.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
             revocationAppliedTime?: number;
+            /**
+             * @description The ticket opens during a lockdown (docs/api-reference.md 15); absent on ordinary tickets.
+             * @enum {boolean}
+             */
+            override?: true;
         };
         /**
          * TicketStatus

@@ -31,7 +31,7 @@ export interface paths {
         };
         /**
          * Sync an online lock
-         * @description Without `cursor`: the lock's current valid tickets, the revocations it still needs (of tickets whose credential may still be valid, docs/api-reference.md 8.2) and the tenant's key set. With the `cursor` of the previous answer: only what changed after it, with `keys` when the key set changed; nothing changed answers empty arrays and the same cursor. Large answers are cut at `limit` with `Link: rel="next"`. Needs a client bound to this lock, or an unbound one. A deleted lock's client still syncs the revocations its deletion caused, with `decommissioned: true`. A sync with a cursor tells the server the lock has applied everything the cursor reached (docs/api-reference.md 8.4): ask again after applying an answer, so the operator sees the revocations arrive. When too many locks sync at once the answer may be `503` with a jittered `Retry-After`: retry with exponential backoff and full jitter, never sooner (docs/lock-sync.md).
+         * @description Without `cursor`: the lock's current valid tickets, the revocations it still needs (of tickets whose credential may still be valid, docs/api-reference.md 8.2) and the tenant's key set. With the `cursor` of the previous answer: only what changed after it, with `keys` when the key set changed; nothing changed answers empty arrays and the same cursor. Large answers are cut at `limit` with `Link: rel="next"`. Needs a client bound to this lock, or an unbound one. A deleted lock's client still syncs the revocations its deletion caused, with `decommissioned: true`. A sync with a cursor tells the server the lock has applied everything the cursor reached (docs/api-reference.md 8.4): ask again after applying an answer, so the operator sees the revocations arrive. When too many locks sync at once the answer may be `503` with a jittered `Retry-After`: retry with exponential backoff and full jitter, never sooner (docs/lock-sync.md). With `wait` (seconds, at most 30) a sync with nothing new is held open and answers as soon as anything for the lock changes (a lockdown, a ticket, a revocation), else empty at the deadline; an instance holding as many as it may answers `503` with `Retry-After`.
          */
         get: operations["syncSecuredObject"];
         put?: never;
@@ -403,8 +403,15 @@ export interface components {
             schedule?: components["schemas"]["Schedule"];
             /** @description When its lock applied its revocation (docs/api-reference.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
             revocationAppliedTime?: number;
+            /**
+             * @description The ticket opens during a lockdown (docs/api-reference.md 15); absent on ordinary tickets.
+             * @enum {boolean}
+             */
+            override?: true;
             /** @description Compact JWS the lock checks offline (docs/api-reference.md 6.3): header {alg, kid, typ: "ticket+jwt"}, payload {iss, jti, sub, aud, nbf, exp, beginDate, endDate, cmd, chn, iat}, signed with the tenant's key (GET /tenants/{tenant}/jwks.json). Valid at most CREDENTIAL_MAX_LIFETIME; download again to renew (docs/api-reference.md 8.2). Absent while the ticket begins beyond that horizon. */
             credential?: string;
+            /** @description Beside `revocationList`, on the first ticket of each lock in the page: the lock's signed state (docs/api-reference.md 15), `lock-state+jwt` {iss, aud, serial, mode, iat}, for the phone to hand to the lock, so a lockdown reaches a lock that is never online with the first phone that visits it (docs/lock-integration.md 11). */
+            lockState?: string;
             /** @description On the first ticket of each lock in the page: the signed revocation list of that lock, for the phone to hand to it (docs/api-reference.md 8.3; the page is a JSON array, docs/api-reference.md 7.3, so the lists travel on the tickets). A compact JWS, header {alg, kid, typ: "revocation-list+jwt"}, payload {iss, aud, serial, iat, revoked: [ticket ids], keys}. A lock applies it when its serial is above its own, so a lock that is never online learns revocations and key changes from any visiting phone. */
             revocationList?: string;
             /** @description Set when `credential` is absent: from when a download carries it, Unix milliseconds (docs/api-reference.md 8.2). */
@@ -913,6 +920,8 @@ export interface components {
              * @enum {boolean}
              */
             decommissioned?: true;
+            /** @description On a full sync and after the lock's state changed (docs/api-reference.md 15): a compact JWS, header {alg, kid, typ: "lock-state+jwt"}, payload {iss, aud (the lock id), serial, mode: "lockdown" | "normal", iat}, signed with the tenant's ticket key. The lock verifies it like a revocation list and applies it when its serial is above its own lock-state serial (docs/lock-integration.md 11). */
+            lockState?: string;
             /**
              * @description docs/api-reference.md 11.2: `optional` (a lock opens for a credential without `cnf` as before) or `required` (a lock refuses a credential without `cnf`, so only a phone that proves its key opens).
              * @example optional
@@ -991,6 +1000,11 @@ export interface components {
             schedule?: components["schemas"]["Schedule"];
             /** @description When its lock applied its revocation (docs/api-reference.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
             revocationAppliedTime?: number;
+            /**
+             * @description The ticket opens during a lockdown (docs/api-reference.md 15); absent on ordinary tickets.
+             * @enum {boolean}
+             */
+            override?: true;
         };
         /**
          * TicketStatus
@@ -1158,6 +1172,8 @@ export interface operations {
                 cursor?: string;
                 /** @description Most changes in one answer, 1 to 1000. */
                 limit?: number;
+                /** @description Seconds, 0 to 30 (docs/lock-sync.md): with nothing new, the answer waits until something for the lock changes (answered at once, on whichever instance the change was made) or the time is up (the empty answer). Needs `cursor`: a full sync always has news. */
+                wait?: number;
             };
             header?: never;
             path: {

@@ -199,7 +199,7 @@ export interface paths {
         put?: never;
         /**
          * Issue a ticket
-         * @description Lets one mobile device send the listed commands to one secured object over the listed channels within [beginDate, endDate). `400` names every malformed field; `422` says why a well-formed ticket cannot be issued (unknown lock or device, dates, commands, a channel the lock does not support, `nfccard`, a `schedule` that is malformed or never opens within the validity in the lock's time zone). With `Idempotency-Key`, a repeat answers the first response and issues nothing.
+         * @description Lets one mobile device send the listed commands to one secured object over the listed channels within [beginDate, endDate). `400` names every malformed field; `422` says why a well-formed ticket cannot be issued (unknown lock or device, dates, commands, a channel the lock does not support, `nfccard`, a `schedule` that is malformed or never opens within the validity in the lock's time zone). `override: true` (the ticket opens during a lockdown) needs the scope `lockdown:manage` as well (`403` otherwise). With `Idempotency-Key`, a repeat answers the first response and issues nothing.
          */
         post: operations["createTicket"];
         delete?: never;
@@ -772,6 +772,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/operatorapi/lockdowns": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List lockdowns
+         * @description The tenant's lockdowns and their ends, oldest first, each with how many of its locks it has reached.
+         */
+        get: operations["listLockdowns"];
+        put?: never;
+        /**
+         * Start or end a lockdown
+         * @description `mode: "lockdown"` makes every lock in scope (the tenant's, or a lock group's members now) refuse every credential but those of override tickets; `mode: "normal"` ends it. The new state is signed for each lock (`lock-state+jwt`, docs/lock-integration.md 11) and reaches online locks with their next sync (a sync held with `?wait=` answers at once) and offline locks with the next phone download that passes by. An unknown lock group is `404`. Send `Idempotency-Key` to make retries safe.
+         */
+        post: operations["createLockdown"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/operatorapi/lockdowns/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a lockdown
+         * @description One lockdown, with the locks it has reached and those it has not yet.
+         */
+        get: operations["getLockdown"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -936,7 +980,7 @@ export interface components {
              * @description What happened: the event's `type` (docs/api-reference.md 10), e.g. `ticket.created`.
              * @enum {string}
              */
-            action: "ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished";
+            action: "ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished" | "lockdown.started" | "lockdown.ended";
             /** @description What it happened to, e.g. `ticket:<id>`; for the tickets a grant, membership change or removal made or revoked (in chunks of up to 1,000), the change itself, e.g. `access_permission:<id>`. */
             target: string;
             /** @description The id the server gave the request that made the change (its `X-Request-Id` answer). */
@@ -1008,7 +1052,7 @@ export interface components {
             clientId: string;
             name: string;
             /** @description The scopes the client may request. */
-            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "keys:register" | "settings:manage" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
+            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "keys:register" | "settings:manage" | "lockdown:manage" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
             /** @description The mobile device the client is bound to. */
             mobileDeviceId?: string;
             /** @description The secured object the client is bound to. */
@@ -1040,7 +1084,7 @@ export interface components {
             clientId: string;
             name: string;
             /** @description The scopes the client may request. */
-            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "keys:register" | "settings:manage" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
+            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "keys:register" | "settings:manage" | "lockdown:manage" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
             /** @description The mobile device the client is bound to. */
             mobileDeviceId?: string;
             /** @description The secured object the client is bound to. */
@@ -1128,7 +1172,7 @@ export interface components {
             clientId: string;
             name: string;
             /** @description The scopes the client may request. */
-            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "keys:register" | "settings:manage" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
+            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "keys:register" | "settings:manage" | "lockdown:manage" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
             /** @description The mobile device the client is bound to. */
             mobileDeviceId?: string;
             /** @description The secured object the client is bound to. */
@@ -1170,7 +1214,7 @@ export interface components {
             /** @description Where deliveries are POSTed. */
             url: string;
             /** @description The event types it receives. */
-            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished")[];
+            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished" | "lockdown.started" | "lockdown.ended")[];
             /** @description A note for people. */
             description?: string;
             /** @description False while paused or disabled: nothing is sent until it is enabled again. */
@@ -1291,7 +1335,7 @@ export interface components {
              * @description What happened, e.g. `ticket.created` (docs/api-reference.md 10). The same as the audit view's `action`: the audit view is a projection of this log.
              * @enum {string}
              */
-            type: "ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished";
+            type: "ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished" | "lockdown.started" | "lockdown.ended";
             /** @description The event's number in its tenant's sequence: 1, 2, 3, ... in commit order, without gaps (the audit view's `id`). */
             sequence: number;
             /** @description When, Unix milliseconds. */
@@ -1302,6 +1346,42 @@ export interface components {
             };
             /** @description The id the server gave the request that made the change (its `X-Request-Id` answer). */
             requestId?: string;
+        };
+        /**
+         * Lockdown
+         * @example {
+         *       "id": "5d0c7d1e-8d0a-4b8e-9f5c-0e6a2b1c3d4e",
+         *       "scope": "tenant",
+         *       "mode": "lockdown",
+         *       "reason": "Police request: threat on site",
+         *       "creationTime": 1767225600000,
+         *       "serial": 4711,
+         *       "lockCount": 120,
+         *       "locksReached": 87,
+         *       "locksNotReached": 33
+         *     }
+         */
+        Lockdown: {
+            /** @description The lockdown id. */
+            id: string;
+            /** @description `"tenant"`, or `{"lockGroupId": …}`: the locks in scope at this moment get the new state. */
+            scope: "tenant" | {
+                /** @description The lock group (Access API) whose locks it reaches. */
+                lockGroupId: string;
+            };
+            /** @description `lockdown`: the locks refuse every credential but an override ticket's; `normal`: they open as before. */
+            mode: "lockdown" | "normal";
+            reason: string;
+            /** @description When it was made, Unix milliseconds. */
+            creationTime: number;
+            /** @description The serial of the signed lock state it gave its locks (docs/lock-integration.md 11). */
+            serial: number;
+            /** @description The locks in its scope when it was made. */
+            lockCount: number;
+            /** @description Of those still registered, how many have applied this state or a later one (their sync or a signed receipt, docs/api-reference.md 8.4). */
+            locksReached: number;
+            /** @description Of those still registered, how many have not yet. */
+            locksNotReached: number;
         };
         /**
          * MobileDevice
@@ -1369,11 +1449,30 @@ export interface components {
             /** @description A name for people. */
             name: string;
             /** @description The scopes the client may request. */
-            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "keys:register" | "settings:manage" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
+            scopes: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "keys:register" | "settings:manage" | "lockdown:manage" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
             /** @description Binds the client to this mobile device (Device API). */
             mobileDeviceId?: string;
             /** @description Binds the client to this secured object (Device API). */
             securedObjectId?: string;
+        };
+        /**
+         * NewLockdown
+         * @example {
+         *       "scope": "tenant",
+         *       "mode": "lockdown",
+         *       "reason": "Police request: threat on site"
+         *     }
+         */
+        NewLockdown: {
+            /** @description `"tenant"`, or `{"lockGroupId": …}`: the locks in scope at this moment get the new state. */
+            scope: "tenant" | {
+                /** @description The lock group (Access API) whose locks it reaches. */
+                lockGroupId: string;
+            };
+            /** @description `lockdown`: the locks refuse every credential but an override ticket's; `normal`: they open as before. */
+            mode: "lockdown" | "normal";
+            /** @description Why, for the audit trail and the events. */
+            reason: string;
         };
         /**
          * NewMobileDevice
@@ -1443,6 +1542,8 @@ export interface components {
             /** @description Channels the ticket may be used over; each must be supported by the lock. */
             channels: ("btlespp" | "nfccard")[];
             schedule?: components["schemas"]["Schedule"];
+            /** @description `true`: the ticket opens during a lockdown (docs/api-reference.md 15); its credentials carry `ovr: true`. Only a caller holding `lockdown:manage` may set it (`403` otherwise). */
+            override?: boolean;
         };
         /**
          * NewTicketKeyRotation
@@ -1485,7 +1586,7 @@ export interface components {
             /** @description Where deliveries are POSTed: an `https` URL without credentials or fragment that does not resolve to a loopback, private, link-local or cloud-metadata address (`http` and loopback or private addresses only with `WEBHOOK_ALLOW_INSECURE=true`). Checked here and again at every delivery; a refused URL is a 422 naming the reason. */
             url: string;
             /** @description The event types to receive: at least one, each once. There is no wildcard; subscribe to a new type explicitly when the receiver handles it. */
-            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished")[];
+            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished" | "lockdown.started" | "lockdown.ended")[];
             /** @description A note for people. */
             description?: string;
         };
@@ -1792,6 +1893,10 @@ export interface components {
             clockOffset?: number;
             /** @description True when the lock's clock is off by more than 30 s (`clockOffset`). */
             clockDrift: boolean;
+            /** @description The lock's state as the last lockdown that reached it set it (docs/api-reference.md 15). Absent while none did. */
+            lockMode?: "lockdown" | "normal";
+            /** @description Whether the lock has applied that state: it synced past it, or a receipt it signed reports a serial at or above it (as `appliedThrough`, docs/api-reference.md 8.4). Absent with `lockMode`. */
+            lockdownApplied?: boolean;
         };
         /**
          * TenantSettings
@@ -1900,6 +2005,11 @@ export interface components {
             schedule?: components["schemas"]["Schedule"];
             /** @description When its lock applied its revocation (docs/api-reference.md 8.4): the lock synced past it or reported a serial at or above it, Unix milliseconds. Absent while not revoked, while the lock has not applied it yet, and for a revocation the lock never needed (the ticket was never downloaded). */
             revocationAppliedTime?: number;
+            /**
+             * @description The ticket opens during a lockdown (docs/api-reference.md 15); absent on ordinary tickets.
+             * @enum {boolean}
+             */
+            override?: true;
         };
         /**
          * TicketKey
@@ -1993,7 +2103,7 @@ export interface components {
             /** @description Where deliveries are POSTed. */
             url: string;
             /** @description The event types it receives. */
-            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished")[];
+            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished" | "lockdown.started" | "lockdown.ended")[];
             /** @description A note for people. */
             description?: string;
             /** @description False while paused or disabled: nothing is sent until it is enabled again. */
@@ -2051,7 +2161,7 @@ export interface components {
             /** @description Where deliveries are POSTed: an `https` URL without credentials or fragment that does not resolve to a loopback, private, link-local or cloud-metadata address (`http` and loopback or private addresses only with `WEBHOOK_ALLOW_INSECURE=true`). Checked here and again at every delivery; a refused URL is a 422 naming the reason. */
             url?: string;
             /** @description The event types to receive: at least one, each once. There is no wildcard; subscribe to a new type explicitly when the receiver handles it. */
-            eventTypes?: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished")[];
+            eventTypes?: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished" | "lockdown.started" | "lockdown.ended")[];
             /** @description A note for people; the empty string removes it. */
             description?: string;
             /** @description `false` pauses the subscription (`disabledReason: operator`); `true` resumes a paused or disabled one where it stopped: the events committed meanwhile are delivered, nothing is lost. */
@@ -2079,7 +2189,7 @@ export interface components {
             /** @description Where deliveries are POSTed. */
             url: string;
             /** @description The event types it receives. */
-            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished")[];
+            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished" | "lockdown.started" | "lockdown.ended")[];
             /** @description A note for people. */
             description?: string;
             /** @description False while paused or disabled: nothing is sent until it is enabled again. */
@@ -9043,6 +9153,409 @@ export interface operations {
             };
             /** @description The request body is not JSON. */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listLockdowns: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 1000. */
+                limit?: number;
+                /** @description Opaque cursor from the `Link: rel="next"` header. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of lockdowns. */
+            200: {
+                headers: {
+                    /** @description RFC 8288 `<…>; rel="next"`: the same request with the cursor of the next page; absent on the last page. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Lockdown"][];
+                };
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createLockdown: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry (24 h). */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewLockdown"];
+            };
+        };
+        responses: {
+            /** @description The lockdown. */
+            201: {
+                headers: {
+                    /** @description The path of the created resource (RFC 9110 section 10.2.2). */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Lockdown"];
+                };
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource in the caller's tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request conflicts with the current state (an id in use, an idempotent request still running). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the configured limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but cannot be carried out; the detail says why. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getLockdown: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The lockdown id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The lockdown. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Lockdown"];
+                };
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource in the caller's tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -35,6 +35,9 @@ function lockFor(vector: VectorCase): LockSimulator {
     cursor: 'vectors',
   });
   lock.lockdown = state.lockdown === true;
+  lock.lockStateSerial = state.lockStateSerial ?? 0;
+  // docs/lock-integration.md 11: the state a phone hands over, applied (or refused) before the decision.
+  if (state.lockState !== undefined) lock.applyLockState(state.lockState);
   lock.hello(state.now, state.nonce);
   if (state.nonceUsed) lock.endSession();
   return lock;
@@ -54,8 +57,11 @@ describe('docs/test-vectors/door.json', () => {
     const lockFields = ['decommissioned', 'holderBinding', 'id', 'issuer', 'keys', 'nonce', 'nonceUsed', 'now', 'revoked', 'revokedKeys', 'serial'];
     for (const vector of vectors.cases) {
       expect(Object.keys(vector).sort(), vector.name).toEqual(['channel', 'command', 'credential', 'expect', 'lock', 'name', 'proof']);
-      expect(Object.keys(vector.lock).filter((field) => field !== 'lockdown').sort(), vector.name).toEqual(lockFields);
+      const optional = new Set(['lockdown', 'lockStateSerial', 'lockState']);
+      expect(Object.keys(vector.lock).filter((field) => !optional.has(field)).sort(), vector.name).toEqual(lockFields);
       expect(vector.lock.lockdown === undefined || typeof vector.lock.lockdown === 'boolean').toBe(true);
+      expect(vector.lock.lockStateSerial === undefined || Number.isSafeInteger(vector.lock.lockStateSerial)).toBe(true);
+      expect(vector.lock.lockState === undefined || typeof vector.lock.lockState === 'string').toBe(true);
       expect(vector.lock.keys.keys.every((key) => !('d' in (key as object))), `${vector.name}: a lock's key set is public`).toBe(true);
       expect(vector.proof === null || typeof vector.proof === 'string').toBe(true);
       expect(Object.keys(vector.expect).sort()).toEqual(['decision', 'reason']);

@@ -1,0 +1,123 @@
+// SQL for lockdowns (docs/api-reference.md 15): start or end one for the tenant or a lock group, read it with how many
+// of its locks the state has reached, page them.
+import type { Queryable } from '../database.js';
+import { keysetPage, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
+
+export type LockMode = 'lockdown' | 'normal';
+
+export interface LockdownRecord {
+  id: string;
+  /** Null: every lock of the tenant. */
+  lockGroupId: string | null;
+  mode: LockMode;
+  reason: string;
+  createdAt: number;
+  actor: string;
+  /** The change-log position it took: the serial of the lock state it gave its locks. */
+  changeSeq: number;
+  /** The locks in its scope when it was made. */
+  lockCount: number;
+  /** Of those still registered, how many have applied this state or a later one (docs/api-reference.md 8.4). */
+  locksReached: number;
+  locksNotReached: number;
+}
+
+interface LockdownRow {
+  id: string;
+  lock_group_id: string | null;
+  mode: LockMode;
+  reason: string;
+  created_at: number;
+  actor: string;
+  change_seq: number;
+  lock_count: number;
+  locks_reached: number;
+  locks_not_reached: number;
+}
+
+const KEYSET: KeysetColumns = { createdAt: 'd.created_at', id: 'd.id', idType: 'uuid' };
+
+function toLockdown(row: LockdownRow): LockdownRecord {
+  return {
+    id: row.id,
+    lockGroupId: row.lock_group_id,
+    mode: row.mode,
+    reason: row.reason,
+    createdAt: Number(row.created_at),
+    actor: row.actor,
+    changeSeq: Number(row.change_seq),
+    lockCount: Number(row.lock_count),
+    locksReached: Number(row.locks_reached),
+    locksNotReached: Number(row.locks_not_reached),
+  };
+}
+
+/**
+ * A lockdown's columns and its reach: a lock has the state once it applied a position at or above the lockdown's
+ * (lock_telemetry.applied_through, docs/api-reference.md 8.4). Deleted locks are left out of both counts.
+ */
+const SELECT_LOCKDOWNS = `
+  SELECT d.id, d.lock_group_id, d.mode, d.reason, d.created_at, d.actor, d.change_seq, d.lock_count,
+         r.reached AS locks_reached, r.total - r.reached AS locks_not_reached
+    FROM lockdowns d
+    CROSS JOIN LATERAL (
+      SELECT count(*) AS total, count(*) FILTER (WHERE coalesce(t.applied_through, 0) >= l.change_seq) AS reached
+        FROM lockdown_locks l
+        JOIN secured_objects so ON so.tenant_id = l.tenant_id AND so.id = l.secured_object_id
+        LEFT JOIN lock_telemetry t ON t.tenant_id = l.tenant_id AND t.secured_object_id = l.secured_object_id
+       WHERE l.tenant_id = $1 AND l.lockdown_id = d.id
+    ) r`;
+
+export interface NewLockdown {
+  id: string;
+  lockGroupId: string | null;
+  mode: LockMode;
+  reason: string;
+  createdAt: number;
+  actor: string;
+  changeSeq: number;
+}
+
+/**
+ * Writes a lockdown and gives each lock in its scope (every lock of the tenant, or the lock group's members at this
+ * moment) its state, in one statement. Null when the lock group does not exist in the tenant (nothing written).
+ */
+export async function insertLockdown(db: Queryable, tenantId: string, lockdown: NewLockdown): Promise<{ lockCount: number; securedObjectIds: string[] } | null> {
+  const { rows } = await db.query<{ group_exists: boolean; lock_count: number | null; ids: string[] | null }>(
+    `WITH scope AS (
+       SELECT $2::uuid IS NULL OR EXISTS (SELECT 1 FROM lock_groups WHERE tenant_id = $1 AND id = $2::uuid) AS group_exists
+     ), targets AS (
+       SELECT so.id FROM secured_objects so, scope
+        WHERE so.tenant_id = $1 AND scope.group_exists
+          AND ($2::uuid IS NULL OR so.id IN (SELECT secured_object_id FROM lock_group_objects
+                                               WHERE tenant_id = $1 AND lock_group_id = $2::uuid))
+     ), lockdown AS (
+       INSERT INTO lockdowns (tenant_id, id, lock_group_id, mode, reason, created_at, actor, change_seq, lock_count)
+       SELECT $1, $3, $2::uuid, $4, $5, $6, $7, $8, (SELECT count(*) FROM targets) FROM scope WHERE scope.group_exists
+       RETURNING lock_count
+     ), locks AS (
+       INSERT INTO lockdown_locks (tenant_id, lockdown_id, secured_object_id, mode, change_seq)
+       SELECT $1, $3, targets.id, $4, $8 FROM targets
+       RETURNING secured_object_id
+     )
+     SELECT scope.group_exists, (SELECT lock_count FROM lockdown) AS lock_count,
+            (SELECT array_agg(secured_object_id ORDER BY secured_object_id) FROM locks) AS ids
+       FROM scope`,
+    [tenantId, lockdown.lockGroupId, lockdown.id, lockdown.mode, lockdown.reason, lockdown.createdAt, lockdown.actor, lockdown.changeSeq],
+  );
+  const row = rows[0]!;
+  if (!row.group_exists) return null;
+  return { lockCount: Number(row.lock_count ?? 0), securedObjectIds: row.ids ?? [] };
+}
+
+export async function findLockdown(db: Queryable, tenantId: string, id: string): Promise<LockdownRecord | null> {
+  const { rows } = await db.query<LockdownRow>(`${SELECT_LOCKDOWNS} WHERE d.tenant_id = $1 AND d.id = $2`, [tenantId, id]);
+  return rows[0] ? toLockdown(rows[0]) : null;
+}
+
+export async function listLockdowns(db: Queryable, tenantId: string, after: KeysetPosition | null, limit: number): Promise<LockdownRecord[]> {
+  const params: unknown[] = [tenantId];
+  const page = keysetPage(params, KEYSET, after, limit);
+  const { rows } = await db.query<LockdownRow>(`${SELECT_LOCKDOWNS} WHERE d.tenant_id = $1 AND ${page.condition} ${page.orderAndLimit}`, params);
+  return rows.map(toLockdown);
+}
