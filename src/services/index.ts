@@ -40,6 +40,9 @@ import { createWebhookDeliveryService, parseRetrySchedule } from './webhooks/del
 import { createWebhookService } from './webhooks/subscription.service.js';
 import { createWebhookUrlGuard, type Resolver } from './webhooks/url-guard.js';
 import { noMetrics, type DomainMetrics } from './domain-metrics.js';
+import { createJobService } from './job.service.js';
+import { createJobWorker } from './job-worker.js';
+import type { WritersOn } from './job-items.js';
 
 export interface ServiceDependencies {
   db: Database;
@@ -115,6 +118,24 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
   const residents = createGroupService({ db, clock, kind: RESIDENTS, metrics });
   const lockGroups = createGroupService({ db, clock, kind: LOCK_GROUPS, metrics });
   const accessPermissions = createAccessPermissionService({ db, clock, revived, metrics });
+  // docs/api-reference.md 14: a bulk job applies each item with the single-item services, made over the item's own
+  // transaction (job-worker.ts), so the item and its recorded outcome commit together.
+  const writersOn: WritersOn = (on) => ({
+    securedObjects: createSecuredObjectService({ db: on, clock, revived, revocations, telemetry: lockTelemetry, accessTokenTtlMs, metrics }),
+    mobileDevices: createMobileDeviceService({ db: on, clock, revocations, accessTokenTtlMs, metrics }),
+    residents: createGroupService({ db: on, clock, kind: RESIDENTS, metrics }),
+    lockGroups: createGroupService({ db: on, clock, kind: LOCK_GROUPS, metrics }),
+    accessPermissions: createAccessPermissionService({ db: on, clock, revived, metrics }),
+    tickets: createTicketService({ db: on, clock, revived, metrics }),
+  });
+  const jobWorkerIntervalMs = config.JOB_WORKER_INTERVAL_MS;
+  const jobs = createJobService({
+    db,
+    clock,
+    limits: { maxItems: config.JOB_MAX_ITEMS, maxBytes: config.JOB_MAX_BYTES, maxActivePerTenant: config.JOB_MAX_ACTIVE_PER_TENANT },
+    retryAfterSeconds: Math.max(1, Math.ceil(jobWorkerIntervalMs / 1000)),
+  });
+  const jobWorker = createJobWorker({ db, clock, log, writersOn, intervalMs: jobWorkerIntervalMs, leaseMs: config.JOB_LEASE_SECONDS * 1000 });
   const changeWatermarks = createChangeWatermarks({ db, log });
   const downloads = createDownloadService({ db, clock, credentials, metrics });
   const lockSyncs = createLockSyncService({
@@ -220,6 +241,8 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     webhookUrlGuard,
     webhooks,
     webhookDeliveries,
+    jobs,
+    jobWorker,
     requestLoad,
     /** Loads keys (generating the first one) and starts following revocations. */
     async start(): Promise<void> {
@@ -235,10 +258,13 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
       holderKeys.start();
       tokens.start();
       webhookDeliveries.start();
+      jobWorker.start();
     },
     async stop(): Promise<void> {
       // First: attempts under way are abandoned while the database is still open (their claims come due again).
       await webhookDeliveries.stop();
+      // The item under way commits or rolls back before the database closes; an unfinished job gives its lease back.
+      await jobWorker.stop();
       tokens.stop();
       idempotency.stop();
       audit.stop();

@@ -29,6 +29,7 @@ const RELEASED: Record<string, string> = {
   '022_access_log_budget.sql': '3bbfa2271a8ad4c12d796be4416e4e91fc9c0345bb30c9571cc7cda937ea2248',
   '023_key_binding.sql': 'bfa51c242217371d637007b7a493f6cf106168ff705bae4fbcb0b969def1b84d',
   '024_ticket_key_announcements.sql': '4dd28751785344a638fb9c329bf59299dd47ea5fbb7a4d4d6b923e33f166076a',
+  '026_bulk_jobs.sql': '76c449420ee74ede5a73d828bae6e3b33bbe775ce0b838d6386ee246542b569a',
 };
 
 describe('released migrations', () => {

@@ -85,6 +85,8 @@ export interface TenantData {
   ticketKeyId: string;
   /** A webhook subscription of the tenant (docs/api-reference.md 10). */
   webhookId: string;
+  /** A bulk job of the tenant, cancelled before it ran, so no worker changes anything while a matrix compares (14). */
+  jobId: string;
 }
 
 /** The collection a path parameter follows names the kind of id it takes. */
@@ -99,6 +101,7 @@ const KIND_BY_COLLECTION: Record<string, keyof Omit<TenantData, 'tenant'>> = {
   'access-permissions': 'permissionId',
   'ticket-keys': 'ticketKeyId',
   webhooks: 'webhookId',
+  jobs: 'jobId',
 };
 
 const QUERY_VALUES: Record<string, string> = { version: '2' };
@@ -173,8 +176,13 @@ export async function seedTenant(app: App, tenant: TenantFixture, suffix: string
   const webhook = await post('/operatorapi/webhooks', operator, { url: `https://93.184.215.14/hooks/${suffix}`, eventTypes: ['webhook.disabled'] });
   const paused = await app.inject({ method: 'PATCH', url: `/operatorapi/webhooks/${webhook.id}`, headers: operator, payload: { enabled: false } });
   if (paused.statusCode !== 200) throw new Error(`pausing the seeded webhook: ${paused.statusCode} ${paused.body}`);
+  const job = await app.inject({ method: 'POST', url: '/operatorapi/jobs', headers: operator, payload: { type: 'mobile-devices', items: [{ id: `job-phone-${suffix}` }] } });
+  if (job.statusCode !== 202) throw new Error(`seeding a job: ${job.statusCode} ${job.body}`);
+  const cancelled = await app.inject({ method: 'DELETE', url: `/operatorapi/jobs/${job.json().id}`, headers: operator });
+  if (cancelled.statusCode !== 200) throw new Error(`cancelling the seeded job: ${cancelled.statusCode} ${cancelled.body}`);
   return {
     tenant,
+    jobId: job.json().id,
     lockId: lock.id,
     deviceId: device.id,
     ticketId: ticket.id,

@@ -164,3 +164,16 @@ export async function removeMember(
   );
   return rowCount > 0;
 }
+
+/**
+ * The groups of the kind named `name`, at most `limit`: a bulk job finds a group again by its name, its natural key
+ * (docs/api-reference.md 14). Names are not unique; the caller refuses an ambiguous one.
+ */
+export async function findGroupsNamed(db: Queryable, kind: GroupKind, tenantId: string, name: string, limit: number): Promise<GroupRecord[]> {
+  const { rows } = await db.query<GroupRow>(`${selectGroups(kind, 'g.tenant_id = $1 AND g.name = $2')} ORDER BY g.created_at, g.id LIMIT $3`, [
+    tenantId,
+    name,
+    limit,
+  ]);
+  return rows.map(toRecord);
+}

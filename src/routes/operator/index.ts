@@ -10,6 +10,7 @@ import accessCheckRoutes from './access-checks.js';
 import accessLogRoutes from './access-log.js';
 import auditRoutes from './audit-events.js';
 import eventRoutes from './events.js';
+import jobRoutes from './jobs.js';
 import mobileDeviceRoutes from './mobile-devices.js';
 import oauthClientRoutes from './oauth-clients.js';
 import revocationRoutes from './revocations.js';
@@ -43,6 +44,8 @@ const SCOPE_DESCRIPTIONS: Record<string, string> = {
   'webhooks:manage': 'manage webhook subscriptions and their deliveries',
   'keys:register': 'a bound client registering its own mobile device\'s or secured object\'s public key (Device API)',
   'settings:manage': 'read and change the tenant\'s settings',
+  'device-groups:write': 'bulk jobs of residents and lock groups (docs/api-reference.md 14), as on the Access API',
+  'access-permissions:write': 'bulk jobs of access permissions (docs/api-reference.md 14), as on the Access API',
 };
 
 export default async function operatorApi(app: FastifyInstance, options: OperatorApiOptions) {
@@ -69,6 +72,10 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
       {
         name: 'Ticket keys',
         description: 'The keys the tenant\'s credentials are signed with, published at `/tenants/{tenant}/jwks.json`, and their rotation.',
+      },
+      {
+        name: 'Jobs',
+        description: 'Bulk jobs (docs/api-reference.md 14): many locks, devices, residents, lock groups, permissions or tickets in one request, JSON or CSV, with a result per item.',
       },
       { name: 'Settings', description: 'The tenant\'s settings: the holder-binding policy of its locks (docs/api-reference.md 11.2).' },
       {
@@ -100,6 +107,7 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
       webhookRoutes,
       webhookDeliveryRoutes,
       settingsRoutes,
+      jobRoutes,
     ]) {
       await resources.register(routes, { services, prefix: '/operatorapi' });
     }
