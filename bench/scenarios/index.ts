@@ -2,6 +2,7 @@
 import { baseScaleRuns, type ScaleRun } from '../scale.js';
 import type { Comparison, MicroBenchmark, Scenario } from '../types.js';
 import { accessLogScaleRuns } from './access-log.js';
+import { bulkImportScaleRuns } from './bulk-import.js';
 import { credentialsAtRestBenchmarks } from './credentials-at-rest.js';
 import { doorBenchmarks } from './door.js';
 import { oauthTokenComparisons, oauthTokenScenarios } from './oauth-token.js';
@@ -32,4 +33,4 @@ export const comparisons: Comparison[] = [...oauthTokenComparisons, ...ticketPag
 export const microBenchmarks: MicroBenchmark[] = [...verifyAccessTokenBenchmarks, ...credentialsAtRestBenchmarks, ...doorBenchmarks];
 
 /** Large single operations (bench/scale.ts), run last, one after another, each BENCH_SCALE_RUNS times. */
-export const scaleRuns: ScaleRun[] = [...baseScaleRuns, ...lockTrustScaleRuns, ...accessLogScaleRuns, ...webhookScaleRuns];
+export const scaleRuns: ScaleRun[] = [...baseScaleRuns, ...lockTrustScaleRuns, ...accessLogScaleRuns, ...webhookScaleRuns, ...bulkImportScaleRuns];

@@ -129,13 +129,14 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     tickets: createTicketService({ db: on, clock, revived, metrics }),
   });
   const jobWorkerIntervalMs = config.JOB_WORKER_INTERVAL_MS;
+  const jobWorker = createJobWorker({ db, clock, log, writersOn, intervalMs: jobWorkerIntervalMs, leaseMs: config.JOB_LEASE_SECONDS * 1000 });
   const jobs = createJobService({
     db,
     clock,
     limits: { maxItems: config.JOB_MAX_ITEMS, maxBytes: config.JOB_MAX_BYTES, maxActivePerTenant: config.JOB_MAX_ACTIVE_PER_TENANT },
     retryAfterSeconds: Math.max(1, Math.ceil(jobWorkerIntervalMs / 1000)),
+    onSubmitted: () => jobWorker.wake(),
   });
-  const jobWorker = createJobWorker({ db, clock, log, writersOn, intervalMs: jobWorkerIntervalMs, leaseMs: config.JOB_LEASE_SECONDS * 1000 });
   const changeWatermarks = createChangeWatermarks({ db, log });
   const downloads = createDownloadService({ db, clock, credentials, metrics });
   const lockSyncs = createLockSyncService({

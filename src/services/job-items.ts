@@ -1,18 +1,20 @@
 // How a bulk job applies one item of each type (docs/api-reference.md 14): through the single-item service, so the
 // item is validated, refused, audited and announced as its endpoint would do it, after a look-up of its natural key
 // that makes a re-run of the same file `unchanged`.
+import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.js';
 import { findEquivalentPermission } from '../db/repositories/access-permission.repo.js';
 import { findGroupsNamed, LOCK_GROUPS, missingMembers, RESIDENTS, type GroupKind } from '../db/repositories/group.repo.js';
-import { findMobileDevice } from '../db/repositories/mobile-device.repo.js';
+import { findMobileDevice, findMobileDevices, insertMobileDevices } from '../db/repositories/mobile-device.repo.js';
 import { findSecuredObject } from '../db/repositories/secured-object.repo.js';
 import { findEquivalentTicket } from '../db/repositories/ticket.repo.js';
-import { ConflictError, UnprocessableError } from '../errors.js';
+import { ConflictError, ProblemError, UnprocessableError } from '../errors.js';
 import type { ItemOutcome, JobType } from '../shared/bulk-jobs.js';
 import { isUuid } from '../shared/identifiers.js';
 import { checkTimeZone } from '../shared/schedule/preview.js';
 import type { AccessPermissionService, NewAccessPermission } from './access-permission.service.js';
-import type { ActionContext } from './context.js';
+import { auditEvent, recordChanges } from './audit.service.js';
+import type { ActionContext, Clock } from './context.js';
 import type { GroupService } from './group.service.js';
 import type { MobileDeviceService } from './mobile-device.service.js';
 import type { NewSecuredObject, SecuredObjectService } from './secured-object.service.js';
@@ -155,4 +157,43 @@ export function applyItem(scope: ItemScope, type: JobType, item: Record<string, 
     case 'tickets':
       return ticket(scope, item as unknown as NewTicket);
   }
+}
+
+/** An item's outcome in a set-based batch: what was applied, or the endpoint's refusal. */
+export type BatchOutcome = { index: number; applied: Applied } | { index: number; refused: ProblemError };
+
+/**
+ * Devices set-based (docs/api-reference.md 14): one read of the ids the batch names, one INSERT of the new ones, one
+ * append of their `mobile_device.created` events, with the outcomes one by one register would give: `unchanged` for an
+ * equal device already there, the endpoint's `409` for an id in use with another name, `created` for the rest.
+ */
+export async function applyMobileDevices(
+  db: Database,
+  context: ActionContext,
+  clock: Clock,
+  items: readonly { index: number; item: Record<string, unknown> }[],
+): Promise<BatchOutcome[]> {
+  const wanted = items.map(({ index, item }) => ({ index, id: (item.id as string | undefined) ?? randomUUID(), name: (item.name as string | undefined) ?? null }));
+  const known = new Map((await findMobileDevices(db, context.tenantId, wanted.map((device) => device.id))).map((device) => [device.id, device.name]));
+  const fresh = new Map<string, string | null>();
+  for (const device of wanted) if (!known.has(device.id) && !fresh.has(device.id)) fresh.set(device.id, device.name);
+  const createdAt = clock();
+  const inserted = new Set(await insertMobileDevices(db, context.tenantId, [...fresh].map(([id, name]) => ({ id, name })), createdAt));
+  const claimed = new Set<string>();
+  const inUse = (id: string) => new ConflictError(`The mobile device id ${id} is in use.`);
+  const outcomes = wanted.map((device): BatchOutcome => {
+    // The first item of an id made it; a later one of the batch then finds it, as it would one request later.
+    if (inserted.has(device.id) && !claimed.has(device.id)) {
+      claimed.add(device.id);
+      return { index: device.index, applied: { outcome: 'created', resourceId: device.id } };
+    }
+    const existing = known.has(device.id) ? known.get(device.id)! : inserted.has(device.id) ? fresh.get(device.id)! : undefined;
+    if (existing !== undefined && existing === device.name) return { index: device.index, applied: { outcome: 'unchanged', resourceId: device.id } };
+    return { index: device.index, refused: inUse(device.id) };
+  });
+  await recordChanges(
+    db,
+    [...claimed].map((id) => auditEvent(context, createdAt, 'mobile_device.created', `mobile_device:${id}`, { mobileDeviceId: id })),
+  );
+  return outcomes;
 }

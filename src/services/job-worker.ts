@@ -1,14 +1,17 @@
 // The bulk-job worker (docs/api-reference.md 14, docs/operations.md "Bulk jobs"): every instance runs one; it claims a
 // job under a lease and applies its items one by one, each in a transaction that also records its outcome.
 //
-// At most once per item: an item's transaction first fences the job (its claim must still be this worker's and the job
-// still running, which locks the job's row), then applies the item through its single-item service (a savepoint: a
-// refusal rolls back only the item), then records the outcome of an item not yet recorded, and counts it. If any of
-// that fails, nothing of it commits, and the item is still to run. A worker that dies leaves its lease to run out;
-// another instance claims the job (a new claim) and goes on with the items not recorded.
+// At most once per item: items run in batches, each batch one transaction that first fences the job (its claim must
+// still be this worker's and the job still running, which locks the job's row), then applies each item through its
+// single-item service (in a savepoint: a refused item rolls back alone and is recorded failed), then records the
+// outcomes of items not yet recorded, and counts them. If any of that fails, nothing of it commits, and the items are
+// still to run. A worker that dies leaves its lease to run out; another instance claims the job (a new claim) and goes
+// on with the items not recorded.
 //
-// Lock order: the job's row, then what the item's service locks, its event counter last (audit.repo.ts). A
-// cancellation takes the job's row, then the event counter: the same order.
+// Lock order: the job's row, the tenant's change counter, then what the items' services lock, the event counter last
+// (audit.repo.ts). Every single write that takes the change counter takes it first, so none holds a row a batch
+// waits for while it waits for the batch. A cancellation takes the job's row, then the event counter.
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Database } from '../db/database.js';
@@ -18,6 +21,7 @@ import {
   claimJob,
   findRunnableJobs,
   finishJob,
+  holdChangeCounter,
   nextJobItems,
   recordItemResults,
   releaseJob,
@@ -28,7 +32,7 @@ import {
 import { ProblemError } from '../errors.js';
 import { recordChange } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
-import { applyItem, type WritersOn } from './job-items.js';
+import { applyItem, applyMobileDevices, type Applied, type WritersOn } from './job-items.js';
 import { finishedData, problemOf } from './job.service.js';
 
 export interface JobWorkerOptions {
@@ -42,8 +46,14 @@ export interface JobWorkerOptions {
   leaseMs: number;
 }
 
-/** Items read per query; each is still applied in a transaction of its own. */
-const ITEMS_PER_READ = 200;
+/**
+ * A batch: at most this many items, and no more than BATCH_MS of them, in one transaction. The batch holds the
+ * tenant's change and event counters to its end, so the tenant's other writes wait at most about that long.
+ */
+const ITEMS_PER_BATCH = 200;
+const BATCH_MS = 100;
+/** Items per set-based batch (devices): a few statements whatever their number. */
+const SET_BASED_BATCH = 1000;
 
 /** The job's claim is no longer this worker's (cancelled, or claimed by another instance): stop, commit nothing. */
 class LeaseLost extends Error {
@@ -61,29 +71,65 @@ export function createJobWorker(options: JobWorkerOptions) {
   let running: Promise<void> | null = null;
   let stopping = false;
 
-  /** Applies one item and records it; false when the lease is lost (the job is cancelled or another worker's). */
-  async function runItem(job: JobRecord, context: ActionContext, item: JobItemRecord): Promise<boolean> {
+  const outcome = (index: number, applied: Applied): ItemResult => ({ index, outcome: applied.outcome, resourceId: applied.resourceId, problem: null });
+  const refusal = (index: number, error: ProblemError): ItemResult => ({ index, outcome: 'failed', resourceId: null, problem: problemOf(error) });
+  /** A refusal the endpoint would answer with a 4xx is the item's outcome; anything else (the database gone, a bug) is not. */
+  const isRefusal = (error: unknown): error is ProblemError => error instanceof ProblemError && error.status < 500;
+
+  /** The items one by one, each in a savepoint, as many as fit in BATCH_MS (at least one). */
+  async function oneByOne(job: JobRecord, context: ActionContext, nested: Database, items: JobItemRecord[]): Promise<ItemResult[]> {
+    const writers = writersOn(nested);
+    const results: ItemResult[] = [];
+    const until = performance.now() + BATCH_MS;
+    for (const item of items.slice(0, ITEMS_PER_BATCH)) {
+      if (results.length > 0 && (performance.now() > until || stopping)) break;
+      try {
+        // A savepoint: a refused item rolls back alone.
+        results.push(outcome(item.index, await nested.transaction(() => applyItem({ db: nested, writers, context }, job.type, item.item))));
+      } catch (error) {
+        // Anything but a refusal rolls the batch back, and its items run again.
+        if (!isRefusal(error)) throw error;
+        results.push(refusal(item.index, error));
+      }
+    }
+    return results;
+  }
+
+  /**
+   * The set-based path where a type has one (devices): the whole batch in a few statements, in a savepoint. Null when
+   * the type has none, or the database refused a statement (a row no check foresaw): the items then run one by one,
+   * so only the one at fault fails.
+   */
+  async function setBased(job: JobRecord, context: ActionContext, nested: Database, items: JobItemRecord[]): Promise<ItemResult[] | null> {
+    if (job.type !== 'mobile-devices') return null;
     try {
-      await db.transaction(async (tx) => {
-        if (!(await advanceJob(tx, job.tenantId, job.id, job.claim, { succeeded: 0, failed: 0 }, clock() + leaseMs))) throw new LeaseLost();
-        const nested = withinTransaction(db, tx);
-        let result: ItemResult;
-        try {
-          const applied = await nested.transaction(() => applyItem({ db: nested, writers: writersOn(nested), context }, job.type, item.item));
-          result = { index: item.index, outcome: applied.outcome, resourceId: applied.resourceId, problem: null };
-        } catch (error) {
-          // A refusal the endpoint would answer with a 4xx is the item's outcome; anything else (the database gone, a
-          // bug) leaves the item to run again.
-          if (!(error instanceof ProblemError) || error.status >= 500) throw error;
-          result = { index: item.index, outcome: 'failed', resourceId: null, problem: problemOf(error) };
-        }
-        if ((await recordItemResults(tx, job.tenantId, job.id, [result])) !== 1) throw new LeaseLost();
-        const counts = result.outcome === 'failed' ? { succeeded: 0, failed: 1 } : { succeeded: 1, failed: 0 };
-        if (!(await advanceJob(tx, job.tenantId, job.id, job.claim, counts, clock() + leaseMs))) throw new LeaseLost();
-      });
-      return true;
+      const outcomes = await nested.transaction(() => applyMobileDevices(nested, context, clock, items));
+      return outcomes.map((entry) => ('applied' in entry ? outcome(entry.index, entry.applied) : refusal(entry.index, entry.refused)));
     } catch (error) {
-      if (error instanceof LeaseLost) return false;
+      log.warn({ err: error, jobId: job.id }, 'bulk job batch refused by the database; its items run one by one');
+      return null;
+    }
+  }
+
+  /**
+   * Applies the next items, as many as fit in BATCH_MS, in one transaction, and records their outcomes in it; answers
+   * how many ran, or null when the lease is lost (the job is cancelled or another worker's).
+   */
+  async function runBatch(job: JobRecord, context: ActionContext, items: JobItemRecord[]): Promise<number | null> {
+    try {
+      return await db.transaction(async (tx) => {
+        if (!(await advanceJob(tx, job.tenantId, job.id, job.claim, { succeeded: 0, failed: 0 }, clock() + leaseMs))) throw new LeaseLost();
+        await holdChangeCounter(tx, job.tenantId);
+        const nested = withinTransaction(db, tx);
+        const results = (await setBased(job, context, nested, items)) ?? (await oneByOne(job, context, nested, items));
+        if ((await recordItemResults(tx, job.tenantId, job.id, results)) !== results.length) throw new LeaseLost();
+        const failed = results.filter((result) => result.outcome === 'failed').length;
+        const counts = { succeeded: results.length - failed, failed };
+        if (!(await advanceJob(tx, job.tenantId, job.id, job.claim, counts, clock() + leaseMs))) throw new LeaseLost();
+        return results.length;
+      });
+    } catch (error) {
+      if (error instanceof LeaseLost) return null;
       throw error;
     }
   }
@@ -102,15 +148,12 @@ export function createJobWorker(options: JobWorkerOptions) {
   async function run(job: JobRecord): Promise<void> {
     const context: ActionContext = { tenantId: job.tenantId, actor: job.actor, requestId: job.requestId };
     while (!stopping) {
-      const items = await nextJobItems(db, job.tenantId, job.id, ITEMS_PER_READ);
+      const items = await nextJobItems(db, job.tenantId, job.id, job.type === 'mobile-devices' ? SET_BASED_BATCH : ITEMS_PER_BATCH);
       if (items.length === 0) {
         await finish(job, context);
         return;
       }
-      for (const item of items) {
-        if (stopping) break;
-        if (!(await runItem(job, context, item))) return;
-      }
+      if ((await runBatch(job, context, items)) === null) return;
     }
     // Stopping with items left: another instance (or this one, restarted) takes the job at once.
     await releaseJob(db, job.tenantId, job.id, job.claim);
@@ -167,6 +210,10 @@ export function createJobWorker(options: JobWorkerOptions) {
       running = null;
       // Stopped: a round asked for later (runOnce) runs to its end again.
       stopping = false;
+    },
+    /** A job was just sent to this instance: look now rather than at the end of the idle wait. */
+    wake(): void {
+      wake?.();
     },
     /** One round now (tests): claims and runs one job to its end or its lease's loss. */
     runOnce: tick,

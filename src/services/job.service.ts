@@ -111,6 +111,8 @@ export interface JobServiceOptions {
   limits: JobLimits;
   /** The worker's poll interval: how soon a client may look again (Retry-After). */
   retryAfterSeconds: number;
+  /** Told after a job is stored: this instance's worker starts on it without waiting for its next look. */
+  onSubmitted?: () => void;
 }
 
 /** Items per statement when a job is stored: bounds one statement's size (a few MB of JSON). */
@@ -192,6 +194,7 @@ export function createJobService(options: JobServiceOptions) {
           await insertJobItems(tx, context.tenantId, job.id, records.slice(start, start + STORE_CHUNK));
         }
       });
+      options.onSubmitted?.();
       return toJob(job);
     },
 

@@ -256,3 +256,12 @@ export async function finishJob(db: Queryable, tenantId: string, id: string, cla
 export async function releaseJob(db: Queryable, tenantId: string, id: string, claim: number): Promise<void> {
   await db.query(`UPDATE jobs SET lease_until = NULL WHERE tenant_id = $1 AND id = $2 AND claim = $3 AND state = 'running'`, [tenantId, id, claim]);
 }
+
+/**
+ * Holds the tenant's change counter (migration 017) to the end of the transaction without moving it: a worker's batch
+ * of items takes it before any item's own locks, as every single write that takes it does first, so a batch and a
+ * request never wait for each other in opposite orders (lock order in services/job-worker.ts).
+ */
+export async function holdChangeCounter(db: Queryable, tenantId: string): Promise<void> {
+  await db.query('SELECT last_seq FROM tenant_change_counters WHERE tenant_id = $1 FOR UPDATE', [tenantId]);
+}
