@@ -4,7 +4,15 @@
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.js';
 import { findEquivalentPermission } from '../db/repositories/access-permission.repo.js';
-import { findGroupsNamed, LOCK_GROUPS, missingMembers, RESIDENTS, type GroupKind } from '../db/repositories/group.repo.js';
+import {
+  findGroupsNamed,
+  groupNamesTaken,
+  insertGroupsWithMembers,
+  LOCK_GROUPS,
+  missingMembers,
+  RESIDENTS,
+  type GroupKind,
+} from '../db/repositories/group.repo.js';
 import { findMobileDevice, findMobileDevices, insertMobileDevices } from '../db/repositories/mobile-device.repo.js';
 import { findSecuredObject } from '../db/repositories/secured-object.repo.js';
 import { findEquivalentTicket } from '../db/repositories/ticket.repo.js';
@@ -196,4 +204,68 @@ export async function applyMobileDevices(
     [...claimed].map((id) => auditEvent(context, createdAt, 'mobile_device.created', `mobile_device:${id}`, { mobileDeviceId: id })),
   );
   return outcomes;
+}
+
+/** The words of a group's create (group.service.ts), for the same refusal and the same event. */
+const GROUP_WORDS = {
+  residents: { kind: RESIDENTS, field: 'mobileDeviceIds', memberNoun: 'mobile device', event: 'resident.created', target: 'resident', idKey: 'residentId' },
+  'lock-groups': { kind: LOCK_GROUPS, field: 'securedObjectIds', memberNoun: 'secured object', event: 'lock_group.created', target: 'lock_group', idKey: 'lockGroupId' },
+} as const;
+
+/**
+ * Residents or lock groups set-based (docs/api-reference.md 14): the items that create a group whose name is new (the
+ * first of each name in the batch) are checked for unknown members with one read, then made with one INSERT of the
+ * groups, one of their members and one append of their events, as create makes each. An item naming an unknown
+ * member gets create's own `422`. The other items (a name already there, a name again) are answered `deferred`:
+ * they run one by one afterwards, through the service, and find the groups made here.
+ */
+export async function applyGroups(
+  db: Database,
+  context: ActionContext,
+  clock: Clock,
+  type: 'residents' | 'lock-groups',
+  items: readonly { index: number; item: Record<string, unknown> }[],
+): Promise<{ outcomes: BatchOutcome[]; deferred: number[] }> {
+  const words = GROUP_WORDS[type];
+  const wanted = items.map(({ index, item }) => ({
+    index,
+    name: item.name as string,
+    memberIds: [...new Set((item[words.field] as string[] | undefined) ?? [])],
+  }));
+  const taken = await groupNamesTaken(db, words.kind, context.tenantId, [...new Set(wanted.map((group) => group.name))]);
+  const seen = new Set<string>();
+  const creates: typeof wanted = [];
+  const deferred: number[] = [];
+  for (const group of wanted) {
+    if (taken.has(group.name) || seen.has(group.name)) deferred.push(group.index);
+    else creates.push(group);
+    seen.add(group.name);
+  }
+  const missing = new Set(await missingMembers(db, words.kind, context.tenantId, [...new Set(creates.flatMap((group) => group.memberIds))]));
+  const outcomes: BatchOutcome[] = [];
+  const made: { id: string; name: string; memberIds: string[] }[] = [];
+  for (const group of creates) {
+    const unknown = group.memberIds.filter((id) => missing.has(id));
+    if (unknown.length > 0) {
+      outcomes.push({
+        index: group.index,
+        refused: new UnprocessableError(`Unknown ${words.memberNoun}s in this tenant: ${unknown.join(', ')}.`, [
+          { field: words.field, message: `no ${words.memberNoun} ${unknown.join(', ')}` },
+        ]),
+      });
+      continue;
+    }
+    const id = randomUUID();
+    made.push({ id, name: group.name, memberIds: group.memberIds });
+    outcomes.push({ index: group.index, applied: { outcome: 'created', resourceId: id } });
+  }
+  const createdAt = clock();
+  await insertGroupsWithMembers(db, words.kind, context.tenantId, made, createdAt);
+  await recordChanges(
+    db,
+    made.map((group) =>
+      auditEvent(context, createdAt, words.event, `${words.target}:${group.id}`, { [words.idKey]: group.id, [words.field]: group.memberIds }),
+    ),
+  );
+  return { outcomes, deferred };
 }

@@ -32,7 +32,7 @@ import {
 import { ProblemError } from '../errors.js';
 import { recordChange } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
-import { applyItem, applyMobileDevices, type Applied, type WritersOn } from './job-items.js';
+import { applyGroups, applyItem, applyMobileDevices, type Applied, type BatchOutcome, type WritersOn } from './job-items.js';
 import { finishedData, problemOf } from './job.service.js';
 
 export interface JobWorkerOptions {
@@ -52,8 +52,9 @@ export interface JobWorkerOptions {
  */
 const ITEMS_PER_BATCH = 200;
 const BATCH_MS = 100;
-/** Items per set-based batch (devices): a few statements whatever their number. */
+/** Items per set-based batch (devices, residents, lock groups): a few statements whatever their number. */
 const SET_BASED_BATCH = 1000;
+const SET_BASED_TYPES: ReadonlySet<string> = new Set(['mobile-devices', 'residents', 'lock-groups']);
 
 /** The job's claim is no longer this worker's (cancelled, or claimed by another instance): stop, commit nothing. */
 class LeaseLost extends Error {
@@ -77,12 +78,12 @@ export function createJobWorker(options: JobWorkerOptions) {
   const isRefusal = (error: unknown): error is ProblemError => error instanceof ProblemError && error.status < 500;
 
   /** The items one by one, each in a savepoint, as many as fit in BATCH_MS (at least one). */
-  async function oneByOne(job: JobRecord, context: ActionContext, nested: Database, items: JobItemRecord[]): Promise<ItemResult[]> {
+  async function oneByOne(job: JobRecord, context: ActionContext, nested: Database, items: JobItemRecord[], timed: boolean): Promise<ItemResult[]> {
     const writers = writersOn(nested);
     const results: ItemResult[] = [];
     const until = performance.now() + BATCH_MS;
-    for (const item of items.slice(0, ITEMS_PER_BATCH)) {
-      if (results.length > 0 && (performance.now() > until || stopping)) break;
+    for (const item of timed ? items.slice(0, ITEMS_PER_BATCH) : items) {
+      if (timed && results.length > 0 && (performance.now() > until || stopping)) break;
       try {
         // A savepoint: a refused item rolls back alone.
         results.push(outcome(item.index, await nested.transaction(() => applyItem({ db: nested, writers, context }, job.type, item.item))));
@@ -101,11 +102,20 @@ export function createJobWorker(options: JobWorkerOptions) {
    * so only the one at fault fails.
    */
   async function setBased(job: JobRecord, context: ActionContext, nested: Database, items: JobItemRecord[]): Promise<ItemResult[] | null> {
-    if (job.type !== 'mobile-devices') return null;
+    const type = job.type;
+    if (type !== 'mobile-devices' && type !== 'residents' && type !== 'lock-groups') return null;
+    const toResult = (entry: BatchOutcome) => ('applied' in entry ? outcome(entry.index, entry.applied) : refusal(entry.index, entry.refused));
     try {
-      const outcomes = await nested.transaction(() => applyMobileDevices(nested, context, clock, items));
-      return outcomes.map((entry) => ('applied' in entry ? outcome(entry.index, entry.applied) : refusal(entry.index, entry.refused)));
+      if (type === 'mobile-devices') return (await nested.transaction(() => applyMobileDevices(nested, context, clock, items))).map(toResult);
+      // One savepoint for the groups made set-based and the deferred items (names already there, or again) one by one
+      // after them: if the database refuses anything of it, none of it stays, and the whole batch runs one by one.
+      return await nested.transaction(async () => {
+        const { outcomes, deferred } = await applyGroups(nested, context, clock, type, items);
+        const later = new Set(deferred);
+        return [...outcomes.map(toResult), ...(await oneByOne(job, context, nested, items.filter((item) => later.has(item.index)), false))];
+      });
     } catch (error) {
+      if (isRefusal(error)) throw error;
       log.warn({ err: error, jobId: job.id }, 'bulk job batch refused by the database; its items run one by one');
       return null;
     }
@@ -121,7 +131,7 @@ export function createJobWorker(options: JobWorkerOptions) {
         if (!(await advanceJob(tx, job.tenantId, job.id, job.claim, { succeeded: 0, failed: 0 }, clock() + leaseMs))) throw new LeaseLost();
         await holdChangeCounter(tx, job.tenantId);
         const nested = withinTransaction(db, tx);
-        const results = (await setBased(job, context, nested, items)) ?? (await oneByOne(job, context, nested, items));
+        const results = (await setBased(job, context, nested, items)) ?? (await oneByOne(job, context, nested, items, true));
         if ((await recordItemResults(tx, job.tenantId, job.id, results)) !== results.length) throw new LeaseLost();
         const failed = results.filter((result) => result.outcome === 'failed').length;
         const counts = { succeeded: results.length - failed, failed };
@@ -148,7 +158,7 @@ export function createJobWorker(options: JobWorkerOptions) {
   async function run(job: JobRecord): Promise<void> {
     const context: ActionContext = { tenantId: job.tenantId, actor: job.actor, requestId: job.requestId };
     while (!stopping) {
-      const items = await nextJobItems(db, job.tenantId, job.id, job.type === 'mobile-devices' ? SET_BASED_BATCH : ITEMS_PER_BATCH);
+      const items = await nextJobItems(db, job.tenantId, job.id, SET_BASED_TYPES.has(job.type) ? SET_BASED_BATCH : ITEMS_PER_BATCH);
       if (items.length === 0) {
         await finish(job, context);
         return;

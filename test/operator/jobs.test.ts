@@ -191,6 +191,48 @@ describe('bulk jobs', () => {
     expect((await run(await sendCsv('mobile-devices', csv))).results[0]!.outcome).toBe('unchanged');
   });
 
+  it('a batch of residents: new names made together, a name again or already there found, an unknown member refused as create refuses it', async () => {
+    await registerDevice(t, token, { id: 'phone-b1' });
+    await registerDevice(t, token, { id: 'phone-b2' });
+    const { job, results } = await run(
+      await sendJson({
+        type: 'residents',
+        items: [
+          { name: 'Batch A', mobileDeviceIds: ['phone-b1'] },
+          { name: 'Batch B', mobileDeviceIds: ['phone-b2', 'phone-b2'] },
+          { name: 'Batch A', mobileDeviceIds: ['phone-b1', 'phone-b2'] },
+          { name: 'Batch C', mobileDeviceIds: ['phone-b1', 'nobody-1', 'nobody-2'] },
+          { name: 'Resident R', mobileDeviceIds: [] },
+        ],
+      }),
+    );
+    expect(job).toMatchObject({ state: 'failed', total: 5, succeeded: 4, failed: 1 });
+    expect(results.map((result) => result.outcome)).toEqual(['created', 'created', 'updated', 'failed', 'unchanged']);
+    expect(results[2]!.id).toBe(results[0]!.id);
+    expect(results[3]!.problem).toEqual({
+      type: 'https://access-credential-service.dev/problems/unprocessable',
+      title: expect.any(String),
+      status: 422,
+      detail: 'Unknown mobile devices in this tenant: nobody-1, nobody-2.',
+      errors: [{ field: 'mobileDeviceIds', message: 'no mobile device nobody-1, nobody-2' }],
+    });
+    const { rows } = await t.database.db.query<{ name: string; members: string[] }>(
+      `SELECT r.name, ARRAY(SELECT d.mobile_device_id FROM resident_devices d WHERE d.tenant_id = r.tenant_id AND d.resident_id = r.id ORDER BY 1) AS members
+         FROM residents r WHERE r.tenant_id = $1 AND r.name LIKE 'Batch %' ORDER BY r.name`,
+      [acme.tenantId],
+    );
+    expect(rows).toEqual([
+      { name: 'Batch A', members: ['phone-b1', 'phone-b2'] },
+      { name: 'Batch B', members: ['phone-b2'] },
+    ]);
+    const events = await auditEvents(t, { target: `resident:${results[1]!.id}` });
+    expect(events.map((event) => event.action)).toEqual(['resident.created']);
+
+    const devices = await run(await sendJson({ type: 'mobile-devices', items: [{ id: 'phone-twice', name: 'x' }, { id: 'phone-twice', name: 'x' }, { id: 'phone-twice', name: 'y' }] }));
+    expect(devices.results.map((result) => result.outcome)).toEqual(['created', 'unchanged', 'failed']);
+    expect(devices.results[2]!.problem).toMatchObject({ status: 409, detail: 'The mobile device id phone-twice is in use.' });
+  });
+
   it('lock groups, access permissions and tickets: tickets made as the single endpoints make them, re-runs unchanged', async () => {
     await lock(t, token, 'door-c');
     await lock(t, token, 'door-d');
