@@ -162,7 +162,16 @@ async function bulkImport(context: ScaleContext, db: pg.Client): Promise<ScaleRe
   await runJob(context, headers, 'secured-objects', lockItems);
   const groupJob = await runJob(context, headers, 'lock-groups', [{ name: 'Building', securedObjectIds: lockItems.map((lock) => lock.id) }]);
   const [groupId] = await resultIds(context, headers, groupJob.id);
+  const phases: Record<string, number> = {};
+  const phase = () => {
+    const at = performance.now();
+    return () => (performance.now() - at) / 1000;
+  };
+  phases.locksAndGroupSeconds = (performance.now() - started) / 1000;
+  let end = phase();
   await runJob(context, headers, 'mobile-devices', Array.from({ length: RESIDENTS * 2 }, (_, n) => ({ id: `phone-${n}`, name: `Phone ${n}` })));
+  phases.devicesSeconds = end();
+  end = phase();
   const residentJob = await runJob(
     context,
     headers,
@@ -170,6 +179,8 @@ async function bulkImport(context: ScaleContext, db: pg.Client): Promise<ScaleRe
     Array.from({ length: RESIDENTS }, (_, n) => ({ name: `Resident ${n}`, mobileDeviceIds: [`phone-${2 * n}`, `phone-${2 * n + 1}`] })),
   );
   const residentIds = await resultIds(context, headers, residentJob.id);
+  phases.residentsSeconds = end();
+  end = phase();
   const permissions = runJob(
     context,
     headers,
@@ -178,6 +189,7 @@ async function bulkImport(context: ScaleContext, db: pg.Client): Promise<ScaleRe
   );
   const beside = await ticketReads(context, headers, probe.id, permissions);
   await permissions;
+  phases.permissionsSeconds = end();
   const serviceSeconds = (performance.now() - started) / 1000;
 
   const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM tickets WHERE tenant_id = $1 AND access_permission_id IS NOT NULL', [tenant.tenantId]);
@@ -196,6 +208,7 @@ async function bulkImport(context: ScaleContext, db: pg.Client): Promise<ScaleRe
       goalMet: serviceSeconds <= GOAL_SECONDS,
       details: {
         items: LOCKS + 1 + RESIDENTS * 4,
+        ...Object.fromEntries(Object.entries(phases).map(([name, seconds]) => [name, round(seconds, 1)])),
         ticketsMade: rows[0]!.n,
         itemsPerSecond: round((LOCKS + 1 + RESIDENTS * 4) / serviceSeconds, 0),
         ticketReadP99MsQuiet: round(quietP99, 1),
