@@ -121,7 +121,7 @@ const jobRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app,
       },
     },
     async (request, reply) => {
-      const input = jobInput(request.body as unknown, request.query.type);
+      const input = jobInput(request.body, request.query.type);
       requireTypeScope(request, input.type);
       const job = await services.jobs.submit(actionContext(request), input, validateItem);
       return reply
