@@ -163,7 +163,8 @@ describe('bulk jobs', () => {
       expect(many.detail).toContain('JOB_MAX_ITEMS');
       const rows = Array.from({ length: 51 }, (_, index) => `d-${index},x`).join('\r\n');
       expect(expectProblem(await sendCsv('mobile-devices', `id,name\r\n${rows}\r\n`), 400).detail).toContain('more than 50');
-      expectProblem(await sendCsv('mobile-devices', `id,name\r\n${'x,'.repeat(5000)}y\r\n`), 413);
+      const large = expectProblem(await sendCsv('mobile-devices', `id,name\r\n${'x,'.repeat(5000)}y\r\n`), 413);
+      expect(large.detail).toBe('The request body is larger than the limit of 8192 bytes (JOB_MAX_BYTES); send less per request.');
       expectProblem(await sendCsv('mobile-devices', 'id,name\r\n', 'application/xml'), 415);
     });
   });

@@ -93,7 +93,7 @@ const jobRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app,
     '/jobs',
     {
       bodyLimit: maxBytes,
-      config: { scope: 'devices:write', idempotent: true },
+      config: { scope: 'devices:write', idempotent: true, bodyLimitSetting: 'JOB_MAX_BYTES' },
       schema: {
         tags,
         security: [{ bearer: ['devices:write'] }],
