@@ -282,6 +282,8 @@ describe('bulk jobs', () => {
     expect(second.statusCode).toBe(202);
     expect(second.json().id).toBe(first.json().id);
     expect(second.headers.location).toBe(first.headers.location);
+    expect(second.headers['retry-after']).toBe(first.headers['retry-after']);
+    expect(second.headers['idempotent-replayed']).toBe('true');
     const { rows } = await t.database.db.query<{ count: number }>('SELECT count(*)::integer AS count FROM jobs WHERE tenant_id = $1 AND id = $2', [
       acme.tenantId,
       first.json().id,
