@@ -272,6 +272,34 @@ export const ConfigSchema = Type.Object(
       description:
         'While an instance is serving API requests, the share of wall time (percent) its webhook worker may spend sending; after each batch it pauses for the rest. `100` never pauses. Under load deliveries are later, never lost (`webhook_oldest_undelivered_age_seconds` shows how much later).',
     }),
+    JOB_MAX_ITEMS: Type.Integer({
+      minimum: 1,
+      default: 100000,
+      description: 'The most items one bulk job may hold (docs/api-reference.md 14); a larger job is a `400`.',
+    }),
+    JOB_MAX_BYTES: Type.Integer({
+      minimum: 1024,
+      default: 20 * 1024 * 1024,
+      description: 'The largest body `POST /operatorapi/jobs` takes, JSON or CSV, in bytes (docs/api-reference.md 14); a larger one is a `413`. Every other request keeps `BODY_LIMIT`.',
+    }),
+    JOB_MAX_ACTIVE_PER_TENANT: Type.Integer({
+      minimum: 1,
+      default: 5,
+      description: 'How many bulk jobs one tenant may have queued or running at once; one more is a `429` until one finishes.',
+    }),
+    JOB_WORKER_INTERVAL_MS: Type.Integer({
+      minimum: 10,
+      maximum: 60000,
+      default: 1000,
+      description: 'How often an idle instance looks for a bulk job to run.',
+    }),
+    JOB_LEASE_SECONDS: Type.Integer({
+      minimum: 1,
+      maximum: 3600,
+      default: 30,
+      description:
+        'How long an instance holds a bulk job without progress before another may take it over: a killed instance\'s job resumes after at most this long. Each applied item renews it.',
+    }),
     WEBHOOK_DELIVERY_MIN_PER_SECOND: Type.Integer({
       minimum: 1,
       default: 200,

@@ -3,6 +3,7 @@ import { baseScaleRuns, type ScaleRun } from '../scale.js';
 import type { Comparison, MicroBenchmark, Scenario } from '../types.js';
 import { accessLogScaleRuns } from './access-log.js';
 import { claimScaleRuns } from './claim.js';
+import { bulkImportScaleRuns } from './bulk-import.js';
 import { credentialsAtRestBenchmarks } from './credentials-at-rest.js';
 import { doorBenchmarks } from './door.js';
 import { erasureScaleRuns } from './erasure.js';
@@ -43,4 +44,5 @@ export const scaleRuns: ScaleRun[] = [
   ...claimScaleRuns,
   ...erasureScaleRuns,
   ...heldSyncScaleRuns,
+  ...bulkImportScaleRuns,
 ];

@@ -21,7 +21,7 @@ declare module 'fastify' {
 const KEY_PATTERN = /^[\x21-\x7e]([\x20-\x7e]{0,253}[\x21-\x7e])?$/;
 
 /** Headers a replay repeats; the rest (dates, request ids) belong to the new exchange. */
-const REPLAYED_HEADERS = ['location', 'content-type', 'cache-control'];
+const REPLAYED_HEADERS = ['location', 'content-type', 'cache-control', 'retry-after'];
 
 /**
  * docs/api-reference.md 7.6, docs/security-cases.md H57: what is stored for a replay of an answer that shows a secret once.

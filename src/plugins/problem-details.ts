@@ -166,9 +166,18 @@ export function sendProblem(reply: FastifyReply, error: ProblemError): FastifyRe
     );
 }
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The setting a route's own `bodyLimit` comes from, named in its 413 (default: BODY_LIMIT). */
+    bodyLimitSetting?: string;
+  }
+}
+
 export interface ProblemDetailsOptions {
   /** BODY_LIMIT, named in a 413 so the client knows how far to shrink. */
   bodyLimit: number;
+  /** The setting that sets `bodyLimit`, when it is not BODY_LIMIT (a route with a limit of its own: JOB_MAX_BYTES). */
+  bodyLimitSetting?: string;
   /**
    * True once the app is closing (app.ts): an answer still in flight then asks its client to close the connection.
    * Set in the same onSend hook as the header check below, so an answer passes one hook, not two.
@@ -179,7 +188,7 @@ export interface ProblemDetailsOptions {
 /** What a framework 4xx should tell the client to do, where Fastify's own message does not. */
 function frameworkDetail(error: FastifyError, options: ProblemDetailsOptions | undefined): string {
   if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' && options) {
-    return `The request body is larger than the limit of ${options.bodyLimit} bytes (BODY_LIMIT); send less per request.`;
+    return `The request body is larger than the limit of ${options.bodyLimit} bytes (${options.bodyLimitSetting ?? 'BODY_LIMIT'}); send less per request.`;
   }
   if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
     return 'This API takes JSON only: send the body with Content-Type: application/json (docs/api-reference.md 7.2).';
@@ -309,7 +318,10 @@ export default fp(
     });
 
     app.setErrorHandler(function renderProblem(error: FastifyError, request, reply) {
-      const problem = toProblem(error, options);
+      // A route with a body limit of its own (bulk jobs, docs/api-reference.md 14) names that limit and its setting.
+      const { bodyLimit: routeLimit, config } = request.routeOptions;
+      const ownLimit = routeLimit !== undefined && routeLimit !== options?.bodyLimit ? config.bodyLimitSetting : undefined;
+      const problem = toProblem(error, ownLimit !== undefined && options ? { ...options, bodyLimit: routeLimit!, bodyLimitSetting: ownLimit } : options);
       if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
       else if (problem.status !== 401 && problem.status !== 404) {
         // A detail can repeat 20 field names the client chose; one log line keeps its start (docs/security-cases.md G46).

@@ -45,6 +45,9 @@ import { createWebhookDeliveryService, parseRetrySchedule } from './webhooks/del
 import { createWebhookService } from './webhooks/subscription.service.js';
 import { createWebhookUrlGuard, type Resolver } from './webhooks/url-guard.js';
 import { noMetrics, type DomainMetrics } from './domain-metrics.js';
+import { createJobService } from './job.service.js';
+import { createJobWorker } from './job-worker.js';
+import type { WritersOn } from './job-items.js';
 
 export interface ServiceDependencies {
   db: Database;
@@ -138,6 +141,25 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
   const residents = createGroupService({ db, clock, kind: RESIDENTS, metrics });
   const lockGroups = createGroupService({ db, clock, kind: LOCK_GROUPS, metrics });
   const accessPermissions = createAccessPermissionService({ db, clock, revived, metrics });
+  // docs/api-reference.md 14: a bulk job applies each item with the single-item services, made over the item's own
+  // transaction (job-worker.ts), so the item and its recorded outcome commit together.
+  const writersOn: WritersOn = (on) => ({
+    securedObjects: createSecuredObjectService({ db: on, clock, revived, revocations, telemetry: lockTelemetry, accessTokenTtlMs, metrics }),
+    mobileDevices: createMobileDeviceService({ db: on, clock, revocations, accessTokenTtlMs, metrics }),
+    residents: createGroupService({ db: on, clock, kind: RESIDENTS, metrics }),
+    lockGroups: createGroupService({ db: on, clock, kind: LOCK_GROUPS, metrics }),
+    accessPermissions: createAccessPermissionService({ db: on, clock, revived, metrics }),
+    tickets: createTicketService({ db: on, clock, revived, metrics }),
+  });
+  const jobWorkerIntervalMs = config.JOB_WORKER_INTERVAL_MS;
+  const jobWorker = createJobWorker({ db, clock, log, writersOn, intervalMs: jobWorkerIntervalMs, leaseMs: config.JOB_LEASE_SECONDS * 1000 });
+  const jobs = createJobService({
+    db,
+    clock,
+    limits: { maxItems: config.JOB_MAX_ITEMS, maxBytes: config.JOB_MAX_BYTES, maxActivePerTenant: config.JOB_MAX_ACTIVE_PER_TENANT },
+    retryAfterSeconds: Math.max(1, Math.ceil(jobWorkerIntervalMs / 1000)),
+    onSubmitted: () => jobWorker.wake(),
+  });
   const changeWatermarks = createChangeWatermarks({ db, log });
   const downloads = createDownloadService({ db, clock, credentials, metrics });
   // docs/lock-sync.md: syncs held with `?wait=`, woken by the change notifications; as many look at once as the pool
@@ -258,6 +280,8 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     webhookUrlGuard,
     webhooks,
     webhookDeliveries,
+    jobs,
+    jobWorker,
     requestLoad,
     /** Loads keys (generating the first one) and starts following revocations. */
     async start(): Promise<void> {
@@ -275,14 +299,17 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
       claims.start();
       tokens.start();
       webhookDeliveries.start();
+      jobWorker.start();
     },
     async stop(): Promise<void> {
       // Held syncs answer at once (docs/lock-sync.md); the app's preClose did so already when it is shutting down.
       heldSyncs.close();
       stopHearingChanges();
-      // First: attempts under way are abandoned while the database is still open (their claims come due again), and an
-      // erasure stops at its next batch (its lease lets another instance resume it).
+      // First: attempts under way are abandoned while the database is still open (their claims come due again).
       await webhookDeliveries.stop();
+      // The item under way commits or rolls back before the database closes; an unfinished job gives its lease back,
+      // and an erasure stops at its next batch (its lease lets another instance resume it).
+      await jobWorker.stop();
       await erasures.stop();
       tokens.stop();
       idempotency.stop();

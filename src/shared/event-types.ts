@@ -48,6 +48,7 @@ export const EVENT_TYPES = [
   'webhook.deleted',
   'webhook.secret_rotated',
   'webhook.disabled',
+  'job.finished',
   'settings.updated',
   'claim.created',
   'claim.opened',

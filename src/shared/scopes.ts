@@ -18,6 +18,10 @@ export const OPERATOR_SCOPES = [
   'keys:register',
   'settings:manage',
   'lockdown:manage',
+  // docs/api-reference.md 14: a bulk job of residents, lock groups or access permissions needs the scope their
+  // Access API endpoints need, so these two belong to both APIs (as `devices:read` does).
+  'device-groups:write',
+  'access-permissions:write',
 ] as const;
 
 /** Scopes of the Access API (password and refresh grants). `devices:read` belongs to both. */

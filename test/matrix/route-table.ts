@@ -94,6 +94,8 @@ export interface TenantData {
   erasureId: string;
   /** A lockdown of the tenant (docs/api-reference.md 15). */
   lockdownId: string;
+  /** A bulk job of the tenant, cancelled before it ran, so no worker changes anything while a matrix compares (14). */
+  jobId: string;
 }
 
 /** The collection a path parameter follows names the kind of id it takes. */
@@ -111,6 +113,7 @@ const KIND_BY_COLLECTION: Record<string, keyof Omit<TenantData, 'tenant'>> = {
   claims: 'claimId',
   erasures: 'erasureId',
   lockdowns: 'lockdownId',
+  jobs: 'jobId',
 };
 
 const QUERY_VALUES: Record<string, string> = { version: '2' };
@@ -194,11 +197,16 @@ export async function seedTenant(app: App, tenant: TenantFixture, suffix: string
   // A lockdown's end for the lock group (normal: the seeded lock keeps opening), made by a client holding the scope.
   const lockdowns = bearer(await clientToken(app, await createClient(app, tenant, ['lockdown:manage'])));
   const lockdown = await post('/operatorapi/lockdowns', lockdowns, { scope: { lockGroupId: group.id }, mode: 'normal', reason: 'seed' });
+  const job = await app.inject({ method: 'POST', url: '/operatorapi/jobs', headers: operator, payload: { type: 'mobile-devices', items: [{ id: `job-phone-${suffix}` }] } });
+  if (job.statusCode !== 202) throw new Error(`seeding a job: ${job.statusCode} ${job.body}`);
+  const cancelled = await app.inject({ method: 'DELETE', url: `/operatorapi/jobs/${job.json().id}`, headers: operator });
+  if (cancelled.statusCode !== 200) throw new Error(`cancelling the seeded job: ${cancelled.statusCode} ${cancelled.body}`);
   return {
     erasureId: started.json().id,
     tenant,
     claimId: claim.id,
     lockdownId: lockdown.id,
+    jobId: job.json().id,
     lockId: lock.id,
     deviceId: device.id,
     ticketId: ticket.id,

@@ -23,6 +23,8 @@ const TABLES = [
   'webhooks',
   'webhook_deliveries',
   'webhook_attempts',
+  'jobs',
+  'job_items',
 ];
 
 describe('tenant isolation matrix', () => {

@@ -356,3 +356,33 @@ export async function listPermissionTickets(
   );
   return rows.map(toTicketRecord);
 }
+
+/**
+ * An access permission equal to `wanted` (same resident, lock group, dates, commands, channels and schedule; commands
+ * and channels as sets), the natural key a bulk job finds a permission again by (docs/api-reference.md 14).
+ */
+export async function findEquivalentPermission(
+  db: Queryable,
+  tenantId: string,
+  wanted: Pick<AccessPermissionRecord, 'residentId' | 'lockGroupId' | 'beginDate' | 'endDate' | 'commands' | 'channels' | 'schedule'>,
+): Promise<string | null> {
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT id FROM access_permissions
+      WHERE tenant_id = $1 AND resident_id = $2 AND lock_group_id = $3 AND begin_date = $4 AND end_date = $5
+        AND ARRAY(SELECT DISTINCT c FROM unnest(commands) AS c ORDER BY c) = $6::text[]
+        AND ARRAY(SELECT DISTINCT c FROM unnest(channels) AS c ORDER BY c) = $7::text[]
+        AND schedule IS NOT DISTINCT FROM $8::jsonb
+      ORDER BY created_at, id LIMIT 1`,
+    [
+      tenantId,
+      wanted.residentId,
+      wanted.lockGroupId,
+      wanted.beginDate,
+      wanted.endDate,
+      [...new Set(wanted.commands)].sort(),
+      [...new Set(wanted.channels)].sort(),
+      wanted.schedule === null ? null : JSON.stringify(wanted.schedule),
+    ],
+  );
+  return rows[0]?.id ?? null;
+}

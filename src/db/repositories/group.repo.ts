@@ -164,3 +164,49 @@ export async function removeMember(
   );
   return rowCount > 0;
 }
+
+/**
+ * The groups of the kind named `name`, at most `limit`: a bulk job finds a group again by its name, its natural key
+ * (docs/api-reference.md 14). Names are not unique; the caller refuses an ambiguous one.
+ */
+export async function findGroupsNamed(db: Queryable, kind: GroupKind, tenantId: string, name: string, limit: number): Promise<GroupRecord[]> {
+  const { rows } = await db.query<GroupRow>(`${selectGroups(kind, 'g.tenant_id = $1 AND g.name = $2')} ORDER BY g.created_at, g.id LIMIT $3`, [
+    tenantId,
+    name,
+    limit,
+  ]);
+  return rows.map(toRecord);
+}
+
+/** Which of `names` name a group of the kind already (a bulk job's batch, docs/api-reference.md 14). */
+export async function groupNamesTaken(db: Queryable, kind: GroupKind, tenantId: string, names: readonly string[]): Promise<Set<string>> {
+  if (names.length === 0) return new Set();
+  const { rows } = await db.query<{ name: string }>(`SELECT DISTINCT name FROM ${kind.table} WHERE tenant_id = $1 AND name = ANY ($2::text[])`, [
+    tenantId,
+    names,
+  ]);
+  return new Set(rows.map((row) => row.name));
+}
+
+/** New groups with their members, in two statements (a bulk job's batch of creates, docs/api-reference.md 14). */
+export async function insertGroupsWithMembers(
+  db: Queryable,
+  kind: GroupKind,
+  tenantId: string,
+  groups: readonly { id: string; name: string; memberIds: string[] }[],
+  createdAt: number,
+): Promise<void> {
+  if (groups.length === 0) return;
+  await db.query(
+    `INSERT INTO ${kind.table} (tenant_id, id, name, created_at)
+     SELECT $1, x.id, x.name, $3 FROM jsonb_to_recordset($2::jsonb) AS x(id uuid, name text)`,
+    [tenantId, JSON.stringify(groups.map(({ id, name }) => ({ id, name }))), createdAt],
+  );
+  const members = groups.flatMap((group) => group.memberIds.map((member) => ({ g: group.id, m: member })));
+  if (members.length === 0) return;
+  await db.query(
+    `INSERT INTO ${kind.members} (tenant_id, ${kind.groupColumn}, ${kind.memberColumn})
+     SELECT $1, x.g, x.m FROM jsonb_to_recordset($2::jsonb) AS x(g uuid, m text)`,
+    [tenantId, JSON.stringify(members)],
+  );
+}

@@ -82,3 +82,24 @@ export async function holdMobileDeviceForBinding(db: Queryable, tenantId: string
   const { rows } = await db.query('SELECT 1 FROM mobile_devices WHERE tenant_id = $1 AND id = $2 FOR KEY SHARE', [tenantId, id]);
   return rows.length > 0;
 }
+
+/** The tenant's devices among `ids` (a bulk job's batch, docs/api-reference.md 14), in one statement. */
+export async function findMobileDevices(db: Queryable, tenantId: string, ids: readonly string[]): Promise<MobileDeviceRecord[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await db.query<MobileDeviceRow>(`SELECT ${COLUMNS} FROM mobile_devices WHERE tenant_id = $1 AND id = ANY ($2::text[])`, [
+    tenantId,
+    ids,
+  ]);
+  return rows.map(toRecord);
+}
+
+/** Inserts devices in one statement; answers the ids inserted (an id taken meanwhile is left out). */
+export async function insertMobileDevices(db: Queryable, tenantId: string, devices: readonly { id: string; name: string | null }[], createdAt: number): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `INSERT INTO mobile_devices (tenant_id, id, name, created_at)
+     SELECT $1, x.id, x.name, $3 FROM jsonb_to_recordset($2::jsonb) AS x(id text, name text)
+     ON CONFLICT (tenant_id, id) DO NOTHING RETURNING id`,
+    [tenantId, JSON.stringify(devices), createdAt],
+  );
+  return rows.map((row) => row.id);
+}

@@ -285,3 +285,42 @@ export async function revokeTicketsOf(
   );
   return rows[0]?.revoked ?? 0;
 }
+
+/**
+ * A ticket made directly (not by an access permission), not revoked, equal to `wanted` (same lock, device, dates,
+ * commands and channels as sets, schedule): the natural key a bulk job finds a ticket again by (docs/api-reference.md 14).
+ */
+export async function findEquivalentTicket(
+  db: Queryable,
+  tenantId: string,
+  wanted: {
+    securedObjectId: string;
+    mobileDeviceId: string;
+    beginDate: number;
+    endDate: number;
+    commands: string[];
+    channels: string[];
+    schedule?: unknown;
+  },
+): Promise<string | null> {
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT id FROM tickets
+      WHERE tenant_id = $1 AND mobile_device_id = $2 AND secured_object_id = $3 AND begin_date = $4 AND end_date = $5
+        AND access_permission_id IS NULL AND revoked_at IS NULL
+        AND ARRAY(SELECT DISTINCT c FROM unnest(commands) AS c ORDER BY c) = $6::text[]
+        AND ARRAY(SELECT DISTINCT c FROM unnest(channels) AS c ORDER BY c) = $7::text[]
+        AND schedule IS NOT DISTINCT FROM $8::jsonb
+      ORDER BY created_at, id LIMIT 1`,
+    [
+      tenantId,
+      wanted.mobileDeviceId,
+      wanted.securedObjectId,
+      wanted.beginDate,
+      wanted.endDate,
+      [...new Set(wanted.commands)].sort(),
+      [...new Set(wanted.channels)].sort(),
+      wanted.schedule === undefined || wanted.schedule === null ? null : JSON.stringify(wanted.schedule),
+    ],
+  );
+  return rows[0]?.id ?? null;
+}

@@ -13,6 +13,7 @@ import erasureRoutes from './erasures.js';
 import claimRoutes from './claims.js';
 import eventRoutes from './events.js';
 import lockdownRoutes from './lockdowns.js';
+import jobRoutes from './jobs.js';
 import mobileDeviceRoutes from './mobile-devices.js';
 import oauthClientRoutes from './oauth-clients.js';
 import revocationRoutes from './revocations.js';
@@ -47,6 +48,8 @@ const SCOPE_DESCRIPTIONS: Record<string, string> = {
   'keys:register': 'a bound client registering its own mobile device\'s or secured object\'s public key (Device API)',
   'settings:manage': 'read and change the tenant\'s settings',
   'lockdown:manage': 'start and end lockdowns, and issue override tickets that open during one',
+  'device-groups:write': 'bulk jobs of residents and lock groups (docs/api-reference.md 14), as on the Access API',
+  'access-permissions:write': 'bulk jobs of access permissions (docs/api-reference.md 14), as on the Access API',
 };
 
 export default async function operatorApi(app: FastifyInstance, options: OperatorApiOptions) {
@@ -78,6 +81,10 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
       {
         name: 'Lockdowns',
         description: 'Lock every door of the tenant or of a lock group at once, offline locks included (docs/api-reference.md 15).',
+      },
+      {
+        name: 'Jobs',
+        description: 'Bulk jobs (docs/api-reference.md 14): many locks, devices, residents, lock groups, permissions or tickets in one request, JSON or CSV, with a result per item.',
       },
       {
         name: 'Settings',
@@ -116,6 +123,7 @@ export default async function operatorApi(app: FastifyInstance, options: Operato
       erasureRoutes,
       claimRoutes,
       lockdownRoutes,
+      jobRoutes,
     ]) {
       await resources.register(routes, { services, prefix: '/operatorapi' });
     }

@@ -201,12 +201,12 @@ export interface components {
          *         "keys:register",
          *         "settings:manage",
          *         "lockdown:manage",
+         *         "device-groups:write",
+         *         "access-permissions:write",
          *         "offline",
          *         "nfc-token-writer",
-         *         "device-groups:write",
          *         "device-groups:read",
          *         "access-permissions:read",
-         *         "access-permissions:write",
          *         "tokens:introspect"
          *       ],
          *       "service_documentation": "https://acs.example.com/operatorapi/apidocs/index.html"
@@ -231,7 +231,7 @@ export interface components {
             revocation_endpoint_auth_signing_alg_values_supported: "ES256"[];
             introspection_endpoint_auth_methods_supported: ("client_secret_basic" | "client_secret_post" | "private_key_jwt")[];
             introspection_endpoint_auth_signing_alg_values_supported: "ES256"[];
-            scopes_supported: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "keys:register" | "settings:manage" | "lockdown:manage" | "offline" | "nfc-token-writer" | "device-groups:write" | "device-groups:read" | "access-permissions:read" | "access-permissions:write" | "tokens:introspect")[];
+            scopes_supported: ("tokens:create" | "tokens:read" | "tokens:delete" | "tokens:download" | "devices:read" | "devices:write" | "sync" | "clients:manage" | "users:manage" | "audit:read" | "events:read" | "webhooks:manage" | "keys:rotate" | "keys:register" | "settings:manage" | "lockdown:manage" | "device-groups:write" | "access-permissions:write" | "offline" | "nfc-token-writer" | "device-groups:read" | "access-permissions:read" | "tokens:introspect")[];
             /** @description The Operator API's Swagger UI. */
             service_documentation: string;
         };
@@ -460,7 +460,7 @@ export interface components {
              * @enum {string}
              */
             grant_type: "client_credentials" | "password" | "refresh_token";
-            /** @description Space-separated scopes (RFC 6749 section 3.3), each one the client may request: tokens:create, tokens:read, tokens:delete, tokens:download, devices:read, devices:write, sync, clients:manage, users:manage, audit:read, events:read, webhooks:manage, keys:rotate, keys:register, settings:manage, lockdown:manage, offline, nfc-token-writer, device-groups:write, device-groups:read, access-permissions:read, access-permissions:write, tokens:introspect. Absent: every scope the client may request (for a refresh: the scopes of the refresh token; it cannot widen). */
+            /** @description Space-separated scopes (RFC 6749 section 3.3), each one the client may request: tokens:create, tokens:read, tokens:delete, tokens:download, devices:read, devices:write, sync, clients:manage, users:manage, audit:read, events:read, webhooks:manage, keys:rotate, keys:register, settings:manage, lockdown:manage, device-groups:write, access-permissions:write, offline, nfc-token-writer, device-groups:read, access-permissions:read, tokens:introspect. Absent: every scope the client may request (for a refresh: the scopes of the refresh token; it cannot widen). */
             scope?: string;
             /** @description `password` grant: `USER@TENANT`, the user name and its tenant's name (`alice@demo`), as the CLI's `user create USER@TENANT` makes it. The tenant is part of the name because one server holds many tenants. */
             username?: string;
