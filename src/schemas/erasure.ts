@@ -18,9 +18,9 @@ export const ErasureRequestSchema = named(
       additionalProperties: false,
       minProperties: 1,
       description: 'Exactly one of `residentId`, `mobileDeviceId` and `username`.',
-      examples: [{ residentId: '3f1c2b4a-5d6e-4f70-8a9b-0c1d2e3f4a5b' }, { mobileDeviceId: 'phone-1', accessLogsOnly: true }],
     },
   ),
+  { residentId: '3f1c2b4a-5d6e-4f70-8a9b-0c1d2e3f4a5b' },
 );
 
 export const ErasureSchema = named(

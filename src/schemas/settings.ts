@@ -48,6 +48,7 @@ export const SettingsChangesSchema = named(
   'TenantSettingsChanges',
   Type.Object(
     { holderBinding: Type.Optional(HolderBindingSchema), retention: Type.Optional(RetentionChangesSchema) },
-    { additionalProperties: false, minProperties: 1, examples: [{ holderBinding: 'required' }, { retention: { accessLogDays: 90, eventDays: null } }] },
+    { additionalProperties: false, minProperties: 1 },
   ),
+  { retention: { accessLogDays: 90, eventDays: null } },
 );

@@ -42,7 +42,14 @@ interface OpenApiDocument {
 }
 
 /** What anyone may read without credentials (RFC 8414, RFC 7517): the metadata and the key sets. */
-const PUBLIC_OPERATIONS = new Set(['GET /.well-known/oauth-authorization-server', 'GET /.well-known/jwks.json', 'GET /tenants/{tenant}/jwks.json']);
+// A claim link's code is its own credential (docs/api-reference.md 12.2): the phone has no token yet.
+const PUBLIC_OPERATIONS = new Set([
+  'GET /.well-known/oauth-authorization-server',
+  'GET /.well-known/jwks.json',
+  'GET /tenants/{tenant}/jwks.json',
+  'GET /deviceapi/claims/{code}',
+  'POST /deviceapi/claims/{code}',
+]);
 
 /** The errors of the OAuth document's operations that read no form (routes/oauth/index.ts, routes/oauth/tenant-jwks.ts). */
 const OAUTH_ERRORS: Record<string, string[]> = {

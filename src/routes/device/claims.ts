@@ -2,9 +2,10 @@
 // on the path is the credential, so these routes are rate-limited per address (routes/device/index.ts).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ClaimCodeParams, ClaimLookupSchema, ClaimRedemptionSchema, RedeemedClaimSchema } from '../../schemas/claim.js';
-import { noStoreResponse } from '../../schemas/common.js';
+import { noStoreResponse, ResponseHeaders } from '../../schemas/common.js';
 import { problemResponses } from '../../schemas/problem.js';
 import type { Services } from '../../services/index.js';
+import { resourcePath } from '../shared/headers.js';
 
 const tags = ['Claims'];
 
@@ -53,12 +54,16 @@ const claimRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (ap
         params: ClaimCodeParams,
         body: ClaimRedemptionSchema,
         response: {
-          201: noStoreResponse(RedeemedClaimSchema, 'The phone\'s device and client.'),
+          201: noStoreResponse(RedeemedClaimSchema, 'The phone\'s device and client.', { Location: ResponseHeaders.location }),
           ...problemResponses(404, 409, 410, 413, 414, 415, 422, 429),
         },
       },
     },
-    async (request, reply) => reply.code(201).send(await services.claims.redeem(request.params.code, String(request.id), request.body)),
+    async (request, reply) => {
+      const redeemed = await services.claims.redeem(request.params.code, String(request.id), request.body);
+      // RFC 9110 15.3.2: the primary resource the redemption created is the mobile device (the operator reads it there).
+      return reply.code(201).header('location', resourcePath`/operatorapi/mobiledevices/${redeemed.mobileDeviceId}`).send(redeemed);
+    },
   );
 };
 

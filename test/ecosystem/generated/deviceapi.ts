@@ -2369,6 +2369,8 @@ export interface operations {
             /** @description The phone's device and client. */
             201: {
                 headers: {
+                    /** @description The path of the created resource (RFC 9110 section 10.2.2). */
+                    Location?: string;
                     /** @description RFC 9111 section 5.2.2.5: the answer holds a secret or credential, so no cache may store it. */
                     "Cache-Control"?: "no-store";
                     [name: string]: unknown;

@@ -1364,7 +1364,12 @@ export interface components {
                 [key: string]: number;
             };
         };
-        /** ErasureRequest */
+        /**
+         * ErasureRequest
+         * @example {
+         *       "residentId": "3f1c2b4a-5d6e-4f70-8a9b-0c1d2e3f4a5b"
+         *     }
+         */
         ErasureRequest: {
             /**
              * Format: uuid
@@ -2106,7 +2111,15 @@ export interface components {
                 auditDays: number;
             };
         };
-        /** TenantSettingsChanges */
+        /**
+         * TenantSettingsChanges
+         * @example {
+         *       "retention": {
+         *         "accessLogDays": 90,
+         *         "eventDays": null
+         *       }
+         *     }
+         */
         TenantSettingsChanges: {
             /**
              * @description docs/api-reference.md 11.2: `optional` (a lock opens for a credential without `cnf` as before) or `required` (a lock refuses a credential without `cnf`, so only a phone that proves its key opens).
