@@ -16,6 +16,7 @@ import {
   finishErasure,
   idempotentAnswersMentioning,
   insertErasure,
+  jobItemsMentioning,
   listAbandonedErasures,
   listErasures,
   pseudonymizeAttemptErrors,
@@ -23,6 +24,7 @@ import {
   recordErasureProgress,
   rewriteEventData,
   rewriteIdempotentAnswers,
+  rewriteJobItems,
   type ErasureRecord,
   type ErasureSubject,
   type ErasureSubjectKind,
@@ -61,6 +63,16 @@ export function pseudonymizeJson(value: unknown, values: readonly string[], pseu
   if (Array.isArray(value)) return value.map((item) => pseudonymizeJson(item, values, pseudonyms));
   if (value !== null && typeof value === 'object') {
     return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, pseudonymizeJson(item, values, pseudonyms)]));
+  }
+  return value;
+}
+
+/** `value` with every occurrence of each value replaced inside its strings: free text such as a problem's detail. */
+export function pseudonymizeTextIn(value: unknown, values: readonly string[], pseudonyms: readonly string[]): unknown {
+  if (typeof value === 'string') return pseudonymizeText(value, values, pseudonyms);
+  if (Array.isArray(value)) return value.map((item) => pseudonymizeTextIn(item, values, pseudonyms));
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, pseudonymizeTextIn(item, values, pseudonyms)]));
   }
   return value;
 }
@@ -163,6 +175,15 @@ export function createErasureService({ db, clock, log }: ErasureServiceOptions) 
         await rewriteIdempotentAnswers(tx, record.tenantId, rewritten);
         counts.idempotency_keys = rewritten.length;
         counts.webhook_attempts = await pseudonymizeAttemptErrors(tx, record.tenantId, values, pseudonyms);
+        // Bulk jobs (docs/api-reference.md 14): the rows sent, their natural keys, and the problems' free text.
+        const jobItems = (await jobItemsMentioning(tx, record.tenantId, values.map(jsonNeedle))).map((item) => ({
+          ...item,
+          key: String(pseudonymizeJson(item.key, values, pseudonyms)),
+          item: pseudonymizeJson(item.item, values, pseudonyms),
+          problem: pseudonymizeTextIn(item.problem, values, pseudonyms),
+        }));
+        await rewriteJobItems(tx, record.tenantId, jobItems);
+        counts.job_items = jobItems.length;
         const byValue = new Map(values.map((value, index) => [value, pseudonyms[index]!]));
         Object.assign(
           counts,

@@ -1,7 +1,7 @@
 // Erasure on request (docs/api-reference.md 16.2): after it, a search of every text column of every table (read from the
 // catalog, so a table added later is searched too) finds none of the person's values in the tenant; the record stays;
 // tickets, sequences and another tenant's data are as they were; an erasure an instance left is resumed.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { appendAuditEvent } from '../../src/db/repositories/audit.repo.js';
 import { insertErasure } from '../../src/db/repositories/erasure.repo.js';
 import { accessTenant, lockGroup, permission, resident, ticketRows, type AccessTenant } from '../helpers/access.js';
@@ -145,6 +145,24 @@ describe('erasures', () => {
       payload: { note: 'New phone for Zelda Quixote, 3rd floor' },
     });
     expect(claim.statusCode, claim.body).toBe(201);
+    // The household sent again as a bulk job (docs/api-reference.md 14): its item and natural key hold the name.
+    const importer = await clientToken(t.app, await createClient(t.app, tenant.tenant, ['devices:write', 'device-groups:write']));
+    const job = await t.app.inject({
+      method: 'POST',
+      url: '/operatorapi/jobs',
+      headers: bearer(importer),
+      payload: { type: 'residents', items: [{ name: 'Zelda Quixote', mobileDeviceIds: [`${prefix}-phone`] }] },
+    });
+    expect(job.statusCode, job.body).toBe(202);
+    // The worker is woken by the job (or this round runs it); either way it ends.
+    await t.app.services.jobWorker.runOnce();
+    await vi.waitFor(
+      async () => {
+        const { rows } = await t.database.db.query<{ state: string }>('SELECT state FROM jobs WHERE tenant_id = $1 AND id = $2', [tenant.tenant.tenantId, job.json().id]);
+        expect(rows[0]!.state).toBe('succeeded');
+      },
+      { timeout: 30_000, interval: 50 },
+    );
     // No event of this version carries a name (they name ids), but an event may: one that quotes the device's name
     // in a list beside other values, which stay.
     await appendAuditEvent(t.database.db, {
@@ -186,7 +204,7 @@ describe('erasures', () => {
       requestedBy: expect.stringMatching(/^client:/),
       finishedTime: expect.any(Number),
     });
-    expect(erasure.rows).toMatchObject({ residents: 1, claims: 1, mobile_devices: 2, access_log_entries: 3, webhook_attempts: 1, idempotency_keys: 2 });
+    expect(erasure.rows).toMatchObject({ residents: 1, claims: 1, job_items: 1, mobile_devices: 2, access_log_entries: 3, webhook_attempts: 1, idempotency_keys: 2 });
     // The app's client, and the one the test's phone token came through: every client bound to the person's devices.
     expect(erasure.rows.oauth_clients).toBe(2);
     expect(erasure.rows.audit_events).toBe(1);
@@ -216,7 +234,7 @@ describe('erasures', () => {
     expect(finished[1]!.data).toMatchObject({ erasureId: erasure.id, subjectKind: 'resident', subjectId: zelda.id });
 
     // The other tenant's household of the same name is untouched.
-    for (const table of ['residents.name', 'claims.note', 'mobile_devices.name', 'oauth_clients.name', 'audit_events.data', 'webhook_attempts.error', 'idempotency_keys.response_body']) {
+    for (const table of ['residents.name', 'claims.note', 'job_items.key', 'job_items.item', 'mobile_devices.name', 'oauth_clients.name', 'audit_events.data', 'webhook_attempts.error', 'idempotency_keys.response_body']) {
       expect(await whereFound(other.tenant.tenantId, 'Zelda Quixote')).toContain(table);
     }
     expect(await accessLogCount(other.tenant.tenantId, 'zq-phone')).toBe(3);

@@ -277,6 +277,46 @@ export async function rewriteIdempotentAnswers(db: Queryable, tenantId: string, 
   );
 }
 
+/** A bulk job's item as stored (docs/api-reference.md 14): its natural key, the item sent and the problem it met. */
+export interface StoredJobItem {
+  jobId: string;
+  index: number;
+  key: string;
+  item: unknown;
+  problem: unknown;
+}
+
+/** The tenant's bulk-job items that may hold one of `needles` (JSON's escaping, without quotes), locked for the rewrite. */
+export async function jobItemsMentioning(db: Queryable, tenantId: string, needles: readonly string[]): Promise<StoredJobItem[]> {
+  const { rows } = await db.query<{ job_id: string; item_index: number; key: string; item: unknown; problem: unknown }>(
+    `SELECT job_id, item_index, key, item, problem FROM job_items
+      WHERE tenant_id = $1
+        AND EXISTS (SELECT 1 FROM unnest($2::text[]) needle
+                     WHERE strpos(key, needle) > 0 OR strpos(item::text, needle) > 0 OR strpos(coalesce(problem::text, ''), needle) > 0)
+      FOR UPDATE`,
+    [tenantId, needles],
+  );
+  return rows.map((row) => ({ jobId: row.job_id, index: row.item_index, key: row.key, item: row.item, problem: row.problem }));
+}
+
+export async function rewriteJobItems(db: Queryable, tenantId: string, items: readonly StoredJobItem[]): Promise<void> {
+  if (items.length === 0) return;
+  await db.query(
+    `UPDATE job_items i SET key = c.key, item = c.item, problem = c.problem
+       FROM (SELECT unnest($2::uuid[]) AS job_id, unnest($3::integer[]) AS item_index, unnest($4::text[]) AS key,
+                    unnest($5::jsonb[]) AS item, unnest($6::jsonb[]) AS problem) c
+      WHERE i.tenant_id = $1 AND i.job_id = c.job_id AND i.item_index = c.item_index`,
+    [
+      tenantId,
+      items.map((item) => item.jobId),
+      items.map((item) => item.index),
+      items.map((item) => item.key),
+      items.map((item) => JSON.stringify(item.item)),
+      items.map((item) => (item.problem === null ? null : JSON.stringify(item.problem))),
+    ],
+  );
+}
+
 /** Replaces each value by its pseudonym in the error texts of the tenant's webhook delivery attempts; answers the rows changed. */
 export async function pseudonymizeAttemptErrors(db: Queryable, tenantId: string, values: readonly string[], pseudonyms: readonly string[]): Promise<number> {
   let changed = 0;
