@@ -6,11 +6,17 @@ export interface ClientRecord {
   clientId: string;
   tenantId: string;
   name: string;
-  secretHash: Buffer;
+  /** Null for a public client (RFC 6749 2.1), which has no secret: the console's (docs/api-reference.md 13). */
+  secretHash: Buffer | null;
   scopes: string[];
   mobileDeviceId: string | null;
   securedObjectId: string | null;
   createdAt: number;
+  /**
+   * The one registered redirect URI (RFC 6749 3.1.2), compared exactly (RFC 9700 2.1); a value starting with `/` is
+   * relative to PUBLIC_URL. Null for clients that never use the authorization endpoint.
+   */
+  redirectUri: string | null;
   /**
    * docs/api-reference.md 4.1: the change number of the transaction that deleted the client's lock; null while the lock
    * stands (and for every client not bound to a lock).
@@ -22,16 +28,18 @@ interface ClientRow {
   client_id: string;
   tenant_id: string;
   name: string;
-  secret_hash: Buffer | Uint8Array;
+  secret_hash: Buffer | Uint8Array | null;
   scopes: string[];
   mobile_device_id: string | null;
   secured_object_id: string | null;
   created_at: number;
+  redirect_uri: string | null;
   decommissioned_seq: number | null;
 }
 
 /** What a new client is inserted with; `decommissioned_seq` starts NULL. */
-const INSERT_COLUMNS = 'client_id, tenant_id, name, secret_hash, scopes, mobile_device_id, secured_object_id, created_at';
+const INSERT_COLUMNS =
+  'client_id, tenant_id, name, secret_hash, scopes, mobile_device_id, secured_object_id, created_at, redirect_uri';
 const COLUMNS = `${INSERT_COLUMNS}, decommissioned_seq`;
 
 const KEYSET: KeysetColumns = { createdAt: 'created_at', id: 'client_id', idType: 'text' };
@@ -41,11 +49,12 @@ function toClient(row: ClientRow): ClientRecord {
     clientId: row.client_id,
     tenantId: row.tenant_id,
     name: row.name,
-    secretHash: Buffer.from(row.secret_hash),
+    secretHash: row.secret_hash === null ? null : Buffer.from(row.secret_hash),
     scopes: row.scopes,
     mobileDeviceId: row.mobile_device_id,
     securedObjectId: row.secured_object_id,
     createdAt: row.created_at,
+    redirectUri: row.redirect_uri,
     decommissionedSeq: row.decommissioned_seq,
   };
 }
@@ -57,7 +66,7 @@ function toClient(row: ClientRow): ClientRecord {
  */
 export async function insertClient(db: Queryable, client: Omit<ClientRecord, 'decommissionedSeq'>): Promise<void> {
   await db.query('INSERT INTO client_tenants (client_id, tenant_id) VALUES ($1, $2)', [client.clientId, client.tenantId]);
-  await db.query(`INSERT INTO oauth_clients (${INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, [
+  await db.query(`INSERT INTO oauth_clients (${INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, [
     client.clientId,
     client.tenantId,
     client.name,
@@ -66,6 +75,7 @@ export async function insertClient(db: Queryable, client: Omit<ClientRecord, 'de
     client.mobileDeviceId,
     client.securedObjectId,
     client.createdAt,
+    client.redirectUri,
   ]);
 }
 
