@@ -1,4 +1,5 @@
 // Wires the framework-free services together: one container per app (and per CLI run).
+import { createHmac } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
@@ -13,6 +14,7 @@ import { createRevocationService } from './oauth/revoked-access-tokens.service.j
 import { createTenantService } from './oauth/tenant.service.js';
 import { createAccessTokenVerifier } from './oauth/access-token-verifier.service.js';
 import { createGrantService } from './oauth/grants.service.js';
+import { createAuthorizationService } from './oauth/authorization.service.js';
 import { createRevocationIntrospectionService } from './oauth/revocation-introspection.service.js';
 import { createUserService } from './oauth/user.service.js';
 import { createAuditService } from './audit.service.js';
@@ -167,6 +169,16 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
       durationMs: config.LOCKOUT_SECONDS * 1000,
     },
   });
+  const authorization = createAuthorizationService({
+    db,
+    clock,
+    log,
+    issuer: config.PUBLIC_URL,
+    clients,
+    checkLogin: grants.checkLogin,
+    // A key of its own for the sign-in form's CSRF tokens, derived from SECRETS_KEY so that every instance shares it.
+    csrfKey: createHmac('sha256', secretsKey.current).update('authorization endpoint csrf').digest(),
+  });
   // One verifier, so the bearer checks, revocation and introspection share its cache of checked signatures.
   const accessTokens = createAccessTokenVerifier({
     clock,
@@ -197,6 +209,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     users,
     tenants,
     tokens,
+    authorization,
     revived,
     securedObjects,
     mobileDevices,
@@ -234,12 +247,14 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
       clientAssertions.start();
       holderKeys.start();
       tokens.start();
+      authorization.start();
       webhookDeliveries.start();
     },
     async stop(): Promise<void> {
       // First: attempts under way are abandoned while the database is still open (their claims come due again).
       await webhookDeliveries.stop();
       tokens.stop();
+      authorization.stop();
       idempotency.stop();
       audit.stop();
       accessLogRetention.stop();

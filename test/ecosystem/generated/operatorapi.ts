@@ -315,7 +315,7 @@ export interface paths {
         put?: never;
         /**
          * Create an Access API user
-         * @description A person who logs in to the Access API as `USERNAME@TENANT` with the password grant. The password is stored as a bcrypt hash; passwords over 72 bytes are refused, never truncated.
+         * @description A person who logs in to the Access API as `USERNAME@TENANT` with the password grant. The password is stored as a bcrypt hash; passwords over 72 bytes are refused, never truncated. With a `role` the user may also sign in to the operator console (`GET /oauth/authorize`).
          */
         post: operations["createUser"];
         delete?: never;
@@ -331,7 +331,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Read an Access API user
+         * @description One user, with its console role when it has one.
+         */
+        get: operations["getUser"];
         put?: never;
         post?: never;
         /**
@@ -341,7 +345,11 @@ export interface paths {
         delete: operations["deleteUser"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a user's console role
+         * @description Gives, changes or (with `null`) removes the console role. Console sign-ins already made keep their scopes until their access token expires; their next refresh carries the new role's scopes, and fails without one.
+         */
+        patch: operations["updateUser"];
         trace?: never;
     };
     "/operatorapi/audit-events": {
@@ -844,7 +852,7 @@ export interface components {
              * @description What happened: the event's `type` (docs/api-reference.md 10), e.g. `ticket.created`.
              * @enum {string}
              */
-            action: "ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated";
+            action: "ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.updated" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "token.code_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated";
             /** @description What it happened to, e.g. `ticket:<id>`; for the tickets a grant, membership change or removal made or revoked (in chunks of up to 1,000), the change itself, e.g. `access_permission:<id>`. */
             target: string;
             /** @description The id the server gave the request that made the change (its `X-Request-Id` answer). */
@@ -990,7 +998,7 @@ export interface components {
             /** @description Where deliveries are POSTed. */
             url: string;
             /** @description The event types it receives. */
-            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated")[];
+            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.updated" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "token.code_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated")[];
             /** @description A note for people. */
             description?: string;
             /** @description False while paused or disabled: nothing is sent until it is enabled again. */
@@ -1041,7 +1049,7 @@ export interface components {
              * @description What happened, e.g. `ticket.created` (docs/api-reference.md 10). The same as the audit view's `action`: the audit view is a projection of this log.
              * @enum {string}
              */
-            type: "ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated";
+            type: "ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.updated" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "token.code_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated";
             /** @description The event's number in its tenant's sequence: 1, 2, 3, ... in commit order, without gaps (the audit view's `id`). */
             sequence: number;
             /** @description When, Unix milliseconds. */
@@ -1181,7 +1189,8 @@ export interface components {
          * NewUser
          * @example {
          *       "username": "alice",
-         *       "password": "correct horse battery"
+         *       "password": "correct horse battery",
+         *       "role": "operator"
          *     }
          */
         NewUser: {
@@ -1189,6 +1198,8 @@ export interface components {
             username: string;
             /** @description At least 8 characters and at most 72 bytes (bcrypt reads no more). */
             password: string;
+            /** @description The console role (docs/api-reference.md 13): `admin` every Operator and Access API scope, `operator` all but `clients:manage`, `users:manage` and `webhooks:manage`, `viewer` the read scopes. A user without one cannot sign in to the console. */
+            role?: "admin" | "operator" | "viewer";
         };
         /**
          * NewWebhook
@@ -1205,7 +1216,7 @@ export interface components {
             /** @description Where deliveries are POSTed: an `https` URL without credentials or fragment that does not resolve to a loopback, private, link-local or cloud-metadata address (`http` and loopback or private addresses only with `WEBHOOK_ALLOW_INSECURE=true`). Checked here and again at every delivery; a refused URL is a 422 naming the reason. */
             url: string;
             /** @description The event types to receive: at least one, each once. There is no wildcard; subscribe to a new type explicitly when the receiver handles it. */
-            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated")[];
+            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.updated" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "token.code_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated")[];
             /** @description A note for people. */
             description?: string;
         };
@@ -1664,7 +1675,8 @@ export interface components {
          * @example {
          *       "id": "8e7d6c5b-4a39-4281-9f0e-1d2c3b4a5968",
          *       "username": "alice",
-         *       "creationDate": 1767225600000
+         *       "creationDate": 1767225600000,
+         *       "role": "operator"
          *     }
          */
         User: {
@@ -1673,6 +1685,18 @@ export interface components {
             username: string;
             /** @description Creation time, Unix milliseconds. */
             creationDate: number;
+            /** @description The console role (docs/api-reference.md 13): `admin` every Operator and Access API scope, `operator` all but `clients:manage`, `users:manage` and `webhooks:manage`, `viewer` the read scopes. A user without one cannot sign in to the console. */
+            role?: "admin" | "operator" | "viewer";
+        };
+        /**
+         * UserPatch
+         * @example {
+         *       "role": "viewer"
+         *     }
+         */
+        UserPatch: {
+            /** @description The console role (docs/api-reference.md 13): `admin` every Operator and Access API scope, `operator` all but `clients:manage`, `users:manage` and `webhooks:manage`, `viewer` the read scopes. A user without one cannot sign in to the console. `null` removes the role. */
+            role: ("admin" | "operator" | "viewer") | (never | null);
         };
         /**
          * Webhook
@@ -1695,7 +1719,7 @@ export interface components {
             /** @description Where deliveries are POSTed. */
             url: string;
             /** @description The event types it receives. */
-            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated")[];
+            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.updated" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "token.code_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated")[];
             /** @description A note for people. */
             description?: string;
             /** @description False while paused or disabled: nothing is sent until it is enabled again. */
@@ -1753,7 +1777,7 @@ export interface components {
             /** @description Where deliveries are POSTed: an `https` URL without credentials or fragment that does not resolve to a loopback, private, link-local or cloud-metadata address (`http` and loopback or private addresses only with `WEBHOOK_ALLOW_INSECURE=true`). Checked here and again at every delivery; a refused URL is a 422 naming the reason. */
             url?: string;
             /** @description The event types to receive: at least one, each once. There is no wildcard; subscribe to a new type explicitly when the receiver handles it. */
-            eventTypes?: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated")[];
+            eventTypes?: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.updated" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "token.code_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated")[];
             /** @description A note for people; the empty string removes it. */
             description?: string;
             /** @description `false` pauses the subscription (`disabledReason: operator`); `true` resumes a paused or disabled one where it stopped: the events committed meanwhile are delivered, nothing is lost. */
@@ -1781,7 +1805,7 @@ export interface components {
             /** @description Where deliveries are POSTed. */
             url: string;
             /** @description The event types it receives. */
-            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated")[];
+            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.updated" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "token.code_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "settings.updated")[];
             /** @description A note for people. */
             description?: string;
             /** @description False while paused or disabled: nothing is sent until it is enabled again. */
@@ -5082,6 +5106,128 @@ export interface operations {
             };
         };
     };
+    getUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The username (without `@TENANT`). */
+                username: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["User"];
+                };
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource in the caller's tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     deleteUser: {
         parameters: {
             query?: never;
@@ -5100,6 +5246,150 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource in the caller's tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the configured limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The username (without `@TENANT`). */
+                username: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UserPatch"];
+            };
+        };
+        responses: {
+            /** @description The user. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["User"];
+                };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
