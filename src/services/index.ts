@@ -33,6 +33,8 @@ import { createChangeWatermarks } from './change-watermark.js';
 import { createDownloadService } from './download.service.js';
 import { createLockSyncService } from './lock-sync.service.js';
 import { createAccessCheckService } from './explain.service.js';
+import { createDoorAccessService } from './door-access.service.js';
+import { createResidentRevocationService } from './resident-revocation.service.js';
 import { createAccessLogService } from './access-log.service.js';
 import { createAccessLogBudget } from './access-log-budget.js';
 import { createAccessLogRetention } from './access-log-retention.js';
@@ -227,6 +229,8 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     lockSyncs,
     changeWatermarks,
     accessChecks,
+    doorAccess: createDoorAccessService({ db, clock }),
+    residentRevocations: createResidentRevocationService({ db, clock, metrics }),
     accessLogs,
     accessLogRetention,
     lockTelemetry,

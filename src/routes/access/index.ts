@@ -10,6 +10,7 @@ import accessPermissionRoutes from './access-permissions.js';
 import deviceListingRoutes from './devices.js';
 import { lockGroupRoutes, residentRoutes } from './groups.js';
 import tokenCardRoutes from './token-card.js';
+import residentRevocationRoutes from './resident-revocations.js';
 
 export interface AccessApiOptions {
   services: Services;
@@ -56,5 +57,6 @@ export default async function accessApi(app: FastifyInstance, options: AccessApi
     await resources.register(accessPermissionRoutes, { services, prefix: '/v1' });
     await resources.register(deviceListingRoutes, { services, prefix: '/v1' });
     await resources.register(tokenCardRoutes, { services, prefix: '/v1' });
+    await resources.register(residentRevocationRoutes, { services, prefix: '/v1' });
   });
 }

@@ -54,6 +54,26 @@ export interface paths {
         patch: operations["updateSecuredObject"];
         trace?: never;
     };
+    "/operatorapi/securedobjects/{id}/access": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who can open this door
+         * @description The phones whose credential would open the lock at `at` (default now), in ticket creation order: valid tickets (not revoked, `beginDate <= at < endDate`) that grant `open`, and whose schedule, read in the lock's time zone, has a window at `at`. Each names its phone, resident, ticket, permission and whether the credential is bound to the phone's key. Revoked tickets the lock has not applied yet are in `GET /operatorapi/revocations?applied=false&securedObjectId=`. A page may hold fewer than `limit` items when schedules leave tickets out; follow `Link: rel="next"`.
+         */
+        get: operations["listDoorAccess"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/operatorapi/securedobjects/{id}/key": {
         parameters: {
             query?: never;
@@ -461,7 +481,7 @@ export interface paths {
         };
         /**
          * List revocations by how far they have reached their lock
-         * @description Revoked tickets in creation order. `applied=false`: their lock has not applied the revocation yet and a credential of the ticket may still be alive there (at the lock's clock): the doors that may still open for a revoked phone. `applied=true`: the lock has applied it (`revocationAppliedTime`). Without `applied`, both. A revocation its lock never needed (the ticket was never downloaded) or no longer needs (every credential expired first) is in neither. A deleted lock's tickets are listed too: the door exists until it applied them. An unknown `securedObjectId` lists nothing. Pages follow `Link: rel="next"`.
+         * @description Revoked tickets in creation order. `applied=false`: their lock has not applied the revocation yet and a credential of the ticket may still be alive there (at the lock's clock): the doors that may still open for a revoked phone. `applied=true`: the lock has applied it (`revocationAppliedTime`). Without `applied`, both. A revocation its lock never needed (the ticket was never downloaded) or no longer needs (every credential expired first) is in neither. A deleted lock's tickets are listed too: the door exists until it applied them. An unknown `securedObjectId` lists nothing. `residentId` follows a resident's "revoke everywhere" (`POST /v1/residents/{id}/revocations`) to its doors. Pages follow `Link: rel="next"`.
          */
         get: operations["listRevocations"];
         put?: never;
@@ -1023,6 +1043,64 @@ export interface components {
              * @enum {boolean}
              */
             secretWithheld?: true;
+        };
+        /**
+         * DoorAccess
+         * @example {
+         *       "mobileDeviceId": "phone-alice",
+         *       "residentId": "5b0c7f4e-2d1a-4c3b-9e8f-7a6b5c4d3e2f",
+         *       "residentName": "Alice",
+         *       "tokenId": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+         *       "accessPermissionId": "1f2e3d4c-5b6a-4978-8877-665544332211",
+         *       "beginDate": 1767225600000,
+         *       "endDate": 1798761600000,
+         *       "schedule": {
+         *         "weekly": [
+         *           {
+         *             "days": [
+         *               "MO",
+         *               "TU",
+         *               "WE",
+         *               "TH",
+         *               "FR"
+         *             ],
+         *             "from": "07:00",
+         *             "to": "19:00"
+         *           }
+         *         ]
+         *       },
+         *       "nextWindow": {
+         *         "start": 1767337200000,
+         *         "end": 1767380400000
+         *       },
+         *       "keyBound": true
+         *     }
+         */
+        DoorAccess: {
+            /** @description The phone whose credential opens the door. */
+            mobileDeviceId: string;
+            /** @description The resident: the access permission's for a granted ticket, else one the phone belongs to. Absent: none. */
+            residentId?: string;
+            /** @description The resident's name. */
+            residentName?: string;
+            /** @description The ticket. */
+            tokenId: string;
+            /** @description The access permission that made the ticket; absent for a direct ticket. */
+            accessPermissionId?: string;
+            /** @description The ticket's start, Unix milliseconds. */
+            beginDate: number;
+            /** @description The ticket's end, Unix milliseconds. */
+            endDate: number;
+            schedule?: components["schemas"]["Schedule"];
+            /** @description With a schedule: the window, read in the lock's time zone, that lets the ticket open at `at`. */
+            nextWindow?: {
+                /** @description UTC milliseconds. */
+                start: number;
+                /** @description UTC milliseconds: when the door stops opening for this ticket until its next window. */
+                end: number;
+            };
+            /** @description The phone has a registered key: its credential is bound to it (docs/api-reference.md 11.2). */
+            keyBound: boolean;
         };
         /**
          * Event
@@ -2477,6 +2555,137 @@ export interface operations {
             };
             /** @description The request is well-formed but cannot be carried out; the detail says why. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listDoorAccess: {
+        parameters: {
+            query?: {
+                /** @description The instant asked about, Unix milliseconds (docs/api-reference.md 7.4's range). Default: now. */
+                at?: number;
+                /** @description Page size, 1 to 1000. */
+                limit?: number;
+                /** @description Opaque cursor from the `Link: rel="next"` header. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of who can open the door. */
+            200: {
+                headers: {
+                    /** @description RFC 8288 `<…>; rel="next"`: the same request with the cursor of the next page; absent on the last page. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DoorAccess"][];
+                };
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource in the caller's tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6136,6 +6345,8 @@ export interface operations {
                 applied?: "true" | "false";
                 /** @description Only this lock's revocations (a deleted lock's too). */
                 securedObjectId?: string;
+                /** @description Only the resident's: tickets of its mobile devices and of its access permissions, as `POST /v1/residents/{id}/revocations` revokes them. An unknown id lists nothing. */
+                residentId?: string;
                 /** @description Page size, 1 to 1000. */
                 limit?: number;
                 /** @description Opaque cursor from `Link: rel="next"`. */
