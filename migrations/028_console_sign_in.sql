@@ -49,7 +49,3 @@ SELECT d.client_id, d.tenant_id, 'Operator console', NULL,
   FROM client_tenants d
  WHERE d.client_id LIKE 'console-%'
    AND NOT EXISTS (SELECT 1 FROM oauth_clients c WHERE c.tenant_id = d.tenant_id AND c.client_id = d.client_id);
-
--- docs/api-reference.md 13: "who can open this door" reads a lock's tickets that are not revoked, in page order; a
--- door's history of revoked tickets is left out of the index rather than skipped row by row.
-CREATE INDEX tickets_door_access_idx ON tickets (tenant_id, secured_object_id, created_at, id) WHERE revoked_at IS NULL;

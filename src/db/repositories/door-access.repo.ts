@@ -33,8 +33,8 @@ interface Row {
 /**
  * The lock's tickets that are valid at `at` (not revoked, `beginDate <= at < endDate`) and grant `open`, in creation
  * order after `after`, at most `limit`: the schedule is judged by the caller, in the lock's time zone. The resident is
- * the permission's for a granted ticket, else the first resident (by id) holding the device. Reads the partial index
- * of live tickets (migration 028), so a door's revoked history costs nothing.
+ * the permission's for a granted ticket, else the first resident (by id) holding the device. Pages on the lock's
+ * ticket index (tenant, lock, created_at, id).
  */
 export async function listDoorAccess(
   db: Queryable,
