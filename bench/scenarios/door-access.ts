@@ -65,7 +65,7 @@ async function seed(client: pg.Client, fixture: OperatorFixture): Promise<void> 
                           channels, change_seq, schedule, revoked_at)
      SELECT gen_random_uuid(), $1,
             CASE WHEN k = 0 THEN 'door-' || ((g % $5::int) * ($6::int / $5::int)) ELSE 'door-' || (g % $6::int) END,
-            'phone-' || g, 0, $2::bigint + 365 * 86400000, $2::bigint + 2 * g + k, ARRAY['open'], ARRAY['btlespp'], $4::bigint,
+            'phone-' || g, 0, $2::bigint + 365::bigint * 86400000, $2::bigint + 2 * g + k, ARRAY['open'], ARRAY['btlespp'], $4::bigint,
             CASE WHEN g % 5 = 0 THEN '{"weekly":[{"days":["MO","TU","WE","TH","FR"],"from":"07:00","to":"19:00"}]}'::jsonb END,
             CASE WHEN g % 10 = 3 THEN $2::bigint END
        FROM generate_series(0, $3::int - 1) AS g, (VALUES (0), (1)) AS v (k)`,
