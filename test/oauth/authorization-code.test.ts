@@ -380,6 +380,27 @@ describe('docs/api-reference.md 13: console sign-in with the authorization code 
     await t.app.services.users.update(cli(acme.tenantId), 'olga', { role: 'operator' });
   });
 
+  it('the console revokes its own refresh token by client_id alone (RFC 7009 2.1), and it stops working', async () => {
+    const { challenge, code } = await signIn('ada@acme');
+    const tokens = (await exchangeCode(t.app, { code, redirect_uri: redirectUri, client_id: acme.consoleClientId, code_verifier: challenge.verifier })).json();
+    const revoked = await t.app.inject({
+      method: 'POST',
+      url: '/oauth/revoke',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: form({ token: tokens.refresh_token, client_id: acme.consoleClientId }),
+    });
+    expect(revoked.statusCode).toBe(200);
+    expectOAuthError(await refreshPublic(t.app, acme.consoleClientId, tokens.refresh_token), 400, 'invalid_grant');
+    // A confidential client cannot pass itself off as public by leaving its secret out.
+    const confidential = await t.app.inject({
+      method: 'POST',
+      url: '/oauth/revoke',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: form({ token: 'anything', client_id: acme.clientId }),
+    });
+    expectOAuthError(confidential, 401, 'invalid_client');
+  });
+
   it('the lockout of the password grant applies: locked after the threshold, the right password refused alike', async () => {
     const shown = await showForm(t.app, parameters());
     for (let attempt = 0; attempt < 3; attempt++) {
