@@ -13,6 +13,7 @@ import { ProblemError } from './errors.js';
 import { createLogger } from './logger.js';
 import { SecretsKeyError, resolveSecretsKey } from './services/keys/secrets-key-source.js';
 import { createServices, type Services } from './services/index.js';
+import { isUserRole, USER_ROLES } from './shared/scopes.js';
 import { splitLogin } from './services/oauth/grants.service.js';
 
 /** A failure the user can fix: printed without a stack, exit code 1 (2 for usage errors). */
@@ -83,7 +84,7 @@ async function asCliErrors<T>(work: () => Promise<T>): Promise<T> {
 commands.push(
   {
     path: ['tenant', 'create'],
-    summary: 'Create a tenant and its management client; prints the client secret once.',
+    summary: 'Create a tenant, its management client and its console client; prints the management client secret once.',
     usage: 'tenant create NAME [--json]',
     options: { json: { type: 'boolean' } },
     async run({ positionals, values }, context) {
@@ -94,9 +95,15 @@ commands.push(
       print(
         context,
         values.json,
-        { tenant: created.tenant.name, clientId: created.clientId, clientSecret: created.clientSecret },
+        {
+          tenant: created.tenant.name,
+          clientId: created.clientId,
+          clientSecret: created.clientSecret,
+          consoleClientId: created.consoleClientId,
+        },
         `Tenant ${created.tenant.name} created.\nManagement client id:     ${created.clientId}\n` +
-          `Management client secret: ${created.clientSecret}\n(The secret is shown only now.)`,
+          `Management client secret: ${created.clientSecret}\n(The secret is shown only now.)\n` +
+          `Console client id:        ${created.consoleClientId}`,
       );
     },
   },
@@ -134,19 +141,24 @@ commands.push(
   {
     path: ['user', 'create'],
     summary: 'Create an Access API user; the password is read from standard input.',
-    usage: 'user create USER@TENANT --password-stdin [--json]',
-    options: { 'password-stdin': { type: 'boolean' }, json: { type: 'boolean' } },
+    usage: 'user create USER@TENANT --password-stdin [--role admin|operator|viewer] [--json]',
+    options: { 'password-stdin': { type: 'boolean' }, role: { type: 'string' }, json: { type: 'boolean' } },
     async run({ positionals, values }, context) {
       const [login, ...rest] = positionals;
       const parts = login ? splitLogin(login) : null;
-      if (!parts || rest.length > 0) throw new CliError('Usage: user create USER@TENANT --password-stdin [--json]', 2);
+      if (!parts || rest.length > 0) {
+        throw new CliError('Usage: user create USER@TENANT --password-stdin [--role admin|operator|viewer] [--json]', 2);
+      }
+      // docs/api-reference.md 13: the console role; without one the user cannot sign in to the console.
+      const role = values.role as string | undefined;
+      if (role !== undefined && !isUserRole(role)) throw new CliError(`--role is one of ${USER_ROLES.join(', ')}.`, 2);
       // A password on the command line would land in the shell history and the process list.
       if (!values['password-stdin']) throw new CliError('Pass the password on standard input with --password-stdin.', 2);
       const password = (await context.readStdin()).replace(/\r?\n$/, '');
       const services = await context.services();
       const user = await asCliErrors(async () => {
         const tenant = await services.tenants.byName(parts.tenantName);
-        return services.users.create(cliAction(tenant.id), parts.username, password);
+        return services.users.create(cliAction(tenant.id), parts.username, password, role);
       });
       print(context, values.json, { tenant: parts.tenantName, ...user }, `User ${user.username}@${parts.tenantName} created (id ${user.id}).`);
     },

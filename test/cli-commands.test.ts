@@ -85,7 +85,8 @@ describe('CLI commands', () => {
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     tenant = JSON.parse(result.stdout);
-    expect(tenant).toEqual({ tenant: 'acme', clientId: expect.any(String), clientSecret: expect.any(String) });
+    // docs/api-reference.md 13: the console's public client, which has no secret.
+    expect(tenant).toEqual({ tenant: 'acme', clientId: expect.any(String), clientSecret: expect.any(String), consoleClientId: expect.any(String) });
     expect(Buffer.from(tenant.clientSecret, 'base64url').length).toBe(32);
   });
 

@@ -61,8 +61,10 @@ describe('OpenAPI documents', () => {
     const paths = pathsOf(served.get('oauth.json'));
     const forms = ['POST /oauth/token', 'POST /oauth2/token', 'POST /oauth/revoke', 'POST /oauth/introspect'];
     const discovery = ['GET /.well-known/oauth-authorization-server', 'GET /.well-known/jwks.json', 'GET /tenants/{tenant}/jwks.json'];
+    // docs/api-reference.md 13: the console's sign-in, a browser's page and form, with no client authentication.
+    const signIn = ['GET /oauth/authorize', 'POST /oauth/authorize'];
     const documented = Object.entries(paths).flatMap(([path, operations]) => Object.keys(operations).map((method) => `${method.toUpperCase()} ${path}`));
-    expect(documented.sort()).toEqual([...forms, ...discovery].sort());
+    expect(documented.sort()).toEqual([...forms, ...discovery, ...signIn].sort());
     for (const where of forms) {
       const [method, path] = where.split(' ') as [string, string];
       const operation = paths[path]![method.toLowerCase()]!;
@@ -72,7 +74,7 @@ describe('OpenAPI documents', () => {
       expect(invalidClient.content['application/json']!.schema, where).toEqual({ $ref: '#/components/schemas/OAuthError' });
       expect(Object.keys(invalidClient.headers), where).toContain('WWW-Authenticate');
     }
-    for (const where of discovery) {
+    for (const where of [...discovery, ...signIn]) {
       const [method, path] = where.split(' ') as [string, string];
       expect(paths[path]![method.toLowerCase()]!.security, where).toEqual([]);
     }
@@ -80,7 +82,7 @@ describe('OpenAPI documents', () => {
     expect(Object.keys(token.requestBody.content)).toEqual(['application/x-www-form-urlencoded']);
     const schemas = (served.get('oauth.json') as { components: { schemas: Record<string, { properties: Record<string, { enum?: string[] }> }> } })
       .components.schemas;
-    expect(schemas.TokenRequest!.properties.grant_type!.enum).toEqual(['client_credentials', 'password', 'refresh_token']);
+    expect(schemas.TokenRequest!.properties.grant_type!.enum).toEqual(['authorization_code', 'client_credentials', 'password', 'refresh_token']);
     expect(Object.keys(schemas.TokenRequest!.properties)).toEqual(
       expect.arrayContaining(['grant_type', 'scope', 'username', 'password', 'refresh_token', 'client_id', 'client_secret']),
     );

@@ -8,6 +8,7 @@ import { credentialsAtRestBenchmarks } from './credentials-at-rest.js';
 import { doorBenchmarks } from './door.js';
 import { erasureScaleRuns } from './erasure.js';
 import { heldSyncScaleRuns } from './held-sync.js';
+import { doorAccessComparisons, doorAccessScenarios } from './door-access.js';
 import { oauthTokenComparisons, oauthTokenScenarios } from './oauth-token.js';
 import { opsScenarios } from './ops.js';
 import { ticketPageComparisons, ticketPageScenarios } from './ticket-pages.js';
@@ -25,12 +26,19 @@ export const scenarios: Scenario[] = [
   ...webhookScenarios,
   ...lockSyncScenarios,
   ...propagationScenarios,
+  ...doorAccessScenarios,
   // Last: their set-up empties the tickets table and then fills it with a million rows.
   ...ticketPageScenarios,
 ];
 
 /** p50 ratios between two rows, printed under the table when both ran. */
-export const comparisons: Comparison[] = [...oauthTokenComparisons, ...ticketPageComparisons, ...propagationComparisons, ...webhookComparisons];
+export const comparisons: Comparison[] = [
+  ...oauthTokenComparisons,
+  ...ticketPageComparisons,
+  ...propagationComparisons,
+  ...webhookComparisons,
+  ...doorAccessComparisons,
+];
 
 /** In-process measurements, run after every row (nothing else is measured meanwhile). */
 export const microBenchmarks: MicroBenchmark[] = [...verifyAccessTokenBenchmarks, ...credentialsAtRestBenchmarks, ...doorBenchmarks];

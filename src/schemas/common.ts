@@ -63,7 +63,7 @@ export const ChannelSchema = named(
 export const RequestedCommand = Type.String({ maxLength: 16, [DOCUMENTED_ENUM]: [...COMMANDS] });
 export const RequestedChannel = Type.String({ maxLength: 32, [DOCUMENTED_ENUM]: ANSWERED_CHANNELS });
 
-const PageLimit = Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Page size, 1 to 1000.' });
+export const PageLimit = Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Page size, 1 to 1000.' });
 
 /** A list's page parameters (docs/api-reference.md 7.3), spread into its query beside the list's own filters. */
 export const PAGE_PARAMETERS = {

@@ -5,9 +5,11 @@ import { Type } from '@sinclair/typebox';
 import { ALL_SCOPES } from '../shared/scopes.js';
 import { named } from './common.js';
 
-const GRANT_TYPES = ['client_credentials', 'password', 'refresh_token'];
+const GRANT_TYPES = ['authorization_code', 'client_credentials', 'password', 'refresh_token'];
 /** RFC 8414 2: how clients authenticate at the token, revocation and introspection endpoints (docs/api-reference.md 3.1). */
 export const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'private_key_jwt'];
+/** RFC 7591 2: `none` adds a public client (the console's, docs/api-reference.md 13) naming itself by `client_id`. */
+const TOKEN_AUTH_METHODS = [...CLIENT_AUTH_METHODS, 'none'];
 /** RFC 8414 2: the one algorithm a private_key_jwt assertion is signed with, a device's P-256 key (docs/api-reference.md 3.1). */
 export const CLIENT_ASSERTION_ALGS = ['ES256'];
 
@@ -48,6 +50,8 @@ export const TokenRequestSchema = named(
         type: 'string',
         enum: GRANT_TYPES,
         description:
+          '`authorization_code` (RFC 6749 section 4.1, RFC 7636): the console\'s public client exchanging the code of ' +
+          '`GET /oauth/authorize` with `code`, `redirect_uri`, `client_id` and `code_verifier`. ' +
           '`client_credentials` (RFC 6749 section 4.4): a backend, a phone or a lock acting for itself. `password` (section 4.3): ' +
           'a user of the Access API, with `username` and `password`. `refresh_token` (section 6): a new access token from ' +
           'the refresh token of a password grant; the refresh token is rotated on every use.',
@@ -69,6 +73,17 @@ export const TokenRequestSchema = named(
       ),
       password: Type.Optional(Type.String({ description: '`password` grant: the user\'s password.' })),
       refresh_token: Type.Optional(Type.String({ description: '`refresh_token` grant: the refresh token of the last answer.' })),
+      code: Type.Optional(Type.String({ description: '`authorization_code` grant: the code, used once, within 60 s.' })),
+      redirect_uri: Type.Optional(
+        Type.String({ description: '`authorization_code` grant: the redirect URI of the authorization request, byte for byte.' }),
+      ),
+      code_verifier: Type.Optional(
+        Type.String({
+          minLength: 43,
+          maxLength: 128,
+          description: '`authorization_code` grant: the PKCE verifier whose S256 challenge the authorization request sent (RFC 7636 section 4.5).',
+        }),
+      ),
       ...clientFields,
     },
     {
@@ -92,7 +107,10 @@ export const TokenResponseSchema = named(
       expires_in: Type.Integer({ minimum: 1, description: 'Seconds the access token is valid.' }),
       scope: Type.String({ description: 'The granted scopes, space-separated.' }),
       refresh_token: Type.Optional(
-        Type.String({ description: 'Password and refresh grants only: the next refresh token. Each can be used once (docs/api-reference.md 3.2).' }),
+        Type.String({
+          description:
+            'Password, authorization code and refresh grants only: the next refresh token. Each can be used once (docs/api-reference.md 3.2).',
+        }),
       ),
     },
     { additionalProperties: false },
@@ -209,20 +227,27 @@ export const AuthorizationServerMetadataSchema = named(
   Type.Object(
     {
       issuer: Type.String({ description: 'The `iss` of every access token: `PUBLIC_URL`.' }),
+      authorization_endpoint: Type.String({ description: '`{PUBLIC_URL}/oauth/authorize`: the console\'s sign-in (docs/api-reference.md 13).' }),
       token_endpoint: Type.String({ description: '`{PUBLIC_URL}/oauth/token` (`/oauth2/token` answers the same).' }),
       jwks_uri: Type.String({ description: 'The access-token keys: `{PUBLIC_URL}/.well-known/jwks.json`.' }),
       revocation_endpoint: Type.String(),
       introspection_endpoint: Type.String(),
       grant_types_supported: Type.Array(Type.Unsafe<string>({ type: 'string', enum: GRANT_TYPES })),
-      response_types_supported: Type.Array(Type.String(), {
-        maxItems: 0,
-        description: 'Empty: there is no authorization endpoint, so no response type (RFC 8414 section 2 requires the member).',
+      response_types_supported: Type.Array(Type.Unsafe<string>({ type: 'string', enum: ['code'] }), {
+        description: '`code` only: the authorization code flow, never the implicit one (RFC 9700 section 2.1.2).',
       }),
-      token_endpoint_auth_methods_supported: Type.Array(Type.Unsafe<string>({ type: 'string', enum: CLIENT_AUTH_METHODS })),
+      response_modes_supported: Type.Array(Type.Unsafe<string>({ type: 'string', enum: ['query'] })),
+      code_challenge_methods_supported: Type.Array(Type.Unsafe<string>({ type: 'string', enum: ['S256'] }), {
+        description: 'PKCE (RFC 7636) is required, with S256 only.',
+      }),
+      authorization_response_iss_parameter_supported: Type.Boolean({
+        description: 'RFC 9207: every authorization response carries `iss`.',
+      }),
+      token_endpoint_auth_methods_supported: Type.Array(Type.Unsafe<string>({ type: 'string', enum: TOKEN_AUTH_METHODS })),
       token_endpoint_auth_signing_alg_values_supported: Type.Array(Type.Unsafe<string>({ type: 'string', enum: CLIENT_ASSERTION_ALGS }), {
         description: 'The algorithms of private_key_jwt assertions: `ES256` (a device key, docs/api-reference.md 3.1).',
       }),
-      revocation_endpoint_auth_methods_supported: Type.Array(Type.Unsafe<string>({ type: 'string', enum: CLIENT_AUTH_METHODS })),
+      revocation_endpoint_auth_methods_supported: Type.Array(Type.Unsafe<string>({ type: 'string', enum: TOKEN_AUTH_METHODS })),
       revocation_endpoint_auth_signing_alg_values_supported: Type.Array(Type.Unsafe<string>({ type: 'string', enum: CLIENT_ASSERTION_ALGS })),
       introspection_endpoint_auth_methods_supported: Type.Array(Type.Unsafe<string>({ type: 'string', enum: CLIENT_AUTH_METHODS })),
       introspection_endpoint_auth_signing_alg_values_supported: Type.Array(Type.Unsafe<string>({ type: 'string', enum: CLIENT_ASSERTION_ALGS })),
@@ -233,15 +258,19 @@ export const AuthorizationServerMetadataSchema = named(
   ),
   {
     issuer: EXAMPLE_ISSUER,
+    authorization_endpoint: `${EXAMPLE_ISSUER}/oauth/authorize`,
     token_endpoint: `${EXAMPLE_ISSUER}/oauth/token`,
     jwks_uri: `${EXAMPLE_ISSUER}/.well-known/jwks.json`,
     revocation_endpoint: `${EXAMPLE_ISSUER}/oauth/revoke`,
     introspection_endpoint: `${EXAMPLE_ISSUER}/oauth/introspect`,
     grant_types_supported: GRANT_TYPES,
-    response_types_supported: [],
-    token_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
+    response_types_supported: ['code'],
+    response_modes_supported: ['query'],
+    code_challenge_methods_supported: ['S256'],
+    authorization_response_iss_parameter_supported: true,
+    token_endpoint_auth_methods_supported: TOKEN_AUTH_METHODS,
     token_endpoint_auth_signing_alg_values_supported: CLIENT_ASSERTION_ALGS,
-    revocation_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
+    revocation_endpoint_auth_methods_supported: TOKEN_AUTH_METHODS,
     revocation_endpoint_auth_signing_alg_values_supported: CLIENT_ASSERTION_ALGS,
     introspection_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
     introspection_endpoint_auth_signing_alg_values_supported: CLIENT_ASSERTION_ALGS,

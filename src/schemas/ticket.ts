@@ -122,6 +122,15 @@ export const RevocationQuery = defaultsOptional(
         }),
       ),
       securedObjectId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'Only this lock\'s revocations (a deleted lock\'s too).' })),
+      residentId: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: 128,
+          description:
+            'Only the resident\'s: tickets of its mobile devices and of its access permissions, as ' +
+            '`POST /v1/residents/{id}/revocations` revokes them. An unknown id lists nothing.',
+        }),
+      ),
       ...PAGE_PARAMETERS,
     },
     { additionalProperties: false },

@@ -371,6 +371,8 @@ export function createClaimService(options: ClaimServiceOptions) {
             tenantId,
             name: redemption.name ?? `Phone enrolled by claim ${claim.id}`,
             secretHash: null,
+            // No redirect URI: not a public client (docs/api-reference.md 13), so client_id alone never authenticates it.
+            redirectUri: null,
             scopes: CLAIMED_CLIENT_SCOPES,
             mobileDeviceId,
             securedObjectId: null,

@@ -1,7 +1,7 @@
 // What the services count for GET /metrics (README "Metrics"): a small port the app fills with prom-client counters,
 // so no service imports a metrics library, and the CLI and unit tests run with the no-op one.
 /** The grant types the token endpoint serves (docs/api-reference.md 3.1–3.2); an unsupported one is not a grant. */
-export const GRANT_TYPES = ['client_credentials', 'password', 'refresh_token'] as const;
+export const GRANT_TYPES = ['client_credentials', 'password', 'refresh_token', 'authorization_code'] as const;
 export type GrantType = (typeof GRANT_TYPES)[number];
 
 /** `success`, or the RFC 6749 section 5.2 error code the token endpoint answered. */

@@ -1,4 +1,5 @@
 // Wires the framework-free services together: one container per app (and per CLI run).
+import { createHmac } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
@@ -13,6 +14,7 @@ import { createRevocationService } from './oauth/revoked-access-tokens.service.j
 import { createTenantService } from './oauth/tenant.service.js';
 import { createAccessTokenVerifier } from './oauth/access-token-verifier.service.js';
 import { createGrantService } from './oauth/grants.service.js';
+import { createAuthorizationService } from './oauth/authorization.service.js';
 import { createRevocationIntrospectionService } from './oauth/revocation-introspection.service.js';
 import { createUserService } from './oauth/user.service.js';
 import { createAuditService } from './audit.service.js';
@@ -36,6 +38,8 @@ import { createDownloadService } from './download.service.js';
 import { createLockSyncService } from './lock-sync.service.js';
 import { createHeldSyncs } from './held-syncs.js';
 import { createAccessCheckService } from './explain.service.js';
+import { createDoorAccessService } from './door-access.service.js';
+import { createResidentRevocationService } from './resident-revocation.service.js';
 import { createAccessLogService } from './access-log.service.js';
 import { createAccessLogBudget } from './access-log-budget.js';
 import { createAccessLogRetention } from './access-log-retention.js';
@@ -223,6 +227,16 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
       durationMs: config.LOCKOUT_SECONDS * 1000,
     },
   });
+  const authorization = createAuthorizationService({
+    db,
+    clock,
+    log,
+    issuer: config.PUBLIC_URL,
+    clients,
+    checkLogin: grants.checkLogin,
+    // A key of its own for the sign-in form's CSRF tokens, derived from SECRETS_KEY so that every instance shares it.
+    csrfKey: createHmac('sha256', secretsKey.current).update('authorization endpoint csrf').digest(),
+  });
   // One verifier, so the bearer checks, revocation and introspection share its cache of checked signatures.
   const accessTokens = createAccessTokenVerifier({
     clock,
@@ -253,6 +267,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     users,
     tenants,
     tokens,
+    authorization,
     revived,
     securedObjects,
     mobileDevices,
@@ -273,6 +288,8 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     heldSyncs,
     changeWatermarks,
     accessChecks,
+    doorAccess: createDoorAccessService({ db, clock }),
+    residentRevocations: createResidentRevocationService({ db, clock, metrics }),
     accessLogs,
     accessLogRetention,
     erasures,
@@ -298,6 +315,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
       holderKeys.start();
       claims.start();
       tokens.start();
+      authorization.start();
       webhookDeliveries.start();
       jobWorker.start();
     },
@@ -312,6 +330,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
       await jobWorker.stop();
       await erasures.stop();
       tokens.stop();
+      authorization.stop();
       idempotency.stop();
       audit.stop();
       accessLogRetention.stop();

@@ -107,6 +107,8 @@ export function createLockTelemetryService({ db, clock, credentialLifetimeMs }: 
      */
     async revocations(tenantId: string, filter: RevocationFilter, limit: number, cursor?: string): Promise<Page<Ticket>> {
       const after = decodeCursor(cursor, isUuid);
+      // Resident ids are UUIDs: another string names no resident, so nothing is revoked for it.
+      if (filter.residentId !== undefined && !isUuid(filter.residentId)) return { items: [], nextCursor: null };
       const now = clock();
       const rows = await listRevocations(db, tenantId, filter, now, after, limit + 1, credentialLifetimeMs);
       return pageOf(rows, limit, (row) => ({ createdAt: row.createdAt, id: row.id }), (row) => toTicket(row, now));

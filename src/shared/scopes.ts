@@ -87,6 +87,45 @@ export const MANAGEMENT_SCOPES = [
  */
 export const BOUND_CLIENT_SCOPES: readonly string[] = ['keys:register'];
 
+/** docs/api-reference.md 13: the roles a user may hold; a user without one cannot sign in to the console. */
+export const USER_ROLES = ['admin', 'operator', 'viewer'] as const;
+export type UserRole = (typeof USER_ROLES)[number];
+
+/**
+ * Scopes no console sign-in carries: the ones a device or lock holds for itself (the Device API's `sync` and
+ * `tokens:download`, `keys:register`), and `offline`, since the authorization code grant always answers a refresh token.
+ */
+const NOT_FOR_CONSOLE: ReadonlySet<string> = new Set(['sync', 'tokens:download', 'keys:register', 'offline']);
+
+/** Administration of the tenant itself, which only an `admin` may do (docs/api-reference.md 13). */
+const ADMINISTRATION_SCOPES: ReadonlySet<string> = new Set(['clients:manage', 'users:manage', 'webhooks:manage']);
+
+/** The scopes that only read. */
+export const READ_SCOPES: readonly string[] = [
+  'tokens:read',
+  'devices:read',
+  'audit:read',
+  'events:read',
+  'device-groups:read',
+  'access-permissions:read',
+];
+
+const CONSOLE_SCOPES: readonly string[] = [...new Set<string>([...OPERATOR_SCOPES, ...ACCESS_SCOPES])].filter(
+  (scope) => !NOT_FOR_CONSOLE.has(scope),
+);
+
+/**
+ * docs/api-reference.md 13: the scopes of a console sign-in by role. `admin`: every Operator and Access API scope;
+ * `operator`: all but the tenant's administration; `viewer`: the read scopes. Defined once, here.
+ */
+export const ROLE_SCOPES: Readonly<Record<UserRole, readonly string[]>> = {
+  admin: CONSOLE_SCOPES,
+  operator: CONSOLE_SCOPES.filter((scope) => !ADMINISTRATION_SCOPES.has(scope)),
+  viewer: CONSOLE_SCOPES.filter((scope) => READ_SCOPES.includes(scope)),
+};
+
+export const isUserRole = (value: unknown): value is UserRole => (USER_ROLES as readonly unknown[]).includes(value);
+
 const operatorSet = new Set<string>(OPERATOR_SCOPES);
 const accessSet = new Set<string>(ACCESS_SCOPES);
 const allSet = new Set<string>(ALL_SCOPES);

@@ -32,6 +32,7 @@ const RELEASED: Record<string, string> = {
   '025_claims.sql': '6df5b0653dd7b3ca30429a1edbcbcd868bea5930e0d14dc13a5d2d10a910274f',
   '026_bulk_jobs.sql': '76c449420ee74ede5a73d828bae6e3b33bbe775ce0b838d6386ee246542b569a',
   '027_lockdowns.sql': 'd93db339ca04c176731cdfe2ec5b5961d899907766d0e340f21d73abab8e45e5',
+  '028_console_sign_in.sql': 'ad9a6dddebca19789c52a4931c19f0ee7f14707965638c08f58e0048bac76ca8',
   '029_tenant_retention.sql': '20552b0ce5681bf36a29770dc5c69af941ab82a82c4e116e90f491682bb693b4',
   '030_erasures.sql': '394271348d19c2f29c1594537efa17d2d2d5d224abf792ed2ccee67e2473b49a',
 };

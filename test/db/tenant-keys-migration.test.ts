@@ -75,7 +75,10 @@ describe('migration 016: tenant_id in every key', () => {
   });
 
   it('enters every existing client in client_tenants, so the token endpoint still finds each with its tenant', async () => {
-    const { rows } = await t.db.query<{ client_id: string; tenant_id: string }>('SELECT client_id, tenant_id FROM client_tenants ORDER BY client_id');
+    // Migration 028 enters each tenant's console client too (test/db/console-clients-migration.test.ts).
+    const { rows } = await t.db.query<{ client_id: string; tenant_id: string }>(
+      "SELECT client_id, tenant_id FROM client_tenants WHERE client_id NOT LIKE 'console-%' ORDER BY client_id",
+    );
     expect(rows).toEqual([
       { client_id: 'client-north', tenant_id: tenants.north },
       { client_id: 'client-south', tenant_id: tenants.south },
@@ -129,7 +132,7 @@ describe('migration 016: tenant_id in every key', () => {
   });
 
   it('keeps client ids unique across tenants, and refuses a client without its directory entry', async () => {
-    const client = { name: 'x', secretHash: hash(2), scopes: [], mobileDeviceId: null, securedObjectId: null, createdAt: 0 };
+    const client = { name: 'x', secretHash: hash(2), scopes: [], mobileDeviceId: null, securedObjectId: null, createdAt: 0, redirectUri: null };
     await expect(
       t.db.transaction((tx) => insertClient(tx, { ...client, clientId: 'client-north', tenantId: tenants.south })),
     ).rejects.toThrow(/client_tenants_pkey/);

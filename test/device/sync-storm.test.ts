@@ -61,7 +61,7 @@ describe.skipIf(!postgresTestUrl())('a sync storm against a small pool', () => {
       accessTokenTtlSeconds: 3600,
     });
     for (const [index, lockId] of lockIds.entries()) {
-      const client = { clientId: clientIds[index]!, tenantId: acme.tenantId, scopes: ['sync'], mobileDeviceId: null, securedObjectId: lockId, decommissionedSeq: null };
+      const client = { clientId: clientIds[index]!, tenantId: acme.tenantId, scopes: ['sync'], mobileDeviceId: null, securedObjectId: lockId, decommissionedSeq: null, redirectUri: null, isPublic: false };
       const { token } = await issue({ client, subject: client.clientId, audience: ['deviceapi'], scopes: ['sync'] });
       tokens.push({ lockId, token });
     }

@@ -41,14 +41,19 @@ interface OpenApiDocument {
   components?: { schemas?: Record<string, { example?: unknown; examples?: unknown[] }>; securitySchemes?: Record<string, { type: string; flows?: Record<string, { scopes?: Record<string, string> }> }> };
 }
 
-/** What anyone may read without credentials (RFC 8414, RFC 7517): the metadata and the key sets. */
-// A claim link's code is its own credential (docs/api-reference.md 12.2): the phone has no token yet.
+/**
+ * What anyone may read without credentials (RFC 8414, RFC 7517): the metadata and the key sets; the console's
+ * sign-in page and form (docs/api-reference.md 13), where a browser arrives before anyone is authenticated; and a
+ * claim link's look-up and redemption, whose code is its own credential (docs/api-reference.md 12.2).
+ */
 const PUBLIC_OPERATIONS = new Set([
   'GET /.well-known/oauth-authorization-server',
   'GET /.well-known/jwks.json',
   'GET /tenants/{tenant}/jwks.json',
   'GET /deviceapi/claims/{code}',
   'POST /deviceapi/claims/{code}',
+  'GET /oauth/authorize',
+  'POST /oauth/authorize',
 ]);
 
 /** The errors of the OAuth document's operations that read no form (routes/oauth/index.ts, routes/oauth/tenant-jwks.ts). */
@@ -56,6 +61,9 @@ const OAUTH_ERRORS: Record<string, string[]> = {
   'GET /.well-known/oauth-authorization-server': ['429', '500'],
   'GET /.well-known/jwks.json': ['429', '500'],
   'GET /tenants/{tenant}/jwks.json': ['400', '404', '414', '500', '503'],
+  // Pages, not forms of a client: no client authentication, so no 401.
+  'GET /oauth/authorize': ['400', '429', '500', '503'],
+  'POST /oauth/authorize': ['400', '403', '413', '429', '500', '503'],
 };
 
 const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);

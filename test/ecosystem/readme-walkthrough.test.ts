@@ -190,7 +190,7 @@ describe('the README walkthrough blocks', () => {
           expect(index, `no output line matches ${pattern}:\n${output}`).toBeGreaterThanOrEqual(0);
           return pattern.exec(lines[index]!)!;
         };
-        expectLine(/^\{"tenant":"acme","clientId":"[\w-]+","clientSecret":"[\w-]+"\}$/);
+        expectLine(/^\{"tenant":"acme","clientId":"[\w-]+","clientSecret":"[\w-]+","consoleClientId":"console-[\w-]+"\}$/);
         expectLine(/^\{"status":"ready"\}$/);
         expectLine(/^\{"token_type":"Bearer","expires_in":3600,"scope":"tokens:create .*clients:manage users:manage audit:read events:read webhooks:manage settings:manage"\}$/);
         expectLine(/^\{"id":"front-door","channels":\["btlespp"\],"urls":\["btlespp:\/\/LOCK-0042\/7d8a0c1e-4b7f-4d5e-9a41-3c2b1f0e9d8c"\]/);

@@ -297,9 +297,12 @@ describe('docs/security-cases.md E34: authorization server metadata', () => {
         });
         expect(metadata.grant_types_supported).toEqual(expect.arrayContaining(['client_credentials', 'password', 'refresh_token']));
         for (const key of ['token_endpoint_auth_methods_supported', 'revocation_endpoint_auth_methods_supported', 'introspection_endpoint_auth_methods_supported']) {
-          // docs/api-reference.md 3.1: a phone's client may sign instead of sending a secret (test/oauth/private-key-jwt.test.ts).
-          expect(metadata[key], key).toEqual(['client_secret_basic', 'client_secret_post', 'private_key_jwt']);
+          // docs/api-reference.md 3.1: a phone's client may sign instead of sending a secret (test/oauth/private-key-jwt.test.ts);
+          // docs/api-reference.md 13: the console's public client names itself (`none`) at the token and revocation endpoints.
+          const publicClient = key === 'introspection_endpoint_auth_methods_supported' ? [] : ['none'];
+          expect(metadata[key], key).toEqual(['client_secret_basic', 'client_secret_post', 'private_key_jwt', ...publicClient]);
         }
+        expect(metadata.authorization_endpoint).toBe(`${base}/oauth/authorize`);
         // docs/api-reference.md 3.6: every scope of every API.
         expect(metadata.scopes_supported).toEqual(
           expect.arrayContaining([
@@ -309,10 +312,10 @@ describe('docs/security-cases.md E34: authorization server metadata', () => {
             'events:read', 'webhooks:manage',
           ]),
         );
-        // No endpoint the server does not have, and so no response type: those belong to the authorization endpoint
-        // (RFC 6749 3.1.1); ["token"] would announce the implicit flow.
-        expect(metadata).not.toHaveProperty('authorization_endpoint');
-        expect(metadata.response_types_supported).toEqual([]);
+        // The console's authorization endpoint (docs/api-reference.md 13) answers `code` only: ["token"] would announce
+        // the implicit flow.
+        expect(metadata.response_types_supported).toEqual(['code']);
+        expect(metadata.code_challenge_methods_supported).toEqual(['S256']);
 
         // The tokens carry the same issuer, byte for byte, and the server accepts them.
         const tenant = await createTenant(t.app, 'acme');

@@ -246,7 +246,8 @@ describe('docs/security-cases.md A: token endpoint and client authentication', (
     expectOAuthError(await post(form({ scope: 'tokens:read' }), auth), 400, 'invalid_request', 'The parameter grant_type is missing.');
     expectOAuthError(await post('', auth), 400, 'invalid_request', 'The parameter grant_type is missing.');
     expectOAuthError(await post(form({ grant_type: '' }), auth), 400, 'invalid_request');
-    for (const grantType of ['authorization_code', 'implicit', 'urn:ietf:params:oauth:grant-type:jwt-bearer', 'CLIENT_CREDENTIALS']) {
+    // authorization_code is supported since the console's sign-in (test/oauth/authorization-code.test.ts).
+    for (const grantType of ['implicit', 'urn:ietf:params:oauth:grant-type:jwt-bearer', 'CLIENT_CREDENTIALS', 'AUTHORIZATION_CODE']) {
       expectOAuthError(await post(form({ grant_type: grantType }), auth), 400, 'unsupported_grant_type');
     }
   });

@@ -91,6 +91,8 @@ describe('event log', () => {
     const events = await allEvents(f.operator);
     const types = events.map((event) => event.type);
     expect(types).toEqual([
+      // The management client and the console's (tenant create), then the Access API client.
+      'client.created',
       'client.created',
       'client.created',
       'user.created',
@@ -238,7 +240,8 @@ describe('event log', () => {
     expect(rest.json()).toEqual(all.slice(1));
     expect(rest.headers.link).toBeUndefined();
     const users = await feed(f.operator, '?types=user.created,client.created');
-    expect((users.json() as WireEvent[]).map((event) => event.type).sort()).toEqual(['client.created', 'client.created', 'user.created']);
+    // tenant create's management and console clients, the fixture's client, its user.
+    expect((users.json() as WireEvent[]).map((event) => event.type).sort()).toEqual(['client.created', 'client.created', 'client.created', 'user.created']);
     expect(expectProblem(await feed(f.operator, '?types=ticket.created,nope.happened'), 400).detail).toContain('nope.happened');
     expect(expectProblem(await feed(f.operator, '?after=-1'), 400).status).toBe(400);
     expect(all.some((event) => JSON.stringify(event.data).includes('theirs'))).toBe(false);

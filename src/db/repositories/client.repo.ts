@@ -6,12 +6,20 @@ export interface ClientRecord {
   clientId: string;
   tenantId: string;
   name: string;
-  /** Null for a client that authenticates only with private_key_jwt (docs/api-reference.md 12: made by a claim). */
+  /**
+   * Null for a client with no secret: one made by a claim, which authenticates with private_key_jwt only
+   * (docs/api-reference.md 12), or a public client (RFC 6749 2.1), the console's (docs/api-reference.md 13).
+   */
   secretHash: Buffer | null;
   scopes: string[];
   mobileDeviceId: string | null;
   securedObjectId: string | null;
   createdAt: number;
+  /**
+   * The one registered redirect URI (RFC 6749 3.1.2), compared exactly (RFC 9700 2.1); a value starting with `/` is
+   * relative to PUBLIC_URL. Null for clients that never use the authorization endpoint.
+   */
+  redirectUri: string | null;
   /**
    * docs/api-reference.md 4.1: the change number of the transaction that deleted the client's lock; null while the lock
    * stands (and for every client not bound to a lock).
@@ -28,11 +36,13 @@ interface ClientRow {
   mobile_device_id: string | null;
   secured_object_id: string | null;
   created_at: number;
+  redirect_uri: string | null;
   decommissioned_seq: number | null;
 }
 
 /** What a new client is inserted with; `decommissioned_seq` starts NULL. */
-const INSERT_COLUMNS = 'client_id, tenant_id, name, secret_hash, scopes, mobile_device_id, secured_object_id, created_at';
+const INSERT_COLUMNS =
+  'client_id, tenant_id, name, secret_hash, scopes, mobile_device_id, secured_object_id, created_at, redirect_uri';
 const COLUMNS = `${INSERT_COLUMNS}, decommissioned_seq`;
 
 const KEYSET: KeysetColumns = { createdAt: 'created_at', id: 'client_id', idType: 'text' };
@@ -47,6 +57,7 @@ function toClient(row: ClientRow): ClientRecord {
     mobileDeviceId: row.mobile_device_id,
     securedObjectId: row.secured_object_id,
     createdAt: row.created_at,
+    redirectUri: row.redirect_uri,
     decommissionedSeq: row.decommissioned_seq,
   };
 }
@@ -58,7 +69,7 @@ function toClient(row: ClientRow): ClientRecord {
  */
 export async function insertClient(db: Queryable, client: Omit<ClientRecord, 'decommissionedSeq'>): Promise<void> {
   await db.query('INSERT INTO client_tenants (client_id, tenant_id) VALUES ($1, $2)', [client.clientId, client.tenantId]);
-  await db.query(`INSERT INTO oauth_clients (${INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, [
+  await db.query(`INSERT INTO oauth_clients (${INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, [
     client.clientId,
     client.tenantId,
     client.name,
@@ -67,6 +78,7 @@ export async function insertClient(db: Queryable, client: Omit<ClientRecord, 'de
     client.mobileDeviceId,
     client.securedObjectId,
     client.createdAt,
+    client.redirectUri,
   ]);
 }
 

@@ -294,6 +294,11 @@ export interface RevocationFilter {
   /** true: applied by their lock; false: pending (PENDING); absent: both. */
   applied?: boolean | undefined;
   securedObjectId?: string | undefined;
+  /**
+   * docs/api-reference.md 13: only the tickets of this resident, the ones "revoke everywhere" reaches: of its devices
+   * and of its access permissions. A UUID (the caller answers nothing for another form).
+   */
+  residentId?: string | undefined;
 }
 
 /** Revocations page in their tickets' creation order, as the tickets do (docs/api-reference.md 7.3). */
@@ -319,6 +324,14 @@ export async function listRevocations(
   if (filter.securedObjectId !== undefined) {
     params.push(filter.securedObjectId);
     conditions.push(`t.secured_object_id = $${params.length}`);
+  }
+  if (filter.residentId !== undefined) {
+    params.push(filter.residentId);
+    const resident = `$${params.length}::uuid`;
+    conditions.push(
+      `(t.mobile_device_id IN (SELECT rd.mobile_device_id FROM resident_devices rd WHERE rd.tenant_id = $1 AND rd.resident_id = ${resident})` +
+        ` OR t.access_permission_id IN (SELECT p.id FROM access_permissions p WHERE p.tenant_id = $1 AND p.resident_id = ${resident}))`,
+    );
   }
   const applied = 't.revocation_applied_at IS NOT NULL';
   // "now" is bound only when a predicate uses it: PostgreSQL refuses a parameter no clause mentions.

@@ -324,3 +324,26 @@ export async function findEquivalentTicket(
   );
   return rows[0]?.id ?? null;
 }
+
+/**
+ * docs/api-reference.md 13: revokes every unrevoked ticket of every mobile device of the resident, direct and granted,
+ * in one statement; answers their ids in creation order. Null when the tenant has no such resident.
+ */
+export async function revokeResidentTickets(
+  db: Queryable,
+  tenantId: string,
+  residentId: string,
+  now: number,
+  seq: number,
+): Promise<string[] | null> {
+  const { rows: residents } = await db.query('SELECT 1 FROM residents WHERE tenant_id = $1 AND id = $2', [tenantId, residentId]);
+  if (residents.length === 0) return null;
+  const { rows } = await db.query<{ id: string; created_at: number }>(
+    `UPDATE tickets SET revoked_at = $3, change_seq = $4
+      WHERE tenant_id = $1 AND revoked_at IS NULL
+        AND mobile_device_id IN (SELECT rd.mobile_device_id FROM resident_devices rd WHERE rd.tenant_id = $1 AND rd.resident_id = $2)
+      RETURNING id, created_at`,
+    [tenantId, residentId, now, seq],
+  );
+  return rows.sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).map((row) => row.id);
+}

@@ -1,5 +1,6 @@
 // SQL for Access API users. Passwords are stored only as bcrypt hashes.
 import type { Queryable } from '../database.js';
+import type { UserRole } from '../../shared/scopes.js';
 import { keysetPage, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
 
 export interface UserRecord {
@@ -8,6 +9,8 @@ export interface UserRecord {
   username: string;
   passwordHash: string;
   createdAt: number;
+  /** docs/api-reference.md 13: the console role; null when the user may not sign in to the console. */
+  role: UserRole | null;
 }
 
 interface UserRow {
@@ -16,9 +19,10 @@ interface UserRow {
   username: string;
   password_hash: string;
   created_at: number;
+  role: UserRole | null;
 }
 
-const COLUMNS = 'id, tenant_id, username, password_hash, created_at';
+const COLUMNS = 'id, tenant_id, username, password_hash, created_at, role';
 
 /** Users page by username, unique in the tenant: the Operator API names users by it (docs/api-reference.md 3.7). */
 const KEYSET: KeysetColumns = { createdAt: 'created_at', id: 'username', idType: 'text' };
@@ -29,6 +33,7 @@ const toUser = (row: UserRow): UserRecord => ({
   username: row.username,
   passwordHash: row.password_hash,
   createdAt: row.created_at,
+  role: row.role,
 });
 
 /** Null when the username is taken in the tenant. */
@@ -37,9 +42,9 @@ export async function insertUser(
   user: Omit<UserRecord, 'id'>,
 ): Promise<UserRecord | null> {
   const { rows } = await db.query<UserRow>(
-    `INSERT INTO users (tenant_id, username, password_hash, created_at) VALUES ($1, $2, $3, $4)
+    `INSERT INTO users (tenant_id, username, password_hash, created_at, role) VALUES ($1, $2, $3, $4, $5)
      ON CONFLICT (tenant_id, username) DO NOTHING RETURNING ${COLUMNS}`,
-    [user.tenantId, user.username, user.passwordHash, user.createdAt],
+    [user.tenantId, user.username, user.passwordHash, user.createdAt, user.role],
   );
   return rows[0] ? toUser(rows[0]) : null;
 }
@@ -75,6 +80,37 @@ export async function listUsers(
     params,
   );
   return rows.map(toUser);
+}
+
+export async function findUser(db: Queryable, tenantId: string, username: string): Promise<UserRecord | null> {
+  const { rows } = await db.query<UserRow>(`SELECT ${COLUMNS} FROM users WHERE tenant_id = $1 AND username = $2`, [tenantId, username]);
+  return rows[0] ? toUser(rows[0]) : null;
+}
+
+export async function findUserById(db: Queryable, tenantId: string, userId: string): Promise<UserRecord | null> {
+  const { rows } = await db.query<UserRow>(`SELECT ${COLUMNS} FROM users WHERE tenant_id = $1 AND id = $2`, [tenantId, userId]);
+  return rows[0] ? toUser(rows[0]) : null;
+}
+
+/**
+ * Sets what the patch names: the role (null removes it) and the password hash. Null when there is no such user.
+ * `undefined` leaves a field as it is.
+ */
+export async function updateUser(
+  db: Queryable,
+  tenantId: string,
+  username: string,
+  patch: { role?: UserRole | null; passwordHash?: string },
+): Promise<UserRecord | null> {
+  const { rows } = await db.query<UserRow>(
+    `UPDATE users
+        SET role = CASE WHEN $3::boolean THEN $4::text ELSE role END,
+            password_hash = COALESCE($5::text, password_hash)
+      WHERE tenant_id = $1 AND username = $2
+     RETURNING ${COLUMNS}`,
+    [tenantId, username, patch.role !== undefined, patch.role ?? null, patch.passwordHash ?? null],
+  );
+  return rows[0] ? toUser(rows[0]) : null;
 }
 
 /** The deleted user's id, or null when there was none. */

@@ -11,6 +11,7 @@ import claimRoutes from './claims.js';
 import deviceListingRoutes from './devices.js';
 import { lockGroupRoutes, residentRoutes } from './groups.js';
 import tokenCardRoutes from './token-card.js';
+import residentRevocationRoutes from './resident-revocations.js';
 
 export interface AccessApiOptions {
   services: Services;
@@ -59,5 +60,6 @@ export default async function accessApi(app: FastifyInstance, options: AccessApi
     await resources.register(deviceListingRoutes, { services, prefix: '/v1' });
     await resources.register(tokenCardRoutes, { services, prefix: '/v1' });
     await resources.register(claimRoutes, { services, prefix: '/v1' });
+    await resources.register(residentRevocationRoutes, { services, prefix: '/v1' });
   });
 }

@@ -121,3 +121,32 @@ export async function authenticateClient(
   if (!client) throw invalidClient(realm);
   return client;
 }
+
+/** The services a public client's identification needs besides the confidential methods. */
+export interface PublicClientAuthenticators extends ClientAuthenticators {
+  clients: ClientService;
+}
+
+/**
+ * RFC 6749 2.1 and 3.2.1: a public client has no credentials and identifies itself by `client_id` alone; the grants
+ * that allow it (authorization code with PKCE, refresh, revocation) call this. A request carrying any credential is
+ * authenticated as before; a confidential client naming only its id is refused like a wrong secret.
+ */
+export async function authenticateClientOrPublic(
+  request: FastifyRequest,
+  body: FormBody,
+  authenticators: PublicClientAuthenticators,
+  realm: string,
+): Promise<AuthenticatedClient> {
+  const credentialsSent =
+    request.headers.authorization !== undefined ||
+    body['client_secret'] !== undefined ||
+    body['client_assertion'] !== undefined ||
+    body['client_assertion_type'] !== undefined;
+  if (credentialsSent) return authenticateClient(request, body, authenticators, realm);
+  const clientId = single(body, 'client_id');
+  if (!clientId) throw invalidClient(realm);
+  const client = await authenticators.clients.findPublic(clientId);
+  if (!client) throw invalidClient(realm);
+  return client;
+}

@@ -10,7 +10,8 @@ import { GRANT_TYPES, grantOutcomeOf, type GrantType } from '../../services/doma
 import type { TokenResponse } from '../../services/oauth/grants.service.js';
 import { ALL_SCOPES, parseScopeParameter } from '../../shared/scopes.js';
 import { CLIENT_ASSERTION_ALGS, CLIENT_AUTH_METHODS } from '../../schemas/oauth.js';
-import { authenticateClient, single, type FormBody } from './client-auth.js';
+import { authenticateClient, authenticateClientOrPublic, single, type FormBody } from './client-auth.js';
+import { registerAuthorizationEndpoint } from './authorize.js';
 
 export interface OAuthRoutesOptions {
   services: Services;
@@ -112,7 +113,22 @@ export default async function oauthRoutes(app: FastifyInstance, options: OAuthRo
   }
 
   async function grant(request: FastifyRequest, form: FormBody, grantType: GrantType) {
-    const client = await authenticateClient(request, form, services, REALM);
+    // RFC 6749 4.1.3 and 6: a public client (the console's) names itself by client_id for its code and its refreshes.
+    const client =
+      grantType === 'authorization_code' || grantType === 'refresh_token'
+        ? await authenticateClientOrPublic(request, form, services, REALM)
+        : await authenticateClient(request, form, services, REALM);
+    if (grantType === 'authorization_code') {
+      if (single(form, 'scope') !== undefined) {
+        throw new OAuthError('invalid_request', 'The authorization_code grant takes no scope: the user\'s role decides it.');
+      }
+      return services.tokens.authorizationCode(
+        client,
+        required(form, 'code'),
+        required(form, 'redirect_uri'),
+        required(form, 'code_verifier'),
+      );
+    }
     const scopes = requestedScopes(form);
     switch (grantType) {
       case 'client_credentials':
@@ -138,7 +154,8 @@ export default async function oauthRoutes(app: FastifyInstance, options: OAuthRo
   app.post('/oauth/revoke', async (request, reply) => {
     refuseQueryParameters(request);
     const form = formOf(request);
-    const client = await authenticateClient(request, form, services, REALM);
+    // RFC 7009 2.1: a public client revokes its own tokens by its client_id (the console's sign-out).
+    const client = await authenticateClientOrPublic(request, form, services, REALM);
     await services.tokens.revoke(client, required(form, 'token'));
     // RFC 7009 2.2: 200 whether or not anything was revoked.
     return reply.headers(NO_STORE).code(200).send();
@@ -157,17 +174,22 @@ export default async function oauthRoutes(app: FastifyInstance, options: OAuthRo
     const signingAlgs = CLIENT_ASSERTION_ALGS;
     return reply.header('cache-control', 'public, max-age=300').send({
       issuer,
+      authorization_endpoint: `${base}/oauth/authorize`,
       token_endpoint: `${base}/oauth/token`,
       jwks_uri: `${base}/.well-known/jwks.json`,
       revocation_endpoint: `${base}/oauth/revoke`,
       introspection_endpoint: `${base}/oauth/introspect`,
-      grant_types_supported: ['client_credentials', 'password', 'refresh_token'],
-      // RFC 8414 2 requires the member; response types belong to an authorization endpoint (RFC 6749 3.1.1), and
-      // there is none: ["token"] would announce the implicit flow.
-      response_types_supported: [],
-      token_endpoint_auth_methods_supported: authMethods,
+      grant_types_supported: ['authorization_code', 'client_credentials', 'password', 'refresh_token'],
+      // docs/api-reference.md 13: the authorization code flow only (no implicit flow, RFC 9700 2.1.2), PKCE with S256 only.
+      response_types_supported: ['code'],
+      response_modes_supported: ['query'],
+      code_challenge_methods_supported: ['S256'],
+      // RFC 9207: authorization responses carry `iss`, so a client can tell which server answered.
+      authorization_response_iss_parameter_supported: true,
+      // RFC 7591 2: `none` is the public client's (the console's) way at the token endpoint.
+      token_endpoint_auth_methods_supported: [...authMethods, 'none'],
       token_endpoint_auth_signing_alg_values_supported: signingAlgs,
-      revocation_endpoint_auth_methods_supported: authMethods,
+      revocation_endpoint_auth_methods_supported: [...authMethods, 'none'],
       revocation_endpoint_auth_signing_alg_values_supported: signingAlgs,
       introspection_endpoint_auth_methods_supported: authMethods,
       introspection_endpoint_auth_signing_alg_values_supported: signingAlgs,
@@ -175,6 +197,8 @@ export default async function oauthRoutes(app: FastifyInstance, options: OAuthRo
       service_documentation: `${base}/operatorapi/apidocs/index.html`,
     });
   });
+
+  registerAuthorizationEndpoint(app, { services, issuer });
 
   app.get('/.well-known/jwks.json', async (_request, reply) => {
     // Short caching: a rotated key must reach verifiers soon (RFC 7517; rotation keeps old keys published).

@@ -34,11 +34,24 @@ and secret, each form-urlencoded, RFC 6749 section 2.3.1) or with \`client_id\` 
   (Device API, \`sync\`) acting for itself. No refresh token.
 - \`grant_type=password\` with \`username=USER@TENANT\` and \`password\`: a person using the Access API. The tenant's name
   is part of the user name because one server holds many tenants (\`alice@demo\`). Answers a refresh token too.
+- \`grant_type=authorization_code\` with \`code\`, \`redirect_uri\`, \`client_id\` and \`code_verifier\`: the operator
+  console (a public client, no secret) after a user signed in at \`GET /oauth/authorize\` (docs/api-reference.md 13).
+  The access token is valid on the Operator and the Access API, with the scopes of the user's role; a refresh token comes
+  with it.
 - \`grant_type=refresh_token\` with \`refresh_token\`: a new access token and a new refresh token. Each refresh token works
   once; presenting a used one revokes its whole family (docs/api-reference.md 3.2). The scope can narrow, never widen.
 
 \`scope\` (space-separated) asks for some of the client's scopes; without it the client gets all of them. The access
 token is an RFC 9068 JWT (\`typ: at+jwt\`) signed with a key of \`GET /.well-known/jwks.json\`; its \`aud\` names the API.
+
+## Signing in to the console
+
+\`GET /oauth/authorize\` (RFC 6749 section 4.1, RFC 7636 with S256 only, RFC 9700 section 2.1) takes \`response_type=code\`,
+\`client_id\` (the console's public client), \`redirect_uri\` (exactly the registered one), \`code_challenge\`,
+\`code_challenge_method=S256\` and \`state\`, and shows a sign-in form (\`USER@TENANT\`, password) that posts back to
+\`POST /oauth/authorize\`. Success answers 303 to the redirect URI with \`code\`, \`state\` and \`iss\` (RFC 9207). An
+unknown client or a redirect URI that is not the registered one is an error page, never a redirect; other errors go
+back to the redirect URI as \`error\` and \`error_description\`.
 
 ## Errors
 
@@ -169,6 +182,12 @@ function discoveryErrors() {
   return { 429: tooMany, 500: failed };
 }
 
+/** The sign-in pages are rate limited per address like the other OAuth routes, and fail in their error format. */
+function signInErrors(readsForm = false) {
+  const { 413: tooLarge, 429: tooMany, 500: failed, 503: unavailable } = formErrors();
+  return { ...(readsForm ? { 413: tooLarge } : {}), 429: tooMany, 500: failed, 503: unavailable };
+}
+
 const publicKeySetResponse = (description: string, cacheControl: string) => ({
   200: {
     description,
@@ -196,6 +215,68 @@ export function oauthOpenApiDocument(version: string) {
       '/oauth/token': { post: tokenOperation('requestToken', 'Get an access token', 'The endpoint the metadata names.') },
       '/oauth2/token': {
         post: tokenOperation('requestTokenOAuth2Path', 'Get an access token (/oauth2 path)', 'The same endpoint as `POST /oauth/token`, at the path older clients use.'),
+      },
+      '/oauth/authorize': {
+        get: {
+          operationId: 'authorize',
+          summary: 'Start a console sign-in',
+          tags: ['Tokens'],
+          description:
+            'RFC 6749 section 4.1.1 with PKCE (RFC 7636, S256 only): checks the request and shows the sign-in form, an HTML ' +
+            'page with no script and no third-party resource, under a strict `Content-Security-Policy` and ' +
+            '`X-Frame-Options: DENY`. It sets a CSRF cookie that only this endpoint receives.',
+          security: [],
+          parameters: [
+            ['response_type', 'Always `code`.'],
+            ['client_id', 'The console\'s client id (`consoleClientId` of `tenant create`).'],
+            ['redirect_uri', 'Exactly the client\'s registered redirect URI, `{PUBLIC_URL}/console/callback`.'],
+            ['code_challenge', 'BASE64URL(SHA-256(code_verifier)), 43 characters (RFC 7636 section 4.2).'],
+            ['code_challenge_method', 'Always `S256`; `plain` is refused.'],
+            ['state', 'Carried back unchanged to the redirect URI (1 to 1,024 characters).'],
+          ].map(([name, description]) => ({ name, in: 'query', required: name !== 'state', schema: { type: 'string' }, description })),
+          responses: {
+            200: { description: 'The sign-in form.', content: { 'text/html': { schema: { type: 'string' } } } },
+            302: { description: 'An error sent back to the verified redirect URI (`error`, `error_description`, `state`, `iss`).' },
+            400: { description: 'An unknown client or a redirect URI that is not the registered one: an error page.', content: { 'text/html': { schema: { type: 'string' } } } },
+            ...signInErrors(),
+          },
+        },
+        post: {
+          operationId: 'authorizeSignIn',
+          summary: 'Sign in to the console',
+          tags: ['Tokens'],
+          description:
+            'The sign-in form\'s post: the request parameters of `GET /oauth/authorize`, `csrf_token`, `username` ' +
+            '(`USER@TENANT`) and `password`. The lockout of the password grant applies. A wrong password, an unknown user ' +
+            'and a user without a console role all re-show the form with one generic error.',
+          security: [],
+          requestBody: {
+            required: true,
+            content: {
+              [FORM]: {
+                schema: { type: 'object', additionalProperties: { type: 'string' } },
+                example: {
+                  response_type: 'code',
+                  client_id: 'console-3f2a9c4e1b7d4e8f9a0b1c',
+                  redirect_uri: 'https://acs.example.com/console/callback',
+                  code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+                  code_challenge_method: 'S256',
+                  state: 'af0ifjsldkj',
+                  csrf_token: 'vN3k8Qp0cGkTzq2r8lX4b7mYJ0dF6sH1aW9eU5tR3oI',
+                  username: 'alice@demo',
+                  password: 'correct horse battery',
+                },
+              },
+            },
+          },
+          responses: {
+            200: { description: 'The form again with the one generic error: wrong user or password, locked, or no console role.', content: { 'text/html': { schema: { type: 'string' } } } },
+            303: { description: 'Signed in: to the redirect URI with `code` (single use, 60 s), `state` and `iss`; or an error sent there.' },
+            400: { description: 'An unknown client or a redirect URI that is not the registered one: the error page.', content: { 'text/html': { schema: { type: 'string' } } } },
+            403: { description: 'The CSRF token or cookie is missing or wrong: the form again.', content: { 'text/html': { schema: { type: 'string' } } } },
+            ...signInErrors(true),
+          },
+        },
       },
       '/oauth/revoke': {
         post: {

@@ -22,7 +22,8 @@ const revocationRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asyn
           'revoked phone. `applied=true`: the lock has applied it (`revocationAppliedTime`). Without `applied`, both. A ' +
           'revocation its lock never needed (the ticket was never downloaded) or no longer needs (every credential ' +
           'expired first) is in neither. A deleted lock\'s tickets are listed too: the door exists until it applied ' +
-          'them. An unknown `securedObjectId` lists nothing. Pages follow `Link: rel="next"`.',
+          'them. An unknown `securedObjectId` lists nothing. `residentId` follows a resident\'s "revoke everywhere" ' +
+          '(`POST /v1/residents/{id}/revocations`) to its doors. Pages follow `Link: rel="next"`.',
         querystring: RevocationQuery,
         response: {
           200: pageResponse(TicketSchema, 'A page of revoked tickets.'),
@@ -31,8 +32,8 @@ const revocationRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asyn
       },
     },
     async (request, reply) => {
-      const { limit, cursor, applied, securedObjectId } = request.query;
-      const filter = { applied: applied === undefined ? undefined : applied === 'true', securedObjectId };
+      const { limit, cursor, applied, securedObjectId, residentId } = request.query;
+      const filter = { applied: applied === undefined ? undefined : applied === 'true', securedObjectId, residentId };
       return sendPage(request, reply, await services.lockTelemetry.revocations(request.auth.tenantId, filter, limit, cursor));
     },
   );

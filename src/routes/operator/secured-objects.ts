@@ -9,6 +9,7 @@ import {
 } from '../../schemas/secured-object.js';
 import { createdResponse, deprecatedResponse, ObjectIdParams, PageQuery, pageResponse } from '../../schemas/common.js';
 import { problemResponses } from '../../schemas/problem.js';
+import { DoorAccessQuery, DoorAccessSchema } from '../../schemas/door-access.js';
 import { DEPRECATIONS } from '../../shared/deprecations.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
@@ -86,6 +87,34 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
       },
     },
     async (request) => services.securedObjects.read(request.auth.tenantId, request.params.id),
+  );
+
+  app.get(
+    '/securedobjects/:id/access',
+    {
+      config: { scope: 'tokens:read' },
+      schema: {
+        tags,
+        security: [{ bearer: ['tokens:read'] }],
+        operationId: 'listDoorAccess',
+        summary: 'Who can open this door',
+        description:
+          'The phones whose credential would open the lock at `at` (default now), in ticket creation order: valid ' +
+          'tickets (not revoked, `beginDate <= at < endDate`) that grant `open`, and whose schedule, read in the ' +
+          'lock\'s time zone, has a window at `at`. Each names its phone, resident, ticket, permission and whether the ' +
+          'credential is bound to the phone\'s key. Revoked tickets the lock has not applied yet are in ' +
+          '`GET /operatorapi/revocations?applied=false&securedObjectId=`. A page may hold fewer than `limit` items ' +
+          'when schedules leave tickets out; follow `Link: rel="next"`.',
+        params: ObjectIdParams,
+        querystring: DoorAccessQuery,
+        response: { 200: pageResponse(DoorAccessSchema, 'A page of who can open the door.'), ...problemResponses(404, 414) },
+      },
+    },
+    async (request, reply) => {
+      const { at, limit, cursor } = request.query;
+      const page = await services.doorAccess.whoCanOpen(request.auth.tenantId, request.params.id, at, limit, cursor);
+      return sendPage(request, reply, page);
+    },
   );
 
   app.patch(

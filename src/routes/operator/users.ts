@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { problemResponses } from '../../schemas/problem.js';
 import { createdResponse, PageQuery, pageResponse } from '../../schemas/common.js';
-import { NewUserSchema, UserSchema, UsernameParams } from '../../schemas/user.js';
+import { NewUserSchema, UserPatchSchema, UserSchema, UsernameParams } from '../../schemas/user.js';
 import type { Services } from '../../services/index.js';
 import { actionContext } from '../shared/context.js';
 import { sendPage } from '../shared/pages.js';
@@ -25,7 +25,8 @@ const userRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app
         summary: 'Create an Access API user',
         description:
           'A person who logs in to the Access API as `USERNAME@TENANT` with the password grant. The password is ' +
-          'stored as a bcrypt hash; passwords over 72 bytes are refused, never truncated.',
+          'stored as a bcrypt hash; passwords over 72 bytes are refused, never truncated. With a `role` the user may also ' +
+          'sign in to the operator console (`GET /oauth/authorize`).',
         body: NewUserSchema,
         response: {
           201: createdResponse(UserSchema, 'The user.'),
@@ -34,7 +35,8 @@ const userRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app
       },
     },
     async (request, reply) => {
-      const user = await services.users.create(actionContext(request), request.body.username, request.body.password);
+      const { username, password, role } = request.body;
+      const user = await services.users.create(actionContext(request), username, password, role);
       return reply.code(201).header('location', resourcePath`/operatorapi/users/${user.username}`).send(user);
     },
   );
@@ -58,6 +60,43 @@ const userRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app
     },
     async (request, reply) =>
       sendPage(request, reply, await services.users.list(request.auth.tenantId, request.query.limit, request.query.cursor)),
+  );
+
+  app.get(
+    '/users/:username',
+    {
+      config,
+      schema: {
+        tags,
+        security,
+        operationId: 'getUser',
+        summary: 'Read an Access API user',
+        description: 'One user, with its console role when it has one.',
+        params: UsernameParams,
+        response: { 200: { ...UserSchema, description: 'The user.' }, ...problemResponses(404, 414) },
+      },
+    },
+    async (request) => services.users.get(request.auth.tenantId, request.params.username),
+  );
+
+  app.patch(
+    '/users/:username',
+    {
+      config,
+      schema: {
+        tags,
+        security,
+        operationId: 'updateUser',
+        summary: 'Change a user\'s console role',
+        description:
+          'Gives, changes or (with `null`) removes the console role. Console sign-ins already made keep their scopes ' +
+          'until their access token expires; their next refresh carries the new role\'s scopes, and fails without one.',
+        params: UsernameParams,
+        body: UserPatchSchema,
+        response: { 200: { ...UserSchema, description: 'The user.' }, ...problemResponses(404, 413, 414, 415) },
+      },
+    },
+    async (request) => services.users.update(actionContext(request), request.params.username, { role: request.body.role }),
   );
 
   app.delete(

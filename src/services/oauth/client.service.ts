@@ -18,7 +18,7 @@ import type { ActionContext, Clock } from '../context.js';
 import { digestsEqual, randomToken, sha256 } from '../../shared/crypto.js';
 import { decodeCursor, pageOf, type Page } from '../../shared/pagination.js';
 import type { RevocationService } from './revoked-access-tokens.service.js';
-import { ALL_SCOPES, BOUND_CLIENT_SCOPES, isKnownScope } from '../../shared/scopes.js';
+import { ALL_SCOPES, BOUND_CLIENT_SCOPES, isKnownScope, ROLE_SCOPES } from '../../shared/scopes.js';
 
 /** What the API shows of a client: never the secret or its hash (docs/security-cases.md 36). */
 export interface Client {
@@ -47,7 +47,14 @@ export interface AuthenticatedClient {
   securedObjectId: string | null;
   /** docs/api-reference.md 4.1: the change number at which its lock was deleted; null while the lock stands. */
   decommissionedSeq: number | null;
+  /** The registered redirect URI, as stored (relative to PUBLIC_URL when it starts with `/`); null when none. */
+  redirectUri: string | null;
+  /** A public client (RFC 6749 2.1): no secret and a redirect URI; it authenticates by `client_id` and PKCE alone. */
+  isPublic: boolean;
 }
+
+/** docs/api-reference.md 13: the redirect URI of the console's client, relative to PUBLIC_URL. */
+export const CONSOLE_REDIRECT_PATH = '/console/callback';
 
 export interface ClientServiceOptions {
   db: Database;
@@ -78,6 +85,8 @@ export function toAuthenticatedClient(record: ClientRecord): AuthenticatedClient
     mobileDeviceId: record.mobileDeviceId,
     securedObjectId: record.securedObjectId,
     decommissionedSeq: record.decommissionedSeq,
+    redirectUri: record.redirectUri,
+    isPublic: record.secretHash === null && record.redirectUri !== null,
   };
 }
 
@@ -158,11 +167,46 @@ export function createClientService(options: ClientServiceOptions) {
         mobileDeviceId: input.mobileDeviceId ?? null,
         securedObjectId: input.securedObjectId ?? null,
         createdAt: clock(),
+        redirectUri: null,
         decommissionedSeq: null,
       };
       await insertClient(tx, record);
       await recordChange(tx, context, record.createdAt, 'client.created', `client:${record.clientId}`, { clientId: record.clientId });
       return { ...toClient(record), clientSecret };
+    },
+
+    /**
+     * The console's public client (docs/api-reference.md 13): no secret, the redirect URI `{PUBLIC_URL}/console/callback`,
+     * and every scope a console sign-in can carry (a user's role narrows them).
+     */
+    async createConsoleIn(tx: Queryable, context: ActionContext): Promise<Client> {
+      const record: ClientRecord = {
+        clientId: `console-${randomToken(16)}`,
+        tenantId: context.tenantId,
+        name: 'Operator console',
+        secretHash: null,
+        scopes: [...ROLE_SCOPES.admin],
+        mobileDeviceId: null,
+        securedObjectId: null,
+        createdAt: clock(),
+        redirectUri: CONSOLE_REDIRECT_PATH,
+        decommissionedSeq: null,
+      };
+      await insertClient(tx, record);
+      await recordChange(tx, context, record.createdAt, 'client.created', `client:${record.clientId}`, { clientId: record.clientId });
+      return toClient(record);
+    },
+
+    /**
+     * A public client by its id (RFC 6749 2.1, 3.1.2), or null: unknown, or a confidential client (which must authenticate).
+     * The authorization endpoint and the public client's token requests start here.
+     */
+    async findPublic(clientId: string): Promise<AuthenticatedClient | null> {
+      if (clientId.length > 256 || clientId.includes('\u0000')) return null;
+      const record = await findClient(db, clientId);
+      if (!record) return null;
+      const client = toAuthenticatedClient(record);
+      return client.isPublic ? client : null;
     },
 
     async create(context: ActionContext, input: NewClient): Promise<Client & { clientSecret: string }> {
@@ -196,6 +240,11 @@ export function createClientService(options: ClientServiceOptions) {
     async rotateSecret(context: ActionContext, clientId: string): Promise<Client & { clientSecret: string }> {
       const clientSecret = randomToken(32);
       const record = await db.transaction(async (tx) => {
+        const existing = await findTenantClient(tx, context.tenantId, clientId);
+        if (existing && existing.secretHash === null && existing.redirectUri !== null) {
+          // RFC 6749 2.1: a public client runs where a secret cannot be kept; giving it one would make it neither.
+          throw new UnprocessableError(`The client ${clientId} is a public client: it has no secret to rotate.`);
+        }
         const updated = await updateClientSecret(tx, context.tenantId, clientId, sha256(clientSecret));
         if (!updated) return null;
         // Other instances drop their cached copy of the old secret (revocation feed, docs/api-reference.md 3.4's 5 s).
@@ -233,8 +282,8 @@ export function createClientService(options: ClientServiceOptions) {
       // comparison (docs/security-cases.md 2). A secret rotated on another instance is found here at once.
       const generation = cacheGeneration;
       const record = await findClient(db, clientId);
-      // A client without a secret (made by a claim, docs/api-reference.md 12) is compared against the dummy too, and
-      // never matches: it authenticates with private_key_jwt only.
+      // A client without a secret (one made by a claim, docs/api-reference.md 12, or a public client, 13) is compared
+      // against the dummy too, and never matches.
       const secretHash = record?.secretHash ?? null;
       const matches = digestsEqual(presented, secretHash ?? DUMMY_SECRET_HASH);
       if (!record || secretHash === null || !matches) return null;

@@ -1,24 +1,29 @@
 // The OAuth 2.0 grants (docs/api-reference.md 3.1–3.2): client credentials, password with its lockout, refresh with rotation.
-import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Database, Queryable } from '../../db/database.js';
-import {
-  clearLoginAttempts,
-  countLoginAttempt,
-  deleteStaleLoginAttempts,
-} from '../../db/repositories/login-failure.repo.js';
+import { deleteStaleLoginAttempts } from '../../db/repositories/login-failure.repo.js';
+import { consumeAuthorizationCode, findAuthorizationCode } from '../../db/repositories/authorization-code.repo.js';
+import { findUserById } from '../../db/repositories/user.repo.js';
 import { consumeRefreshToken, findRefreshToken, insertRefreshToken } from '../../db/repositories/refresh-token.repo.js';
 import { OAuthError } from '../../errors.js';
-import { recordChange } from '../audit.service.js';
 import type { AuthenticatedClient } from './client.service.js';
 import type { Clock } from '../context.js';
-import { randomToken, sha256 } from '../../shared/crypto.js';
+import { digestsEqual, randomToken, sha256 } from '../../shared/crypto.js';
 import type { AccessTokenKeyService } from '../keys/access-token-keys.service.js';
 import type { DomainMetrics } from '../domain-metrics.js';
 import type { RevocationService } from './revoked-access-tokens.service.js';
-import { DECOMMISSIONED_CLIENT_SCOPES, DEVICE_SCOPES, isAccessScope, isKnownScope, isOperatorScope, type Api } from '../../shared/scopes.js';
-import { MAX_USERNAME_LENGTH, type UserService } from './user.service.js';
+import {
+  DECOMMISSIONED_CLIENT_SCOPES,
+  DEVICE_SCOPES,
+  isAccessScope,
+  isKnownScope,
+  isOperatorScope,
+  ROLE_SCOPES,
+  type Api,
+} from '../../shared/scopes.js';
+import type { UserService } from './user.service.js';
+import { createLoginCheck, splitLogin } from './login.js';
 import { createAccessTokenIssuer } from './access-token.js';
 import { revokeFamily, type RefreshFamilyDependencies } from './refresh-family.js';
 
@@ -51,11 +56,21 @@ const INVALID_REFRESH = 'The refresh token is invalid, expired, revoked or was i
 /** How often rows of the lockout whose window and lock have both passed are deleted. */
 const LOGIN_FAILURE_SWEEP_MS = 15 * 60_000;
 
-/** `USER@TENANT`, split on the last `@` (docs/api-reference.md 3.2); null when either part is empty. */
-export function splitLogin(login: string): { username: string; tenantName: string } | null {
-  const at = login.lastIndexOf('@');
-  if (at <= 0 || at === login.length - 1) return null;
-  return { username: login.slice(0, at), tenantName: login.slice(at + 1) };
+// The split moved to login.ts with the rest of the login check; tests and the CLI keep importing it from here.
+export { splitLogin };
+
+const INVALID_CODE = 'The authorization code is invalid, expired, used, or was issued to another client or redirect URI.';
+/** Both the Operator and the Access API accept a console sign-in (docs/api-reference.md 13). */
+const CONSOLE_AUDIENCE: Api[] = ['operatorapi', 'accessapi'];
+
+/** RFC 7636 4.1: 43 to 128 characters of [A-Z] / [a-z] / [0-9] / "-" / "." / "_" / "~". */
+const CODE_VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
+
+/** RFC 7636 4.6: S256 compares BASE64URL(SHA-256(ASCII(code_verifier))) with the stored challenge, in constant time. */
+function verifierMatches(verifier: string, challenge: string): boolean {
+  if (!CODE_VERIFIER.test(verifier)) return false;
+  const computed = createHash('sha256').update(verifier, 'ascii').digest('base64url');
+  return digestsEqual(sha256(computed), sha256(challenge));
 }
 
 /** requested ⊆ grantable, else `invalid_scope`; nothing requested means everything grantable. */
@@ -77,10 +92,11 @@ function grantScopes(requested: string[] | undefined, grantable: string[]): stri
 }
 
 export function createGrantService(options: GrantServiceOptions) {
-  const { db, clock, users, revocations, metrics } = options;
+  const { db, clock, revocations } = options;
   const issue = createAccessTokenIssuer(options);
   const accessTokenTtlMs = options.accessTokenTtlSeconds * 1000;
   const family: RefreshFamilyDependencies = { db, clock, revocations, accessTokenTtlMs };
+  const checkLogin = createLoginCheck(options);
   let sweep: NodeJS.Timeout | null = null;
 
   function response(token: string, scopes: string[], refreshToken?: string): TokenResponse {
@@ -119,6 +135,12 @@ export function createGrantService(options: GrantServiceOptions) {
       expiresAt: now + options.refreshTokenTtlSeconds * 1000,
     });
     return refreshToken;
+  }
+
+  /** docs/api-reference.md 13: the scopes of the user's console role now; null without a role (or a user). */
+  async function roleScopesOf(tx: Queryable, tenantId: string, userId: string): Promise<string[] | null> {
+    const user = await findUserById(tx, tenantId, userId);
+    return user?.role ? [...ROLE_SCOPES[user.role]] : null;
   }
 
   /** Deletes the lockout rows whose window and lock have both passed: they count for nothing any more. */
@@ -169,54 +191,8 @@ export function createGrantService(options: GrantServiceOptions) {
       const parts = splitLogin(login);
       if (!parts) throw new OAuthError('invalid_request', 'The username must have the form USER@TENANT.');
       const scopes = grantScopes(requested, grantable);
-      if (login.includes('\u0000')) {
-        // PostgreSQL text cannot hold NUL, so no such login exists; looking it up would fail with a 500.
-        await users.spendComparison(password);
-        metrics.loginFailed('invalid_credentials');
-        throw new OAuthError('invalid_grant', INVALID_LOGIN);
-      }
-
-      // A username the API never accepts (src/schemas/user.ts) names nobody and is not stored.
-      if (parts.username.length > MAX_USERNAME_LENGTH) {
-        await users.spendComparison(password);
-        metrics.loginFailed('invalid_credentials');
-        throw new OAuthError('invalid_grant', INVALID_LOGIN);
-      }
-      // The attempt counts before the password is checked, atomically, so a burst of parallel guesses cannot slip
-      // past the threshold (G40): beyond it the answer is the same, after the same work, without looking.
-      // docs/api-reference.md 3.2: a client names only users of its own tenant. Another tenant's login is not counted (null): it
-      // is as wrong as a bad password, costs a comparison too, and never counts against that user (G41).
-      const now = clock();
-      const { threshold } = options.lockout;
-      const attempt = await countLoginAttempt(db, {
-        tenantId: client.tenantId,
-        tenantName: parts.tenantName,
-        username: parts.username,
-        now,
-        windowStart: now - options.lockout.windowMs,
-        threshold,
-        lockedUntil: now + options.lockout.durationMs,
-      });
-      if (!attempt || attempt.attempts > threshold) {
-        await users.spendLookupAndComparison(parts.tenantName, parts.username, password);
-        metrics.loginFailed(attempt ? 'locked' : 'invalid_credentials');
-        throw new OAuthError('invalid_grant', INVALID_LOGIN);
-      }
-      const user = await users.verifyPassword(parts.tenantName, parts.username, password);
-      if (!user || user.tenantId !== client.tenantId) {
-        if (attempt.attempts === threshold) {
-          // Exactly one attempt reaches the threshold: the user's tenant sees the lock once (docs/api-reference.md 7.5).
-          const context = { tenantId: client.tenantId, actor: `client:${client.clientId}`, requestId: null };
-          await recordChange(db, context, now, 'login.locked', `login:${parts.username}@${parts.tenantName}`);
-          metrics.loginLocked();
-        }
-        metrics.loginFailed('invalid_credentials');
-        // Slowed down before refused (docs/api-reference.md 3.2): 200 ms, 400 ms, … up to 2 s.
-        if (attempt.attempts >= 2) await sleep(Math.min(100 * 2 ** (attempt.attempts - 1), 2000));
-        throw new OAuthError('invalid_grant', INVALID_LOGIN);
-      }
-      // Success resets the count (docs/security-cases.md 11), including a lock this very attempt started.
-      await clearLoginAttempts(db, client.tenantId, parts.username);
+      const user = await checkLogin({ tenantId: client.tenantId, clientId: client.clientId }, parts, password);
+      if (!user) throw new OAuthError('invalid_grant', INVALID_LOGIN);
 
       const familyId = randomUUID();
       const { token } = await issue({ client, subject: user.id, audience: ['accessapi'], scopes, userId: user.id, familyId });
@@ -235,8 +211,12 @@ export function createGrantService(options: GrantServiceOptions) {
       const outcome = await db.transaction(async (tx) => {
         const record = await consumeRefreshToken(tx, client.tenantId, tokenHash, client.clientId, clock());
         if (!record) return { record: null, rotated: null };
-        const scopes = requested === undefined ? record.scopes : requested;
-        const widened = scopes.filter((scope) => !record.scopes.includes(scope));
+        // docs/api-reference.md 13: a console sign-in carries the scopes of the role its user holds now; without a
+        // role it ends (rolled back: the token stays unused, and works again if the role comes back).
+        const covered = client.isPublic ? await roleScopesOf(tx, client.tenantId, record.userId) : record.scopes;
+        if (!covered) throw new OAuthError('invalid_grant', INVALID_REFRESH);
+        const scopes = requested === undefined ? covered : requested;
+        const widened = scopes.filter((scope) => !covered.includes(scope));
         if (widened.length > 0 || scopes.length === 0) {
           // Rolls the consumption back: a refused scope must not cost the client its refresh token.
           throw new OAuthError(
@@ -244,7 +224,7 @@ export function createGrantService(options: GrantServiceOptions) {
             scopes.length === 0 ? 'The scope parameter is empty.' : `The refresh token does not cover: ${widened.join(' ')}.`,
           );
         }
-        const next = await newRefreshToken(tx, client, record.userId, record.familyId, record.scopes);
+        const next = await newRefreshToken(tx, client, record.userId, record.familyId, covered);
         return { record, rotated: { scopes, next } };
       });
       if (!outcome.record || !outcome.rotated) {
@@ -258,13 +238,60 @@ export function createGrantService(options: GrantServiceOptions) {
       const { token } = await issue({
         client,
         subject: outcome.record.userId,
-        audience: ['accessapi'],
+        audience: client.isPublic ? CONSOLE_AUDIENCE : ['accessapi'],
         scopes: outcome.rotated.scopes,
         userId: outcome.record.userId,
         familyId: outcome.record.familyId,
       });
       return response(token, outcome.rotated.scopes, outcome.rotated.next);
     },
+
+    /**
+     * RFC 6749 4.1.3 with RFC 7636 4.6 (docs/api-reference.md 13): a public client exchanges its code, once, with the
+     * redirect URI of the authorization request and the PKCE verifier. Every refusal is the same `invalid_grant`, and
+     * the code is spent by it. A code presented again revokes the tokens its first exchange issued (RFC 9700 4.2.1).
+     */
+    async authorizationCode(client: AuthenticatedClient, code: string, redirectUri: string, verifier: string): Promise<TokenResponse> {
+      if (!client.isPublic) {
+        throw new OAuthError('unauthorized_client', 'This client may not use the authorization_code grant.');
+      }
+      const codeHash = sha256(code);
+      const now = clock();
+      const outcome = await db.transaction(async (tx) => {
+        const record = await consumeAuthorizationCode(tx, client.tenantId, codeHash, now);
+        if (!record) return { record: null, issued: null };
+        const valid =
+          record.clientId === client.clientId &&
+          record.expiresAt > now &&
+          record.redirectUri === redirectUri &&
+          verifierMatches(verifier, record.codeChallenge);
+        const scopes = valid ? await roleScopesOf(tx, client.tenantId, record.userId) : null;
+        // Returned, not thrown: the code stays spent (one guess per code at its verifier).
+        if (!scopes) return { record, issued: null };
+        const refreshToken = await newRefreshToken(tx, client, record.userId, record.familyId, scopes);
+        return { record, issued: { scopes, refreshToken } };
+      });
+      if (!outcome.record) {
+        const existing = await findAuthorizationCode(db, client.tenantId, codeHash);
+        if (existing && existing.usedAt !== null && existing.clientId === client.clientId) {
+          options.log.warn({ familyId: existing.familyId }, 'authorization code reused; revoking what it issued');
+          await revokeFamily(family, existing, 'token.code_reuse', `client:${client.clientId}`);
+        }
+        throw new OAuthError('invalid_grant', INVALID_CODE);
+      }
+      if (!outcome.issued) throw new OAuthError('invalid_grant', INVALID_CODE);
+      const { token } = await issue({
+        client,
+        subject: outcome.record.userId,
+        audience: CONSOLE_AUDIENCE,
+        scopes: outcome.issued.scopes,
+        userId: outcome.record.userId,
+        familyId: outcome.record.familyId,
+      });
+      return response(token, outcome.issued.scopes, outcome.issued.refreshToken);
+    },
+
+    checkLogin,
 
     pruneLoginFailures,
 

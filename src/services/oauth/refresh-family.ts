@@ -17,7 +17,7 @@ export interface RefreshFamilyDependencies {
 /** Revokes a refresh family and the access tokens issued from it (RFC 9700 4.14.2). */
 export async function revokeFamily(
   { db, clock, revocations, accessTokenTtlMs: ttlMs }: RefreshFamilyDependencies,
-  record: RefreshTokenRecord,
+  record: Pick<RefreshTokenRecord, 'tenantId' | 'familyId' | 'userId'>,
   action: EventType | null,
   actor: string,
 ): Promise<void> {

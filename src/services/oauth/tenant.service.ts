@@ -18,8 +18,11 @@ export interface TenantServiceOptions {
 export function createTenantService(options: TenantServiceOptions) {
   const { db, clock, clients } = options;
   return {
-    /** The tenant and its management client, whose secret is shown only here. */
-    async create(name: string): Promise<{ tenant: Tenant; clientId: string; clientSecret: string }> {
+    /**
+     * The tenant, its management client (whose secret is shown only here) and the console's public client
+     * (docs/api-reference.md 13).
+     */
+    async create(name: string): Promise<{ tenant: Tenant; clientId: string; clientSecret: string; consoleClientId: string }> {
       if (!TENANT_NAME_PATTERN.test(name)) {
         throw new BadRequestError(
           'A tenant name has 1 to 63 characters: letters, digits, `.`, `_` and `-`, starting with a letter or digit.',
@@ -28,12 +31,10 @@ export function createTenantService(options: TenantServiceOptions) {
       const created = await db.transaction(async (tx) => {
         const tenant = await insertTenant(tx, name, clock());
         if (!tenant) return null;
-        const client = await clients.createIn(
-          tx,
-          { tenantId: tenant.id, actor: 'cli', requestId: null },
-          { name: `${name} management`, scopes: MANAGEMENT_SCOPES },
-        );
-        return { tenant, clientId: client.clientId, clientSecret: client.clientSecret };
+        const context = { tenantId: tenant.id, actor: 'cli', requestId: null };
+        const client = await clients.createIn(tx, context, { name: `${name} management`, scopes: MANAGEMENT_SCOPES });
+        const console = await clients.createConsoleIn(tx, context);
+        return { tenant, clientId: client.clientId, clientSecret: client.clientSecret, consoleClientId: console.clientId };
       });
       if (!created) throw new ConflictError(`The tenant ${name} exists already.`);
       return created;

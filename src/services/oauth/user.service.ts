@@ -1,7 +1,17 @@
 // Access API users (docs/api-reference.md 3.7): bcrypt-hashed passwords, created by the Operator API or the CLI.
 import bcrypt from 'bcrypt';
 import type { Database } from '../../db/database.js';
-import { deleteUser, findUserByLogin, insertUser, listUsers, type UserRecord } from '../../db/repositories/user.repo.js';
+import {
+  deleteUser,
+  findUser,
+  findUserById,
+  findUserByLogin,
+  insertUser,
+  listUsers,
+  updateUser,
+  type UserRecord,
+} from '../../db/repositories/user.repo.js';
+import type { UserRole } from '../../shared/scopes.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../../errors.js';
 import { USERNAME_PATTERN } from '../../shared/usernames.js';
 import { recordChange } from '../audit.service.js';
@@ -13,6 +23,8 @@ export interface User {
   id: string;
   username: string;
   creationDate: number;
+  /** docs/api-reference.md 13: absent when the user has no console role. */
+  role?: UserRole;
 }
 
 /** bcrypt reads at most 72 bytes: longer passwords are refused, never silently truncated (docs/security-cases.md 14). */
@@ -29,7 +41,12 @@ export interface UserServiceOptions {
   accessTokenTtlMs: number;
 }
 
-const toUser = (record: UserRecord): User => ({ id: record.id, username: record.username, creationDate: record.createdAt });
+const toUser = (record: UserRecord): User => ({
+  id: record.id,
+  username: record.username,
+  creationDate: record.createdAt,
+  ...(record.role !== null ? { role: record.role } : {}),
+});
 
 export function createUserService(options: UserServiceOptions) {
   const { db, clock, revocations } = options;
@@ -50,7 +67,7 @@ export function createUserService(options: UserServiceOptions) {
   }
 
   return {
-    async create(context: ActionContext, username: string, password: string): Promise<User> {
+    async create(context: ActionContext, username: string, password: string, role?: UserRole): Promise<User> {
       if (!new RegExp(USERNAME_PATTERN).test(username)) {
         throw new BadRequestError('A username has 1 to 128 characters, no `@` and no white space.', [
           { field: 'username', message: 'is invalid' },
@@ -59,7 +76,13 @@ export function createUserService(options: UserServiceOptions) {
       validatePassword(password);
       const passwordHash = await bcrypt.hash(password, options.bcryptCost);
       const created = await db.transaction(async (tx) => {
-        const record = await insertUser(tx, { tenantId: context.tenantId, username, passwordHash, createdAt: clock() });
+        const record = await insertUser(tx, {
+          tenantId: context.tenantId,
+          username,
+          passwordHash,
+          createdAt: clock(),
+          role: role ?? null,
+        });
         if (!record) return null;
         await recordChange(tx, context, record.createdAt, 'user.created', `user:${record.id}`, { userId: record.id });
         return record;
@@ -71,6 +94,32 @@ export function createUserService(options: UserServiceOptions) {
     async list(tenantId: string, limit: number, cursor?: string): Promise<Page<User>> {
       const rows = await listUsers(db, tenantId, decodeCursor(cursor), limit + 1);
       return pageOf(rows, limit, (row) => ({ createdAt: row.createdAt, id: row.username }), toUser);
+    },
+
+    async get(tenantId: string, username: string): Promise<User> {
+      const record = await findUser(db, tenantId, username);
+      if (!record) throw new NotFoundError(`No user ${username}.`);
+      return toUser(record);
+    },
+
+    /** The user by id within the tenant, or null (the console's grants read the role it has now). */
+    async byId(tenantId: string, userId: string): Promise<UserRecord | null> {
+      return findUserById(db, tenantId, userId);
+    },
+
+    /**
+     * docs/api-reference.md 13: gives, changes or (null) removes the console role. The next refresh of a console
+     * sign-in carries the new role's scopes; without a role it fails.
+     */
+    async update(context: ActionContext, username: string, patch: { role?: UserRole | null }): Promise<User> {
+      const updated = await db.transaction(async (tx) => {
+        const record = await updateUser(tx, context.tenantId, username, patch);
+        if (!record) return null;
+        await recordChange(tx, context, clock(), 'user.updated', `user:${record.id}`, { userId: record.id, role: record.role });
+        return record;
+      });
+      if (!updated) throw new NotFoundError(`No user ${username}.`);
+      return toUser(updated);
     },
 
     /** Deletes the user; its refresh tokens go with it and its access tokens are refused within seconds. */

@@ -42,6 +42,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/oauth/authorize": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Start a console sign-in
+         * @description RFC 6749 section 4.1.1 with PKCE (RFC 7636, S256 only): checks the request and shows the sign-in form, an HTML page with no script and no third-party resource, under a strict `Content-Security-Policy` and `X-Frame-Options: DENY`. It sets a CSRF cookie that only this endpoint receives.
+         */
+        get: operations["authorize"];
+        put?: never;
+        /**
+         * Sign in to the console
+         * @description The sign-in form's post: the request parameters of `GET /oauth/authorize`, `csrf_token`, `username` (`USER@TENANT`) and `password`. The lockout of the password grant applies. A wrong password, an unknown user and a user without a console role all re-show the form with one generic error.
+         */
+        post: operations["authorizeSignIn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/oauth/revoke": {
         parameters: {
             query?: never;
@@ -150,20 +174,32 @@ export interface components {
          * AuthorizationServerMetadata
          * @example {
          *       "issuer": "https://acs.example.com",
+         *       "authorization_endpoint": "https://acs.example.com/oauth/authorize",
          *       "token_endpoint": "https://acs.example.com/oauth/token",
          *       "jwks_uri": "https://acs.example.com/.well-known/jwks.json",
          *       "revocation_endpoint": "https://acs.example.com/oauth/revoke",
          *       "introspection_endpoint": "https://acs.example.com/oauth/introspect",
          *       "grant_types_supported": [
+         *         "authorization_code",
          *         "client_credentials",
          *         "password",
          *         "refresh_token"
          *       ],
-         *       "response_types_supported": [],
+         *       "response_types_supported": [
+         *         "code"
+         *       ],
+         *       "response_modes_supported": [
+         *         "query"
+         *       ],
+         *       "code_challenge_methods_supported": [
+         *         "S256"
+         *       ],
+         *       "authorization_response_iss_parameter_supported": true,
          *       "token_endpoint_auth_methods_supported": [
          *         "client_secret_basic",
          *         "client_secret_post",
-         *         "private_key_jwt"
+         *         "private_key_jwt",
+         *         "none"
          *       ],
          *       "token_endpoint_auth_signing_alg_values_supported": [
          *         "ES256"
@@ -171,7 +207,8 @@ export interface components {
          *       "revocation_endpoint_auth_methods_supported": [
          *         "client_secret_basic",
          *         "client_secret_post",
-         *         "private_key_jwt"
+         *         "private_key_jwt",
+         *         "none"
          *       ],
          *       "revocation_endpoint_auth_signing_alg_values_supported": [
          *         "ES256"
@@ -215,19 +252,26 @@ export interface components {
         AuthorizationServerMetadata: {
             /** @description The `iss` of every access token: `PUBLIC_URL`. */
             issuer: string;
+            /** @description `{PUBLIC_URL}/oauth/authorize`: the console's sign-in (docs/api-reference.md 13). */
+            authorization_endpoint: string;
             /** @description `{PUBLIC_URL}/oauth/token` (`/oauth2/token` answers the same). */
             token_endpoint: string;
             /** @description The access-token keys: `{PUBLIC_URL}/.well-known/jwks.json`. */
             jwks_uri: string;
             revocation_endpoint: string;
             introspection_endpoint: string;
-            grant_types_supported: ("client_credentials" | "password" | "refresh_token")[];
-            /** @description Empty: there is no authorization endpoint, so no response type (RFC 8414 section 2 requires the member). */
-            response_types_supported: string[];
-            token_endpoint_auth_methods_supported: ("client_secret_basic" | "client_secret_post" | "private_key_jwt")[];
+            grant_types_supported: ("authorization_code" | "client_credentials" | "password" | "refresh_token")[];
+            /** @description `code` only: the authorization code flow, never the implicit one (RFC 9700 section 2.1.2). */
+            response_types_supported: "code"[];
+            response_modes_supported: "query"[];
+            /** @description PKCE (RFC 7636) is required, with S256 only. */
+            code_challenge_methods_supported: "S256"[];
+            /** @description RFC 9207: every authorization response carries `iss`. */
+            authorization_response_iss_parameter_supported: boolean;
+            token_endpoint_auth_methods_supported: ("client_secret_basic" | "client_secret_post" | "private_key_jwt" | "none")[];
             /** @description The algorithms of private_key_jwt assertions: `ES256` (a device key, docs/api-reference.md 3.1). */
             token_endpoint_auth_signing_alg_values_supported: "ES256"[];
-            revocation_endpoint_auth_methods_supported: ("client_secret_basic" | "client_secret_post" | "private_key_jwt")[];
+            revocation_endpoint_auth_methods_supported: ("client_secret_basic" | "client_secret_post" | "private_key_jwt" | "none")[];
             revocation_endpoint_auth_signing_alg_values_supported: "ES256"[];
             introspection_endpoint_auth_methods_supported: ("client_secret_basic" | "client_secret_post" | "private_key_jwt")[];
             introspection_endpoint_auth_signing_alg_values_supported: "ES256"[];
@@ -456,10 +500,10 @@ export interface components {
          */
         TokenRequest: {
             /**
-             * @description `client_credentials` (RFC 6749 section 4.4): a backend, a phone or a lock acting for itself. `password` (section 4.3): a user of the Access API, with `username` and `password`. `refresh_token` (section 6): a new access token from the refresh token of a password grant; the refresh token is rotated on every use.
+             * @description `authorization_code` (RFC 6749 section 4.1, RFC 7636): the console's public client exchanging the code of `GET /oauth/authorize` with `code`, `redirect_uri`, `client_id` and `code_verifier`. `client_credentials` (RFC 6749 section 4.4): a backend, a phone or a lock acting for itself. `password` (section 4.3): a user of the Access API, with `username` and `password`. `refresh_token` (section 6): a new access token from the refresh token of a password grant; the refresh token is rotated on every use.
              * @enum {string}
              */
-            grant_type: "client_credentials" | "password" | "refresh_token";
+            grant_type: "authorization_code" | "client_credentials" | "password" | "refresh_token";
             /** @description Space-separated scopes (RFC 6749 section 3.3), each one the client may request: tokens:create, tokens:read, tokens:delete, tokens:download, devices:read, devices:write, sync, clients:manage, users:manage, audit:read, events:read, webhooks:manage, keys:rotate, keys:register, settings:manage, lockdown:manage, device-groups:write, access-permissions:write, offline, nfc-token-writer, device-groups:read, access-permissions:read, tokens:introspect. Absent: every scope the client may request (for a refresh: the scopes of the refresh token; it cannot widen). */
             scope?: string;
             /** @description `password` grant: `USER@TENANT`, the user name and its tenant's name (`alice@demo`), as the CLI's `user create USER@TENANT` makes it. The tenant is part of the name because one server holds many tenants. */
@@ -468,6 +512,12 @@ export interface components {
             password?: string;
             /** @description `refresh_token` grant: the refresh token of the last answer. */
             refresh_token?: string;
+            /** @description `authorization_code` grant: the code, used once, within 60 s. */
+            code?: string;
+            /** @description `authorization_code` grant: the redirect URI of the authorization request, byte for byte. */
+            redirect_uri?: string;
+            /** @description `authorization_code` grant: the PKCE verifier whose S256 challenge the authorization request sent (RFC 7636 section 4.5). */
+            code_verifier?: string;
             /** @description client_secret_post: the client id. Send it with `client_secret`, or use HTTP Basic instead, never both. */
             client_id?: string;
             /** @description client_secret_post: the client secret (RFC 6749 section 2.3.1). */
@@ -501,7 +551,7 @@ export interface components {
             expires_in: number;
             /** @description The granted scopes, space-separated. */
             scope: string;
-            /** @description Password and refresh grants only: the next refresh token. Each can be used once (docs/api-reference.md 3.2). */
+            /** @description Password, authorization code and refresh grants only: the next refresh token. Each can be used once (docs/api-reference.md 3.2). */
             refresh_token?: string;
         };
     };
@@ -695,6 +745,230 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description `invalid_request`: the form is larger than 64 KiB. */
+            413: {
+                headers: {
+                    /** @description RFC 9111 section 5.2.2.5: the answer holds a secret or credential, so no cache may store it. */
+                    "Cache-Control"?: "no-store";
+                    /** @description For HTTP/1.0 caches (RFC 6749 section 5.1). */
+                    Pragma?: "no-cache";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description `temporarily_unavailable`: too many requests from this address. */
+            429: {
+                headers: {
+                    /** @description RFC 9111 section 5.2.2.5: the answer holds a secret or credential, so no cache may store it. */
+                    "Cache-Control"?: "no-store";
+                    /** @description For HTTP/1.0 caches (RFC 6749 section 5.1). */
+                    Pragma?: "no-cache";
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description `server_error`: an unexpected error; the description reveals nothing. */
+            500: {
+                headers: {
+                    /** @description RFC 9111 section 5.2.2.5: the answer holds a secret or credential, so no cache may store it. */
+                    "Cache-Control"?: "no-store";
+                    /** @description For HTTP/1.0 caches (RFC 6749 section 5.1). */
+                    Pragma?: "no-cache";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description `temporarily_unavailable`: the database is unreachable; retry shortly. */
+            503: {
+                headers: {
+                    /** @description RFC 9111 section 5.2.2.5: the answer holds a secret or credential, so no cache may store it. */
+                    "Cache-Control"?: "no-store";
+                    /** @description For HTTP/1.0 caches (RFC 6749 section 5.1). */
+                    Pragma?: "no-cache";
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+        };
+    };
+    authorize: {
+        parameters: {
+            query: {
+                /** @description Always `code`. */
+                response_type: string;
+                /** @description The console's client id (`consoleClientId` of `tenant create`). */
+                client_id: string;
+                /** @description Exactly the client's registered redirect URI, `{PUBLIC_URL}/console/callback`. */
+                redirect_uri: string;
+                /** @description BASE64URL(SHA-256(code_verifier)), 43 characters (RFC 7636 section 4.2). */
+                code_challenge: string;
+                /** @description Always `S256`; `plain` is refused. */
+                code_challenge_method: string;
+                /** @description Carried back unchanged to the redirect URI (1 to 1,024 characters). */
+                state?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sign-in form. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description An error sent back to the verified redirect URI (`error`, `error_description`, `state`, `iss`). */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An unknown client or a redirect URI that is not the registered one: an error page. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description `temporarily_unavailable`: too many requests from this address. */
+            429: {
+                headers: {
+                    /** @description RFC 9111 section 5.2.2.5: the answer holds a secret or credential, so no cache may store it. */
+                    "Cache-Control"?: "no-store";
+                    /** @description For HTTP/1.0 caches (RFC 6749 section 5.1). */
+                    Pragma?: "no-cache";
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description `server_error`: an unexpected error; the description reveals nothing. */
+            500: {
+                headers: {
+                    /** @description RFC 9111 section 5.2.2.5: the answer holds a secret or credential, so no cache may store it. */
+                    "Cache-Control"?: "no-store";
+                    /** @description For HTTP/1.0 caches (RFC 6749 section 5.1). */
+                    Pragma?: "no-cache";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description `temporarily_unavailable`: the database is unreachable; retry shortly. */
+            503: {
+                headers: {
+                    /** @description RFC 9111 section 5.2.2.5: the answer holds a secret or credential, so no cache may store it. */
+                    "Cache-Control"?: "no-store";
+                    /** @description For HTTP/1.0 caches (RFC 6749 section 5.1). */
+                    Pragma?: "no-cache";
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+        };
+    };
+    authorizeSignIn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "response_type": "code",
+                 *       "client_id": "console-3f2a9c4e1b7d4e8f9a0b1c",
+                 *       "redirect_uri": "https://acs.example.com/console/callback",
+                 *       "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+                 *       "code_challenge_method": "S256",
+                 *       "state": "af0ifjsldkj",
+                 *       "csrf_token": "vN3k8Qp0cGkTzq2r8lX4b7mYJ0dF6sH1aW9eU5tR3oI",
+                 *       "username": "alice@demo",
+                 *       "password": "correct horse battery"
+                 *     }
+                 */
+                "application/x-www-form-urlencoded": {
+                    [key: string]: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The form again with the one generic error: wrong user or password, locked, or no console role. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Signed in: to the redirect URI with `code` (single use, 60 s), `state` and `iss`; or an error sent there. */
+            303: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An unknown client or a redirect URI that is not the registered one: the error page. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description The CSRF token or cookie is missing or wrong: the form again. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
                 };
             };
             /** @description `invalid_request`: the form is larger than 64 KiB. */

@@ -54,6 +54,26 @@ export interface paths {
         patch: operations["updateSecuredObject"];
         trace?: never;
     };
+    "/operatorapi/securedobjects/{id}/access": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who can open this door
+         * @description The phones whose credential would open the lock at `at` (default now), in ticket creation order: valid tickets (not revoked, `beginDate <= at < endDate`) that grant `open`, and whose schedule, read in the lock's time zone, has a window at `at`. Each names its phone, resident, ticket, permission and whether the credential is bound to the phone's key. Revoked tickets the lock has not applied yet are in `GET /operatorapi/revocations?applied=false&securedObjectId=`. A page may hold fewer than `limit` items when schedules leave tickets out; follow `Link: rel="next"`.
+         */
+        get: operations["listDoorAccess"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/operatorapi/securedobjects/{id}/key": {
         parameters: {
             query?: never;
@@ -315,7 +335,7 @@ export interface paths {
         put?: never;
         /**
          * Create an Access API user
-         * @description A person who logs in to the Access API as `USERNAME@TENANT` with the password grant. The password is stored as a bcrypt hash; passwords over 72 bytes are refused, never truncated.
+         * @description A person who logs in to the Access API as `USERNAME@TENANT` with the password grant. The password is stored as a bcrypt hash; passwords over 72 bytes are refused, never truncated. With a `role` the user may also sign in to the operator console (`GET /oauth/authorize`).
          */
         post: operations["createUser"];
         delete?: never;
@@ -331,7 +351,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Read an Access API user
+         * @description One user, with its console role when it has one.
+         */
+        get: operations["getUser"];
         put?: never;
         post?: never;
         /**
@@ -341,7 +365,11 @@ export interface paths {
         delete: operations["deleteUser"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a user's console role
+         * @description Gives, changes or (with `null`) removes the console role. Console sign-ins already made keep their scopes until their access token expires; their next refresh carries the new role's scopes, and fails without one.
+         */
+        patch: operations["updateUser"];
         trace?: never;
     };
     "/operatorapi/audit-events": {
@@ -453,7 +481,7 @@ export interface paths {
         };
         /**
          * List revocations by how far they have reached their lock
-         * @description Revoked tickets in creation order. `applied=false`: their lock has not applied the revocation yet and a credential of the ticket may still be alive there (at the lock's clock): the doors that may still open for a revoked phone. `applied=true`: the lock has applied it (`revocationAppliedTime`). Without `applied`, both. A revocation its lock never needed (the ticket was never downloaded) or no longer needs (every credential expired first) is in neither. A deleted lock's tickets are listed too: the door exists until it applied them. An unknown `securedObjectId` lists nothing. Pages follow `Link: rel="next"`.
+         * @description Revoked tickets in creation order. `applied=false`: their lock has not applied the revocation yet and a credential of the ticket may still be alive there (at the lock's clock): the doors that may still open for a revoked phone. `applied=true`: the lock has applied it (`revocationAppliedTime`). Without `applied`, both. A revocation its lock never needed (the ticket was never downloaded) or no longer needs (every credential expired first) is in neither. A deleted lock's tickets are listed too: the door exists until it applied them. An unknown `securedObjectId` lists nothing. `residentId` follows a resident's "revoke everywhere" (`POST /v1/residents/{id}/revocations`) to its doors. Pages follow `Link: rel="next"`.
          */
         get: operations["listRevocations"];
         put?: never;
@@ -1048,7 +1076,7 @@ export interface components {
              * @description What happened: the event's `type` (docs/api-reference.md 10), e.g. `ticket.created`.
              * @enum {string}
              */
-            action: "ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "job.finished" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished" | "lockdown.started" | "lockdown.ended";
+            action: "ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.updated" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "token.code_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "job.finished" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished" | "lockdown.started" | "lockdown.ended";
             /** @description What it happened to, e.g. `ticket:<id>`; for the tickets a grant, membership change or removal made or revoked (in chunks of up to 1,000), the change itself, e.g. `access_permission:<id>`. */
             target: string;
             /** @description The id the server gave the request that made the change (its `X-Request-Id` answer). */
@@ -1282,7 +1310,7 @@ export interface components {
             /** @description Where deliveries are POSTed. */
             url: string;
             /** @description The event types it receives. */
-            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "job.finished" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished" | "lockdown.started" | "lockdown.ended")[];
+            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.updated" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "token.code_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "job.finished" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished" | "lockdown.started" | "lockdown.ended")[];
             /** @description A note for people. */
             description?: string;
             /** @description False while paused or disabled: nothing is sent until it is enabled again. */
@@ -1307,6 +1335,69 @@ export interface components {
              * @enum {boolean}
              */
             secretWithheld?: true;
+        };
+        /**
+         * DoorAccess
+         * @example {
+         *       "mobileDeviceId": "phone-alice",
+         *       "residentId": "5b0c7f4e-2d1a-4c3b-9e8f-7a6b5c4d3e2f",
+         *       "residentName": "Alice",
+         *       "tokenId": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+         *       "accessPermissionId": "1f2e3d4c-5b6a-4978-8877-665544332211",
+         *       "beginDate": 1767225600000,
+         *       "endDate": 1798761600000,
+         *       "schedule": {
+         *         "weekly": [
+         *           {
+         *             "days": [
+         *               "MO",
+         *               "TU",
+         *               "WE",
+         *               "TH",
+         *               "FR"
+         *             ],
+         *             "from": "07:00",
+         *             "to": "19:00"
+         *           }
+         *         ]
+         *       },
+         *       "nextWindow": {
+         *         "start": 1767337200000,
+         *         "end": 1767380400000
+         *       },
+         *       "keyBound": true
+         *     }
+         */
+        DoorAccess: {
+            /** @description The phone whose credential opens the door. */
+            mobileDeviceId: string;
+            /** @description The resident: the access permission's for a granted ticket, else one the phone belongs to. Absent: none. */
+            residentId?: string;
+            /** @description The resident's name. */
+            residentName?: string;
+            /** @description The ticket. */
+            tokenId: string;
+            /** @description The access permission that made the ticket; absent for a direct ticket. */
+            accessPermissionId?: string;
+            /** @description The ticket's start, Unix milliseconds. */
+            beginDate: number;
+            /** @description The ticket's end, Unix milliseconds. */
+            endDate: number;
+            schedule?: components["schemas"]["Schedule"];
+            /** @description With a schedule: the window, read in the lock's time zone, that lets the ticket open at `at`. */
+            nextWindow?: {
+                /** @description UTC milliseconds. */
+                start: number;
+                /** @description UTC milliseconds: when the door stops opening for this ticket until its next window. */
+                end: number;
+            };
+            /** @description The phone has a registered key: its credential is bound to it (docs/api-reference.md 11.2). */
+            keyBound: boolean;
+            /**
+             * @description The ticket opens during a lockdown too (docs/api-reference.md 15); absent otherwise.
+             * @enum {boolean}
+             */
+            override?: true;
         };
         /**
          * Erasure
@@ -1408,7 +1499,7 @@ export interface components {
              * @description What happened, e.g. `ticket.created` (docs/api-reference.md 10). The same as the audit view's `action`: the audit view is a projection of this log.
              * @enum {string}
              */
-            type: "ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "job.finished" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished" | "lockdown.started" | "lockdown.ended";
+            type: "ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.updated" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "token.code_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "job.finished" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished" | "lockdown.started" | "lockdown.ended";
             /** @description The event's number in its tenant's sequence: 1, 2, 3, ... in commit order, without gaps (the audit view's `id`). */
             sequence: number;
             /** @description When, Unix milliseconds. */
@@ -1747,7 +1838,8 @@ export interface components {
          * NewUser
          * @example {
          *       "username": "alice",
-         *       "password": "correct horse battery"
+         *       "password": "correct horse battery",
+         *       "role": "operator"
          *     }
          */
         NewUser: {
@@ -1755,6 +1847,8 @@ export interface components {
             username: string;
             /** @description At least 8 characters and at most 72 bytes (bcrypt reads no more). */
             password: string;
+            /** @description The console role (docs/api-reference.md 13): `admin` every Operator and Access API scope, `operator` all but `clients:manage`, `users:manage` and `webhooks:manage`, `viewer` the read scopes. A user without one cannot sign in to the console. */
+            role?: "admin" | "operator" | "viewer";
         };
         /**
          * NewWebhook
@@ -1771,7 +1865,7 @@ export interface components {
             /** @description Where deliveries are POSTed: an `https` URL without credentials or fragment that does not resolve to a loopback, private, link-local or cloud-metadata address (`http` and loopback or private addresses only with `WEBHOOK_ALLOW_INSECURE=true`). Checked here and again at every delivery; a refused URL is a 422 naming the reason. */
             url: string;
             /** @description The event types to receive: at least one, each once. There is no wildcard; subscribe to a new type explicitly when the receiver handles it. */
-            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "job.finished" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished" | "lockdown.started" | "lockdown.ended")[];
+            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.updated" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "token.code_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "job.finished" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished" | "lockdown.started" | "lockdown.ended")[];
             /** @description A note for people. */
             description?: string;
         };
@@ -2265,7 +2359,8 @@ export interface components {
          * @example {
          *       "id": "8e7d6c5b-4a39-4281-9f0e-1d2c3b4a5968",
          *       "username": "alice",
-         *       "creationDate": 1767225600000
+         *       "creationDate": 1767225600000,
+         *       "role": "operator"
          *     }
          */
         User: {
@@ -2274,6 +2369,18 @@ export interface components {
             username: string;
             /** @description Creation time, Unix milliseconds. */
             creationDate: number;
+            /** @description The console role (docs/api-reference.md 13): `admin` every Operator and Access API scope, `operator` all but `clients:manage`, `users:manage` and `webhooks:manage`, `viewer` the read scopes. A user without one cannot sign in to the console. */
+            role?: "admin" | "operator" | "viewer";
+        };
+        /**
+         * UserPatch
+         * @example {
+         *       "role": "viewer"
+         *     }
+         */
+        UserPatch: {
+            /** @description The console role (docs/api-reference.md 13): `admin` every Operator and Access API scope, `operator` all but `clients:manage`, `users:manage` and `webhooks:manage`, `viewer` the read scopes. A user without one cannot sign in to the console. `null` removes the role. */
+            role: ("admin" | "operator" | "viewer") | (never | null);
         };
         /**
          * Webhook
@@ -2296,7 +2403,7 @@ export interface components {
             /** @description Where deliveries are POSTed. */
             url: string;
             /** @description The event types it receives. */
-            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "job.finished" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished" | "lockdown.started" | "lockdown.ended")[];
+            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.updated" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "token.code_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "job.finished" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished" | "lockdown.started" | "lockdown.ended")[];
             /** @description A note for people. */
             description?: string;
             /** @description False while paused or disabled: nothing is sent until it is enabled again. */
@@ -2354,7 +2461,7 @@ export interface components {
             /** @description Where deliveries are POSTed: an `https` URL without credentials or fragment that does not resolve to a loopback, private, link-local or cloud-metadata address (`http` and loopback or private addresses only with `WEBHOOK_ALLOW_INSECURE=true`). Checked here and again at every delivery; a refused URL is a 422 naming the reason. */
             url?: string;
             /** @description The event types to receive: at least one, each once. There is no wildcard; subscribe to a new type explicitly when the receiver handles it. */
-            eventTypes?: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "job.finished" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished" | "lockdown.started" | "lockdown.ended")[];
+            eventTypes?: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.updated" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "token.code_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "job.finished" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished" | "lockdown.started" | "lockdown.ended")[];
             /** @description A note for people; the empty string removes it. */
             description?: string;
             /** @description `false` pauses the subscription (`disabledReason: operator`); `true` resumes a paused or disabled one where it stopped: the events committed meanwhile are delivered, nothing is lost. */
@@ -2382,7 +2489,7 @@ export interface components {
             /** @description Where deliveries are POSTed. */
             url: string;
             /** @description The event types it receives. */
-            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "job.finished" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished" | "lockdown.started" | "lockdown.ended")[];
+            eventTypes: ("ticket.created" | "ticket.revoked" | "ticket.downloaded" | "ticket.revocation_applied" | "access_permission.created" | "access_permission.deleted" | "resident.created" | "resident.renamed" | "resident.deleted" | "resident.device_added" | "resident.device_removed" | "lock_group.created" | "lock_group.renamed" | "lock_group.deleted" | "lock_group.lock_added" | "lock_group.lock_removed" | "secured_object.created" | "secured_object.updated" | "secured_object.deleted" | "secured_object.clock_drift" | "secured_object.key_registered" | "secured_object.key_removed" | "mobile_device.created" | "mobile_device.deleted" | "mobile_device.key_registered" | "mobile_device.key_revoked" | "access_log.denied" | "access_log.granted" | "key.rotated" | "client.created" | "client.deleted" | "client.decommissioned" | "client.secret_rotated" | "user.created" | "user.updated" | "user.deleted" | "login.locked" | "token.refresh_reuse" | "token.code_reuse" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled" | "job.finished" | "settings.updated" | "claim.created" | "claim.opened" | "claim.claimed" | "claim.expired" | "claim.revoked" | "erasure.requested" | "erasure.finished" | "lockdown.started" | "lockdown.ended")[];
             /** @description A note for people. */
             description?: string;
             /** @description False while paused or disabled: nothing is sent until it is enabled again. */
@@ -3054,6 +3161,137 @@ export interface operations {
             };
             /** @description The request is well-formed but cannot be carried out; the detail says why. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listDoorAccess: {
+        parameters: {
+            query?: {
+                /** @description The instant asked about, Unix milliseconds (docs/api-reference.md 7.4's range). Default: now. */
+                at?: number;
+                /** @description Page size, 1 to 1000. */
+                limit?: number;
+                /** @description Opaque cursor from the `Link: rel="next"` header. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of who can open the door. */
+            200: {
+                headers: {
+                    /** @description RFC 8288 `<…>; rel="next"`: the same request with the cursor of the next page; absent on the last page. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DoorAccess"][];
+                };
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource in the caller's tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5692,6 +5930,128 @@ export interface operations {
             };
         };
     };
+    getUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The username (without `@TENANT`). */
+                username: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["User"];
+                };
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource in the caller's tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     deleteUser: {
         parameters: {
             query?: never;
@@ -5710,6 +6070,150 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid access token (RFC 6750). `WWW-Authenticate` says why. HTTP Basic, removed on 01.01.2019, also gets `Sunset` and `Link` to its successor, `POST /oauth/token`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 8594: the HTTP-date the interface was removed on. */
+                    Sunset?: string;
+                    /** @description RFC 8288 `<…>; rel="successor-version"` (RFC 5829): where the replacement of a removed interface lives. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The access token lacks the scope this operation needs (`WWW-Authenticate` names it), or its client may not reach this resource. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 section 3 `Bearer realm="…"`, with `error` and, for a missing scope, `scope` naming it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource in the caller's tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the configured limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request target is longer than 8 KiB, or a path parameter longer than 256 characters. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this client, or without a valid access token from this address; `Retry-After` says when to retry. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Requests this client may send per minute (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the limit starts afresh (draft-ietf-httpapi-ratelimit-headers). */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request's header fields are larger than 16 KiB. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error; the detail reveals nothing. Quote the `requestId` when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable or the server is shutting down; retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 section 10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The username (without `@TENANT`). */
+                username: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UserPatch"];
+            };
+        };
+        responses: {
+            /** @description The user. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["User"];
+                };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
             400: {
@@ -6456,6 +6960,8 @@ export interface operations {
                 applied?: "true" | "false";
                 /** @description Only this lock's revocations (a deleted lock's too). */
                 securedObjectId?: string;
+                /** @description Only the resident's: tickets of its mobile devices and of its access permissions, as `POST /v1/residents/{id}/revocations` revokes them. An unknown id lists nothing. */
+                residentId?: string;
                 /** @description Page size, 1 to 1000. */
                 limit?: number;
                 /** @description Opaque cursor from `Link: rel="next"`. */
