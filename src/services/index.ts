@@ -50,6 +50,7 @@ import { createWebhookService } from './webhooks/subscription.service.js';
 import { createWebhookUrlGuard, type Resolver } from './webhooks/url-guard.js';
 import { noMetrics, type DomainMetrics } from './domain-metrics.js';
 import { createJobService } from './job.service.js';
+import { createJobRetention } from './job-retention.js';
 import { createJobWorker } from './job-worker.js';
 import type { WritersOn } from './job-items.js';
 
@@ -189,6 +190,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
   const accessLogs = createAccessLogService({ db, clock, budget: createAccessLogBudget({ entriesPerMinute: config.ACCESS_LOG_ENTRIES_PER_LOCK_PER_MINUTE }) });
   const accessLogRetention = createAccessLogRetention({ db, clock, log, retentionDefaults });
   const erasures = createErasureService({ db, clock, log });
+  const jobRetention = createJobRetention({ db, clock, log, retentionDefaults });
   // docs/api-reference.md 10: one guard for subscribing and for delivering, so both refuse the same addresses.
   const webhookUrlGuard = createWebhookUrlGuard({
     allowInsecure: config.WEBHOOK_ALLOW_INSECURE === 'true',
@@ -293,6 +295,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     accessLogs,
     accessLogRetention,
     erasures,
+    jobRetention,
     lockTelemetry,
     webhookUrlGuard,
     webhooks,
@@ -311,6 +314,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
       audit.start();
       accessLogRetention.start();
       erasures.start();
+      jobRetention.start();
       clientAssertions.start();
       holderKeys.start();
       claims.start();
@@ -334,6 +338,7 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
       idempotency.stop();
       audit.stop();
       accessLogRetention.stop();
+      jobRetention.stop();
       clientAssertions.stop();
       holderKeys.stop();
       claims.stop();

@@ -188,4 +188,32 @@ describe('retention periods per tenant', () => {
       offset -= 4 * DAY;
     }
   });
+
+  it("prunes finished bulk jobs and their items past each tenant's eventDays, never a job still to run", async () => {
+    expect((await settings(await acmeToken(), { retention: { eventDays: 2 } })).statusCode).toBe(200);
+    const now = Date.now() + offset;
+    const job = async (tenantId: string, state: string, finishedAt: number | null) => {
+      const { rows } = await t.database.db.query<{ id: string }>(
+        `INSERT INTO jobs (tenant_id, id, type, state, total, processed, succeeded, failed, actor, created_at, finished_at)
+         VALUES ($1, gen_random_uuid(), 'mobile-devices', $2, 1, $3, $3, 0, 'cli', $4, $5) RETURNING id`,
+        [tenantId, state, state === 'queued' ? 0 : 1, now - 10 * DAY, finishedAt],
+      );
+      await t.database.db.query(
+        `INSERT INTO job_items (tenant_id, job_id, item_index, key, item, outcome, resource_id)
+         VALUES ($1, $2, 0, 'phone-x', '{"id":"phone-x","name":"Xavier Oldjob"}', $3, $4)`,
+        [tenantId, rows[0]!.id, state === 'queued' ? null : 'created', state === 'queued' ? null : 'phone-x'],
+      );
+      return rows[0]!.id;
+    };
+    const old = await job(tenants.acme.tenantId, 'succeeded', now - 3 * DAY);
+    const young = await job(tenants.acme.tenantId, 'failed', now - DAY);
+    const waiting = await job(tenants.acme.tenantId, 'queued', null);
+    const othersOld = await job(tenants.other.tenantId, 'cancelled', now - 3 * DAY);
+    expect(await t.app.services.jobRetention.prune()).toBe(1);
+    const { rows } = await t.database.db.query<{ id: string }>('SELECT job_id AS id FROM job_items WHERE job_id = ANY ($1::uuid[]) ORDER BY job_id', [
+      [old, young, waiting, othersOld],
+    ]);
+    expect(rows.map((row) => row.id).sort()).toEqual([young, waiting, othersOld].sort());
+    await settings(await acmeToken(), { retention: { eventDays: null } });
+  });
 });

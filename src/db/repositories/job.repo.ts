@@ -265,3 +265,18 @@ export async function releaseJob(db: Queryable, tenantId: string, id: string, cl
 export async function holdChangeCounter(db: Queryable, tenantId: string): Promise<void> {
   await db.query('SELECT last_seq FROM tenant_change_counters WHERE tenant_id = $1 FOR UPDATE', [tenantId]);
 }
+
+/**
+ * Deletes up to `limit` of the tenant's jobs that finished before `before` (retention, docs/api-reference.md 16.1), their
+ * items with them (ON DELETE CASCADE); answers how many jobs went. A job still queued or running is never taken.
+ */
+export async function pruneFinishedJobs(db: Queryable, tenantId: string, before: number, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM jobs WHERE tenant_id = $1 AND id IN (
+       SELECT id FROM jobs
+        WHERE tenant_id = $1 AND state IN ('succeeded', 'failed', 'cancelled') AND finished_at < $2::bigint
+        ORDER BY finished_at LIMIT $3)`,
+    [tenantId, before, limit],
+  );
+  return rowCount ?? 0;
+}
