@@ -1,6 +1,6 @@
 // Schemas of bulk jobs (docs/api-reference.md 14): a job as sent (JSON or CSV), as read, and its per-item results.
 import { Type } from '@sinclair/typebox';
-import { ITEM_OUTCOMES, JOB_STATES, JOB_TYPES } from '../shared/bulk-jobs.js';
+import { ITEM_OUTCOMES, JOB_KINDS, JOB_STATES, JOB_TYPES } from '../shared/bulk-jobs.js';
 import { defaultsOptional, named, PAGE_PARAMETERS } from './common.js';
 
 const words = <T extends readonly string[]>(values: T, description: string) =>
@@ -53,11 +53,18 @@ export const JobQuery = Type.Object(
   { additionalProperties: false },
 );
 
+/** A job as read: one of the types a tenant sends, or `erasure` (docs/api-reference.md 16.2). */
+const JobKindSchema = words(
+  JOB_KINDS,
+  'What the items are: a type a job is sent with (`secured-objects`, `mobile-devices`, `residents`, `lock-groups`, ' +
+    '`access-permissions`, `tickets`), or `erasure`, the job of `POST /operatorapi/erasures` (one item: the person, by id).',
+);
+
 export const JobSchema = named(
   'Job',
   Type.Object({
     id: Type.String({ format: 'uuid', description: 'The job id.' }),
-    type: JobTypeSchema,
+    type: JobKindSchema,
     state: words(
       JOB_STATES,
       '`queued` (no instance has started it), `running`, `succeeded` (every item ran, none failed), `failed` (every item ran, ' +

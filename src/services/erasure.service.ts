@@ -29,11 +29,13 @@ import {
   type ErasureSubject,
   type ErasureSubjectKind,
 } from '../db/repositories/erasure.repo.js';
+import { finishErasureJob, insertJob, insertJobItems, markJobStarted } from '../db/repositories/job.repo.js';
 import { BadRequestError, NotFoundError } from '../errors.js';
 import { isUuid } from '../shared/identifiers.js';
 import { decodeCursor, encodeCursor, type Page } from '../shared/pagination.js';
 import { recordChange } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
+import { finishedData, toJob, type Job } from './job.service.js';
 
 /** Rows per transaction: each batch holds its locks briefly, so the API goes on while a large erasure runs. */
 export const ERASURE_BATCH = 5_000;
@@ -198,6 +200,7 @@ export function createErasureService({ db, clock, log }: ErasureServiceOptions) 
       }
       await recordErasureProgress(tx, record.tenantId, record.id, record.eventCursor, counts);
       const finished = await finishErasure(tx, record.tenantId, record.id, clock());
+      const job = await finishErasureJob(tx, record.tenantId, record.id, record.subjectId, clock());
       await recordChange(
         tx,
         { tenantId: record.tenantId, actor: record.requestedBy, requestId: record.requestId },
@@ -206,6 +209,9 @@ export function createErasureService({ db, clock, log }: ErasureServiceOptions) 
         `erasure:${record.id}`,
         { erasureId: record.id, subjectKind: record.subjectKind, subjectId: record.subjectId, rows: finished?.rowsChanged ?? {} },
       );
+      if (job) {
+        await recordChange(tx, { tenantId: record.tenantId, actor: record.requestedBy, requestId: record.requestId }, clock(), 'job.finished', `job:${job.id}`, finishedData(job));
+      }
     });
   }
 
@@ -222,7 +228,7 @@ export function createErasureService({ db, clock, log }: ErasureServiceOptions) 
      * POST /operatorapi/erasures: records the request and starts it; 404 when the person is not (or no longer) there.
      * The record names the person by id only: a user by their id, never by the username asked for.
      */
-    async request(context: ActionContext, request: ErasureRequest): Promise<ErasureRecord> {
+    async request(context: ActionContext, request: ErasureRequest): Promise<{ erasure: ErasureRecord; job: Job }> {
       const named = (['residentId', 'mobileDeviceId', 'username'] as const).filter((field) => request[field] !== undefined);
       if (named.length !== 1) {
         throw new BadRequestError('Name exactly one person to erase: residentId, mobileDeviceId or username.', [
@@ -262,6 +268,28 @@ export function createErasureService({ db, clock, log }: ErasureServiceOptions) 
           },
           now + LEASE_MS,
         );
+        // The erasure is a job too (docs/api-reference.md 14, 16.2), of one item: the person, by id. Its id is the
+        // erasure's, so /operatorapi/jobs/{id} and /operatorapi/erasures/{id} read the same request.
+        await insertJob(tx, {
+          tenantId: context.tenantId,
+          id: inserted.id,
+          type: 'erasure',
+          state: 'running',
+          total: 1,
+          processed: 0,
+          succeeded: 0,
+          failed: 0,
+          actor: context.actor,
+          requestId: context.requestId,
+          createdAt: now,
+          startedAt: now,
+          finishedAt: null,
+          claim: 0,
+        });
+        await markJobStarted(tx, context.tenantId, inserted.id, now);
+        await insertJobItems(tx, context.tenantId, inserted.id, [
+          { index: 0, key: subjectId, item: { subjectKind: kind, subjectId, accessLogsOnly: inserted.accessLogsOnly }, outcome: null, resourceId: null, problem: null },
+        ]);
         await recordChange(tx, context, now, 'erasure.requested', `erasure:${inserted.id}`, {
           erasureId: inserted.id,
           subjectKind: kind,
@@ -271,7 +299,25 @@ export function createErasureService({ db, clock, log }: ErasureServiceOptions) 
         return inserted;
       });
       runInBackground(record);
-      return record;
+      return {
+        erasure: record,
+        job: toJob({
+          tenantId: record.tenantId,
+          id: record.id,
+          type: 'erasure',
+          state: 'running',
+          total: 1,
+          processed: 0,
+          succeeded: 0,
+          failed: 0,
+          actor: record.requestedBy,
+          requestId: record.requestId,
+          createdAt: now,
+          startedAt: now,
+          finishedAt: null,
+          claim: 0,
+        }),
+      };
     },
 
     async get(tenantId: string, id: string): Promise<ErasureRecord> {

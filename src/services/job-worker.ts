@@ -79,6 +79,9 @@ export function createJobWorker(options: JobWorkerOptions) {
 
   /** The items one by one, each in a savepoint, as many as fit in BATCH_MS (at least one). */
   async function oneByOne(job: JobRecord, context: ActionContext, nested: Database, items: JobItemRecord[], timed: boolean): Promise<ItemResult[]> {
+    const type = job.type;
+    // Never claimed (job.repo.ts claimJob): an erasure runs in the erasure service's own transactions.
+    if (type === 'erasure') throw new Error(`job ${job.id} is an erasure, which this worker does not run`);
     const writers = writersOn(nested);
     const results: ItemResult[] = [];
     const until = performance.now() + BATCH_MS;
@@ -86,7 +89,7 @@ export function createJobWorker(options: JobWorkerOptions) {
       if (timed && results.length > 0 && (performance.now() > until || stopping)) break;
       try {
         // A savepoint: a refused item rolls back alone.
-        results.push(outcome(item.index, await nested.transaction(() => applyItem({ db: nested, writers, context }, job.type, item.item))));
+        results.push(outcome(item.index, await nested.transaction(() => applyItem({ db: nested, writers, context }, type, item.item))));
       } catch (error) {
         // Anything but a refusal rolls the batch back, and its items run again.
         if (!isRefusal(error)) throw error;

@@ -13,9 +13,9 @@ import {
   type JobItemRecord,
   type JobRecord,
 } from '../db/repositories/job.repo.js';
-import { BadRequestError, NotFoundError, ProblemError, TooManyRequestsError, type FieldError } from '../errors.js';
+import { BadRequestError, ConflictError, NotFoundError, ProblemError, TooManyRequestsError, type FieldError } from '../errors.js';
 import { CsvError, parseCsv } from '../shared/csv.js';
-import { itemKey, itemsFromCsv, type ItemOutcome, type JobState, type JobType } from '../shared/bulk-jobs.js';
+import { itemKey, itemsFromCsv, type ItemOutcome, type JobKind, type JobState, type JobType } from '../shared/bulk-jobs.js';
 import { isUuid } from '../shared/identifiers.js';
 import { decodeCursor, numberCursor, pageOf, type Page } from '../shared/pagination.js';
 import { recordChange } from './audit.service.js';
@@ -24,7 +24,7 @@ import type { ActionContext, Clock } from './context.js';
 /** A job as the API shows it (docs/api-reference.md 14); times absent until they happen. */
 export interface Job {
   id: string;
-  type: JobType;
+  type: JobKind;
   state: JobState;
   total: number;
   processed: number;
@@ -234,7 +234,12 @@ export function createJobService(options: JobServiceOptions) {
         return record;
       });
       if (cancelled) return toJob(cancelled);
-      return this.get(context.tenantId, id);
+      const job = await this.get(context.tenantId, id);
+      // docs/api-reference.md 16.2: an erasure runs to its end; half an erasure would leave the person half erased.
+      if (job.type === 'erasure' && (job.state === 'queued' || job.state === 'running')) {
+        throw new ConflictError(`Job ${id} is an erasure, which runs to its end and cannot be cancelled.`);
+      }
+      return job;
     },
   };
 }

@@ -5,6 +5,13 @@ import { CsvError, type CsvTable } from './csv.js';
 export const JOB_TYPES = ['secured-objects', 'mobile-devices', 'residents', 'lock-groups', 'access-permissions', 'tickets'] as const;
 export type JobType = (typeof JOB_TYPES)[number];
 
+/**
+ * Every kind of job a tenant may read: the types it can send, and `erasure`, the job `POST /operatorapi/erasures`
+ * answers (docs/api-reference.md 16.2), which the bulk-job worker never runs.
+ */
+export const JOB_KINDS = [...JOB_TYPES, 'erasure'] as const;
+export type JobKind = (typeof JOB_KINDS)[number];
+
 export const JOB_STATES = ['queued', 'running', 'succeeded', 'failed', 'cancelled'] as const;
 export type JobState = (typeof JOB_STATES)[number];
 

@@ -35,6 +35,7 @@ const RELEASED: Record<string, string> = {
   '028_console_sign_in.sql': 'ad9a6dddebca19789c52a4931c19f0ee7f14707965638c08f58e0048bac76ca8',
   '029_tenant_retention.sql': '20552b0ce5681bf36a29770dc5c69af941ab82a82c4e116e90f491682bb693b4',
   '030_erasures.sql': '394271348d19c2f29c1594537efa17d2d2d5d224abf792ed2ccee67e2473b49a',
+  '031_erasure_jobs.sql': '8b0fb0f7ca7cff6a49d47e3f476bd6b886808d899457d24133ada83e7d6c9e55',
 };
 
 describe('released migrations', () => {

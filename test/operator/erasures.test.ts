@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { appendAuditEvent } from '../../src/db/repositories/audit.repo.js';
 import { insertErasure } from '../../src/db/repositories/erasure.repo.js';
+import { insertJob } from '../../src/db/repositories/job.repo.js';
 import { accessTenant, lockGroup, permission, resident, ticketRows, type AccessTenant } from '../helpers/access.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { phoneToken } from '../helpers/device.js';
@@ -41,11 +42,17 @@ describe('erasures', () => {
   async function erased(token: string, body: object): Promise<ErasureBody> {
     const started = await erase(token, body);
     expect(started.statusCode, started.body).toBe(202);
-    const erasure = started.json() as ErasureBody;
-    expect(started.headers.location).toBe(`/operatorapi/erasures/${erasure.id}`);
+    // A bulk job of type erasure (docs/api-reference.md 14, 16.2): one item, the person; the record has its id.
+    const job = started.json() as { id: string; type: string; state: string; total: number };
+    expect(job).toMatchObject({ id: expect.stringMatching(UUID_PATTERN), type: 'erasure', state: 'running', total: 1 });
+    expect(started.headers.location).toBe(`/operatorapi/jobs/${job.id}`);
     expect(started.headers['retry-after']).toBe('2');
     await t.app.services.erasures.settled();
-    const read = await call(t, token, { method: 'GET', url: `/operatorapi/erasures/${erasure.id}` });
+    const finished = await call(t, token, { method: 'GET', url: `/operatorapi/jobs/${job.id}` });
+    expect(finished.json()).toMatchObject({ id: job.id, type: 'erasure', state: 'succeeded', total: 1, processed: 1, succeeded: 1, failed: 0 });
+    const results = await call(t, token, { method: 'GET', url: `/operatorapi/jobs/${job.id}/results` });
+    expect(results.json()).toEqual([{ index: 0, key: expect.any(String), outcome: 'updated', id: expect.any(String) }]);
+    const read = await call(t, token, { method: 'GET', url: `/operatorapi/erasures/${job.id}` });
     expect(read.statusCode, read.body).toBe(200);
     return read.json() as ErasureBody;
   }
@@ -220,17 +227,17 @@ describe('erasures', () => {
     expect(quoted[0]!.data.names).toEqual([expect.stringMatching(/^erased-/), 'Zelda']);
     expect(quoted[0]!.data.note).toMatch(/^erased-/);
     expect(await accessLogCount(acme.tenant.tenantId, 'zq-phone')).toBe(0);
-    // The ids, the tickets and the gapless sequence are intact: two more events, the request and the finish.
+    // The ids, the tickets and the gapless sequence are intact: three more events, the request, the finish, the job's.
     const read = await call(t, acme.operator, { method: 'GET', url: '/operatorapi/mobiledevices/zq-phone' });
     expect(read.json()).toMatchObject({ id: 'zq-phone', name: expect.stringMatching(/^erased-/) });
     expect(await ticketRows(t, acme.tenant.tenantId)).toEqual(ticketsBefore);
     const sequenceAfter = await sequences(acme.tenant.tenantId);
-    expect(sequenceAfter).toEqual([...sequenceBefore, sequenceBefore.length + 1, sequenceBefore.length + 2]);
+    expect(sequenceAfter).toEqual([...sequenceBefore, sequenceBefore.length + 1, sequenceBefore.length + 2, sequenceBefore.length + 3]);
     const { rows: finished } = await t.database.db.query<{ action: string; data: Record<string, unknown> }>(
-      "SELECT action, data FROM audit_events WHERE tenant_id = $1 AND action LIKE 'erasure.%' ORDER BY seq",
-      [acme.tenant.tenantId],
+      "SELECT action, data FROM audit_events WHERE tenant_id = $1 AND (action LIKE 'erasure.%' OR target = 'job:' || $2) ORDER BY seq",
+      [acme.tenant.tenantId, erasure.id],
     );
-    expect(finished.map((row) => row.action)).toEqual(['erasure.requested', 'erasure.finished']);
+    expect(finished.map((row) => row.action)).toEqual(['erasure.requested', 'erasure.finished', 'job.finished']);
     expect(finished[1]!.data).toMatchObject({ erasureId: erasure.id, subjectKind: 'resident', subjectId: zelda.id });
 
     // The other tenant's household of the same name is untouched.
@@ -303,6 +310,42 @@ describe('erasures', () => {
     expect(await whereFound(other.tenant.tenantId, 'Ursula Other')).toContain('mobile_devices.name');
     const { rows } = await t.database.db.query<{ n: number }>('SELECT count(*)::int AS n FROM erasures WHERE tenant_id = $1', [other.tenant.tenantId]);
     expect(rows[0]!.n).toBe(0);
+  });
+
+  it("refuses to cancel an erasure's job while it runs (409), and answers a finished one as it is", async () => {
+    await device(t, acme.operator, 'to-finish', 'Tara Tofinish');
+    const done = await erased(acme.operator, { mobileDeviceId: 'to-finish' });
+    const finished = await call(t, acme.operator, { method: 'DELETE', url: `/operatorapi/jobs/${done.id}` });
+    expect(finished.json()).toMatchObject({ id: done.id, type: 'erasure', state: 'succeeded' });
+    // One still running: its record and job as a request makes them, its lease held for a minute by no one here.
+    const now = t.app.services.clock();
+    const id = '7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f';
+    await insertErasure(
+      t.database.db,
+      { tenantId: acme.tenant.tenantId, id, subjectKind: 'mobile-device', subjectId: 'to-finish', accessLogsOnly: true, requestedBy: 'cli', requestId: null, requestedAt: now },
+      now + 60_000,
+    );
+    await insertJob(t.database.db, {
+      tenantId: acme.tenant.tenantId,
+      id,
+      type: 'erasure',
+      state: 'running',
+      total: 1,
+      processed: 0,
+      succeeded: 0,
+      failed: 0,
+      actor: 'cli',
+      requestId: null,
+      createdAt: now,
+      startedAt: now,
+      finishedAt: null,
+      claim: 0,
+    });
+    const refused = await call(t, acme.operator, { method: 'DELETE', url: `/operatorapi/jobs/${id}` });
+    expect(expectProblem(refused, 409).detail).toContain('cannot be cancelled');
+    expect((await call(t, acme.operator, { method: 'GET', url: `/operatorapi/jobs/${id}` })).json()).toMatchObject({ state: 'running' });
+    // The bulk-job worker never takes it: only the erasure service runs an erasure.
+    expect(await t.app.services.jobWorker.runOnce()).toBe(false);
   });
 
   it("answers another tenant's erasure as unknown, and needs settings:manage", async () => {

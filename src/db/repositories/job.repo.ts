@@ -2,12 +2,12 @@
 // an instance runs it under.
 import type { Queryable } from '../database.js';
 import { keysetPage, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
-import type { ItemOutcome, JobState, JobType } from '../../shared/bulk-jobs.js';
+import type { ItemOutcome, JobKind, JobState } from '../../shared/bulk-jobs.js';
 
 export interface JobRecord {
   tenantId: string;
   id: string;
-  type: JobType;
+  type: JobKind;
   state: JobState;
   total: number;
   processed: number;
@@ -24,7 +24,7 @@ export interface JobRecord {
 interface JobRow {
   tenant_id: string;
   id: string;
-  type: JobType;
+  type: JobKind;
   state: JobState;
   total: number;
   processed: number;
@@ -150,7 +150,7 @@ export async function listJobResults(
 export async function cancelJob(db: Queryable, tenantId: string, id: string, now: number): Promise<JobRecord | null> {
   const { rows } = await db.query<JobRow>(
     `UPDATE jobs SET state = 'cancelled', finished_at = $3, lease_until = NULL
-      WHERE tenant_id = $1 AND id = $2 AND state IN ('queued', 'running')
+      WHERE tenant_id = $1 AND id = $2 AND state IN ('queued', 'running') AND type <> 'erasure'
      RETURNING ${COLUMNS}`,
     [tenantId, id, now],
   );
@@ -164,7 +164,7 @@ export async function cancelJob(db: Queryable, tenantId: string, id: string, now
 export async function findRunnableJobs(db: Queryable, now: number, limit: number): Promise<{ tenantId: string; id: string }[]> {
   const { rows } = await db.query<{ tenant_id: string; id: string }>(
     `SELECT tenant_id, id FROM jobs
-      WHERE state IN ('queued', 'running') AND (lease_until IS NULL OR lease_until <= $1)
+      WHERE state IN ('queued', 'running') AND (lease_until IS NULL OR lease_until <= $1) AND type <> 'erasure'
       ORDER BY created_at LIMIT $2`,
     [now, limit],
   );
@@ -179,6 +179,7 @@ export async function claimJob(db: Queryable, tenantId: string, id: string, now:
   const { rows } = await db.query<JobRow>(
     `UPDATE jobs SET state = 'running', started_at = COALESCE(started_at, $3), lease_until = $4, claim = claim + 1
       WHERE tenant_id = $1 AND id = $2 AND state IN ('queued', 'running') AND (lease_until IS NULL OR lease_until <= $3)
+        AND type <> 'erasure'
      RETURNING ${COLUMNS}`,
     [tenantId, id, now, leaseUntil],
   );
@@ -279,4 +280,27 @@ export async function pruneFinishedJobs(db: Queryable, tenantId: string, before:
     [tenantId, before, limit],
   );
   return rowCount ?? 0;
+}
+
+/**
+ * Ends an erasure's job (docs/api-reference.md 16.2): its one item `updated` with the person's id, the job
+ * `succeeded`. Null when it has ended already.
+ */
+export async function finishErasureJob(db: Queryable, tenantId: string, id: string, subjectId: string, now: number): Promise<JobRecord | null> {
+  await db.query(
+    `UPDATE job_items SET outcome = 'updated', resource_id = $3 WHERE tenant_id = $1 AND job_id = $2 AND item_index = 0 AND outcome IS NULL`,
+    [tenantId, id, subjectId],
+  );
+  const { rows } = await db.query<JobRow>(
+    `UPDATE jobs SET state = 'succeeded', processed = total, succeeded = total, finished_at = $3, lease_until = NULL
+      WHERE tenant_id = $1 AND id = $2 AND type = 'erasure' AND state = 'running'
+     RETURNING ${COLUMNS}`,
+    [tenantId, id, now],
+  );
+  return rows[0] ? toRecord(rows[0]) : null;
+}
+
+/** Records that a job started at `now` (an erasure's, which starts as it is made). */
+export async function markJobStarted(db: Queryable, tenantId: string, id: string, now: number): Promise<void> {
+  await db.query('UPDATE jobs SET started_at = COALESCE(started_at, $3) WHERE tenant_id = $1 AND id = $2', [tenantId, id, now]);
 }

@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { PageQuery, pageResponse, ResponseHeaders, withHeaders } from '../../schemas/common.js';
 import { ErasureRequestSchema, ErasureSchema } from '../../schemas/erasure.js';
+import { JobSchema } from '../../schemas/job.js';
 import { problemResponses } from '../../schemas/problem.js';
 import type { ErasureRecord } from '../../services/erasure.service.js';
 import type { Services } from '../../services/index.js';
@@ -43,24 +44,27 @@ const erasureRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (
           'Replaces every personal value of one resident, mobile device or user (names, device names, client names, the ' +
           'username) with a pseudonym wherever the service keeps it (the records themselves, events and audit entries, ' +
           'cached answers, webhook delivery errors), and deletes their access-log entries; `accessLogsOnly` deletes the ' +
-          'access logs alone. It runs in the background in bounded transactions: the answer is `202` with the erasure to ' +
-          'read until `state` is `succeeded`. Ids, tickets, propagation and sequences stay as they are ' +
+          'access logs alone. It runs in the background in bounded transactions: the answer is `202` with a bulk job of type ' +
+          '`erasure` (one item: the person, by id) to read until `state` is `succeeded`. Ids, tickets, propagation and sequences stay as they are ' +
           '(docs/api-reference.md 16.2). Send `Idempotency-Key` to make retries safe.',
         headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ description: 'Makes the request safe to retry (24 h).' })) }),
         body: ErasureRequestSchema,
         response: {
-          202: withHeaders(ErasureSchema, 'The erasure, started.', { Location: ResponseHeaders.location, 'Retry-After': ResponseHeaders.retryAfter }),
+          202: withHeaders(JobSchema, 'The erasure\'s job, started: read it at `Location`, and the record of what was erased per table at `/operatorapi/erasures/{id}` (the same id).', {
+            Location: ResponseHeaders.location,
+            'Retry-After': ResponseHeaders.retryAfter,
+          }),
           ...problemResponses(404, 413, 415),
         },
       },
     },
     async (request, reply) => {
-      const erasure = await services.erasures.request(actionContext(request), request.body);
+      const { job } = await services.erasures.request(actionContext(request), request.body);
       return reply
         .code(202)
-        .header('location', resourcePath`/operatorapi/erasures/${erasure.id}`)
+        .header('location', resourcePath`/operatorapi/jobs/${job.id}`)
         .header('retry-after', String(RETRY_AFTER_SECONDS))
-        .send(toErasure(erasure));
+        .send(job);
     },
   );
 

@@ -202,9 +202,9 @@ const jobRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app,
         summary: 'Cancel a bulk job',
         description:
           'Cancels what has not run: the items already applied stay. Answers the job, now `cancelled` (with `job.finished`); ' +
-          'a job already finished answers as it is.',
+          'a job already finished answers as it is. An erasure\'s job (docs/api-reference.md 16.2) runs to its end: `409`.',
         params: ObjectIdParams,
-        response: { 200: { ...JobSchema, description: 'The job.' }, ...problemResponses(404, 413, 414, 415) },
+        response: { 200: { ...JobSchema, description: 'The job.' }, ...problemResponses(404, 409, 413, 414, 415) },
       },
     },
     async (request) => services.jobs.cancel(actionContext(request), request.params.id),

@@ -723,7 +723,7 @@ export interface paths {
         put?: never;
         /**
          * Erase a person's data
-         * @description Replaces every personal value of one resident, mobile device or user (names, device names, client names, the username) with a pseudonym wherever the service keeps it (the records themselves, events and audit entries, cached answers, webhook delivery errors), and deletes their access-log entries; `accessLogsOnly` deletes the access logs alone. It runs in the background in bounded transactions: the answer is `202` with the erasure to read until `state` is `succeeded`. Ids, tickets, propagation and sequences stay as they are (docs/api-reference.md 16.2). Send `Idempotency-Key` to make retries safe.
+         * @description Replaces every personal value of one resident, mobile device or user (names, device names, client names, the username) with a pseudonym wherever the service keeps it (the records themselves, events and audit entries, cached answers, webhook delivery errors), and deletes their access-log entries; `accessLogsOnly` deletes the access logs alone. It runs in the background in bounded transactions: the answer is `202` with a bulk job of type `erasure` (one item: the person, by id) to read until `state` is `succeeded`. Ids, tickets, propagation and sequences stay as they are (docs/api-reference.md 16.2). Send `Idempotency-Key` to make retries safe.
          */
         post: operations["createErasure"];
         delete?: never;
@@ -884,7 +884,7 @@ export interface paths {
         post?: never;
         /**
          * Cancel a bulk job
-         * @description Cancels what has not run: the items already applied stay. Answers the job, now `cancelled` (with `job.finished`); a job already finished answers as it is.
+         * @description Cancels what has not run: the items already applied stay. Answers the job, now `cancelled` (with `job.finished`); a job already finished answers as it is. An erasure's job (docs/api-reference.md 16.2) runs to its end: `409`.
          */
         delete: operations["cancelJob"];
         options?: never;
@@ -1532,10 +1532,10 @@ export interface components {
              */
             id: string;
             /**
-             * @description What the items are: `secured-objects`, `mobile-devices`, `residents` (with `mobileDeviceIds`), `lock-groups` (with `securedObjectIds`), `access-permissions` or `tickets`. Each item is the body of that resource's create.
+             * @description What the items are: a type a job is sent with (`secured-objects`, `mobile-devices`, `residents`, `lock-groups`, `access-permissions`, `tickets`), or `erasure`, the job of `POST /operatorapi/erasures` (one item: the person, by id).
              * @enum {string}
              */
-            type: "secured-objects" | "mobile-devices" | "residents" | "lock-groups" | "access-permissions" | "tickets";
+            type: "secured-objects" | "mobile-devices" | "residents" | "lock-groups" | "access-permissions" | "tickets" | "erasure";
             /**
              * @description `queued` (no instance has started it), `running`, `succeeded` (every item ran, none failed), `failed` (every item ran, some failed: see the results), `cancelled` (items not yet run never will).
              * @enum {string}
@@ -9118,7 +9118,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The erasure, started. */
+            /** @description The erasure's job, started: read it at `Location`, and the record of what was erased per table at `/operatorapi/erasures/{id}` (the same id). */
             202: {
                 headers: {
                     /** @description The path of the created resource (RFC 9110 section 10.2.2). */
@@ -9128,7 +9128,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Erasure"];
+                    "application/json": components["schemas"]["Job"];
                 };
             };
             /** @description The request is malformed: `errors` names the bad fields (the first 20; `errorCount` counts them all). */
@@ -10773,6 +10773,15 @@ export interface operations {
             };
             /** @description No such resource in the caller's tenant. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request conflicts with the current state (an id in use, an idempotent request still running). */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

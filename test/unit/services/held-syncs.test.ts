@@ -1,7 +1,7 @@
 // The held syncs of docs/lock-sync.md (src/services/held-syncs.ts) without a server: a change of the tenant wakes each
 // held sync to look again, an empty look keeps it waiting, a look with news answers it; looks run at most
 // `concurrency` at once; the bound refuses with 503; a loss of trust, shutdown and a hang-up answer at once.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ServiceUnavailableError } from '../../../src/errors.js';
 import { createHeldSyncs, type HeldCheck } from '../../../src/services/held-syncs.js';
 
@@ -131,12 +131,20 @@ describe('held syncs', () => {
   });
 
   it('answers the latest empty answer at its deadline', async () => {
-    const held = createHeldSyncs({ maxHeld: 10, retryAfterMaxSeconds: 5, concurrency: 1, current: () => 1 });
-    const probe = looks();
-    const answer = held.hold('t', empty(1), 20, probe.look);
-    held.listener.changed('t', 2);
-    await settle();
-    probe.pending.shift()!(empty(2));
-    await expect(answer).resolves.toBe('empty@2');
+    // The deadline on a fake clock: on a loaded machine a real 20 ms could pass before the look below is answered.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const held = createHeldSyncs({ maxHeld: 10, retryAfterMaxSeconds: 5, concurrency: 1, current: () => 1 });
+      const probe = looks();
+      const answer = held.hold('t', empty(1), 20, probe.look);
+      held.listener.changed('t', 2);
+      await settle();
+      probe.pending.shift()!(empty(2));
+      await settle();
+      vi.advanceTimersByTime(20);
+      await expect(answer).resolves.toBe('empty@2');
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
