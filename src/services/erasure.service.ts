@@ -22,6 +22,7 @@ import {
   pseudonymizeAttemptErrors,
   pseudonymizeFirstHand,
   recordErasureProgress,
+  renewErasureLease,
   rewriteEventData,
   rewriteIdempotentAnswers,
   rewriteJobItems,
@@ -116,8 +117,6 @@ export function createErasureService({ db, clock, log }: ErasureServiceOptions) 
    */
   const pseudonymsOf = (erasureId: string, values: readonly string[]) => values.map((_, index) => `erased-${erasureId.slice(0, 8)}-${index + 1}`);
 
-  /** Renews the lease; false when another instance has taken the erasure over (this one then stops). */
-  const renew = (record: ErasureRecord) => claimErasure(db, record.tenantId, record.id, clock(), clock() + LEASE_MS, true);
 
   /** Rewrites the events in (after, through] that mention the values; answers how many changed. */
   async function rewriteEvents(tx: Queryable, record: ErasureRecord, after: number, through: number, values: string[], pseudonyms: string[]): Promise<number> {
@@ -129,43 +128,59 @@ export function createErasureService({ db, clock, log }: ErasureServiceOptions) 
     return changes.length;
   }
 
-  async function work(initial: ErasureRecord): Promise<void> {
+  async function work(initial: ErasureRecord, heldUntil: number): Promise<void> {
     let record = initial;
+    let lease = heldUntil;
+    /**
+     * One batch in one transaction, under the lease: renewed first (compare and set on the lease this instance holds),
+     * so a batch commits only while no other instance has taken the erasure over; null when one has (or on stop).
+     */
+    async function underLease<T>(batch: (tx: Queryable) => Promise<T>): Promise<{ value: T } | null> {
+      if (stopped) return null;
+      const next = clock() + LEASE_MS;
+      const done = await db.transaction(async (tx) => {
+        if (!(await renewErasureLease(tx, record.tenantId, record.id, lease, next))) return null;
+        return { value: await batch(tx) };
+      });
+      if (done) lease = next;
+      return done;
+    }
+
     const subject = await subjectOf(db, record);
     const values = subject?.values ?? [];
     const pseudonyms = pseudonymsOf(record.id, values);
 
     // The access logs, a batch per transaction.
     for (let deleted = ERASURE_BATCH; subject && subject.mobileDeviceIds.length > 0 && deleted === ERASURE_BATCH; ) {
-      if (stopped || !(await renew(record))) return;
-      deleted = await db.transaction(async (tx) => {
+      const done = await underLease(async (tx) => {
         const count = await deleteAccessLogsOfDevices(tx, record.tenantId, subject.mobileDeviceIds, ERASURE_BATCH);
         await recordErasureProgress(tx, record.tenantId, record.id, record.eventCursor, { access_log_entries: count });
         return count;
       });
+      if (!done) return;
+      deleted = done.value;
     }
 
     // The events, a batch of the tenant's sequence per transaction, from where the last instance stopped.
     if (!record.accessLogsOnly && values.length > 0) {
       for (;;) {
-        if (stopped || !(await renew(record))) return;
         const cursor = record.eventCursor;
-        const end = await db.transaction(async (tx) => {
+        const done = await underLease(async (tx) => {
           const through = await eventBatchEnd(tx, record.tenantId, cursor, ERASURE_BATCH);
           if (through === null) return null;
           const changed = await rewriteEvents(tx, record, cursor, through, values, pseudonyms);
           await recordErasureProgress(tx, record.tenantId, record.id, through, { audit_events: changed });
           return through;
         });
-        if (end === null) break;
-        record = { ...record, eventCursor: end };
+        if (!done) return;
+        if (done.value === null) break;
+        record = { ...record, eventCursor: done.value };
       }
     }
 
     // Last, in one transaction: the events written meanwhile, the cached answers and delivery errors, the first-hand
     // rows, and the record with its event.
-    if (stopped || !(await renew(record))) return;
-    await db.transaction(async (tx) => {
+    await underLease(async (tx) => {
       const counts: Record<string, number> = {};
       if (!record.accessLogsOnly && subject && values.length > 0) {
         const tail = await eventBatchEnd(tx, record.tenantId, record.eventCursor, null);
@@ -216,8 +231,8 @@ export function createErasureService({ db, clock, log }: ErasureServiceOptions) 
   }
 
   /** Runs an erasure this instance holds, in the background; a failure leaves it to the resume sweep. */
-  function runInBackground(record: ErasureRecord): void {
-    const task = work(record)
+  function runInBackground(record: ErasureRecord, heldUntil: number): void {
+    const task = work(record, heldUntil)
       .catch((error: unknown) => log.warn({ err: error, erasureId: record.id }, 'erasure stopped; another sweep resumes it'))
       .finally(() => running.delete(task));
     running.add(task);
@@ -253,6 +268,7 @@ export function createErasureService({ db, clock, log }: ErasureServiceOptions) 
       }
       if (!found) throw new NotFoundError(`No ${kind === 'mobile-device' ? 'mobile device' : kind} of this tenant matches ${named[0]}.`);
       const now = clock();
+      const heldUntil = now + LEASE_MS;
       const record = await db.transaction(async (tx) => {
         const inserted = await insertErasure(
           tx,
@@ -266,7 +282,7 @@ export function createErasureService({ db, clock, log }: ErasureServiceOptions) 
             requestId: context.requestId,
             requestedAt: now,
           },
-          now + LEASE_MS,
+          heldUntil,
         );
         // The erasure is a job too (docs/api-reference.md 14, 16.2), of one item: the person, by id. Its id is the
         // erasure's, so /operatorapi/jobs/{id} and /operatorapi/erasures/{id} read the same request.
@@ -298,7 +314,7 @@ export function createErasureService({ db, clock, log }: ErasureServiceOptions) 
         });
         return inserted;
       });
-      runInBackground(record);
+      runInBackground(record, heldUntil);
       return {
         erasure: record,
         job: toJob({
@@ -338,10 +354,11 @@ export function createErasureService({ db, clock, log }: ErasureServiceOptions) 
     async resumeAbandoned(): Promise<number> {
       let taken = 0;
       for (const { tenantId, id } of await listAbandonedErasures(db, clock(), 10)) {
-        if (!(await claimErasure(db, tenantId, id, clock(), clock() + LEASE_MS, false))) continue;
+        const heldUntil = clock() + LEASE_MS;
+        if (!(await claimErasure(db, tenantId, id, clock(), heldUntil))) continue;
         const record = await findErasure(db, tenantId, id);
         if (record?.state !== 'running') continue;
-        runInBackground(record);
+        runInBackground(record, heldUntil);
         taken++;
       }
       return taken;

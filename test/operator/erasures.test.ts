@@ -3,7 +3,7 @@
 // tickets, sequences and another tenant's data are as they were; an erasure an instance left is resumed.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { appendAuditEvent } from '../../src/db/repositories/audit.repo.js';
-import { insertErasure } from '../../src/db/repositories/erasure.repo.js';
+import { claimErasure, insertErasure, renewErasureLease } from '../../src/db/repositories/erasure.repo.js';
 import { insertJob } from '../../src/db/repositories/job.repo.js';
 import { accessTenant, lockGroup, permission, resident, ticketRows, type AccessTenant } from '../helpers/access.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
@@ -295,6 +295,23 @@ describe('erasures', () => {
     expect((await t.app.services.erasures.get(acme.tenant.tenantId, record.id)).state).toBe('succeeded');
     expect(await whereFound(acme.tenant.tenantId, 'Victor Leftbehind')).toEqual([]);
     expect(await t.app.services.erasures.resumeAbandoned()).toBe(0);
+  });
+
+  it('lets only the instance holding the lease go on: a renewal against a lease another instance took fails', async () => {
+    const now = t.app.services.clock();
+    const record = await insertErasure(
+      t.database.db,
+      { tenantId: acme.tenant.tenantId, id: '6a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d', subjectKind: 'mobile-device', subjectId: 'left-behind', accessLogsOnly: true, requestedBy: 'cli', requestId: null, requestedAt: now },
+      now - 1,
+    );
+    // This instance's lease (now - 1) is over; another instance takes the erasure, and this one's renewal is refused.
+    expect(await claimErasure(t.database.db, acme.tenant.tenantId, record.id, now, now + 60_000)).toBe(true);
+    expect(await renewErasureLease(t.database.db, acme.tenant.tenantId, record.id, now - 1, now + 120_000)).toBe(false);
+    expect(await claimErasure(t.database.db, acme.tenant.tenantId, record.id, now, now + 90_000)).toBe(false);
+    expect(await renewErasureLease(t.database.db, acme.tenant.tenantId, record.id, now + 60_000, now + 120_000)).toBe(true);
+    // Another tenant's statement never reaches it.
+    expect(await renewErasureLease(t.database.db, other.tenant.tenantId, record.id, now + 120_000, now + 180_000)).toBe(false);
+    await t.database.db.query('DELETE FROM erasures WHERE tenant_id = $1 AND id = $2', [acme.tenant.tenantId, record.id]);
   });
 
   it('refuses anything but exactly one known person with 400 or 404, and changes nothing', async () => {

@@ -105,12 +105,24 @@ export async function listAbandonedErasures(db: Queryable, now: number, limit: n
   return rows.map((row) => ({ tenantId: row.tenant_id, id: row.id }));
 }
 
-/** Takes or renews the lease of a running erasure; false when it is finished or another instance holds it. */
-export async function claimErasure(db: Queryable, tenantId: string, id: string, now: number, leaseUntil: number, renew: boolean): Promise<boolean> {
+/** Takes the lease of a running erasure whose holder's lease is over; false when it is finished or still held. */
+export async function claimErasure(db: Queryable, tenantId: string, id: string, now: number, leaseUntil: number): Promise<boolean> {
   const { rowCount } = await db.query(
-    `UPDATE erasures SET lease_until = $4
-      WHERE tenant_id = $1 AND id = $2 AND state = 'running' AND ($5 OR lease_until < $3::bigint)`,
-    [tenantId, id, now, leaseUntil, renew],
+    `UPDATE erasures SET lease_until = $4 WHERE tenant_id = $1 AND id = $2 AND state = 'running' AND lease_until < $3::bigint`,
+    [tenantId, id, now, leaseUntil],
+  );
+  return rowCount === 1;
+}
+
+/**
+ * Renews the lease this instance holds (compare and set on the lease it took, `heldUntil`): false when another instance
+ * has taken the erasure over since, or it is finished. Run first in each batch's transaction, so only the holder's
+ * batches commit.
+ */
+export async function renewErasureLease(db: Queryable, tenantId: string, id: string, heldUntil: number, leaseUntil: number): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE erasures SET lease_until = $4 WHERE tenant_id = $1 AND id = $2 AND state = 'running' AND lease_until = $3::bigint`,
+    [tenantId, id, heldUntil, leaseUntil],
   );
   return rowCount === 1;
 }
@@ -132,7 +144,8 @@ export async function recordErasureProgress(db: Queryable, tenantId: string, id:
 
 export async function finishErasure(db: Queryable, tenantId: string, id: string, now: number): Promise<ErasureRecord | null> {
   const { rows } = await db.query<ErasureRow>(
-    `UPDATE erasures SET state = 'succeeded', finished_at = $3, lease_until = 0 WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
+    `UPDATE erasures SET state = 'succeeded', finished_at = $3, lease_until = 0
+      WHERE tenant_id = $1 AND id = $2 AND state = 'running' RETURNING ${COLUMNS}`,
     [tenantId, id, now],
   );
   return rows[0] ? toErasure(rows[0]) : null;
