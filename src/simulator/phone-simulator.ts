@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { checkHello, PROOF_TYPE, type HelloCheck } from '../shared/door-exchange.js';
 import { sha256Base64url, type HolderPublicKey } from '../shared/holder-keys.js';
-import { es256KeyPair, signEs256, type Es256KeyPair } from './es256.js';
+import { es256KeyPair, privateJwk, signEs256, type Es256KeyPair } from './es256.js';
 
 /** One token of a phone download, with what the exchange needs of it. */
 export interface DownloadedToken {
@@ -72,6 +72,17 @@ export interface Presentation {
   lockState?: string;
 }
 
+/**
+ * What a phone keeps between runs of the command line (`--phone FILE`): its private key, its enrolment and its last
+ * download. A real phone keeps its key in secure hardware and never exports it; the file stands in for that storage.
+ */
+export interface SavedPhone {
+  version: 1;
+  key: Record<string, string>;
+  enrolment: Enrolment | null;
+  tokens: DownloadedToken[];
+}
+
 export type PresentationResult = { presentation: Presentation } | { refused: 'no-token' | 'no-lock-key' | Extract<HelloCheck, { refused: string }>['refused'] };
 
 /** The payload of a credential, read without verifying (the phone trusts its own download, over TLS). */
@@ -93,6 +104,28 @@ export class PhoneSimulator {
   /** `key`: a private P-256 JWK; without it the phone makes a new key pair, as at enrolment. */
   constructor(options: { key?: unknown } = {}) {
     this.key = es256KeyPair(options.key);
+  }
+
+  /** A phone as `saved()` left it; throws on anything that is not such a record, naming what is wrong. */
+  static restore(saved: unknown): PhoneSimulator {
+    const record = saved as Partial<SavedPhone> | null;
+    if (typeof record !== 'object' || record === null || record.version !== 1) throw new TypeError('not a saved phone (version 1)');
+    if (typeof record.key !== 'object' || record.key === null) throw new TypeError('a saved phone holds its private key');
+    if (!Array.isArray(record.tokens)) throw new TypeError('a saved phone holds a list of tokens');
+    const phone = new PhoneSimulator({ key: record.key });
+    const enrolment = record.enrolment;
+    if (enrolment !== null && enrolment !== undefined) {
+      const fields = [enrolment.mobileDeviceId, enrolment.clientId, enrolment.tokenEndpoint, enrolment.issuer];
+      if (!fields.every((field) => typeof field === 'string' && field !== '')) throw new TypeError('a saved enrolment names its device, client, token endpoint and issuer');
+      phone.enrolled = { mobileDeviceId: enrolment.mobileDeviceId, clientId: enrolment.clientId, tokenEndpoint: enrolment.tokenEndpoint, issuer: enrolment.issuer };
+    }
+    phone.store(record.tokens);
+    return phone;
+  }
+
+  /** Everything `restore` needs, its private key included. */
+  saved(): SavedPhone {
+    return { version: 1, key: privateJwk(this.key), enrolment: this.enrolled ? { ...this.enrolled } : null, tokens: this.tokens.map((token) => ({ ...token })) };
   }
 
   /** The phone's public key, as it registers it. */

@@ -109,7 +109,9 @@ describe('the README walkthrough blocks', () => {
       '"$BASE/v1/access-permissions"',
       '"scopes":["tokens:download"],"mobileDeviceId":"phone-1"',
       '"$BASE/deviceapi/mobiledevices/phone-1/tickets"',
-      '"scopes":["sync"],"securedObjectId":"front-door"',
+      '"scopes":["sync","keys:register"],"securedObjectId":"front-door"',
+      '--register-key',
+      '--present front-door',
       '"$BASE/deviceapi/securedobjects/front-door/trust"',
       '"$BASE/deviceapi/securedobjects/front-door/sync?cursor=$CURSOR"',
       'npm run --silent simulate --',
@@ -227,6 +229,13 @@ describe('the README walkthrough blocks', () => {
         expectLine(new RegExp(`^\\{"tokens":\\[\\],"revocations":\\["${credentialTicket}"\\]\\}$`));
         const denied = lines.indexOf(expectLine(new RegExp(`^\\{"decision":"deny","reason":"revoked","ticketId":"${credentialTicket}"\\}$`))[0]);
         expect(lines[denied + 1], 'the phone downloads no ticket any more').toBe('0');
+        // The enrolled phone, then the lock with its own key (docs/lock-integration.md 4): its credentials are bound, it
+        // opens with a proof over the lock's nonce, and the same credential without the proof is refused.
+        const enrolled = lines.indexOf('{"tokens":2,"bound":true}');
+        expect(enrolled, `the enrolled phone's download is bound:\n${output}`).toBeGreaterThan(denied);
+        const registered = lines.indexOf('{"securedObjectId":"front-door"}');
+        expect(registered, `the lock registered its key after the enrolment:\n${output}`).toBeGreaterThan(enrolled);
+        expect(lines.slice(registered + 1, registered + 4)).toEqual(['{"tokens":2,"bound":true}', '{"decision":"open","reason":"ok"}', '{"decision":"deny","reason":"bad-proof"}']);
       }, RUN_MS + STOP_MS + 30_000);
     },
   );
