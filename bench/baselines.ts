@@ -25,6 +25,7 @@ const helloWorldServer = fileURLToPath(new URL('./baseline-server.mjs', import.m
 const oidcProviderServer = fileURLToPath(new URL('./baseline-oidc-provider.mjs', import.meta.url));
 const insertServer = fileURLToPath(new URL('./baseline-insert.mjs', import.meta.url));
 const selectServer = fileURLToPath(new URL('./baseline-select.mjs', import.meta.url));
+const tokenServer = fileURLToPath(new URL('./baseline-token.mjs', import.meta.url));
 
 /** The ticket the select baseline inserts at start and reads on every request. */
 const selectTicketId = randomUUID();
@@ -61,6 +62,21 @@ const definitions = {
       },
       // Its resource server has one scope; asked for, it lands in the token as the service's scopes do.
       body: 'grant_type=client_credentials&scope=api%3Aread',
+    },
+  },
+  token: {
+    description: 'bare Fastify + @fastify/formbody: parses the token form and signs the same access token, nothing else (bench/baseline-token.mjs)',
+    launch: () => ({ command: process.execPath, args: [tokenServer] }),
+    readyPath: '/',
+    reference: {
+      name: 'token POST /token (parse and sign)',
+      method: 'POST',
+      path: '/token',
+      headers: {
+        authorization: basicAuthorization('bench-client', 'bench-secret'),
+        'content-type': 'application/x-www-form-urlencoded',
+      },
+      body: 'grant_type=client_credentials',
     },
   },
   insert: {

@@ -51,9 +51,25 @@ export const oauthTokenScenarios: Scenario[] = [
     // No scope: the client's every Operator API scope, as most operator backends ask.
     body: 'grant_type=client_credentials',
     baseline: 'oidc-provider',
-    goalRatio: 3,
+    goalRatio: 2,
     async setup(context) {
       const { clientId, clientSecret } = await createTenant(context, 'bench-oauth-token');
+      return { headers: { authorization: basicAuthorization(clientId, clientSecret) } };
+    },
+  },
+  {
+    // The same request against the limit of a token endpoint here: a bare route that parses the same form and signs
+    // the same token. What the service adds on top: the client's look-up and secret check (cached after the first),
+    // the rate limit, metrics, request ids, the token's claims from the client's scopes. Goal: at least 0.8 of it.
+    name: `${SECRET_ROW} (vs bare sign)`,
+    method: 'POST',
+    path: '/oauth/token',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'grant_type=client_credentials',
+    baseline: 'token',
+    goalRatio: 0.8,
+    async setup(context) {
+      const { clientId, clientSecret } = await createTenant(context, 'bench-oauth-token-bare');
       return { headers: { authorization: basicAuthorization(clientId, clientSecret) } };
     },
   },
