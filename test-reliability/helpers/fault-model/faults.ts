@@ -18,9 +18,9 @@ export interface FaultState {
 }
 
 /** A fault for this step, or none (most steps). At most one instance is down at a time. */
-export function nextFault(ctx: Context, state: FaultState, rate: number): FaultName | undefined {
+export function nextFault(ctx: Context, state: FaultState, rate: number, kills: boolean): FaultName | undefined {
   if (!ctx.random.chance(rate)) return undefined;
-  const faults: FaultName[] = ['freeze', 'cut-listen', 'skew', 'phone-offline', ...(state.down ? [] : (['kill'] as const))];
+  const faults: FaultName[] = ['freeze', 'cut-listen', 'skew', 'phone-offline', ...(state.down || !kills ? [] : (['kill'] as const))];
   return ctx.random.pick(faults);
 }
 

@@ -79,11 +79,17 @@ export async function startService(): Promise<Service> {
     { name: 'a', server: undefined },
     { name: 'b', server: undefined },
   ];
-  // One first, so that the migrations are not raced on every run (two-instances.test.ts covers that race).
-  instances[0]!.server = await startServer(env);
-  instances[1]!.server = await startServer(env);
   const db = new pg.Client({ connectionString: cluster.url() });
-  await db.connect();
+  try {
+    // One first, so that the migrations are not raced on every run (two-instances.test.ts covers that race).
+    instances[0]!.server = await startServer(env);
+    instances[1]!.server = await startServer(env);
+    await db.connect();
+  } catch (error) {
+    for (const instance of instances) await instance.server?.child.kill();
+    cluster.destroy();
+    throw error;
+  }
   return {
     cluster,
     env,
