@@ -9,6 +9,8 @@ import {
   type LockChanges,
 } from '../db/repositories/lock-sync.repo.js';
 import { listLockRevocations } from '../db/repositories/download.repo.js';
+import { findLockState } from '../db/repositories/lockdown.repo.js';
+import { findLockTelemetry } from '../db/repositories/lock-telemetry.repo.js';
 import type { HolderBinding } from '../shared/holder-binding.js';
 import { NotFoundError, ProblemError, ServiceUnavailableError } from '../errors.js';
 import type { ChangeWatermarks } from './change-watermark.js';
@@ -65,6 +67,12 @@ export interface LockTrust {
   revoked: string[];
   /** The tenant's revoked phone keys a credential may still be bound to (docs/api-reference.md 11.4). */
   revokedKeys: string[];
+  /** The lock's current state (docs/api-reference.md 15), its serial (0: no lockdown reached it) and whether it applied it. */
+  lockMode: 'lockdown' | 'normal';
+  lockStateSerial: number;
+  lockStateApplied: boolean;
+  /** The same state signed (`lock-state+jwt`), for the installer to write into the lock. */
+  lockState: string;
 }
 
 /** How many database-bound syncs may wait for a connection, and how long a refused lock is told to wait (docs/lock-sync.md). */
@@ -402,7 +410,10 @@ export function createLockSyncService({ db, clock, credentials, telemetry, water
       const facts = await findLockTrustFacts(db, tenantId, securedObjectId);
       // What a revocation list at that serial would carry, read after it (a change meanwhile is carried again later):
       // lists at or below the serial are ignored by the lock, so the trust itself must hold what they held.
-      const [lock] = await listLockRevocations(db, tenantId, [securedObjectId], clock(), credentials.lifetimeMs);
+      const now = clock();
+      const [lock] = await listLockRevocations(db, tenantId, [securedObjectId], now, credentials.lifetimeMs);
+      // docs/api-reference.md 15: the state a lock provisioned now starts in, and whether the lock already has it.
+      const [state, telemetry] = await Promise.all([findLockState(db, tenantId, securedObjectId), findLockTelemetry(db, tenantId, securedObjectId)]);
       return {
         issuer: await credentials.issuerOf(tenantId),
         securedObjectId,
@@ -413,6 +424,10 @@ export function createLockSyncService({ db, clock, credentials, telemetry, water
         serial: facts.lastSeq,
         revoked: lock?.revoked ?? [],
         revokedKeys: lock?.revokedKeys ?? [],
+        lockMode: state.mode,
+        lockStateSerial: state.serial,
+        lockStateApplied: (telemetry?.appliedThrough ?? 0) >= state.serial,
+        lockState: await credentials.lockState(tenantId, securedObjectId, state, now),
       };
     },
   };
