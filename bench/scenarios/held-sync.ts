@@ -17,7 +17,23 @@ const SETUP_CONCURRENCY = 8;
 /** Plain HTTP with an agent of unbounded sockets: one connection per held request, as 10,000 locks would have. */
 const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
 
-function get(url: string, headers: Record<string, string>): Promise<{ status: number; body: string; at: number }> {
+/**
+ * A connection reset before any answer (the service's listen backlog overflowing while 10,000 connect at once on a
+ * loaded machine) is tried again after a pause: no request reached the service, so nothing is counted twice.
+ */
+async function get(url: string, headers: Record<string, string>): Promise<{ status: number; body: string; at: number }> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await getOnce(url, headers);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (attempt >= 20 || (code !== 'ECONNRESET' && code !== 'ECONNREFUSED')) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+    }
+  }
+}
+
+function getOnce(url: string, headers: Record<string, string>): Promise<{ status: number; body: string; at: number }> {
   return new Promise((resolve, reject) => {
     const request = http.get(url, { agent, headers }, (response) => {
       const chunks: Buffer[] = [];

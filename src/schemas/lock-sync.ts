@@ -56,6 +56,23 @@ export const TrustSchema = named(
     revokedKeys: Type.Array(Type.String(), {
       description: 'The thumbprints of the tenant\'s revoked phone keys whose bound credentials may still be valid (docs/api-reference.md 11.4).',
     }),
+    lockMode: Type.Union([Type.Literal('lockdown'), Type.Literal('normal')], {
+      description: 'The lock\'s current state (docs/api-reference.md 15): `normal` while no lockdown reached it.',
+    }),
+    lockStateSerial: Type.Integer({
+      minimum: 0,
+      description: 'The serial of that state: the change number of the lockdown that set it; 0 while none did.',
+    }),
+    lockStateApplied: Type.Boolean({
+      description:
+        'Whether the lock has applied that state, judged as a revocation\'s propagation (docs/api-reference.md 8.4): its sync ' +
+        'or a receipt it signed reached the serial. Always true at serial 0.',
+    }),
+    lockState: Type.String({
+      description:
+        'The same state signed (`lock-state+jwt`, as in a sync answer): the installer writes it into the lock with the rest, ' +
+        'so a lock provisioned during a lockdown starts in it.',
+    }),
   }),
   {
     issuer: 'https://acs.example.com/tenants/demo',
@@ -67,6 +84,11 @@ export const TrustSchema = named(
     serial: 17,
     revoked: [],
     revokedKeys: [],
+    lockMode: 'normal',
+    lockStateSerial: 0,
+    lockStateApplied: true,
+    lockState:
+      'eyJhbGciOiJFZERTQSIsImtpZCI6ImsxIiwidHlwIjoibG9jay1zdGF0ZStqd3QifQ.eyJpc3MiOiJodHRwczovL2Fjcy5leGFtcGxlLmNvbS90ZW5hbnRzL2RlbW8iLCJhdWQiOiJmcm9udC1kb29yIiwic2VyaWFsIjowLCJtb2RlIjoibm9ybWFsIiwiaWF0IjoxNzY3MzEyMDAwfQ.c2lnbmF0dXJl',
   },
 );
 

@@ -5,6 +5,7 @@ import type { Database } from '../db/database.js';
 import { listTicketsOfDeviceForLock } from '../db/repositories/download.repo.js';
 import { findLockBindingFacts } from '../db/repositories/holder-key.repo.js';
 import { findLockTelemetry } from '../db/repositories/lock-telemetry.repo.js';
+import { findLockState } from '../db/repositories/lockdown.repo.js';
 import { findMobileDevice } from '../db/repositories/mobile-device.repo.js';
 import { findSecuredObject } from '../db/repositories/secured-object.repo.js';
 import { findTicketKeySetSeq, listTicketKeyAnnouncements } from '../db/repositories/signing-key.repo.js';
@@ -81,10 +82,11 @@ export function createAccessCheckService({ db, clock, credentials }: AccessCheck
       ];
       if (!lock || !device) throw new NotFoundError(`No ${missing.join(' and no ')}.`);
 
-      const [telemetry, issuer, keySetSeq] = await Promise.all([
+      const [telemetry, issuer, keySetSeq, lockState] = await Promise.all([
         findLockTelemetry(db, tenantId, lock.id),
         credentials.issuerOf(tenantId),
         findTicketKeySetSeq(db, tenantId),
+        findLockState(db, tenantId, lock.id),
       ]);
       const clockOffsetMs = telemetry?.clockOffsetMs ?? null;
       const request = explainRequest(query, now, lock.channels, clockOffsetMs);
@@ -134,6 +136,7 @@ export function createAccessCheckService({ db, clock, credentials }: AccessCheck
           holderBindingSeq: binding.holderBindingSeq,
           keyRevocations: binding.revokedKeys,
           clockOffsetMs,
+          lockState,
         },
         tickets,
       );

@@ -1,19 +1,27 @@
 // An online lock's sync (docs/api-reference.md 6.2, docs/lock-sync.md): the tickets and revocations that concern it
 // through the tenant's change log, answered from memory while nothing changed; and the trust an installer writes into it.
 import type { Database } from '../db/database.js';
-import { findLockForClient, findLockTrustFacts, listLockChanges } from '../db/repositories/lock-sync.repo.js';
+import {
+  findLockForClient,
+  findLockTrustFacts,
+  listLockChanges,
+  listLockChangesOfLocks,
+  type LockChanges,
+} from '../db/repositories/lock-sync.repo.js';
 import { listLockRevocations } from '../db/repositories/download.repo.js';
+import { findLockState } from '../db/repositories/lockdown.repo.js';
+import { findLockTelemetry } from '../db/repositories/lock-telemetry.repo.js';
 import type { HolderBinding } from '../shared/holder-binding.js';
 import { NotFoundError, ProblemError, ServiceUnavailableError } from '../errors.js';
 import type { ChangeWatermarks } from './change-watermark.js';
-import type { HeldSyncs } from './held-syncs.js';
+import type { HeldOutcome, HeldSyncs } from './held-syncs.js';
 import type { Clock } from './context.js';
 import type { CredentialService, KeySet } from './credential.service.js';
 import type { LockTelemetryService } from './lock-telemetry.service.js';
 import type { DomainMetrics } from './domain-metrics.js';
 import { toTicket, type Ticket } from './ticket.service.js';
 import { assertBinding, assertLockClientActive, type DeviceBinding } from '../shared/device-binding.js';
-import { cutPage, decodeSyncCursor, encodeSyncCursor, invalidCursor, syncPositionBefore } from '../shared/pagination.js';
+import { cutPage, decodeSyncCursor, encodeSyncCursor, invalidCursor, syncPositionBefore, type SyncPosition } from '../shared/pagination.js';
 
 export interface SyncAnswer {
   tokens: Ticket[];
@@ -59,6 +67,12 @@ export interface LockTrust {
   revoked: string[];
   /** The tenant's revoked phone keys a credential may still be bound to (docs/api-reference.md 11.4). */
   revokedKeys: string[];
+  /** The lock's current state (docs/api-reference.md 15), its serial (0: no lockdown reached it) and whether it applied it. */
+  lockMode: 'lockdown' | 'normal';
+  lockStateSerial: number;
+  lockStateApplied: boolean;
+  /** The same state signed (`lock-state+jwt`), for the installer to write into the lock. */
+  lockState: string;
 }
 
 /** How many database-bound syncs may wait for a connection, and how long a refused lock is told to wait (docs/lock-sync.md). */
@@ -111,6 +125,14 @@ export const MAX_SYNC_WAIT_SECONDS = 30;
 interface SyncLook {
   answer: SyncAnswer;
   tenantSeq: number;
+}
+
+/** A held sync as its batched look asks again (docs/lock-sync.md): the request's own lock, client, page and cursor. */
+interface HeldSyncItem {
+  binding: DeviceBinding;
+  securedObjectId: string;
+  limit: number;
+  cursor: string | undefined;
 }
 
 /** Whether an answer tells the lock anything: a held sync ends with the first that does (docs/lock-sync.md). */
@@ -207,6 +229,20 @@ export function createLockSyncService({ db, clock, credentials, telemetry, water
     // No await between the check and the query: the query joins the pool's queue in the same turn.
     admit();
     const lock = await listLockChanges(db, tenantId, securedObjectId, binding.clientId, position, now, limit + 1, credentials.lifetimeMs);
+    return answerFrom(tenantId, binding, securedObjectId, limit, cursor, position, lock, now);
+  }
+
+  /** The answer to a sync from what the database read for its lock (listLockChanges) at `now`. */
+  async function answerFrom(
+    tenantId: string,
+    binding: DeviceBinding,
+    securedObjectId: string,
+    limit: number,
+    cursor: string | undefined,
+    position: SyncPosition,
+    lock: LockChanges,
+    now: number,
+  ): Promise<SyncLook> {
     if (!lock.lockExists && lock.decommissionedSeq === null) throw new NotFoundError(`No secured object ${securedObjectId}.`);
     // A cursor beyond every change the tenant has made was not issued here; its serial would make the lock ignore
     // every revocation list a phone brings (docs/api-reference.md 8.3).
@@ -275,6 +311,40 @@ export function createLockSyncService({ db, clock, credentials, telemetry, water
   }
 
   /**
+   * docs/lock-sync.md: the held syncs of one tenant that a change woke look again together: one statement reads what
+   * each lock has past its own cursor (listLockChangesOfLocks), then each answer is built as an immediate sync would
+   * build it. A refusal of one lock (deleted meanwhile, say) answers that sync alone.
+   */
+  async function lookAgain(tenantId: string, items: HeldSyncItem[]): Promise<HeldOutcome<SyncAnswer>[]> {
+    const positions = items.map((item) => decodeSyncCursor(item.cursor));
+    if (items.some((item) => item.cursor === undefined)) await credentials.ensureKey(tenantId);
+    const now = clock();
+    admit();
+    const locks = await listLockChangesOfLocks(
+      db,
+      tenantId,
+      items.map((item, index) => ({
+        securedObjectId: item.securedObjectId,
+        clientId: item.binding.clientId,
+        position: positions[index]!,
+        limit: item.limit + 1,
+      })),
+      now,
+      credentials.lifetimeMs,
+    );
+    return Promise.all(
+      items.map(async (item, index): Promise<HeldOutcome<SyncAnswer>> => {
+        try {
+          const next = await answerFrom(tenantId, item.binding, item.securedObjectId, item.limit, item.cursor, positions[index]!, locks[index]!, now);
+          return { answer: next.answer, news: hasNews(next.answer, item.cursor), seenSeq: next.tenantSeq };
+        } catch (error) {
+          return { error };
+        }
+      }),
+    );
+  }
+
+  /**
    * docs/lock-sync.md: a sync with `wait` whose answer has nothing new is held (held-syncs.ts) until a change of the
    * tenant is heard and a new look has news for this lock, or the wait ends with the empty answer. Every look asks
    * with the request's own cursor, so whatever answer goes out is the one an immediate sync would have given then.
@@ -289,15 +359,11 @@ export function createLockSyncService({ db, clock, credentials, telemetry, water
   ): Promise<SyncAnswer> {
     const first = await syncAnswer(tenantId, binding, securedObjectId, limit, cursor);
     if (held === undefined || wait === undefined || wait.seconds <= 0 || hasNews(first.answer, cursor)) return first.answer;
-    const look = async () => {
-      const next = await syncAnswer(tenantId, binding, securedObjectId, limit, cursor);
-      return { answer: next.answer, news: hasNews(next.answer, cursor), seenSeq: next.tenantSeq };
-    };
     return held.hold(
       tenantId,
       { answer: first.answer, news: false, seenSeq: first.tenantSeq },
       Math.min(wait.seconds, MAX_SYNC_WAIT_SECONDS) * 1000,
-      look,
+      { look: lookAgain, item: { binding, securedObjectId, limit, cursor } },
       wait.signal,
     );
   }
@@ -344,7 +410,10 @@ export function createLockSyncService({ db, clock, credentials, telemetry, water
       const facts = await findLockTrustFacts(db, tenantId, securedObjectId);
       // What a revocation list at that serial would carry, read after it (a change meanwhile is carried again later):
       // lists at or below the serial are ignored by the lock, so the trust itself must hold what they held.
-      const [lock] = await listLockRevocations(db, tenantId, [securedObjectId], clock(), credentials.lifetimeMs);
+      const now = clock();
+      const [lock] = await listLockRevocations(db, tenantId, [securedObjectId], now, credentials.lifetimeMs);
+      // docs/api-reference.md 15: the state a lock provisioned now starts in, and whether the lock already has it.
+      const [state, telemetry] = await Promise.all([findLockState(db, tenantId, securedObjectId), findLockTelemetry(db, tenantId, securedObjectId)]);
       return {
         issuer: await credentials.issuerOf(tenantId),
         securedObjectId,
@@ -355,6 +424,10 @@ export function createLockSyncService({ db, clock, credentials, telemetry, water
         serial: facts.lastSeq,
         revoked: lock?.revoked ?? [],
         revokedKeys: lock?.revokedKeys ?? [],
+        lockMode: state.mode,
+        lockStateSerial: state.serial,
+        lockStateApplied: (telemetry?.appliedThrough ?? 0) >= state.serial,
+        lockState: await credentials.lockState(tenantId, securedObjectId, state, now),
       };
     },
   };

@@ -48,6 +48,8 @@ export const ACCESS_CHECK_CODES = [
   'wrong-issuer',
   'wrong-lock',
   'lifetime-exceeds-maximum',
+  'lockdown',
+  'lockdown-override',
 ] as const;
 
 export type AccessCheckCode = (typeof ACCESS_CHECK_CODES)[number];
@@ -108,6 +110,10 @@ export interface LockView {
   pendingRevokedKeys: ReadonlySet<string>;
   /** The lock's clock minus the server's (ms); null: never estimated. */
   clockOffsetMs: number | null;
+  /** The lock's state (docs/api-reference.md 15): in lockdown it refuses every credential but an override ticket's. */
+  lockMode: 'lockdown' | 'normal';
+  /** The lock has acknowledged the state's serial (docs/api-reference.md 8.4). */
+  lockStateApplied: boolean;
 }
 
 /** What is asked: `at` in server time, `lockTime` the same instant on the lock's clock. */
@@ -172,6 +178,8 @@ export interface LockFacts {
   keyRevocations: ReadonlyMap<string, number>;
   /** The lock's clock minus the server's (ms); null: never estimated. */
   clockOffsetMs: number | null;
+  /** The lock's state (docs/api-reference.md 15); `normal` and serial 0 while no lockdown reached it. */
+  lockState: { mode: 'lockdown' | 'normal'; serial: number };
 }
 
 /**
@@ -200,6 +208,8 @@ export function lockView(facts: LockFacts, tickets: readonly ExplainedTicketFact
     revokedKeys: new Set([...facts.keyRevocations].filter(([, seq]) => seq <= (facts.appliedThrough ?? 0)).map(([jkt]) => jkt)),
     pendingRevokedKeys: new Set([...facts.keyRevocations].filter(([, seq]) => seq > (facts.appliedThrough ?? 0)).map(([jkt]) => jkt)),
     clockOffsetMs: facts.clockOffsetMs,
+    lockMode: facts.lockState.mode,
+    lockStateApplied: facts.lockState.serial > 0 && (facts.appliedThrough ?? 0) >= facts.lockState.serial,
   };
 }
 
@@ -459,6 +469,27 @@ function revocationNotApplied(ticket: TicketEvidence['ticket'], opens: boolean, 
 }
 
 /**
+ * docs/api-reference.md 15: a lock in lockdown refuses every credential that would otherwise open but an override
+ * ticket's (the reference lock's reason `lockdown`, docs/lock-integration.md 3.3 step 9). The server judges with the
+ * state it holds: a lock that has not acknowledged it yet learns it at its next sync or from any phone that downloaded
+ * since (every download carries it), so the refusal is what the lock does once the state reached it.
+ */
+function lockdownReason(lock: LockView): AccessCheckReason {
+  return {
+    code: 'lockdown',
+    message: lock.lockStateApplied
+      ? 'The lock is in lockdown and has applied it: it refuses every credential but an override ticket\'s until the lockdown ends.'
+      : 'The lock is in lockdown: it refuses every credential but an override ticket\'s once the state reaches it, at its next ' +
+        'sync or from any phone that downloaded since. Until then, a lock that has not learnt it may still open.',
+  };
+}
+
+const LOCKDOWN_OVERRIDE: AccessCheckReason = {
+  code: 'lockdown-override',
+  message: 'The lock is in lockdown, and this is an override ticket: its credential opens all the same (docs/api-reference.md 15).',
+};
+
+/**
  * The decision the lock takes for one ticket with what it has, and why: the credential the phone holds, checked with
  * the one rule (checkCredential) at the lock's own time, after the key check a lock's signature verification makes.
  * With no credential held, the lock refuses; the reasons then also say what a downloaded credential would meet.
@@ -482,6 +513,9 @@ export function explainTicket(evidence: TicketEvidence, lock: LockView, request:
       const check = checkCredential({ typ: CREDENTIAL_TYPE }, evidence.onceDownloaded, state, access);
       if (check.decision === 'deny') {
         const reason = describeCheck(check, evidence.onceDownloaded, ticket, lock, request);
+        reasons.push({ ...reason, message: `Once downloaded: ${reason.message}` });
+      } else if (lock.lockMode === 'lockdown' && evidence.onceDownloaded.ovr !== true) {
+        const reason = lockdownReason(lock);
         reasons.push({ ...reason, message: `Once downloaded: ${reason.message}` });
       }
     }
@@ -521,6 +555,14 @@ export function explainTicket(evidence: TicketEvidence, lock: LockView, request:
       reasons = [binding.reason];
     } else if (binding) {
       reasons = [...reasons.filter((reason) => reason.code !== 'valid'), binding.reason];
+    }
+  }
+  if (decision === 'allow' && lock.lockMode === 'lockdown') {
+    // The lock's last step (docs/lock-integration.md 3.3 step 9): only an override ticket's credential opens.
+    if (parsed?.ovr === true) reasons = [...reasons, LOCKDOWN_OVERRIDE];
+    else {
+      decision = 'deny';
+      reasons = [lockdownReason(lock)];
     }
   }
   if (ticket.revokedAt !== null) {

@@ -77,6 +77,12 @@ describe('lockdown at the door', () => {
     expect(JSON.parse(Buffer.from(officer.credential.split('.')[1]!, 'base64url').toString())).toMatchObject({ ovr: true });
     const door = new LockSimulator((await lockTrust(t, tenant, 'online-door')) as never);
     const token = await lockToken(t, tenant, 'online-door');
+    // docs/api-reference.md 15: the trust answer carries the lock's state, signed, and whether the lock applied it.
+    const trustNow = async () => (await t.app.inject({ url: '/deviceapi/securedobjects/online-door/trust', headers: bearer(token) })).json();
+    const claimsOf = (jws: string) => JSON.parse(Buffer.from(jws.split('.')[1]!, 'base64url').toString()) as { aud: string; serial: number; mode: string };
+    const before = await trustNow();
+    expect(before).toMatchObject({ lockMode: 'normal', lockStateSerial: 0, lockStateApplied: true });
+    expect(claimsOf(before.lockState)).toMatchObject({ aud: 'online-door', serial: 0, mode: 'normal' });
     door.applySync((await sync(t, token, 'online-door')) as unknown as SyncAnswer);
     expect(await door.decide(pupil!.credential, 'open', Date.now())).toMatchObject({ decision: 'open' });
 
@@ -91,9 +97,16 @@ describe('lockdown at the door', () => {
     expect(door).toMatchObject({ lockdown: true, lockStateSerial: lockdown.serial });
     expect(await door.decide(pupil!.credential, 'open', Date.now())).toMatchObject({ decision: 'deny', reason: 'lockdown' });
     expect(await door.decide(officer.credential, 'open', Date.now())).toMatchObject({ decision: 'open', reason: 'ok' });
+    const during = await trustNow();
+    expect(during).toMatchObject({ lockMode: 'lockdown', lockStateSerial: lockdown.serial, lockStateApplied: false });
+    expect(claimsOf(during.lockState)).toMatchObject({ aud: 'online-door', serial: lockdown.serial, mode: 'lockdown' });
+    // A lock provisioned now starts in the lockdown.
+    const provisioned = new LockSimulator(during as never);
+    expect(provisioned.applyLockState(during.lockState)).toEqual({ applied: true, serial: lockdown.serial, mode: 'lockdown' });
 
     // docs/api-reference.md 8.4: the next sync acknowledges it; the lock and the lockdown say so.
     door.applySync((await sync(t, token, 'online-door', door.cursor)) as unknown as SyncAnswer);
+    expect(await trustNow()).toMatchObject({ lockMode: 'lockdown', lockStateSerial: lockdown.serial, lockStateApplied: true });
     const secured = (await call(t, operator, { method: 'GET', url: '/operatorapi/securedobjects/online-door' })).json();
     expect(secured).toMatchObject({ lockMode: 'lockdown', lockdownApplied: true });
     const reached = (await call(t, manager, { method: 'GET', url: `/operatorapi/lockdowns/${lockdown.id}` })).json();

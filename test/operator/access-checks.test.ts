@@ -269,6 +269,44 @@ describe('GET /operatorapi/access-checks', () => {
     expect((await check('phone-bound', 'bound-door')).decision).toBe('allow');
   });
 
+  it('lockdown: a lock in lockdown refuses a ticket with lockdown, applied or not yet; an override ticket opens with a note; the end opens again', async () => {
+    const acme = { tenantId: tenants.acme.tenantId, actor: 'cli', requestId: null };
+    await lock(t, tenants.token, 'lockdown-vault');
+    await lock(t, tenants.token, 'side-door');
+    await device(t, tenants.token, 'phone-pupil');
+    await device(t, tenants.token, 'phone-officer');
+    const group = await t.app.services.lockGroups.create(acme, 'lockdown wing', ['lockdown-vault']);
+    const manager = await clientToken(t.app, await createClient(t.app, tenants.acme, ['lockdown:manage', 'tokens:create']));
+    const plain = await ticket(t, tenants.token, 'lockdown-vault', 'phone-pupil', { beginDate: now, endDate: now + DAY });
+    const override = await ticket(t, manager, 'lockdown-vault', 'phone-officer', { beginDate: now, endDate: now + DAY, override: true });
+    await downloadAs('phone-pupil');
+    await downloadAs('phone-officer');
+    expect(codes((await check('phone-pupil', 'lockdown-vault')).reasons)).toEqual(['valid']);
+
+    const started = await call(t, manager, { method: 'POST', url: '/operatorapi/lockdowns', payload: { scope: { lockGroupId: group.id }, mode: 'lockdown', reason: 'drill' } });
+    expect(started.statusCode, started.body).toBe(201);
+    const serial = (started.json() as { serial: number }).serial;
+    const refused = await check('phone-pupil', 'lockdown-vault');
+    expect(refused).toMatchObject({ decision: 'deny', tokens: [{ id: plain.id, decision: 'deny', reasons: [{ code: 'lockdown' }] }] });
+    expect(refused.reasons).toEqual([{ code: 'lockdown', message: expect.stringContaining('once the state reaches it') }]);
+    const opens = await check('phone-officer', 'lockdown-vault');
+    expect(opens).toMatchObject({ decision: 'allow', tokens: [{ id: override.id, decision: 'allow' }] });
+    expect(codes(opens.reasons)).toEqual(['valid', 'lockdown-override']);
+    // Another lock of the tenant is not in the lockdown.
+    await ticket(t, tenants.token, 'side-door', 'phone-pupil', { beginDate: now, endDate: now + DAY });
+    await downloadAs('phone-pupil');
+    expect(codes((await check('phone-pupil', 'side-door')).reasons)).toEqual(['valid']);
+
+    // The lock acknowledges the state's serial (docs/api-reference.md 8.4): the refusal is the lock's own now.
+    await recordLockContact(t.database.db, tenants.acme.tenantId, 'lockdown-vault', { seenAt: now, appliedThrough: serial });
+    expect((await check('phone-pupil', 'lockdown-vault')).reasons).toEqual([{ code: 'lockdown', message: expect.stringContaining('has applied it') }]);
+
+    const ended = await call(t, manager, { method: 'POST', url: '/operatorapi/lockdowns', payload: { scope: { lockGroupId: group.id }, mode: 'normal', reason: 'all clear' } });
+    expect(ended.statusCode, ended.body).toBe(201);
+    expect(codes((await check('phone-pupil', 'lockdown-vault')).reasons)).toEqual(['valid']);
+    expect(codes((await check('phone-officer', 'lockdown-vault')).reasons)).toEqual(['valid']);
+  });
+
   it('judges 50 tickets, those that may open first, each newest first, and says when there are more; allow when any of them opens', async () => {
     await lock(t, tenants.token, 'busy');
     await device(t, tenants.token, 'phone-busy');

@@ -153,6 +153,132 @@ export async function listLockChanges(
   };
 }
 
+/** One lock of a batched look (listLockChangesOfLocks): the lock, the syncing client, its position and page size. */
+export interface LockChangesRequest {
+  securedObjectId: string;
+  clientId: string;
+  position: SyncPosition;
+  limit: number;
+}
+
+/**
+ * listLockChanges for many locks of one tenant in one statement (docs/lock-sync.md: the held syncs a change wakes are
+ * asked together): the same reads per lock, joined laterally to the requests, the tenant's own facts read once.
+ * Answers one LockChanges per request, in their order.
+ */
+export async function listLockChangesOfLocks(
+  db: Queryable,
+  tenantId: string,
+  requests: readonly LockChangesRequest[],
+  now: number,
+  maxClockMarginMs: number,
+): Promise<LockChanges[]> {
+  if (requests.length === 0) return [];
+  const { rows } = await db.query<
+    TicketRow & {
+      ord: number | string;
+      change_seq: number;
+      lock_exists: boolean;
+      decommissioned_seq: number | null;
+      key_set_seq: number;
+      last_seq: number;
+      clock_dependent: boolean;
+      holder_binding: HolderBinding;
+      holder_binding_seq: number;
+      revoked_keys_seq: number;
+      lock_state_mode: 'lockdown' | 'normal';
+      lock_state_seq: number;
+      revoked_keys: { jkt: string; revocationDate: number; changeSeq: number }[] | string | null;
+      keys_clock_dependent: boolean;
+    }
+  >(
+    `WITH requests AS (
+       SELECT r.lock_id, r.client_id, r.pos_seq, r.pos_id, r.page, r.ord
+         FROM unnest($2::text[], $3::text[], $4::bigint[], $5::uuid[], $6::int[]) WITH ORDINALITY
+              AS r(lock_id, client_id, pos_seq, pos_id, page, ord)
+     ), tenant_state AS (
+       SELECT ${KEY_SET_SEQ_SQL('$1')} AS key_set_seq,
+              coalesce((SELECT last_seq FROM tenant_change_counters WHERE tenant_id = $1), 0) AS last_seq,
+              ${REVOKED_KEYS_SEQ_SQL('$1')} AS revoked_keys_seq
+     ), state AS (
+       SELECT r.ord, r.lock_id, r.pos_seq, r.pos_id, r.page,
+              EXISTS (SELECT 1 FROM secured_objects WHERE tenant_id = $1 AND id = r.lock_id) AS lock_exists,
+              (SELECT decommissioned_seq FROM oauth_clients
+                WHERE client_id = r.client_id AND tenant_id = $1 AND secured_object_id = r.lock_id) AS decommissioned_seq,
+              ${CLOCK_MARGIN_SQL('$1', 'r.lock_id', '$8')} AS clock_margin,
+              EXISTS (SELECT 1 FROM tickets
+                       WHERE tenant_id = $1 AND secured_object_id = r.lock_id
+                         AND (change_seq, id) > (r.pos_seq, r.pos_id)
+                         AND revoked_at IS NOT NULL
+                         AND credential_expires_at > $7::bigint - $8::bigint
+                         AND credential_expires_at <= $7::bigint + ${CLOCK_MARGIN_SQL('$1', 'r.lock_id', '$8')}) AS clock_dependent,
+              ${HOLDER_BINDING_SQL('$1', 'r.lock_id')} AS holder_binding,
+              ${HOLDER_BINDING_SEQ_SQL('$1', 'r.lock_id')} AS holder_binding_seq,
+              ${LOCK_STATE_MODE_SQL('$1', 'r.lock_id')} AS lock_state_mode,
+              ${LOCK_STATE_SEQ_SQL('$1', 'r.lock_id')} AS lock_state_seq
+         FROM requests r
+     )
+     SELECT state.ord, state.lock_exists, state.decommissioned_seq, state.clock_dependent, state.holder_binding,
+            state.holder_binding_seq, state.lock_state_mode, state.lock_state_seq,
+            tenant_state.key_set_seq, tenant_state.last_seq, tenant_state.revoked_keys_seq,
+            k.revoked_keys, k.keys_clock_dependent, t.*
+       FROM state CROSS JOIN tenant_state
+       CROSS JOIN LATERAL (
+         SELECT (SELECT json_agg(json_build_object('jkt', d.key_thumbprint, 'revocationDate', d.revoked_at, 'changeSeq', d.change_seq)
+                                 ORDER BY d.change_seq)
+                   FROM revoked_device_keys d
+                  WHERE d.tenant_id = $1 AND d.change_seq > state.pos_seq
+                    AND d.bound_until > $7::bigint + state.clock_margin
+                    AND (state.decommissioned_seq IS NULL OR d.change_seq <= state.decommissioned_seq)) AS revoked_keys,
+                EXISTS (SELECT 1 FROM revoked_device_keys d
+                         WHERE d.tenant_id = $1 AND d.change_seq > state.pos_seq
+                           AND d.bound_until > $7::bigint - $8::bigint AND d.bound_until <= $7::bigint + state.clock_margin) AS keys_clock_dependent
+       ) k
+       LEFT JOIN LATERAL (
+         SELECT ${TICKET_COLUMNS}, change_seq FROM tickets
+          WHERE tenant_id = $1 AND secured_object_id = state.lock_id
+            AND (change_seq, id) > (state.pos_seq, state.pos_id)
+            AND (revoked_at IS NULL AND end_date > $7 OR credential_expires_at > $7 + state.clock_margin)
+            AND (state.decommissioned_seq IS NULL OR change_seq <= state.decommissioned_seq)
+          ORDER BY change_seq, id LIMIT state.page
+       ) t ON true
+      ORDER BY state.ord, t.change_seq, t.id`,
+    [
+      tenantId,
+      requests.map((r) => r.securedObjectId),
+      requests.map((r) => r.clientId),
+      requests.map((r) => r.position.seq),
+      requests.map((r) => r.position.id),
+      requests.map((r) => r.limit),
+      now,
+      maxClockMarginMs,
+    ],
+  );
+  const byRequest: (typeof rows)[] = requests.map(() => []);
+  for (const row of rows) byRequest[Number(row.ord) - 1]!.push(row);
+  return byRequest.map((group) => {
+    const first = group[0]!;
+    return {
+      lockExists: first.lock_exists,
+      decommissionedSeq: first.decommissioned_seq === null ? null : Number(first.decommissioned_seq),
+      keySetSeq: Number(first.key_set_seq),
+      lastSeq: Number(first.last_seq),
+      clockDependent: first.clock_dependent || first.keys_clock_dependent,
+      holderBinding: first.holder_binding,
+      holderBindingSeq: Number(first.holder_binding_seq),
+      revokedKeysSeq: Number(first.revoked_keys_seq),
+      lockStateMode: first.lock_state_mode,
+      lockStateSeq: Number(first.lock_state_seq),
+      revokedKeys: jsonArray(first.revoked_keys).map((key) => ({
+        jkt: key.jkt,
+        revocationDate: Number(key.revocationDate),
+        changeSeq: Number(key.changeSeq),
+      })),
+      changes: group.filter((row) => row.id !== null).map((row) => ({ ...toTicketRecord(row), changeSeq: row.change_seq })),
+    };
+  });
+}
+
 /** json_agg comes back parsed from pg and PGlite alike, but a driver set to leave JSON as text is read too. */
 function jsonArray<T>(value: T[] | string | null): T[] {
   if (value === null) return [];

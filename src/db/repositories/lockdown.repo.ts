@@ -2,6 +2,7 @@
 // of its locks the state has reached, page them.
 import type { Queryable } from '../database.js';
 import { keysetPage, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
+import { LOCK_STATE_MODE_SQL, LOCK_STATE_SEQ_SQL } from './change-log.repo.js';
 
 export type LockMode = 'lockdown' | 'normal';
 
@@ -120,4 +121,14 @@ export async function listLockdowns(db: Queryable, tenantId: string, after: Keys
   const page = keysetPage(params, KEYSET, after, limit);
   const { rows } = await db.query<LockdownRow>(`${SELECT_LOCKDOWNS} WHERE d.tenant_id = $1 AND ${page.condition} ${page.orderAndLimit}`, params);
   return rows.map(toLockdown);
+}
+
+/** A lock's state (docs/api-reference.md 15): its mode and serial; `normal` and 0 while no lockdown reached it. */
+export async function findLockState(db: Queryable, tenantId: string, securedObjectId: string): Promise<{ mode: LockMode; serial: number }> {
+  const { rows } = await db.query<{ mode: LockMode; serial: number | string }>(
+    `SELECT ${LOCK_STATE_MODE_SQL('$1', '$2')} AS mode, ${LOCK_STATE_SEQ_SQL('$1', '$2')} AS serial`,
+    [tenantId, securedObjectId],
+  );
+  const row = rows[0]!;
+  return { mode: row.mode, serial: Number(row.serial) };
 }

@@ -3,7 +3,7 @@
 // `concurrency` at once; the bound refuses with 503; a loss of trust, shutdown and a hang-up answer at once.
 import { describe, expect, it, vi } from 'vitest';
 import { ServiceUnavailableError } from '../../../src/errors.js';
-import { createHeldSyncs, type HeldCheck } from '../../../src/services/held-syncs.js';
+import { createHeldSyncs, type HeldCheck, type HeldOutcome } from '../../../src/services/held-syncs.js';
 
 /** A look whose answer the test decides, counting how many run at once. */
 function looks() {
@@ -146,5 +146,55 @@ describe('held syncs', () => {
     } finally {
       vi.useRealTimers();
     }
+  });
+
+  it('syncs sharing a batched look are asked together per tenant, up to batchSize a look, tenants taking turns', async () => {
+    const calls: { tenantId: string; items: number[] }[] = [];
+    const pending: (() => void)[] = [];
+    // Item 3 is refused alone; even items have news; odd ones wait on.
+    const look = (tenantId: string, items: number[]) =>
+      new Promise<HeldOutcome<string>[]>((resolve) => {
+        calls.push({ tenantId, items });
+        pending.push(() =>
+          resolve(
+            items.map((item) =>
+              item === 3 ? { error: new Error('lock 3 went away') } : { answer: `${tenantId}:${item}`, news: item % 2 === 0, seenSeq: 2 },
+            ),
+          ),
+        );
+      });
+    const held = createHeldSyncs({ maxHeld: 100, retryAfterMaxSeconds: 5, concurrency: 1, batchSize: 4, current: () => 1 });
+    const big = Array.from({ length: 10 }, (_, item) => held.hold('big', empty(1), 60_000, { look, item }));
+    const small = [0, 3].map((item) => held.hold('small', empty(1), 60_000, { look, item }));
+    // Refusals are awaited below, after the looks: marked handled now.
+    for (const answer of [...big, ...small]) answer.catch(() => undefined);
+    held.listener.changed('big', 2);
+    held.listener.changed('small', 2);
+    await settle();
+    // One look at a time: the first four of the big tenant.
+    expect(calls).toEqual([{ tenantId: 'big', items: [0, 1, 2, 3] }]);
+    pending.shift()!();
+    await settle();
+    // The small tenant's turn comes before the rest of the big one.
+    expect(calls[1]).toEqual({ tenantId: 'small', items: [0, 3] });
+    pending.shift()!();
+    await settle();
+    expect(calls[2]).toEqual({ tenantId: 'big', items: [4, 5, 6, 7] });
+    pending.shift()!();
+    await settle();
+    expect(calls[3]).toEqual({ tenantId: 'big', items: [8, 9] });
+    pending.shift()!();
+    await settle();
+    expect(calls).toHaveLength(4);
+    await expect(small[0]).resolves.toBe('small:0');
+    await expect(small[1]).rejects.toThrow('lock 3 went away');
+    await expect(big[0]).resolves.toBe('big:0');
+    await expect(big[3]).rejects.toThrow('lock 3 went away');
+    await expect(big[8]).resolves.toBe('big:8');
+    // The odd ones wait on with their latest empty answer; shutdown sends it.
+    expect(held.count).toBe(4);
+    held.close();
+    await expect(big[9]).resolves.toBe('big:9');
+    await expect(big[1]).resolves.toBe('big:1');
   });
 });

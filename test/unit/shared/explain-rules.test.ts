@@ -57,6 +57,8 @@ const lock = (overrides: Partial<LockView> = {}): LockView => ({
   revokedKeys: new Set(),
   pendingRevokedKeys: new Set(),
   clockOffsetMs: null,
+  lockMode: 'normal',
+  lockStateApplied: false,
   ...overrides,
 });
 
@@ -244,6 +246,33 @@ describe('explainTicket', () => {
     ).toEqual(['expired', 'revoked']);
   });
 
+  it('lockdown: a credential that would open is refused with lockdown, applied or on its way; an override ticket opens with a note', () => {
+    const applied = lock({ lockMode: 'lockdown', lockStateApplied: true });
+    expect(explainTicket(held(), applied, request(), AT)).toEqual({
+      decision: 'deny',
+      reasons: [{ code: 'lockdown', message: expect.stringContaining('has applied it') }],
+    });
+    expect(explainTicket(held(), lock({ lockMode: 'lockdown' }), request(), AT)).toEqual({
+      decision: 'deny',
+      reasons: [{ code: 'lockdown', message: expect.stringContaining('may still open') }],
+    });
+    expect(explainTicket(held({ ovr: true }), applied, request(), AT)).toEqual({
+      decision: 'allow',
+      reasons: [expect.objectContaining({ code: 'valid' }), expect.objectContaining({ code: 'lockdown-override' })],
+    });
+    // A credential the lock refuses anyway says why, not lockdown; an override is no note outside a lockdown.
+    expect(explainTicket(held(), applied, request({ command: 'lock' }), AT).reasons.map((r) => r.code)).toEqual(['command-not-granted']);
+    expect(explainTicket(held({ ovr: true }), lock(), request(), AT).reasons.map((r) => r.code)).toEqual(['valid']);
+    // Not downloaded yet: what the downloaded credential would meet.
+    expect(explainTicket({ ticket: ticket(), held: null, onceDownloaded: claims() }, applied, request(), AT).reasons.map((r) => r.code)).toEqual([
+      'not-downloaded',
+      'lockdown',
+    ]);
+    expect(explainTicket({ ticket: ticket(), held: null, onceDownloaded: claims({ ovr: true }) }, applied, request(), AT).reasons.map((r) => r.code)).toEqual([
+      'not-downloaded',
+    ]);
+  });
+
   it('not downloaded: when it will be, and never for a revoked or ended ticket', () => {
     const notHeld = (overrides: Partial<TicketEvidence> = {}): TicketEvidence => ({ ticket: ticket(), held: null, onceDownloaded: claims(), ...overrides });
     expect(explainTicket(notHeld(), lock(), request(), AT)).toEqual({
@@ -351,12 +380,19 @@ describe('lockView', () => {
     holderBindingSeq: 0,
     keyRevocations: new Map(),
     clockOffsetMs: null,
+    lockState: { mode: 'normal', serial: 0 },
     ...overrides,
   });
 
   it('carries the facts read, with the revocations applied among the tickets judged', () => {
     const tickets = [ticket({ id: 'applied', revokedAt: BEGIN, revocationAppliedAt: BEGIN + 1 }), ticket({ id: 'pending', revokedAt: BEGIN }), ticket({ id: 'valid' })];
     expect(lockView(facts({ clockOffsetMs: -5_000 }), tickets)).toEqual(lock({ revoked: new Set(['applied']), clockOffsetMs: -5_000 }));
+  });
+
+  it('the lock state is applied once the lock acknowledged its serial', () => {
+    expect(lockView(facts({ appliedThrough: 9, lockState: { mode: 'lockdown', serial: 9 } }), [])).toMatchObject({ lockMode: 'lockdown', lockStateApplied: true });
+    expect(lockView(facts({ appliedThrough: 8, lockState: { mode: 'lockdown', serial: 9 } }), [])).toMatchObject({ lockMode: 'lockdown', lockStateApplied: false });
+    expect(lockView(facts({ appliedThrough: null, lockState: { mode: 'lockdown', serial: 9 } }), [])).toMatchObject({ lockStateApplied: false });
   });
 
   it('a key-set change is pending while the lock\'s applied position is below it, or the lock was never seen', () => {
