@@ -3,6 +3,7 @@
 // the one round trip to /oauth/authorize, and is cleared when the callback uses them.
 import createClient from 'openapi-fetch';
 import type { paths as OAuthPaths } from '../../test/ecosystem/generated/oauth.ts';
+import { sha256 } from './sha256.ts';
 
 const PENDING_KEY = 'acs-console-sign-in';
 export const CALLBACK_PATH = '/console/callback';
@@ -37,8 +38,11 @@ function randomString(): string {
   return base64url(crypto.getRandomValues(new Uint8Array(32)));
 }
 
+/** RFC 7636 4.2: BASE64URL(SHA256(verifier)), with Web Crypto where the page is a secure context. */
 async function s256(verifier: string): Promise<string> {
-  return base64url(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier))));
+  const bytes = new TextEncoder().encode(verifier);
+  if (globalThis.crypto?.subtle) return base64url(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes)));
+  return base64url(sha256(bytes));
 }
 
 export function redirectUri(): string {

@@ -14,6 +14,11 @@ const TYPES: { value: JobType; label: string }[] = [
   { value: 'tickets', label: 'Tickets' },
 ];
 
+/** A random key (crypto.randomUUID exists only in a secure context; getRandomValues everywhere). */
+function idempotencyKey(): string {
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (byte) => byte.toString(16).padStart(2, '0')).join('');
+}
+
 export function ImportsScreen() {
   const [type, setType] = useState<JobType>('mobile-devices');
   const [file, setFile] = useState<File | null>(null);
@@ -55,7 +60,7 @@ export function ImportsScreen() {
           // The CSV body of the documented text/csv request (RFC 4180), sent as it was read.
           body: text as never,
           bodySerializer: (body: unknown) => String(body),
-          headers: { 'content-type': 'text/csv; charset=utf-8', 'idempotency-key': crypto.randomUUID() },
+          headers: { 'content-type': 'text/csv; charset=utf-8', 'idempotency-key': idempotencyKey() },
         }),
       );
       setJob(created);
