@@ -178,7 +178,20 @@ describe.skipIf(chromiumMissing !== null)('the operator console in chromium', ()
     expect(serious, screen).toEqual([]);
   }
 
+  /** Signs in through the console as ada@acme (the sign-in test checks each step), unless the page is signed in. */
+  async function ensureSignedIn() {
+    if ((await page.getByRole('navigation', { name: 'Screens' }).count()) > 0) return;
+    await page.goto(`${origin}/console/?tenant=acme`);
+    await page.getByRole('button', { name: 'Continue to sign-in' }).click();
+    await page.waitForURL((url) => url.pathname === '/oauth/authorize');
+    await page.getByLabel('User (USER@TENANT)').fill('ada@acme');
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('navigation', { name: 'Screens' }).waitFor();
+  }
+
   async function openScreen(label: string) {
+    await ensureSignedIn();
     await page.getByRole('navigation', { name: 'Screens' }).getByRole('link', { name: label, exact: true }).click();
     await page.getByRole('heading', { level: 1, name: label }).waitFor();
   }
@@ -220,6 +233,7 @@ describe.skipIf(chromiumMissing !== null)('the operator console in chromium', ()
   });
 
   it('doors: who can open the front door now and why, and its health', async () => {
+    await openScreen('Doors');
     await page.getByRole('table', { name: 'Doors' }).waitFor();
     await expectAccessible('doors');
     await page.getByRole('link', { name: 'Who can open front' }).click();
@@ -233,7 +247,7 @@ describe.skipIf(chromiumMissing !== null)('the operator console in chromium', ()
     expect(await health.textContent()).toMatch(/Last seen\d{4}-\d\d-\d\d/);
     await expectAccessible('door detail');
     // The README's screenshot: the question the console answers.
-    await page.screenshot({ path: join(ROOT, 'docs', 'console.png') });
+    await page.screenshot({ path: join(ROOT, 'docs', 'console.png'), fullPage: true });
   });
 
   it('explain: would Alice\'s phone open the side door now', async () => {
@@ -320,7 +334,7 @@ describe.skipIf(chromiumMissing !== null)('the operator console in chromium', ()
     await (await chooser).setFiles({
       name: 'phones.csv',
       mimeType: 'text/csv',
-      buffer: Buffer.from('id,name\r\nphone-imported-1,First imported\r\nphone-imported-2,Second imported\r\n,No id\r\n'),
+      buffer: Buffer.from('id,name\r\nphone-imported-1,First imported\r\nphone-imported-2,Second imported\r\nnot a valid id!,Bad id\r\n'),
     });
     await tabTo(page, 'Import');
     await page.keyboard.press('Enter');
