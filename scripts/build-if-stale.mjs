@@ -1,20 +1,24 @@
-// Compiles src/ to dist/ only when a source changed since the last successful build: what `npm start`, `npm run cli`,
-// `npm run migrate`, `npm run simulate` and the test setup run first, so a run on an unchanged tree starts at once.
+// Compiles src/ to dist/, and builds the operator console (console/) to dist/console/, each only when one of its
+// sources changed since its last successful build: what `npm start`, `npm run cli`, `npm run migrate`,
+// `npm run simulate` and the test setup run first, so a run on an unchanged tree starts at once.
 //
 // Plain Node, no dependency: it runs before anything is compiled. Run from the project root (npm runs scripts there):
-// `node scripts/build-if-stale.mjs`; its exit code is tsc's, or 0 when nothing needed compiling. `npm run build`
+// `node scripts/build-if-stale.mjs`; its exit code is tsc's (then Vite's), or 0 when nothing needed compiling. `npm run build`
 // still compiles unconditionally (CI and the Dockerfile run it); the next run here then compiles once more, finds
 // nothing to emit (tsc is incremental) and stamps.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, rmSync, statSync, writeFileSync, utimesSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import process from 'node:process';
 
 /** What the build reads: the sources and the files that decide how they compile. */
 const INPUTS = ['src', 'tsconfig.json', 'tsconfig.build.json', 'package.json'];
 /** Written after a successful build, dated when that build began (so an edit made while it ran still counts). */
 const STAMP = join('dist', '.build-stamp');
+/** The console's sources, the API types it is checked against, and its build configuration (docs/console.md). */
+const CONSOLE_INPUTS = ['console', join('test', 'ecosystem', 'generated'), 'package.json', 'package-lock.json'];
+const CONSOLE_STAMP = join('dist', 'console', '.build-stamp');
 
 /**
  * The newest modification time under `path`, directories included: removing or renaming a source changes its
@@ -30,10 +34,10 @@ function newestTime(path) {
 }
 
 /** True when dist/ has no stamp of a successful build, or some input is newer than it. */
-function isStale(root) {
-  const stamp = statSync(join(root, STAMP), { throwIfNoEntry: false });
+function isStale(root, inputs = INPUTS, stampFile = STAMP) {
+  const stamp = statSync(join(root, stampFile), { throwIfNoEntry: false });
   if (!stamp) return true;
-  return INPUTS.some((input) => newestTime(join(root, input)) > stamp.mtimeMs);
+  return inputs.some((input) => newestTime(join(root, input)) > stamp.mtimeMs);
 }
 
 /** Runs the project's tsc on tsconfig.build.json in `root`; stamps dist/ when it succeeds. Returns tsc's exit code. */
@@ -52,5 +56,27 @@ function build(root) {
   return code;
 }
 
+/** Builds the console with the project's Vite into dist/console; stamps it when that succeeds. Returns Vite's exit code. */
+function buildConsole(root) {
+  const startedAt = new Date();
+  rmSync(join(root, CONSOLE_STAMP), { force: true });
+  // Vite's package exports no bin path: the command sits beside its package.json.
+  const vite = join(dirname(createRequire(join(root, 'package.json')).resolve('vite/package.json')), 'bin', 'vite.js');
+  const result = spawnSync(process.execPath, [vite, 'build', '--config', join('console', 'vite.config.ts'), '--logLevel', 'warn'], {
+    cwd: root,
+    stdio: 'inherit',
+  });
+  const code = result.status ?? 1;
+  if (code === 0) {
+    writeFileSync(join(root, CONSOLE_STAMP), `built from the sources as they were at ${startedAt.toISOString()}\n`);
+    utimesSync(join(root, CONSOLE_STAMP), startedAt, startedAt);
+  }
+  return code;
+}
+
 const root = process.cwd();
-process.exitCode = isStale(root) ? build(root) : 0;
+const serverCode = isStale(root) ? build(root) : 0;
+/** A tree without the console's sources (a server-only copy) builds the server alone. */
+const hasConsole = statSync(join(root, 'console', 'vite.config.ts'), { throwIfNoEntry: false }) !== undefined;
+process.exitCode =
+  serverCode !== 0 ? serverCode : hasConsole && isStale(root, CONSOLE_INPUTS, CONSOLE_STAMP) ? buildConsole(root) : 0;

@@ -17,6 +17,7 @@ import { validatorCompiler } from './plugins/validation.js';
 import healthRoutes from './routes/ops/health.js';
 import landingRoutes from './routes/ops/landing.js';
 import claimPageRoutes from './routes/ops/claim-page.js';
+import consoleRoutes from './routes/ops/console.js';
 import oauthRoutes from './routes/oauth/index.js';
 import oauthDocs from './routes/oauth/docs.js';
 import tenantJwksRoutes from './routes/oauth/tenant-jwks.js';
@@ -37,6 +38,8 @@ export interface AppDependencies {
   clock?: () => number;
   /** Resolves webhook host names (default: the system's DNS); tests make a name resolve to a private address. */
   resolveHost?: Resolver;
+  /** The built operator console (default dist/console); tests point it elsewhere. */
+  consoleDirectory?: string;
 }
 
 /** A client's X-Request-Id reaches the logs (as `clientRequestId`) only when it is short and plain. */
@@ -228,6 +231,10 @@ export async function buildApp(config: Config, dependencies: AppDependencies) {
   // Documented with the OAuth endpoints (routes/oauth/openapi-document.ts), but outside their context: its errors are
   // problem details, not RFC 6749 bodies.
   await typed.register(tenantJwksRoutes, { services });
+  await typed.register(consoleRoutes, {
+    services,
+    ...(dependencies.consoleDirectory === undefined ? {} : { directory: dependencies.consoleDirectory }),
+  });
   await typed.register(operatorApi, { services, tokenUrl, rateLimitPerMinute: config.API_RATE_LIMIT_PER_MINUTE });
   await typed.register(accessApi, { services, tokenUrl: '/oauth2/token', rateLimitPerMinute: config.API_RATE_LIMIT_PER_MINUTE });
   await typed.register(deviceApi, {

@@ -27,6 +27,8 @@ export interface TestAppOptions {
   clock?: () => number;
   /** Resolves webhook host names instead of the DNS (a name made to resolve to a private address). */
   resolveHost?: AppDependencies['resolveHost'];
+  /** The built operator console's directory (default dist/console). */
+  consoleDirectory?: string;
   /**
    * Every `app.inject` answer to an operation of the committed OpenAPI documents (or of the given validators' documents)
    * is validated against them: status, media type, body schema; a mismatch rejects the inject (docs/house-style.md
@@ -56,6 +58,7 @@ export async function buildTestApp(env: Record<string, string> = {}, options: Te
       secretsKey,
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}),
+      ...(options.consoleDirectory ? { consoleDirectory: options.consoleDirectory } : {}),
     });
   } catch (error) {
     await database.db.close();

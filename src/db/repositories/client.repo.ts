@@ -186,3 +186,12 @@ export async function decommissionClientsOfSecuredObject(
   );
   return rows.map((row) => row.client_id).sort();
 }
+
+/** The tenant's console client (docs/console.md): its public client registered with the redirect path `redirectPath`. */
+export async function findConsoleClientId(db: Queryable, tenantId: string, redirectPath: string): Promise<string | null> {
+  const { rows } = await db.query<{ client_id: string }>(
+    'SELECT client_id FROM oauth_clients WHERE tenant_id = $1 AND redirect_uri = $2 AND secret_hash IS NULL ORDER BY created_at, client_id LIMIT 1',
+    [tenantId, redirectPath],
+  );
+  return rows[0]?.client_id ?? null;
+}

@@ -1,8 +1,9 @@
 // Tenants (docs/api-reference.md 2): created by the CLI together with their management client.
 import type { Database } from '../../db/database.js';
+import { findConsoleClientId } from '../../db/repositories/client.repo.js';
 import { findTenantByName, insertTenant, type Tenant } from '../../db/repositories/tenant.repo.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../../errors.js';
-import type { ClientService } from './client.service.js';
+import { CONSOLE_REDIRECT_PATH, type ClientService } from './client.service.js';
 import type { Clock } from '../context.js';
 import { MANAGEMENT_SCOPES } from '../../shared/scopes.js';
 
@@ -44,6 +45,17 @@ export function createTenantService(options: TenantServiceOptions) {
       const tenant = await findTenantByName(db, name);
       if (!tenant) throw new NotFoundError(`No tenant ${name}.`);
       return tenant;
+    },
+
+    /**
+     * The client id the console signs in with for the tenant named `name` (docs/console.md): public knowledge, as the
+     * tenant's name and key set are. NotFoundError for an unknown tenant or one whose console client was deleted.
+     */
+    async consoleClientId(name: string): Promise<string> {
+      const tenant = await this.byName(name);
+      const clientId = await findConsoleClientId(db, tenant.id, CONSOLE_REDIRECT_PATH);
+      if (!clientId) throw new NotFoundError(`The tenant ${name} has no console client.`);
+      return clientId;
     },
   };
 }
