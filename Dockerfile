@@ -2,13 +2,14 @@
 # NODE_IMAGE=node:20-bookworm-slim still works; Node.js 20 is past its end of life.
 ARG NODE_IMAGE=node:22-bookworm-slim
 
-# ---- build: all dependencies, TypeScript → dist/
+# ---- build: all dependencies, TypeScript → dist/, the operator console (console/, Vite) → dist/console/
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
+COPY console ./console
 RUN npm run build
 
 # ---- runtime: production dependencies (bcrypt loads its prebuilt binary), dist/ and migrations/, non-root
