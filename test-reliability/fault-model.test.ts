@@ -42,9 +42,12 @@ describe.skipIf(!privateClusterAvailable())('the fault model: no lock opens for 
     expect(report.findings.map(describeFinding)).toEqual([]);
     expect(report.errors).toEqual([]);
     expect(report.steps).toBe(STEPS);
-    // The run did what it is for: doors decided, revocations and faults happened.
-    expect(Object.keys(report.counts).filter((name) => name.startsWith('decision-')).length).toBeGreaterThan(0);
-    expect(report.counts.revoke ?? 0).toBeGreaterThan(0);
+    // The fixed seeds are chosen to do what the test is for (doors decided, revocations made); a random schedule of
+    // this length may draw no revocation, and then has only its invariants to prove.
+    if (seed !== RANDOM_SEED) {
+      expect(Object.keys(report.counts).filter((name) => name.startsWith('decision-')).length).toBeGreaterThan(0);
+      expect(report.counts.revoke ?? 0).toBeGreaterThan(0);
+    }
   });
 
   it.each(BREAKAGES.map((breakage) => [breakage, CAUGHT_BY[breakage]] as const))('broken on purpose (%s): %s reports it with the seed and the step', async (breakage, invariant) => {
