@@ -49,6 +49,46 @@ export interface LockChanges extends LockSyncState {
   revokedKeys: SyncedKeyRevocation[];
 }
 
+/** A row of the lock-changes statements: the lock's and tenant's facts, repeated, and one changed ticket or none. */
+type LockChangesRow = TicketRow & {
+  change_seq: number;
+  lock_exists: boolean;
+  decommissioned_seq: number | null;
+  key_set_seq: number;
+  last_seq: number;
+  clock_dependent: boolean;
+  holder_binding: HolderBinding;
+  holder_binding_seq: number;
+  revoked_keys_seq: number;
+  lock_state_mode: 'lockdown' | 'normal';
+  lock_state_seq: number;
+  revoked_keys: { jkt: string; revocationDate: number; changeSeq: number }[] | string | null;
+  keys_clock_dependent: boolean;
+};
+
+/** The rows of one lock (at least one: the facts come with every row) as its LockChanges. */
+function toLockChanges(rows: readonly LockChangesRow[]): LockChanges {
+  const first = rows[0]!;
+  return {
+    lockExists: first.lock_exists,
+    decommissionedSeq: first.decommissioned_seq === null ? null : Number(first.decommissioned_seq),
+    keySetSeq: Number(first.key_set_seq),
+    lastSeq: Number(first.last_seq),
+    clockDependent: first.clock_dependent || first.keys_clock_dependent,
+    holderBinding: first.holder_binding,
+    holderBindingSeq: Number(first.holder_binding_seq),
+    revokedKeysSeq: Number(first.revoked_keys_seq),
+    lockStateMode: first.lock_state_mode,
+    lockStateSeq: Number(first.lock_state_seq),
+    revokedKeys: jsonArray(first.revoked_keys).map((key) => ({
+      jkt: key.jkt,
+      revocationDate: Number(key.revocationDate),
+      changeSeq: Number(key.changeSeq),
+    })),
+    changes: rows.filter((row) => row.id !== null).map((row) => ({ ...toTicketRecord(row), changeSeq: row.change_seq })),
+  };
+}
+
 /**
  * A lock's tickets changed after `position` (created or revoked), skipping what the lock no longer needs: expired
  * tickets, and revocations of tickets with no credential still alive (docs/api-reference.md 8.2) at the lock's clock: a lock
@@ -68,23 +108,7 @@ export async function listLockChanges(
   limit: number,
   maxClockMarginMs: number,
 ): Promise<LockChanges> {
-  const { rows } = await db.query<
-    TicketRow & {
-      change_seq: number;
-      lock_exists: boolean;
-      decommissioned_seq: number | null;
-      key_set_seq: number;
-      last_seq: number;
-      clock_dependent: boolean;
-      holder_binding: HolderBinding;
-      holder_binding_seq: number;
-      revoked_keys_seq: number;
-      lock_state_mode: 'lockdown' | 'normal';
-      lock_state_seq: number;
-      revoked_keys: { jkt: string; revocationDate: number; changeSeq: number }[] | string | null;
-      keys_clock_dependent: boolean;
-    }
-  >(
+  const { rows } = await db.query<LockChangesRow>(
     `WITH state AS (
        SELECT EXISTS (SELECT 1 FROM secured_objects WHERE tenant_id = $1 AND id = $2) AS lock_exists,
               (SELECT decommissioned_seq FROM oauth_clients
@@ -132,25 +156,7 @@ export async function listLockChanges(
        ) t ON true`,
     [tenantId, securedObjectId, position.seq, position.id, now, limit, clientId, maxClockMarginMs],
   );
-  const first = rows[0]!;
-  return {
-    lockExists: first.lock_exists,
-    decommissionedSeq: first.decommissioned_seq === null ? null : Number(first.decommissioned_seq),
-    keySetSeq: Number(first.key_set_seq),
-    lastSeq: Number(first.last_seq),
-    clockDependent: first.clock_dependent || first.keys_clock_dependent,
-    holderBinding: first.holder_binding,
-    holderBindingSeq: Number(first.holder_binding_seq),
-    revokedKeysSeq: Number(first.revoked_keys_seq),
-    lockStateMode: first.lock_state_mode,
-    lockStateSeq: Number(first.lock_state_seq),
-    revokedKeys: jsonArray(first.revoked_keys).map((key) => ({
-      jkt: key.jkt,
-      revocationDate: Number(key.revocationDate),
-      changeSeq: Number(key.changeSeq),
-    })),
-    changes: rows.filter((row) => row.id !== null).map((row) => ({ ...toTicketRecord(row), changeSeq: row.change_seq })),
-  };
+  return toLockChanges(rows);
 }
 
 /** One lock of a batched look (listLockChangesOfLocks): the lock, the syncing client, its position and page size. */
@@ -174,24 +180,7 @@ export async function listLockChangesOfLocks(
   maxClockMarginMs: number,
 ): Promise<LockChanges[]> {
   if (requests.length === 0) return [];
-  const { rows } = await db.query<
-    TicketRow & {
-      ord: number | string;
-      change_seq: number;
-      lock_exists: boolean;
-      decommissioned_seq: number | null;
-      key_set_seq: number;
-      last_seq: number;
-      clock_dependent: boolean;
-      holder_binding: HolderBinding;
-      holder_binding_seq: number;
-      revoked_keys_seq: number;
-      lock_state_mode: 'lockdown' | 'normal';
-      lock_state_seq: number;
-      revoked_keys: { jkt: string; revocationDate: number; changeSeq: number }[] | string | null;
-      keys_clock_dependent: boolean;
-    }
-  >(
+  const { rows } = await db.query<LockChangesRow & { ord: number | string }>(
     `WITH requests AS (
        SELECT r.lock_id, r.client_id, r.pos_seq, r.pos_id, r.page, r.ord
          FROM unnest($2::text[], $3::text[], $4::bigint[], $5::uuid[], $6::int[]) WITH ORDINALITY
@@ -256,27 +245,7 @@ export async function listLockChangesOfLocks(
   );
   const byRequest: (typeof rows)[] = requests.map(() => []);
   for (const row of rows) byRequest[Number(row.ord) - 1]!.push(row);
-  return byRequest.map((group) => {
-    const first = group[0]!;
-    return {
-      lockExists: first.lock_exists,
-      decommissionedSeq: first.decommissioned_seq === null ? null : Number(first.decommissioned_seq),
-      keySetSeq: Number(first.key_set_seq),
-      lastSeq: Number(first.last_seq),
-      clockDependent: first.clock_dependent || first.keys_clock_dependent,
-      holderBinding: first.holder_binding,
-      holderBindingSeq: Number(first.holder_binding_seq),
-      revokedKeysSeq: Number(first.revoked_keys_seq),
-      lockStateMode: first.lock_state_mode,
-      lockStateSeq: Number(first.lock_state_seq),
-      revokedKeys: jsonArray(first.revoked_keys).map((key) => ({
-        jkt: key.jkt,
-        revocationDate: Number(key.revocationDate),
-        changeSeq: Number(key.changeSeq),
-      })),
-      changes: group.filter((row) => row.id !== null).map((row) => ({ ...toTicketRecord(row), changeSeq: row.change_seq })),
-    };
-  });
+  return byRequest.map(toLockChanges);
 }
 
 /** json_agg comes back parsed from pg and PGlite alike, but a driver set to leave JSON as text is read too. */
