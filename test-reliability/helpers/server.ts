@@ -77,6 +77,8 @@ export interface Reply {
   body: unknown;
   ms: number;
   contentType: string | null;
+  /** The `Link` header (pages follow `rel="next"`); null when none came. */
+  link: string | null;
 }
 
 /** One JSON request with a deadline; a network failure or timeout is status 0. */
@@ -104,9 +106,9 @@ export async function call(
     } catch {
       // not JSON: keep the text
     }
-    return { status: response.status, body: parsed, ms: Date.now() - started, contentType: response.headers.get('content-type') };
+    return { status: response.status, body: parsed, ms: Date.now() - started, contentType: response.headers.get('content-type'), link: response.headers.get('link') };
   } catch (error) {
-    return { status: 0, body: String(error), ms: Date.now() - started, contentType: null };
+    return { status: 0, body: String(error), ms: Date.now() - started, contentType: null, link: null };
   }
 }
 

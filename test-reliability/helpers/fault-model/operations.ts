@@ -69,7 +69,7 @@ async function phoneCall(ctx: Context, phone: ModelPhone, method: string, path: 
     return reply;
   } catch (error) {
     // A deleted device's client is deleted with it: its phone gets no token any more.
-    if (String(error).includes('token refused: 401')) return { status: 401, body: String(error), link: null };
+    if (String(error).includes('token refused: 401')) return { status: 401, body: String(error), ms: 0, contentType: null, link: null };
     throw error;
   }
 }

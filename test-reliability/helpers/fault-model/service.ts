@@ -6,36 +6,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { createPrivateCluster, type PrivateCluster } from '../cluster.js';
-import { SECRETS_KEY, basic, sleep, startServer, type Server } from '../server.js';
+import { SECRETS_KEY, basic, call, sleep, startServer, type Reply, type Server } from '../server.js';
 
-/** An answer, with its `Link` header (pages follow `rel="next"`); status 0 when none came. */
-export interface Reply {
-  status: number;
-  body: unknown;
-  link: string | null;
-}
-
-/** One JSON request with a deadline; a network failure or timeout is status 0. */
-export async function send(base: string, method: string, path: string, bearer: string, body?: unknown, headers: Record<string, string> = {}, timeoutMs = 15_000): Promise<Reply> {
-  try {
-    const response = await fetch(`${base}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${bearer}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    const text = await response.text();
-    let parsed: unknown = text;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      // not JSON: keep the text
-    }
-    return { status: response.status, body: parsed, link: response.headers.get('link') };
-  } catch (error) {
-    return { status: 0, body: String(error), link: null };
-  }
-}
+export type { Reply } from '../server.js';
 
 export const PUBLIC_URL = 'https://acs.example.test';
 
@@ -156,7 +129,7 @@ export async function request(
   ms = 45_000,
 ): Promise<Reply> {
   const deadline = Date.now() + ms;
-  let last: Reply = { status: 0, body: 'no live instance', link: null };
+  let last: Reply = { status: 0, body: 'no live instance', ms: 0, contentType: null, link: null };
   for (let attempt = 0; Date.now() < deadline; attempt++) {
     const live = service.live();
     if (live.length === 0) {
@@ -164,7 +137,7 @@ export async function request(
       continue;
     }
     const instance = attempt === 0 ? choose(live) : live[attempt % live.length]!;
-    last = await send(instance.server!.base, method, path, bearer, body, headers, Math.max(1000, Math.min(15_000, deadline - Date.now())));
+    last = await call(instance.server!.base, method, path, bearer, body, headers, Math.max(1000, Math.min(15_000, deadline - Date.now())));
     if (definite(last)) return last;
     await sleep(100);
   }
