@@ -15,17 +15,12 @@ import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { download, lockToken, phoneToken, sync } from '../helpers/device.js';
 import { bearer, clientToken, createClient, createUser } from '../helpers/oauth.js';
 import { call, device, HOUR, lock, ticket } from '../helpers/operator.js';
+import { CHROMIUM_PATH, chromiumMissing as missingChromium, offlineChromiumArgs } from '../helpers/chromium.js';
 import { ROOT } from '../helpers/process.js';
 import { startReceiver, type Receiver } from '../helpers/webhooks.js';
 import { ACCESS_API_SCOPES } from '../helpers/access.js';
 
-/** Debian's chromium, never a downloaded browser: the CI machine has no internet. */
-const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const chromiumMissing = existsSync(CHROMIUM_PATH)
-  ? null
-  : `Console browser test skipped: no chromium at ${CHROMIUM_PATH} (apt-get install -y chromium, or set CHROMIUM_PATH)`;
-// eslint-disable-next-line no-console -- the reason for the skip must reach the CI log, not only a skipped count.
-if (chromiumMissing) console.warn(chromiumMissing);
+const chromiumMissing = missingChromium('Console browser test');
 
 /** Not loopback: a browser exempts loopback from rules a real deployment meets. The resolver sends it to the server. */
 const HOST = 'console.test';
@@ -148,14 +143,7 @@ describe.skipIf(chromiumMissing !== null)('the operator console in chromium', ()
       headless: true,
       args: [
         '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        `--host-resolver-rules=MAP ${HOST} 127.0.0.1, MAP * ~NOTFOUND`,
+        ...offlineChromiumArgs(HOST),
       ],
       viewport: { width: 1280, height: 900 },
       acceptDownloads: true,

@@ -1,7 +1,6 @@
 // Swagger UI tried in a real browser: each API's UI, opened in Debian's chromium, renders every operation of the
 // document it loads, gets a token through its own Authorize dialog from our token endpoint, and runs "Try it out"
 // on a read endpoint with that token.
-import { existsSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, type TestContext } from 'vitest';
@@ -9,14 +8,9 @@ import { ACCESS_API_SCOPES } from '../helpers/access.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { bearer, clientToken, createClient, createTenant, createUser, passwordGrant, type ClientFixture, type TenantFixture } from '../helpers/oauth.js';
 import { device, lock, ticket } from '../helpers/operator.js';
+import { CHROMIUM_PATH, chromiumMissing as missingChromium, offlineChromiumArgs } from '../helpers/chromium.js';
 
-/** Debian's chromium, never a downloaded browser: the CI machine has no internet. */
-const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const chromiumMissing = existsSync(CHROMIUM_PATH)
-  ? null
-  : `Swagger UI browser test skipped: no chromium at ${CHROMIUM_PATH} (apt-get install -y chromium, or set CHROMIUM_PATH)`;
-// eslint-disable-next-line no-console -- the reason for the skip must reach the CI log, not only a skipped count.
-if (chromiumMissing) console.warn(chromiumMissing);
+const chromiumMissing = missingChromium('Swagger UI browser test');
 
 /**
  * The UI is opened at this name, not at 127.0.0.1: a browser treats loopback as secure and exempts it from rules a
@@ -24,20 +18,7 @@ if (chromiumMissing) console.warn(chromiumMissing);
  */
 const DOCS_HOST = 'swagger-ui.test';
 
-/**
- * As root, without a GPU and without internet: nothing may phone home (updates, sync, QUIC probes). The resolver
- * rule sends DOCS_HOST to the test server and answers nothing else.
- */
-const CHROMIUM_ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  `--host-resolver-rules=MAP ${DOCS_HOST} 127.0.0.1, MAP * ~NOTFOUND`,
-];
+const CHROMIUM_ARGS = offlineChromiumArgs(DOCS_HOST);
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 const PASSWORD = 'correct horse battery staple';
