@@ -3,6 +3,7 @@
 import process from 'node:process';
 import Fastify from 'fastify';
 import pg from 'pg';
+import { exitOnSignals } from './baseline-shutdown.mjs';
 
 /** The pool, the baseline's own tenant id and the app to add its one route to; `listen()` serves it. */
 export async function databaseBaseline(name) {
@@ -25,18 +26,7 @@ export async function databaseBaseline(name) {
   app.get('/', async () => ({ ready: true }));
 
   async function listen() {
-    // The bench stops its children with SIGTERM; a terminal ctrl-c sends SIGINT to the whole group.
-    for (const signal of ['SIGTERM', 'SIGINT']) {
-      process.once(signal, () => {
-        app
-          .close()
-          .then(() => pool.end())
-          .then(
-            () => process.exit(0),
-            () => process.exit(1),
-          );
-      });
-    }
+    exitOnSignals(() => app.close().then(() => pool.end()));
     await app.listen({ port: Number(process.env.PORT ?? 3000), host: process.env.HOST ?? '127.0.0.1' });
   }
 

@@ -7,6 +7,7 @@ import { Buffer } from 'node:buffer';
 import process from 'node:process';
 import formbody from '@fastify/formbody';
 import Fastify from 'fastify';
+import { exitOnSignals } from './baseline-shutdown.mjs';
 
 const algorithm = process.env.JWT_ALG === 'ES256' ? 'ES256' : 'EdDSA';
 const { privateKey } = algorithm === 'EdDSA' ? generateKeyPairSync('ed25519') : generateKeyPairSync('ec', { namedCurve: 'P-256' });
@@ -40,14 +41,6 @@ app.post('/token', async (request, reply) => {
   return { access_token: token, token_type: 'Bearer', expires_in: 3600, scope };
 });
 
-// The bench stops its children with SIGTERM; a terminal ctrl-c sends SIGINT to the whole group.
-for (const signal of ['SIGTERM', 'SIGINT']) {
-  process.once(signal, () => {
-    app.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  });
-}
+exitOnSignals(() => app.close());
 
 await app.listen({ port: Number(process.env.PORT ?? 3000), host: process.env.HOST ?? '127.0.0.1' });
