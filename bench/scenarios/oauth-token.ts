@@ -39,6 +39,12 @@ async function phoneWithKey(context: ScenarioContext, tenantName: string): Promi
   return { clientId: client.clientId, privateKey };
 }
 
+/** A new tenant's management client, authenticating with HTTP Basic (its secret). */
+async function tenantClientBasic(context: ScenarioContext, tenantName: string): Promise<{ headers: Record<string, string> }> {
+  const { clientId, clientSecret } = await createTenant(context, tenantName);
+  return { headers: { authorization: basicAuthorization(clientId, clientSecret) } };
+}
+
 const SECRET_ROW = 'POST /oauth/token (client_credentials)';
 const KEY_ROW = 'POST /oauth/token (client_credentials, private_key_jwt)';
 
@@ -52,10 +58,7 @@ export const oauthTokenScenarios: Scenario[] = [
     body: 'grant_type=client_credentials',
     baseline: 'oidc-provider',
     goalRatio: 2,
-    async setup(context) {
-      const { clientId, clientSecret } = await createTenant(context, 'bench-oauth-token');
-      return { headers: { authorization: basicAuthorization(clientId, clientSecret) } };
-    },
+    setup: (context) => tenantClientBasic(context, 'bench-oauth-token'),
   },
   {
     // The same request against the limit of a token endpoint here: a bare route that parses the same form and signs
@@ -68,10 +71,7 @@ export const oauthTokenScenarios: Scenario[] = [
     body: 'grant_type=client_credentials',
     baseline: 'token',
     goalRatio: 0.8,
-    async setup(context) {
-      const { clientId, clientSecret } = await createTenant(context, 'bench-oauth-token-bare');
-      return { headers: { authorization: basicAuthorization(clientId, clientSecret) } };
-    },
+    setup: (context) => tenantClientBasic(context, 'bench-oauth-token-bare'),
   },
   {
     name: KEY_ROW,
