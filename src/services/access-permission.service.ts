@@ -111,10 +111,10 @@ export function createAccessPermissionService({ db, clock, revived, metrics }: A
     const groups = await lockGroups(tx, LOCK_GROUPS, tenantId, records.map((record) => record.lockGroupId).filter(isUuid), 'SHARE');
     const outcomes: (number | UnprocessableError | null)[] = records.map((record) => {
       const missing: FieldError[] = [];
-      if (!isUuid(record.residentId) || !residents.has(record.residentId)) {
+      if (!isUuid(record.residentId) || !residents.has(record.residentId.toLowerCase())) {
         missing.push({ field: 'residentId', message: `no resident ${record.residentId} in this tenant` });
       }
-      if (!isUuid(record.lockGroupId) || !groups.has(record.lockGroupId)) {
+      if (!isUuid(record.lockGroupId) || !groups.has(record.lockGroupId.toLowerCase())) {
         missing.push({ field: 'lockGroupId', message: `no lock group ${record.lockGroupId} in this tenant` });
       }
       return missing.length > 0 ? refused(missing) : null;
@@ -122,7 +122,7 @@ export function createAccessPermissionService({ db, clock, revived, metrics }: A
     const pending = () => records.flatMap((record, index) => (outcomes[index] === null ? [{ record, index }] : []));
 
     // One look per distinct (lock group, channels).
-    const channelKey = (record: AccessPermissionRecord) => JSON.stringify([record.lockGroupId, [...record.channels].sort()]);
+    const channelKey = (record: AccessPermissionRecord) => JSON.stringify([record.lockGroupId.toLowerCase(), [...record.channels].sort()]);
     const asked = [...new Map(pending().map(({ record }) => [channelKey(record), record])).values()];
     const lacking = new Map((await locksLackingChannels(tx, tenantId, asked)).map((ids, index) => [channelKey(asked[index]!), ids]));
     for (const { record, index } of pending()) {
@@ -134,9 +134,9 @@ export function createAccessPermissionService({ db, clock, revived, metrics }: A
     // lock whose tickets would never open is refused as one ticket would be (docs/api-reference.md 9). Locks added later
     // are not checked: their tickets carry `win: []` until a window falls in a credential's span.
     const scheduled = pending().filter(({ record }) => record.schedule !== null);
-    const zones = await lockGroupTimeZones(tx, tenantId, [...new Set(scheduled.map(({ record }) => record.lockGroupId))]);
+    const zones = await lockGroupTimeZones(tx, tenantId, [...new Set(scheduled.map(({ record }) => record.lockGroupId.toLowerCase()))]);
     for (const { record, index } of scheduled) {
-      const of = zones.get(record.lockGroupId) ?? [];
+      const of = zones.get(record.lockGroupId.toLowerCase()) ?? [];
       const never = neverOpensError(record.schedule!, of.length > 0 ? of : ['UTC'], record, now);
       if (never) outcomes[index] = refused([never]);
     }

@@ -298,7 +298,7 @@ export async function applyAccessPermissions(
       outcomes.push({ index: entry.index, applied: { outcome: 'unchanged', resourceId: existing } });
       continue;
     }
-    const pair = JSON.stringify([entry.input.residentId, entry.input.lockGroupId]);
+    const pair = JSON.stringify([entry.input.residentId, entry.input.lockGroupId].map((id) => String(id).toLowerCase()));
     if (pairs.has(pair)) deferred.push(entry.index);
     else creates.push(entry);
     pairs.add(pair);

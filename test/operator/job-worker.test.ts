@@ -146,6 +146,17 @@ describe('bulk job worker', () => {
       expect(own.every((event) => event.actor.startsWith('client:'))).toBe(true);
     }
 
+    // Ids in capitals name the same groups, alone as in a batch.
+    const upper = await grant(t, a.token, permissionBody(t, bob.id.toUpperCase(), group.id.toUpperCase(), { endDate: now + 2 * HOUR }));
+    expect(upper.statusCode, upper.body).toBe(201);
+    expect(upper.json().tokenCount).toBe(2);
+    const capitals = await send(aJobs, 'access-permissions', [
+      permissionBody(t, bob.id.toUpperCase(), group.id.toUpperCase(), { endDate: now + 3 * HOUR }),
+      permissionBody(t, ann.id.toUpperCase(), group.id.toUpperCase(), { endDate: now + 3 * HOUR }),
+    ]);
+    await t.app.services.jobWorker.runOnce();
+    expect(await job(aJobs, capitals)).toMatchObject({ state: 'succeeded', succeeded: 2 });
+
     // A re-run: every granted item unchanged, every refused one refused again.
     const again = await send(aJobs, 'access-permissions', items);
     await t.app.services.jobWorker.runOnce();
