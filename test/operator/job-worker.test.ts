@@ -89,8 +89,10 @@ describe('bulk job worker', () => {
     const cem = await resident(t, a.token, 'Cem');
     const now = t.app.services.clock();
     const weekdays = { weekly: [{ days: ['MO', 'TU', 'WE', 'TH', 'FR'], from: '08:00', to: '12:00' }] };
+    // Built once: the same body again must carry the same dates, which the clock would otherwise move between the two.
+    const annsGrant = permissionBody(t, ann.id, group.id);
     const items = [
-      permissionBody(t, ann.id, group.id),
+      annsGrant,
       permissionBody(t, bob.id, group.id, { endDate: now + 14 * DAY, schedule: weekdays }),
       // Refused: an unknown resident, a lock group of another tenant's id space, dates the wrong way round, an empty schedule.
       permissionBody(t, '00000000-0000-4000-8000-000000000000', group.id),
@@ -98,7 +100,7 @@ describe('bulk job worker', () => {
       permissionBody(t, cem.id, group.id, { beginDate: now + HOUR, endDate: now }),
       permissionBody(t, cem.id, group.id, { schedule: { weekly: [] } }),
       // The first item again: found, as one request after the other would find it.
-      permissionBody(t, ann.id, group.id),
+      annsGrant,
       permissionBody(t, cem.id, empty.id),
     ];
     const id = await send(aJobs, 'access-permissions', items);
