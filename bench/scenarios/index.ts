@@ -3,6 +3,7 @@ import { baseScaleRuns, type ScaleRun } from '../scale.js';
 import type { Comparison, MicroBenchmark, Scenario } from '../types.js';
 import { accessLogScaleRuns } from './access-log.js';
 import { claimScaleRuns } from './claim.js';
+import { consoleScaleRuns } from './console.js';
 import { bulkImportScaleRuns } from './bulk-import.js';
 import { credentialsAtRestBenchmarks } from './credentials-at-rest.js';
 import { doorBenchmarks } from './door.js';
@@ -53,4 +54,5 @@ export const scaleRuns: ScaleRun[] = [
   ...erasureScaleRuns,
   ...heldSyncScaleRuns,
   ...bulkImportScaleRuns,
+  ...consoleScaleRuns,
 ];
