@@ -9,7 +9,7 @@ import { credentialsAtRestBenchmarks } from './credentials-at-rest.js';
 import { doorBenchmarks } from './door.js';
 import { erasureScaleRuns } from './erasure.js';
 import { heldSyncScaleRuns } from './held-sync.js';
-import { doorAccessComparisons, doorAccessScenarios } from './door-access.js';
+import { doorAccessComparisons, doorAccessScaleRuns, doorAccessScenarios } from './door-access.js';
 import { oauthTokenComparisons, oauthTokenScenarios } from './oauth-token.js';
 import { opsScenarios } from './ops.js';
 import { ticketPageComparisons, ticketPageScenarios } from './ticket-pages.js';
@@ -54,5 +54,6 @@ export const scaleRuns: ScaleRun[] = [
   ...erasureScaleRuns,
   ...heldSyncScaleRuns,
   ...bulkImportScaleRuns,
+  ...doorAccessScaleRuns,
   ...consoleScaleRuns,
 ];
