@@ -103,7 +103,7 @@ describe('scripts/build-if-stale.mjs', () => {
  * page to dist/console/ from console/index.html and the sources' text (so a test sees which sources it built from).
  */
 const FAKE_VITE = `const fs = require('node:fs');
-fs.appendFileSync('vite-runs.log', process.argv.slice(2).join(' ') + '\\n');
+fs.appendFileSync('vite-runs.log', process.argv.slice(2).join(' ') + ' (NODE_ENV=' + process.env.NODE_ENV + ')\\n');
 const sources = fs.readdirSync('console/src').sort().map((name) => fs.readFileSync('console/src/' + name, 'utf8')).join('');
 if (sources.includes('broken')) { process.stderr.write('console/src: build failed\\n'); process.exit(1); }
 fs.mkdirSync('dist/console', { recursive: true });
@@ -117,8 +117,9 @@ describe('scripts/build-if-stale.mjs and the console (console/ built to dist/con
   const runsOf = (log: string) => (read(log) ?? '').split('\n').filter(Boolean).length;
   /** How many times the server's compiler and the console's build have run so far. */
   const builds = () => ({ server: runsOf('tsc-runs.log'), console: runsOf('vite-runs.log') });
+  /** As the test setup runs it: under vitest, whose NODE_ENV is `test`. */
   const run = () => {
-    const result = spawnSync(process.execPath, [SCRIPT], { cwd: directory.path, encoding: 'utf8' });
+    const result = spawnSync(process.execPath, [SCRIPT], { cwd: directory.path, encoding: 'utf8', env: { ...process.env, NODE_ENV: 'test' } });
     return { code: result.status, output: `${result.stdout}${result.stderr}` };
   };
 
@@ -143,10 +144,10 @@ describe('scripts/build-if-stale.mjs and the console (console/ built to dist/con
   });
   afterAll(() => directory?.remove());
 
-  it('builds the server, then the console with its configuration, and stamps each', () => {
+  it('builds the server, then the console with its configuration for production whatever the caller\'s NODE_ENV, and stamps each', () => {
     expect(run()).toEqual({ code: 0, output: '' });
     expect(builds()).toEqual({ server: 1, console: 1 });
-    expect(read('vite-runs.log')).toBe('build --config console/vite.config.ts --logLevel warn\n');
+    expect(read('vite-runs.log')).toBe('build --config console/vite.config.ts --logLevel warn (NODE_ENV=production)\n');
     expect(read('dist/console/index.html')).toBe('<!doctype html>\nexport const screen = "doors";\n');
     expect(read('dist/console/.build-stamp')).toMatch(/^built from the sources as they were at \d{4}-\d\d-\d\dT/);
   });
