@@ -8,7 +8,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AxeBuilder } from '@axe-core/playwright';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type BrowserContext, type FileChooser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lockGroup, permission, resident, userToken, type AccessTenant } from '../helpers/access.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
@@ -102,6 +102,8 @@ describe.skipIf(chromiumMissing !== null)('the operator console in chromium', ()
   let alice: { id: string };
   let receiver: Receiver;
   const pageErrors: string[] = [];
+  /** Called with each file chooser the page opens (intercepted from the start: see beforeAll). */
+  let onFileChooser: (chooser: FileChooser) => void = () => undefined;
   const lockTokens: Record<string, string> = {};
   const cursors: Record<string, string> = {};
 
@@ -184,6 +186,10 @@ describe.skipIf(chromiumMissing !== null)('the operator console in chromium', ()
       if (message.type() === 'error') pageErrors.push(message.text());
     });
     page.on('pageerror', (error) => pageErrors.push(String(error)));
+    // File choosers are intercepted from now on, not from just before the key that opens one: a subscription made
+    // then (page.waitForEvent('filechooser') turns Chromium's interception on) was not always in force when the key
+    // arrived, and the bulk import waited its whole deadline for an event that never came.
+    page.on('filechooser', (chooser) => onFileChooser(chooser));
     await page.addInitScript(`
       document.addEventListener('securitypolicyviolation', (event) => {
         console.error('CSP ' + event.violatedDirective + ' blocked ' + event.blockedURI + ' at ' + event.sourceFile + ':' + event.lineNumber);
@@ -421,7 +427,13 @@ describe.skipIf(chromiumMissing !== null)('the operator console in chromium', ()
     await tabTo(page, 'What the rows are');
     // The select already shows phones (mobile devices); the file input opens the file chooser with the keyboard.
     await tabTo(page, 'CSV file');
-    const chooser = page.waitForEvent('filechooser');
+    const chooser = new Promise<FileChooser>((resolve, reject) => {
+      const deadline = setTimeout(() => reject(new Error(`Space on the file input opened no file chooser within ${UI_TIMEOUT} ms`)), UI_TIMEOUT);
+      onFileChooser = (opened) => {
+        clearTimeout(deadline);
+        resolve(opened);
+      };
+    });
     await page.keyboard.press('Space');
     await (await chooser).setFiles({
       name: 'phones.csv',
