@@ -11,7 +11,7 @@ export interface paths {
         };
         /**
          * List secured objects
-         * @description The tenant's locks, oldest first. Pages follow `Link: rel="next"`.
+         * @description The tenant's locks, oldest first. `search` keeps only those whose id or Bluetooth LE local name contains the text, ignoring case. Pages follow `Link: rel="next"`, which keeps the search.
          */
         get: operations["listSecuredObjects"];
         put?: never;
@@ -2522,9 +2522,14 @@ export interface operations {
     listSecuredObjects: {
         parameters: {
             query?: {
+                /**
+                 * @description Only the locks whose id or Bluetooth LE local name contains this text, ignoring case (taken literally: `%` and `_` are no wildcards). The next page's link keeps it.
+                 * @example front
+                 */
+                search?: string;
                 /** @description Page size, 1 to 1000. */
                 limit?: number;
-                /** @description Opaque cursor from the `Link: rel="next"` header. */
+                /** @description Opaque cursor from `Link: rel="next"`. */
                 cursor?: string;
             };
             header?: never;
