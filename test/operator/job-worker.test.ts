@@ -176,6 +176,13 @@ describe('bulk job worker', () => {
     expect(first).toMatchObject({ state: 'running' });
     expect(first.processed).toBeGreaterThan(0);
     expect(first.processed).toBeLessThan(2500);
+    // Stopped with the large job unfinished: its lease given back, for any instance to take on at once.
+    await t.app.services.jobWorker.stop();
+    const { rows } = await t.database.db.query<{ state: string; lease_until: string | null }>('SELECT state, lease_until FROM jobs WHERE tenant_id = $1 AND id = $2', [
+      a.tenant.tenantId,
+      large,
+    ]);
+    expect(rows).toEqual([{ state: 'running', lease_until: null }]);
     expect(await t.app.services.jobWorker.runOnce()).toBe(true);
     expect(await job(aJobs, large)).toMatchObject({ state: 'succeeded', processed: 2500, succeeded: 2500 });
   });
