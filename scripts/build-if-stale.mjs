@@ -62,9 +62,12 @@ function buildConsole(root) {
   rmSync(join(root, CONSOLE_STAMP), { force: true });
   // Vite's package exports no bin path: the command sits beside its package.json.
   const vite = join(dirname(createRequire(join(root, 'package.json')).resolve('vite/package.json')), 'bin', 'vite.js');
+  // Always the production build: a caller's NODE_ENV (vitest sets `test` for its global setup) would otherwise make Vite
+  // bundle React's development build (twice the size, with its warnings), and the stamp would keep it for `npm start`.
   const result = spawnSync(process.execPath, [vite, 'build', '--config', join('console', 'vite.config.ts'), '--logLevel', 'warn'], {
     cwd: root,
     stdio: 'inherit',
+    env: { ...process.env, NODE_ENV: 'production' },
   });
   const code = result.status ?? 1;
   if (code === 0) {

@@ -298,7 +298,7 @@ export const ConfigSchema = Type.Object(
       maximum: 3600,
       default: 30,
       description:
-        'How long an instance holds a bulk job without progress before another may take it over: a killed instance\'s job resumes after at most this long. Each applied item renews it.',
+        'How long an instance holds a bulk job without progress before another may take it over: a killed instance\'s job resumes after at most this long. Each applied batch renews it.',
     }),
     WEBHOOK_DELIVERY_MIN_PER_SECOND: Type.Integer({
       minimum: 1,

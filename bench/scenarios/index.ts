@@ -3,12 +3,13 @@ import { baseScaleRuns, type ScaleRun } from '../scale.js';
 import type { Comparison, MicroBenchmark, Scenario } from '../types.js';
 import { accessLogScaleRuns } from './access-log.js';
 import { claimScaleRuns } from './claim.js';
+import { consoleScaleRuns } from './console.js';
 import { bulkImportScaleRuns } from './bulk-import.js';
 import { credentialsAtRestBenchmarks } from './credentials-at-rest.js';
 import { doorBenchmarks } from './door.js';
 import { erasureScaleRuns } from './erasure.js';
 import { heldSyncScaleRuns } from './held-sync.js';
-import { doorAccessComparisons, doorAccessScenarios } from './door-access.js';
+import { doorAccessComparisons, doorAccessScaleRuns, doorAccessScenarios } from './door-access.js';
 import { oauthTokenComparisons, oauthTokenScenarios } from './oauth-token.js';
 import { opsScenarios } from './ops.js';
 import { ticketPageComparisons, ticketPageScenarios } from './ticket-pages.js';
@@ -53,4 +54,6 @@ export const scaleRuns: ScaleRun[] = [
   ...erasureScaleRuns,
   ...heldSyncScaleRuns,
   ...bulkImportScaleRuns,
+  ...doorAccessScaleRuns,
+  ...consoleScaleRuns,
 ];

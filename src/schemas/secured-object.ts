@@ -1,6 +1,6 @@
 // Schemas of secured objects, the locks (docs/api-reference.md 4.1, 8.4, 8.5, 9): as created, listed, changed and read one by one.
 import { Type } from '@sinclair/typebox';
-import { ChannelSchema, ID_PATTERN, named, RequestedChannel } from './common.js';
+import { ChannelSchema, defaultsOptional, ID_PATTERN, named, PAGE_PARAMETERS, RequestedChannel } from './common.js';
 import { TimeZoneSchema } from './schedule.js';
 import { holderBindingSchema, LOCK_KEY_THUMBPRINT_EXAMPLE } from './holder-key.js';
 import type { HolderBinding } from '../shared/holder-binding.js';
@@ -30,6 +30,26 @@ export const NewSecuredObjectSchema = named(
       additionalProperties: false,
       examples: [{ id: 'front-door', channels: ['btlespp'], localName: 'LOCK-0042', uuid: '7d8a0c1e-4b7f-4d5e-9a41-3c2b1f0e9d8c' }],
     },
+  ),
+);
+
+/** GET /operatorapi/securedobjects (docs/api-reference.md 4.1): a page, optionally only the locks a text finds. */
+export const SecuredObjectListQuery = defaultsOptional(
+  Type.Object(
+    {
+      search: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: 128,
+          description:
+            'Only the locks whose id or Bluetooth LE local name contains this text, ignoring case (taken literally: `%` and ' +
+            '`_` are no wildcards). The next page\'s link keeps it.',
+          examples: ['front'],
+        }),
+      ),
+      ...PAGE_PARAMETERS,
+    },
+    { additionalProperties: false },
   ),
 );
 

@@ -5,7 +5,7 @@ import type { Database } from '../db/database.js';
 import { listTicketsOfDeviceForLock } from '../db/repositories/download.repo.js';
 import { findLockBindingFacts } from '../db/repositories/holder-key.repo.js';
 import { findLockTelemetry } from '../db/repositories/lock-telemetry.repo.js';
-import { findLockState } from '../db/repositories/lockdown.repo.js';
+import { findLockModeThrough, findLockState } from '../db/repositories/lockdown.repo.js';
 import { findMobileDevice } from '../db/repositories/mobile-device.repo.js';
 import { findSecuredObject } from '../db/repositories/secured-object.repo.js';
 import { findTicketKeySetSeq, listTicketKeyAnnouncements } from '../db/repositories/signing-key.repo.js';
@@ -89,6 +89,12 @@ export function createAccessCheckService({ db, clock, credentials }: AccessCheck
         findLockState(db, tenantId, lock.id),
       ]);
       const clockOffsetMs = telemetry?.clockOffsetMs ?? null;
+      // A state the lock has not acknowledged: what it holds instead is the newest one it had by its acknowledged position.
+      const appliedThrough = telemetry?.appliedThrough ?? null;
+      const heldMode =
+        lockState.serial > 0 && appliedThrough !== null && appliedThrough < lockState.serial
+          ? await findLockModeThrough(db, tenantId, lock.id, appliedThrough)
+          : null;
       const request = explainRequest(query, now, lock.channels, clockOffsetMs);
       // The tickets that may open first (listTicketsOfDeviceForLock): beyond the cap, the decision stays the lock's.
       const rows = await listTicketsOfDeviceForLock(db, tenantId, device.id, lock.id, request, MAX_EXPLAINED_TICKETS + 1);
@@ -129,14 +135,14 @@ export function createAccessCheckService({ db, clock, credentials }: AccessCheck
           maxCredentialLifetime: credentials.lifetimeMs / 1000,
           channels: lock.channels,
           publishedKids,
-          appliedThrough: telemetry?.appliedThrough ?? null,
+          appliedThrough,
           keySetSeq,
           keyAnnouncements,
           holderBinding: binding.holderBinding,
           holderBindingSeq: binding.holderBindingSeq,
           keyRevocations: binding.revokedKeys,
           clockOffsetMs,
-          lockState,
+          lockState: { ...lockState, heldMode },
         },
         tickets,
       );

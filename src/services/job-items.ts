@@ -3,7 +3,7 @@
 // that makes a re-run of the same file `unchanged`.
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.js';
-import { findEquivalentPermission } from '../db/repositories/access-permission.repo.js';
+import { findEquivalentPermissions, type PermissionKey } from '../db/repositories/access-permission.repo.js';
 import {
   findGroupsNamed,
   groupNamesTaken,
@@ -34,7 +34,7 @@ export interface ItemWriters {
   mobileDevices: Pick<MobileDeviceService, 'register'>;
   residents: Pick<GroupService, 'create' | 'addMember'>;
   lockGroups: Pick<GroupService, 'create' | 'addMember'>;
-  accessPermissions: Pick<AccessPermissionService, 'create'>;
+  accessPermissions: Pick<AccessPermissionService, 'create' | 'createMany'>;
   tickets: Pick<TicketService, 'create'>;
 }
 
@@ -121,12 +121,16 @@ async function group(
   return { outcome: 'updated', resourceId: existing.id };
 }
 
+/** The natural key of a permission item (findEquivalentPermissions), or null when its ids cannot name one. */
+const permissionKey = (input: NewAccessPermission): PermissionKey | null =>
+  isUuid(input.residentId) && isUuid(input.lockGroupId)
+    ? { ...input, schedule: input.schedule === undefined ? null : (input.schedule as never) }
+    : null;
+
 async function accessPermission({ db, writers, context }: ItemScope, input: NewAccessPermission): Promise<Applied> {
-  if (isUuid(input.residentId) && isUuid(input.lockGroupId)) {
-    const existing = await findEquivalentPermission(db, context.tenantId, {
-      ...input,
-      schedule: input.schedule === undefined ? null : (input.schedule as never),
-    });
+  const key = permissionKey(input);
+  if (key) {
+    const [existing] = await findEquivalentPermissions(db, context.tenantId, [key]);
     if (existing) return { outcome: 'unchanged', resourceId: existing };
   }
   const created = await writers.accessPermissions.create(context, input);
@@ -267,5 +271,42 @@ export async function applyGroups(
       auditEvent(context, createdAt, words.event, `${words.target}:${group.id}`, { [words.idKey]: group.id, [words.field]: group.memberIds }),
     ),
   );
+  return { outcomes, deferred };
+}
+
+/**
+ * Access permissions set-based (docs/api-reference.md 14): one look-up of the batch's natural keys (an equal permission
+ * already there is `unchanged`), then the rest granted together by the service's createMany, which checks, inserts and
+ * expands them into tickets as create does each, with create's own refusal for each one refused. An item whose
+ * resident and lock group an earlier item of the batch names too is answered `deferred`: it runs one by one
+ * afterwards, through the service, and finds what the batch made.
+ */
+export async function applyAccessPermissions(
+  { db, writers, context }: ItemScope,
+  items: readonly { index: number; item: Record<string, unknown> }[],
+): Promise<{ outcomes: BatchOutcome[]; deferred: number[] }> {
+  const wanted = items.map(({ index, item }) => ({ index, input: item as unknown as NewAccessPermission, key: permissionKey(item as unknown as NewAccessPermission) }));
+  const keyed = wanted.filter((entry) => entry.key !== null);
+  const found = new Map((await findEquivalentPermissions(db, context.tenantId, keyed.map((entry) => entry.key!))).map((id, at) => [keyed[at]!.index, id]));
+  const outcomes: BatchOutcome[] = [];
+  const deferred: number[] = [];
+  const creates: typeof wanted = [];
+  const pairs = new Set<string>();
+  for (const entry of wanted) {
+    const existing = found.get(entry.index);
+    if (existing) {
+      outcomes.push({ index: entry.index, applied: { outcome: 'unchanged', resourceId: existing } });
+      continue;
+    }
+    const pair = JSON.stringify([entry.input.residentId, entry.input.lockGroupId].map((id) => String(id).toLowerCase()));
+    if (pairs.has(pair)) deferred.push(entry.index);
+    else creates.push(entry);
+    pairs.add(pair);
+  }
+  const made = await writers.accessPermissions.createMany(context, creates.map((entry) => entry.input));
+  made.forEach((result, at) => {
+    const { index } = creates[at]!;
+    outcomes.push(result instanceof ProblemError ? { index, refused: result } : { index, applied: { outcome: 'created', resourceId: result.id } });
+  });
   return { outcomes, deferred };
 }

@@ -147,8 +147,9 @@ export function createSecuredObjectService(options: SecuredObjectServiceOptions)
       return toSecuredObject(record);
     },
 
-    async list(tenantId: string, limit: number, cursor?: string): Promise<Page<SecuredObject>> {
-      const rows = await listSecuredObjects(db, tenantId, decodeCursor(cursor), limit + 1);
+    /** A page of the tenant's locks; with `search`, those whose id or local name contains it (docs/api-reference.md 4.1). */
+    async list(tenantId: string, limit: number, cursor?: string, search?: string): Promise<Page<SecuredObject>> {
+      const rows = await listSecuredObjects(db, tenantId, decodeCursor(cursor), limit + 1, search);
       return pageOf(rows, limit, (row) => ({ createdAt: row.createdAt, id: row.id }), toSecuredObject);
     },
 

@@ -50,6 +50,7 @@ export const ACCESS_CHECK_CODES = [
   'lifetime-exceeds-maximum',
   'lockdown',
   'lockdown-override',
+  'lockdown-end-not-applied',
 ] as const;
 
 export type AccessCheckCode = (typeof ACCESS_CHECK_CODES)[number];
@@ -114,6 +115,8 @@ export interface LockView {
   lockMode: 'lockdown' | 'normal';
   /** The lock has acknowledged the state's serial (docs/api-reference.md 8.4). */
   lockStateApplied: boolean;
+  /** The lockdown has ended, but the lock acknowledged a position where it was in force: it may still refuse. */
+  lockdownEndPending: boolean;
 }
 
 /** What is asked: `at` in server time, `lockTime` the same instant on the lock's clock. */
@@ -178,8 +181,12 @@ export interface LockFacts {
   keyRevocations: ReadonlyMap<string, number>;
   /** The lock's clock minus the server's (ms); null: never estimated. */
   clockOffsetMs: number | null;
-  /** The lock's state (docs/api-reference.md 15); `normal` and serial 0 while no lockdown reached it. */
-  lockState: { mode: 'lockdown' | 'normal'; serial: number };
+  /**
+   * The lock's state (docs/api-reference.md 15); `normal` and serial 0 while no lockdown reached it. `heldMode`: the
+   * mode of the newest state the lock had by the position it acknowledged, when it has not acknowledged this one
+   * (null: it has, or it never acknowledged a position).
+   */
+  lockState: { mode: 'lockdown' | 'normal'; serial: number; heldMode?: 'lockdown' | 'normal' | null };
 }
 
 /**
@@ -210,6 +217,7 @@ export function lockView(facts: LockFacts, tickets: readonly ExplainedTicketFact
     clockOffsetMs: facts.clockOffsetMs,
     lockMode: facts.lockState.mode,
     lockStateApplied: facts.lockState.serial > 0 && (facts.appliedThrough ?? 0) >= facts.lockState.serial,
+    lockdownEndPending: facts.lockState.mode === 'normal' && facts.lockState.heldMode === 'lockdown',
   };
 }
 
@@ -484,6 +492,17 @@ function lockdownReason(lock: LockView): AccessCheckReason {
   };
 }
 
+/**
+ * docs/api-reference.md 8.6, 15: the lockdown has ended, but the lock acknowledged only a position at which it was in
+ * force. Judged by the state the service holds (as a lockdown not yet learnt is), with what the lock may do meanwhile.
+ */
+const LOCKDOWN_END_NOT_APPLIED: AccessCheckReason = {
+  code: 'lockdown-end-not-applied',
+  message:
+    'The lockdown has ended, but the lock has not learnt it yet: until its next sync, or a visit of a phone that ' +
+    'downloaded since the end (this one, if it downloads again first), it refuses every credential but an override ticket\'s.',
+};
+
 const LOCKDOWN_OVERRIDE: AccessCheckReason = {
   code: 'lockdown-override',
   message: 'The lock is in lockdown, and this is an override ticket: its credential opens all the same (docs/api-reference.md 15).',
@@ -556,6 +575,9 @@ export function explainTicket(evidence: TicketEvidence, lock: LockView, request:
     } else if (binding) {
       reasons = [...reasons.filter((reason) => reason.code !== 'valid'), binding.reason];
     }
+  }
+  if (decision === 'allow' && lock.lockdownEndPending && parsed?.ovr !== true) {
+    reasons = [...reasons.filter((reason) => reason.code !== 'valid'), LOCKDOWN_END_NOT_APPLIED];
   }
   if (decision === 'allow' && lock.lockMode === 'lockdown') {
     // The lock's last step (docs/lock-integration.md 3.3 step 9): only an override ticket's credential opens.

@@ -303,6 +303,14 @@ describe('GET /operatorapi/access-checks', () => {
 
     const ended = await call(t, manager, { method: 'POST', url: '/operatorapi/lockdowns', payload: { scope: { lockGroupId: group.id }, mode: 'normal', reason: 'all clear' } });
     expect(ended.statusCode, ended.body).toBe(201);
+    // Ended, but the lock acknowledged only the lockdown: as far as the service knows it still refuses.
+    const notLearnt = await check('phone-pupil', 'lockdown-vault');
+    expect(notLearnt.decision).toBe('allow');
+    expect(notLearnt.reasons).toEqual([{ code: 'lockdown-end-not-applied', message: expect.stringContaining('has not learnt it yet') }]);
+    expect(codes((await check('phone-officer', 'lockdown-vault')).reasons)).toEqual(['valid']);
+    // It acknowledges the end: normal again.
+    const endSerial = (ended.json() as { serial: number }).serial;
+    await recordLockContact(t.database.db, tenants.acme.tenantId, 'lockdown-vault', { seenAt: now, appliedThrough: endSerial });
     expect(codes((await check('phone-pupil', 'lockdown-vault')).reasons)).toEqual(['valid']);
     expect(codes((await check('phone-officer', 'lockdown-vault')).reasons)).toEqual(['valid']);
   });

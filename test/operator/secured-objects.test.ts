@@ -202,6 +202,46 @@ describe('secured objects', () => {
     }
   });
 
+  it('searches the locks by a text in their id or local name, ignoring case, literally, page by page, in the tenant only', async () => {
+    const tenant = await createTenant(t.app, 'searching');
+    const searchToken = await clientToken(t.app, tenant);
+    const register = async (id: string, localName: string) =>
+      expect((await registerLock(t, searchToken, { id, channels: ['btlespp'], localName, uuid: LOCK_UUID })).statusCode).toBe(201);
+    await register('front-door', 'LOCK-A');
+    await register('back-door', 'LOCK-B');
+    await register('Front_Gate', 'GATE-1');
+    await register('cellar', 'FRONTLINE-7');
+    await register('attic', 'ROOF%1');
+    // The other tenant has a lock whose id matches too: never found here.
+    await lock(t, otherToken, 'front-other');
+    const search = async (text: string) =>
+      (await walk(t, searchToken, `/operatorapi/securedobjects?search=${encodeURIComponent(text)}&limit=1000`)).items.map((item) => item.id);
+
+    // The id or the local name, ignoring case, oldest first.
+    expect(await search('front')).toEqual(['front-door', 'Front_Gate', 'cellar']);
+    expect(await search('DOOR')).toEqual(['front-door', 'back-door']);
+    expect(await search('gate-1')).toEqual(['Front_Gate']);
+    // Literal: `_` and `%` are no wildcards.
+    expect(await search('t_g')).toEqual(['Front_Gate']);
+    expect(await search('t_')).toEqual(['Front_Gate']);
+    expect(await search('%')).toEqual(['attic']);
+    expect(await search('nothing like it')).toEqual([]);
+
+    // Paged: the next link keeps the search.
+    const first = await call(t, searchToken, { method: 'GET', url: '/operatorapi/securedobjects?search=front&limit=2' });
+    expect(first.json().map((item: { id: string }) => item.id)).toEqual(['front-door', 'Front_Gate']);
+    expect(first.headers.link).toMatch(/^<\/operatorapi\/securedobjects\?search=front&limit=2&cursor=[A-Za-z0-9_-]+>; rel="next"$/);
+    const { pages } = await walk(t, searchToken, '/operatorapi/securedobjects?search=front&limit=2');
+    expect(pages.map((page) => page.map((item) => item.id))).toEqual([['front-door', 'Front_Gate'], ['cellar']]);
+
+    // An empty text, one too long, or two of them: 400 naming the field, as any bad filter.
+    for (const query of ['search=', `search=${'x'.repeat(129)}`, 'search=a&search=b']) {
+      const response = await call(t, searchToken, { method: 'GET', url: `/operatorapi/securedobjects?${query}` });
+      expectProblem(response, 400);
+      expect(fieldsOf(response)).toEqual(['search']);
+    }
+  });
+
   it("answers another tenant's lock as missing (404) and leaves it and its tickets unchanged", async () => {
     await lock(t, otherToken, 'their-door');
     await device(t, otherToken, 'their-phone');

@@ -4,7 +4,7 @@ import type { Queryable } from '../database.js';
 import { keysetPage, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
 import { TICKET_COLUMNS, TICKET_KEYSET, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';
 import type { GroupKind } from './group.repo.js';
-import { AUDIT_APPEND_CTES, TICKET_EVENT_CHUNKS } from './audit.repo.js';
+import { AUDIT_APPEND_CTES, TICKET_EVENT_CHUNKS, TICKET_EVENT_CHUNKS_PER_KEY } from './audit.repo.js';
 
 export interface AccessPermissionRecord {
   tenantId: string;
@@ -56,48 +56,68 @@ const toRecord = (row: AccessPermissionRow): AccessPermissionRecord & { tokenCou
   tokenCount: row.token_count,
 });
 
-export async function insertAccessPermission(db: Queryable, permission: AccessPermissionRecord): Promise<void> {
-  await db.query(`INSERT INTO access_permissions (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb)`, [
-    permission.tenantId,
-    permission.id,
-    permission.residentId,
-    permission.lockGroupId,
-    permission.beginDate,
-    permission.endDate,
-    permission.commands,
-    permission.channels,
-    permission.createdAt,
-    permission.schedule === null ? null : JSON.stringify(permission.schedule),
-  ]);
-}
-
-/** The distinct time zones of a lock group's locks (docs/api-reference.md 9), for checking a schedule against each. */
-export async function lockGroupTimeZones(db: Queryable, tenantId: string, lockGroupId: string): Promise<string[]> {
-  const { rows } = await db.query<{ time_zone: string }>(
-    `SELECT DISTINCT so.time_zone FROM lock_group_objects lgo
-       JOIN secured_objects so ON so.tenant_id = lgo.tenant_id AND so.id = lgo.secured_object_id
-      WHERE lgo.tenant_id = $1 AND lgo.lock_group_id = $2
-      ORDER BY so.time_zone`,
-    [tenantId, lockGroupId],
+/** Permissions in one statement, one or a bulk job's batch (docs/api-reference.md 14). */
+export async function insertAccessPermissions(db: Queryable, tenantId: string, permissions: readonly AccessPermissionRecord[]): Promise<void> {
+  if (permissions.length === 0) return;
+  const rows = permissions.map((permission) => ({
+    id: permission.id,
+    resident_id: permission.residentId,
+    lock_group_id: permission.lockGroupId,
+    begin_date: permission.beginDate,
+    end_date: permission.endDate,
+    commands: permission.commands,
+    channels: permission.channels,
+    created_at: permission.createdAt,
+    schedule: permission.schedule,
+  }));
+  await db.query(
+    `INSERT INTO access_permissions (${COLUMNS})
+     SELECT $1, x.id, x.resident_id, x.lock_group_id, x.begin_date, x.end_date, x.commands, x.channels, x.created_at, x.schedule
+       FROM jsonb_to_recordset($2::jsonb)
+         AS x(id uuid, resident_id uuid, lock_group_id uuid, begin_date bigint, end_date bigint, commands text[], channels text[],
+              created_at bigint, schedule jsonb)`,
+    [tenantId, JSON.stringify(rows)],
   );
-  return rows.map((row) => row.time_zone);
 }
 
-/** Locks of the group that do not support every one of `channels`. */
+/**
+ * The distinct time zones of each lock group's locks (docs/api-reference.md 9), for checking a schedule against each: a
+ * group without locks maps to none.
+ */
+export async function lockGroupTimeZones(db: Queryable, tenantId: string, lockGroupIds: readonly string[]): Promise<Map<string, string[]>> {
+  if (lockGroupIds.length === 0) return new Map();
+  const { rows } = await db.query<{ id: string; zones: string[] }>(
+    `SELECT g.id, ARRAY(SELECT DISTINCT so.time_zone FROM lock_group_objects lgo
+                         JOIN secured_objects so ON so.tenant_id = $1 AND so.id = lgo.secured_object_id
+                        WHERE lgo.tenant_id = $1 AND lgo.lock_group_id = g.id
+                        ORDER BY so.time_zone) AS zones
+       FROM unnest($2::uuid[]) AS g (id)`,
+    [tenantId, lockGroupIds],
+  );
+  return new Map(rows.map((row) => [row.id, row.zones]));
+}
+
+/**
+ * For each wanted (lock group, channels), at most 20 of the group's locks that do not support every one of the
+ * channels, in id order; answers in the order asked.
+ */
 export async function locksLackingChannels(
   db: Queryable,
   tenantId: string,
-  lockGroupId: string,
-  channels: string[],
-): Promise<string[]> {
-  const { rows } = await db.query<{ id: string }>(
-    `SELECT so.id FROM lock_group_objects lgo
-       JOIN secured_objects so ON so.tenant_id = lgo.tenant_id AND so.id = lgo.secured_object_id
-      WHERE lgo.tenant_id = $1 AND lgo.lock_group_id = $2 AND NOT so.channels @> $3::text[]
-      ORDER BY so.id LIMIT 20`,
-    [tenantId, lockGroupId, channels],
+  wanted: readonly { lockGroupId: string; channels: string[] }[],
+): Promise<string[][]> {
+  if (wanted.length === 0) return [];
+  const { rows } = await db.query<{ i: number; lacking: string[] }>(
+    `SELECT w.i, ARRAY(SELECT so.id FROM lock_group_objects lgo
+                        JOIN secured_objects so ON so.tenant_id = $1 AND so.id = lgo.secured_object_id
+                       WHERE lgo.tenant_id = $1 AND lgo.lock_group_id = w.lock_group_id AND NOT so.channels @> w.channels
+                       ORDER BY so.id LIMIT 20) AS lacking
+       FROM jsonb_to_recordset($2::jsonb) AS w(i integer, lock_group_id uuid, channels text[])`,
+    [tenantId, JSON.stringify(wanted.map((entry, i) => ({ i, lock_group_id: entry.lockGroupId, channels: entry.channels })))],
   );
-  return rows.map((row) => row.id);
+  const lacking: string[][] = wanted.map(() => []);
+  for (const row of rows) lacking[row.i] = row.lacking;
+  return lacking;
 }
 
 /** Permissions reaching the lock group whose channels the given locks do not all support. */
@@ -131,57 +151,49 @@ export interface EventStamp {
 }
 
 /**
- * docs/service-overview.md section 1: one ticket per (device in the resident) × (lock in the lock group), in one INSERT … SELECT: the
- * pairs never travel through Node. Each ticket gets the permission's schedule as stored (docs/api-reference.md 9): its
- * windows are computed when a credential is signed, so granting costs no per-ticket work. The same statement appends
- * their `ticket.created` events, one per 1,000 tickets (docs/api-reference.md 10), and so takes the event counter: call it
- * last in the transaction but for further events (audit.repo.ts). Returns how many tickets were issued.
+ * docs/service-overview.md section 1: for each of the permissions `permissionIds` (one, or a bulk job's batch,
+ * docs/api-reference.md 14), one ticket per (device in its resident) × (lock in its lock group), all in one INSERT …
+ * SELECT: the pairs never travel through Node. Each ticket gets its permission's dates, commands, channels and schedule
+ * as stored (docs/api-reference.md 9): its windows are computed when a credential is signed, so granting costs no
+ * per-ticket work. The same statement appends their `ticket.created` events, per permission (in the order of
+ * `permissionIds`) one per 1,000 tickets (docs/api-reference.md 10), and so takes the event counter: call it last in the
+ * transaction but for further events (audit.repo.ts). Returns how many tickets each permission got (absent: none).
  */
-export async function expandAccessPermission(
+export async function expandAccessPermissions(
   db: Queryable,
-  permission: AccessPermissionRecord,
+  tenantId: string,
+  permissionIds: readonly string[],
   now: number,
   seq: number,
   stamp: EventStamp,
-): Promise<number> {
-  const { rows } = await db.query<{ issued: number }>(
+): Promise<Map<string, number>> {
+  if (permissionIds.length === 0) return new Map();
+  const { rows } = await db.query<{ id: string; issued: number }>(
     `WITH inserted AS (
      ${INSERT_TICKETS}
-     SELECT gen_random_uuid(), $1, lgo.secured_object_id, rd.mobile_device_id, $5, $6, $7, $8, $9, $2, p.schedule, $10
-       FROM resident_devices rd
-       JOIN access_permissions p ON p.tenant_id = rd.tenant_id AND p.id = $2
-       JOIN lock_group_objects lgo ON lgo.tenant_id = rd.tenant_id AND lgo.lock_group_id = $4
-      WHERE rd.tenant_id = $1 AND rd.resident_id = $3
+     SELECT gen_random_uuid(), $1, lgo.secured_object_id, rd.mobile_device_id, p.begin_date, p.end_date, $3, p.commands, p.channels,
+            p.id, p.schedule, $4
+       FROM access_permissions p
+       JOIN resident_devices rd ON rd.tenant_id = $1 AND rd.resident_id = p.resident_id
+       JOIN lock_group_objects lgo ON lgo.tenant_id = $1 AND lgo.lock_group_id = p.lock_group_id
+      WHERE p.tenant_id = $1 AND p.id = ANY ($2::uuid[])
      ${ON_DUPLICATE}
-     RETURNING id
+     RETURNING id, access_permission_id AS key
      ), ${AUDIT_APPEND_CTES(
        '$1',
-       TICKET_EVENT_CHUNKS('inserted', {
-         time: '$7::bigint',
-         actor: '$11::text',
+       TICKET_EVENT_CHUNKS_PER_KEY('inserted', '$2::uuid[]', {
+         time: '$3::bigint',
+         actor: '$5::text',
          action: `'ticket.created'`,
-         target: `'access_permission:' || $2::text`,
-         requestId: '$12::text',
-         extraData: `jsonb_build_object('accessPermissionId', $2::text)`,
+         target: `'access_permission:' || c.key::text`,
+         requestId: '$6::text',
+         extraData: `jsonb_build_object('accessPermissionId', c.key::text)`,
        }),
      )}
-     SELECT count(*)::int AS issued FROM inserted`,
-    [
-      permission.tenantId,
-      permission.id,
-      permission.residentId,
-      permission.lockGroupId,
-      permission.beginDate,
-      permission.endDate,
-      now,
-      permission.commands,
-      permission.channels,
-      seq,
-      stamp.actor,
-      stamp.requestId,
-    ],
+     SELECT key AS id, count(*)::int AS issued FROM inserted GROUP BY key`,
+    [tenantId, permissionIds, now, seq, stamp.actor, stamp.requestId],
   );
-  return rows[0]!.issued;
+  return new Map(rows.map((row) => [row.id, row.issued]));
 }
 
 /**
@@ -357,32 +369,43 @@ export async function listPermissionTickets(
   return rows.map(toTicketRecord);
 }
 
+/** What a permission is found again by (findEquivalentPermissions). */
+export type PermissionKey = Pick<AccessPermissionRecord, 'residentId' | 'lockGroupId' | 'beginDate' | 'endDate' | 'commands' | 'channels' | 'schedule'>;
+
 /**
- * An access permission equal to `wanted` (same resident, lock group, dates, commands, channels and schedule; commands
- * and channels as sets), the natural key a bulk job finds a permission again by (docs/api-reference.md 14).
+ * For each of `wanted`, the oldest access permission equal to it (same resident, lock group, dates, commands, channels
+ * and schedule; commands and channels as sets), or null: the natural key a bulk job finds a permission again by
+ * (docs/api-reference.md 14). One statement for a batch; answers in the order asked.
  */
-export async function findEquivalentPermission(
-  db: Queryable,
-  tenantId: string,
-  wanted: Pick<AccessPermissionRecord, 'residentId' | 'lockGroupId' | 'beginDate' | 'endDate' | 'commands' | 'channels' | 'schedule'>,
-): Promise<string | null> {
-  const { rows } = await db.query<{ id: string }>(
-    `SELECT id FROM access_permissions
-      WHERE tenant_id = $1 AND resident_id = $2 AND lock_group_id = $3 AND begin_date = $4 AND end_date = $5
-        AND ARRAY(SELECT DISTINCT c FROM unnest(commands) AS c ORDER BY c) = $6::text[]
-        AND ARRAY(SELECT DISTINCT c FROM unnest(channels) AS c ORDER BY c) = $7::text[]
-        AND schedule IS NOT DISTINCT FROM $8::jsonb
-      ORDER BY created_at, id LIMIT 1`,
+export async function findEquivalentPermissions(db: Queryable, tenantId: string, wanted: readonly PermissionKey[]): Promise<(string | null)[]> {
+  if (wanted.length === 0) return [];
+  const { rows } = await db.query<{ i: number; id: string | null }>(
+    `SELECT w.i, (SELECT p.id FROM access_permissions p
+                   WHERE p.tenant_id = $1 AND p.resident_id = w.resident_id AND p.lock_group_id = w.lock_group_id
+                     AND p.begin_date = w.begin_date AND p.end_date = w.end_date
+                     AND ARRAY(SELECT DISTINCT c FROM unnest(p.commands) AS c ORDER BY c) = w.commands
+                     AND ARRAY(SELECT DISTINCT c FROM unnest(p.channels) AS c ORDER BY c) = w.channels
+                     AND p.schedule IS NOT DISTINCT FROM w.schedule
+                   ORDER BY p.created_at, p.id LIMIT 1) AS id
+       FROM jsonb_to_recordset($2::jsonb)
+         AS w(i integer, resident_id uuid, lock_group_id uuid, begin_date bigint, end_date bigint, commands text[], channels text[], schedule jsonb)`,
     [
       tenantId,
-      wanted.residentId,
-      wanted.lockGroupId,
-      wanted.beginDate,
-      wanted.endDate,
-      [...new Set(wanted.commands)].sort(),
-      [...new Set(wanted.channels)].sort(),
-      wanted.schedule === null ? null : JSON.stringify(wanted.schedule),
+      JSON.stringify(
+        wanted.map((key, i) => ({
+          i,
+          resident_id: key.residentId,
+          lock_group_id: key.lockGroupId,
+          begin_date: key.beginDate,
+          end_date: key.endDate,
+          commands: [...new Set(key.commands)].sort(),
+          channels: [...new Set(key.channels)].sort(),
+          schedule: key.schedule,
+        })),
+      ),
     ],
   );
-  return rows[0]?.id ?? null;
+  const found: (string | null)[] = wanted.map(() => null);
+  for (const row of rows) found[row.i] = row.id;
+  return found;
 }

@@ -32,6 +32,22 @@ export const TICKET_EVENT_CHUNKS = (
    GROUP BY c.chunk ORDER BY c.chunk`;
 
 /**
+ * TICKET_EVENT_CHUNKS for rows of several owners (e.g. the tickets of several permissions granted together): `from` has
+ * an `id` and a `key` column (the owner), chunks never mix keys, and the events come key by key in the order of
+ * `keys` (an SQL array expression of the keys), each key's chunks in turn. `columns` may name the key as `c.key`.
+ */
+export const TICKET_EVENT_CHUNKS_PER_KEY = (
+  from: string,
+  keys: string,
+  columns: { time: string; actor: string; action: string; target: string; requestId: string; extraData: string },
+  idsKey = 'ticketIds',
+) => `SELECT ${columns.time}, ${columns.actor}, ${columns.action}, ${columns.target}, ${columns.requestId},
+         ${columns.extraData} || jsonb_build_object('${idsKey}', jsonb_agg(c.id))
+    FROM (SELECT f.id, f.key, (row_number() OVER (PARTITION BY f.key) - 1) / ${EVENT_CHUNK_SIZE} AS chunk FROM ${from} AS f) AS c
+    JOIN unnest(${keys}) WITH ORDINALITY AS k (key, ordinal) ON k.key = c.key
+   GROUP BY k.ordinal, c.key, c.chunk ORDER BY k.ordinal, c.chunk`;
+
+/**
  * The CTEs that append the rows of `source` to the audit trail of the tenant in `tenantPlaceholder`, numbered with
  * the tenant's next audit sequence numbers (migration 008), for writes that audit inside one statement (ticket
  * creation, revocation, download). `source` is a SELECT of six columns, in this order: time, actor, action,

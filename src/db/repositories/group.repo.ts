@@ -95,6 +95,25 @@ export async function lockGroup(
   return rows.length > 0;
 }
 
+/**
+ * lockGroup for several groups at once, in id order (so two such locks never wait for each other in opposite orders);
+ * answers which of `ids` exist. Every id must be a UUID.
+ */
+export async function lockGroups(
+  db: Queryable,
+  kind: GroupKind,
+  tenantId: string,
+  ids: readonly string[],
+  mode: 'UPDATE' | 'SHARE',
+): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT id FROM ${kind.table} WHERE tenant_id = $1 AND id = ANY ($2::uuid[]) ORDER BY id FOR ${mode}`,
+    [tenantId, [...new Set(ids)]],
+  );
+  return new Set(rows.map((row) => row.id));
+}
+
 export async function listGroups(
   db: Queryable,
   kind: GroupKind,

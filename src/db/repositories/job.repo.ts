@@ -158,15 +158,24 @@ export async function cancelJob(db: Queryable, tenantId: string, id: string, now
 }
 
 /**
- * Jobs to run whose lease is free or has run out, oldest first, every tenant together. A plain read, locking
- * nothing: each is then claimed by a statement that names its tenant (claimJob), which only one instance wins.
+ * The oldest job to run (lease free or run out) of each tenant but those in `exceptTenants`, oldest first: the worker
+ * takes on one job per tenant (services/job-worker.ts, fairness). A plain read across tenants, locking nothing: each is
+ * then claimed by a statement that names its tenant (claimJob), which only one instance wins.
  */
-export async function findRunnableJobs(db: Queryable, now: number, limit: number): Promise<{ tenantId: string; id: string }[]> {
+export async function findRunnableJobs(
+  db: Queryable,
+  now: number,
+  exceptTenants: readonly string[],
+  limit: number,
+): Promise<{ tenantId: string; id: string }[]> {
   const { rows } = await db.query<{ tenant_id: string; id: string }>(
-    `SELECT tenant_id, id FROM jobs
-      WHERE state IN ('queued', 'running') AND (lease_until IS NULL OR lease_until <= $1) AND type <> 'erasure'
-      ORDER BY created_at LIMIT $2`,
-    [now, limit],
+    `SELECT tenant_id, id FROM (
+       SELECT DISTINCT ON (tenant_id) tenant_id, id, created_at FROM jobs
+        WHERE state IN ('queued', 'running') AND (lease_until IS NULL OR lease_until <= $1) AND type <> 'erasure'
+          AND tenant_id <> ALL ($2::uuid[])
+        ORDER BY tenant_id, created_at, id) AS oldest
+      ORDER BY created_at, id LIMIT $3`,
+    [now, exceptTenants, limit],
   );
   return rows.map((row) => ({ tenantId: row.tenant_id, id: row.id }));
 }

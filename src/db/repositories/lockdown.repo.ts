@@ -132,3 +132,16 @@ export async function findLockState(db: Queryable, tenantId: string, securedObje
   const row = rows[0]!;
   return { mode: row.mode, serial: Number(row.serial) };
 }
+
+/**
+ * The mode of the newest state a lock was given at or before change-log position `throughSeq`: what a lock that
+ * acknowledged that position holds (docs/api-reference.md 8.4, 15); `normal` when no lockdown had reached it by then.
+ */
+export async function findLockModeThrough(db: Queryable, tenantId: string, securedObjectId: string, throughSeq: number): Promise<LockMode> {
+  const { rows } = await db.query<{ mode: LockMode }>(
+    `SELECT mode FROM lockdown_locks WHERE tenant_id = $1 AND secured_object_id = $2 AND change_seq <= $3
+      ORDER BY change_seq DESC LIMIT 1`,
+    [tenantId, securedObjectId, throughSeq],
+  );
+  return rows[0]?.mode ?? 'normal';
+}

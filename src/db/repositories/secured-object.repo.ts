@@ -65,16 +65,28 @@ export async function findSecuredObject(db: Queryable, tenantId: string, id: str
   return rows[0] ? toRecord(rows[0]) : null;
 }
 
+/**
+ * A page of the tenant's locks in creation order; with `search`, only those whose id or local name contains it,
+ * ignoring case (strpos: the text is literal, no LIKE wildcards). The search filters the walk of the page index,
+ * which stays bounded by the tenant's locks.
+ */
 export async function listSecuredObjects(
   db: Queryable,
   tenantId: string,
   after: KeysetPosition | null,
   limit: number,
+  search?: string,
 ): Promise<SecuredObjectRecord[]> {
   const params: unknown[] = [tenantId];
+  let matches = '';
+  if (search !== undefined) {
+    params.push(search);
+    const text = `lower($${params.length}::text)`;
+    matches = `AND (strpos(lower(id), ${text}) > 0 OR strpos(lower(local_name), ${text}) > 0) `;
+  }
   const page = keysetPage(params, KEYSET, after, limit);
   const { rows } = await db.query<SecuredObjectRow>(
-    `SELECT ${COLUMNS} FROM secured_objects WHERE tenant_id = $1 AND ${page.condition} ${page.orderAndLimit}`,
+    `SELECT ${COLUMNS} FROM secured_objects WHERE tenant_id = $1 ${matches}AND ${page.condition} ${page.orderAndLimit}`,
     params,
   );
   return rows.map(toRecord);

@@ -5,9 +5,10 @@ import {
   NewSecuredObjectSchema,
   SecuredObjectChangesSchema,
   SecuredObjectDetailSchema,
+  SecuredObjectListQuery,
   SecuredObjectSchema,
 } from '../../schemas/secured-object.js';
-import { createdResponse, deprecatedResponse, ObjectIdParams, PageQuery, pageResponse } from '../../schemas/common.js';
+import { createdResponse, deprecatedResponse, ObjectIdParams, pageResponse } from '../../schemas/common.js';
 import { problemResponses } from '../../schemas/problem.js';
 import { DoorAccessQuery, DoorAccessSchema } from '../../schemas/door-access.js';
 import { DEPRECATIONS } from '../../shared/deprecations.js';
@@ -57,16 +58,20 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
         security: [{ bearer: ['devices:read'] }],
         operationId: 'listSecuredObjects',
         summary: 'List secured objects',
-        description: 'The tenant\'s locks, oldest first. Pages follow `Link: rel="next"`.',
-        querystring: PageQuery,
+        description:
+          'The tenant\'s locks, oldest first. `search` keeps only those whose id or Bluetooth LE local name contains the ' +
+          'text, ignoring case. Pages follow `Link: rel="next"`, which keeps the search.',
+        querystring: SecuredObjectListQuery,
         response: {
           200: pageResponse(SecuredObjectSchema, 'A page of secured objects.'),
           ...problemResponses(),
         },
       },
     },
-    async (request, reply) =>
-      sendPage(request, reply, await services.securedObjects.list(request.auth.tenantId, request.query.limit, request.query.cursor)),
+    async (request, reply) => {
+      const { limit, cursor, search } = request.query;
+      return sendPage(request, reply, await services.securedObjects.list(request.auth.tenantId, limit, cursor, search));
+    },
   );
 
   app.get(

@@ -1,7 +1,8 @@
 // The operations of the model: the tenant's set-up (locks with their own keys, phones enrolled with theirs, a webhook),
 // the generator that picks the next operation, and each operation run against the service and the reference
-// simulators (src/simulator/): tickets, revocations, phone key replacement, device deletion and replacement, lockdown
-// start and end, downloads, lock syncs, visits at the door and access-log relays with receipts.
+// simulators (src/simulator/): tickets, grants and membership changes (their tickets read back from the database),
+// revocations, phone key replacement, ticket-key rotation, device deletion and replacement, lock deletion and
+// replacement, lockdown start and end, downloads, lock syncs, visits at the door and access-log relays with receipts.
 import { randomUUID } from 'node:crypto';
 import { LockSimulator, type SyncAnswer } from '../../../src/simulator/lock-simulator.js';
 import { PhoneSimulator, type DownloadedToken } from '../../../src/simulator/phone-simulator.js';
@@ -9,20 +10,37 @@ import { es256KeyPair, privateJwk, signEs256, type Es256KeyPair } from '../../..
 import { RECEIPT_TYPE } from '../../../src/shared/door-exchange.js';
 import { checkOpened, type Violation } from './invariants.js';
 import type { Prng } from './prng.js';
-import { PUBLIC_URL, clientToken, request, type Instance, type Reply, type Service } from './service.js';
+import { PUBLIC_URL, clientToken, request, userToken, type Instance, type Reply, type Service } from './service.js';
 import { count, type ModelLock, type ModelPhone, type World } from './world.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
-export type OperationName = 'issue' | 'revoke' | 'rotate-key' | 'delete-device' | 'lockdown' | 'download' | 'sync' | 'visit' | 'relay';
+export type OperationName =
+  | 'issue'
+  | 'grant'
+  | 'membership'
+  | 'revoke'
+  | 'rotate-key'
+  | 'rotate-ticket-key'
+  | 'delete-device'
+  | 'replace-lock'
+  | 'lockdown'
+  | 'download'
+  | 'sync'
+  | 'visit'
+  | 'relay';
 
 /** How often each operation is picked, out of their sum. */
 const WEIGHTS: Record<OperationName, number> = {
   issue: 16,
+  grant: 4,
+  membership: 6,
   revoke: 9,
   'rotate-key': 3,
+  'rotate-ticket-key': 2,
   'delete-device': 2,
+  'replace-lock': 2,
   lockdown: 4,
   download: 15,
   sync: 12,
@@ -56,6 +74,86 @@ const choose = (random: Prng) => (live: Instance[]) => random.pick(live);
 /** A request as the operator's client makes it: any instance, failing over, a new token when the old one is refused. */
 async function operatorCall(ctx: Context, method: string, path: string, body?: unknown, asManager = false, headers: Record<string, string> = {}): Promise<Reply> {
   return request(ctx.service, choose(ctx.random), method, path, asManager ? ctx.world.manager : ctx.world.operator, body, headers);
+}
+
+/** An Access API request as the tenant's user makes it (docs/api-reference.md 5), a new token when the old one is refused. */
+async function accessCall(ctx: Context, method: string, path: string, body?: unknown): Promise<Reply> {
+  const { access } = ctx.world;
+  access.token ??= await userToken(ctx.service, access.client, access.login, access.password);
+  let reply = await request(ctx.service, choose(ctx.random), method, path, access.token, body);
+  if (reply.status === 401) {
+    access.token = await userToken(ctx.service, access.client, access.login, access.password);
+    reply = await request(ctx.service, choose(ctx.random), method, path, access.token, body);
+  }
+  return reply;
+}
+
+/**
+ * Grants, membership changes and lock deletions make and revoke tickets the model did not name: it reads them back
+ * after the definite answer. `answeredAt` (after the commit) as their revocation time errs towards fewer obligations.
+ */
+async function reconcileTickets(ctx: Context, answeredAt: number): Promise<{ made: number; revoked: number }> {
+  const { rows } = await ctx.service.db.query<{ id: string; lock_id: string; device_id: string; override: boolean; revoked: boolean }>(
+    `SELECT id::text AS id, secured_object_id AS lock_id, mobile_device_id AS device_id, override, revoked_at IS NOT NULL AS revoked
+       FROM tickets WHERE tenant_id = $1`,
+    [ctx.world.tenantId],
+  );
+  let made = 0;
+  let revoked = 0;
+  for (const row of rows) {
+    const known = ctx.world.tickets.get(row.id);
+    if (!known) {
+      ctx.world.tickets.set(row.id, { id: row.id, lockId: row.lock_id, deviceId: row.device_id, override: row.override, downloaded: false, ...(row.revoked ? { revokedAt: answeredAt } : {}) });
+      made += 1;
+    } else if (row.revoked && known.revokedAt === undefined) {
+      known.revokedAt = answeredAt;
+      revoked += 1;
+    }
+  }
+  return { made, revoked };
+}
+
+/** The resident and lock group the grants join, made at the start with the first phones and locks. */
+export async function addGroups(ctx: Context): Promise<void> {
+  const { world } = ctx;
+  const deviceIds = activePhones(world).slice(0, 2).map((phone) => phone.deviceId);
+  const lockIds = world.locks.slice(0, 2).map((lock) => lock.id);
+  const resident = await accessCall(ctx, 'POST', '/v1/residents', { name: 'model resident', mobileDeviceIds: deviceIds });
+  expectStatus(resident, 201, 'resident');
+  const group = await accessCall(ctx, 'POST', '/v1/lock-groups', { name: 'model lock group', securedObjectIds: lockIds });
+  expectStatus(group, 201, 'lock group');
+  world.resident = { id: (resident.body as { id: string }).id, deviceIds: new Set(deviceIds) };
+  world.lockGroup = { id: (group.body as { id: string }).id, lockIds: new Set(lockIds) };
+}
+
+/** One membership change: a phone into or out of the resident, or a lock into or out of the lock group. */
+async function changeMembership(ctx: Context): Promise<string> {
+  const { world, random } = ctx;
+  const { resident, lockGroup } = world;
+  const choices: { path: string; method: 'PUT' | 'DELETE'; apply: () => void }[] = [];
+  for (const phone of activePhones(world)) {
+    const member = resident.deviceIds.has(phone.deviceId);
+    choices.push({
+      path: `/v1/residents/${resident.id}/mobiledevices/${phone.deviceId}`,
+      method: member ? 'DELETE' : 'PUT',
+      apply: () => (member ? resident.deviceIds.delete(phone.deviceId) : resident.deviceIds.add(phone.deviceId)),
+    });
+  }
+  for (const lock of world.locks) {
+    const member = lockGroup.lockIds.has(lock.id);
+    choices.push({
+      path: `/v1/lock-groups/${lockGroup.id}/securedobjects/${lock.id}`,
+      method: member ? 'DELETE' : 'PUT',
+      apply: () => (member ? lockGroup.lockIds.delete(lock.id) : lockGroup.lockIds.add(lock.id)),
+    });
+  }
+  const change = random.pick(choices);
+  const reply = await accessCall(ctx, change.method, change.path);
+  // 404: a retry after a lost answer finds the member already gone.
+  if (reply.status !== 200 && !(change.method === 'DELETE' && reply.status === 404)) expectStatus(reply, 200, `membership ${change.method}`);
+  change.apply();
+  const { made, revoked } = await reconcileTickets(ctx, Date.now());
+  return `membership ${change.method} ${change.path} (${reply.status}): ${made} tickets made, ${revoked} revoked`;
 }
 
 async function phoneCall(ctx: Context, phone: ModelPhone, method: string, path: string, body?: unknown): Promise<Reply> {
@@ -160,6 +258,29 @@ export async function runOperation(ctx: Context, name: OperationName, step: numb
       world.tickets.set(id, { id, lockId: lock.id, deviceId: phone.deviceId, override, downloaded: false });
       return `issue ${id} ${lock.id}/${phone.deviceId}${override ? ' override' : ''}`;
     }
+    case 'grant': {
+      const now = Date.now();
+      const reply = await accessCall(ctx, 'POST', '/v1/access-permissions', {
+        residentId: world.resident.id,
+        lockGroupId: world.lockGroup.id,
+        beginDate: now - HOUR,
+        endDate: now + DAY,
+        commands: ['open'],
+        channels: ['btlespp'],
+      });
+      expectStatus(reply, 201, 'access permission');
+      const { made, revoked } = await reconcileTickets(ctx, Date.now());
+      return `grant ${(reply.body as { id: string }).id}: ${made} tickets made, ${revoked} revoked`;
+    }
+    case 'membership':
+      return changeMembership(ctx);
+    case 'rotate-ticket-key': {
+      // A normal rotation: announced for a credential lifetime before it signs (docs/api-reference.md 8.1); 409 while
+      // an announced key is pending.
+      const reply = await operatorCall(ctx, 'POST', '/operatorapi/ticket-keys/rotations', {}, true);
+      if (reply.status !== 201 && reply.status !== 409) expectStatus(reply, 201, 'ticket-key rotation');
+      return `rotate-ticket-key (${reply.status}${reply.status === 201 ? ` ${(reply.body as { kid: string }).kid}` : ''})`;
+    }
     case 'revoke': {
       const live = [...world.tickets.values()].filter((ticket) => ticket.revokedAt === undefined);
       if (live.length === 0) return 'revoke: nothing to revoke';
@@ -189,8 +310,22 @@ export async function runOperation(ctx: Context, name: OperationName, step: numb
       for (const ticket of world.tickets.values()) if (ticket.deviceId === phone.deviceId && ticket.revokedAt === undefined) ticket.revokedAt = now;
       world.keyRevokedAt.set(phone.key.thumbprint, now);
       for (const holder of world.phones) if (holder.deviceId === phone.deviceId) holder.retired = true;
+      world.resident.deviceIds.delete(phone.deviceId);
       const replacement = await addPhone(ctx);
       return `delete-device ${phone.deviceId}, replaced by ${replacement.deviceId}`;
+    }
+    case 'replace-lock': {
+      // The lock is taken off the door and deleted; a new lock with a new id goes on (docs/api-reference.md 4.1).
+      if (world.locks.length < 2) return 'replace-lock: one lock left';
+      const lock = random.pick(world.locks);
+      const reply = await operatorCall(ctx, 'DELETE', `/operatorapi/securedobjects/${lock.id}`);
+      if (reply.status !== 204 && reply.status !== 404) expectStatus(reply, 204, 'lock deletion');
+      const { revoked } = await reconcileTickets(ctx, Date.now());
+      world.locks = world.locks.filter((candidate) => candidate !== lock);
+      world.lockGroup.lockIds.delete(lock.id);
+      const replacement = await addLock(ctx, `door-${++world.nextLock}`, lock.online);
+      world.locks.push(replacement);
+      return `replace-lock ${lock.id} (${reply.status}, ${revoked} tickets revoked), replaced by ${replacement.id}`;
     }
     case 'lockdown': {
       const current = world.lockdowns[world.lockdowns.length - 1];

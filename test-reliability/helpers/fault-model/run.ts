@@ -9,7 +9,7 @@ import { spawnNode } from '../../../test/helpers/process.js';
 import { SECRETS_KEY, sleep } from '../server.js';
 import { nextFault, restartDue, withFault, type FaultState } from './faults.js';
 import { checkDeliveries, checkNothingLost, checkServiceView, type InvariantName, type Violation } from './invariants.js';
-import { addLock, addPhone, download, nextOperation, runOperation, type Context, type OperationName } from './operations.js';
+import { addGroups, addLock, addPhone, download, nextOperation, runOperation, type Context, type OperationName } from './operations.js';
 import { prng } from './prng.js';
 import { startModelReceiver } from './receiver.js';
 import { clientToken, request, type Service } from './service.js';
@@ -85,8 +85,12 @@ export async function runModel(service: Service, options: RunOptions): Promise<R
     keyRevokedAt: new Map(),
     lockdowns: [],
     eventHighWater: { count: 0, maxSeq: 0 },
+    access: await accessCaller(service, tenant, name),
+    resident: { id: '', deviceIds: new Set() },
+    lockGroup: { id: '', lockIds: new Set() },
     counts: {},
     nextDevice: 0,
+    nextLock: 0,
   };
   const ctx: Context = { service, world, random, found: [], maxSerialSeen: 0 };
   const findings: Finding[] = [];
@@ -99,12 +103,14 @@ export async function runModel(service: Service, options: RunOptions): Promise<R
     }
   };
 
-  const managerClient = await request(service, (live) => live[0]!, 'POST', '/operatorapi/oauthclients', world.operator, { name: 'model manager', scopes: ['lockdown:manage', 'tokens:create'] });
+  const managerClient = await request(service, (live) => live[0]!, 'POST', '/operatorapi/oauthclients', world.operator, { name: 'model manager', scopes: ['lockdown:manage', 'tokens:create', 'keys:rotate'] });
   if (managerClient.status !== 201) throw new Error(`manager client: ${managerClient.status} ${JSON.stringify(managerClient.body)}`);
   world.manager = await clientToken(service, managerClient.body as { clientId: string; clientSecret: string });
   const lockCount = options.locks ?? 4;
   for (let index = 1; index <= lockCount; index++) world.locks.push(await addLock(ctx, `door-${index}`, index <= Math.ceil(lockCount / 2)));
+  world.nextLock = lockCount;
   for (let index = 0; index < (options.phones ?? 4); index++) await addPhone(ctx);
+  await addGroups(ctx);
   // Every phone starts with a ticket it has downloaded, so that the first steps already reach doors.
   for (const phone of [...world.phones]) {
     await runOperation(ctx, 'issue', 0, phone);
@@ -169,6 +175,19 @@ export const CAUGHT_BY: Record<Breakage, InvariantName> = {
   'receiver-drops': 'events-delivered',
   'lose-committed-event': 'nothing-lost',
 };
+
+/** The tenant's Access API caller: a client with the Access API's scopes and a user (docs/api-reference.md 3.2, 3.7). */
+async function accessCaller(service: Service, management: { clientId: string; clientSecret: string }, tenantName: string): Promise<World['access']> {
+  const operator = await clientToken(service, management);
+  const first = (live: { name: string }[]) => live[0]!;
+  const scopes = ['device-groups:write', 'device-groups:read', 'access-permissions:write', 'access-permissions:read', 'devices:read'];
+  const client = await request(service, first as never, 'POST', '/operatorapi/oauthclients', operator, { name: 'model access', scopes });
+  if (client.status !== 201) throw new Error(`access client: ${client.status} ${JSON.stringify(client.body)}`);
+  const password = 'model user password, long enough';
+  const user = await request(service, first as never, 'POST', '/operatorapi/users', operator, { username: 'model', password });
+  if (user.status !== 201) throw new Error(`access user: ${user.status} ${JSON.stringify(user.body)}`);
+  return { client: client.body as { clientId: string; clientSecret: string }, login: `model@${tenantName}`, password };
+}
 
 /** `acs tenant create NAME --json` from the compiled CLI (as `npm run cli` runs it): the management client. */
 async function createTenant(service: Service, name: string): Promise<{ clientId: string; clientSecret: string }> {

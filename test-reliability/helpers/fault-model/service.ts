@@ -146,15 +146,24 @@ export async function request(
 
 /** An access token by client credentials from any live instance, retried like `request`. */
 export async function clientToken(service: Service, client: { clientId: string; clientSecret: string }, scope?: string): Promise<string> {
+  return grantToken(service, client, '/oauth/token', { grant_type: 'client_credentials', ...(scope ? { scope } : {}) });
+}
+
+/** An Access API token by the password grant (docs/api-reference.md 3.2) for `login` (`user@tenant`), retried like `request`. */
+export async function userToken(service: Service, client: { clientId: string; clientSecret: string }, login: string, password: string): Promise<string> {
+  return grantToken(service, client, '/oauth2/token', { grant_type: 'password', username: login, password });
+}
+
+async function grantToken(service: Service, client: { clientId: string; clientSecret: string }, path: string, fields: Record<string, string>): Promise<string> {
   const deadline = Date.now() + 45_000;
   let last = '';
   while (Date.now() < deadline) {
     for (const instance of service.live()) {
       try {
-        const response = await fetch(`${instance.server!.base}/oauth/token`, {
+        const response = await fetch(`${instance.server!.base}${path}`, {
           method: 'POST',
           headers: { authorization: basic(client.clientId, client.clientSecret), 'content-type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams({ grant_type: 'client_credentials', ...(scope ? { scope } : {}) }).toString(),
+          body: new URLSearchParams(fields).toString(),
           signal: AbortSignal.timeout(10_000),
         });
         const text = await response.text();

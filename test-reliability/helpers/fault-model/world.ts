@@ -98,9 +98,15 @@ export interface World {
   lockdowns: ModelLockdown[];
   /** Counters the step checks read: what never goes back. */
   eventHighWater: { count: number; maxSeq: number };
+  /** The Access API caller (docs/api-reference.md 5): its client and user, and their token once granted. */
+  access: { client: { clientId: string; clientSecret: string }; login: string; password: string; token?: string };
+  /** The resident and the lock group the grants join, with the members the model has put in (the service is the truth). */
+  resident: { id: string; deviceIds: Set<string> };
+  lockGroup: { id: string; lockIds: Set<string> };
   /** What the run did, for the report. */
   counts: Record<string, number>;
   nextDevice: number;
+  nextLock: number;
 }
 
 export const count = (world: World, what: string) => {

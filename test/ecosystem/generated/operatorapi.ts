@@ -11,7 +11,7 @@ export interface paths {
         };
         /**
          * List secured objects
-         * @description The tenant's locks, oldest first. Pages follow `Link: rel="next"`.
+         * @description The tenant's locks, oldest first. `search` keeps only those whose id or Bluetooth LE local name contains the text, ignoring case. Pages follow `Link: rel="next"`, which keeps the search.
          */
         get: operations["listSecuredObjects"];
         put?: never;
@@ -976,7 +976,7 @@ export interface components {
          */
         AccessCheckReason: {
             /** @description Stable reason code. `valid`: the credential opens the lock. `no-token`: the phone has no ticket for the lock. `not-downloaded`: the phone holds no credential for the ticket (its other reasons, prefixed "Once downloaded", say what a downloaded one would meet). `key-not-published`: the credential's signing key was withdrawn (an emergency rotation); the phone must download again; with `allow`, the lock has not applied the key-set change yet and may still accept it. `key-not-known-yet`: the credential's signing key was announced after the last change the lock acknowledged, so the lock does not know it and refuses until it syncs or a phone brings it the key set. `binding-required`: the lock requires credentials bound to a phone key (docs/api-reference.md 11.2) and this one is bound to none; with `binding-not-applied` (and `allow`) the lock has not applied that policy yet, so the door may still open. `key-revoked`: the credential is bound to a phone key that was revoked, and the lock has applied it (11.4); with `key-revocation-not-applied` the lock has not yet, so the door may still open. `revoked`: revoked, and the lock applied it. `revocation-not-applied`: revoked, but the lock has not applied it yet, so the door may still open (the ticket's decision is then `allow`). `expired`; `credential-expired`: the ticket still runs but the phone's credential ran out (it renews on the next download); `not-yet-valid`; `outside-schedule` (with `nextWindowStart`); `command-not-granted`; `channel-not-granted`; `channel-not-supported`: the lock does not have that channel; `clock-drift`: the lock's clock is off by more than 30 s (it judges at `lockTime`). The rest name credentials a lock cannot read or trust: `malformed-credential`, `wrong-issuer`, `wrong-lock`, `lifetime-exceeds-maximum`, and a lock state the server never has: `invalid-time`, `lock-not-provisioned`, `lock-decommissioned`. */
-            code: "valid" | "no-token" | "not-downloaded" | "key-not-published" | "key-not-known-yet" | "binding-required" | "binding-not-applied" | "key-revoked" | "key-revocation-not-applied" | "revoked" | "revocation-not-applied" | "expired" | "credential-expired" | "not-yet-valid" | "outside-schedule" | "command-not-granted" | "channel-not-granted" | "channel-not-supported" | "clock-drift" | "invalid-time" | "lock-not-provisioned" | "lock-decommissioned" | "malformed-credential" | "wrong-issuer" | "wrong-lock" | "lifetime-exceeds-maximum" | "lockdown" | "lockdown-override";
+            code: "valid" | "no-token" | "not-downloaded" | "key-not-published" | "key-not-known-yet" | "binding-required" | "binding-not-applied" | "key-revoked" | "key-revocation-not-applied" | "revoked" | "revocation-not-applied" | "expired" | "credential-expired" | "not-yet-valid" | "outside-schedule" | "command-not-granted" | "channel-not-granted" | "channel-not-supported" | "clock-drift" | "invalid-time" | "lock-not-provisioned" | "lock-decommissioned" | "malformed-credential" | "wrong-issuer" | "wrong-lock" | "lifetime-exceeds-maximum" | "lockdown" | "lockdown-override" | "lockdown-end-not-applied";
             /** @description What happened and what to do about it, for people. */
             message: string;
             /** @description `outside-schedule`: when the credential's next schedule window opens, Unix milliseconds of the lock's clock. */
@@ -2522,9 +2522,14 @@ export interface operations {
     listSecuredObjects: {
         parameters: {
             query?: {
+                /**
+                 * @description Only the locks whose id or Bluetooth LE local name contains this text, ignoring case (taken literally: `%` and `_` are no wildcards). The next page's link keeps it.
+                 * @example front
+                 */
+                search?: string;
                 /** @description Page size, 1 to 1000. */
                 limit?: number;
-                /** @description Opaque cursor from the `Link: rel="next"` header. */
+                /** @description Opaque cursor from `Link: rel="next"`. */
                 cursor?: string;
             };
             header?: never;

@@ -59,6 +59,7 @@ const lock = (overrides: Partial<LockView> = {}): LockView => ({
   clockOffsetMs: null,
   lockMode: 'normal',
   lockStateApplied: false,
+  lockdownEndPending: false,
   ...overrides,
 });
 
@@ -273,6 +274,17 @@ describe('explainTicket', () => {
     ]);
   });
 
+  it('a lockdown ended that the lock has not learnt: allow by the state the service holds, with what the lock still does', () => {
+    const pending = lock({ lockdownEndPending: true });
+    expect(explainTicket(held(), pending, request(), AT)).toEqual({
+      decision: 'allow',
+      reasons: [{ code: 'lockdown-end-not-applied', message: expect.stringContaining('refuses every credential but an override') }],
+    });
+    // An override ticket opens at such a lock either way; a credential refused anyway says only why.
+    expect(explainTicket(held({ ovr: true }), pending, request(), AT).reasons.map((r) => r.code)).toEqual(['valid']);
+    expect(explainTicket(held(), pending, request({ command: 'lock' }), AT).reasons.map((r) => r.code)).toEqual(['command-not-granted']);
+  });
+
   it('not downloaded: when it will be, and never for a revoked or ended ticket', () => {
     const notHeld = (overrides: Partial<TicketEvidence> = {}): TicketEvidence => ({ ticket: ticket(), held: null, onceDownloaded: claims(), ...overrides });
     expect(explainTicket(notHeld(), lock(), request(), AT)).toEqual({
@@ -393,6 +405,14 @@ describe('lockView', () => {
     expect(lockView(facts({ appliedThrough: 9, lockState: { mode: 'lockdown', serial: 9 } }), [])).toMatchObject({ lockMode: 'lockdown', lockStateApplied: true });
     expect(lockView(facts({ appliedThrough: 8, lockState: { mode: 'lockdown', serial: 9 } }), [])).toMatchObject({ lockMode: 'lockdown', lockStateApplied: false });
     expect(lockView(facts({ appliedThrough: null, lockState: { mode: 'lockdown', serial: 9 } }), [])).toMatchObject({ lockStateApplied: false });
+    // Ended at 12; the lock acknowledged 10, where the lockdown of 9 was in force: the end is pending.
+    expect(lockView(facts({ appliedThrough: 10, lockState: { mode: 'normal', serial: 12, heldMode: 'lockdown' } }), [])).toMatchObject({
+      lockMode: 'normal',
+      lockStateApplied: false,
+      lockdownEndPending: true,
+    });
+    expect(lockView(facts({ appliedThrough: 8, lockState: { mode: 'normal', serial: 12, heldMode: 'normal' } }), [])).toMatchObject({ lockdownEndPending: false });
+    expect(lockView(facts({ appliedThrough: 12, lockState: { mode: 'normal', serial: 12, heldMode: null } }), [])).toMatchObject({ lockdownEndPending: false });
   });
 
   it('a key-set change is pending while the lock\'s applied position is below it, or the lock was never seen', () => {
