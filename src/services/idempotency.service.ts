@@ -25,7 +25,13 @@ export interface IdempotencyServiceOptions {
   db: Database;
   clock: Clock;
   log: Logger;
+  /** How long a stored answer is replayed. */
   ttlMs: number;
+  /**
+   * How long a request may hold its key without answering. Longer than any request runs, so a slow request is never
+   * run twice; short, so a request whose instance died (docs/api-reference.md 7.6) frees its key within it.
+   */
+  leaseMs: number;
 }
 
 /** JSON with sorted keys: the same body in another key order is the same request. */
@@ -44,7 +50,7 @@ export function requestFingerprint(method: string, path: string, body: unknown):
 
 const SWEEP_INTERVAL_MS = 15 * 60_000;
 
-export function createIdempotencyService({ db, clock, log, ttlMs }: IdempotencyServiceOptions) {
+export function createIdempotencyService({ db, clock, log, ttlMs, leaseMs }: IdempotencyServiceOptions) {
   let timer: NodeJS.Timeout | null = null;
 
   return {
@@ -56,7 +62,7 @@ export function createIdempotencyService({ db, clock, log, ttlMs }: IdempotencyS
     async begin(owner: IdempotencyOwner, key: string, fingerprint: Buffer): Promise<IdempotencyOutcome> {
       for (let attempt = 0; attempt < 2; attempt++) {
         const now = clock();
-        if (await reserveIdempotencyKey(db, owner, key, fingerprint, now, now + ttlMs)) return { kind: 'proceed' };
+        if (await reserveIdempotencyKey(db, owner, key, fingerprint, now, now + leaseMs)) return { kind: 'proceed' };
         const existing = await findIdempotencyKey(db, owner, key);
         if (!existing) continue; // released between the two statements: try to reserve again
         if (!existing.requestHash.equals(fingerprint)) {
@@ -73,7 +79,8 @@ export function createIdempotencyService({ db, clock, log, ttlMs }: IdempotencyS
       throw new ConflictError('A request with this Idempotency-Key is still being processed. Retry shortly.');
     },
 
-    complete: (owner: IdempotencyOwner, key: string, response: StoredResponse) => completeIdempotencyKey(db, owner, key, response),
+    complete: (owner: IdempotencyOwner, key: string, response: StoredResponse) =>
+      completeIdempotencyKey(db, owner, key, response, ttlMs),
 
     release: (owner: IdempotencyOwner, key: string) => releaseIdempotencyKey(db, owner, key),
 

@@ -72,6 +72,11 @@ const REVOCATION_POLL_MS = 2000;
 const KEY_REFRESH_MS = 60_000;
 /** docs/api-reference.md 4.3: Idempotency-Key records are kept per tenant for 24 h. */
 const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
+/**
+ * docs/api-reference.md 7.6: a reservation without an answer is held at most this long, or twice the statement timeout
+ * where that is longer, so no request still running loses its key.
+ */
+const IDEMPOTENCY_MIN_LEASE_MS = 60_000;
 
 export function createServices({ db, config, log, secretsKey, clock = Date.now, resolveHost, metrics = noMetrics }: ServiceDependencies) {
   const accessTokenTtlMs = config.ACCESS_TOKEN_TTL_SECONDS * 1000;
@@ -142,7 +147,13 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
     metrics,
   });
   const audit = createAuditService({ db, clock, log, retentionDefaults });
-  const idempotency = createIdempotencyService({ db, clock, log, ttlMs: IDEMPOTENCY_TTL_MS });
+  const idempotency = createIdempotencyService({
+    db,
+    clock,
+    log,
+    ttlMs: IDEMPOTENCY_TTL_MS,
+    leaseMs: Math.max(IDEMPOTENCY_MIN_LEASE_MS, 2 * config.DB_STATEMENT_TIMEOUT_MS),
+  });
   const residents = createGroupService({ db, clock, kind: RESIDENTS, metrics });
   const lockGroups = createGroupService({ db, clock, kind: LOCK_GROUPS, metrics });
   const accessPermissions = createAccessPermissionService({ db, clock, revived, metrics });

@@ -128,6 +128,34 @@ describe('Idempotency-Key', () => {
     expect((await keyRow(acme.tenantId, 'in-flight'))?.response_status).toBeNull();
   });
 
+  it('frees a key whose request never answered (its instance died) once the reservation lease has passed', async () => {
+    const body = ticketBody(t, 'door', 'phone');
+    const owner = { tenantId: acme.tenantId, clientId: acme.clientId };
+    // What a request killed between reserving its key and storing its answer leaves behind: the reservation alone.
+    const fingerprint = requestFingerprint('POST', '/operatorapi/tickets', body);
+    expect(await t.app.services.idempotency.begin(owner, 'orphan', fingerprint)).toEqual({ kind: 'proceed' });
+    // Within the lease the first request may still be running: 409, nothing made.
+    offset = 55_000;
+    try {
+      await expectNothingChanged(t, async () => {
+        expectProblem(await issueTicket(t, token, body, key('orphan')), 409);
+      });
+      // After it (60 s, twice the 30 s statement timeout being shorter), the retry runs once; its answer is kept 24 h.
+      offset = 60_001;
+      const before = await ticketCount();
+      const retry = await issueTicket(t, token, body, key('orphan'));
+      expect(retry.statusCode).toBe(201);
+      expect(await ticketCount()).toBe(before + 1);
+      const stored = await keyRow(acme.tenantId, 'orphan');
+      expect(stored?.response_status).toBe(201);
+      expect(Number(stored!.expires_at) - Number(stored!.created_at)).toBe(DAY);
+      expect((await issueTicket(t, token, body, key('orphan'))).body).toBe(retry.body);
+      expect(await ticketCount()).toBe(before + 1);
+    } finally {
+      offset = 0;
+    }
+  });
+
   it('lets exactly one of 20 concurrent requests with one key create the ticket; the others replay it or get 409', async () => {
     const body = ticketBody(t, 'door', 'phone', { commands: ['tokn'] });
     const before = await ticketCount();

@@ -25,7 +25,8 @@ export interface IdempotencyOwner {
 
 /**
  * Reserves the key for this request, atomically: true when this request owns it now (new, or the old record had
- * expired). Of concurrent requests with one key exactly one gets true.
+ * expired). Of concurrent requests with one key exactly one gets true. `expiresAt` is the reservation's lease: a
+ * request that never answers (its instance was killed) holds the key only until then, not for the whole 24 h.
  */
 export async function reserveIdempotencyKey(
   db: Queryable,
@@ -67,16 +68,18 @@ export async function findIdempotencyKey(db: Queryable, owner: IdempotencyOwner,
   };
 }
 
+/** Stores the answer and keeps it for `ttlMs` from the reservation (the lease ends: the key now replays). */
 export async function completeIdempotencyKey(
   db: Queryable,
   owner: IdempotencyOwner,
   key: string,
   response: { status: number; headers: Record<string, string>; body: string },
+  ttlMs: number,
 ): Promise<void> {
   await db.query(
-    `UPDATE idempotency_keys SET response_status = $4, response_headers = $5, response_body = $6
+    `UPDATE idempotency_keys SET response_status = $4, response_headers = $5, response_body = $6, expires_at = created_at + $7::bigint
       WHERE tenant_id = $1 AND client_id = $2 AND key = $3`,
-    [owner.tenantId, owner.clientId, key, response.status, JSON.stringify(response.headers), response.body],
+    [owner.tenantId, owner.clientId, key, response.status, JSON.stringify(response.headers), response.body, ttlMs],
   );
 }
 
