@@ -38,21 +38,23 @@ const CREDENTIAL_COLUMNS = 'credential_encrypted, credential_kid, credential_iss
 
 /**
  * The zone of the ticket's lock (`tickets` named `alias`), by its primary key. UTC when the lock is gone: its tickets
- * are revoked with it, so no credential is signed from that value.
+ * are revoked with it, so no credential is signed from that value. The subqueries here name the tenant by its
+ * placeholder, not the outer row's column, so a cluster sharded by tenant plans the statement on one node
+ * (docs/house-style.md convention 6).
  */
-const LOCK_TIME_ZONE = (alias: string) =>
+const LOCK_TIME_ZONE = (tenantPlaceholder: string, alias: string) =>
   `coalesce((SELECT so.time_zone FROM secured_objects so
-              WHERE so.tenant_id = ${alias}.tenant_id AND so.id = ${alias}.secured_object_id), 'UTC') AS lock_time_zone`;
+              WHERE so.tenant_id = ${tenantPlaceholder} AND so.id = ${alias}.secured_object_id), 'UTC') AS lock_time_zone`;
 
 /**
  * The thumbprint of the ticket's device's key and its lock's public key (docs/api-reference.md 11.2), by primary key:
  * read with the tickets, so a download of 500 tickets binds and carries them without a query per ticket.
  */
-const HOLDER_KEYS = (alias: string) =>
+const HOLDER_KEYS = (tenantPlaceholder: string, alias: string) =>
   `(SELECT md.key_thumbprint FROM mobile_devices md
-     WHERE md.tenant_id = ${alias}.tenant_id AND md.id = ${alias}.mobile_device_id) AS device_key_thumbprint,
+     WHERE md.tenant_id = ${tenantPlaceholder} AND md.id = ${alias}.mobile_device_id) AS device_key_thumbprint,
    (SELECT so.public_key FROM secured_objects so
-     WHERE so.tenant_id = ${alias}.tenant_id AND so.id = ${alias}.secured_object_id) AS lock_public_key`;
+     WHERE so.tenant_id = ${tenantPlaceholder} AND so.id = ${alias}.secured_object_id) AS lock_public_key`;
 
 const toCredentialed = (row: TicketRow & CredentialColumns): CredentialedTicket => ({
   ...toTicketRecord(row),
@@ -90,7 +92,7 @@ export async function listValidTicketsOfDevice(
   const params: unknown[] = [tenantId, mobileDeviceId, now];
   const page = keysetPage(params, TICKET_KEYSET, after, limit);
   const { rows } = await db.query<TicketRow & CredentialColumns>(
-    `SELECT ${TICKET_COLUMNS}, ${CREDENTIAL_COLUMNS}, ${LOCK_TIME_ZONE('tickets')}, ${HOLDER_KEYS('tickets')} FROM tickets
+    `SELECT ${TICKET_COLUMNS}, ${CREDENTIAL_COLUMNS}, ${LOCK_TIME_ZONE('$1', 'tickets')}, ${HOLDER_KEYS('$1', 'tickets')} FROM tickets
       WHERE tenant_id = $1 AND mobile_device_id = $2 AND revoked_at IS NULL AND end_date > $3 AND ${page.condition}
       ${page.orderAndLimit}`,
     params,
@@ -260,9 +262,9 @@ export async function listValidTicketsOfResident(
 ): Promise<CredentialedTicket[]> {
   const { rows } = await db.query<TicketRow & CredentialColumns>(
     `SELECT ${[...TICKET_COLUMNS.split(', '), ...CREDENTIAL_COLUMNS.split(', ')].map((column) => `t.${column}`).join(', ')},
-            ${LOCK_TIME_ZONE('t')}, ${HOLDER_KEYS('t')}
+            ${LOCK_TIME_ZONE('$1', 't')}, ${HOLDER_KEYS('$1', 't')}
        FROM resident_devices rd
-       JOIN tickets t ON t.tenant_id = rd.tenant_id AND t.mobile_device_id = rd.mobile_device_id
+       JOIN tickets t ON t.tenant_id = $1 AND t.mobile_device_id = rd.mobile_device_id
       WHERE rd.tenant_id = $1 AND rd.resident_id = $2 AND t.revoked_at IS NULL AND t.end_date > $3
       ORDER BY t.created_at, t.id LIMIT $4`,
     [tenantId, residentId, now, limit],
@@ -300,7 +302,7 @@ export async function listTicketsOfDeviceForLock(
   limit: number,
 ): Promise<ExplainedTicket[]> {
   const { rows } = await db.query<TicketRow & CredentialColumns & { revocation_applied_at: number | null }>(
-    `SELECT ${TICKET_COLUMNS}, ${CREDENTIAL_COLUMNS}, ${LOCK_TIME_ZONE('tickets')}, ${HOLDER_KEYS('tickets')} FROM tickets
+    `SELECT ${TICKET_COLUMNS}, ${CREDENTIAL_COLUMNS}, ${LOCK_TIME_ZONE('$1', 'tickets')}, ${HOLDER_KEYS('$1', 'tickets')} FROM tickets
       WHERE tenant_id = $1 AND mobile_device_id = $2 AND secured_object_id = $3
       ORDER BY (credential_encrypted IS NOT NULL AND revocation_applied_at IS NULL AND credential_expires_at > $5::bigint
                 AND $6::text = ANY (commands) AND $7::text = ANY (channels)) DESC,
