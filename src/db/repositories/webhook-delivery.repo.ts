@@ -215,7 +215,8 @@ export interface FreshOutcome {
 }
 
 /**
- * Records sent batches in one statement per tenant (migration 018), each only while its claim is still the subscription's
+ * Records sent batches (migration 018), in the caller's transaction, tenant after tenant in plain statements that each
+ * name the tenant (the subscriptions locked, their cursors, the retry rows, the log), each only while its claim is still the subscription's
  * (`sending_claim` unchanged: no other worker took the range after this one's lease ran out) and the subscription is
  * still enabled: its cursor moves to the batch's bound and its lease is released (`sending_until` becomes `now`, the
  * order in which claims take subscriptions next), and each event that failed becomes a
@@ -231,65 +232,70 @@ export interface FreshOutcome {
 export async function recordFreshBatches(db: Queryable, batches: readonly FreshOutcome[], now: number): Promise<Set<string>> {
   const recorded = new Set<string>();
   for (const [tenantId, ofTenant] of byTenant(batches)) {
-    const attempts = ofTenant.flatMap((batch) => batch.attempts.map((a) => ({ batch, ...a })));
-    const { rows } = await db.query<{ id: string }>(RECORD_FRESH, [
-      ofTenant.map((b) => b.webhookId),
-      ofTenant.map((b) => b.claim),
-      ofTenant.map((b) => b.bound),
-      attempts.map((a) => a.batch.webhookId),
-      attempts.map((a) => a.eventSeq),
-      attempts.map((a) => a.attempt.eventId),
-      attempts.map((a) => a.attempt.time),
-      attempts.map((a) => a.attempt.statusCode),
-      attempts.map((a) => a.attempt.error),
-      attempts.map((a) => a.attempt.durationMs),
-      attempts.map((a) => a.retry?.state ?? null),
-      attempts.map((a) => a.retry?.nextAttemptAt ?? null),
-      now,
+    const locked = await lockWebhooks(db, ofTenant);
+    if (locked.size === 0) continue;
+    const { rows } = await db.query<{ id: string; enabled: boolean }>(
+      `UPDATE webhooks w
+          SET dispatched_through = CASE WHEN w.enabled THEN greatest(w.dispatched_through, b.bound) ELSE w.dispatched_through END,
+              sending_until = $5::bigint
+         FROM unnest($2::uuid[], $3::bigint[], $4::bigint[]) AS b (id, claim, bound)
+        WHERE w.tenant_id = $1 AND w.id = b.id AND w.sending_claim = b.claim
+       RETURNING w.id, w.enabled`,
+      [tenantId, ofTenant.map((b) => b.webhookId), ofTenant.map((b) => b.claim), ofTenant.map((b) => b.bound), now],
+    );
+    const enabled = new Set(rows.filter((row) => row.enabled).map((row) => row.id));
+    const attempts = ofTenant
+      .filter((batch) => locked.has(`${tenantId}/${batch.webhookId}`))
+      .flatMap((batch) => batch.attempts.map((a) => ({ webhookId: batch.webhookId, recorded: enabled.has(batch.webhookId), ...a })));
+    const retried = attempts.filter((a) => a.recorded && a.retry !== null);
+    if (retried.length > 0) {
+      await db.query(
+        `INSERT INTO webhook_deliveries (tenant_id, webhook_id, event_seq, state, attempts, next_attempt_at, created_at)
+         SELECT $1, o.webhook_id, o.event_seq, o.retry_state, 1, o.next_attempt_at, e.time
+           FROM unnest($2::uuid[], $3::bigint[], $4::text[], $5::bigint[]) AS o (webhook_id, event_seq, retry_state, next_attempt_at)
+           JOIN audit_events e ON e.tenant_id = $1 AND e.seq = o.event_seq
+         ON CONFLICT (tenant_id, webhook_id, event_seq) DO NOTHING`,
+        [
+          tenantId,
+          retried.map((a) => a.webhookId),
+          retried.map((a) => a.eventSeq),
+          retried.map((a) => a.retry!.state),
+          retried.map((a) => a.retry!.nextAttemptAt),
+        ],
+      );
+    }
+    await appendAttempts(
+      db,
       tenantId,
-    ]);
-    for (const row of rows) recorded.add(`${tenantId}/${row.id}`);
+      attempts.map((a) => ({ webhookId: a.webhookId, ...a.attempt, nextAttemptAt: a.recorded ? (a.retry?.nextAttemptAt ?? null) : null })),
+    );
+    for (const id of enabled) recorded.add(`${tenantId}/${id}`);
   }
   return recorded;
 }
 
-/** recordFreshBatches' statement for one tenant (`$14`): its batches, then their attempts, `$13` now. */
-const RECORD_FRESH = `WITH b AS (
-       SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::bigint[]) AS b (id, claim, bound)
-     ), locked AS (
-       SELECT w.id FROM webhooks w
-         JOIN b ON w.id = b.id
-        WHERE w.tenant_id = $14
-        ORDER BY w.id
-          FOR NO KEY UPDATE OF w
-     ), recorded AS (
-       UPDATE webhooks w
-          SET dispatched_through = CASE WHEN w.enabled THEN greatest(w.dispatched_through, b.bound) ELSE w.dispatched_through END,
-              sending_until = $13::bigint
-         FROM locked l, b
-        WHERE w.tenant_id = $14 AND w.id = l.id AND b.id = l.id AND w.sending_claim = b.claim
-       RETURNING w.id, w.enabled
-     ), o AS (
-       SELECT * FROM unnest($4::uuid[], $5::bigint[], $6::uuid[], $7::bigint[], $8::int[], $9::text[], $10::int[], $11::text[], $12::bigint[])
-                AS o (webhook_id, event_seq, event_id, time, status_code, error, duration_ms, retry_state, next_attempt_at)
-     ), retried AS (
-       INSERT INTO webhook_deliveries (tenant_id, webhook_id, event_seq, state, attempts, next_attempt_at, created_at)
-       SELECT $14, o.webhook_id, o.event_seq, o.retry_state, 1, o.next_attempt_at, e.time
-         FROM o
-         JOIN recorded r ON r.id = o.webhook_id AND r.enabled
-         JOIN audit_events e ON e.tenant_id = $14 AND e.seq = o.event_seq
-        WHERE o.retry_state IS NOT NULL
-       ON CONFLICT (tenant_id, webhook_id, event_seq) DO NOTHING
-       RETURNING 1
-     ), logged AS (
-       INSERT INTO webhook_attempts (tenant_id, webhook_id, event_id, time, status_code, error, duration_ms, next_attempt_at)
-       SELECT $14, o.webhook_id, o.event_id, o.time, o.status_code, o.error, o.duration_ms,
-              CASE WHEN r.enabled THEN o.next_attempt_at END
-         FROM o
-         JOIN locked w ON w.id = o.webhook_id
-         LEFT JOIN recorded r ON r.id = o.webhook_id
-     )
-     SELECT id FROM recorded WHERE enabled`;
+/**
+ * Appends one tenant's attempts to the log, of subscriptions the caller's transaction holds (lockWebhooks): a plain
+ * insert, no row lock in it (a cluster does not run one inside an INSERT … SELECT).
+ */
+async function appendAttempts(db: Queryable, tenantId: string, attempts: readonly Omit<AttemptInput, 'tenantId'>[]): Promise<void> {
+  if (attempts.length === 0) return;
+  await db.query(
+    `INSERT INTO webhook_attempts (tenant_id, webhook_id, event_id, time, status_code, error, duration_ms, next_attempt_at)
+     SELECT $1, a.* FROM unnest($2::uuid[], $3::uuid[], $4::bigint[], $5::int[], $6::text[], $7::int[], $8::bigint[])
+                     AS a (webhook_id, event_id, time, status_code, error, duration_ms, next_attempt_at)`,
+    [
+      tenantId,
+      attempts.map((a) => a.webhookId),
+      attempts.map((a) => a.eventId),
+      attempts.map((a) => a.time),
+      attempts.map((a) => a.statusCode),
+      attempts.map((a) => a.error),
+      attempts.map((a) => a.durationMs),
+      attempts.map((a) => a.nextAttemptAt),
+    ],
+  );
+}
 
 /** A delivery a worker holds: what it sends, where, signed with which secrets. */
 export interface ClaimedDelivery {
@@ -440,28 +446,22 @@ export interface AttemptInput {
 }
 
 /**
- * Appends attempts to the log, in one statement per tenant. The attempts of a subscription deleted while they were in flight are
- * dropped with it (its log went with it): the others of the batch are still recorded. FOR KEY SHARE holds each
- * subscription until commit, and skips one a concurrent DELETE removed, so the foreign key never fails.
+ * Appends attempts to the log, in the caller's transaction, two statements per tenant. The attempts of a subscription
+ * deleted while they were in flight are dropped with it (its log went with it): the others of the batch are still
+ * recorded. FOR KEY SHARE holds each subscription until commit, and skips one a concurrent DELETE removed, so the
+ * foreign key never fails.
  */
 export async function insertAttempts(db: Queryable, attempts: readonly AttemptInput[]): Promise<void> {
   for (const [tenantId, ofTenant] of byTenant(attempts)) {
-    await db.query(
-      `INSERT INTO webhook_attempts (tenant_id, webhook_id, event_id, time, status_code, error, duration_ms, next_attempt_at)
-       SELECT $1, a.* FROM unnest($2::uuid[], $3::uuid[], $4::bigint[], $5::int[], $6::text[], $7::int[], $8::bigint[])
-                       AS a (webhook_id, event_id, time, status_code, error, duration_ms, next_attempt_at)
-         JOIN webhooks w ON w.tenant_id = $1 AND w.id = a.webhook_id
-          FOR KEY SHARE OF w`,
-      [
-        tenantId,
-        ofTenant.map((a) => a.webhookId),
-        ofTenant.map((a) => a.eventId),
-        ofTenant.map((a) => a.time),
-        ofTenant.map((a) => a.statusCode),
-        ofTenant.map((a) => a.error),
-        ofTenant.map((a) => a.durationMs),
-        ofTenant.map((a) => a.nextAttemptAt),
-      ],
+    const { rows } = await db.query<{ id: string }>(
+      'SELECT id FROM webhooks WHERE tenant_id = $1 AND id = ANY ($2::uuid[]) ORDER BY id FOR KEY SHARE',
+      [tenantId, [...new Set(ofTenant.map((a) => a.webhookId))]],
+    );
+    const present = new Set(rows.map((row) => row.id));
+    await appendAttempts(
+      db,
+      tenantId,
+      ofTenant.filter((a) => present.has(a.webhookId)),
     );
   }
 }
@@ -486,7 +486,8 @@ export interface Outcome {
 }
 
 /**
- * Records a batch of attempts in one statement per tenant (after locking their subscriptions): each claim's outcome, only while
+ * Records a batch of attempts, tenant after tenant in plain statements that each name the tenant (after locking
+ * their subscriptions): each claim's outcome, only while
  * nobody claimed or replayed its delivery since (`claims` still equals the claim, migrations 013 and 015: not
  * `attempts`, which a replay resets), and every attempt in the log, with its next attempt time only when its outcome was recorded (a stale claim schedules
  * nothing). The log takes FOR KEY SHARE of each subscription, as insertAttempts does, so an attempt of a subscription
@@ -501,54 +502,45 @@ export interface Outcome {
  */
 export async function recordOutcomes(db: Queryable, outcomes: readonly Outcome[]): Promise<Set<string>> {
   const settled = new Set<string>();
-  const ofTenants = byTenant(outcomes.map((outcome) => ({ tenantId: outcome.settlement.tenantId, outcome })));
   // Every subscription first, tenant after tenant in order, then their delivery rows (the order recordFreshBatches
   // and a DELETE take too).
-  for (const [tenantId, ofTenant] of ofTenants) {
-    const webhookIds = [...new Set(ofTenant.map(({ outcome }) => outcome.settlement.webhookId))];
-    await lockWebhooks(db, webhookIds.map((webhookId) => ({ tenantId, webhookId })));
-  }
-  for (const [tenantId, ofTenant] of ofTenants) {
+  const present = await lockWebhooks(db, outcomes.map(({ settlement }) => settlement));
+  for (const [tenantId, ofTenant] of byTenant(outcomes.map((outcome) => ({ tenantId: outcome.settlement.tenantId, outcome })))) {
     const mine = ofTenant.map(({ outcome }) => outcome);
-    const { rows } = await db.query<{ webhook_id: string; event_seq: number | string }>(RECORD_OUTCOMES, [
-      mine.map((o) => o.settlement.webhookId),
-      mine.map((o) => o.settlement.eventSeq),
-      mine.map((o) => o.settlement.claim),
-      mine.map((o) => o.settlement.state),
-      mine.map((o) => (o.settlement.state === 'pending' ? o.settlement.nextAttemptAt : null)),
-      mine.map((o) => o.attempt.eventId),
-      mine.map((o) => o.attempt.time),
-      mine.map((o) => o.attempt.statusCode),
-      mine.map((o) => o.attempt.error),
-      mine.map((o) => o.attempt.durationMs),
+    const { rows } = await db.query<{ webhook_id: string; event_seq: number | string }>(
+      `UPDATE webhook_deliveries d SET state = o.state, next_attempt_at = o.next_attempt_at
+         FROM unnest($2::uuid[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[]) AS o (webhook_id, event_seq, claim, state, next_attempt_at)
+        WHERE d.tenant_id = $1 AND d.webhook_id = o.webhook_id AND d.event_seq = o.event_seq
+          AND d.claims = o.claim AND d.state = 'pending'
+       RETURNING d.webhook_id, d.event_seq`,
+      [
+        tenantId,
+        mine.map((o) => o.settlement.webhookId),
+        mine.map((o) => o.settlement.eventSeq),
+        mine.map((o) => o.settlement.claim),
+        mine.map((o) => o.settlement.state),
+        mine.map((o) => (o.settlement.state === 'pending' ? o.settlement.nextAttemptAt : null)),
+      ],
+    );
+    const settledNow = new Set(rows.map((row) => deliveryKey(tenantId, row.webhook_id, Number(row.event_seq))));
+    for (const key of settledNow) settled.add(key);
+    await appendAttempts(
+      db,
       tenantId,
-    ]);
-    for (const row of rows) settled.add(deliveryKey(tenantId, row.webhook_id, Number(row.event_seq)));
+      mine
+        .filter((o) => present.has(`${tenantId}/${o.settlement.webhookId}`))
+        .map((o) => ({
+          webhookId: o.settlement.webhookId,
+          ...o.attempt,
+          nextAttemptAt:
+            settledNow.has(deliveryKey(tenantId, o.settlement.webhookId, o.settlement.eventSeq)) && o.settlement.state === 'pending'
+              ? o.settlement.nextAttemptAt
+              : null,
+        })),
+    );
   }
   return settled;
 }
-
-/** recordOutcomes' statement for one tenant (`$11`): its outcomes and their attempts. */
-const RECORD_OUTCOMES = `WITH o AS (
-       SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::bigint[],
-                            $6::uuid[], $7::bigint[], $8::int[], $9::text[], $10::int[])
-                AS o (webhook_id, event_seq, claim, state, next_attempt_at, event_id, time, status_code, error, duration_ms)
-     ), settled AS (
-       UPDATE webhook_deliveries d SET state = o.state, next_attempt_at = o.next_attempt_at
-         FROM o
-        WHERE d.tenant_id = $11 AND d.webhook_id = o.webhook_id AND d.event_seq = o.event_seq
-          AND d.claims = o.claim AND d.state = 'pending'
-       RETURNING d.webhook_id, d.event_seq
-     ), logged AS (
-       INSERT INTO webhook_attempts (tenant_id, webhook_id, event_id, time, status_code, error, duration_ms, next_attempt_at)
-       SELECT $11, o.webhook_id, o.event_id, o.time, o.status_code, o.error, o.duration_ms,
-              CASE WHEN s.event_seq IS NOT NULL THEN o.next_attempt_at END
-         FROM o
-         JOIN webhooks w ON w.tenant_id = $11 AND w.id = o.webhook_id
-         LEFT JOIN settled s ON s.webhook_id = o.webhook_id AND s.event_seq = o.event_seq
-          FOR KEY SHARE OF w
-     )
-     SELECT webhook_id, event_seq FROM settled`;
 
 export { deliveryKey };
 
@@ -574,15 +566,22 @@ const LOCKED_WEBHOOKS = (condition: string) => `
   )`;
 
 /**
- * Locks the named subscriptions in (tenant, id) order, one statement per tenant, for a transaction that goes on to
+ * Locks the named subscriptions in (tenant, id) order, one statement per tenant, and answers those that exist
+ * (`tenant/webhook`), for a transaction that goes on to
  * change their delivery rows (recordOutcomes) and several of them in separate statements (failing_since, disabling):
  * each of those locks its own subset in order, but one after the other they would not, and a recorder holding the
  * cursors of several subscriptions (recordFreshBatches) could then deadlock with it.
  */
-export async function lockWebhooks(db: Queryable, webhooks: readonly WebhookKey[]): Promise<void> {
+export async function lockWebhooks(db: Queryable, webhooks: readonly WebhookKey[]): Promise<Set<string>> {
+  const locked = new Set<string>();
   for (const [tenantId, ofTenant] of byTenant(webhooks)) {
-    await db.query(`WITH ${LOCKED_WEBHOOKS('true')} SELECT count(*) FROM locked`, [tenantId, ofTenant.map((w) => w.webhookId)]);
+    const { rows } = await db.query<{ id: string }>(
+      'SELECT id FROM webhooks WHERE tenant_id = $1 AND id = ANY ($2::uuid[]) ORDER BY id FOR NO KEY UPDATE',
+      [tenantId, [...new Set(ofTenant.map((w) => w.webhookId))]],
+    );
+    for (const row of rows) locked.add(`${tenantId}/${row.id}`);
   }
+  return locked;
 }
 
 /** Successes: these subscriptions are no longer failing. Touches (and locks) only the ones that were. */
