@@ -276,7 +276,7 @@ describe('the tenant change log', () => {
     let locked!: () => void;
     const rowLocked = new Promise<void>((resolve) => (locked = resolve));
     const blocker = t.database.db.transaction(async (tx) => {
-      await tx.query('SELECT id FROM tickets WHERE id = $1 FOR UPDATE', [held.id]);
+      await tx.query('SELECT id FROM tickets WHERE tenant_id = $1 AND id = $2 FOR UPDATE', [slow.tenantId, held.id]);
       locked();
       await new Promise<void>((resolve) => (release = resolve));
     });
