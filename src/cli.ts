@@ -6,6 +6,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { Logger } from 'pino';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import type { Database } from './db/database.js';
+import { DEFAULT_SHARD_COUNT, DistributeError, distribute } from './db/distribute.js';
 import { MigrationError, migrate } from './db/migrate.js';
 import { openDatabase } from './db/open.js';
 import { DataDirInUseError } from './db/pglite.js';
@@ -58,6 +59,40 @@ const commands: Command[] = [
       await context.database();
       const applied = context.appliedMigrations ?? [];
       context.out(values.json ? JSON.stringify({ applied }) : applied.length ? `Applied: ${applied.join(', ')}` : 'Up to date.');
+    },
+  },
+  {
+    path: ['db', 'distribute'],
+    summary:
+      'On a Citus coordinator, after the migrations: make the global tables reference tables and every tenant-owned ' +
+      'table distributed by tenant_id, co-located (docs/scaling.md). A second run changes nothing.',
+    usage: 'db distribute [--shard-count N] [--json]',
+    options: { 'shard-count': { type: 'string' }, json: { type: 'boolean' } },
+    async run({ positionals, values }, context) {
+      const usage = 'Usage: db distribute [--shard-count N] [--json]';
+      if (positionals.length > 0) throw new CliError(usage, 2);
+      const shardText = values['shard-count'] as string | undefined;
+      const shardCount = shardText === undefined ? DEFAULT_SHARD_COUNT : Number(shardText);
+      if (!/^\d+$/.test(shardText ?? '1') || !Number.isInteger(shardCount) || shardCount < 1 || shardCount > 64_000) {
+        throw new CliError(`--shard-count must be a whole number from 1 to 64000 (got ${shardText}).\n${usage}`, 2);
+      }
+      const db = await context.database();
+      const result = await distribute(db, { shardCount }).catch((error: unknown) => {
+        throw error instanceof DistributeError ? new CliError(error.message) : error;
+      });
+      const changed = result.referenceTables.length + result.distributedTables.length > 0;
+      print(
+        context,
+        values.json,
+        { changed, ...result },
+        changed
+          ? `Reference tables made: ${result.referenceTables.join(', ') || 'none'}.\n` +
+              `Distributed by tenant_id, co-located: ${result.distributedTables.join(', ') || 'none'}.\n` +
+              `Foreign keys dropped and added again: ${result.foreignKeys.length}.\n` +
+              `Now ${result.totalReference} reference tables and ${result.totalDistributed} distributed tables.`
+          : `Already distributed: ${result.totalReference} reference tables and ${result.totalDistributed} distributed ` +
+              'tables co-located by tenant_id. Nothing changed.',
+      );
     },
   },
 ];

@@ -12,6 +12,7 @@ import { resolveSecretsKey } from '../src/services/keys/secrets-key-source.js';
 import { createTestDatabase, type TestDatabase } from './helpers/database.js';
 import { passwordGrant, tokenRequest } from './helpers/oauth.js';
 import { PATIENCE_MS, ROOT, childEnv, nodeArguments, temporaryDirectory } from './helpers/process.js';
+import { postgresTestUrl } from './helpers/postgres-url.js';
 
 interface CliResult {
   code: number | null;
@@ -26,7 +27,7 @@ describe('CLI commands', () => {
 
   beforeAll(async () => {
     env = { BCRYPT_COST: '4', LOG_LEVEL: 'warn' };
-    if (process.env.TEST_DATABASE_URL) {
+    if (postgresTestUrl()) {
       database = await createTestDatabase();
       env = { ...env, DATABASE_URL: database.url!, SECRETS_KEY: randomBytes(32).toString('hex') };
     } else {
@@ -230,7 +231,7 @@ describe('CLI commands', () => {
     }
   });
 
-  it.runIf(!process.env.TEST_DATABASE_URL)('refuses to touch the embedded database while a server holds it', async () => {
+  it.runIf(!postgresTestUrl())('refuses to touch the embedded database while a server holds it', async () => {
     const release = acquireDataDirLock(directory.path);
     try {
       const result = await cli(['tenant', 'create', 'other', '--json']);

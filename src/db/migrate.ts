@@ -3,6 +3,8 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Database, Queryable } from './database.js';
+import { distributeNewTables, isDistributed } from './distribute.js';
+import { SqlSplitError, splitSqlStatements } from './sql-split.js';
 
 /** src/db and dist/db are both two levels below the project root. */
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/', import.meta.url));
@@ -31,6 +33,21 @@ export interface Migration {
   name: string;
   sql: string;
   checksum: string;
+}
+
+/**
+ * A migration's statements, sent one per query: Citus propagates a distributed table's DDL statement by statement and
+ * refuses several in one query string (docs/scaling.md). The file, and so its checksum, stays as written.
+ */
+export function migrationStatements(migration: Migration): string[] {
+  try {
+    return splitSqlStatements(migration.sql);
+  } catch (error) {
+    if (error instanceof SqlSplitError) {
+      throw new MigrationError(`Migration ${migration.version}_${migration.name} cannot be read: ${error.message}`);
+    }
+    throw error;
+  }
 }
 
 export class MigrationError extends Error {
@@ -112,6 +129,10 @@ export async function migrate(
   });
   const before = await appliedMigrations(db);
   for (const migration of migrations) verifyChecksum(migration, before.get(migration.version));
+  // Read every pending file before applying any, so one that cannot be split stops the run before it changes anything.
+  const statements = new Map(
+    migrations.filter((migration) => !before.has(migration.version)).map((migration) => [migration.version, migrationStatements(migration)]),
+  );
 
   const appliedNow: number[] = [];
   for (const migration of migrations) {
@@ -131,7 +152,15 @@ export async function migrate(
         verifyChecksum(migration, rows[0]);
         return false;
       }
-      await tx.execScript(migration.sql);
+      // On a database distributed by Citus (docs/scaling.md): one connection per node for the whole migration, as
+      // Citus requires once a statement touches a table with a foreign key to a reference table, and each table a
+      // statement creates is distributed before the next statement refers to it.
+      const distributed = await isDistributed(tx);
+      if (distributed) await tx.query("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'");
+      for (const statement of statements.get(migration.version) ?? []) {
+        await tx.execScript(statement);
+        if (distributed) await distributeNewTables(tx);
+      }
       await tx.query('INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)', [
         migration.version,
         migration.name,

@@ -1,4 +1,5 @@
-// A fresh, migrated database for one test file: a clone of the run's template (PostgreSQL) or of its dump (PGlite).
+// A fresh, migrated database for one test file: a clone of the run's template (PostgreSQL) or of its dump (PGlite), or
+// on Citus one made, migrated and distributed for it.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,6 +10,7 @@ import type { Database } from '../../src/db/database.js';
 import { createPgliteDatabase } from '../../src/db/pglite.js';
 import { createPostgresDatabase } from '../../src/db/postgres.js';
 import { createLogger } from '../../src/logger.js';
+import { citusTestUrl, createCitusDatabase, dropCitusDatabase } from './citus.js';
 import { adminUrl, postgresTestUrl } from './postgres-url.js';
 
 export interface TestDatabase {
@@ -25,7 +27,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     pgliteTemplate ??= new Blob([readFileSync(inject('pgliteDump'))]);
     return { db: await createPgliteDatabase({ loadDataDir: pgliteTemplate }), url: undefined };
   }
-  return createPostgresTestDatabase(url, inject('pgTemplate'));
+  return citusTestUrl() ? createPostgresTestDatabase(url, { citus: true }) : createPostgresTestDatabase(url, { template: inject('pgTemplate') });
 }
 
 /** A database with nothing in it, not even the migrations ledger: for tests of migrating from scratch. */
@@ -47,15 +49,23 @@ export async function createSeededDataDir(): Promise<{ path: string; remove(): v
   return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
 }
 
-/** A new database on the test server (a copy of `template`, or empty), dropped when its handle is closed. */
-async function createPostgresTestDatabase(url: string, template?: string): Promise<TestDatabase> {
+/**
+ * A new database on the test server, dropped when its handle is closed: a copy of `template`, or empty, or on Citus
+ * one made on every node, migrated and distributed.
+ */
+async function createPostgresTestDatabase(url: string, source: { template?: string; citus?: boolean } = {}): Promise<TestDatabase> {
   const name = `acs_test_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: url });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ''}`);
-  } finally {
-    await admin.end();
+  const { template, citus = false } = source;
+  if (citus) {
+    await createCitusDatabase(url, name);
+  } else {
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      await admin.query(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ''}`);
+    } finally {
+      await admin.end();
+    }
   }
   const databaseUrl = adminUrl(url, name);
   const db = createPostgresDatabase({
@@ -71,6 +81,10 @@ async function createPostgresTestDatabase(url: string, template?: string): Promi
     db: Object.assign(db, {
       async close() {
         await close();
+        if (citus) {
+          await dropCitusDatabase(url, name);
+          return;
+        }
         const dropper = new pg.Client({ connectionString: url });
         await dropper.connect();
         await dropper.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);

@@ -1,5 +1,5 @@
 // Runs once per test run: builds dist/ and migrates a template database that every test file clones (PostgreSQL
-// or PGlite).
+// or PGlite); on Citus it only checks the cluster.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,6 +10,7 @@ import { migrate } from '../../src/db/migrate.js';
 import { createPgliteDatabase } from '../../src/db/pglite.js';
 import { createPostgresDatabase } from '../../src/db/postgres.js';
 import { createLogger } from '../../src/logger.js';
+import { checkCitusCluster, citusTestUrl } from './citus.js';
 import { adminUrl, postgresTestUrl } from './postgres-url.js';
 import { ROOT } from './process.js';
 
@@ -35,6 +36,14 @@ export default async function setup(project: TestProject) {
   await pglite.close();
   project.provide('pgliteDump', file);
 
+  const citus = citusTestUrl();
+  if (citus) {
+    // On Citus each file makes its own distributed database (helpers/citus.ts); a template would not be distributed.
+    const workers = await checkCitusCluster(citus);
+    process.stderr.write(`Tests on the Citus coordinator ${new URL(citus).host} with ${workers} workers: one distributed database per file.\n`);
+    project.provide('pgTemplate', '');
+    return removeDirectory;
+  }
   const url = postgresTestUrl();
   if (url) {
     const template = `acs_template_${process.pid}`;

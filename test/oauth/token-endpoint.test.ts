@@ -17,6 +17,7 @@ import {
   type TenantFixture,
 } from '../helpers/oauth.js';
 import { decodeJwt, expectOAuthError, expectSimilarDurations, stableHeaders } from '../helpers/security.js';
+import { postgresTestUrl } from '../helpers/postgres-url.js';
 import { secretsKeyOf } from '../../src/shared/crypto.js';
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
@@ -332,7 +333,7 @@ describe('docs/security-cases.md A: token endpoint and client authentication', (
     expect(audit.map((row) => row.action)).toEqual(['client.created', 'client.deleted']);
   });
 
-  describe.runIf(Boolean(process.env.TEST_DATABASE_URL))('A9 across two instances on one PostgreSQL database', () => {
+  describe.runIf(Boolean(postgresTestUrl()))('A9 across two instances on one PostgreSQL database', () => {
     it('A9: a client deleted on one instance has its tokens refused by another within 5 s', async () => {
       // Verifying needs only the public keys in the database; this instance never signs.
       const other = await anotherInstance(t, secretsKeyOf(randomBytes(32)));

@@ -19,6 +19,7 @@ import {
 import { auditEvents, call, device, expectProblem, lock, ticket, walk } from '../helpers/operator.js';
 import { expectOAuthError } from '../helpers/security.js';
 import { twoTenants } from '../helpers/tenants.js';
+import { postgresTestUrl } from '../helpers/postgres-url.js';
 
 let t: TestApp;
 let acme: TenantFixture;
@@ -402,7 +403,7 @@ describe('a failed deletion changes nothing', () => {
   });
 });
 
-describe.runIf(Boolean(process.env.TEST_DATABASE_URL))('G42 across two instances on one PostgreSQL database', () => {
+describe.runIf(Boolean(postgresTestUrl()))('G42 across two instances on one PostgreSQL database', () => {
   /** Polls `check` every 50 ms until it holds or 6 s passed; answers whether it held and how long that took. */
   async function waitUntil(check: () => Promise<boolean>): Promise<{ held: boolean; elapsed: number }> {
     const start = Date.now();
