@@ -8,10 +8,10 @@ export interface Queryable {
   /** One parameterised statement. */
   query<Row = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<QueryResult<Row>>;
   /**
-   * Hands `payload` to this process's own listeners of `channel` once what this queryable wrote is committed (at once
-   * outside a transaction, after COMMIT inside one, never after a ROLLBACK). NOTIFY reaches every instance, but only
-   * some time after the commit; this one must not answer from memory older than its own committed writes
-   * (docs/lock-sync.md). Absent on test doubles.
+   * Announces `payload` on `channel` once what this queryable wrote is committed (at once outside a transaction, after
+   * COMMIT inside one, never after a ROLLBACK): to this process's own listeners at once, so it never answers from
+   * memory older than its own committed writes, and to every instance by a NOTIFY the adapter sends after the commit
+   * (docs/lock-sync.md). The one way a change is announced: no trigger does it. Absent on test doubles.
    */
   announceOnCommit?(channel: string, payload: string): void;
 }

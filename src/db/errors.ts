@@ -36,12 +36,21 @@ export function isStatementCanceled(error: unknown): boolean {
 }
 
 /**
- * Text PostgreSQL cannot store (U+0000, invalid encodings): SQLSTATE 22021 and 22P05. The request is at fault, so it
- * is a 400, whichever field carried it.
+ * The message of SQLSTATE 22021 (character_not_in_repertoire) for a NUL byte in text: the one way text from a client
+ * can be invalid UTF-8 here, since the driver encodes JavaScript strings itself (a lone surrogate becomes U+FFFD).
+ */
+const NUL_BYTE_MESSAGE = /^invalid byte sequence for encoding "[^"]+": 0x00$/;
+
+/**
+ * Text PostgreSQL cannot store (U+0000, untranslatable characters): SQLSTATE 22P05, and 22021 when it names a NUL
+ * byte. The request is at fault, so it is a 400, whichever field carried it. Another 22021 (bytes the database or a
+ * node of a cluster produced itself) is no fault of the request's and stays a 500.
  */
 export function isUnstorableText(error: unknown): boolean {
-  const code = error && typeof error === 'object' ? (error as { code?: unknown }).code : undefined;
-  return code === '22021' || code === '22P05';
+  if (!error || typeof error !== 'object') return false;
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  if (code === '22P05') return true;
+  return code === '22021' && typeof message === 'string' && NUL_BYTE_MESSAGE.test(message);
 }
 
 /**

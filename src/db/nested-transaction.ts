@@ -15,14 +15,22 @@ export function withinTransaction(outer: Database, tx: TransactionScope): Databa
       savepoints = (savepoints + 1) % 1_000_000;
       const name = `nested_${savepoints}`;
       await tx.query(`SAVEPOINT ${name}`);
+      // What the savepoint announces is handed on only when it is released: a change it rolled back announces nothing.
+      const announcements: [channel: string, payload: string][] = [];
+      const scope: TransactionScope = {
+        query: (text, params) => tx.query(text, params),
+        execScript: (sql) => tx.execScript(sql),
+        announceOnCommit: (channel, payload) => void announcements.push([channel, payload]),
+      };
       let value: T;
       try {
-        value = await work(tx);
+        value = await work(scope);
       } catch (error) {
         await tx.query(`ROLLBACK TO SAVEPOINT ${name}`);
         throw error;
       }
       await tx.query(`RELEASE SAVEPOINT ${name}`);
+      for (const [channel, payload] of announcements) tx.announceOnCommit?.(channel, payload);
       return value;
     },
     listen: (channel, onNotification, onState) => outer.listen(channel, onNotification, onState),

@@ -93,7 +93,8 @@ export async function createPgliteDatabase(options: PgliteOptions = {}): Promise
   }
   let active = 0;
   let waiting = 0;
-  // This process's own handlers, for announceOnCommit (database.ts); PGlite delivers its NOTIFYs to them too.
+  // This process's own handlers, for announceOnCommit (database.ts). A PGlite database is one process's (its directory
+  // lock), so they are every listener there is: no NOTIFY needs to be sent. PGlite delivers other NOTIFYs to them too.
   const localHandlers = new Map<string, Set<NotificationHandler>>();
   const announce = (channel: string, payload: string) => {
     for (const handler of localHandlers.get(channel) ?? []) handler(payload);

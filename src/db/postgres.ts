@@ -22,6 +22,14 @@ const typeParsers = {
 const LISTEN_RETRY_MS = 1000;
 
 /**
+ * Sends a committed transaction's announcements to every instance (database.ts `announceOnCommit`), in one statement:
+ * sent by this connection, after COMMIT, so on a cluster it runs on the node the service connects to (where every
+ * instance listens), never inside a transaction that must prepare for a two-phase commit, and never for a change that
+ * rolled back (docs/lock-sync.md).
+ */
+const NOTIFY_ALL = 'SELECT pg_notify(n.channel, n.payload) FROM unnest($1::text[], $2::text[]) AS n (channel, payload)';
+
+/**
  * Parameterised statements run as named prepared statements: each connection parses and plans one the first time
  * and then only binds and executes it. The service's statements are a fixed set of texts (filters pick among a few
  * variants), and on a shared machine the server's parse and plan cost as much CPU as the query itself.
@@ -67,6 +75,12 @@ export function createPostgresDatabase(options: PostgresOptions): Database {
       for (const handler of handlers) handler(payload);
     }
   };
+
+  /**
+   * A NOTIFY that could not be sent after its commit: the other instances learn the change from their periodic re-read
+   * of the numbers instead (services/change-watermark.ts), a few seconds late; the request that made it has succeeded.
+   */
+  const notifyFailed = (error: unknown) => options.log.warn({ err: error }, 'NOTIFY after commit failed; other instances learn of the change by their re-read');
 
   const tellState = (state: ListenState) => {
     for (const handler of stateHandlers) handler(state);
@@ -131,9 +145,11 @@ export function createPostgresDatabase(options: PostgresOptions): Database {
       return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
     },
 
-    // Outside a transaction a statement has committed when it resolves.
+    // Outside a transaction a statement has committed when it resolves: this process hears it at once, the others
+    // when the NOTIFY sent behind it arrives.
     announceOnCommit(channel: string, payload: string) {
       notifyAll(payload, channel);
+      void pool.query(statement(NOTIFY_ALL, [[channel], [payload]])).catch((error: unknown) => notifyFailed(error));
     },
 
     async transaction<T>(work: (tx: TransactionScope) => Promise<T>): Promise<T> {
@@ -165,6 +181,15 @@ export function createPostgresDatabase(options: PostgresOptions): Database {
         const value = await work(scope);
         await client.query('COMMIT');
         for (const [channel, payload] of announcements) notifyAll(payload, channel);
+        if (announcements.length > 0) {
+          // Committed: a failure here changes nothing written, and the other instances' re-read covers the loss.
+          await client
+            .query(statement(NOTIFY_ALL, [announcements.map(([channel]) => channel), announcements.map(([, payload]) => payload)]))
+            .catch((error: unknown) => {
+              if (isQueryReadTimeout(error)) broken = error as Error;
+              notifyFailed(error);
+            });
+        }
         return value;
       } catch (error) {
         if (isQueryReadTimeout(error)) {

@@ -108,7 +108,7 @@ export function createDownloadService({ db, clock, credentials, metrics }: Downl
     const scheduled = rows.filter((row, index) => row.schedule !== null && handedOut[index]!.credential !== undefined);
     const stamps =
       scheduled.length === 0
-        ? await store(db)
+        ? await db.transaction(store)
         : await db.transaction(async (tx) => {
             const zones = await lockTimeZonesForShare(tx, context.tenantId, [...new Set(scheduled.map((row) => row.securedObjectId))]);
             await Promise.all(

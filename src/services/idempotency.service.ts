@@ -12,6 +12,7 @@ import {
 } from '../db/repositories/idempotency.repo.js';
 import { ConflictError, UnprocessableError } from '../errors.js';
 import type { Clock } from './context.js';
+import { pruneEachTenant } from './retention.js';
 
 export interface StoredResponse {
   status: number;
@@ -86,7 +87,11 @@ export function createIdempotencyService({ db, clock, log, ttlMs, leaseMs }: Ide
 
     start(): void {
       timer = setInterval(() => {
-        deleteExpiredIdempotencyKeys(db, clock()).catch((error: unknown) => log.warn({ err: error }, 'idempotency sweep failed'));
+        const now = clock();
+        // A tenant at a time in bounded batches (services/retention.ts).
+        pruneEachTenant(db, (tenantId, limit) => deleteExpiredIdempotencyKeys(db, tenantId, now, limit)).catch((error: unknown) =>
+          log.warn({ err: error }, 'idempotency sweep failed'),
+        );
       }, SWEEP_INTERVAL_MS);
       timer.unref();
     },

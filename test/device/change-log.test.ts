@@ -7,6 +7,7 @@ import { bearer, clientToken, createTenant, type TenantFixture } from '../helper
 import { call, device, lock, nextLink, ticket } from '../helpers/operator.js';
 import { postgresTestUrl } from '../helpers/postgres-url.js';
 import { PATIENCE_MS } from '../helpers/process.js';
+import { LOCK_WAITS_SQL } from '../helpers/lock-waits.js';
 
 const usePostgres = postgresTestUrl() !== undefined;
 
@@ -259,9 +260,7 @@ describe('the tenant change log', () => {
     const start = (await syncAll(t, hubToken, 'hub')).cursor;
 
     const waiting = async () => {
-      const { rows } = await t.database.db.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-      );
+      const { rows } = await t.database.db.query<{ n: number }>(LOCK_WAITS_SQL);
       return rows[0]!.n;
     };
     /** Polls until `condition` holds; a generous deadline, and a failure that says so rather than carrying on. */
@@ -277,7 +276,7 @@ describe('the tenant change log', () => {
     let locked!: () => void;
     const rowLocked = new Promise<void>((resolve) => (locked = resolve));
     const blocker = t.database.db.transaction(async (tx) => {
-      await tx.query('SELECT id FROM tickets WHERE id = $1 FOR UPDATE', [held.id]);
+      await tx.query('SELECT id FROM tickets WHERE tenant_id = $1 AND id = $2 FOR UPDATE', [slow.tenantId, held.id]);
       locked();
       await new Promise<void>((resolve) => (release = resolve));
     });

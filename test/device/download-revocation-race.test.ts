@@ -32,9 +32,16 @@ describe('download racing a revocation', () => {
 
     const db = t.database.db;
     const query = db.query;
+    const transaction = db.transaction;
+    let read = false;
     let c1: string | undefined;
+    // The download reads the device's tickets (with their locks' zones), signs them, then stores them in a transaction.
     db.query = (async (text: string, params?: readonly unknown[]) => {
-      if (c1 === undefined && text.includes("'ticket.downloaded'")) {
+      if (text.includes('AS lock_time_zone')) read = true;
+      return query.call(db, text, params);
+    }) as typeof query;
+    db.transaction = (async (work: Parameters<typeof transaction>[0]) => {
+      if (read && c1 === undefined) {
         c1 = 'pending';
         // The download has read X as valid and signed it; before it stores that, X is revoked, another ticket is
         // issued for the lock, and the lock syncs.
@@ -45,14 +52,17 @@ describe('download racing a revocation', () => {
         expect(between.revocations).toEqual([]);
         c1 = between.cursor;
       }
-      return query.call(db, text, params);
-    }) as typeof query;
+      return transaction.call(db, work);
+    }) as typeof transaction;
     let handed;
     try {
       handed = await download(t, phoneTok, 'phone');
     } finally {
       db.query = query;
+      db.transaction = transaction;
     }
+    expect(c1).not.toBe('pending');
+    expect(c1).toBeDefined();
     // X was revoked before the download stored its credential: the phone is not handed it, and nothing is stored.
     expect(handed.map((item) => item.id)).toEqual([]);
     const { rows } = await db.query<{ credential_encrypted: unknown; credential_expires_at: unknown; downloaded_at: unknown }>(

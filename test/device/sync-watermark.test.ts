@@ -119,10 +119,9 @@ describe('lock sync answered from the change watermark', () => {
     await sync(t, token, lockId, cursor);
     expect((await lockStatements(lockId, () => sync(t, token, lockId, cursor))).statements).toBe(0);
     const before = watermarks().current(acme.tenantId)!;
-    // A change whose NOTIFY never comes, as on a half-open listening connection: the counter moves with triggers off
-    // (session_replication_role = replica), and nothing of this process announces it.
+    // A change whose NOTIFY never comes, as on a half-open listening connection: the counter moves by a bare UPDATE,
+    // which nothing announces (only the service's own writes do, after their commit).
     await t.database.db.transaction(async (tx) => {
-      await tx.query("SET LOCAL session_replication_role = 'replica'");
       await tx.query('UPDATE tenant_change_counters SET last_seq = last_seq + 1 WHERE tenant_id = $1', [acme.tenantId]);
     });
     expect(watermarks().current(acme.tenantId)).toBe(before);

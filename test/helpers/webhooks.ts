@@ -30,12 +30,24 @@ export async function insertWebhook(
   const secret = newWebhookSecret();
   const now = options.now ?? Date.now();
   const enabled = options.enabled ?? true;
+  // The tenant's last event read first: Citus plans no subquery inside an INSERT … VALUES.
+  const { rows } = await db.query<{ last_seq: number | string }>('SELECT last_seq FROM tenant_audit_counters WHERE tenant_id = $1', [tenantId]);
   await db.query(
     `INSERT INTO webhooks (tenant_id, id, url, event_types, enabled, disabled_reason, disabled_at, secret_sealed,
                            dispatched_through, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-             coalesce((SELECT last_seq FROM tenant_audit_counters WHERE tenant_id = $1), 0), $9, $9)`,
-    [tenantId, id, url, eventTypes, enabled, enabled ? null : 'operator', enabled ? null : now, sealWebhookSecret(secretsKey, tenantId, id, secret), now],
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)`,
+    [
+      tenantId,
+      id,
+      url,
+      eventTypes,
+      enabled,
+      enabled ? null : 'operator',
+      enabled ? null : now,
+      sealWebhookSecret(secretsKey, tenantId, id, secret),
+      Number(rows[0]?.last_seq ?? 0),
+      now,
+    ],
   );
   return { id, secret };
 }

@@ -227,7 +227,7 @@ describe('docs/security-cases.md B: password grant', () => {
     expect(all.json()).toHaveProperty('refresh_token');
 
     const { rows } = await t.database.db.query<{ n: number }>(
-      'SELECT count(*)::int AS n FROM refresh_tokens r JOIN users u ON u.id = r.user_id WHERE u.username = $1',
+      'SELECT count(*)::int AS n FROM refresh_tokens r JOIN users u ON u.tenant_id = r.tenant_id AND u.id = r.user_id WHERE u.username = $1',
       ['alice'],
     );
     expect(rows[0]!.n).toBe(2);

@@ -17,6 +17,7 @@ import { createLogger } from '../../src/logger.js';
 import { createWebhookDeliveryService, type WebhookDeliveryOptions, type WebhookDeliveryService } from '../../src/services/webhooks/delivery.service.js';
 import { createWebhookUrlGuard, type Resolver, type WebhookUrlGuard } from '../../src/services/webhooks/url-guard.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { LOCK_WAITS_SQL } from '../helpers/lock-waits.js';
 import { clientToken, createClient, type TenantFixture } from '../helpers/oauth.js';
 import { call, device, expectAuthChecks, expectProblem, lock, nextLink, walk } from '../helpers/operator.js';
 import { postgresTestUrl } from '../helpers/postgres-url.js';
@@ -628,9 +629,7 @@ describe('webhook delivery', () => {
     );
     // The fresh recording waits for the retry worker's transaction.
     await vi.waitFor(async () => {
-      const { rows } = await db.query<{ n: string }>(
-        `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-      );
+      const { rows } = await db.query<{ n: string }>(LOCK_WAITS_SQL);
       expect(Number(rows[0]!.n)).toBeGreaterThan(0);
     }, { timeout: PATIENCE_MS, interval: 20 });
     freshWaiting();

@@ -36,9 +36,12 @@ interface AccessPermissionRow {
 
 const COLUMNS = 'tenant_id, id, resident_id, lock_group_id, begin_date, end_date, commands, channels, created_at, schedule';
 
-/** The live tickets a permission holds now (the partial unique index answers it without the table). */
+/**
+ * The live tickets a permission holds now (the partial unique index answers it without the table). The tenant is the
+ * statement's `$1`, not the outer row's column: a cluster sharded by tenant then plans it on one node.
+ */
 const TOKEN_COUNT = `(SELECT count(*)::int FROM tickets t
-   WHERE t.tenant_id = p.tenant_id AND t.access_permission_id = p.id AND t.revoked_at IS NULL) AS token_count`;
+   WHERE t.tenant_id = $1 AND t.access_permission_id = p.id AND t.revoked_at IS NULL) AS token_count`;
 
 const KEYSET: KeysetColumns = { createdAt: 'p.created_at', id: 'p.id', idType: 'uuid' };
 
@@ -130,7 +133,7 @@ export async function permissionsUnsupportedBy(
   const { rows } = await db.query<{ permission_id: string; secured_object_id: string }>(
     `SELECT p.id AS permission_id, so.id AS secured_object_id
        FROM access_permissions p
-       JOIN secured_objects so ON so.tenant_id = p.tenant_id AND so.id = ANY ($3::text[])
+       JOIN secured_objects so ON so.tenant_id = $1 AND so.id = ANY ($3::text[])
       WHERE p.tenant_id = $1 AND p.lock_group_id = $2 AND NOT so.channels @> p.channels
       ORDER BY so.id, p.id LIMIT 20`,
     [tenantId, lockGroupId, securedObjectIds],
@@ -218,12 +221,12 @@ export async function issueForNewMembers(
     kind.table === 'residents'
       ? `SELECT p.id, p.begin_date, p.end_date, p.commands, p.channels, p.schedule, new.member_id AS mobile_device_id, lgo.secured_object_id
            FROM access_permissions p
-           JOIN lock_group_objects lgo ON lgo.tenant_id = p.tenant_id AND lgo.lock_group_id = p.lock_group_id
+           JOIN lock_group_objects lgo ON lgo.tenant_id = $1 AND lgo.lock_group_id = p.lock_group_id
            CROSS JOIN unnest($3::text[]) AS new (member_id)
           WHERE p.tenant_id = $1 AND p.resident_id = $2`
       : `SELECT p.id, p.begin_date, p.end_date, p.commands, p.channels, p.schedule, rd.mobile_device_id, new.member_id AS secured_object_id
            FROM access_permissions p
-           JOIN resident_devices rd ON rd.tenant_id = p.tenant_id AND rd.resident_id = p.resident_id
+           JOIN resident_devices rd ON rd.tenant_id = $1 AND rd.resident_id = p.resident_id
            CROSS JOIN unnest($3::text[]) AS new (member_id)
           WHERE p.tenant_id = $1 AND p.lock_group_id = $2`;
   const { rows } = await db.query<{ issued: number }>(

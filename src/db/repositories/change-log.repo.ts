@@ -7,7 +7,7 @@ import type { Queryable } from '../database.js';
  * before any other lock keeps the lock order the same everywhere (no deadlocks).
  */
 export async function nextChangeSeq(db: Queryable, tenantId: string): Promise<number> {
-  const { rows } = await db.query<{ last_seq: number }>(NEXT_CHANGE_SEQ_CTE('$1'), [tenantId]);
+  const { rows } = await db.query<{ last_seq: number }>(NEXT_CHANGE_SEQ_SQL, [tenantId]);
   const seq = Number(rows[0]!.last_seq);
   announceChange(db, tenantId, seq);
   return seq;
@@ -15,7 +15,7 @@ export async function nextChangeSeq(db: Queryable, tenantId: string): Promise<nu
 
 /**
  * The channel on which every advance of a tenant's change counter is announced, with the payload
- * `<last_seq>:<tenant_id>` (migrations/017_tenant_change_notify.sql, docs/lock-sync.md).
+ * `<last_seq>:<tenant_id>` (announceChange, docs/lock-sync.md).
  */
 export const TENANT_CHANGES_CHANNEL = 'tenant_changes';
 
@@ -30,8 +30,10 @@ export function parseChangePayload(payload: string): { tenantId: string; seq: nu
 }
 
 /**
- * This process hears of its own change at once when it commits (Queryable.announceOnCommit); the trigger's NOTIFY
- * tells the other instances, a little later. Call it right after taking the change number, in the same queryable.
+ * Announces the tenant's new change number once its transaction commits (Queryable.announceOnCommit): this process
+ * at once, the other instances by the NOTIFY the database adapter sends after the commit, a little later. Every
+ * statement that advances tenant_change_counters is nextChangeSeq's, which calls it in the same queryable: it is the
+ * only announcement there is (migration 032 dropped the trigger).
  */
 export function announceChange(db: Queryable, tenantId: string, seq: number): void {
   db.announceOnCommit?.(TENANT_CHANGES_CHANNEL, changePayload(tenantId, seq));
@@ -43,11 +45,16 @@ export async function listChangeWatermarks(db: Queryable): Promise<{ tenantId: s
   return rows.map((row) => ({ tenantId: row.tenant_id, seq: Number(row.last_seq) }));
 }
 
-/** The same statement as a CTE body, for single-statement writes (ticket creation). `$tenant` is the placeholder. */
+/**
+ * The statement of nextChangeSeq as a CTE body, for the bench's seeding statements. `tenantPlaceholder` is the
+ * tenant's placeholder. Whatever runs it announces the number itself (announceChange), or nobody hears of it.
+ */
 export const NEXT_CHANGE_SEQ_CTE = (tenantPlaceholder: string) => `
   INSERT INTO tenant_change_counters AS c (tenant_id, last_seq) VALUES (${tenantPlaceholder}, 1)
   ON CONFLICT (tenant_id) DO UPDATE SET last_seq = c.last_seq + 1
   RETURNING last_seq`;
+
+const NEXT_CHANGE_SEQ_SQL = NEXT_CHANGE_SEQ_CTE('$1');
 
 /**
  * The change-log position of the tenant's last ticket-key-set change (docs/api-reference.md 8.1), 0 while there was none,

@@ -126,8 +126,8 @@ export async function findClaimByCode(db: Queryable, codeHash: Buffer): Promise<
   const { rows } = await db.query<ClaimRow & { tenant_name: string; resident_name: string | null }>(
     `SELECT ${COLUMNS.split(', ').map((column) => `c.${column}`).join(', ')}, t.name AS tenant_name, r.name AS resident_name
        FROM claims c
-       JOIN tenants t ON t.id = c.tenant_id
-       LEFT JOIN residents r ON r.tenant_id = c.tenant_id AND r.id = c.resident_id
+       JOIN tenants t ON t.id = $1
+       LEFT JOIN residents r ON r.tenant_id = $1 AND r.id = c.resident_id
       WHERE c.tenant_id = $1 AND c.id = $2 AND c.code_hash = $3`,
     [entry?.tenant_id ?? NO_TENANT, entry?.claim_id ?? NO_TENANT, codeHash],
   );

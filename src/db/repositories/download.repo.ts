@@ -38,21 +38,23 @@ const CREDENTIAL_COLUMNS = 'credential_encrypted, credential_kid, credential_iss
 
 /**
  * The zone of the ticket's lock (`tickets` named `alias`), by its primary key. UTC when the lock is gone: its tickets
- * are revoked with it, so no credential is signed from that value.
+ * are revoked with it, so no credential is signed from that value. The subqueries here name the tenant by its
+ * placeholder, not the outer row's column, so a cluster sharded by tenant plans the statement on one node
+ * (docs/house-style.md convention 6).
  */
-const LOCK_TIME_ZONE = (alias: string) =>
+const LOCK_TIME_ZONE = (tenantPlaceholder: string, alias: string) =>
   `coalesce((SELECT so.time_zone FROM secured_objects so
-              WHERE so.tenant_id = ${alias}.tenant_id AND so.id = ${alias}.secured_object_id), 'UTC') AS lock_time_zone`;
+              WHERE so.tenant_id = ${tenantPlaceholder} AND so.id = ${alias}.secured_object_id), 'UTC') AS lock_time_zone`;
 
 /**
  * The thumbprint of the ticket's device's key and its lock's public key (docs/api-reference.md 11.2), by primary key:
  * read with the tickets, so a download of 500 tickets binds and carries them without a query per ticket.
  */
-const HOLDER_KEYS = (alias: string) =>
+const HOLDER_KEYS = (tenantPlaceholder: string, alias: string) =>
   `(SELECT md.key_thumbprint FROM mobile_devices md
-     WHERE md.tenant_id = ${alias}.tenant_id AND md.id = ${alias}.mobile_device_id) AS device_key_thumbprint,
+     WHERE md.tenant_id = ${tenantPlaceholder} AND md.id = ${alias}.mobile_device_id) AS device_key_thumbprint,
    (SELECT so.public_key FROM secured_objects so
-     WHERE so.tenant_id = ${alias}.tenant_id AND so.id = ${alias}.secured_object_id) AS lock_public_key`;
+     WHERE so.tenant_id = ${tenantPlaceholder} AND so.id = ${alias}.secured_object_id) AS lock_public_key`;
 
 const toCredentialed = (row: TicketRow & CredentialColumns): CredentialedTicket => ({
   ...toTicketRecord(row),
@@ -90,7 +92,7 @@ export async function listValidTicketsOfDevice(
   const params: unknown[] = [tenantId, mobileDeviceId, now];
   const page = keysetPage(params, TICKET_KEYSET, after, limit);
   const { rows } = await db.query<TicketRow & CredentialColumns>(
-    `SELECT ${TICKET_COLUMNS}, ${CREDENTIAL_COLUMNS}, ${LOCK_TIME_ZONE('tickets')}, ${HOLDER_KEYS('tickets')} FROM tickets
+    `SELECT ${TICKET_COLUMNS}, ${CREDENTIAL_COLUMNS}, ${LOCK_TIME_ZONE('$1', 'tickets')}, ${HOLDER_KEYS('$1', 'tickets')} FROM tickets
       WHERE tenant_id = $1 AND mobile_device_id = $2 AND revoked_at IS NULL AND end_date > $3 AND ${page.condition}
       ${page.orderAndLimit}`,
     params,
@@ -100,8 +102,10 @@ export async function listValidTicketsOfDevice(
 
 /**
  * Stores the credentials signed now (null: the stored one was handed out again) and sets `downloadDate` on first
- * download, appending one `ticket.downloaded` audit event per ticket downloaded for the first time. The rows are
- * locked first, so of two concurrent downloads exactly one stamps each ticket. `credential_expires_at` only rises:
+ * download, appending one `ticket.downloaded` audit event per ticket downloaded for the first time. In the caller's
+ * transaction, in statements that each touch the tenant's rows alone (docs/house-style.md convention 6): the devices
+ * locked, their key's bound raised, the tickets locked (in id order), then the tickets written with their events. The
+ * rows are locked first, so of two concurrent downloads exactly one stamps each ticket. `credential_expires_at` only rises:
  * it bounds how long the lock needs a revocation of the ticket (docs/api-reference.md 8.2), so it must cover every
  * credential ever handed out. Returns each ticket's download stamp; a ticket removed or revoked meanwhile is absent
  * and its credential must not be handed out: its revocation may already have passed the lock's sync while the
@@ -110,7 +114,7 @@ export async function listValidTicketsOfDevice(
  * COMMITTED re-reads the locked row); one that commits after sees the stored expiry and reaches the lock.
  */
 export async function recordDownload(
-  db: Queryable,
+  tx: Queryable,
   tenantId: string,
   ticketIds: string[],
   credentials: (NewCredential | null)[],
@@ -119,45 +123,57 @@ export async function recordDownload(
   devices: DownloadedDevice[],
 ): Promise<Map<string, number>> {
   if (ticketIds.length === 0) return new Map();
-  const { rows } = await db.query<{ id: string; downloaded_at: number }>(
-    `WITH devices AS (
-       -- docs/api-reference.md 11.2, 11.4: the devices whose key is still the one the credentials were bound to, their
-       -- rows locked before the tickets' (the order a device's removal takes). A key registered or revoked meanwhile
-       -- leaves its device out: nothing bound to the old key is handed out, since its revocation may already have
-       -- passed the locks' syncs with a shorter bound. Evaluated once, before the first ticket row is locked.
-       SELECT md.id FROM mobile_devices md
-         JOIN unnest($10::text[], $11::text[]) AS d (id, jkt) ON md.id = d.id
-        WHERE md.tenant_id = $1 AND md.key_thumbprint IS NOT DISTINCT FROM d.jkt
-        ORDER BY md.id
-          FOR NO KEY UPDATE OF md
-     ), raised AS (
-       -- The key's revocation must reach the locks until the last credential bound to it expires (migration 020).
-       UPDATE mobile_devices md SET key_bound_until = d.bound_until
-         FROM unnest($10::text[], $11::text[], $12::bigint[]) AS d (id, jkt, bound_until)
-        WHERE md.tenant_id = $1 AND md.id = d.id AND md.key_thumbprint = d.jkt
-          AND d.bound_until > coalesce(md.key_bound_until, 0) AND md.id IN (SELECT id FROM devices)
-     ), before AS (
-       SELECT id, downloaded_at, mobile_device_id, secured_object_id FROM tickets
-        WHERE tenant_id = $1 AND id = ANY ($2::uuid[]) AND revoked_at IS NULL
-          AND mobile_device_id = ANY (ARRAY(SELECT id FROM devices))
-          FOR UPDATE
-     ), updated AS (
+  // docs/api-reference.md 11.2, 11.4: the devices whose key is still the one the credentials were bound to, their rows
+  // locked before the tickets' (the order a device's removal takes). A key registered or revoked meanwhile leaves its
+  // device out: nothing bound to the old key is handed out, since its revocation may already have passed the locks'
+  // syncs with a shorter bound.
+  const { rows: current } = await tx.query<{ id: string }>(
+    `SELECT md.id FROM mobile_devices md
+       JOIN unnest($2::text[], $3::text[]) AS d (id, jkt) ON md.id = d.id
+      WHERE md.tenant_id = $1 AND md.key_thumbprint IS NOT DISTINCT FROM d.jkt
+      ORDER BY md.id
+        FOR NO KEY UPDATE OF md`,
+    [tenantId, devices.map((device) => device.mobileDeviceId), devices.map((device) => device.keyThumbprint)],
+  );
+  const deviceIds = current.map((row) => row.id);
+  if (deviceIds.length === 0) return new Map();
+  const bound = devices.filter((device) => device.keyThumbprint !== null && device.boundUntil > 0 && deviceIds.includes(device.mobileDeviceId));
+  if (bound.length > 0) {
+    // The key's revocation must reach the locks until the last credential bound to it expires (migration 020).
+    await tx.query(
+      `UPDATE mobile_devices md SET key_bound_until = d.bound_until
+         FROM unnest($2::text[], $3::text[], $4::bigint[]) AS d (id, jkt, bound_until)
+        WHERE md.tenant_id = $1 AND md.id = d.id AND md.key_thumbprint = d.jkt AND d.bound_until > coalesce(md.key_bound_until, 0)`,
+      [tenantId, bound.map((device) => device.mobileDeviceId), bound.map((device) => device.keyThumbprint), bound.map((device) => device.boundUntil)],
+    );
+  }
+  const { rows: before } = await tx.query<{ id: string; downloaded_at: number | null; mobile_device_id: string; secured_object_id: string }>(
+    `SELECT id, downloaded_at, mobile_device_id, secured_object_id FROM tickets
+      WHERE tenant_id = $1 AND id = ANY ($2::uuid[]) AND revoked_at IS NULL AND mobile_device_id = ANY ($3::text[])
+      ORDER BY id
+        FOR UPDATE`,
+    [tenantId, ticketIds, deviceIds],
+  );
+  if (before.length === 0) return new Map();
+  const firsts = before.filter((row) => row.downloaded_at === null);
+  const { rows } = await tx.query<{ id: string; downloaded_at: number }>(
+    `WITH updated AS (
        UPDATE tickets t SET
               credential_encrypted = coalesce(v.sealed, t.credential_encrypted),
               credential_kid = coalesce(v.kid, t.credential_kid),
               credential_issued_at = coalesce(v.issued_at, t.credential_issued_at),
               credential_expires_at = greatest(t.credential_expires_at, v.expires_at),
               downloaded_at = coalesce(t.downloaded_at, $4)
-         FROM unnest($2::uuid[], $3::bytea[], $7::text[], $8::bigint[], $9::bigint[]) AS v (id, sealed, kid, issued_at, expires_at),
-              before b
-        WHERE t.tenant_id = $1 AND t.id = v.id AND b.id = v.id
+         FROM unnest($2::uuid[], $3::bytea[], $7::text[], $8::bigint[], $9::bigint[]) AS v (id, sealed, kid, issued_at, expires_at)
+        WHERE t.tenant_id = $1 AND t.id = v.id AND t.id = ANY ($10::uuid[])
         RETURNING t.id, t.downloaded_at
      ), ${AUDIT_APPEND_CTES(
        '$1',
-       `SELECT $4::bigint, $5::text, 'ticket.downloaded', 'ticket:' || b.id, $6::text,
-               jsonb_build_object('ticketIds', jsonb_build_array(b.id), 'mobileDeviceId', b.mobile_device_id,
-                                  'securedObjectId', b.secured_object_id)
-          FROM before b WHERE b.downloaded_at IS NULL ORDER BY b.id`,
+       `SELECT $4::bigint, $5::text, 'ticket.downloaded', 'ticket:' || f.id, $6::text,
+               jsonb_build_object('ticketIds', jsonb_build_array(f.id), 'mobileDeviceId', f.mobile_device_id,
+                                  'securedObjectId', f.secured_object_id)
+          FROM unnest($11::uuid[], $12::text[], $13::text[]) WITH ORDINALITY AS f (id, mobile_device_id, secured_object_id, ordinal)
+         ORDER BY f.ordinal`,
      )}
      SELECT id, downloaded_at FROM updated`,
     [
@@ -170,9 +186,10 @@ export async function recordDownload(
       credentials.map((credential) => credential?.kid ?? null),
       credentials.map((credential) => credential?.issuedAt ?? null),
       credentials.map((credential) => credential?.expiresAt ?? null),
-      devices.map((device) => device.mobileDeviceId),
-      devices.map((device) => device.keyThumbprint),
-      devices.map((device) => device.boundUntil),
+      before.map((row) => row.id),
+      firsts.map((row) => row.id),
+      firsts.map((row) => row.mobile_device_id),
+      firsts.map((row) => row.secured_object_id),
     ],
   );
   return new Map(rows.map((row) => [row.id, row.downloaded_at]));
@@ -260,9 +277,9 @@ export async function listValidTicketsOfResident(
 ): Promise<CredentialedTicket[]> {
   const { rows } = await db.query<TicketRow & CredentialColumns>(
     `SELECT ${[...TICKET_COLUMNS.split(', '), ...CREDENTIAL_COLUMNS.split(', ')].map((column) => `t.${column}`).join(', ')},
-            ${LOCK_TIME_ZONE('t')}, ${HOLDER_KEYS('t')}
+            ${LOCK_TIME_ZONE('$1', 't')}, ${HOLDER_KEYS('$1', 't')}
        FROM resident_devices rd
-       JOIN tickets t ON t.tenant_id = rd.tenant_id AND t.mobile_device_id = rd.mobile_device_id
+       JOIN tickets t ON t.tenant_id = $1 AND t.mobile_device_id = rd.mobile_device_id
       WHERE rd.tenant_id = $1 AND rd.resident_id = $2 AND t.revoked_at IS NULL AND t.end_date > $3
       ORDER BY t.created_at, t.id LIMIT $4`,
     [tenantId, residentId, now, limit],
@@ -300,7 +317,7 @@ export async function listTicketsOfDeviceForLock(
   limit: number,
 ): Promise<ExplainedTicket[]> {
   const { rows } = await db.query<TicketRow & CredentialColumns & { revocation_applied_at: number | null }>(
-    `SELECT ${TICKET_COLUMNS}, ${CREDENTIAL_COLUMNS}, ${LOCK_TIME_ZONE('tickets')}, ${HOLDER_KEYS('tickets')} FROM tickets
+    `SELECT ${TICKET_COLUMNS}, ${CREDENTIAL_COLUMNS}, ${LOCK_TIME_ZONE('$1', 'tickets')}, ${HOLDER_KEYS('$1', 'tickets')} FROM tickets
       WHERE tenant_id = $1 AND mobile_device_id = $2 AND secured_object_id = $3
       ORDER BY (credential_encrypted IS NOT NULL AND revocation_applied_at IS NULL AND credential_expires_at > $5::bigint
                 AND $6::text = ANY (commands) AND $7::text = ANY (channels)) DESC,

@@ -53,10 +53,11 @@ const toRecord = (row: GroupRow): GroupRecord => ({
   memberIds: row.member_ids ?? [],
 });
 
+/** The groups with their members; `where` names the tenant as `$1`, which the members' subquery names too. */
 function selectGroups(kind: GroupKind, where: string): string {
   return `SELECT g.id, g.name, g.created_at,
             ARRAY(SELECT m.${kind.memberColumn} FROM ${kind.members} m
-                   WHERE m.tenant_id = g.tenant_id AND m.${kind.groupColumn} = g.id
+                   WHERE m.tenant_id = $1 AND m.${kind.groupColumn} = g.id
                    ORDER BY m.${kind.memberColumn}) AS member_ids
        FROM ${kind.table} g WHERE ${where}`;
 }

@@ -28,7 +28,7 @@ export async function findDeviceKeyOfClient(db: Queryable, tenantId: string, cli
   const { rows } = await db.query<KeyRow>(
     `SELECT md.public_key, md.key_thumbprint
        FROM oauth_clients c
-       JOIN mobile_devices md ON md.tenant_id = c.tenant_id AND md.id = c.mobile_device_id
+       JOIN mobile_devices md ON md.tenant_id = $1 AND md.id = c.mobile_device_id
       WHERE c.tenant_id = $1 AND c.client_id = $2`,
     [tenantId, clientId],
   );

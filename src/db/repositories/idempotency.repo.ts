@@ -91,7 +91,15 @@ export async function releaseIdempotencyKey(db: Queryable, owner: IdempotencyOwn
   );
 }
 
-export async function deleteExpiredIdempotencyKeys(db: Queryable, now: number): Promise<number> {
-  const { rowCount } = await db.query('DELETE FROM idempotency_keys WHERE expires_at <= $1', [now]);
+/**
+ * Deletes up to `limit` of the tenant's keys that expired by `now`; answers how many went. One tenant per statement
+ * (docs/house-style.md convention 6).
+ */
+export async function deleteExpiredIdempotencyKeys(db: Queryable, tenantId: string, now: number, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM idempotency_keys WHERE tenant_id = $1 AND (client_id, key) IN (
+       SELECT client_id, key FROM idempotency_keys WHERE tenant_id = $1 AND expires_at <= $2::bigint LIMIT $3)`,
+    [tenantId, now, limit],
+  );
   return rowCount;
 }

@@ -345,7 +345,7 @@ export async function listRevocations(
   const { rows } = await db.query<TicketRow>(
     `SELECT ${TICKET_COLUMNS.split(', ').map((column) => `t.${column}`).join(', ')}
        FROM tickets t
-       LEFT JOIN lock_telemetry lt ON lt.tenant_id = t.tenant_id AND lt.secured_object_id = t.secured_object_id
+       LEFT JOIN lock_telemetry lt ON lt.tenant_id = $1 AND lt.secured_object_id = t.secured_object_id
       WHERE ${conditions.join(' AND ')} ${page.orderAndLimit}`,
     params,
   );

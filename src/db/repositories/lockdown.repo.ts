@@ -64,8 +64,8 @@ const SELECT_LOCKDOWNS = `
     CROSS JOIN LATERAL (
       SELECT count(*) AS total, count(*) FILTER (WHERE coalesce(t.applied_through, 0) >= l.change_seq) AS reached
         FROM lockdown_locks l
-        JOIN secured_objects so ON so.tenant_id = l.tenant_id AND so.id = l.secured_object_id
-        LEFT JOIN lock_telemetry t ON t.tenant_id = l.tenant_id AND t.secured_object_id = l.secured_object_id
+        JOIN secured_objects so ON so.tenant_id = $1 AND so.id = l.secured_object_id
+        LEFT JOIN lock_telemetry t ON t.tenant_id = $1 AND t.secured_object_id = l.secured_object_id
        WHERE l.tenant_id = $1 AND l.lockdown_id = d.id
     ) r`;
 

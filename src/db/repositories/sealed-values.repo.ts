@@ -67,15 +67,32 @@ export async function listSealedValues(db: Queryable, kind: SealedKind, after: s
 /**
  * Writes each row's value sealed anew, only where the row still holds the value that was read: a value changed
  * meanwhile (a webhook secret rotated, a credential signed again) was sealed under the current key already and is
- * kept. One statement for the whole batch. Returns how many rows were written.
+ * kept. One statement for the whole batch, or for a tenant-owned table one per tenant (docs/house-style.md
+ * convention 6: each then names its tenant). Returns how many rows were written.
  */
 export async function replaceSealedValues(
   db: Queryable,
   kind: SealedKind,
   values: { key: string[]; was: Buffer; now: Buffer }[],
 ): Promise<number> {
+  if (SEALED_COLUMNS[kind].key[0]!.column !== 'tenant_id') return replaceInOneStatement(db, kind, values);
+  const tenants = new Map<string, { key: string[]; was: Buffer; now: Buffer }[]>();
+  for (const value of values) {
+    let ofTenant = tenants.get(value.key[0]!);
+    if (!ofTenant) tenants.set(value.key[0]!, (ofTenant = []));
+    ofTenant.push(value);
+  }
+  let replaced = 0;
+  for (const ofTenant of tenants.values()) replaced += await replaceInOneStatement(db, kind, ofTenant);
+  return replaced;
+}
+
+/** replaceSealedValues' statement; a tenant-owned table's values are one tenant's, named by its first key column. */
+async function replaceInOneStatement(db: Queryable, kind: SealedKind, values: { key: string[]; was: Buffer; now: Buffer }[]): Promise<number> {
   if (values.length === 0) return 0;
   const { table, key, column } = SEALED_COLUMNS[kind];
+  const tenantIndex = key.length + 3;
+  const ofTenant = key[0]!.column === 'tenant_id' ? `AND t.tenant_id = $${tenantIndex}::uuid` : '';
   const keyArrays = key.map((part, index) => `$${index + 1}::text[]`);
   const wasIndex = key.length + 1;
   const { rows } = await db.query<{ replaced: number }>(
@@ -84,7 +101,7 @@ export async function replaceSealedValues(
          FROM unnest(${keyArrays.join(', ')}, $${wasIndex}::text[], $${wasIndex + 1}::text[])
               AS v(${key.map((part) => `k_${part.column}`).join(', ')}, was, now)
         WHERE ${key.map((part) => `t.${part.column} = v.k_${part.column}::${part.type}`).join(' AND ')}
-          AND t.${column} = decode(v.was, 'hex')
+          AND t.${column} = decode(v.was, 'hex') ${ofTenant}
         RETURNING 1
      )
      SELECT count(*)::int AS replaced FROM replaced`,
@@ -92,6 +109,7 @@ export async function replaceSealedValues(
       ...key.map((_, index) => values.map((value) => value.key[index]!)),
       values.map((value) => value.was.toString('hex')),
       values.map((value) => value.now.toString('hex')),
+      ...(ofTenant ? [values[0]!.key[0]!] : []),
     ],
   );
   return rows[0]!.replaced;

@@ -1,8 +1,8 @@
-// SQL for tickets: create (one statement with its audit event), read, page with filters, revoke.
+// SQL for tickets: create (with its audit events, in the caller's transaction), read, page with filters, revoke.
 import type { Schedule } from '../../shared/schedule/types.js';
 import type { Queryable } from '../database.js';
 import { AUDIT_APPEND_CTES, TICKET_EVENT_CHUNKS } from './audit.repo.js';
-import { announceChange, NEXT_CHANGE_SEQ_CTE } from './change-log.repo.js';
+import { nextChangeSeq } from './change-log.repo.js';
 import { keysetPage, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
 
 export interface TicketRecord {
@@ -87,14 +87,19 @@ export type CreateTicketOutcome =
   | { created: null; lockChannels: string[] | null; deviceExists: boolean };
 
 /**
- * Issues several tickets of one tenant in one statement, so one round trip and one commit, atomic on its own. It
- * takes the tenant's next change number first (the change log's lock order, see change-log.repo.ts), then locks
- * the named lock and device rows (FOR SHARE, so a concurrent removal waits or wins cleanly), inserts each ticket
- * whose lock and device exist and whose lock supports every channel, and appends one `ticket.created` audit event
- * per ticket (docs/api-reference.md 7.5). Answers in input order; where nothing was inserted, the outcome says why.
+ * Issues several tickets of one tenant, in the caller's transaction, in four statements that each touch the tenant's
+ * rows alone (docs/house-style.md convention 6: on a cluster, one node each). LOCK ORDER (the same as a removal's,
+ * services/removal.ts): the tenant's change number first (nextChangeSeq, change-log.repo.ts), so a removal of a named
+ * lock or device has committed before, or waits until this commits; then the named locks and the named devices,
+ * each set in id order and FOR SHARE, so a concurrent change of a lock's channels waits, and the rows read below are
+ * the ones checked; the audit counter last (audit.repo.ts). Each statement after the first reads what committed
+ * before it started (READ COMMITTED), so a lock or device deleted by a removal that went first is not found. Then
+ * each ticket whose lock and device exist and whose lock supports every channel is inserted, with one
+ * `ticket.created` audit event per ticket (docs/api-reference.md 7.5). Answers in input order; where nothing was
+ * inserted, the outcome says why.
  */
 export async function createTickets(
-  db: Queryable,
+  tx: Queryable,
   tenantId: string,
   tickets: TicketInBatch[],
 ): Promise<CreateTicketOutcome[]> {
@@ -113,28 +118,39 @@ export async function createTickets(
     actor: ticket.audit.actor,
     request_id: ticket.audit.requestId,
   }));
-  const { rows } = await db.query<
-    TicketRow & { ordinal: number; lock_channels: string[] | null; device_exists: boolean; created: boolean; taken_seq: number }
-  >(
-    `WITH seq AS (${NEXT_CHANGE_SEQ_CTE('$1')}
-     ), input AS (
+  const seq = await nextChangeSeq(tx, tenantId);
+  const lockIds = [...new Set(tickets.map((ticket) => ticket.securedObjectId))].sort();
+  const deviceIds = [...new Set(tickets.map((ticket) => ticket.mobileDeviceId))].sort();
+  await tx.query(SHARE_LOCKS_SQL, [tenantId, lockIds]);
+  await tx.query(SHARE_DEVICES_SQL, [tenantId, deviceIds]);
+  const { rows } = await tx.query<
+    TicketRow & { ordinal: number; lock_channels: string[] | null; device_exists: boolean; created: boolean }
+  >(INSERT_TICKETS_SQL, [tenantId, JSON.stringify(input), seq]);
+  return rows.map((row) =>
+    row.created
+      ? { created: toTicketRecord(row) }
+      : { created: null, lockChannels: row.lock_channels, deviceExists: row.device_exists },
+  );
+}
+
+/** createTickets' row locks: the tenant's named locks, then its named devices, each in id order. */
+const SHARE_LOCKS_SQL = 'SELECT id FROM secured_objects WHERE tenant_id = $1 AND id = ANY ($2::text[]) ORDER BY id FOR SHARE';
+const SHARE_DEVICES_SQL = 'SELECT id FROM mobile_devices WHERE tenant_id = $1 AND id = ANY ($2::text[]) ORDER BY id FOR SHARE';
+
+/** createTickets' insert: `$1` the tenant, `$2` the batch (JSON), `$3` its change number. Built once (FIND_TICKET_SQL). */
+const INSERT_TICKETS_SQL = `WITH input AS (
        SELECT * FROM jsonb_to_recordset($2::jsonb) AS i (ordinal int, id uuid, secured_object_id text, mobile_device_id text,
          begin_date bigint, end_date bigint, created_at bigint, commands text[], channels text[], schedule jsonb, override boolean,
          actor text, request_id text)
-     ), lock AS (
-       -- Reading seq orders the counter's lock before the row locks below.
-       SELECT so.id, so.channels FROM secured_objects so, seq
-        WHERE so.tenant_id = $1 AND so.id IN (SELECT secured_object_id FROM input) FOR SHARE OF so
-     ), device AS (
-       SELECT md.id FROM mobile_devices md, seq
-        WHERE md.tenant_id = $1 AND md.id IN (SELECT mobile_device_id FROM input) FOR SHARE OF md
      ), inserted AS (
        INSERT INTO tickets (id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at, commands,
                             channels, schedule, override, change_seq)
        SELECT i.id, $1, i.secured_object_id, i.mobile_device_id, i.begin_date, i.end_date, i.created_at, i.commands,
-              i.channels, i.schedule, i.override, seq.last_seq
-         FROM input i JOIN lock ON lock.id = i.secured_object_id JOIN device ON device.id = i.mobile_device_id, seq
-        WHERE lock.channels @> i.channels
+              i.channels, i.schedule, i.override, $3::bigint
+         FROM input i
+         JOIN secured_objects so ON so.tenant_id = $1 AND so.id = i.secured_object_id
+         JOIN mobile_devices md ON md.tenant_id = $1 AND md.id = i.mobile_device_id
+        WHERE so.channels @> i.channels
        RETURNING ${TICKET_COLUMNS}
      ), ${AUDIT_APPEND_CTES(
        '$1',
@@ -143,22 +159,13 @@ export async function createTickets(
                                   'mobileDeviceId', i.mobile_device_id)
           FROM inserted JOIN input i ON i.id = inserted.id ORDER BY i.ordinal`,
      )}
-     SELECT i.ordinal, inserted.*, inserted.id IS NOT NULL AS created, lock.channels AS lock_channels,
-            device.id IS NOT NULL AS device_exists, (SELECT last_seq FROM seq) AS taken_seq
+     SELECT i.ordinal, inserted.*, inserted.id IS NOT NULL AS created, so.channels AS lock_channels,
+            md.id IS NOT NULL AS device_exists
        FROM input i
        LEFT JOIN inserted ON inserted.id = i.id
-       LEFT JOIN lock ON lock.id = i.secured_object_id
-       LEFT JOIN device ON device.id = i.mobile_device_id
-      ORDER BY i.ordinal`,
-    [tenantId, JSON.stringify(input)],
-  );
-  if (rows[0]) announceChange(db, tenantId, Number(rows[0].taken_seq));
-  return rows.map((row) =>
-    row.created
-      ? { created: toTicketRecord(row) }
-      : { created: null, lockChannels: row.lock_channels, deviceExists: row.device_exists },
-  );
-}
+       LEFT JOIN secured_objects so ON so.tenant_id = $1 AND so.id = i.secured_object_id
+       LEFT JOIN mobile_devices md ON md.tenant_id = $1 AND md.id = i.mobile_device_id
+      ORDER BY i.ordinal`;
 
 /** The time zone a lock's schedules are read in (docs/api-reference.md 9), or null when the tenant has no such lock. */
 export async function findLockTimeZone(db: Queryable, tenantId: string, securedObjectId: string): Promise<string | null> {

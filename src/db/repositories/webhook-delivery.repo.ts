@@ -5,6 +5,11 @@
 // of its outcome fence each other (`sending_claim`, `claims`, which a replay moves too), one statement writes the
 // cursor, the retry rows and the log at once (recordFreshBatches), and every recorder takes a subscription before its
 // delivery rows, in one order (LOCKED_WEBHOOKS).
+//
+// Every statement that locks or writes names one tenant (docs/house-style.md convention 6: on a cluster sharded by
+// tenant it runs on the one node holding that tenant's rows). Work that spans tenants is a plain read that locks
+// nothing (which subscriptions, which deliveries are due), then one statement per tenant, tenants in ascending order:
+// the (tenant, id) lock order of a whole batch is kept, statement after statement.
 import type { Queryable } from '../database.js';
 import { WIRE_EVENT_COLUMNS, toWireEvent, type WireEvent, type WireEventRow } from './audit.repo.js';
 
@@ -44,21 +49,91 @@ interface FreshRow extends Partial<WireEventRow> {
  */
 export const LONGEST_FRESH_LEASE_MS = 300_000;
 
+/** Items of several tenants as one list per tenant, in ascending tenant order (the lock order of a batch). */
+function byTenant<T extends { tenantId: string }>(items: readonly T[]): [tenantId: string, items: T[]][] {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    let group = groups.get(item.tenantId);
+    if (!group) groups.set(item.tenantId, (group = []));
+    group.push(item);
+  }
+  return [...groups.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/** Candidates of several tenants as one list per tenant, each tenant where its first candidate came. */
+function inFirstOrder<T extends { tenantId: string }>(items: readonly T[]): [tenantId: string, items: T[]][] {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    let group = groups.get(item.tenantId);
+    if (!group) groups.set(item.tenantId, (group = []));
+    group.push(item);
+  }
+  return [...groups.entries()];
+}
+
+/**
+ * How many candidates a claim reads per place it fills: instances claiming at once read the same candidates, and the
+ * ones another took (locked, or leased by then) are skipped, so each reads a few more than it can take.
+ */
+const CANDIDATES_PER_CLAIM = 2;
+
+/**
+ * The subscriptions whose lease is free (or not one, see claimFreshBatches) and whose tenant has committed events past
+ * their cursor, longest unserved first: a read of every tenant's that locks nothing.
+ */
+const FRESH_CANDIDATES = `SELECT w.tenant_id, w.id FROM webhooks w
+    JOIN tenant_audit_counters c ON c.tenant_id = w.tenant_id
+   WHERE w.enabled AND c.last_seq > w.dispatched_through
+     AND (w.sending_until IS NULL OR w.sending_until <= $1::bigint OR w.sending_until > $2::bigint)
+   ORDER BY CASE WHEN w.sending_until <= $2::bigint THEN w.sending_until END NULLS FIRST
+   LIMIT $3`;
+
+/** claimFreshBatches' claim of one tenant's candidates (`$7` the tenant, `$8` the candidates' ids). */
+const CLAIM_FRESH = `WITH due AS (
+       SELECT w.id, least(w.dispatched_through + $5::bigint, c.last_seq) AS to_seq, c.last_seq
+         FROM webhooks w
+         JOIN tenant_audit_counters c ON c.tenant_id = $7
+        WHERE w.tenant_id = $7 AND w.id = ANY ($8::uuid[]) AND w.enabled AND c.last_seq > w.dispatched_through
+          AND (w.sending_until IS NULL OR w.sending_until <= $1::bigint OR w.sending_until > $6::bigint)
+        ORDER BY CASE WHEN w.sending_until <= $6::bigint THEN w.sending_until END NULLS FIRST
+        LIMIT $3
+          FOR NO KEY UPDATE OF w SKIP LOCKED
+     ), claimed AS (
+       UPDATE webhooks w SET sending_until = $2::bigint, sending_claim = w.sending_claim + 1
+         FROM due
+        WHERE w.tenant_id = $7 AND w.id = due.id
+       RETURNING w.id, w.event_types, w.dispatched_through, w.sending_claim, due.to_seq, due.last_seq, w.url, w.secret_sealed,
+                 w.previous_secret_sealed, w.previous_secret_until
+     )
+     SELECT $7::uuid AS tenant_id, s.id AS webhook_id, s.sending_claim, s.to_seq, s.last_seq, s.url, s.secret_sealed, s.previous_secret_sealed,
+            s.previous_secret_until, ${WIRE_EVENT_COLUMNS.split(', ').map((column) => `e.${column}`).join(', ')}
+       FROM claimed s
+       LEFT JOIN LATERAL (
+         SELECT ${WIRE_EVENT_COLUMNS} FROM audit_events e
+          WHERE e.tenant_id = $7 AND e.seq > s.dispatched_through AND e.seq <= s.to_seq AND e.action = ANY (s.event_types)
+          ORDER BY e.seq
+          LIMIT $4
+       ) e ON true
+      ORDER BY s.id, e.seq`;
+
 /**
  * Leases up to `maxSubscriptions` enabled subscriptions whose tenant has committed events past their cursor
  * (`dispatched_through`) and whose lease is free or has run out, and reads each one's batch: its events after the
  * cursor, of its types, at most `maxEvents` of them, among the next `maxScan` sequence numbers at most (so a
- * subscription whose types match few events still moves on, in bounded steps). One statement, committed on its own.
+ * subscription whose types match few events still moves on, in bounded steps). Bounded work: one read of the
+ * candidates (FRESH_CANDIDATES, at most CANDIDATES_PER_CLAIM × `maxSubscriptions`, locking nothing), then one claiming
+ * statement per tenant among them, each committed on its own, until `maxSubscriptions` are leased.
  *
  * The lease (migration 018): FOR NO KEY UPDATE SKIP LOCKED, so instances claiming at once take different subscriptions
- * and never wait; `sending_until` keeps others away while the batch is sent (and brings it back if this worker dies),
+ * and never wait; a candidate another instance leased meanwhile no longer qualifies when its tenant's statement reads
+ * it again. `sending_until` keeps others away while the batch is sent (and brings it back if this worker dies),
  * and the bumped `sending_claim` fences the recording. Recording sets `sending_until` to the time it released the
- * lease, so the subscriptions served longest ago (or never) are taken first: one busy subscription (or tenant) never
- * keeps the others waiting beyond a round of claims. A `sending_until` later than any lease this clock could give
- * (LONGEST_FRESH_LEASE_MS) was written under a clock ahead of this one (another instance's, or this one's before it
- * was set back): it is neither a lease nor an order this clock can honour, so the subscription is free and counts as
- * never served; else an instance whose clock ran an hour ahead would hold every subscription it served for that hour.
- * The batch's bound is its last event when it is full, else the
+ * lease, so the subscriptions served longest ago (or never) are taken first, whichever their tenant: one busy
+ * subscription (or tenant) never keeps the others waiting beyond a round of claims. A `sending_until` later than any
+ * lease this clock could give (LONGEST_FRESH_LEASE_MS) was written under a clock ahead of this one (another
+ * instance's, or this one's before it was set back): it is neither a lease nor an order this clock can honour, so the
+ * subscription is free and counts as never served; else an instance whose clock ran an hour ahead would hold every
+ * subscription it served for that hour. The batch's bound is its last event when it is full, else the
  * end of the range read. The tenant's `last_seq` is read, not locked: a tenant's events commit in sequence order
  * (migration 008), so every event up to the committed `last_seq` is visible to the same snapshot, and none is skipped.
  */
@@ -70,55 +145,46 @@ export async function claimFreshBatches(
   maxEvents: number,
   maxScan: number,
 ): Promise<FreshBatch[]> {
-  const { rows } = await db.query<FreshRow>(
-    `WITH due AS (
-       SELECT w.tenant_id, w.id, least(w.dispatched_through + $5::bigint, c.last_seq) AS to_seq, c.last_seq
-         FROM webhooks w
-         JOIN tenant_audit_counters c ON c.tenant_id = w.tenant_id
-        WHERE w.enabled AND c.last_seq > w.dispatched_through
-          AND (w.sending_until IS NULL OR w.sending_until <= $1::bigint OR w.sending_until > $6::bigint)
-        ORDER BY CASE WHEN w.sending_until <= $6::bigint THEN w.sending_until END NULLS FIRST
-        LIMIT $3
-          FOR NO KEY UPDATE OF w SKIP LOCKED
-     ), claimed AS (
-       UPDATE webhooks w SET sending_until = $2::bigint, sending_claim = w.sending_claim + 1
-         FROM due
-        WHERE w.tenant_id = due.tenant_id AND w.id = due.id
-       RETURNING w.tenant_id, w.id, w.event_types, w.dispatched_through, w.sending_claim, due.to_seq, due.last_seq, w.url, w.secret_sealed,
-                 w.previous_secret_sealed, w.previous_secret_until
-     )
-     SELECT s.tenant_id, s.id AS webhook_id, s.sending_claim, s.to_seq, s.last_seq, s.url, s.secret_sealed, s.previous_secret_sealed,
-            s.previous_secret_until, ${WIRE_EVENT_COLUMNS.split(', ').map((column) => `e.${column}`).join(', ')}
-       FROM claimed s
-       LEFT JOIN LATERAL (
-         SELECT ${WIRE_EVENT_COLUMNS} FROM audit_events e
-          WHERE e.tenant_id = s.tenant_id AND e.seq > s.dispatched_through AND e.seq <= s.to_seq AND e.action = ANY (s.event_types)
-          ORDER BY e.seq
-          LIMIT $4
-       ) e ON true
-      ORDER BY s.tenant_id, s.id, e.seq`,
-    [now, leaseUntil, maxSubscriptions, maxEvents, maxScan, Math.max(leaseUntil, now + LONGEST_FRESH_LEASE_MS)],
-  );
+  const horizon = Math.max(leaseUntil, now + LONGEST_FRESH_LEASE_MS);
+  const { rows: candidates } = await db.query<{ tenant_id: string; id: string }>(FRESH_CANDIDATES, [
+    now,
+    horizon,
+    maxSubscriptions * CANDIDATES_PER_CLAIM,
+  ]);
   const batches = new Map<string, FreshBatch>();
-  for (const row of rows) {
-    const key = `${row.tenant_id}/${row.webhook_id}`;
-    let batch = batches.get(key);
-    if (!batch) {
-      batch = {
-        tenantId: row.tenant_id,
-        webhookId: row.webhook_id,
-        claim: Number(row.sending_claim),
-        bound: Number(row.to_seq),
-        more: Number(row.to_seq) < Number(row.last_seq),
-        url: row.url,
-        secretSealed: row.secret_sealed,
-        previousSecretSealed: row.previous_secret_sealed,
-        previousSecretUntil: row.previous_secret_until === null ? null : Number(row.previous_secret_until),
-        events: [],
-      };
-      batches.set(key, batch);
+  for (const [tenantId, ofTenant] of inFirstOrder(candidates.map((row) => ({ tenantId: row.tenant_id, id: row.id })))) {
+    const room = maxSubscriptions - batches.size;
+    if (room <= 0) break;
+    const { rows } = await db.query<FreshRow>(CLAIM_FRESH, [
+      now,
+      leaseUntil,
+      room,
+      maxEvents,
+      maxScan,
+      horizon,
+      tenantId,
+      ofTenant.map((candidate) => candidate.id),
+    ]);
+    for (const row of rows) {
+      const key = `${row.tenant_id}/${row.webhook_id}`;
+      let batch = batches.get(key);
+      if (!batch) {
+        batch = {
+          tenantId: row.tenant_id,
+          webhookId: row.webhook_id,
+          claim: Number(row.sending_claim),
+          bound: Number(row.to_seq),
+          more: Number(row.to_seq) < Number(row.last_seq),
+          url: row.url,
+          secretSealed: row.secret_sealed,
+          previousSecretSealed: row.previous_secret_sealed,
+          previousSecretUntil: row.previous_secret_until === null ? null : Number(row.previous_secret_until),
+          events: [],
+        };
+        batches.set(key, batch);
+      }
+      if (row.event_id !== undefined && row.event_id !== null) batch.events.push(toWireEvent(row as WireEventRow));
     }
-    if (row.event_id !== undefined && row.event_id !== null) batch.events.push(toWireEvent(row as WireEventRow));
   }
   // A full batch may have more events after it: it ends at its last event, and the rest is the next batch's.
   for (const batch of batches.values()) {
@@ -149,7 +215,8 @@ export interface FreshOutcome {
 }
 
 /**
- * Records sent batches in one statement (migration 018), each only while its claim is still the subscription's
+ * Records sent batches (migration 018), in the caller's transaction, tenant after tenant in plain statements that each
+ * name the tenant (the subscriptions locked, their cursors, the retry rows, the log), each only while its claim is still the subscription's
  * (`sending_claim` unchanged: no other worker took the range after this one's lease ran out) and the subscription is
  * still enabled: its cursor moves to the batch's bound and its lease is released (`sending_until` becomes `now`, the
  * order in which claims take subscriptions next), and each event that failed becomes a
@@ -163,64 +230,71 @@ export interface FreshOutcome {
  * subscription of its type (audit.repo.ts pruneEvents). Answers the subscriptions (`tenant/webhook`) recorded.
  */
 export async function recordFreshBatches(db: Queryable, batches: readonly FreshOutcome[], now: number): Promise<Set<string>> {
-  if (batches.length === 0) return new Set();
-  const attempts = batches.flatMap((batch) => batch.attempts.map((a) => ({ batch, ...a })));
-  const { rows } = await db.query<{ tenant_id: string; id: string }>(
-    `WITH b AS (
-       SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::bigint[]) AS b (tenant_id, id, claim, bound)
-     ), locked AS (
-       SELECT w.tenant_id, w.id FROM webhooks w
-         JOIN b ON w.tenant_id = b.tenant_id AND w.id = b.id
-        ORDER BY w.tenant_id, w.id
-          FOR NO KEY UPDATE OF w
-     ), recorded AS (
-       UPDATE webhooks w
+  const recorded = new Set<string>();
+  for (const [tenantId, ofTenant] of byTenant(batches)) {
+    const locked = await lockWebhooks(db, ofTenant);
+    if (locked.size === 0) continue;
+    const { rows } = await db.query<{ id: string; enabled: boolean }>(
+      `UPDATE webhooks w
           SET dispatched_through = CASE WHEN w.enabled THEN greatest(w.dispatched_through, b.bound) ELSE w.dispatched_through END,
-              sending_until = $15::bigint
-         FROM locked l, b
-        WHERE w.tenant_id = l.tenant_id AND w.id = l.id AND b.tenant_id = l.tenant_id AND b.id = l.id AND w.sending_claim = b.claim
-       RETURNING w.tenant_id, w.id, w.enabled
-     ), o AS (
-       SELECT * FROM unnest($5::uuid[], $6::uuid[], $7::bigint[], $8::uuid[], $9::bigint[], $10::int[], $11::text[], $12::int[],
-                            $13::text[], $14::bigint[])
-                AS o (tenant_id, webhook_id, event_seq, event_id, time, status_code, error, duration_ms, retry_state, next_attempt_at)
-     ), retried AS (
-       INSERT INTO webhook_deliveries (tenant_id, webhook_id, event_seq, state, attempts, next_attempt_at, created_at)
-       SELECT o.tenant_id, o.webhook_id, o.event_seq, o.retry_state, 1, o.next_attempt_at, e.time
-         FROM o
-         JOIN recorded r ON r.tenant_id = o.tenant_id AND r.id = o.webhook_id AND r.enabled
-         JOIN audit_events e ON e.tenant_id = o.tenant_id AND e.seq = o.event_seq
-        WHERE o.retry_state IS NOT NULL
-       ON CONFLICT (tenant_id, webhook_id, event_seq) DO NOTHING
-       RETURNING 1
-     ), logged AS (
-       INSERT INTO webhook_attempts (tenant_id, webhook_id, event_id, time, status_code, error, duration_ms, next_attempt_at)
-       SELECT o.tenant_id, o.webhook_id, o.event_id, o.time, o.status_code, o.error, o.duration_ms,
-              CASE WHEN r.enabled THEN o.next_attempt_at END
-         FROM o
-         JOIN locked w ON w.tenant_id = o.tenant_id AND w.id = o.webhook_id
-         LEFT JOIN recorded r ON r.tenant_id = o.tenant_id AND r.id = o.webhook_id
-     )
-     SELECT tenant_id, id FROM recorded WHERE enabled`,
+              sending_until = $5::bigint
+         FROM unnest($2::uuid[], $3::bigint[], $4::bigint[]) AS b (id, claim, bound)
+        WHERE w.tenant_id = $1 AND w.id = b.id AND w.sending_claim = b.claim
+       RETURNING w.id, w.enabled`,
+      [tenantId, ofTenant.map((b) => b.webhookId), ofTenant.map((b) => b.claim), ofTenant.map((b) => b.bound), now],
+    );
+    const enabled = new Set(rows.filter((row) => row.enabled).map((row) => row.id));
+    const attempts = ofTenant
+      .filter((batch) => locked.has(`${tenantId}/${batch.webhookId}`))
+      .flatMap((batch) => batch.attempts.map((a) => ({ webhookId: batch.webhookId, recorded: enabled.has(batch.webhookId), ...a })));
+    const retried = attempts.filter((a) => a.recorded && a.retry !== null);
+    if (retried.length > 0) {
+      await db.query(
+        `INSERT INTO webhook_deliveries (tenant_id, webhook_id, event_seq, state, attempts, next_attempt_at, created_at)
+         SELECT $1, o.webhook_id, o.event_seq, o.retry_state, 1, o.next_attempt_at, e.time
+           FROM unnest($2::uuid[], $3::bigint[], $4::text[], $5::bigint[]) AS o (webhook_id, event_seq, retry_state, next_attempt_at)
+           JOIN audit_events e ON e.tenant_id = $1 AND e.seq = o.event_seq
+         ON CONFLICT (tenant_id, webhook_id, event_seq) DO NOTHING`,
+        [
+          tenantId,
+          retried.map((a) => a.webhookId),
+          retried.map((a) => a.eventSeq),
+          retried.map((a) => a.retry!.state),
+          retried.map((a) => a.retry!.nextAttemptAt),
+        ],
+      );
+    }
+    await appendAttempts(
+      db,
+      tenantId,
+      attempts.map((a) => ({ webhookId: a.webhookId, ...a.attempt, nextAttemptAt: a.recorded ? (a.retry?.nextAttemptAt ?? null) : null })),
+    );
+    for (const id of enabled) recorded.add(`${tenantId}/${id}`);
+  }
+  return recorded;
+}
+
+/**
+ * Appends one tenant's attempts to the log, of subscriptions the caller's transaction holds (lockWebhooks): a plain
+ * insert, no row lock in it (a cluster does not run one inside an INSERT … SELECT).
+ */
+async function appendAttempts(db: Queryable, tenantId: string, attempts: readonly Omit<AttemptInput, 'tenantId'>[]): Promise<void> {
+  if (attempts.length === 0) return;
+  await db.query(
+    `INSERT INTO webhook_attempts (tenant_id, webhook_id, event_id, time, status_code, error, duration_ms, next_attempt_at)
+     SELECT $1, a.* FROM unnest($2::uuid[], $3::uuid[], $4::bigint[], $5::int[], $6::text[], $7::int[], $8::bigint[])
+                     AS a (webhook_id, event_id, time, status_code, error, duration_ms, next_attempt_at)`,
     [
-      batches.map((b) => b.tenantId),
-      batches.map((b) => b.webhookId),
-      batches.map((b) => b.claim),
-      batches.map((b) => b.bound),
-      attempts.map((a) => a.batch.tenantId),
-      attempts.map((a) => a.batch.webhookId),
-      attempts.map((a) => a.eventSeq),
-      attempts.map((a) => a.attempt.eventId),
-      attempts.map((a) => a.attempt.time),
-      attempts.map((a) => a.attempt.statusCode),
-      attempts.map((a) => a.attempt.error),
-      attempts.map((a) => a.attempt.durationMs),
-      attempts.map((a) => a.retry?.state ?? null),
-      attempts.map((a) => a.retry?.nextAttemptAt ?? null),
-      now,
+      tenantId,
+      attempts.map((a) => a.webhookId),
+      attempts.map((a) => a.eventId),
+      attempts.map((a) => a.time),
+      attempts.map((a) => a.statusCode),
+      attempts.map((a) => a.error),
+      attempts.map((a) => a.durationMs),
+      attempts.map((a) => a.nextAttemptAt),
     ],
   );
-  return new Set(rows.map((row) => `${row.tenant_id}/${row.id}`));
 }
 
 /** A delivery a worker holds: what it sends, where, signed with which secrets. */
@@ -266,33 +340,62 @@ function toClaimedDelivery(row: ClaimRow): ClaimedDelivery {
   };
 }
 
-/**
- * Claims up to `limit` due deliveries (retries and replays; fresh events go by claimFreshBatches) of enabled
- * subscriptions (FOR UPDATE SKIP LOCKED): each claim counts one more attempt and pushes `next_attempt_at` to
- * `leaseUntil`, so no other worker takes it while this one sends, and it becomes due again if this worker dies
- * (migration 013). One statement, committed on its own.
- */
-export async function claimDueDeliveries(db: Queryable, now: number, leaseUntil: number, limit: number): Promise<ClaimedDelivery[]> {
-  const { rows } = await db.query<ClaimRow>(
-    `WITH due AS (
-       SELECT d.tenant_id, d.webhook_id, d.event_seq
+/** The pending deliveries of enabled subscriptions due now, oldest due first: a read of every tenant's that locks nothing. */
+const DUE_CANDIDATES = `SELECT d.tenant_id, d.webhook_id, d.event_seq
+    FROM webhook_deliveries d
+    JOIN webhooks w ON w.tenant_id = d.tenant_id AND w.id = d.webhook_id
+   WHERE d.state = 'pending' AND d.next_attempt_at <= $1::bigint AND w.enabled
+   ORDER BY d.next_attempt_at
+   LIMIT $2`;
+
+/** claimDueDeliveries' claim of one tenant's candidates (`$4` the tenant, `$5`, `$6` the candidates' keys). */
+const CLAIM_DUE = `WITH due AS (
+       SELECT d.webhook_id, d.event_seq
          FROM webhook_deliveries d
-         JOIN webhooks w ON w.tenant_id = d.tenant_id AND w.id = d.webhook_id
-        WHERE d.state = 'pending' AND d.next_attempt_at <= $1::bigint AND w.enabled
+         JOIN unnest($5::uuid[], $6::bigint[]) AS k (webhook_id, event_seq) ON d.webhook_id = k.webhook_id AND d.event_seq = k.event_seq
+         JOIN webhooks w ON w.tenant_id = $4 AND w.id = d.webhook_id
+        WHERE d.tenant_id = $4 AND d.state = 'pending' AND d.next_attempt_at <= $1::bigint AND w.enabled
         ORDER BY d.next_attempt_at
         LIMIT $3
           FOR UPDATE OF d SKIP LOCKED
      )
      UPDATE webhook_deliveries d SET attempts = d.attempts + 1, claims = d.claims + 1, next_attempt_at = $2::bigint
        FROM due, webhooks w, audit_events e
-      WHERE d.tenant_id = due.tenant_id AND d.webhook_id = due.webhook_id AND d.event_seq = due.event_seq
-        AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id
-        AND e.tenant_id = d.tenant_id AND e.seq = d.event_seq
+      WHERE d.tenant_id = $4 AND d.webhook_id = due.webhook_id AND d.event_seq = due.event_seq
+        AND w.tenant_id = $4 AND w.id = d.webhook_id
+        AND e.tenant_id = $4 AND e.seq = d.event_seq
      RETURNING d.tenant_id, d.webhook_id, d.event_seq, d.attempts, d.claims, w.url, w.secret_sealed, w.previous_secret_sealed,
-               w.previous_secret_until, ${WIRE_EVENT_COLUMNS.split(', ').map((column) => `e.${column}`).join(', ')}`,
-    [now, leaseUntil, limit],
-  );
-  return rows.map(toClaimedDelivery);
+               w.previous_secret_until, ${WIRE_EVENT_COLUMNS.split(', ').map((column) => `e.${column}`).join(', ')}`;
+
+/**
+ * Claims up to `limit` due deliveries (retries and replays; fresh events go by claimFreshBatches) of enabled
+ * subscriptions, oldest due first whichever their tenant: one read of the candidates (DUE_CANDIDATES, at most
+ * CANDIDATES_PER_CLAIM × `limit`, locking nothing), then one statement per tenant among them, each committed on its
+ * own, that takes them FOR UPDATE SKIP LOCKED if they are still due (another instance may have claimed some
+ * meanwhile): each claim counts one more attempt and pushes `next_attempt_at` to `leaseUntil`, so no other worker
+ * takes it while this one sends, and it becomes due again if this worker dies (migration 013).
+ */
+export async function claimDueDeliveries(db: Queryable, now: number, leaseUntil: number, limit: number): Promise<ClaimedDelivery[]> {
+  const { rows: candidates } = await db.query<{ tenant_id: string; webhook_id: string; event_seq: number | string }>(DUE_CANDIDATES, [
+    now,
+    limit * CANDIDATES_PER_CLAIM,
+  ]);
+  const claimed: ClaimedDelivery[] = [];
+  const keyed = candidates.map((row) => ({ tenantId: row.tenant_id, webhookId: row.webhook_id, eventSeq: Number(row.event_seq) }));
+  for (const [tenantId, ofTenant] of inFirstOrder(keyed)) {
+    const room = limit - claimed.length;
+    if (room <= 0) break;
+    const { rows } = await db.query<ClaimRow>(CLAIM_DUE, [
+      now,
+      leaseUntil,
+      room,
+      tenantId,
+      ofTenant.map((candidate) => candidate.webhookId),
+      ofTenant.map((candidate) => candidate.eventSeq),
+    ]);
+    claimed.push(...rows.map(toClaimedDelivery));
+  }
+  return claimed;
 }
 
 /** What a subscription needs to be sent a test ping: its address and secrets. */
@@ -343,29 +446,24 @@ export interface AttemptInput {
 }
 
 /**
- * Appends attempts to the log, in one statement. The attempts of a subscription deleted while they were in flight are
- * dropped with it (its log went with it): the others of the batch are still recorded. FOR KEY SHARE holds each
- * subscription until commit, and skips one a concurrent DELETE removed, so the foreign key never fails.
+ * Appends attempts to the log, in the caller's transaction, two statements per tenant. The attempts of a subscription
+ * deleted while they were in flight are dropped with it (its log went with it): the others of the batch are still
+ * recorded. FOR KEY SHARE holds each subscription until commit, and skips one a concurrent DELETE removed, so the
+ * foreign key never fails.
  */
 export async function insertAttempts(db: Queryable, attempts: readonly AttemptInput[]): Promise<void> {
-  if (attempts.length === 0) return;
-  await db.query(
-    `INSERT INTO webhook_attempts (tenant_id, webhook_id, event_id, time, status_code, error, duration_ms, next_attempt_at)
-     SELECT a.* FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::bigint[], $5::int[], $6::text[], $7::int[], $8::bigint[])
-                     AS a (tenant_id, webhook_id, event_id, time, status_code, error, duration_ms, next_attempt_at)
-       JOIN webhooks w ON w.tenant_id = a.tenant_id AND w.id = a.webhook_id
-        FOR KEY SHARE OF w`,
-    [
-      attempts.map((a) => a.tenantId),
-      attempts.map((a) => a.webhookId),
-      attempts.map((a) => a.eventId),
-      attempts.map((a) => a.time),
-      attempts.map((a) => a.statusCode),
-      attempts.map((a) => a.error),
-      attempts.map((a) => a.durationMs),
-      attempts.map((a) => a.nextAttemptAt),
-    ],
-  );
+  for (const [tenantId, ofTenant] of byTenant(attempts)) {
+    const { rows } = await db.query<{ id: string }>(
+      'SELECT id FROM webhooks WHERE tenant_id = $1 AND id = ANY ($2::uuid[]) ORDER BY id FOR KEY SHARE',
+      [tenantId, [...new Set(ofTenant.map((a) => a.webhookId))]],
+    );
+    const present = new Set(rows.map((row) => row.id));
+    await appendAttempts(
+      db,
+      tenantId,
+      ofTenant.filter((a) => present.has(a.webhookId)),
+    );
+  }
 }
 
 /** What a claim came to: `delivered`, `pending` again at `nextAttemptAt`, or `failed` (schedule exhausted). */
@@ -388,7 +486,8 @@ export interface Outcome {
 }
 
 /**
- * Records a batch of attempts in one statement (after locking their subscriptions): each claim's outcome, only while
+ * Records a batch of attempts, tenant after tenant in plain statements that each name the tenant (after locking
+ * their subscriptions): each claim's outcome, only while
  * nobody claimed or replayed its delivery since (`claims` still equals the claim, migrations 013 and 015: not
  * `attempts`, which a replay resets), and every attempt in the log, with its next attempt time only when its outcome was recorded (a stale claim schedules
  * nothing). The log takes FOR KEY SHARE of each subscription, as insertAttempts does, so an attempt of a subscription
@@ -402,45 +501,45 @@ export interface Outcome {
  * and waiting for the delivery row.
  */
 export async function recordOutcomes(db: Queryable, outcomes: readonly Outcome[]): Promise<Set<string>> {
-  if (outcomes.length === 0) return new Set();
-  const keys = new Map(outcomes.map(({ settlement: { tenantId, webhookId } }) => [`${tenantId}/${webhookId}`, { tenantId, webhookId }]));
-  await lockWebhooks(db, [...keys.values()]);
-  const { rows } = await db.query<{ tenant_id: string; webhook_id: string; event_seq: number | string }>(
-    `WITH o AS (
-       SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[],
-                            $7::uuid[], $8::bigint[], $9::int[], $10::text[], $11::int[])
-                AS o (tenant_id, webhook_id, event_seq, claim, state, next_attempt_at, event_id, time, status_code, error, duration_ms)
-     ), settled AS (
-       UPDATE webhook_deliveries d SET state = o.state, next_attempt_at = o.next_attempt_at
-         FROM o
-        WHERE d.tenant_id = o.tenant_id AND d.webhook_id = o.webhook_id AND d.event_seq = o.event_seq
+  const settled = new Set<string>();
+  // Every subscription first, tenant after tenant in order, then their delivery rows (the order recordFreshBatches
+  // and a DELETE take too).
+  const present = await lockWebhooks(db, outcomes.map(({ settlement }) => settlement));
+  for (const [tenantId, ofTenant] of byTenant(outcomes.map((outcome) => ({ tenantId: outcome.settlement.tenantId, outcome })))) {
+    const mine = ofTenant.map(({ outcome }) => outcome);
+    const { rows } = await db.query<{ webhook_id: string; event_seq: number | string }>(
+      `UPDATE webhook_deliveries d SET state = o.state, next_attempt_at = o.next_attempt_at
+         FROM unnest($2::uuid[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[]) AS o (webhook_id, event_seq, claim, state, next_attempt_at)
+        WHERE d.tenant_id = $1 AND d.webhook_id = o.webhook_id AND d.event_seq = o.event_seq
           AND d.claims = o.claim AND d.state = 'pending'
-       RETURNING d.tenant_id, d.webhook_id, d.event_seq
-     ), logged AS (
-       INSERT INTO webhook_attempts (tenant_id, webhook_id, event_id, time, status_code, error, duration_ms, next_attempt_at)
-       SELECT o.tenant_id, o.webhook_id, o.event_id, o.time, o.status_code, o.error, o.duration_ms,
-              CASE WHEN s.event_seq IS NOT NULL THEN o.next_attempt_at END
-         FROM o
-         JOIN webhooks w ON w.tenant_id = o.tenant_id AND w.id = o.webhook_id
-         LEFT JOIN settled s ON s.tenant_id = o.tenant_id AND s.webhook_id = o.webhook_id AND s.event_seq = o.event_seq
-          FOR KEY SHARE OF w
-     )
-     SELECT tenant_id, webhook_id, event_seq FROM settled`,
-    [
-      outcomes.map((o) => o.settlement.tenantId),
-      outcomes.map((o) => o.settlement.webhookId),
-      outcomes.map((o) => o.settlement.eventSeq),
-      outcomes.map((o) => o.settlement.claim),
-      outcomes.map((o) => o.settlement.state),
-      outcomes.map((o) => (o.settlement.state === 'pending' ? o.settlement.nextAttemptAt : null)),
-      outcomes.map((o) => o.attempt.eventId),
-      outcomes.map((o) => o.attempt.time),
-      outcomes.map((o) => o.attempt.statusCode),
-      outcomes.map((o) => o.attempt.error),
-      outcomes.map((o) => o.attempt.durationMs),
-    ],
-  );
-  return new Set(rows.map((row) => deliveryKey(row.tenant_id, row.webhook_id, Number(row.event_seq))));
+       RETURNING d.webhook_id, d.event_seq`,
+      [
+        tenantId,
+        mine.map((o) => o.settlement.webhookId),
+        mine.map((o) => o.settlement.eventSeq),
+        mine.map((o) => o.settlement.claim),
+        mine.map((o) => o.settlement.state),
+        mine.map((o) => (o.settlement.state === 'pending' ? o.settlement.nextAttemptAt : null)),
+      ],
+    );
+    const settledNow = new Set(rows.map((row) => deliveryKey(tenantId, row.webhook_id, Number(row.event_seq))));
+    for (const key of settledNow) settled.add(key);
+    await appendAttempts(
+      db,
+      tenantId,
+      mine
+        .filter((o) => present.has(`${tenantId}/${o.settlement.webhookId}`))
+        .map((o) => ({
+          webhookId: o.settlement.webhookId,
+          ...o.attempt,
+          nextAttemptAt:
+            settledNow.has(deliveryKey(tenantId, o.settlement.webhookId, o.settlement.eventSeq)) && o.settlement.state === 'pending'
+              ? o.settlement.nextAttemptAt
+              : null,
+        })),
+    );
+  }
+  return settled;
 }
 
 export { deliveryKey };
@@ -451,40 +550,49 @@ export interface WebhookKey {
 }
 
 /**
- * The CTE that locks the named subscriptions in (tenant, id) order: workers recording batches that share
- * subscriptions take their row locks in one order, so they never deadlock. NO KEY UPDATE (the updates below change no
- * key), so the FOR KEY SHARE each worker holds from logging its attempts (insertAttempts, or a foreign key check)
- * never blocks it: FOR UPDATE did, and two workers failing on one subscription deadlocked. `$1`, `$2`: tenant ids,
- * webhook ids.
+ * The CTE that locks the named subscriptions of one tenant in id order: workers recording batches that share
+ * subscriptions take their row locks in one order (tenant after tenant, byTenant), so they never deadlock. NO KEY
+ * UPDATE (the updates below change no key), so the FOR KEY SHARE each worker holds from logging its attempts
+ * (insertAttempts, or a foreign key check) never blocks it: FOR UPDATE did, and two workers failing on one subscription
+ * deadlocked. `$1`: the tenant, `$2`: webhook ids.
  */
 const LOCKED_WEBHOOKS = (condition: string) => `
   locked AS (
-    SELECT w.tenant_id, w.id FROM webhooks w
-      JOIN unnest($1::uuid[], $2::uuid[]) AS k (tenant_id, id) ON w.tenant_id = k.tenant_id AND w.id = k.id
-     WHERE ${condition}
-     ORDER BY w.tenant_id, w.id
+    SELECT w.id FROM webhooks w
+      JOIN unnest($2::uuid[]) AS k (id) ON w.id = k.id
+     WHERE w.tenant_id = $1 AND ${condition}
+     ORDER BY w.id
        FOR NO KEY UPDATE OF w
   )`;
 
 /**
- * Locks the named subscriptions in (tenant, id) order, for a transaction that goes on to change their delivery rows
- * (recordOutcomes) and several of them in separate statements (failing_since, disabling): each of those locks its own
- * subset in order, but one after the other they would not, and a recorder holding the cursors of several
- * subscriptions (recordFreshBatches) could then deadlock with it.
+ * Locks the named subscriptions in (tenant, id) order, one statement per tenant, and answers those that exist
+ * (`tenant/webhook`), for a transaction that goes on to
+ * change their delivery rows (recordOutcomes) and several of them in separate statements (failing_since, disabling):
+ * each of those locks its own subset in order, but one after the other they would not, and a recorder holding the
+ * cursors of several subscriptions (recordFreshBatches) could then deadlock with it.
  */
-export async function lockWebhooks(db: Queryable, webhooks: readonly WebhookKey[]): Promise<void> {
-  if (webhooks.length === 0) return;
-  await db.query(`WITH ${LOCKED_WEBHOOKS('true')} SELECT count(*) FROM locked`, [webhooks.map((w) => w.tenantId), webhooks.map((w) => w.webhookId)]);
+export async function lockWebhooks(db: Queryable, webhooks: readonly WebhookKey[]): Promise<Set<string>> {
+  const locked = new Set<string>();
+  for (const [tenantId, ofTenant] of byTenant(webhooks)) {
+    const { rows } = await db.query<{ id: string }>(
+      'SELECT id FROM webhooks WHERE tenant_id = $1 AND id = ANY ($2::uuid[]) ORDER BY id FOR NO KEY UPDATE',
+      [tenantId, [...new Set(ofTenant.map((w) => w.webhookId))]],
+    );
+    for (const row of rows) locked.add(`${tenantId}/${row.id}`);
+  }
+  return locked;
 }
 
 /** Successes: these subscriptions are no longer failing. Touches (and locks) only the ones that were. */
 export async function clearFailing(db: Queryable, webhooks: readonly WebhookKey[]): Promise<void> {
-  if (webhooks.length === 0) return;
-  await db.query(
-    `WITH ${LOCKED_WEBHOOKS('w.failing_since IS NOT NULL')}
-     UPDATE webhooks w SET failing_since = NULL FROM locked l WHERE w.tenant_id = l.tenant_id AND w.id = l.id`,
-    [webhooks.map((w) => w.tenantId), webhooks.map((w) => w.webhookId)],
-  );
+  for (const [tenantId, ofTenant] of byTenant(webhooks)) {
+    await db.query(
+      `WITH ${LOCKED_WEBHOOKS('w.failing_since IS NOT NULL')}
+       UPDATE webhooks w SET failing_since = NULL FROM locked l WHERE w.tenant_id = $1 AND w.id = l.id`,
+      [tenantId, ofTenant.map((w) => w.webhookId)],
+    );
+  }
 }
 
 /**
@@ -492,15 +600,18 @@ export async function clearFailing(db: Queryable, webhooks: readonly WebhookKey[
  * (`tenant/webhook` → time); a subscription no longer enabled is absent.
  */
 export async function markFailing(db: Queryable, webhooks: readonly WebhookKey[], now: number): Promise<Map<string, number>> {
-  if (webhooks.length === 0) return new Map();
-  const { rows } = await db.query<{ tenant_id: string; id: string; failing_since: number | string }>(
-    `WITH ${LOCKED_WEBHOOKS('w.enabled')}
-     UPDATE webhooks w SET failing_since = coalesce(w.failing_since, $3::bigint)
-       FROM locked l WHERE w.tenant_id = l.tenant_id AND w.id = l.id
-     RETURNING w.tenant_id, w.id, w.failing_since`,
-    [webhooks.map((w) => w.tenantId), webhooks.map((w) => w.webhookId), now],
-  );
-  return new Map(rows.map((row) => [`${row.tenant_id}/${row.id}`, Number(row.failing_since)]));
+  const failing = new Map<string, number>();
+  for (const [tenantId, ofTenant] of byTenant(webhooks)) {
+    const { rows } = await db.query<{ id: string; failing_since: number | string }>(
+      `WITH ${LOCKED_WEBHOOKS('w.enabled')}
+       UPDATE webhooks w SET failing_since = coalesce(w.failing_since, $3::bigint)
+         FROM locked l WHERE w.tenant_id = $1 AND w.id = l.id
+       RETURNING w.id, w.failing_since`,
+      [tenantId, ofTenant.map((w) => w.webhookId), now],
+    );
+    for (const row of rows) failing.set(`${tenantId}/${row.id}`, Number(row.failing_since));
+  }
+  return failing;
 }
 
 /** Disables enabled subscriptions, each for its reason; answers those this call disabled (so one event each is written). */
@@ -509,16 +620,19 @@ export async function disableWebhooks(
   webhooks: readonly (WebhookKey & { reason: 'gone' | 'failing' })[],
   now: number,
 ): Promise<(WebhookKey & { reason: 'gone' | 'failing' })[]> {
-  if (webhooks.length === 0) return [];
-  const { rows } = await db.query<{ tenant_id: string; id: string; disabled_reason: 'gone' | 'failing' }>(
-    `WITH ${LOCKED_WEBHOOKS('w.enabled')}
-     UPDATE webhooks w SET enabled = false, disabled_reason = r.reason, disabled_at = $4::bigint, updated_at = $4::bigint
-       FROM locked l, unnest($1::uuid[], $2::uuid[], $3::text[]) AS r (tenant_id, id, reason)
-      WHERE w.tenant_id = l.tenant_id AND w.id = l.id AND r.tenant_id = l.tenant_id AND r.id = l.id
-     RETURNING w.tenant_id, w.id, w.disabled_reason`,
-    [webhooks.map((w) => w.tenantId), webhooks.map((w) => w.webhookId), webhooks.map((w) => w.reason), now],
-  );
-  return rows.map((row) => ({ tenantId: row.tenant_id, webhookId: row.id, reason: row.disabled_reason }));
+  const disabled: (WebhookKey & { reason: 'gone' | 'failing' })[] = [];
+  for (const [tenantId, ofTenant] of byTenant(webhooks)) {
+    const { rows } = await db.query<{ id: string; disabled_reason: 'gone' | 'failing' }>(
+      `WITH ${LOCKED_WEBHOOKS('w.enabled')}
+       UPDATE webhooks w SET enabled = false, disabled_reason = r.reason, disabled_at = $4::bigint, updated_at = $4::bigint
+         FROM locked l, unnest($2::uuid[], $3::text[]) AS r (id, reason)
+        WHERE w.tenant_id = $1 AND w.id = l.id AND r.id = l.id
+       RETURNING w.id, w.disabled_reason`,
+      [tenantId, ofTenant.map((w) => w.webhookId), ofTenant.map((w) => w.reason), now],
+    );
+    disabled.push(...rows.map((row) => ({ tenantId, webhookId: row.id, reason: row.disabled_reason })));
+  }
+  return disabled;
 }
 
 /** An attempt as `GET /operatorapi/webhooks/{id}/deliveries` answers it. */

@@ -3,6 +3,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Database, Queryable } from '../../db/database.js';
 import { deleteStaleLoginAttempts } from '../../db/repositories/login-failure.repo.js';
+import { pruneEachTenant } from '../retention.js';
 import { consumeAuthorizationCode, findAuthorizationCode } from '../../db/repositories/authorization-code.repo.js';
 import { findUserById } from '../../db/repositories/user.repo.js';
 import { consumeRefreshToken, findRefreshToken, insertRefreshToken } from '../../db/repositories/refresh-token.repo.js';
@@ -143,10 +144,13 @@ export function createGrantService(options: GrantServiceOptions) {
     return user?.role ? [...ROLE_SCOPES[user.role]] : null;
   }
 
-  /** Deletes the lockout rows whose window and lock have both passed: they count for nothing any more. */
+  /**
+   * Deletes the lockout rows whose window and lock have both passed (they count for nothing any more), a tenant at a
+   * time in bounded batches (services/retention.ts).
+   */
   function pruneLoginFailures(): Promise<number> {
     const now = clock();
-    return deleteStaleLoginAttempts(db, now, now - options.lockout.windowMs);
+    return pruneEachTenant(db, (tenantId, limit) => deleteStaleLoginAttempts(db, tenantId, now, now - options.lockout.windowMs, limit));
   }
 
   return {

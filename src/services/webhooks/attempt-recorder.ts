@@ -239,7 +239,8 @@ export function createAttemptRecorder(
 
     /** Logs a test ping's attempt (`POST /operatorapi/webhooks/{id}/test`): it schedules nothing and counts in no metric. */
     async recordTestPing(tenantId: string, webhookId: string, eventId: string, result: SendResult): Promise<void> {
-      await insertAttempts(db, [{ tenantId, webhookId, ...logEntry(eventId, clock(), result), nextAttemptAt: null }]);
+      // A transaction: insertAttempts holds the subscription from its check to its insert.
+      await db.transaction((tx) => insertAttempts(tx, [{ tenantId, webhookId, ...logEntry(eventId, clock(), result), nextAttemptAt: null }]));
     },
 
     /**

@@ -9,8 +9,8 @@
 // At least once, across crashes: the cursor moves, and a delivery row is settled, only in the transaction that
 // records the attempt, and both claims are leases, so a worker that dies mid-attempt leaves events that become due
 // again, sent under the same webhook-id (the event id). Two workers never hold one attempt: claims take rows FOR
-// UPDATE SKIP LOCKED and push them past the lease, and an outcome is recorded only while the claim is still the latest
-// (a subscription's `sending_claim`, a delivery's `claims`).
+// UPDATE SKIP LOCKED, one tenant per statement (webhook-delivery.repo.ts), and push them past the lease, and an outcome
+// is recorded only while the claim is still the latest (a subscription's `sending_claim`, a delivery's `claims`).
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Webhook } from 'standardwebhooks';
 import { claimDueDeliveries, claimFreshBatches, LONGEST_FRESH_LEASE_MS } from '../../db/repositories/webhook-delivery.repo.js';
