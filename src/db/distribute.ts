@@ -127,18 +127,27 @@ export async function isDistributed(db: Queryable): Promise<boolean> {
   return distributed.rows[0]?.found ?? false;
 }
 
-/**
- * For the migrator on a distributed database, after each statement: a table the statement created is made a reference
- * or distributed table at once, so the migration's next statements (a foreign key from or to it) find it in place.
- * A table not yet fit to convert (its tenant_id still nullable) is left for `db distribute`, which names it. The
- * caller's transaction must run in Citus's sequential mode.
- */
-export async function distributeNewTables(tx: Queryable): Promise<DistributeResult> {
-  return convertTables(tx, DEFAULT_SHARD_COUNT, false);
+/** The names of the tables of the current schema: what a migration's statements find before they run. */
+export async function tableNames(db: Queryable): Promise<Set<string>> {
+  return new Set((await readTables(db)).map((table) => table.table_name));
 }
 
-async function convertTables(tx: Queryable, shardCount: number, strict: boolean): Promise<DistributeResult> {
-  const tables = await readTables(tx);
+/**
+ * For the migrator on a distributed database, after each statement: a table the migration created (not in `before`)
+ * is made a reference or distributed table at once, so the migration's next statements (a foreign key from or to it)
+ * find it in place. Tables the migration did not create are left as they are; one not yet fit to convert (its tenant_id
+ * still nullable) is left for `db distribute`, which names it. The caller's transaction must run in Citus's sequential
+ * mode.
+ */
+export async function distributeNewTables(tx: Queryable, before: ReadonlySet<string>): Promise<DistributeResult> {
+  return convertTables(tx, DEFAULT_SHARD_COUNT, false, before);
+}
+
+async function convertTables(tx: Queryable, shardCount: number, strict: boolean, before?: ReadonlySet<string>): Promise<DistributeResult> {
+  // With `before`: the tables the migration made, and those already in place (the co-location group to join).
+  const tables = (await readTables(tx)).filter(
+    (table) => !before?.has(table.table_name) || isDistributedByTenant(table) || isReferenceTable(table),
+  );
   const wantsReference = (table: TableRow) =>
     table.tenant_not_null === null || REFERENCE_TABLES_WITH_TENANT.includes(table.table_name);
 

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Database, Queryable } from './database.js';
-import { distributeNewTables, isDistributed } from './distribute.js';
+import { distributeNewTables, isDistributed, tableNames } from './distribute.js';
 import { SqlSplitError, splitSqlStatements } from './sql-split.js';
 
 /** src/db and dist/db are both two levels below the project root. */
@@ -157,9 +157,10 @@ export async function migrate(
       // statement creates is distributed before the next statement refers to it.
       const distributed = await isDistributed(tx);
       if (distributed) await tx.query("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'");
+      const before = distributed ? await tableNames(tx) : new Set<string>();
       for (const statement of statements.get(migration.version) ?? []) {
         await tx.execScript(statement);
-        if (distributed) await distributeNewTables(tx);
+        if (distributed) await distributeNewTables(tx, before);
       }
       await tx.query('INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)', [
         migration.version,

@@ -1,0 +1,255 @@
+// On Citus (CITUS_URL), a request of one tenant touches one shard group (docs/scaling.md): every statement the hot paths
+// send is recorded as the service sends it, then read back with EXPLAIN; a plan that spreads over several shards fails.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Database, QueryResult, TransactionScope } from '../../src/db/database.js';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { accessTenant, grant, lockGroup, permissionBody, resident, userToken } from '../helpers/access.js';
+import { citusTestUrl } from '../helpers/citus.js';
+import { download, lockToken, phoneToken, syncRequest } from '../helpers/device.js';
+import { bearer, clientToken, createClient, createTenant, tokenRequest, type TenantFixture } from '../helpers/oauth.js';
+import { call, device, issueTicket, lock, ticketBody } from '../helpers/operator.js';
+
+interface Recorded {
+  text: string;
+  params: readonly unknown[];
+}
+
+/**
+ * Records every statement the app sends through `db` (outside and inside transactions) on behalf of the work run by
+ * `record`: followed through its asynchronous calls, so the background work running meanwhile (webhook delivery, jobs)
+ * is not counted as the request's.
+ */
+function recordStatements(db: Database): { record(work: () => Promise<void>): Promise<Recorded[]> } {
+  const context = new AsyncLocalStorage<Recorded[]>();
+  const note = (text: string, params: readonly unknown[] | undefined) => {
+    context.getStore()?.push({ text, params: params ?? [] });
+  };
+  const query = db.query.bind(db);
+  const transaction = db.transaction.bind(db);
+  db.query = <Row>(text: string, params?: readonly unknown[]): Promise<QueryResult<Row>> => {
+    note(text, params);
+    return query<Row>(text, params);
+  };
+  db.transaction = <T>(work: (tx: TransactionScope) => Promise<T>): Promise<T> =>
+    transaction((tx) =>
+      work({
+        ...tx,
+        query<Row>(text: string, params?: readonly unknown[]) {
+          note(text, params);
+          return tx.query<Row>(text, params);
+        },
+      }),
+    );
+  return {
+    async record(work) {
+      const statements: Recorded[] = [];
+      await context.run(statements, work);
+      return statements;
+    },
+  };
+}
+
+/** Every "Task Count" in a Citus plan (the distributed query and its subplans); none for a statement Citus does not plan. */
+function taskCounts(plan: unknown): number[] {
+  if (Array.isArray(plan)) return plan.flatMap(taskCounts);
+  if (plan && typeof plan === 'object') {
+    return Object.entries(plan).flatMap(([key, value]) => (key === 'Task Count' && typeof value === 'number' ? [value] : taskCounts(value)));
+  }
+  return [];
+}
+
+/** The statements worth planning: reads and writes of tables (not BEGIN, SAVEPOINT, SET, LISTEN). */
+const PLANNABLE = /^\s*(WITH|SELECT|INSERT|UPDATE|DELETE)\b/i;
+
+/** One line per statement that Citus plans on more than one shard, or cannot plan at all. */
+async function multiShardStatements(db: Database, statements: Recorded[]): Promise<string[]> {
+  const seen = new Set<string>();
+  const problems: string[] = [];
+  for (const statement of statements) {
+    if (!PLANNABLE.test(statement.text) || seen.has(statement.text)) continue;
+    seen.add(statement.text);
+    const short = statement.text.replace(/\s+/g, ' ').trim().slice(0, 160);
+    try {
+      const { rows } = await db.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) ${statement.text}`, statement.params);
+      const counts = taskCounts(rows[0]!['QUERY PLAN']);
+      if (counts.some((count) => count > 1)) problems.push(`tasks ${counts.join('+')}: ${short}`);
+    } catch (error) {
+      problems.push(`not planned (${(error as Error).message}): ${short}`);
+    }
+  }
+  return problems;
+}
+
+const citus = citusTestUrl();
+
+describe.skipIf(!citus)('on Citus, each hot path routes to one node (runs only with CITUS_URL: plans need a Citus coordinator)', () => {
+  let t: TestApp;
+  let recorder: ReturnType<typeof recordStatements>;
+  let tenant: TenantFixture;
+  let operator: string;
+  let ticketId: string | undefined;
+
+  /**
+   * Runs `work` twice with recording on and answers the statements it sent: the first run takes the cold path (what a
+   * cache then holds is read once), the second the warm one. At least one, or the path was not taken.
+   */
+  async function sent(work: () => Promise<void>): Promise<Recorded[]> {
+    const statements = await recorder.record(async () => {
+      await work();
+      await work();
+    });
+    expect(statements.length).toBeGreaterThan(0);
+    return statements;
+  }
+
+  beforeAll(async () => {
+    t = await buildTestApp({ BCRYPT_COST: '4' });
+    recorder = recordStatements(t.database.db);
+    // A second tenant with rows of its own, so that a statement missing its tenant would find more than one shard's rows.
+    const bystander = await createTenant(t.app, 'bystander');
+    const bystanderToken = await clientToken(t.app, bystander);
+    await lock(t, bystanderToken, 'door');
+    await device(t, bystanderToken, 'phone');
+    tenant = await createTenant(t.app, 'routed');
+    operator = await clientToken(t.app, tenant);
+    for (const id of ['door', 'gate']) await lock(t, operator, id);
+    for (const id of ['phone', 'tablet']) await device(t, operator, id);
+  });
+
+  /** The phone's ticket for the door, made once by the first test that needs one. */
+  async function doorTicket(): Promise<string> {
+    if (!ticketId) {
+      const created = await issueTicket(t, operator, ticketBody(t, 'door', 'phone'));
+      expect(created.statusCode, created.body).toBe(201);
+      ticketId = created.json().id as string;
+    }
+    return ticketId;
+  }
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  async function expectSingleShard(statements: Recorded[]) {
+    expect(await multiShardStatements(t.database.db, statements)).toEqual([]);
+  }
+
+  it('token: the client credentials grant', async () => {
+    const client = await createClient(t.app, tenant, ['tokens:read']);
+    await expectSingleShard(
+      await sent(async () => {
+        const response = await tokenRequest(t.app, client, { grant_type: 'client_credentials' });
+        expect(response.statusCode, response.body).toBe(200);
+      }),
+    );
+  });
+
+  it('token: the password grant', async () => {
+    const access = await accessTenant(t, 'password');
+    await expectSingleShard(
+      await sent(async () => {
+        await userToken(t, access);
+      }),
+    );
+  });
+
+  it('ticket create', async () => {
+    let n = 0;
+    await expectSingleShard(
+      await sent(async () => {
+        n += 1;
+        const response = await issueTicket(t, operator, ticketBody(t, n % 2 ? 'gate' : 'door', 'tablet', { endDate: t.app.services.clock() + 1000 * n }));
+        expect(response.statusCode, response.body).toBe(201);
+      }),
+    );
+  });
+
+  it('ticket read and list', async () => {
+    const id = await doorTicket();
+    await expectSingleShard(
+      await sent(async () => {
+        const read = await call(t, operator, { method: 'GET', url: `/operatorapi/tickets/${id}` });
+        expect(read.statusCode, read.body).toBe(200);
+        const list = await call(t, operator, { method: 'GET', url: '/operatorapi/tickets' });
+        expect(list.statusCode, list.body).toBe(200);
+      }),
+    );
+  });
+
+  it('phone download', async () => {
+    await doorTicket();
+    const token = await phoneToken(t, tenant, 'phone');
+    await expectSingleShard(
+      await sent(async () => {
+        expect((await download(t, token, 'phone')).length).toBeGreaterThan(0);
+      }),
+    );
+  });
+
+  it('lock sync', async () => {
+    const token = await lockToken(t, tenant, 'door');
+    await expectSingleShard(
+      await sent(async () => {
+        const response = await syncRequest(t, token, 'door');
+        expect(response.statusCode, response.body).toBe(200);
+      }),
+    );
+  });
+
+  it('access-log upload', async () => {
+    const tokenId = await doorTicket();
+    const token = await lockToken(t, tenant, 'gate');
+    let entryNo = 0;
+    await expectSingleShard(
+      await sent(async () => {
+        entryNo += 1;
+        const now = t.app.services.clock();
+        const response = await t.app.inject({
+          method: 'POST',
+          url: '/deviceapi/securedobjects/gate/accesslog',
+          headers: bearer(token),
+          payload: {
+            appliedSerial: 0,
+            lockTime: now,
+            entries: [{ entryNo, lockTime: now - 1000, tokenId, command: 'open', channel: 'btlespp', result: 'granted' }],
+          },
+        });
+        expect(response.statusCode, response.body).toBe(200);
+      }),
+    );
+  });
+
+  it('grant: an access permission expanded into tickets', async () => {
+    const access = await accessTenant(t, 'granting');
+    for (const id of ['door', 'gate']) await lock(t, access.operator, id);
+    for (const id of ['phone', 'tablet']) await device(t, access.operator, id);
+    const group = await lockGroup(t, access.token, 'both doors', ['door', 'gate']);
+    let n = 0;
+    await expectSingleShard(
+      await sent(async () => {
+        n += 1;
+        const member = await resident(t, access.token, `resident ${n}`, ['phone', 'tablet']);
+        const response = await grant(t, access.token, permissionBody(t, member.id, group.id));
+        expect(response.statusCode, response.body).toBe(201);
+      }),
+    );
+  });
+
+  it('finds a statement that spreads over shards (the check itself)', async () => {
+    const problems = await multiShardStatements(t.database.db, [
+      { text: 'SELECT count(*) FROM tickets WHERE revoked_at IS NULL', params: [] },
+      { text: 'SELECT count(*) FROM tickets WHERE tenant_id = $1', params: [tenant.tenantId] },
+    ]);
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(/^tasks [2-9]\d*: SELECT count\(\*\) FROM tickets WHERE revoked_at IS NULL$/);
+  });
+
+  it('records the statements the app sends, in and out of transactions', async () => {
+    const statements = await sent(async () => {
+      await clientToken(t.app, await createClient(t.app, tenant, ['tokens:read']));
+    });
+    // The client's insert runs in a transaction, the token's look-up of the fresh client outside one.
+    expect(statements.some((statement) => /^\s*INSERT INTO oauth_clients\b/.test(statement.text))).toBe(true);
+    expect(statements.some((statement) => /^\s*SELECT\b[\s\S]*\bFROM client_tenants\b/.test(statement.text))).toBe(true);
+  });
+});
