@@ -1,6 +1,5 @@
-// Times on a lock's wall clock (docs/api-reference.md 9): a schedule's windows are written in the lock's time zone, and
-// an instant the API answers in UTC milliseconds is shown there too, with the zone named, so an operator reads what the
-// lock does.
+// A schedule's windows on a lock's wall clock (docs/api-reference.md 9): written in the lock's time zone, shown as the
+// lock reads them. An instant is formatted in that zone by wall-clock.ts.
 import type { Schemas } from './api.ts';
 
 const DAY_NAMES: Record<string, string> = { MO: 'Mon', TU: 'Tue', WE: 'Wed', TH: 'Thu', FR: 'Fri', SA: 'Sat', SU: 'Sun' };
@@ -24,20 +23,4 @@ export function scheduleWindows(schedule: Schemas['Schedule']): string {
   });
   const except = schedule.except && schedule.except.length > 0 ? [`except ${schedule.except.join(', ')}`] : [];
   return [...windows, ...except].join('; ');
-}
-
-/** An instant on the lock's wall clock: `Mon 2026-11-30 19:00` in `timeZone` (an IANA name the lock carries). */
-export function lockTime(ms: number, timeZone: string): string {
-  const parts = new Intl.DateTimeFormat('en-GB', {
-    timeZone,
-    weekday: 'short',
-    year: 'numeric',
-    month: '2-digit',
-    day: '2-digit',
-    hour: '2-digit',
-    minute: '2-digit',
-    hourCycle: 'h23',
-  }).formatToParts(new Date(ms));
-  const part = (type: Intl.DateTimeFormatPartTypes) => parts.find((candidate) => candidate.type === type)?.value ?? '';
-  return `${part('weekday')} ${part('year')}-${part('month')}-${part('day')} ${part('hour')}:${part('minute')}`;
 }

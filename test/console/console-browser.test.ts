@@ -18,6 +18,8 @@ import { call, device, HOUR, lock, LOCK_UUID, registerLock, ticket } from '../he
 import { CHROMIUM_PATH, chromiumMissing as missingChromium, offlineChromiumArgs } from '../helpers/chromium.js';
 import { ROOT } from '../helpers/process.js';
 import { startReceiver, type Receiver } from '../helpers/webhooks.js';
+// The console's own formatting of a lock-time instant: the expected text is the same function the screen uses.
+import { lockTime } from '../../console/src/wall-clock.js';
 import { ACCESS_API_SCOPES } from '../helpers/access.js';
 
 const chromiumMissing = missingChromium('Console browser test');
@@ -56,22 +58,6 @@ interface FocusedElement {
 declare const document: { activeElement: FocusedElement | null };
 declare const localStorage: { length: number };
 declare const sessionStorage: { length: number };
-
-/** An instant on a lock's wall clock as the console writes it: `Mon 2026-11-30 19:00`. */
-function lockTime(ms: number, timeZone: string): string {
-  const parts = new Intl.DateTimeFormat('en-GB', {
-    timeZone,
-    weekday: 'short',
-    year: 'numeric',
-    month: '2-digit',
-    day: '2-digit',
-    hour: '2-digit',
-    minute: '2-digit',
-    hourCycle: 'h23',
-  }).formatToParts(new Date(ms));
-  const part = (type: Intl.DateTimeFormatPartTypes) => parts.find((candidate) => candidate.type === type)?.value ?? '';
-  return `${part('weekday')} ${part('year')}-${part('month')}-${part('day')} ${part('hour')}:${part('minute')}`;
-}
 
 /**
  * Presses Tab until the focused control is `name`: a link or button with exactly that text, or a form control whose

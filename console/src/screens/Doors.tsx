@@ -3,7 +3,8 @@
 import { useState, type FormEvent } from 'react';
 import { formatTime, nextCursor, operator, type Schemas } from '../api.ts';
 import type { ScreenProps } from '../App.tsx';
-import { lockTime, scheduleWindows } from '../lock-time.ts';
+import { scheduleWindows } from '../lock-time.ts';
+import { lockTime } from '../wall-clock.ts';
 import { Field, Status, Table, must, useLoad } from '../ui.tsx';
 
 /** Doors a page: the list is searched and paged by the server (GET /operatorapi/securedobjects?search=). */
