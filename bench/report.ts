@@ -4,10 +4,11 @@ import { dirname } from 'node:path';
 import type { Measurement } from './measure.js';
 import type { ScaleResult } from './scale.js';
 import type { MicroResult } from './micro.js';
+import type { CitusComparison } from './citus.js';
 
 export interface ResultRow {
   name: string;
-  /** `app` for the service under test, `baseline:NAME` for a baseline's reference request. */
+  /** `app` for the service under test, `citus` for it on Citus (bench/citus.ts), `baseline:NAME` for a baseline's reference request. */
   target: string;
   baseline: string;
   method: string;
@@ -58,6 +59,8 @@ export interface BenchReport {
   micro: MicroResult[];
   /** Large single operations next to bare SQL (bench/scale.ts). */
   scale: ScaleResult[];
+  /** The rows and scale runs measured on Citus too (BENCH_CITUS_URL), as a share of PostgreSQL; empty without it. */
+  citus: CitusComparison[];
 }
 
 export interface ComparisonResult {

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { baselines, type BaselineName } from './baselines.js';
 import { freePort } from '../test/helpers/process.js';
 import { captureCommand, ChildServer, runCommand } from './children.js';
+import { CITUS_SUFFIX, CITUS_TARGET, compareCitus, createCitusBenchDatabase, dropAbandonedCitusDatabases, formatCitus } from './citus.js';
 import { createBenchDatabase, dropAbandonedBenchDatabases } from './database.js';
 import { cpuSeconds, runLoad, type LoadSettings, type PreparedRequest } from './measure.js';
 import { runMicro, type MicroResult } from './micro.js';
@@ -42,6 +43,8 @@ interface Settings {
   /** How often each scale run (100k-ticket grant, joins, phone downloads, full syncs) repeats; the median is reported. */
   scaleRuns: number;
   microWarmupIterations: number;
+  /** A Citus coordinator's maintenance database: the rows and scale runs marked `citus` run there too (bench/citus.ts). */
+  citusUrl: string | null;
 }
 
 class UsageError extends Error {}
@@ -68,6 +71,7 @@ function readSettings(env: NodeJS.ProcessEnv): Settings {
     microIterations: integer(env, 'BENCH_MICRO_ITERATIONS', 5000, 1),
     scaleRuns: integer(env, 'BENCH_SCALE_RUNS', 3, 1),
     microWarmupIterations: integer(env, 'BENCH_MICRO_WARMUP', 1000, 0),
+    citusUrl: env.BENCH_CITUS_URL || null,
   };
 }
 
@@ -246,6 +250,8 @@ interface Servers {
   app: Target;
   baselines: Map<BaselineName, Target>;
   context: Omit<ScenarioContext, 'url'>;
+  /** The service on a Citus database, with the context its rows' set-ups use; only with BENCH_CITUS_URL. */
+  citus: { target: Target; context: Omit<ScenarioContext, 'url'> } | null;
 }
 
 /** The run's database, the service on it and every baseline the selected scenarios name; each registers its cleanup. */
@@ -339,22 +345,66 @@ async function startServers(settings: Settings, selection: Selection, signal: Ab
     baselineTargets.set(name, { label, server });
   }
 
-  const context: Omit<ScenarioContext, 'url'> = {
-    appUrl: appServer.url,
-    databaseUrl: database.url,
-    secretsKey: appEnv.SECRETS_KEY!,
+  const citus = settings.citusUrl === null ? null : await startCitusService(settings.citusUrl, appEnv, common, cleanups);
+  return {
+    app: { label: 'app', server: appServer, replicas },
+    baselines: baselineTargets,
+    context: serviceContext(appServer, appEnv, database.url),
+    citus,
+  };
+}
+
+/** What a scenario's set-up is given for one service: its URL, its database, its command line. */
+function serviceContext(server: ChildServer, env: NodeJS.ProcessEnv, databaseUrl: string): Omit<ScenarioContext, 'url'> {
+  return {
+    appUrl: server.url,
+    databaseUrl,
+    secretsKey: env.SECRETS_KEY!,
     async request(spec) {
-      const { status, headers, body } = await fetchOnce(spec.url ?? appServer.url, prepare(spec, {}), spec.timeoutMs);
+      const { status, headers, body } = await fetchOnce(spec.url ?? server.url, prepare(spec, {}), spec.timeoutMs);
       return { status, headers, body };
     },
     cli: (args, input) =>
       captureCommand(process.execPath, ['dist/cli.js', ...args], {
         cwd: repoRoot,
-        env: appEnv,
+        env,
         ...(input === undefined ? {} : { input }),
       }),
   };
-  return { app: { label: 'app', server: appServer, replicas }, baselines: baselineTargets, context };
+}
+
+/**
+ * The service a second time, on a distributed database on the Citus cluster at `citusUrl`, with the same environment
+ * as the one on PostgreSQL but its own port and data directory (bench/citus.ts).
+ */
+async function startCitusService(
+  citusUrl: string,
+  appEnv: NodeJS.ProcessEnv,
+  common: { cwd: string; readyTimeoutMs: number; signal: AbortSignal },
+  cleanups: Cleanups,
+): Promise<NonNullable<Servers['citus']>> {
+  const prefix = `${databasePrefix}citus_`;
+  const abandoned = await dropAbandonedCitusDatabases(citusUrl, prefix);
+  if (abandoned.length > 0) log(`dropped Citus databases of killed runs: ${abandoned.join(', ')}`);
+  const database = await createCitusBenchDatabase(citusUrl, `${prefix}${process.pid}`);
+  cleanups.push({ label: `drop Citus database ${database.name}`, run: () => database.drop() });
+  log(`Citus database ${database.name} created and distributed`);
+  const dataDir = await mkdtemp(join(tmpdir(), 'acs-bench-citus-'));
+  cleanups.push({ label: `remove ${dataDir}`, run: () => rm(dataDir, { recursive: true, force: true }) });
+  const port = await freePort();
+  const env = { ...appEnv, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, DATABASE_URL: database.url, DATA_DIR: dataDir };
+  log(`starting the service on Citus on port ${port}`);
+  const server = await ChildServer.start({
+    ...common,
+    label: CITUS_TARGET,
+    command: process.execPath,
+    args: [...SERVICE_NODE_FLAGS, 'dist/server.js'],
+    env,
+    port,
+    readyPath: '/readyz',
+  });
+  cleanups.push({ label: 'stop the service on Citus', run: () => server.stop() });
+  return { target: { label: CITUS_TARGET, server }, context: serviceContext(server, env, database.url) };
 }
 
 /** Every baseline's reference first (ratio 1), then each scenario against its baseline, one at a time. */
@@ -363,9 +413,15 @@ async function measureRows(servers: Servers, selection: Selection, settings: Set
   const rows: ResultRow[] = [];
   const baselineRate = new Map<BaselineName, number>();
   const baselineCpu = new Map<BaselineName, number | null>();
-  const record = async (request: MeasuredRequest, target: Target, baseline: BaselineName, goalRatio?: number) => {
+  const record = async (
+    request: MeasuredRequest,
+    target: Target,
+    baseline: BaselineName,
+    goalRatio?: number,
+    context: Omit<ScenarioContext, 'url'> = servers.context,
+  ) => {
     log(`measuring ${request.name} on ${target.label} (${settings.warmupSeconds}s warm-up, ${settings.durationSeconds}s)`);
-    const { prepared, measurement, notes } = await measureRequest(request, target, servers.context, settings, signal);
+    const { prepared, measurement, notes } = await measureRequest(request, target, context, settings, signal);
     const reference = baselineRate.get(baseline);
     const ratio = reference ? measurement.requestsPerSecond / reference : null;
     const referenceCpu = baselineCpu.get(baseline);
@@ -394,7 +450,13 @@ async function measureRows(servers: Servers, selection: Selection, settings: Set
     rows[rows.length - 1]!.ratio = 1;
     rows[rows.length - 1]!.cpuRatio = measurement.cpuMicrosPerRequest === null ? null : 1;
   }
-  for (const scenario of selection.scenarios) await record(scenario, servers.app, scenario.baseline, scenario.goalRatio);
+  for (const scenario of selection.scenarios) {
+    await record(scenario, servers.app, scenario.baseline, scenario.goalRatio);
+    // The same row on Citus right after it, set up anew there, so that both meet the same load on the machine.
+    if (servers.citus && scenario.citus) {
+      await record(scenario, servers.citus.target, scenario.baseline, scenario.goalRatio, servers.citus.context);
+    }
+  }
   return rows;
 }
 
@@ -464,6 +526,22 @@ async function runInProcess(
       failures.push(`note: scale runs failed: ${messageOf(error)}`);
     }
   }
+  const onCitus = selection.scale.filter((run) => run.citus);
+  if (servers.citus && onCitus.length > 0) {
+    log(`scale runs on Citus (${settings.scaleRuns} each): ${onCitus.map((run) => run.name).join('; ')}`);
+    try {
+      const outcome = await runScaleBenchmarks(
+        { ...servers.citus.context, appPid: servers.citus.target.server.pid, runs: settings.scaleRuns },
+        onCitus,
+        signal,
+      );
+      scale.push(...outcome.results.map((result) => ({ ...result, name: `${result.name}${CITUS_SUFFIX}` })));
+      failures.push(...outcome.failures.map((failure) => `${failure} (on Citus)`));
+    } catch (error) {
+      signal.throwIfAborted();
+      failures.push(`note: scale runs on Citus failed: ${messageOf(error)}`);
+    }
+  }
   return { micro, scale, failures };
 }
 
@@ -482,6 +560,7 @@ function summary(report: BenchReport, failures: string[]): string {
     ...formatComparisons(report.comparisons),
     ...formatMicro(report.micro),
     ...(report.scale.length > 0 ? [formatScale(report.scale)] : []),
+    ...formatCitus(report.citus),
   ];
   if (extra.length > 0) lines.push(...extra, '');
   for (const row of rows) for (const note of row.notes) lines.push(`note: ${row.name}: ${note}`);
@@ -544,6 +623,7 @@ async function main(): Promise<number> {
       comparisons: compareRows(rows),
       micro: inProcess.micro,
       scale: inProcess.scale,
+      citus: compareCitus(selection.scenarios, rows, inProcess.scale),
     };
     await writeReport(resultsPath, report);
     process.stdout.write(summary(report, inProcess.failures));

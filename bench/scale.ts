@@ -36,6 +36,8 @@ export interface ScaleRun {
   /** BENCH_ONLY selects it by a part of this name, or by a part of the word `scale` (every scale run). */
   name: string;
   run(context: ScaleContext, db: pg.Client): Promise<ScaleResult[]>;
+  /** Run a second time on the service on Citus when BENCH_CITUS_URL is set, and set beside the run on PostgreSQL. */
+  citus?: true;
 }
 
 /** How long one request of a scale run may take before the run fails. */
@@ -354,7 +356,11 @@ async function lockSync(context: ScaleContext, db: pg.Client): Promise<ScaleResu
 
 /** The Access API and lock sync scale runs (bench/README.md, *Scale runs*); bench/scenarios/index.ts adds the lock-trust runs. */
 export const baseScaleRuns: ScaleRun[] = [
-  { name: 'grant 100 devices × 1,000 locks; device joins a resident', run: (context, db) => grantFanOut(context, db, context.runs) },
+  {
+    name: 'grant 100 devices × 1,000 locks; device joins a resident',
+    run: (context, db) => grantFanOut(context, db, context.runs),
+    citus: true,
+  },
   { name: 'full sync of a lock with 100,000 tickets', run: lockSync },
 ];
 

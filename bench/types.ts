@@ -50,6 +50,12 @@ export interface MeasuredRequest extends RequestSpec {
    * on the same database and environment, and the connections alternate between the two (bench/run.ts).
    */
   instances?: 1 | 2;
+  /**
+   * Measured a second time on the service on Citus when BENCH_CITUS_URL is set (bench/citus.ts), with its own set-up
+   * there, and set beside this row: `goalRatio` is what the row on Citus aims for (at least) as a share of its req/s
+   * on PostgreSQL in the same run.
+   */
+  citus?: { goalRatio?: number };
 }
 
 /** A request against the service under test, compared with one baseline measured in the same run. */

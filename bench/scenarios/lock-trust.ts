@@ -506,6 +506,6 @@ async function yearOfHistory(context: ScaleContext, db: pg.Client): Promise<Scal
 }
 
 export const lockTrustScaleRuns: ScaleRun[] = [
-  { name: 'lock trust: phone downloads 500 tickets', run: phoneDownload },
+  { name: 'lock trust: phone downloads 500 tickets', run: phoneDownload, citus: true },
   { name: 'lock trust: full sync of a lock with a year of history', run: yearOfHistory },
 ];

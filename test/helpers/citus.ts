@@ -72,16 +72,20 @@ export async function checkCitusCluster(url: string): Promise<number> {
  * applies the migrations and (unless told not to) distributes the tables. Returns the coordinator URL of the new
  * database.
  */
-export async function createCitusDatabase(url: string, name: string, options: { distribute?: boolean } = {}): Promise<string> {
+export async function createCitusDatabase(
+  url: string,
+  name: string,
+  options: { distribute?: boolean; shardCount?: number } = {},
+): Promise<string> {
   try {
-    return await makeCitusDatabase(url, name, options.distribute ?? true);
+    return await makeCitusDatabase(url, name, options.distribute ?? true, options.shardCount ?? TEST_SHARD_COUNT);
   } catch (error) {
     await dropCitusDatabase(url, name);
     throw error;
   }
 }
 
-async function makeCitusDatabase(url: string, name: string, distributed: boolean): Promise<string> {
+async function makeCitusDatabase(url: string, name: string, distributed: boolean, shardCount: number): Promise<string> {
   const { coordinator, workers } = await clusterNodes(url);
   const maintenance = maintenanceDatabase(url);
   for (const worker of workers) {
@@ -104,7 +108,7 @@ async function makeCitusDatabase(url: string, name: string, distributed: boolean
   });
   try {
     await migrate(db);
-    if (distributed) await distribute(db, { shardCount: TEST_SHARD_COUNT });
+    if (distributed) await distribute(db, { shardCount });
   } finally {
     await db.close();
   }
