@@ -40,7 +40,7 @@ interface Settings {
   only: string[];
   readyTimeoutMs: number;
   microIterations: number;
-  /** How often each scale run (100k-ticket grant, joins, phone downloads, full syncs) repeats; the median is reported. */
+  /** How often each scale run (100k-ticket grant, joins, phone downloads, full syncs) repeats; the median is reported; 0 runs none. */
   scaleRuns: number;
   microWarmupIterations: number;
   /** A Citus coordinator's maintenance database: the rows and scale runs marked `citus` run there too (bench/citus.ts). */
@@ -69,7 +69,7 @@ function readSettings(env: NodeJS.ProcessEnv): Settings {
       .filter(Boolean),
     readyTimeoutMs: integer(env, 'BENCH_READY_TIMEOUT_MS', 30_000, 100),
     microIterations: integer(env, 'BENCH_MICRO_ITERATIONS', 5000, 1),
-    scaleRuns: integer(env, 'BENCH_SCALE_RUNS', 3, 1),
+    scaleRuns: integer(env, 'BENCH_SCALE_RUNS', 3, 0),
     microWarmupIterations: integer(env, 'BENCH_MICRO_WARMUP', 1000, 0),
     citusUrl: env.BENCH_CITUS_URL || null,
   };
@@ -212,7 +212,8 @@ function select(settings: Settings): Selection | string {
     scenarios: scenarios.filter((scenario) => isSelected(scenario.name)),
     micro: microBenchmarks.filter((benchmark) => isSelected(benchmark.name)),
     // `scale` (or a part of it) selects every scale run, as before they had names.
-    scale: isSelected('scale') ? scaleRuns : scaleRuns.filter((run) => isSelected(run.name)),
+    // BENCH_SCALE_RUNS=0: the rows and micro-benchmarks alone, e.g. for more runs of them than of the long scale runs.
+    scale: settings.scaleRuns === 0 ? [] : isSelected('scale') ? scaleRuns : scaleRuns.filter((run) => isSelected(run.name)),
   };
   if (selection.scenarios.length === 0 && selection.micro.length === 0 && selection.scale.length === 0) {
     const all = [...scenarios, ...microBenchmarks, ...scaleRuns].map((item) => item.name).concat('scale');
