@@ -512,6 +512,9 @@ async function runInProcess(
       failures.push(`note: ${benchmark.name}: failed: ${messageOf(error)}`);
     }
   }
+  // Where a scale run failed, what the services logged meanwhile (LOG_LEVEL=warn) goes with it: a 500 names its cause
+  // only there.
+  const logged = [servers.app, ...(servers.citus ? [servers.citus.target] : [])].map((target) => ({ target, before: target.server.printed().lines }));
   if (selection.scale.length > 0) {
     log(`scale runs (${settings.scaleRuns} each): ${selection.scale.map((run) => run.name).join('; ')}`);
     try {
@@ -542,6 +545,13 @@ async function runInProcess(
       signal.throwIfAborted();
       failures.push(`note: scale runs on Citus failed: ${messageOf(error)}`);
     }
+  }
+  for (const { target, before } of failures.length > 0 ? logged : []) {
+    const printed = target.server.printed();
+    if (printed.lines === before) continue;
+    const errors = printed.tail.split('\n').filter((line) => /"level":(50|60)/.test(line));
+    const last = (errors.at(-1) ?? printed.tail.split('\n').at(-1) ?? '').slice(0, 600);
+    failures.push(`note: ${target.label} printed ${printed.lines - before} log line(s) during the scale runs; the last${errors.length > 0 ? ' error' : ''}: ${last}`);
   }
   return { micro, scale, failures };
 }

@@ -22,6 +22,9 @@ const COLUMNS = [
   'received_at',
   'via',
   'clock_offset_ms',
+  // The lock's own word, as the service stores an upload from the lock's client (migrations/021_signed_reports.sql).
+  'numbering',
+  'signed',
 ] as const;
 
 interface Entry {
@@ -88,7 +91,7 @@ async function ingestion(context: ScaleContext, db: pg.Client): Promise<ScaleRes
   const bareInsert = (entries: Entry[], receivedAt: number) => {
     const params: unknown[] = [];
     const tuples = entries.map((entry) => {
-      params.push(tenantId, 'al-bare', now, entry.entryNo, entry.lockTime, entry.tokenId, phoneOf.get(entry.tokenId), entry.command, entry.channel, entry.result, entry.reason, receivedAt, 'lock', 1500);
+      params.push(tenantId, 'al-bare', now, entry.entryNo, entry.lockTime, entry.tokenId, phoneOf.get(entry.tokenId), entry.command, entry.channel, entry.result, entry.reason, receivedAt, 'lock', 1500, 'lock', true);
       const base = params.length - COLUMNS.length;
       return `(${COLUMNS.map((_, i) => `$${base + i + 1}`).join(', ')})`;
     });
