@@ -94,8 +94,11 @@ export function assertStorableText(value: unknown): void {
 
 /** What a database error means for the request that met it, and what to tell its client. */
 export interface DatabaseErrorMeaning {
-  /** `unavailable` and `conflict` are transient (503, nothing written, retry); `unstorable` is the client's text (400). */
-  kind: 'unavailable' | 'conflict' | 'unstorable';
+  /**
+   * `unavailable`, `conflict` and `timeout` are transient (503, nothing written, retry); `unstorable` is the client's
+   * text (400).
+   */
+  kind: 'unavailable' | 'conflict' | 'timeout' | 'unstorable';
   status: 400 | 503;
   /** One sentence for the client: what happened and what to do. */
   detail: string;
@@ -111,6 +114,16 @@ const CONFLICT: DatabaseErrorMeaning = {
   status: 503,
   detail: 'The request met a concurrent change and was not applied. Retry it.',
 };
+/**
+ * A statement cancelled by `statement_timeout` (DB_STATEMENT_TIMEOUT_MS) rolled back with its transaction: the database
+ * was too busy or the work too large for the bound, and nothing in the request was malformed. A 500 would say the
+ * service is broken; a 503 says what is true, that it could not do it now.
+ */
+const TIMED_OUT: DatabaseErrorMeaning = {
+  kind: 'timeout',
+  status: 503,
+  detail: 'The database did not finish the request in time, and nothing of it was applied. Retry shortly.',
+};
 const UNSTORABLE: DatabaseErrorMeaning = {
   kind: 'unstorable',
   status: 400,
@@ -125,6 +138,7 @@ const UNSTORABLE: DatabaseErrorMeaning = {
 export function meaningOfDatabaseError(error: unknown): DatabaseErrorMeaning | null {
   if (isDatabaseUnavailable(error)) return UNAVAILABLE;
   if (isTransactionConflict(error)) return CONFLICT;
+  if (isStatementCanceled(error)) return TIMED_OUT;
   if (isUnstorableText(error)) return UNSTORABLE;
   return null;
 }

@@ -55,6 +55,10 @@ function registerTestRoutes(app: App): void {
   app.get('/test/pool-timeout', async () => {
     throw new Error('timeout exceeded when trying to connect');
   });
+  app.get('/test/statement-timeout', async () => {
+    // What pg throws when statement_timeout cancelled the statement (SQLSTATE 57014).
+    throw Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' });
+  });
   app.get('/test/deadlock', async () => {
     // What pg throws when PostgreSQL broke a deadlock by rolling this transaction back.
     throw Object.assign(new Error('deadlock detected'), { code: '40P01', detail: 'Process 4711 waits for ShareLock on transaction 815' });
@@ -339,6 +343,14 @@ describe('HTTP shell', () => {
       expect(body).toMatchObject({ type: `${PROBLEM_BASE}unavailable`, detail: expect.stringContaining('Retry it') });
       expect(response.headers['retry-after']).toMatch(/^\d+$/);
       expect(response.body).not.toMatch(/4711|ShareLock|deadlock detected/);
+    });
+
+    it('answers a statement the database cancelled at its statement timeout with 503 and Retry-After, never 500', async () => {
+      const response = await t.app.inject({ method: 'GET', url: '/test/statement-timeout' });
+      const body = expectProblem(response, 503, '/test/statement-timeout');
+      expect(body).toMatchObject({ type: `${PROBLEM_BASE}unavailable`, detail: expect.stringContaining('did not finish the request in time') });
+      expect(response.headers['retry-after']).toMatch(/^\d+$/);
+      expect(response.body).not.toMatch(/canceling statement/);
     });
 
     it('answers a pool that cannot hand out a connection with 503', async () => {

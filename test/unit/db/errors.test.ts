@@ -25,3 +25,13 @@ describe('isUnstorableText', () => {
     expect(isUnstorableText({ code: '22021' })).toBe(false);
   });
 });
+
+describe('meaningOfDatabaseError', () => {
+  it('is a 503 to retry for a statement cancelled at its statement timeout (SQLSTATE 57014), like a deadlock', () => {
+    expect(meaningOfDatabaseError(databaseError('57014', 'canceling statement due to statement timeout'))).toMatchObject({
+      kind: 'timeout',
+      status: 503,
+    });
+    expect(meaningOfDatabaseError(databaseError('40P01', 'deadlock detected'))).toMatchObject({ kind: 'conflict', status: 503 });
+  });
+});
