@@ -60,7 +60,7 @@ async function postgresStore(): Promise<Store> {
     }
   };
   return {
-    label: 'PostgreSQL',
+    label: cluster.citus ? 'Citus' : 'PostgreSQL',
     env: { DATABASE_URL: cluster.url(), SECRETS_KEY, DB_STATEMENT_TIMEOUT_MS: '300000', PUBLIC_URL },
     use,
     async settle() {
@@ -156,17 +156,20 @@ interface PermissionTally {
   pairs: number;
 }
 
-/** Every permission of the tenant with its tickets and distinct (device, lock) pairs, and the orphaned tickets. */
+/**
+ * Every permission of the tenant with its tickets and distinct (device, lock) pairs, and the orphaned tickets. Joined
+ * and grouped on tenant_id too, as Citus needs to join two distributed tables (reliability on Citus, docs/scaling.md).
+ */
 async function tally(db: Queryable): Promise<{ permissions: PermissionTally[]; orphans: number; tickets: number }> {
   const { rows } = await db.query<PermissionTally>(
     `SELECT p.id, count(t.id)::int AS tickets, count(DISTINCT (t.mobile_device_id, t.secured_object_id))::int AS pairs
-       FROM access_permissions p LEFT JOIN tickets t ON t.access_permission_id = p.id
-      GROUP BY p.id ORDER BY min(p.created_at), p.id`,
+       FROM access_permissions p LEFT JOIN tickets t ON t.tenant_id = p.tenant_id AND t.access_permission_id = p.id
+      GROUP BY p.tenant_id, p.id ORDER BY min(p.created_at), p.id`,
   );
   const orphans = await db.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM tickets t
       WHERE t.access_permission_id IS NOT NULL
-        AND NOT EXISTS (SELECT 1 FROM access_permissions p WHERE p.id = t.access_permission_id)`,
+        AND NOT EXISTS (SELECT 1 FROM access_permissions p WHERE p.tenant_id = t.tenant_id AND p.id = t.access_permission_id)`,
   );
   const tickets = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM tickets');
   return { permissions: rows, orphans: orphans.rows[0]!.n, tickets: tickets.rows[0]!.n };

@@ -137,7 +137,12 @@ export async function recordLockContact(
 ): Promise<LockTelemetry & { events: ContactEvents }> {
   const append = (contact.events ?? 'append') === 'append';
   const { rows } = await db.query<LockTelemetryRow & { stamped_ids: string[]; drift_offset: number | string | null }>(
-    `WITH previous AS (
+    `WITH previous AS MATERIALIZED (
+       -- The offset before this contact. MATERIALIZED: on Citus a statement that writes in a CTE runs as steps, and a
+       -- CTE read once is inlined into the step that uses it (drift, after the upsert), where it would read the row
+       -- as this statement left it and never see a first crossing; materialised, it is its own step and runs first,
+       -- as the WITH list orders them (docs/scaling.md, "Running on Citus"). On PostgreSQL every CTE reads the same
+       -- snapshot, so it changes nothing there.
        SELECT clock_offset_ms FROM lock_telemetry WHERE tenant_id = $1 AND secured_object_id = $2
      ), acknowledged AS (
        -- least() skips NULLs: without the CASE a contact that acknowledges nothing would acknowledge everything.
