@@ -1,11 +1,9 @@
 // The service on Citus beside the service on PostgreSQL, in the same run (BENCH_CITUS_URL): a database made on the
 // coordinator and every worker, migrated and distributed by `db distribute` with its default shard count
 // (docs/scaling.md, Running on Citus); the rows and scale runs marked `citus` measured on both; each set beside the other.
-import pg from 'pg';
 import { DEFAULT_SHARD_COUNT } from '../src/db/distribute.js';
 import { createCitusDatabase, dropCitusDatabase } from '../test/helpers/citus.js';
-import { isProcessAlive } from '../src/db/pglite.js';
-import type { BenchDatabase } from './database.js';
+import { dropAbandonedBenchDatabases, type BenchDatabase } from './database.js';
 import type { ResultRow } from './report.js';
 import type { ScaleResult } from './scale.js';
 import type { Scenario } from './types.js';
@@ -30,36 +28,9 @@ export interface CitusComparison {
   goalMet: boolean | null;
 }
 
-async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
-
-/**
- * Drops the `PREFIX<pid>` databases of killed runs on every node of the cluster: those whose pid is not a live process
- * here and that nobody is connected to on the coordinator.
- */
-export async function dropAbandonedCitusDatabases(citusUrl: string, prefix: string): Promise<string[]> {
-  const { rows } = await withClient(citusUrl, (client) =>
-    client.query<{ datname: string }>(
-      `SELECT datname FROM pg_database d
-        WHERE starts_with(datname, $1) AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.datid = d.oid)`,
-      [prefix],
-    ),
-  );
-  const dropped: string[] = [];
-  for (const { datname } of rows) {
-    const pid = Number(datname.slice(prefix.length));
-    if (!Number.isInteger(pid) || pid <= 0 || isProcessAlive(pid)) continue;
-    await dropCitusDatabase(citusUrl, datname);
-    dropped.push(datname);
-  }
-  return dropped;
+/** The `PREFIX<pid>` databases of killed runs, dropped on every node of the cluster (bench/database.ts). */
+export function dropAbandonedCitusDatabases(citusUrl: string, prefix: string): Promise<string[]> {
+  return dropAbandonedBenchDatabases(citusUrl, prefix, (name) => dropCitusDatabase(citusUrl, name));
 }
 
 /** The run's database on the cluster, distributed as a deployment's is (DEFAULT_SHARD_COUNT shards per table). */

@@ -26,25 +26,31 @@ async function withAdmin<T>(adminUrl: string, work: (client: pg.Client) => Promi
 
 /**
  * Drops `PREFIX<pid>` databases left by runs that were killed outright (SIGKILL skips every cleanup): those whose
- * pid is not a live process here and that nobody is connected to, so a run on another host is left alone.
+ * pid is not a live process here and that nobody is connected to, so a run on another host is left alone. `drop`
+ * removes one by name (default: on the server at `adminUrl` alone; a cluster drops it on every node, bench/citus.ts).
  */
-export async function dropAbandonedBenchDatabases(adminUrl: string, prefix: string): Promise<string[]> {
-  return withAdmin(adminUrl, async (client) => {
-    const { rows } = await client.query<{ datname: string }>(
+export async function dropAbandonedBenchDatabases(
+  adminUrl: string,
+  prefix: string,
+  drop: (name: string) => Promise<void> = (name) =>
+    withAdmin(adminUrl, async (client) => void (await client.query(`DROP DATABASE IF EXISTS ${identifier(name)} WITH (FORCE)`))),
+): Promise<string[]> {
+  const { rows } = await withAdmin(adminUrl, (client) =>
+    client.query<{ datname: string }>(
       `SELECT datname FROM pg_database d
         WHERE starts_with(datname, $1)
           AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.datid = d.oid)`,
       [prefix],
-    );
-    const dropped: string[] = [];
-    for (const { datname } of rows) {
-      const pid = Number(datname.slice(prefix.length));
-      if (!Number.isInteger(pid) || pid <= 0 || isProcessAlive(pid)) continue;
-      await client.query(`DROP DATABASE IF EXISTS ${identifier(datname)} WITH (FORCE)`);
-      dropped.push(datname);
-    }
-    return dropped;
-  });
+    ),
+  );
+  const dropped: string[] = [];
+  for (const { datname } of rows) {
+    const pid = Number(datname.slice(prefix.length));
+    if (!Number.isInteger(pid) || pid <= 0 || isProcessAlive(pid)) continue;
+    await drop(datname);
+    dropped.push(datname);
+  }
+  return dropped;
 }
 
 export async function createBenchDatabase(adminUrl: string, name: string): Promise<BenchDatabase> {
