@@ -94,11 +94,13 @@ async function makeCitusDatabase(url: string, name: string, distributed: boolean
   }
   await withClient(url, (client) => client.query(`CREATE DATABASE ${name}`));
   const databaseUrl = urlAt(url, undefined, name);
-  await withClient(databaseUrl, async (client) => {
-    await client.query('CREATE EXTENSION citus');
-    await client.query('SELECT citus_set_coordinator_host($1, $2)', [coordinator.host, coordinator.port]);
-    for (const worker of workers) await client.query('SELECT citus_add_node($1, $2)', [worker.host, worker.port]);
-  });
+  await withClient(databaseUrl, (client) => client.query('CREATE EXTENSION citus'));
+  await oneFileAtATime(url, () =>
+    withClient(databaseUrl, async (client) => {
+      await client.query('SELECT citus_set_coordinator_host($1, $2)', [coordinator.host, coordinator.port]);
+      for (const worker of workers) await client.query('SELECT citus_add_node($1, $2)', [worker.host, worker.port]);
+    }),
+  );
   const db = createPostgresDatabase({
     connectionString: databaseUrl,
     poolMax: 2,
@@ -113,6 +115,22 @@ async function makeCitusDatabase(url: string, name: string, distributed: boolean
     await db.close();
   }
   return databaseUrl;
+}
+
+/**
+ * Registering a worker makes Citus create or alter the connecting role there (`worker_create_or_alter_role`). A role
+ * belongs to the whole server, not to one database, so two files registering their nodes at the same moment, each in
+ * its own database, fail with "tuple concurrently updated" (seen in a whole run of the suite). One file at a time does
+ * it: a session advisory lock in the coordinator's maintenance database, which every file of the run shares, released
+ * when its connection ends.
+ */
+const NODE_REGISTRATION_LOCK = 0x61637331; // 'acs1'
+
+async function oneFileAtATime<T>(url: string, work: () => Promise<T>): Promise<T> {
+  return withClient(url, async (client) => {
+    await client.query('SELECT pg_advisory_lock($1)', [NODE_REGISTRATION_LOCK]);
+    return work();
+  });
 }
 
 /** Drops `name` on the coordinator and on every worker; what is already gone is no error. */
