@@ -281,6 +281,9 @@ async function startServers(settings: Settings, selection: Selection, signal: Ab
     API_RATE_LIMIT_PER_MINUTE: process.env.API_RATE_LIMIT_PER_MINUTE || '1000000000',
     // The claim rows redeem hundreds of links from one address: its per-address limit is off (0) unless set.
     CLAIM_RATE_LIMIT_PER_MINUTE: process.env.CLAIM_RATE_LIMIT_PER_MINUTE || '0',
+    // The access-log ingestion run stores 100 uploads of 1,000 entries for one lock within seconds, each run: far
+    // beyond a lock's per-minute budget (docs/api-reference.md 8.5), which would answer 429 from the second upload.
+    ACCESS_LOG_ENTRIES_PER_LOCK_PER_MINUTE: process.env.ACCESS_LOG_ENTRIES_PER_LOCK_PER_MINUTE || '1000000',
     // The webhook rows deliver to a receiver in the bench process, on 127.0.0.1 over http.
     WEBHOOK_ALLOW_INSECURE: 'true',
   };
