@@ -34,6 +34,15 @@ type AnyLook = (tenantId: string, items: unknown[]) => Promise<HeldOutcome<unkno
 /** Woken syncs of one tenant asked in one batched look, unless a test or the configuration says otherwise. */
 export const DEFAULT_HELD_BATCH_SIZE = 1000;
 
+/**
+ * How many looks of woken held syncs run at once on a pool of `poolMax` connections: half of it, at least one. A change
+ * that wakes thousands of held syncs (a lockdown of the tenant) still leaves the other half to every other request,
+ * which would otherwise wait behind their looks until the pool's connect timeout answered 503 (docs/lock-sync.md).
+ */
+export function heldLookConcurrency(poolMax: number): number {
+  return Math.max(1, Math.floor(poolMax / 2));
+}
+
 export interface HeldSyncsOptions {
   /** Held syncs per instance (SYNC_WAIT_MAX_HELD); one more is refused with 503. */
   maxHeld: number;

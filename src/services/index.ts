@@ -36,7 +36,7 @@ import { createCredentialService } from './credential.service.js';
 import { createChangeWatermarks } from './change-watermark.js';
 import { createDownloadService } from './download.service.js';
 import { createLockSyncService } from './lock-sync.service.js';
-import { createHeldSyncs } from './held-syncs.js';
+import { createHeldSyncs, heldLookConcurrency } from './held-syncs.js';
 import { createAccessCheckService } from './explain.service.js';
 import { createDoorAccessService } from './door-access.service.js';
 import { createResidentRevocationService } from './resident-revocation.service.js';
@@ -178,12 +178,12 @@ export function createServices({ db, config, log, secretsKey, clock = Date.now, 
   });
   const changeWatermarks = createChangeWatermarks({ db, log });
   const downloads = createDownloadService({ db, clock, credentials, metrics });
-  // docs/lock-sync.md: syncs held with `?wait=`, woken by the change notifications; as many look at once as the pool
-  // has connections, the rest wait in memory.
+  // docs/lock-sync.md: syncs held with `?wait=`, woken by the change notifications; half as many look at once as the
+  // pool has connections (the rest wait in memory), so the other half serves every other request meanwhile.
   const heldSyncs = createHeldSyncs({
     maxHeld: config.SYNC_WAIT_MAX_HELD,
     retryAfterMaxSeconds: config.SYNC_RETRY_AFTER_MAX_SECONDS,
-    concurrency: config.DB_POOL_MAX,
+    concurrency: heldLookConcurrency(config.DB_POOL_MAX),
     current: changeWatermarks.current,
   });
   const stopHearingChanges = changeWatermarks.subscribe(heldSyncs.listener);

@@ -62,7 +62,9 @@ export function createLockdownService({ db, clock }: { db: Database; clock: Cloc
     /**
      * POST /operatorapi/lockdowns: one change number for the whole scope, written with the locks it reaches and its
      * event (`lockdown.started` or `lockdown.ended`) in one transaction. An unknown lock group (another tenant's
-     * included) is 404 and writes nothing.
+     * included) is 404 and writes nothing. The answer is read inside the transaction: its commit wakes every held
+     * sync of the scope (docs/lock-sync.md), and a read after it would wait behind their looks for a connection, so a
+     * lockdown that was made could answer 503 and be sent again.
      */
     async create(context: ActionContext, input: NewLockdown): Promise<Lockdown> {
       assertStorableText([input, context]);
@@ -70,7 +72,7 @@ export function createLockdownService({ db, clock }: { db: Database; clock: Cloc
       if (lockGroupId !== null && !isUuid(lockGroupId)) throw new NotFoundError(`No lock group ${lockGroupId}.`);
       const id = randomUUID();
       const now = clock();
-      await db.transaction(async (tx) => {
+      const made = await db.transaction(async (tx) => {
         const seq = await nextChangeSeq(tx, context.tenantId);
         const written = await insertLockdown(tx, context.tenantId, {
           id,
@@ -90,8 +92,9 @@ export function createLockdownService({ db, clock }: { db: Database; clock: Cloc
           serial: seq,
           lockCount: written.lockCount,
         });
+        return (await findLockdown(tx, context.tenantId, id))!;
       });
-      return get(context.tenantId, id);
+      return toLockdown(made);
     },
 
     async list(tenantId: string, limit: number, cursor?: string): Promise<Page<Lockdown>> {

@@ -3,7 +3,7 @@
 // `concurrency` at once; the bound refuses with 503; a loss of trust, shutdown and a hang-up answer at once.
 import { describe, expect, it, vi } from 'vitest';
 import { ServiceUnavailableError } from '../../../src/errors.js';
-import { createHeldSyncs, type HeldCheck, type HeldOutcome } from '../../../src/services/held-syncs.js';
+import { createHeldSyncs, heldLookConcurrency, type HeldCheck, type HeldOutcome } from '../../../src/services/held-syncs.js';
 
 /** A look whose answer the test decides, counting how many run at once. */
 function looks() {
@@ -91,6 +91,10 @@ describe('held syncs', () => {
     }
     expect(await Promise.all(answers)).toEqual(Array(20).fill('news'));
     expect(probe.peak).toBe(3);
+  });
+
+  it('the service runs half as many looks at once as its pool has connections, at least one, so the rest serve other requests', () => {
+    expect([1, 2, 3, 10, 11, 1000].map(heldLookConcurrency)).toEqual([1, 1, 1, 5, 5, 500]);
   });
 
   it('beyond maxHeld refuses with 503 and a Retry-After within the bound', () => {
