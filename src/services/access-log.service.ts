@@ -219,18 +219,10 @@ export function createAccessLogService({ db, clock, budget }: AccessLogServiceOp
         : { logHigh: null, clockOffsetMs: (await findLockTelemetry(tx, tenantId, securedObjectId))?.clockOffsetMs ?? null, events: NO_CONTACT_EVENTS };
       if (!(await holdSecuredObjectForBinding(tx, tenantId, securedObjectId))) throw new NotFoundError(`No secured object ${securedObjectId}.`);
       await recheck(tx);
-      // docs/api-reference.md 8.5: over the lock's budget the whole upload is refused (429) before anything is written,
-      // the lock's word and the reports alike: a phone's reports cannot grow the database without bound either.
-      await budget.charge(
-        tx,
-        tenantId,
-        securedObjectId,
-        [
-          ...(word ? [{ numbering: LOCK_NUMBERING, entryNos: word.entries.map((entry) => entry.entryNo) }] : []),
-          ...(reports.length > 0 ? [{ numbering: phoneNumbering(via), entryNos: reports.map((entry) => entry.entryNo) }] : []),
-        ],
-        now,
-      );
+      // docs/api-reference.md 8.5: over the lock's budget the whole upload is refused (429) and nothing of it is kept, the
+      // lock's word and the reports alike: a phone's reports cannot grow the database without bound either. The
+      // budget's row is held now; what the inserts below store is charged after them, and a refusal rolls them back.
+      const held = await budget.hold(tx, tenantId, securedObjectId, now);
       const events = { actor, requestId: null };
       let accepted = 0;
       // Each entry carries the lock's estimate after this upload (its last one when this upload made none).
@@ -253,6 +245,7 @@ export function createAccessLogService({ db, clock, budget }: AccessLogServiceOp
         if (stored === null) throw new NotFoundError(`No secured object ${securedObjectId}.`);
         accepted += stored.accepted;
       }
+      await budget.charge(tx, held, accepted, now);
       const total = (word?.entries.length ?? 0) + reports.length;
       return {
         accepted,
