@@ -37,6 +37,7 @@ const RELEASED: Record<string, string> = {
   '030_erasures.sql': '394271348d19c2f29c1594537efa17d2d2d5d224abf792ed2ccee67e2473b49a',
   '031_erasure_jobs.sql': '8b0fb0f7ca7cff6a49d47e3f476bd6b886808d899457d24133ada83e7d6c9e55',
   '032_change_notify_from_application.sql': 'a39cd2c5643028aa42fc7ee78f733ca9f0eaafe7ba6785f407babc82f5f9f7b9',
+  '033_access_permission_pair_index.sql': '649810031c880077dc15f0be0ba31d7764952ea1b785b0df620243160c6c537d',
 };
 
 describe('released migrations', () => {
