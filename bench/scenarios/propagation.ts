@@ -2,7 +2,7 @@
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { NEXT_CHANGE_SEQ_CTE } from '../../src/db/repositories/change-log.repo.js';
-import { findLockPropagation } from '../../src/db/repositories/lock-telemetry.repo.js';
+import { findSecuredObjectWithPropagation } from '../../src/db/repositories/secured-object.repo.js';
 import type { Comparison, Scenario, ScenarioContext } from '../types.js';
 import { operatorFixture, type OperatorFixture } from './fixtures.js';
 
@@ -27,9 +27,9 @@ async function nextChangeSeq(client: pg.Client, tenantId: string): Promise<numbe
 }
 
 /**
- * The plan of the count `GET /operatorapi/securedobjects/{id}` runs, through the repository's own statement: its
- * statements are run under EXPLAIN (ANALYZE, BUFFERS) and the plan is logged (it should be an index range on
- * tickets_pending_revocations_idx, never a scan of the lock's 100k tickets).
+ * The plan of the read `GET /operatorapi/securedobjects/{id}` runs (the lock with its count), through the repository's
+ * own statement: it is run under EXPLAIN (ANALYZE, BUFFERS) and the plan is logged (the count should be an index range
+ * on tickets_pending_revocations_idx, never a scan of the lock's 100k tickets).
  */
 async function logPlan(client: pg.Client, tenantId: string, securedObjectId: string): Promise<void> {
   const plans: string[] = [];
@@ -37,12 +37,12 @@ async function logPlan(client: pg.Client, tenantId: string, securedObjectId: str
     async query<Row>(text: string, params?: readonly unknown[]) {
       const { rows } = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) ${text}`, params as unknown[]);
       plans.push(rows.map((row) => row['QUERY PLAN']).join('\n'));
-      // A row the repository can read, so its mapping does not fail.
-      return { rows: [{ last_seen_at: null, pending: 0 }] as Row[], rowCount: 1 };
+      // No row: the repository answers null, and nothing is mapped.
+      return { rows: [] as Row[], rowCount: 0 };
     },
   };
   // The margin bound as the default CREDENTIAL_MAX_LIFETIME (7 days) sets it; the plan does not depend on it.
-  await findLockPropagation(explaining as never, tenantId, securedObjectId, Date.now(), 604_800_000);
+  await findSecuredObjectWithPropagation(explaining as never, tenantId, securedObjectId, Date.now(), 604_800_000);
   log(`plan of the pendingRevocations read:\n${plans.join('\n')}`);
 }
 

@@ -1,11 +1,11 @@
 // Revocation propagation (docs/api-reference.md 8.4): a lock's syncs acknowledge what it has applied, and the operator sees how far each revocation has reached.
 import type { Database } from '../db/database.js';
 import {
-  findLockPropagation,
   listRevocations,
   recordLockContact,
   type RevocationFilter,
 } from '../db/repositories/lock-telemetry.repo.js';
+import { findSecuredObjectWithPropagation, type SecuredObjectRecord } from '../db/repositories/secured-object.repo.js';
 import type { Clock } from './context.js';
 import { clockDrifts } from '../shared/clock-drift.js';
 import { isUuid } from '../shared/identifiers.js';
@@ -83,20 +83,28 @@ export function createLockTelemetryService({ db, clock, credentialLifetimeMs }: 
       written.delete(keyOf(tenantId, securedObjectId));
     },
 
-    /** The telemetry fields of a lock (docs/api-reference.md 8.4, 8.5). */
-    async propagation(tenantId: string, securedObjectId: string): Promise<LockPropagationFields> {
-      const { telemetry, pendingRevocations, pendingKeyRevocations, lockState } = await findLockPropagation(db, tenantId, securedObjectId, clock(), credentialLifetimeMs);
+    /**
+     * A lock with its telemetry fields (docs/api-reference.md 8.4, 8.5), read in one statement; null when the tenant has
+     * no lock of that id.
+     */
+    async lockWithPropagation(tenantId: string, securedObjectId: string): Promise<{ record: SecuredObjectRecord; fields: LockPropagationFields } | null> {
+      const found = await findSecuredObjectWithPropagation(db, tenantId, securedObjectId, clock(), credentialLifetimeMs);
+      if (found === null) return null;
+      const { telemetry, pendingRevocations, pendingKeyRevocations, lockState } = found.propagation;
       const offset = telemetry?.clockOffsetMs ?? null;
       return {
-        ...(telemetry !== null ? { lastSeenTime: telemetry.lastSeenAt, appliedThrough: telemetry.appliedThrough } : {}),
-        pendingRevocations,
-        pendingKeyRevocations,
-        ...(offset !== null ? { clockOffset: offset } : {}),
-        clockDrift: clockDrifts(offset),
-        // Like a revocation's propagation (docs/api-reference.md 8.4): applied once the lock reached the state's serial.
-        ...(lockState.serial > 0
-          ? { lockMode: lockState.mode, lockdownApplied: (telemetry?.appliedThrough ?? 0) >= lockState.serial }
-          : {}),
+        record: found.record,
+        fields: {
+          ...(telemetry !== null ? { lastSeenTime: telemetry.lastSeenAt, appliedThrough: telemetry.appliedThrough } : {}),
+          pendingRevocations,
+          pendingKeyRevocations,
+          ...(offset !== null ? { clockOffset: offset } : {}),
+          clockDrift: clockDrifts(offset),
+          // Like a revocation's propagation (docs/api-reference.md 8.4): applied once the lock reached the state's serial.
+          ...(lockState.serial > 0
+            ? { lockMode: lockState.mode, lockdownApplied: (telemetry?.appliedThrough ?? 0) >= lockState.serial }
+            : {}),
+        },
       };
     },
 

@@ -134,11 +134,11 @@ export function createSecuredObjectService(options: SecuredObjectServiceOptions)
       return toSecuredObject(created);
     },
 
-    /** One lock with its telemetry (docs/api-reference.md 8.4, 8.5): two reads at once, the lock and its telemetry. */
+    /** One lock with its telemetry (docs/api-reference.md 8.4, 8.5), in one statement. */
     async read(tenantId: string, id: string): Promise<SecuredObjectWithPropagation> {
-      const [record, propagation] = await Promise.all([findSecuredObject(db, tenantId, id), telemetry.propagation(tenantId, id)]);
-      if (!record) throw new NotFoundError(`No secured object ${id}.`);
-      return { ...toSecuredObject(record), ...propagation };
+      const found = await telemetry.lockWithPropagation(tenantId, id);
+      if (!found) throw new NotFoundError(`No secured object ${id}.`);
+      return { ...toSecuredObject(found.record), ...found.fields };
     },
 
     async get(tenantId: string, id: string): Promise<SecuredObject> {

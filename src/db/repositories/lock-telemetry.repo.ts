@@ -252,28 +252,23 @@ const PENDING = (now: string, offset: string, maxMarginMs: string) =>
   `t.revoked_at IS NOT NULL AND t.revocation_applied_at IS NULL AND t.credential_expires_at IS NOT NULL
    AND t.credential_expires_at > ${now} + greatest(least(coalesce(${offset}, 0), 0), -(${maxMarginMs}::bigint))`;
 
+/** What LOCK_PROPAGATION_COLUMNS select. */
+export type LockPropagationRow = { [K in keyof LockTelemetryRow]: LockTelemetryRow[K] | null } & {
+  pending: number;
+  pending_keys: number;
+  lock_state_mode: 'lockdown' | 'normal';
+  lock_state_seq: number;
+};
+
 /**
- * The lock's telemetry and its pending revocations in one round trip: a primary-key read and a count over an index
- * range of tickets_pending_revocations_idx (the lock's pending revocations only, never its whole history). A deleted
- * door's whose id was registered again are counted too: that door may still open for them, and nothing it says reaches
- * the server any more (OF_CURRENT_REGISTRATION), so they count until their credentials run out.
+ * The lock's telemetry and its pending revocations, as a select list over `lock_telemetry` left-joined as `lt` on the
+ * tenant `$1` and the lock `$2`, at "now" `$3` with the margin's bound `$4`: a primary-key read and a count over an
+ * index range of tickets_pending_revocations_idx (the lock's pending revocations only, never its whole history). A
+ * deleted door's whose id was registered again are counted too: that door may still open for them, and nothing it
+ * says reaches the server any more (OF_CURRENT_REGISTRATION), so they count until their credentials run out. Read with
+ * the lock's own row in one statement (findSecuredObjectWithPropagation in secured-object.repo.ts).
  */
-export async function findLockPropagation(
-  db: Queryable,
-  tenantId: string,
-  securedObjectId: string,
-  now: number,
-  maxClockMarginMs: number,
-): Promise<LockPropagation> {
-  const { rows } = await db.query<
-    { [K in keyof LockTelemetryRow]: LockTelemetryRow[K] | null } & {
-      pending: number;
-      pending_keys: number;
-      lock_state_mode: 'lockdown' | 'normal';
-      lock_state_seq: number;
-    }
-  >(
-    `SELECT ${COLUMNS.split(', ').map((column) => `lt.${column}`).join(', ')},
+export const LOCK_PROPAGATION_COLUMNS = `${COLUMNS.split(', ').map((column) => `lt.${column}`).join(', ')},
             (SELECT count(*)::int FROM tickets t
               WHERE t.tenant_id = $1 AND t.secured_object_id = $2 AND ${PENDING('$3::bigint', 'lt.clock_offset_ms', '$4')}) AS pending,
             -- A range of revoked_device_keys_sync_idx: the tenant's key revocations after the lock's position, few.
@@ -281,19 +276,14 @@ export async function findLockPropagation(
               WHERE k.tenant_id = $1 AND k.change_seq > coalesce(lt.applied_through, 0)
                 AND k.bound_until > $3::bigint + greatest(least(coalesce(lt.clock_offset_ms, 0), 0), -($4::bigint))) AS pending_keys,
             ${LOCK_STATE_MODE_SQL('$1', '$2')} AS lock_state_mode,
-            ${LOCK_STATE_SEQ_SQL('$1', '$2')} AS lock_state_seq
-       FROM (VALUES (1)) AS one (x)
-       LEFT JOIN lock_telemetry lt ON lt.tenant_id = $1 AND lt.secured_object_id = $2`,
-    [tenantId, securedObjectId, now, maxClockMarginMs],
-  );
-  const row = rows[0]!;
-  return {
-    telemetry: row.last_seen_at === null ? null : toTelemetry(row as LockTelemetryRow),
-    pendingRevocations: row.pending,
-    pendingKeyRevocations: row.pending_keys,
-    lockState: { mode: row.lock_state_mode, serial: Number(row.lock_state_seq) },
-  };
-}
+            ${LOCK_STATE_SEQ_SQL('$1', '$2')} AS lock_state_seq`;
+
+export const toLockPropagation = (row: LockPropagationRow): LockPropagation => ({
+  telemetry: row.last_seen_at === null ? null : toTelemetry(row as LockTelemetryRow),
+  pendingRevocations: row.pending,
+  pendingKeyRevocations: row.pending_keys,
+  lockState: { mode: row.lock_state_mode, serial: Number(row.lock_state_seq) },
+});
 
 export interface RevocationFilter {
   /** true: applied by their lock; false: pending (PENDING); absent: both. */

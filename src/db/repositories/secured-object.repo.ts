@@ -2,6 +2,7 @@
 import type { Queryable } from '../database.js';
 import { keysetPage, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
 import type { HolderBinding } from '../../shared/holder-binding.js';
+import { LOCK_PROPAGATION_COLUMNS, toLockPropagation, type LockPropagation, type LockPropagationRow } from './lock-telemetry.repo.js';
 
 export interface SecuredObjectRecord {
   tenantId: string;
@@ -63,6 +64,27 @@ export async function findSecuredObject(db: Queryable, tenantId: string, id: str
     id,
   ]);
   return rows[0] ? toRecord(rows[0]) : null;
+}
+
+/**
+ * The lock with its telemetry and the revocations still on their way to it (LOCK_PROPAGATION_COLUMNS) in one statement,
+ * at `now`, the margin bounded by `maxClockMarginMs`; null when the tenant has no lock of that id.
+ */
+export async function findSecuredObjectWithPropagation(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+  now: number,
+  maxClockMarginMs: number,
+): Promise<{ record: SecuredObjectRecord; propagation: LockPropagation } | null> {
+  const { rows } = await db.query<SecuredObjectRow & LockPropagationRow>(
+    `SELECT ${COLUMNS.split(', ').map((column) => `so.${column}`).join(', ')}, ${LOCK_PROPAGATION_COLUMNS}
+       FROM secured_objects so
+       LEFT JOIN lock_telemetry lt ON lt.tenant_id = $1 AND lt.secured_object_id = $2
+      WHERE so.tenant_id = $1 AND so.id = $2`,
+    [tenantId, id, now, maxClockMarginMs],
+  );
+  return rows[0] ? { record: toRecord(rows[0]), propagation: toLockPropagation(rows[0]) } : null;
 }
 
 /**
