@@ -163,7 +163,12 @@ export function createPostgresDatabase(options: PostgresOptions): Database {
         broken = error;
       };
       client.on('error', onError);
+      const release = () => {
+        client.removeListener('error', onError);
+        client.release(broken);
+      };
       const announcements: [channel: string, payload: string][] = [];
+      let committed = false;
       try {
         await client.query('BEGIN');
         const scope: TransactionScope = {
@@ -180,33 +185,43 @@ export function createPostgresDatabase(options: PostgresOptions): Database {
         };
         const value = await work(scope);
         await client.query('COMMIT');
-        for (const [channel, payload] of announcements) notifyAll(payload, channel);
-        if (announcements.length > 0) {
-          // Committed: a failure here changes nothing written, and the other instances' re-read covers the loss.
-          await client
+        committed = true;
+        if (announcements.length === 0) release();
+        else {
+          // Committed: the caller has its answer now, and the NOTIFY follows on this connection, which goes back to the
+          // pool once it is sent. Waiting for it would hold up the caller, and the next transaction of a tenant's
+          // writes (services/batching.ts) behind one more round trip that changes nothing written: numbers only rise,
+          // in whatever order notifications arrive (docs/lock-sync.md). A failure changes nothing written either, and
+          // the other instances' re-read covers the loss.
+          void client
             .query(statement(NOTIFY_ALL, [announcements.map(([channel]) => channel), announcements.map(([, payload]) => payload)]))
             .catch((error: unknown) => {
               if (isQueryReadTimeout(error)) broken = error as Error;
               notifyFailed(error);
-            });
+            })
+            .finally(release);
         }
+        // This process hears its own commits at once (docs/lock-sync.md).
+        for (const [channel, payload] of announcements) notifyAll(payload, channel);
         return value;
       } catch (error) {
-        if (isQueryReadTimeout(error)) {
-          // The server never answered: a ROLLBACK would queue behind the lost query. Dropping the connection rolls back.
-          broken = error as Error;
-          throw error;
-        }
+        if (committed) throw error;
         try {
-          await client.query('ROLLBACK');
-        } catch (rollbackError) {
-          // The connection itself is gone: destroy it rather than hand it back to the pool.
-          broken = rollbackError as Error;
+          if (isQueryReadTimeout(error)) {
+            // The server never answered: a ROLLBACK would queue behind the lost query. Dropping the connection rolls back.
+            broken = error as Error;
+            throw error;
+          }
+          try {
+            await client.query('ROLLBACK');
+          } catch (rollbackError) {
+            // The connection itself is gone: destroy it rather than hand it back to the pool.
+            broken = rollbackError as Error;
+          }
+          throw error;
+        } finally {
+          release();
         }
-        throw error;
-      } finally {
-        client.removeListener('error', onError);
-        client.release(broken);
       }
     },
 

@@ -5,8 +5,10 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Database } from '../../src/db/database.js';
 import { withinTransaction } from '../../src/db/nested-transaction.js';
+import { createPostgresDatabase } from '../../src/db/postgres.js';
 import { nextChangeSeq, TENANT_CHANGES_CHANNEL } from '../../src/db/repositories/change-log.repo.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { createLogger } from '../../src/logger.js';
 import { postgresTestUrl } from '../helpers/postgres-url.js';
 import { PATIENCE_MS } from '../helpers/process.js';
 
@@ -93,5 +95,47 @@ describe('change announcements', () => {
         await other.end();
       }
     },
+  );
+  // The transaction answers at its COMMIT and its NOTIFY follows on the same connection, which goes back to the pool
+  // only once it is sent (src/db/postgres.ts): with one connection in the pool, each transaction after the first
+  // waits for the previous one's NOTIFY, and nothing is left checked out or handed back twice.
+  it.skipIf(!onPostgres)(
+    'hands the connection back after the NOTIFY that follows a commit, and every number reaches the other instances',
+    async () => {
+      const single = createPostgresDatabase({
+        connectionString: database.url,
+        poolMax: 1,
+        connectTimeoutMs: 2000,
+        statementTimeoutMs: 30_000,
+        log: createLogger('silent'),
+      });
+      const other = new pg.Client({ connectionString: database.url });
+      const notified: string[] = [];
+      other.on('notification', (message) => notified.push(message.payload ?? ''));
+      await other.connect();
+      try {
+        await other.query(`LISTEN ${TENANT_CHANGES_CHANNEL}`);
+        const numbers: number[] = [];
+        for (let round = 0; round < 20; round += 1) numbers.push(await single.transaction((tx) => nextChangeSeq(tx, tenantId)));
+        // Concurrent ones queue for the one connection, each behind the NOTIFY of the one before.
+        numbers.push(...(await Promise.all(Array.from({ length: 10 }, () => single.transaction((tx) => nextChangeSeq(tx, tenantId))))));
+        const { rows } = await single.query<{ last_seq: number }>('SELECT last_seq FROM tenant_change_counters WHERE tenant_id = $1', [
+          tenantId,
+        ]);
+        expect(rows[0]!.last_seq).toBe(Math.max(...numbers));
+        const expected = numbers.map((seq) => `${seq}:${tenantId}`);
+        await vi.waitFor(() => expect(new Set(notified)).toEqual(new Set(expected)), { timeout: PATIENCE_MS, interval: 10 });
+        expect(notified).toHaveLength(expected.length);
+      } finally {
+        await other.end();
+        // Closing waits for every connection to be handed back: one never handed back would hold it without end.
+        await Promise.race([
+          single.close(),
+          new Promise((_, reject) => setTimeout(() => reject(new Error('a connection was never handed back to the pool')), 10_000)),
+        ]);
+      }
+    },
+    // Without it, a transaction waiting for a connection never handed back would wait out the suite's whole timeout.
+    60_000,
   );
 });
