@@ -102,8 +102,10 @@ describe('change announcements', () => {
   it.skipIf(!onPostgres)(
     'hands the connection back after the NOTIFY that follows a commit, and every number reaches the other instances',
     async () => {
+      const url = database.url;
+      if (url === undefined) throw new Error('a PostgreSQL test database has a URL');
       const single = createPostgresDatabase({
-        connectionString: database.url,
+        connectionString: url,
         poolMax: 1,
         connectTimeoutMs: 2000,
         statementTimeoutMs: 30_000,
