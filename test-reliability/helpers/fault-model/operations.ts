@@ -253,6 +253,13 @@ export async function runOperation(ctx: Context, name: OperationName, step: numb
         override,
         { 'idempotency-key': randomUUID() },
       );
+      if (reply.status === 409) {
+        // The instance first asked was killed holding the key, before it stored its answer: a retry gets 409 until the
+        // key's lease runs out (docs/api-reference.md 7.6), and the create may or may not have committed. The model
+        // reads what is there, as a caller that must know lists what it created.
+        const { made } = await reconcileTickets(ctx, Date.now());
+        return `issue ${lock.id}/${phone.deviceId}: its key held by a killed instance (409), ${made} ticket(s) found`;
+      }
       expectStatus(reply, 201, 'ticket');
       const id = (reply.body as { id: string }).id;
       world.tickets.set(id, { id, lockId: lock.id, deviceId: phone.deviceId, override, downloaded: false });
