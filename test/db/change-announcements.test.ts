@@ -72,15 +72,23 @@ describe('change announcements', () => {
   });
 
   // Another connection stands for another instance: it hears only what a NOTIFY carries (PGlite is one process's).
+  async function listeningElsewhere(): Promise<{ other: pg.Client; notified: string[] }> {
+    const other = new pg.Client({ connectionString: database.url });
+    const notified: string[] = [];
+    other.on('notification', (message) => notified.push(message.payload ?? ''));
+    await other.connect();
+    await other.query(`LISTEN ${TENANT_CHANGES_CHANNEL}`).catch(async (error: unknown) => {
+      await other.end();
+      throw error;
+    });
+    return { other, notified };
+  }
+
   it.skipIf(!onPostgres)(
     'tells every other instance by a NOTIFY after the commit, and nothing of a change that rolled back',
     async () => {
-      const other = new pg.Client({ connectionString: database.url });
-      const notified: string[] = [];
-      other.on('notification', (message) => notified.push(message.payload ?? ''));
-      await other.connect();
+      const { other, notified } = await listeningElsewhere();
       try {
-        await other.query(`LISTEN ${TENANT_CHANGES_CHANNEL}`);
         await expect(
           db.transaction(async (tx) => {
             await nextChangeSeq(tx, tenantId);
@@ -111,12 +119,8 @@ describe('change announcements', () => {
         statementTimeoutMs: 30_000,
         log: createLogger('silent'),
       });
-      const other = new pg.Client({ connectionString: database.url });
-      const notified: string[] = [];
-      other.on('notification', (message) => notified.push(message.payload ?? ''));
-      await other.connect();
+      const { other, notified } = await listeningElsewhere();
       try {
-        await other.query(`LISTEN ${TENANT_CHANGES_CHANNEL}`);
         const numbers: number[] = [];
         for (let round = 0; round < 20; round += 1) numbers.push(await single.transaction((tx) => nextChangeSeq(tx, tenantId)));
         // Concurrent ones queue for the one connection, each behind the NOTIFY of the one before.
