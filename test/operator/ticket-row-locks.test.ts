@@ -1,7 +1,8 @@
 // A ticket's create holds its lock's and its device's rows (FOR SHARE, src/db/repositories/ticket.repo.ts) from before
 // its insert until it commits: a transaction deleting either row waits for it, or it for that transaction, and a ticket
-// is never written for a lock or device deleted meanwhile (docs/api-reference.md 4.1, 4.2). PostgreSQL only: PGlite
-// has one connection, so the transaction held open by the test would block the app.
+// is never written for a lock or device deleted meanwhile (docs/api-reference.md 4.1, 4.2). A tenant's first change
+// makes its change counter, and waits for another transaction making it at once. PostgreSQL only: PGlite has one
+// connection, so the transaction held open by the test would block the app.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { LOCK_WAITS_SQL } from '../helpers/lock-waits.js';
@@ -80,5 +81,62 @@ describe.runIf(usePostgres)('the row locks of a ticket create', () => {
       [acme.tenantId, deletedId],
     );
     expect(rows[0]!.n).toBe(0);
+  });
+
+  async function createdTicketSeq(lockId: string): Promise<number[]> {
+    const { rows } = await t.database.db.query<{ change_seq: number }>(
+      'SELECT change_seq FROM tickets WHERE tenant_id = $1 AND secured_object_id = $2',
+      [acme.tenantId, lockId],
+    );
+    return rows.map((row) => Number(row.change_seq));
+  }
+
+  it.each([
+    { outcome: 'commits', end: 'COMMIT', expectedSeq: 42 },
+    { outcome: 'rolls back', end: 'ROLLBACK', expectedSeq: 1 },
+  ])('a first change waits for a transaction making the tenant\'s counter, and takes its next number when it $outcome', async ({ end, expectedSeq }) => {
+    const lockId = `first-door-${end}`;
+    await lock(t, operator, lockId);
+    await device(t, operator, `first-phone-${end}`);
+    await t.database.db.query('DELETE FROM tenant_change_counters WHERE tenant_id = $1', [acme.tenantId]);
+
+    // Another connection makes the counter (at 41) and holds it uncommitted until the create is seen waiting.
+    let made!: () => void;
+    let finish!: () => void;
+    const counterMade = new Promise<void>((resolve) => (made = resolve));
+    const maker = t.database.db
+      .transaction(async (tx) => {
+        await tx.query('INSERT INTO tenant_change_counters (tenant_id, last_seq) VALUES ($1, 41)', [acme.tenantId]);
+        made();
+        await new Promise<void>((resolve) => (finish = resolve));
+        if (end === 'ROLLBACK') throw new Error('rolled back by the test');
+      })
+      .catch((error: unknown) => {
+        if (!(error instanceof Error && error.message === 'rolled back by the test')) throw error;
+      });
+    await counterMade;
+
+    let answered = false;
+    const create = call(t, operator, {
+      method: 'POST',
+      url: '/operatorapi/tickets',
+      payload: ticketBody(t, lockId, `first-phone-${end}`),
+    }).then((response) => {
+      answered = true;
+      return response;
+    });
+    try {
+      for (const deadline = Date.now() + PATIENCE_MS; !answered && (await lockWaits()) < 1; ) {
+        if (Date.now() > deadline) throw new Error(`the create neither answered nor waited within ${PATIENCE_MS} ms`);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      expect(answered).toBe(false);
+    } finally {
+      finish();
+      await maker;
+    }
+    const response = await create;
+    expect(response.statusCode, response.body).toBe(201);
+    expect(await createdTicketSeq(lockId)).toEqual([expectedSeq]);
   });
 });

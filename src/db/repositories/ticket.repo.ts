@@ -2,7 +2,7 @@
 import type { Schedule } from '../../shared/schedule/types.js';
 import type { Queryable } from '../database.js';
 import { AUDIT_APPEND_CTES, TICKET_EVENT_CHUNKS } from './audit.repo.js';
-import { nextChangeSeq } from './change-log.repo.js';
+import { ADVANCE_CHANGE_SEQ_CTE, announceChange, ensureChangeCounter } from './change-log.repo.js';
 import { keysetPage, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
 
 export interface TicketRecord {
@@ -87,16 +87,16 @@ export type CreateTicketOutcome =
   | { created: null; lockChannels: string[] | null; deviceExists: boolean };
 
 /**
- * Issues several tickets of one tenant, in the caller's transaction, in four statements that each touch the tenant's
+ * Issues several tickets of one tenant, in the caller's transaction, in two statements that each touch the tenant's
  * rows alone (docs/house-style.md convention 6: on a cluster, one node each). LOCK ORDER (the same as a removal's,
- * services/removal.ts): the tenant's change number first (nextChangeSeq, change-log.repo.ts), so a removal of a named
- * lock or device has committed before, or waits until this commits; then the named locks and the named devices,
- * each set in id order and FOR SHARE, so a concurrent change of a lock's channels waits, and the rows read below are
- * the ones checked; the audit counter last (audit.repo.ts). Each statement after the first reads what committed
- * before it started (READ COMMITTED), so a lock or device deleted by a removal that went first is not found. Then
- * each ticket whose lock and device exist and whose lock supports every channel is inserted, with one
- * `ticket.created` audit event per ticket (docs/api-reference.md 7.5). Answers in input order; where nothing was
- * inserted, the outcome says why.
+ * services/removal.ts): the first statement takes the tenant's change number (ADVANCE_CHANGE_SEQ_CTE,
+ * change-log.repo.ts), so a removal of a named lock or device has committed before, or waits until this commits; then,
+ * gated on that number, the named locks and the named devices, each set in id order and FOR SHARE, so a concurrent
+ * change of a lock's channels waits. A row lock takes the row's latest committed version (READ COMMITTED): a lock or
+ * device deleted by a removal that went first is not locked, and the second statement, which reads what committed
+ * before it started, does not find it. The audit counter last (audit.repo.ts). Each ticket whose lock and device
+ * exist and whose lock supports every channel is inserted, with one `ticket.created` audit event per ticket
+ * (docs/api-reference.md 7.5). Answers in input order; where nothing was inserted, the outcome says why.
  */
 export async function createTickets(
   tx: Queryable,
@@ -118,11 +118,9 @@ export async function createTickets(
     actor: ticket.audit.actor,
     request_id: ticket.audit.requestId,
   }));
-  const seq = await nextChangeSeq(tx, tenantId);
   const lockIds = [...new Set(tickets.map((ticket) => ticket.securedObjectId))].sort();
   const deviceIds = [...new Set(tickets.map((ticket) => ticket.mobileDeviceId))].sort();
-  await tx.query(SHARE_LOCKS_SQL, [tenantId, lockIds]);
-  await tx.query(SHARE_DEVICES_SQL, [tenantId, deviceIds]);
+  const seq = await takeChangeSeqAndShareRows(tx, tenantId, lockIds, deviceIds);
   const { rows } = await tx.query<
     TicketRow & { ordinal: number; lock_channels: string[] | null; device_exists: boolean; created: boolean }
   >(INSERT_TICKETS_SQL, [tenantId, JSON.stringify(input), seq]);
@@ -133,9 +131,31 @@ export async function createTickets(
   );
 }
 
-/** createTickets' row locks: the tenant's named locks, then its named devices, each in id order. */
-const SHARE_LOCKS_SQL = 'SELECT id FROM secured_objects WHERE tenant_id = $1 AND id = ANY ($2::text[]) ORDER BY id FOR SHARE';
-const SHARE_DEVICES_SQL = 'SELECT id FROM mobile_devices WHERE tenant_id = $1 AND id = ANY ($2::text[]) ORDER BY id FOR SHARE';
+/**
+ * createTickets' first statement: the tenant's next change number, then its named locks' and devices' rows FOR SHARE,
+ * one round trip. Each row lock waits behind the number (a one-time filter on `seq`, evaluated before the scan
+ * under it), and the devices' after the locks' (the select list is evaluated in order).
+ */
+async function takeChangeSeqAndShareRows(tx: Queryable, tenantId: string, lockIds: string[], deviceIds: string[]): Promise<number> {
+  const params = [tenantId, lockIds, deviceIds];
+  let { rows } = await tx.query<{ last_seq: number }>(TAKE_CHANGE_SEQ_AND_SHARE_ROWS_SQL, params);
+  if (rows.length === 0) {
+    // The tenant's first change: its counter is made, and taken as always (nothing was locked without it).
+    await ensureChangeCounter(tx, tenantId);
+    ({ rows } = await tx.query<{ last_seq: number }>(TAKE_CHANGE_SEQ_AND_SHARE_ROWS_SQL, params));
+  }
+  const seq = Number(rows[0]!.last_seq);
+  announceChange(tx, tenantId, seq);
+  return seq;
+}
+
+const TAKE_CHANGE_SEQ_AND_SHARE_ROWS_SQL = `WITH seq AS (${ADVANCE_CHANGE_SEQ_CTE('$1')}
+     ), lock AS (
+       SELECT id FROM secured_objects WHERE tenant_id = $1 AND id = ANY ($2::text[]) AND EXISTS (SELECT FROM seq) ORDER BY id FOR SHARE
+     ), device AS (
+       SELECT id FROM mobile_devices WHERE tenant_id = $1 AND id = ANY ($3::text[]) AND EXISTS (SELECT FROM seq) ORDER BY id FOR SHARE
+     )
+     SELECT seq.last_seq, (SELECT count(*) FROM lock) AS locks, (SELECT count(*) FROM device) AS devices FROM seq`;
 
 /** createTickets' insert: `$1` the tenant, `$2` the batch (JSON), `$3` its change number. Built once (FIND_TICKET_SQL). */
 const INSERT_TICKETS_SQL = `WITH input AS (
