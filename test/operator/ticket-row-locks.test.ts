@@ -37,22 +37,22 @@ describe.runIf(usePostgres)('the row locks of a ticket create', () => {
     { row: 'mobile device', table: 'mobile_devices', field: 'mobileDeviceId', lockId: 'door-kept', deviceId: 'phone-gone' },
   ] as const;
 
-  it.each(cases)('waits for a transaction deleting its $row, and then writes no ticket for it', async ({ table, field, lockId, deviceId }) => {
-    await lock(t, operator, lockId);
-    await device(t, operator, deviceId);
-    const deletedId = table === 'secured_objects' ? lockId : deviceId;
-
-    // Another transaction takes the row as a delete would, and deletes it only once the create is seen waiting.
-    let locked!: () => void;
+  /**
+   * Sends a ticket create while another transaction, `hold`, holds a row the create needs: `hold` calls `held()` once
+   * it holds the row and goes on once `released` resolves. Asserts that the create waits for it (a lock wait is seen
+   * before it answers), then lets `hold` finish and answers the create's response.
+   */
+  async function createWhileHeld(
+    lockId: string,
+    deviceId: string,
+    hold: (held: () => void, released: Promise<void>) => Promise<void>,
+  ): Promise<Awaited<ReturnType<typeof call>>> {
+    let held!: () => void;
     let release!: () => void;
-    const rowLocked = new Promise<void>((resolve) => (locked = resolve));
-    const deleter = t.database.db.transaction(async (tx) => {
-      await tx.query(`SELECT id FROM ${table} WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, [acme.tenantId, deletedId]);
-      locked();
-      await new Promise<void>((resolve) => (release = resolve));
-      await tx.query(`DELETE FROM ${table} WHERE tenant_id = $1 AND id = $2`, [acme.tenantId, deletedId]);
-    });
-    await rowLocked;
+    const isHeld = new Promise<void>((resolve) => (held = resolve));
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const holder = hold(held, released);
+    await Promise.race([isHeld, holder]);
 
     let answered = false;
     const create = call(t, operator, { method: 'POST', url: '/operatorapi/tickets', payload: ticketBody(t, lockId, deviceId) }).then(
@@ -62,7 +62,7 @@ describe.runIf(usePostgres)('the row locks of a ticket create', () => {
       },
     );
     try {
-      // Without the row lock the create does not wait: it answers while the row is still held.
+      // Without the lock it waits for, the create does not wait: it answers while the row is still held.
       for (const deadline = Date.now() + PATIENCE_MS; !answered && (await lockWaits()) < 1; ) {
         if (Date.now() > deadline) throw new Error(`the create neither answered nor waited within ${PATIENCE_MS} ms`);
         await new Promise((resolve) => setTimeout(resolve, 10));
@@ -71,9 +71,25 @@ describe.runIf(usePostgres)('the row locks of a ticket create', () => {
     } finally {
       // Also when the create did not wait: the held transaction would keep its connection from the app's close.
       release();
-      await deleter;
+      await holder;
     }
-    const response = await create;
+    return create;
+  }
+
+  it.each(cases)('waits for a transaction deleting its $row, and then writes no ticket for it', async ({ table, field, lockId, deviceId }) => {
+    await lock(t, operator, lockId);
+    await device(t, operator, deviceId);
+    const deletedId = table === 'secured_objects' ? lockId : deviceId;
+
+    // Another transaction takes the row as a delete would, and deletes it only once the create is seen waiting.
+    const response = await createWhileHeld(lockId, deviceId, (held, released) =>
+      t.database.db.transaction(async (tx) => {
+        await tx.query(`SELECT id FROM ${table} WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, [acme.tenantId, deletedId]);
+        held();
+        await released;
+        await tx.query(`DELETE FROM ${table} WHERE tenant_id = $1 AND id = $2`, [acme.tenantId, deletedId]);
+      }),
+    );
     expect(response.statusCode, response.body).toBe(422);
     expect(response.json().errors).toEqual([expect.objectContaining({ field })]);
     const { rows } = await t.database.db.query<{ n: number }>(
@@ -101,41 +117,18 @@ describe.runIf(usePostgres)('the row locks of a ticket create', () => {
     await t.database.db.query('DELETE FROM tenant_change_counters WHERE tenant_id = $1', [acme.tenantId]);
 
     // Another connection makes the counter (at 41) and holds it uncommitted until the create is seen waiting.
-    let made!: () => void;
-    let finish!: () => void;
-    const counterMade = new Promise<void>((resolve) => (made = resolve));
-    const maker = t.database.db
-      .transaction(async (tx) => {
-        await tx.query('INSERT INTO tenant_change_counters (tenant_id, last_seq) VALUES ($1, 41)', [acme.tenantId]);
-        made();
-        await new Promise<void>((resolve) => (finish = resolve));
-        if (end === 'ROLLBACK') throw new Error('rolled back by the test');
-      })
-      .catch((error: unknown) => {
-        if (!(error instanceof Error && error.message === 'rolled back by the test')) throw error;
-      });
-    await counterMade;
-
-    let answered = false;
-    const create = call(t, operator, {
-      method: 'POST',
-      url: '/operatorapi/tickets',
-      payload: ticketBody(t, lockId, `first-phone-${end}`),
-    }).then((response) => {
-      answered = true;
-      return response;
-    });
-    try {
-      for (const deadline = Date.now() + PATIENCE_MS; !answered && (await lockWaits()) < 1; ) {
-        if (Date.now() > deadline) throw new Error(`the create neither answered nor waited within ${PATIENCE_MS} ms`);
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
-      expect(answered).toBe(false);
-    } finally {
-      finish();
-      await maker;
-    }
-    const response = await create;
+    const response = await createWhileHeld(lockId, `first-phone-${end}`, (held, released) =>
+      t.database.db
+        .transaction(async (tx) => {
+          await tx.query('INSERT INTO tenant_change_counters (tenant_id, last_seq) VALUES ($1, 41)', [acme.tenantId]);
+          held();
+          await released;
+          if (end === 'ROLLBACK') throw new Error('rolled back by the test');
+        })
+        .catch((error: unknown) => {
+          if (!(error instanceof Error && error.message === 'rolled back by the test')) throw error;
+        }),
+    );
     expect(response.statusCode, response.body).toBe(201);
     expect(await createdTicketSeq(lockId)).toEqual([expectedSeq]);
   });
