@@ -58,9 +58,9 @@ const NEXT_CHANGE_SEQ_SQL = NEXT_CHANGE_SEQ_CTE('$1');
 
 /**
  * The next change number as a CTE body that only advances a counter row the tenant already has (no row, no number:
- * ensureChangeCounter makes it), for a statement that goes on to lock rows under it. A cluster runs an UPDATE in a CTE
- * together with the rest of its statement, on the tenant's node, where it runs an INSERT in a CTE (NEXT_CHANGE_SEQ_CTE's
- * upsert) as a step of its own and the row locks after it in steps that do not hold what they read (docs/scaling.md).
+ * ensureChangeCounter makes it), for a statement that goes on to lock rows under it. A cluster routes a statement
+ * whose CTE is an UPDATE whole to the tenant's node, but plans an INSERT in a CTE (NEXT_CHANGE_SEQ_CTE's upsert) as a
+ * step of its own, apart from the row locks after it (docs/scaling.md).
  */
 export const ADVANCE_CHANGE_SEQ_CTE = (tenantPlaceholder: string) =>
   `UPDATE tenant_change_counters SET last_seq = last_seq + 1 WHERE tenant_id = ${tenantPlaceholder} RETURNING last_seq`;

@@ -134,7 +134,8 @@ export async function createTickets(
 /**
  * createTickets' first statement: the tenant's next change number, then its named locks' and devices' rows FOR SHARE,
  * one round trip. Each row lock waits behind the number (a one-time filter on `seq`, evaluated before the scan
- * under it), and the devices' after the locks' (the select list is evaluated in order).
+ * under it), and the devices' after the locks' (the select list is evaluated in order). The two counts are there to
+ * run the row locks: PostgreSQL runs a CTE that only reads when the statement reads it.
  */
 async function takeChangeSeqAndShareRows(tx: Queryable, tenantId: string, lockIds: string[], deviceIds: string[]): Promise<number> {
   const params = [tenantId, lockIds, deviceIds];
