@@ -137,13 +137,13 @@ export interface TicketServiceOptions {
 const MAX_TICKETS_PER_BATCH = 100;
 
 export function createTicketService({ db, clock, revived, metrics }: TicketServiceOptions) {
-  // Concurrent creates of one tenant share one transaction and one commit (see batching.ts). That transaction is all
+  // Concurrent creates of one tenant share one statement and one commit (see batching.ts). That statement is all
   // or nothing, so when the database refuses it for a reason no check before it saw, its tickets are written again one
   // by one: only the one at fault fails, the others are written once (docs/security-cases.md G47). Not when the database is
   // unavailable or the statement was cancelled (statement_timeout): no ticket is at fault, and each alone would wait
   // out the same timeout again.
   const issuing = createKeyedBatcher<TicketInBatch, CreateTicketOutcome>(
-    (tenantId, tickets) => db.transaction((tx) => createTickets(tx, tenantId, tickets)),
+    (tenantId, tickets) => createTickets(db, tenantId, tickets),
     MAX_TICKETS_PER_BATCH,
     {
       shedQueuedOn: isDatabaseUnavailable,

@@ -57,25 +57,6 @@ export const NEXT_CHANGE_SEQ_CTE = (tenantPlaceholder: string) => `
 const NEXT_CHANGE_SEQ_SQL = NEXT_CHANGE_SEQ_CTE('$1');
 
 /**
- * The next change number as a CTE body that only advances a counter row the tenant already has (no row, no number:
- * ensureChangeCounter makes it), for a statement that goes on to lock rows under it. A cluster routes a statement
- * whose CTE is an UPDATE whole to the tenant's node, but plans an INSERT in a CTE (NEXT_CHANGE_SEQ_CTE's upsert) as a
- * step of its own, apart from the row locks after it (docs/scaling.md).
- */
-export const ADVANCE_CHANGE_SEQ_CTE = (tenantPlaceholder: string) =>
-  `UPDATE tenant_change_counters SET last_seq = last_seq + 1 WHERE tenant_id = ${tenantPlaceholder} RETURNING last_seq`;
-
-/**
- * Makes the tenant's change counter at 0 when it has none, for ADVANCE_CHANGE_SEQ_CTE, in the caller's transaction.
- * The row it inserts is the counter's, so taking it first keeps the lock order; 0 is what readers take for a tenant
- * without a counter (lock-sync.repo.ts), and the transaction advances it before it commits. A transaction making the
- * same row at once is waited for (ON CONFLICT), and its row is then advanced instead.
- */
-export async function ensureChangeCounter(db: Queryable, tenantId: string): Promise<void> {
-  await db.query('INSERT INTO tenant_change_counters (tenant_id, last_seq) VALUES ($1, 0) ON CONFLICT (tenant_id) DO NOTHING', [tenantId]);
-}
-
-/**
  * The change-log position of the tenant's last ticket-key-set change (docs/api-reference.md 8.1), 0 while there was none,
  * as an SQL expression over the tenant's placeholder: a primary-key read of ticket_key_set_changes.
  */

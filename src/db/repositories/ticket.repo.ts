@@ -1,8 +1,8 @@
-// SQL for tickets: create (with its audit events, in the caller's transaction), read, page with filters, revoke.
+// SQL for tickets: create (with its audit events, one call of migration 034's issue_tickets), read, page with filters, revoke.
 import type { Schedule } from '../../shared/schedule/types.js';
 import type { Queryable } from '../database.js';
 import { AUDIT_APPEND_CTES, TICKET_EVENT_CHUNKS } from './audit.repo.js';
-import { ADVANCE_CHANGE_SEQ_CTE, announceChange, ensureChangeCounter } from './change-log.repo.js';
+import { announceChange } from './change-log.repo.js';
 import { keysetPage, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
 
 export interface TicketRecord {
@@ -87,22 +87,18 @@ export type CreateTicketOutcome =
   | { created: null; lockChannels: string[] | null; deviceExists: boolean };
 
 /**
- * Issues several tickets of one tenant, in the caller's transaction, in two statements that each touch the tenant's
- * rows alone (docs/house-style.md convention 6: on a cluster, one node each). LOCK ORDER (the same as a removal's,
- * services/removal.ts): the first statement takes the tenant's change number (ADVANCE_CHANGE_SEQ_CTE,
- * change-log.repo.ts), so a removal of a named lock or device has committed before, or waits until this commits; then,
- * gated on that number, the named locks and the named devices, each set in id order and FOR SHARE, so a concurrent
- * change of a lock's channels waits. A row lock takes the row's latest committed version (READ COMMITTED): a lock or
- * device deleted by a removal that went first is not locked, and the second statement, which reads what committed
- * before it started, does not find it. The audit counter last (audit.repo.ts). Each ticket whose lock and device
- * exist and whose lock supports every channel is inserted, with one `ticket.created` audit event per ticket
- * (docs/api-reference.md 7.5). Answers in input order; where nothing was inserted, the outcome says why.
+ * Issues several tickets of one tenant in one statement, so one round trip and one commit, atomic on its own: the
+ * function `issue_tickets` (migration 034) runs the steps of every writer of a tenant's tickets in their LOCK ORDER
+ * (services/removal.ts): the tenant's change number first, so a removal of a named lock or device has committed
+ * before, or waits until this commits; then the named locks and the named devices, each set in id order and FOR
+ * SHARE, so a concurrent change of a lock's channels waits. A row lock takes the row's latest committed version (READ
+ * COMMITTED): a lock or device deleted by a removal that went first is not locked, and the insert, a statement of its
+ * own that reads what committed before it started, does not find it. The audit counter last (audit.repo.ts). Each
+ * ticket whose lock and device exist and whose lock supports every channel is inserted, with one `ticket.created`
+ * audit event per ticket (docs/api-reference.md 7.5). Answers in input order; where nothing was inserted, the outcome
+ * says why. Not in a transaction of the caller's: the statement commits on its own (docs/scaling.md).
  */
-export async function createTickets(
-  tx: Queryable,
-  tenantId: string,
-  tickets: TicketInBatch[],
-): Promise<CreateTicketOutcome[]> {
+export async function createTickets(db: Queryable, tenantId: string, tickets: TicketInBatch[]): Promise<CreateTicketOutcome[]> {
   const input = tickets.map((ticket, ordinal) => ({
     ordinal,
     id: ticket.id,
@@ -120,10 +116,10 @@ export async function createTickets(
   }));
   const lockIds = [...new Set(tickets.map((ticket) => ticket.securedObjectId))].sort();
   const deviceIds = [...new Set(tickets.map((ticket) => ticket.mobileDeviceId))].sort();
-  const seq = await takeChangeSeqAndShareRows(tx, tenantId, lockIds, deviceIds);
-  const { rows } = await tx.query<
-    TicketRow & { ordinal: number; lock_channels: string[] | null; device_exists: boolean; created: boolean }
-  >(INSERT_TICKETS_SQL, [tenantId, JSON.stringify(input), seq]);
+  const { rows } = await db.query<
+    TicketRow & { batch_change_seq: number; ordinal: number; lock_channels: string[] | null; device_exists: boolean; created: boolean }
+  >(ISSUE_TICKETS_SQL, [tenantId, lockIds, deviceIds, JSON.stringify(input)]);
+  announceChange(db, tenantId, Number(rows[0]!.batch_change_seq));
   return rows.map((row) =>
     row.created
       ? { created: toTicketRecord(row) }
@@ -131,62 +127,7 @@ export async function createTickets(
   );
 }
 
-/**
- * createTickets' first statement: the tenant's next change number, then its named locks' and devices' rows FOR SHARE,
- * one round trip. Each row lock waits behind the number (a one-time filter on `seq`, evaluated before the scan
- * under it), and the devices' after the locks' (the select list is evaluated in order). The two counts are there to
- * run the row locks: PostgreSQL runs a CTE that only reads when the statement reads it.
- */
-async function takeChangeSeqAndShareRows(tx: Queryable, tenantId: string, lockIds: string[], deviceIds: string[]): Promise<number> {
-  const params = [tenantId, lockIds, deviceIds];
-  let { rows } = await tx.query<{ last_seq: number }>(TAKE_CHANGE_SEQ_AND_SHARE_ROWS_SQL, params);
-  if (rows.length === 0) {
-    // The tenant's first change: its counter is made, and taken as always (nothing was locked without it).
-    await ensureChangeCounter(tx, tenantId);
-    ({ rows } = await tx.query<{ last_seq: number }>(TAKE_CHANGE_SEQ_AND_SHARE_ROWS_SQL, params));
-  }
-  const seq = Number(rows[0]!.last_seq);
-  announceChange(tx, tenantId, seq);
-  return seq;
-}
-
-const TAKE_CHANGE_SEQ_AND_SHARE_ROWS_SQL = `WITH seq AS (${ADVANCE_CHANGE_SEQ_CTE('$1')}
-     ), lock AS (
-       SELECT id FROM secured_objects WHERE tenant_id = $1 AND id = ANY ($2::text[]) AND EXISTS (SELECT FROM seq) ORDER BY id FOR SHARE
-     ), device AS (
-       SELECT id FROM mobile_devices WHERE tenant_id = $1 AND id = ANY ($3::text[]) AND EXISTS (SELECT FROM seq) ORDER BY id FOR SHARE
-     )
-     SELECT seq.last_seq, (SELECT count(*) FROM lock) AS locks, (SELECT count(*) FROM device) AS devices FROM seq`;
-
-/** createTickets' insert: `$1` the tenant, `$2` the batch (JSON), `$3` its change number. Built once (FIND_TICKET_SQL). */
-const INSERT_TICKETS_SQL = `WITH input AS (
-       SELECT * FROM jsonb_to_recordset($2::jsonb) AS i (ordinal int, id uuid, secured_object_id text, mobile_device_id text,
-         begin_date bigint, end_date bigint, created_at bigint, commands text[], channels text[], schedule jsonb, override boolean,
-         actor text, request_id text)
-     ), inserted AS (
-       INSERT INTO tickets (id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at, commands,
-                            channels, schedule, override, change_seq)
-       SELECT i.id, $1, i.secured_object_id, i.mobile_device_id, i.begin_date, i.end_date, i.created_at, i.commands,
-              i.channels, i.schedule, i.override, $3::bigint
-         FROM input i
-         JOIN secured_objects so ON so.tenant_id = $1 AND so.id = i.secured_object_id
-         JOIN mobile_devices md ON md.tenant_id = $1 AND md.id = i.mobile_device_id
-        WHERE so.channels @> i.channels
-       RETURNING ${TICKET_COLUMNS}
-     ), ${AUDIT_APPEND_CTES(
-       '$1',
-       `SELECT i.created_at, i.actor, 'ticket.created', 'ticket:' || i.id, i.request_id,
-               jsonb_build_object('ticketIds', jsonb_build_array(i.id), 'securedObjectId', i.secured_object_id,
-                                  'mobileDeviceId', i.mobile_device_id)
-          FROM inserted JOIN input i ON i.id = inserted.id ORDER BY i.ordinal`,
-     )}
-     SELECT i.ordinal, inserted.*, inserted.id IS NOT NULL AS created, so.channels AS lock_channels,
-            md.id IS NOT NULL AS device_exists
-       FROM input i
-       LEFT JOIN inserted ON inserted.id = i.id
-       LEFT JOIN secured_objects so ON so.tenant_id = $1 AND so.id = i.secured_object_id
-       LEFT JOIN mobile_devices md ON md.tenant_id = $1 AND md.id = i.mobile_device_id
-      ORDER BY i.ordinal`;
+const ISSUE_TICKETS_SQL = 'SELECT * FROM issue_tickets($1, $2, $3, $4)';
 
 /** The time zone a lock's schedules are read in (docs/api-reference.md 9), or null when the tenant has no such lock. */
 export async function findLockTimeZone(db: Queryable, tenantId: string, securedObjectId: string): Promise<string | null> {
