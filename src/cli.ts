@@ -80,7 +80,7 @@ const commands: Command[] = [
       const result = await distribute(db, { shardCount }).catch((error: unknown) => {
         throw error instanceof DistributeError ? new CliError(error.message) : error;
       });
-      const changed = result.referenceTables.length + result.distributedTables.length > 0;
+      const changed = result.referenceTables.length + result.distributedTables.length + result.delegatedFunctions.length > 0;
       print(
         context,
         values.json,
@@ -89,6 +89,7 @@ const commands: Command[] = [
           ? `Reference tables made: ${result.referenceTables.join(', ') || 'none'}.\n` +
               `Distributed by tenant_id, co-located: ${result.distributedTables.join(', ') || 'none'}.\n` +
               `Foreign keys dropped and added again: ${result.foreignKeys.length}.\n` +
+              `Functions run on the tenant's node: ${result.delegatedFunctions.join(', ') || 'none'}.\n` +
               `Now ${result.totalReference} reference tables and ${result.totalDistributed} distributed tables.`
           : `Already distributed: ${result.totalReference} reference tables and ${result.totalDistributed} distributed ` +
               'tables co-located by tenant_id. Nothing changed.',

@@ -1,5 +1,6 @@
 // `db distribute`: on a Citus coordinator, makes the global tables reference tables and every tenant-owned table a
-// table distributed by tenant_id, all co-located, keeping every foreign key (docs/scaling.md).
+// table distributed by tenant_id, all co-located, keeping every foreign key, and has the tenant functions run on the
+// tenant's node (docs/scaling.md).
 import type { Database, Queryable } from './database.js';
 
 /**
@@ -8,6 +9,13 @@ import type { Database, Queryable } from './database.js';
  * a client id (RFC 6749 2.3.1), a claim code, or hold the server's own keys (tenant_id NULL).
  */
 export const REFERENCE_TABLES_WITH_TENANT: readonly string[] = ['client_tenants', 'claim_codes', 'signing_keys'];
+
+/**
+ * The service's functions that take a tenant's id as their first argument and touch that tenant's rows alone (as
+ * `regprocedure` text). Citus runs a call of one on the node that holds the tenant's shards, and its statements there
+ * (function call delegation), instead of sending each of its statements from the coordinator.
+ */
+export const TENANT_FUNCTIONS: readonly string[] = ['issue_tickets(uuid,text[],text[],jsonb)'];
 
 /** The distribution column of every tenant-owned table. */
 const DISTRIBUTION_COLUMN = 'tenant_id';
@@ -33,6 +41,8 @@ export interface DistributeResult {
   distributedTables: string[];
   /** Foreign keys dropped before and added again after (Citus cannot convert tables a foreign key joins one by one). */
   foreignKeys: string[];
+  /** The tenant functions this run had Citus run on the tenant's node (TENANT_FUNCTIONS). */
+  delegatedFunctions: string[];
   /** What the database holds now. */
   totalReference: number;
   totalDistributed: number;
@@ -187,6 +197,7 @@ async function convertTables(tx: Queryable, shardCount: number, strict: boolean,
       referenceTables: [],
       distributedTables: [],
       foreignKeys: [],
+      delegatedFunctions: await delegateTenantFunctions(tx, distributed[0]?.table_name),
       totalReference: tables.filter(isReferenceTable).length,
       totalDistributed: distributed.length,
     };
@@ -253,12 +264,37 @@ async function convertTables(tx: Queryable, shardCount: number, strict: boolean,
   for (const table of converting) {
     await tx.query('SELECT truncate_local_data_after_distributing_table($1::regclass)', [quote(table)]);
   }
+  const delegatedFunctions = await delegateTenantFunctions(tx, anchor);
   const after = await readTables(tx);
   return {
     referenceTables: toReference,
     distributedTables: toDistribute,
     foreignKeys: keys.rows.map((key) => `${key.table_name}.${key.name}`),
+    delegatedFunctions,
     totalReference: after.filter(isReferenceTable).length,
     totalDistributed: after.filter(isDistributedByTenant).length,
   };
+}
+
+/**
+ * Has Citus run each tenant function that exists and does not yet run on the tenant's node there, its first argument
+ * the distribution argument, co-located with `anchor` (a table distributed by tenant_id). Without an anchor nothing is
+ * distributed yet, and a call runs on the coordinator, which sends its statements on as any other. Answers what it did.
+ */
+async function delegateTenantFunctions(tx: Queryable, anchor: string | undefined): Promise<string[]> {
+  if (!anchor) return [];
+  const { rows } = await tx.query<{ signature: string }>(
+    `SELECT f.signature
+       FROM unnest($1::text[]) WITH ORDINALITY AS f (signature, ordinal)
+      WHERE to_regprocedure(f.signature) IS NOT NULL
+        AND NOT EXISTS (SELECT FROM pg_dist_object o
+                         WHERE o.classid = 'pg_proc'::regclass AND o.objid = to_regprocedure(f.signature)
+                           AND o.distribution_argument_index IS NOT NULL)
+      ORDER BY f.ordinal`,
+    [TENANT_FUNCTIONS],
+  );
+  for (const { signature } of rows) {
+    await tx.query("SELECT create_distributed_function($1::regprocedure, '$1', colocate_with => $2::text)", [signature, quote(anchor)]);
+  }
+  return rows.map((row) => row.signature);
 }

@@ -153,15 +153,20 @@ describe.skipIf(!citus)('on Citus, each hot path routes to one node (runs only w
     );
   });
 
-  it('ticket create', async () => {
+  it('ticket create: one call of issue_tickets, run on the tenant\'s node', async () => {
     let n = 0;
-    await expectSingleShard(
-      await sent(async () => {
-        n += 1;
-        const response = await issueTicket(t, operator, ticketBody(t, n % 2 ? 'gate' : 'door', 'tablet', { endDate: t.app.services.clock() + 1000 * n }));
-        expect(response.statusCode, response.body).toBe(201);
-      }),
-    );
+    const statements = await sent(async () => {
+      n += 1;
+      const response = await issueTicket(t, operator, ticketBody(t, n % 2 ? 'gate' : 'door', 'tablet', { endDate: t.app.services.clock() + 1000 * n }));
+      expect(response.statusCode, response.body).toBe(201);
+    });
+    await expectSingleShard(statements);
+    // Its statements run inside the function, where no plan of this test sees them: the call itself must be sent to
+    // one node (function call delegation, db distribute), not run on the coordinator (no task at all).
+    const calls = statements.filter((statement) => /\bissue_tickets\(/.test(statement.text));
+    expect(calls).toHaveLength(2);
+    const { rows } = await t.database.db.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) ${calls[0]!.text}`, calls[0]!.params);
+    expect(taskCounts(rows[0]!['QUERY PLAN'])).toEqual([1]);
   });
 
   it('ticket read and list', async () => {

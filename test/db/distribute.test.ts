@@ -1,9 +1,10 @@
 // `db distribute` (docs/scaling.md): refused clearly without Citus; on a Citus coordinator (CITUS_URL) the reference and
-// co-located distributed tables, every foreign key kept, a second run changing nothing, later migrations still applying.
+// co-located distributed tables, every foreign key kept, the tenant functions run on the tenant's node, a second run
+// changing nothing, later migrations still applying.
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Database, Queryable } from '../../src/db/database.js';
-import { DistributeError, REFERENCE_TABLES_WITH_TENANT, distribute } from '../../src/db/distribute.js';
+import { DistributeError, REFERENCE_TABLES_WITH_TENANT, TENANT_FUNCTIONS, distribute } from '../../src/db/distribute.js';
 import { migrate, readMigrations, type Migration } from '../../src/db/migrate.js';
 import { createPostgresDatabase } from '../../src/db/postgres.js';
 import { createLogger } from '../../src/logger.js';
@@ -91,6 +92,21 @@ async function citusTables(db: Queryable): Promise<CitusTable[]> {
   return rows;
 }
 
+/**
+ * The functions Citus runs on the node of their distribution argument: each with that argument's position (0: the
+ * first) and whether it is co-located with the tickets, as `regprocedure` text.
+ */
+async function delegatedFunctions(db: Queryable): Promise<{ signature: string; argument: number; withTickets: boolean }[]> {
+  const { rows } = await db.query<{ signature: string; argument: number; withTickets: boolean }>(
+    `SELECT replace(o.objid::regprocedure::text, ' ', '') AS signature, o.distribution_argument_index AS argument,
+            o.colocationid = (SELECT colocationid FROM pg_dist_partition WHERE logicalrelid = 'tickets'::regclass) AS "withTickets"
+       FROM pg_dist_object o
+      WHERE o.classid = 'pg_proc'::regclass AND o.distribution_argument_index IS NOT NULL
+      ORDER BY 1`,
+  );
+  return rows;
+}
+
 async function foreignKeys(db: Queryable): Promise<string[]> {
   const { rows } = await db.query<{ key: string }>(
     `SELECT c.relname || '.' || k.conname || ' ' || pg_get_constraintdef(k.oid) AS key
@@ -140,9 +156,12 @@ describe.skipIf(!citus)('db distribute on a Citus coordinator (runs only with CI
       referenceTables: reference,
       distributedTables: distributed.map((table) => table.table_name),
       foreignKeys: expect.any(Array),
+      delegatedFunctions: [...TENANT_FUNCTIONS],
       totalReference: reference.length,
       totalDistributed: distributed.length,
     });
+    // Each tenant function runs where its first argument's tenant lives.
+    expect(await delegatedFunctions(db)).toEqual(TENANT_FUNCTIONS.map((signature) => ({ signature, argument: 0, withTickets: true })));
     // Every foreign key is there again, exactly as the migrations made it.
     expect(await foreignKeys(db)).toEqual(keysBefore);
     expect(result.foreignKeys).toHaveLength(keysBefore.length);
@@ -161,6 +180,7 @@ describe.skipIf(!citus)('db distribute on a Citus coordinator (runs only with CI
       referenceTables: [],
       distributedTables: [],
       foreignKeys: [],
+      delegatedFunctions: [],
       totalReference: before.filter((table) => table.kind === 'reference').length,
       totalDistributed: before.filter((table) => table.kind === 'distributed').length,
     });
@@ -210,6 +230,19 @@ CREATE FUNCTION note_default() RETURNS text LANGUAGE sql AS $$ SELECT 'x;y' $$;`
     await t.db.query("INSERT INTO tenants (id, name, created_at) VALUES ($1, 'later-migration', 0)", [tenant]);
     await t.db.query('SELECT note FROM tickets WHERE tenant_id = $1', [tenant]);
     expect((await distribute(t.db)).distributedTables).toEqual([]);
+  });
+
+  it('has a tenant function that a later migration makes run on the tenant\'s node, as an upgraded database gets it', async () => {
+    const t = await createTestDatabase();
+    cleanups.push(() => t.db.close());
+    // A database distributed before the function existed: the function's migration is applied again, as a later one.
+    const issueTickets = readMigrations().find((migration) => migration.name === 'issue_tickets_function')!;
+    await t.db.query('DROP FUNCTION issue_tickets(uuid, text[], text[], jsonb)');
+    expect(await delegatedFunctions(t.db)).toEqual([]);
+    const later: Migration = { ...issueTickets, version: 9002, name: 'later_function', checksum: 'later' };
+    expect(await migrate(t.db, [...readMigrations(), later])).toEqual([9002]);
+    expect(await delegatedFunctions(t.db)).toEqual([{ signature: TENANT_FUNCTIONS[0], argument: 0, withTickets: true }]);
+    expect((await distribute(t.db)).delegatedFunctions).toEqual([]);
   });
 
   it('refuses a table with a trigger, naming it, and converts nothing', async () => {
