@@ -1,5 +1,6 @@
 // POST/GET /operatorapi/lockdowns (docs/api-reference.md 15): the scope, the lock group of the tenant only, schema
 // rejections that write nothing, the locks a lockdown reaches, its events, and override tickets (lockdown:manage only).
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { expectNothingChanged } from '../helpers/database-state.js';
@@ -122,21 +123,27 @@ describe('/operatorapi/lockdowns', () => {
   it('reads its answer inside its transaction: its commit wakes the held syncs, and nothing after it waits for the pool', async () => {
     // docs/lock-sync.md: held syncs woken by the commit take connections for their looks; an answer read after the
     // commit would queue behind them, and a lockdown that was made could answer 503.
+    // Only what the lockdown's own calls ask counts: the app's background workers poll the pool meanwhile.
     const db = t.database.db;
     const calls: string[] = [];
-    const query = vi.spyOn(db, 'query').mockImplementation(async () => {
+    const lockdown = new AsyncLocalStorage<true>();
+    const pooled = db.query.bind(db);
+    const query = vi.spyOn(db, 'query').mockImplementation(async (text, params) => {
+      if (!lockdown.getStore()) return pooled(text, params);
       calls.push('query');
       throw new Error('the lockdown asked the pool outside its transaction');
     });
     const transaction = db.transaction.bind(db);
     const spied = vi.spyOn(db, 'transaction').mockImplementation(async (work) => {
-      calls.push('transaction');
+      if (lockdown.getStore()) calls.push('transaction');
       return transaction(work);
     });
     try {
-      const made = await t.app.services.lockdowns.create(
-        { tenantId: tenants.acme.tenantId, actor: 'cli', requestId: null },
-        { scope: 'tenant', mode: 'lockdown', reason: 'read in its transaction' },
+      const made = await lockdown.run(true, () =>
+        t.app.services.lockdowns.create(
+          { tenantId: tenants.acme.tenantId, actor: 'cli', requestId: null },
+          { scope: 'tenant', mode: 'lockdown', reason: 'read in its transaction' },
+        ),
       );
       expect(calls).toEqual(['transaction']);
       expect(made).toMatchObject({ scope: 'tenant', mode: 'lockdown', reason: 'read in its transaction', lockCount: 3, locksNotReached: 3 });
