@@ -411,57 +411,107 @@ async function startCitusService(
   return { target: { label: CITUS_TARGET, server }, context: serviceContext(server, env, database.url) };
 }
 
-/** Every baseline's reference first (ratio 1), then each scenario against its baseline, one at a time. */
+/** req/s and CPU µs per request of a baseline's reference, as measured beside one row. */
+interface BaselineFigures {
+  requestsPerSecond: number;
+  cpuMicrosPerRequest: number | null;
+}
+
+/**
+ * Each scenario between two measurements of its baseline's reference, one right before it and one right after it
+ * (consecutive rows with the same baseline share the one between them), and its ratios against the mean of the two:
+ * on a machine whose speed drifts during a run, a ratio against one measurement taken minutes earlier moved by more
+ * than most changes do (bench/README.md, *Baselines beside each row*). A scenario's run on Citus sits between the
+ * same two. Each baseline's own row, at the top, is its median measurement of the run, with the count in a note.
+ */
 async function measureRows(servers: Servers, selection: Selection, settings: Settings, signal: AbortSignal): Promise<ResultRow[]> {
   // One after another, never two at once: the machine may have as few as two cores.
-  const rows: ResultRow[] = [];
-  const baselineRate = new Map<BaselineName, number>();
-  const baselineCpu = new Map<BaselineName, number | null>();
-  const record = async (
+  const measureRow = async (
     request: MeasuredRequest,
     target: Target,
     baseline: BaselineName,
     goalRatio?: number,
     context: Omit<ScenarioContext, 'url'> = servers.context,
-  ) => {
+  ): Promise<ResultRow> => {
     log(`measuring ${request.name} on ${target.label} (${settings.warmupSeconds}s warm-up, ${settings.durationSeconds}s)`);
     const { prepared, measurement, notes } = await measureRequest(request, target, context, settings, signal);
-    const reference = baselineRate.get(baseline);
-    const ratio = reference ? measurement.requestsPerSecond / reference : null;
-    const referenceCpu = baselineCpu.get(baseline);
-    const cpuRatio =
-      referenceCpu && measurement.cpuMicrosPerRequest ? Math.round((referenceCpu / measurement.cpuMicrosPerRequest) * 1000) / 1000 : null;
-    rows.push({
+    return {
       name: request.name,
       target: (request.instances ?? 1) > 1 ? `${target.label} ×${request.instances}` : target.label,
       baseline,
       method: prepared.method,
       path: prepared.path,
       measurement,
-      ratio,
-      cpuRatio,
+      ratio: null,
+      cpuRatio: null,
       goalRatio: goalRatio ?? null,
-      // Judged on the two decimals the table shows, so that a row never reads "0.60 … ≥ 0.60 missed".
-      goalMet: goalRatio === undefined || ratio === null ? null : Math.round(ratio * 100) / 100 >= goalRatio,
+      goalMet: null,
       notes,
-    });
-    return measurement;
+    };
   };
-  for (const [name, target] of servers.baselines) {
-    const measurement = await record(baselines[name].reference, target, name);
-    baselineRate.set(name, measurement.requestsPerSecond);
-    baselineCpu.set(name, measurement.cpuMicrosPerRequest);
-    rows[rows.length - 1]!.ratio = 1;
-    rows[rows.length - 1]!.cpuRatio = measurement.cpuMicrosPerRequest === null ? null : 1;
-  }
+
+  const references = new Map<BaselineName, ResultRow[]>();
+  const measureBaseline = async (name: BaselineName): Promise<BaselineFigures> => {
+    const row = await measureRow(baselines[name].reference, servers.baselines.get(name)!, name);
+    references.set(name, [...(references.get(name) ?? []), row]);
+    return { requestsPerSecond: row.measurement.requestsPerSecond, cpuMicrosPerRequest: row.measurement.cpuMicrosPerRequest };
+  };
+
+  const scenarioRows: ResultRow[] = [];
+  /** The baseline measured last, with nothing measured since. */
+  let latest: { name: BaselineName; figures: BaselineFigures } | null = null;
   for (const scenario of selection.scenarios) {
-    await record(scenario, servers.app, scenario.baseline, scenario.goalRatio);
+    const before = latest?.name === scenario.baseline ? latest.figures : await measureBaseline(scenario.baseline);
+    const measured = [await measureRow(scenario, servers.app, scenario.baseline, scenario.goalRatio)];
     // The same row on Citus right after it, set up anew there, so that both meet the same load on the machine.
     if (servers.citus && scenario.citus) {
-      await record(scenario, servers.citus.target, scenario.baseline, scenario.goalRatio, servers.citus.context);
+      measured.push(await measureRow(scenario, servers.citus.target, scenario.baseline, scenario.goalRatio, servers.citus.context));
+    }
+    const after = await measureBaseline(scenario.baseline);
+    latest = { name: scenario.baseline, figures: after };
+    for (const row of measured) {
+      setRatios(row, beside(before, after));
+      scenarioRows.push(row);
     }
   }
-  return rows;
+
+  const baselineRows: ResultRow[] = [];
+  for (const measured of references.values()) {
+    const median = [...measured].sort((a, b) => a.measurement.requestsPerSecond - b.measurement.requestsPerSecond)[(measured.length - 1) >> 1]!;
+    median.ratio = 1;
+    median.cpuRatio = median.measurement.cpuMicrosPerRequest === null ? null : 1;
+    if (measured.length > 1) {
+      const rates = measured.map((row) => Math.round(row.measurement.requestsPerSecond));
+      median.notes.push(
+        `measured ${measured.length} times, beside each of its rows (${Math.min(...rates)}–${Math.max(...rates)} req/s); this is the median`,
+      );
+    }
+    for (const row of measured) if (row !== median) median.notes.push(...row.notes);
+    baselineRows.push(median);
+  }
+  return [...baselineRows, ...scenarioRows];
+}
+
+/** The mean of a baseline's two measurements around a row. */
+function beside(before: BaselineFigures, after: BaselineFigures): BaselineFigures {
+  return {
+    requestsPerSecond: (before.requestsPerSecond + after.requestsPerSecond) / 2,
+    cpuMicrosPerRequest:
+      before.cpuMicrosPerRequest === null || after.cpuMicrosPerRequest === null
+        ? null
+        : (before.cpuMicrosPerRequest + after.cpuMicrosPerRequest) / 2,
+  };
+}
+
+/** A row's req/s and CPU ratios against its baseline's figures, and whether the req/s ratio met its goal. */
+function setRatios(row: ResultRow, reference: BaselineFigures): void {
+  row.ratio = reference.requestsPerSecond > 0 ? row.measurement.requestsPerSecond / reference.requestsPerSecond : null;
+  row.cpuRatio =
+    reference.cpuMicrosPerRequest && row.measurement.cpuMicrosPerRequest
+      ? Math.round((reference.cpuMicrosPerRequest / row.measurement.cpuMicrosPerRequest) * 1000) / 1000
+      : null;
+  // Judged on the two decimals the table shows, so that a row never reads "0.60 … ≥ 0.60 missed".
+  row.goalMet = row.goalRatio === null || row.ratio === null ? null : Math.round(row.ratio * 100) / 100 >= row.goalRatio;
 }
 
 /** The p50 ratios of the comparisons whose two rows both ran. */
