@@ -7,10 +7,11 @@
 -- started, so the insert sees a removal that the change number waited for. Every statement names its tenant, so on a
 -- cluster distributed by tenant_id each is routed to the tenant's node (docs/scaling.md).
 --
--- p_batch: a JSON array of tickets with the keys of the recordset below. Answers one row per ticket in `ordinal`
--- order: the change number, whether it was created, the lock's channels (NULL: no such lock) and whether the device
--- exists, and the created ticket's columns (NULL where it was not created).
-CREATE FUNCTION issue_tickets(p_tenant_id uuid, p_lock_ids text[], p_device_ids text[], p_batch jsonb)
+-- p_batch: a JSON array of tickets with the keys of the recordset below; the rows it locks are those the batch names,
+-- so no caller can have a ticket inserted for a row it did not lock. Answers one row per ticket, with its `ordinal`:
+-- the change number, whether it was created, the lock's channels (NULL: no such lock) and whether the device exists,
+-- and the created ticket's columns (NULL where it was not created).
+CREATE FUNCTION issue_tickets(p_tenant_id uuid, p_batch jsonb)
 RETURNS TABLE (
   batch_change_seq bigint, ordinal int, created boolean, lock_channels text[], device_exists boolean,
   id uuid, tenant_id uuid, secured_object_id text, mobile_device_id text, begin_date bigint, end_date bigint,
@@ -32,9 +33,11 @@ BEGIN
   END IF;
 
   PERFORM FROM secured_objects so
-    WHERE so.tenant_id = p_tenant_id AND so.id = ANY (p_lock_ids) ORDER BY so.id FOR SHARE;
+    WHERE so.tenant_id = p_tenant_id AND so.id IN (SELECT b ->> 'secured_object_id' FROM jsonb_array_elements(p_batch) AS b)
+    ORDER BY so.id FOR SHARE;
   PERFORM FROM mobile_devices md
-    WHERE md.tenant_id = p_tenant_id AND md.id = ANY (p_device_ids) ORDER BY md.id FOR SHARE;
+    WHERE md.tenant_id = p_tenant_id AND md.id IN (SELECT b ->> 'mobile_device_id' FROM jsonb_array_elements(p_batch) AS b)
+    ORDER BY md.id FOR SHARE;
 
   RETURN QUERY
   WITH input AS (

@@ -15,7 +15,7 @@ export const REFERENCE_TABLES_WITH_TENANT: readonly string[] = ['client_tenants'
  * `regprocedure` text). Citus runs a call of one on the node that holds the tenant's shards, and its statements there
  * (function call delegation), instead of sending each of its statements from the coordinator.
  */
-export const TENANT_FUNCTIONS: readonly string[] = ['issue_tickets(uuid,text[],text[],jsonb)'];
+export const TENANT_FUNCTIONS: readonly string[] = ['issue_tickets(uuid,jsonb)'];
 
 /** The distribution column of every tenant-owned table. */
 const DISTRIBUTION_COLUMN = 'tenant_id';

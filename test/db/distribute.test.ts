@@ -237,7 +237,7 @@ CREATE FUNCTION note_default() RETURNS text LANGUAGE sql AS $$ SELECT 'x;y' $$;`
     cleanups.push(() => t.db.close());
     // A database distributed before the function existed: the function's migration is applied again, as a later one.
     const issueTickets = readMigrations().find((migration) => migration.name === 'issue_tickets_function')!;
-    await t.db.query('DROP FUNCTION issue_tickets(uuid, text[], text[], jsonb)');
+    await t.db.query('DROP FUNCTION issue_tickets(uuid, jsonb)');
     expect(await delegatedFunctions(t.db)).toEqual([]);
     const later: Migration = { ...issueTickets, version: 9002, name: 'later_function', checksum: 'later' };
     expect(await migrate(t.db, [...readMigrations(), later])).toEqual([9002]);

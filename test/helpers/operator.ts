@@ -124,6 +124,11 @@ export async function expectAuthChecks(t: TestApp, wrongScopeToken: string, requ
   });
 }
 
+/**
+ * The audit events matching `where`, each tenant's in its sequence (`seq`, docs/api-reference.md 7.5). Not by `id`: on
+ * Citus a row inserted on a worker (a call Citus runs there, as db distribute has it for issue_tickets) takes its id
+ * from that worker's range of the sequence, far above the coordinator's.
+ */
 export async function auditEvents(t: TestApp, where: { target?: string; requestId?: string; tenantId?: string }) {
   const conditions: string[] = [];
   const params: string[] = [];
@@ -138,7 +143,7 @@ export async function auditEvents(t: TestApp, where: { target?: string; requestI
   }
   const { rows } = await t.database.db.query<{ tenant_id: string; time: number; actor: string; action: string; target: string; request_id: string | null }>(
     `SELECT tenant_id, time, actor, action, target, request_id FROM audit_events
-      ${conditions.length ? `WHERE ${conditions.join(' AND ')}` : ''} ORDER BY id`,
+      ${conditions.length ? `WHERE ${conditions.join(' AND ')}` : ''} ORDER BY tenant_id, seq`,
     params,
   );
   return rows;

@@ -32,8 +32,9 @@ export function parseChangePayload(payload: string): { tenantId: string; seq: nu
 /**
  * Announces the tenant's new change number once its transaction commits (Queryable.announceOnCommit): this process
  * at once, the other instances by the NOTIFY the database adapter sends after the commit, a little later. Every
- * statement that advances tenant_change_counters is nextChangeSeq's, which calls it in the same queryable: it is the
- * only announcement there is (migration 032 dropped the trigger).
+ * statement that advances tenant_change_counters is nextChangeSeq's or a call of issue_tickets (migration 034,
+ * ticket.repo.ts createTickets), and each calls it in the same queryable: it is the only announcement there is
+ * (migration 032 dropped the trigger).
  */
 export function announceChange(db: Queryable, tenantId: string, seq: number): void {
   db.announceOnCommit?.(TENANT_CHANGES_CHANNEL, changePayload(tenantId, seq));

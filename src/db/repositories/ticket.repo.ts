@@ -96,7 +96,8 @@ export type CreateTicketOutcome =
  * own that reads what committed before it started, does not find it. The audit counter last (audit.repo.ts). Each
  * ticket whose lock and device exist and whose lock supports every channel is inserted, with one `ticket.created`
  * audit event per ticket (docs/api-reference.md 7.5). Answers in input order; where nothing was inserted, the outcome
- * says why. Not in a transaction of the caller's: the statement commits on its own (docs/scaling.md).
+ * says why. Outside a transaction (the batcher's call) the statement commits on its own (docs/scaling.md); in one (a
+ * bulk job's item) it is part of it.
  */
 export async function createTickets(db: Queryable, tenantId: string, tickets: TicketInBatch[]): Promise<CreateTicketOutcome[]> {
   const input = tickets.map((ticket, ordinal) => ({
@@ -114,20 +115,22 @@ export async function createTickets(db: Queryable, tenantId: string, tickets: Ti
     actor: ticket.audit.actor,
     request_id: ticket.audit.requestId,
   }));
-  const lockIds = [...new Set(tickets.map((ticket) => ticket.securedObjectId))].sort();
-  const deviceIds = [...new Set(tickets.map((ticket) => ticket.mobileDeviceId))].sort();
   const { rows } = await db.query<
     TicketRow & { batch_change_seq: number; ordinal: number; lock_channels: string[] | null; device_exists: boolean; created: boolean }
-  >(ISSUE_TICKETS_SQL, [tenantId, lockIds, deviceIds, JSON.stringify(input)]);
+  >(ISSUE_TICKETS_SQL, [tenantId, JSON.stringify(input)]);
+  if (rows.length !== tickets.length) throw new Error(`issue_tickets answered ${rows.length} rows for ${tickets.length} tickets`);
   announceChange(db, tenantId, Number(rows[0]!.batch_change_seq));
-  return rows.map((row) =>
-    row.created
+  const outcomes: CreateTicketOutcome[] = [];
+  for (const row of rows) {
+    outcomes[row.ordinal] = row.created
       ? { created: toTicketRecord(row) }
-      : { created: null, lockChannels: row.lock_channels, deviceExists: row.device_exists },
-  );
+      : { created: null, lockChannels: row.lock_channels, deviceExists: row.device_exists };
+  }
+  return outcomes;
 }
 
-const ISSUE_TICKETS_SQL = 'SELECT * FROM issue_tickets($1, $2, $3, $4)';
+/** Cast, so that the call names one function whatever overloads a later migration adds. */
+const ISSUE_TICKETS_SQL = 'SELECT * FROM issue_tickets($1::uuid, $2::jsonb)';
 
 /** The time zone a lock's schedules are read in (docs/api-reference.md 9), or null when the tenant has no such lock. */
 export async function findLockTimeZone(db: Queryable, tenantId: string, securedObjectId: string): Promise<string | null> {
