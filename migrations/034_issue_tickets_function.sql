@@ -23,14 +23,11 @@ LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   v_seq bigint;
 BEGIN
-  UPDATE tenant_change_counters SET last_seq = last_seq + 1 WHERE tenant_change_counters.tenant_id = p_tenant_id
-  RETURNING last_seq INTO v_seq;
-  IF v_seq IS NULL THEN
-    -- The tenant's first change: its counter is made at 0 (a transaction making it at once is waited for), then taken.
-    INSERT INTO tenant_change_counters (tenant_id, last_seq) VALUES (p_tenant_id, 0) ON CONFLICT DO NOTHING;
-    UPDATE tenant_change_counters SET last_seq = last_seq + 1 WHERE tenant_change_counters.tenant_id = p_tenant_id
-    RETURNING last_seq INTO v_seq;
-  END IF;
+  -- nextChangeSeq's upsert (src/db/repositories/change-log.repo.ts): a statement of its own here, as there, so a cluster
+  -- runs it whole; a transaction making the tenant's first counter at once is waited for.
+  INSERT INTO tenant_change_counters AS c (tenant_id, last_seq) VALUES (p_tenant_id, 1)
+  ON CONFLICT (tenant_id) DO UPDATE SET last_seq = c.last_seq + 1
+  RETURNING c.last_seq INTO v_seq;
 
   PERFORM FROM secured_objects so
     WHERE so.tenant_id = p_tenant_id AND so.id IN (SELECT b ->> 'secured_object_id' FROM jsonb_array_elements(p_batch) AS b)

