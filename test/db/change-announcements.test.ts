@@ -61,6 +61,15 @@ describe('change announcements', () => {
           throw new Error('savepoint rolled back');
         }),
       ).rejects.toThrow('savepoint rolled back');
+      // A bulk job's item services write through the nested Database, not the savepoint's scope: what they announce
+      // inside a savepoint belongs to it all the same, in a savepoint inside it too.
+      await expect(
+        nested.transaction(async () => {
+          await nextChangeSeq(nested, tenantId);
+          await nested.transaction(() => nextChangeSeq(nested, tenantId));
+          throw new Error('item rolled back');
+        }),
+      ).rejects.toThrow('item rolled back');
       return nested.transaction((savepoint) => nextChangeSeq(savepoint, tenantId));
     });
     expect(heard[0]).toBe(`${seq}:${tenantId}`);
