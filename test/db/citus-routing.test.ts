@@ -1,6 +1,8 @@
 // On Citus (CITUS_URL), a request of one tenant touches one shard group (docs/scaling.md): every statement the hot paths
 // send is recorded as the service sends it, then read back with EXPLAIN; a plan that spreads over several shards fails.
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database, QueryResult, TransactionScope } from '../../src/db/database.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
@@ -167,6 +169,46 @@ describe.skipIf(!citus)('on Citus, each hot path routes to one node (runs only w
     expect(calls).toHaveLength(2);
     const { rows } = await t.database.db.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) ${calls[0]!.text}`, calls[0]!.params);
     expect(taskCounts(rows[0]!['QUERY PLAN'])).toEqual([1]);
+  });
+
+  // migration 035: a statement Citus cannot run on one shard alone (an INSERT in a CTE, an INSERT … SELECT over a
+  // distributed table with a sequence to fill) is run in steps whose results are copied to the other nodes and committed
+  // there in two phases; the call stays one task and still takes several times as long. On the tenant's node, with
+  // Citus's log of what it sends elsewhere switched on, a batch with refused tickets and created ones sends nothing.
+  it("ticket create: every statement of issue_tickets runs on the tenant's node alone", async () => {
+    const { db, url } = t.database;
+    const { rows: placement } = await db.query<{ nodename: string; nodeport: number }>(
+      `SELECT nodename, nodeport FROM citus_shards
+        WHERE table_name = 'tickets'::regclass AND shardid = get_shard_id_for_distribution_column('tickets', $1::uuid)`,
+      [tenant.tenantId],
+    );
+    expect(placement).toHaveLength(1);
+    const node = new URL(url!);
+    node.hostname = placement[0]!.nodename;
+    node.port = String(placement[0]!.nodeport);
+    const worker = new pg.Client({ connectionString: node.toString() });
+    const notices: string[] = [];
+    worker.on('notice', (notice) => notices.push(notice.message ?? ''));
+    await worker.connect();
+    try {
+      await worker.query("SET citus.log_remote_commands = on; SET citus.log_local_commands = on; SET client_min_messages = log");
+      const now = t.app.services.clock();
+      const ticket = (ordinal: number, lockId: string, deviceId: string, channels: string[]) => ({
+        ordinal, id: randomUUID(), secured_object_id: lockId, mobile_device_id: deviceId, begin_date: now, end_date: now + 60_000,
+        created_at: now, commands: ['open'], channels, schedule: null, override: false, actor: 'test', request_id: null,
+      });
+      const batch = [ticket(0, 'door', 'phone', ['btlespp']), ticket(1, 'missing', 'phone', ['btlespp']), ticket(2, 'gate', 'tablet', ['btlespp'])];
+      const { rows } = await worker.query<{ ordinal: number; created: boolean; device_exists: boolean }>(
+        'SELECT ordinal, created, device_exists FROM issue_tickets($1::uuid, $2::jsonb) ORDER BY ordinal',
+        [tenant.tenantId, JSON.stringify(batch)],
+      );
+      expect(rows.map((row) => [row.ordinal, row.created])).toEqual([[0, true], [1, false], [2, true]]);
+      // Each statement was run on the node's own shards ("executing the command locally"), none sent ("issuing").
+      expect(notices.filter((notice) => /executing the command locally/.test(notice)).length).toBeGreaterThanOrEqual(5);
+      expect(notices.filter((notice) => /^issuing\b/.test(notice))).toEqual([]);
+    } finally {
+      await worker.end();
+    }
   });
 
   it('ticket read and list', async () => {

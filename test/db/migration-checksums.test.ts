@@ -39,6 +39,7 @@ const RELEASED: Record<string, string> = {
   '032_change_notify_from_application.sql': 'a39cd2c5643028aa42fc7ee78f733ca9f0eaafe7ba6785f407babc82f5f9f7b9',
   '033_access_permission_pair_index.sql': '649810031c880077dc15f0be0ba31d7764952ea1b785b0df620243160c6c537d',
   '034_issue_tickets_function.sql': '560880fc8ac6dfa151fa54a7cd97aa8d336aa8cbbe12030ac99f82f854c6eca5',
+  '035_issue_tickets_local_statements.sql': '4284c32c028e5844e6cada12e7794e9738259236c8892351295dfa898062012b',
 };
 
 describe('released migrations', () => {
