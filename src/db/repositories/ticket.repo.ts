@@ -93,12 +93,12 @@ export type CreateTicketOutcome =
  * (services/removal.ts): the tenant's change number first, so a removal of a named lock or device has committed
  * before, or waits until this commits; then the named locks and the named devices, each set in id order and FOR
  * SHARE, so a concurrent change of a lock's channels waits. A row lock takes the row's latest committed version (READ
- * COMMITTED): a lock or device deleted by a removal that went first is not locked, and the insert, a statement of its
- * own that reads what committed before it started, does not find it. The audit counter last (audit.repo.ts). Each
- * ticket whose lock and device exist and whose lock supports every channel is inserted, with one `ticket.created`
- * audit event per ticket (docs/api-reference.md 7.5). Answers in input order (the function's rows carry their
- * ordinal); where nothing was inserted, the outcome says why. Outside a transaction (the batcher's call) the statement commits on its own (docs/scaling.md); in one (a
- * bulk job's item) it is part of it.
+ * COMMITTED): a lock or device deleted by a removal that went first is not locked, and the statement that picks the
+ * tickets to insert, one of its own that reads what committed before it started, does not find it. The audit counter
+ * last (audit.repo.ts). Each ticket whose lock and device exist and whose lock supports every channel is inserted,
+ * with one `ticket.created` audit event per ticket (docs/api-reference.md 7.5). Answers in input order (the function's
+ * rows carry their ordinal); where nothing was inserted, the outcome says why. Outside a transaction (the batcher's
+ * call) the statement commits on its own (docs/scaling.md); in one (a bulk job's item) it is part of it.
  */
 export async function createTickets(db: Queryable, tenantId: string, tickets: TicketInBatch[]): Promise<CreateTicketOutcome[]> {
   const input = tickets.map((ticket, ordinal) => ({
