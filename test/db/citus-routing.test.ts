@@ -4,7 +4,11 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Database, QueryResult, TransactionScope } from '../../src/db/database.js';
+import type { Database, Queryable, QueryResult, TransactionScope } from '../../src/db/database.js';
+import { expandAccessPermissions, issueForNewMembers } from '../../src/db/repositories/access-permission.repo.js';
+import { appendAuditEvents } from '../../src/db/repositories/audit.repo.js';
+import { nextChangeSeq } from '../../src/db/repositories/change-log.repo.js';
+import { addMembers, LOCK_GROUPS, lockGroup as lockGroupRow, RESIDENTS } from '../../src/db/repositories/group.repo.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { accessTenant, grant, lockGroup, permissionBody, resident, userToken } from '../helpers/access.js';
 import { citusTestUrl } from '../helpers/citus.js';
@@ -280,6 +284,61 @@ describe.skipIf(!citus)('on Citus, each hot path routes to one node (runs only w
         expect(response.statusCode, response.body).toBe(201);
       }),
     );
+  });
+
+  // migration 036: the writes of a grant and of a membership change, in one transaction on the coordinator as the
+  // services run them, each planned for the tenant's node. Before, their statements wrote in CTEs: Citus copied each
+  // step's result to every worker, opened the transaction on all of them and committed it in two phases.
+  it("grant and membership: the transaction runs on the tenant's node alone and commits there in one phase", async () => {
+    const access = await accessTenant(t, 'one-node');
+    const tenantId = access.tenant.tenantId;
+    for (const id of ['door', 'gate', 'lift']) await lock(t, access.operator, id);
+    for (const id of ['phone', 'tablet', 'watch']) await device(t, access.operator, id);
+    const group = await lockGroup(t, access.token, 'doors', ['door', 'gate']);
+    const household = await resident(t, access.token, 'household', ['phone']);
+    const granted = await grant(t, access.token, permissionBody(t, household.id, group.id));
+    expect(granted.statusCode, granted.body).toBe(201);
+    const permissionId = granted.json().id as string;
+    // Tickets the grant above gave, so expanding the permission again has pairs of its own to write.
+    await t.database.db.query('DELETE FROM tickets WHERE tenant_id = $1 AND access_permission_id = $2', [tenantId, permissionId]);
+
+    const coordinator = new pg.Client({ connectionString: t.database.url! });
+    const notices: string[] = [];
+    coordinator.on('notice', (notice) => notices.push(notice.message ?? ''));
+    await coordinator.connect();
+    const db: Queryable = { query: (text, params) => coordinator.query(text, params as unknown[]) as never };
+    const stamp = { actor: 'test', requestId: null };
+    const member = (groupId: string, memberId: string) => ({ ...stamp, target: `membership:${groupId}:${memberId}`, data: { memberId } });
+    try {
+      await coordinator.query('BEGIN');
+      await coordinator.query('SET LOCAL citus.log_remote_commands = on; SET LOCAL client_min_messages = log');
+      const now = t.app.services.clock();
+      const seq = await nextChangeSeq(db, tenantId);
+      const expanded = await expandAccessPermissions(db, tenantId, [permissionId], now, seq, stamp);
+      // As the services add members: the group locked, the members added, their tickets issued.
+      expect(await lockGroupRow(db, RESIDENTS, tenantId, household.id, 'UPDATE')).toBe(true);
+      expect(await addMembers(db, RESIDENTS, tenantId, household.id, ['tablet', 'watch'])).toEqual(['tablet', 'watch']);
+      const byDevice = await issueForNewMembers(db, RESIDENTS, tenantId, household.id, ['tablet', 'watch'], now, seq, member(household.id, 'tablet'));
+      expect(await lockGroupRow(db, LOCK_GROUPS, tenantId, group.id, 'UPDATE')).toBe(true);
+      expect(await addMembers(db, LOCK_GROUPS, tenantId, group.id, ['lift'])).toEqual(['lift']);
+      const byLock = await issueForNewMembers(db, LOCK_GROUPS, tenantId, group.id, ['lift'], now, seq, member(group.id, 'lift'));
+      await appendAuditEvents(db, [{ tenantId, time: now, actor: 'test', action: 'resident.member_added', target: 'membership', requestId: null }]);
+      await coordinator.query('COMMIT');
+      // phone × (door, gate); tablet and watch × (door, gate); every device of the household (phone, tablet, watch) ×
+      // lift, the lock group's new lock.
+      expect([[...expanded.entries()], byDevice, byLock]).toEqual([[[permissionId, 2]], 4, 3]);
+    } finally {
+      await coordinator.end();
+    }
+    const begun = notices.filter((notice) => /^issuing BEGIN\b/.test(notice));
+    expect(begun, notices.join('\n')).toHaveLength(1);
+    expect(notices.filter((notice) => /PREPARE TRANSACTION|^issuing COPY\b/.test(notice)), notices.join('\n')).toEqual([]);
+    const { rows } = await t.database.db.query<{ action: string; tickets: number }>(
+      `SELECT action, jsonb_array_length(data -> 'ticketIds')::int AS tickets FROM audit_events
+        WHERE tenant_id = $1 AND actor = 'test' ORDER BY seq`,
+      [tenantId],
+    );
+    expect(rows.map((row) => [row.action, row.tickets])).toEqual([['ticket.created', 2], ['ticket.created', 4], ['ticket.created', 3], ['resident.member_added', null]]);
   });
 
   it('finds a statement that spreads over shards (the check itself)', async () => {

@@ -245,6 +245,35 @@ CREATE FUNCTION note_default() RETURNS text LANGUAGE sql AS $$ SELECT 'x;y' $$;`
     expect((await distribute(t.db)).delegatedFunctions).toEqual([]);
   });
 
+  it('upgrades a database distributed at migration 035: 036 drops audit_events.id on every shard, and its functions append there', async () => {
+    const name = `acs_test_${randomBytes(6).toString('hex')}`;
+    const all = readMigrations();
+    const url = await createCitusDatabase(citus!, name, { migrations: all.filter((migration) => migration.version <= 35) });
+    const db = createPostgresDatabase({ connectionString: url, poolMax: 2, connectTimeoutMs: 5000, statementTimeoutMs: 300_000, log: createLogger('silent') });
+    cleanups.push(async () => {
+      await db.close();
+      await dropCitusDatabase(citus!, name);
+    });
+    expect(await migrate(db, all)).toEqual(all.filter((migration) => migration.version > 35).map((migration) => migration.version));
+
+    const { rows: shards } = await db.query<{ result: string }>(
+      `SELECT result FROM run_command_on_shards('audit_events',
+         $$SELECT count(*) FROM information_schema.columns WHERE table_name = '%s' AND column_name = 'id'$$)`,
+    );
+    expect(shards.length).toBeGreaterThan(1);
+    expect(new Set(shards.map((shard) => shard.result))).toEqual(new Set(['0']));
+    const tenant = '00000000-0000-4000-8000-0000000000ab';
+    await db.query("INSERT INTO tenants (id, name, created_at) VALUES ($1, 'upgraded', 0)", [tenant]);
+    for (const action of ['first', 'second']) {
+      await db.query(
+        "SELECT append_audit_events($1, ARRAY[1]::bigint[], ARRAY['test'], ARRAY[$2], ARRAY['t'], ARRAY[NULL]::text[], ARRAY['{}']::jsonb[])",
+        [tenant, action],
+      );
+    }
+    const { rows } = await db.query<{ seq: number; action: string }>('SELECT seq::int, action FROM audit_events WHERE tenant_id = $1 ORDER BY seq', [tenant]);
+    expect(rows).toEqual([{ seq: 1, action: 'first' }, { seq: 2, action: 'second' }]);
+  });
+
   it('refuses a table with a trigger, naming it, and converts nothing', async () => {
     const db = await undistributed();
     await db.query(

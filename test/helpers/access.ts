@@ -211,7 +211,7 @@ export async function auditTrail(t: TestApp, tenantId: string, filter: { request
   const { rows } = await t.database.db.query<{ action: string; target: string; actor: string; request_id: string | null; time: number }>(
     `SELECT action, target, actor, request_id, time FROM audit_events
       WHERE tenant_id = $1 AND ($2::text IS NULL OR request_id = $2) AND ($3::text IS NULL OR starts_with(target, $3))
-      ORDER BY id`,
+      ORDER BY seq`,
     [tenantId, filter.requestId ?? null, filter.targetPrefix ?? null],
   );
   return rows;

@@ -2,7 +2,7 @@
 // migrated and distributed by tenant (docs/scaling.md). A distributed database cannot be cloned from a template.
 import pg from 'pg';
 import { distribute } from '../../src/db/distribute.js';
-import { migrate } from '../../src/db/migrate.js';
+import { migrate, type Migration } from '../../src/db/migrate.js';
 import { createPostgresDatabase } from '../../src/db/postgres.js';
 import { createLogger } from '../../src/logger.js';
 
@@ -69,23 +69,29 @@ export async function checkCitusCluster(url: string): Promise<number> {
 
 /**
  * Creates `name` on every worker and on the coordinator, each with the Citus extension, registers the nodes in it,
- * applies the migrations and (unless told not to) distributes the tables. Returns the coordinator URL of the new
- * database.
+ * applies the migrations (all, or `migrations`: a database as an earlier release left it) and (unless told not to)
+ * distributes the tables. Returns the coordinator URL of the new database.
  */
 export async function createCitusDatabase(
   url: string,
   name: string,
-  options: { distribute?: boolean; shardCount?: number } = {},
+  options: { distribute?: boolean; shardCount?: number; migrations?: Migration[] } = {},
 ): Promise<string> {
   try {
-    return await makeCitusDatabase(url, name, options.distribute ?? true, options.shardCount ?? TEST_SHARD_COUNT);
+    return await makeCitusDatabase(url, name, options.distribute ?? true, options.shardCount ?? TEST_SHARD_COUNT, options.migrations);
   } catch (error) {
     await dropCitusDatabase(url, name);
     throw error;
   }
 }
 
-async function makeCitusDatabase(url: string, name: string, distributed: boolean, shardCount: number): Promise<string> {
+async function makeCitusDatabase(
+  url: string,
+  name: string,
+  distributed: boolean,
+  shardCount: number,
+  migrations: Migration[] | undefined,
+): Promise<string> {
   const { coordinator, workers } = await clusterNodes(url);
   const maintenance = maintenanceDatabase(url);
   for (const worker of workers) {
@@ -109,7 +115,7 @@ async function makeCitusDatabase(url: string, name: string, distributed: boolean
     log: createLogger('silent'),
   });
   try {
-    await migrate(db);
+    await migrate(db, migrations);
     if (distributed) await distribute(db, { shardCount });
   } finally {
     await db.close();

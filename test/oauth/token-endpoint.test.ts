@@ -327,7 +327,7 @@ describe('docs/security-cases.md A: token endpoint and client authentication', (
     );
     expect(revocations).toEqual([{ kind: 'client' }]);
     const { rows: audit } = await t.database.db.query<{ action: string }>(
-      'SELECT action FROM audit_events WHERE target = $1 ORDER BY id',
+      'SELECT action FROM audit_events WHERE target = $1 ORDER BY seq',
       [`client:${doomed.clientId}`],
     );
     expect(audit.map((row) => row.action)).toEqual(['client.created', 'client.deleted']);

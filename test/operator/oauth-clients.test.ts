@@ -24,7 +24,7 @@ describe('OAuth client management', () => {
 
   async function auditActions(target: string): Promise<string[]> {
     const { rows } = await t.database.db.query<{ action: string }>(
-      'SELECT action FROM audit_events WHERE target = $1 ORDER BY id',
+      'SELECT action FROM audit_events WHERE target = $1 ORDER BY seq',
       [target],
     );
     return rows.map((row) => row.action);

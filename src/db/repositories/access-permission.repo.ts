@@ -4,7 +4,7 @@ import type { Queryable } from '../database.js';
 import { keysetPage, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
 import { TICKET_COLUMNS, TICKET_KEYSET, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';
 import type { GroupKind } from './group.repo.js';
-import { AUDIT_APPEND_CTES, TICKET_EVENT_CHUNKS, TICKET_EVENT_CHUNKS_PER_KEY } from './audit.repo.js';
+import { AUDIT_APPEND_CTES, TICKET_EVENT_CHUNKS } from './audit.repo.js';
 
 export interface AccessPermissionRecord {
   tenantId: string;
@@ -141,12 +141,6 @@ export async function permissionsUnsupportedBy(
   return rows.map((row) => ({ permissionId: row.permission_id, securedObjectId: row.secured_object_id }));
 }
 
-const INSERT_TICKETS = `INSERT INTO tickets (id, tenant_id, secured_object_id, mobile_device_id, begin_date, end_date, created_at,
-                        commands, channels, access_permission_id, schedule, change_seq)`;
-/** The columns of tickets_permission_pair_idx (migration 016): at most one live ticket per pair, within the tenant. */
-const ON_DUPLICATE = `ON CONFLICT (tenant_id, access_permission_id, mobile_device_id, secured_object_id)
-   WHERE access_permission_id IS NOT NULL AND revoked_at IS NULL DO NOTHING`;
-
 /** Who made a change, as its events record it (docs/api-reference.md 10, 7.5). */
 export interface EventStamp {
   actor: string;
@@ -155,12 +149,13 @@ export interface EventStamp {
 
 /**
  * docs/service-overview.md section 1: for each of the permissions `permissionIds` (one, or a bulk job's batch,
- * docs/api-reference.md 14), one ticket per (device in its resident) × (lock in its lock group), all in one INSERT …
- * SELECT: the pairs never travel through Node. Each ticket gets its permission's dates, commands, channels and schedule
- * as stored (docs/api-reference.md 9): its windows are computed when a credential is signed, so granting costs no
- * per-ticket work. The same statement appends their `ticket.created` events, per permission (in the order of
- * `permissionIds`) one per 1,000 tickets (docs/api-reference.md 10), and so takes the event counter: call it last in the
- * transaction but for further events (audit.repo.ts). Returns how many tickets each permission got (absent: none).
+ * docs/api-reference.md 14), one ticket per (device in its resident) × (lock in its lock group), in one call of
+ * expand_access_permissions (migration 036): the pairs never travel through Node. Each ticket gets its permission's
+ * dates, commands, channels and schedule as stored (docs/api-reference.md 9): its windows are computed when a
+ * credential is signed, so granting costs no per-ticket work. The same call appends their `ticket.created` events, per
+ * permission (in the order of `permissionIds`) one per 1,000 tickets (docs/api-reference.md 10), and so takes the
+ * event counter: call it last in the transaction but for further events (audit.repo.ts). Returns how many tickets each
+ * permission got (absent: none).
  */
 export async function expandAccessPermissions(
   db: Queryable,
@@ -171,40 +166,19 @@ export async function expandAccessPermissions(
   stamp: EventStamp,
 ): Promise<Map<string, number>> {
   if (permissionIds.length === 0) return new Map();
-  const { rows } = await db.query<{ id: string; issued: number }>(
-    `WITH inserted AS (
-     ${INSERT_TICKETS}
-     SELECT gen_random_uuid(), $1, lgo.secured_object_id, rd.mobile_device_id, p.begin_date, p.end_date, $3, p.commands, p.channels,
-            p.id, p.schedule, $4
-       FROM access_permissions p
-       JOIN resident_devices rd ON rd.tenant_id = $1 AND rd.resident_id = p.resident_id
-       JOIN lock_group_objects lgo ON lgo.tenant_id = $1 AND lgo.lock_group_id = p.lock_group_id
-      WHERE p.tenant_id = $1 AND p.id = ANY ($2::uuid[])
-     ${ON_DUPLICATE}
-     RETURNING id, access_permission_id AS key
-     ), ${AUDIT_APPEND_CTES(
-       '$1',
-       TICKET_EVENT_CHUNKS_PER_KEY('inserted', '$2::uuid[]', {
-         time: '$3::bigint',
-         actor: '$5::text',
-         action: `'ticket.created'`,
-         target: `'access_permission:' || c.key::text`,
-         requestId: '$6::text',
-         extraData: `jsonb_build_object('accessPermissionId', c.key::text)`,
-       }),
-     )}
-     SELECT key AS id, count(*)::int AS issued FROM inserted GROUP BY key`,
+  const { rows } = await db.query<{ access_permission_id: string; issued: number }>(
+    'SELECT access_permission_id, issued FROM expand_access_permissions($1::uuid, $2::uuid[], $3::bigint, $4::bigint, $5::text, $6::text)',
     [tenantId, permissionIds, now, seq, stamp.actor, stamp.requestId],
   );
-  return new Map(rows.map((row) => [row.id, row.issued]));
+  return new Map(rows.map((row) => [row.access_permission_id, row.issued]));
 }
 
 /**
  * Membership stays true (docs/api-reference.md 5): new members of a group get the tickets of every permission reaching it —
  * new devices of a resident for every lock of its permissions' lock groups, new locks of a lock group for every
- * device of its permissions' residents. One statement, which appends their `ticket.created` events in chunks of 1,000
- * under `target` (the membership) and so takes the event counter (call it last, audit.repo.ts); returns how many
- * tickets were issued.
+ * device of its permissions' residents. One call of issue_member_tickets (migration 036), which appends their
+ * `ticket.created` events in chunks of 1,000 under `target` (the membership) and so takes the event counter (call it
+ * last, audit.repo.ts); returns how many tickets were issued.
  */
 export async function issueForNewMembers(
   db: Queryable,
@@ -217,42 +191,23 @@ export async function issueForNewMembers(
   stamp: EventStamp & { target: string; data: Record<string, unknown> },
 ): Promise<number> {
   if (memberIds.length === 0) return 0;
-  const pairs =
-    kind.table === 'residents'
-      ? `SELECT p.id, p.begin_date, p.end_date, p.commands, p.channels, p.schedule, new.member_id AS mobile_device_id, lgo.secured_object_id
-           FROM access_permissions p
-           JOIN lock_group_objects lgo ON lgo.tenant_id = $1 AND lgo.lock_group_id = p.lock_group_id
-           CROSS JOIN unnest($3::text[]) AS new (member_id)
-          WHERE p.tenant_id = $1 AND p.resident_id = $2`
-      : `SELECT p.id, p.begin_date, p.end_date, p.commands, p.channels, p.schedule, rd.mobile_device_id, new.member_id AS secured_object_id
-           FROM access_permissions p
-           JOIN resident_devices rd ON rd.tenant_id = $1 AND rd.resident_id = p.resident_id
-           CROSS JOIN unnest($3::text[]) AS new (member_id)
-          WHERE p.tenant_id = $1 AND p.lock_group_id = $2`;
   const { rows } = await db.query<{ issued: number }>(
-    `WITH inserted AS (
-     ${INSERT_TICKETS}
-     SELECT gen_random_uuid(), $1, pair.secured_object_id, pair.mobile_device_id, pair.begin_date, pair.end_date, $4,
-            pair.commands, pair.channels, pair.id, pair.schedule, $5
-       FROM (${pairs}) AS pair
-     ${ON_DUPLICATE}
-     RETURNING id
-     ), ${AUDIT_APPEND_CTES('$1', TICKET_EVENT_CHUNKS('inserted', EVENT_COLUMNS('ticket.created')))}
-     SELECT count(*)::int AS issued FROM inserted`,
-    [tenantId, groupId, memberIds, now, seq, stamp.actor, stamp.requestId, stamp.target, JSON.stringify(stamp.data)],
+    `SELECT issue_member_tickets($1::uuid, $2::boolean, $3::uuid, $4::text[], $5::bigint, $6::bigint, $7::text, $8::text,
+                                 $9::text, $10::jsonb) AS issued`,
+    [tenantId, kind.table === 'residents', groupId, memberIds, now, seq, stamp.actor, stamp.requestId, stamp.target, JSON.stringify(stamp.data)],
   );
   return rows[0]!.issued;
 }
 
-/** The event columns of the membership statements: $4 the time, $6..$9 the stamp's actor, request id, target, data. */
-const EVENT_COLUMNS = (action: 'ticket.created' | 'ticket.revoked') => ({
+/** The event columns of revokeForLeavingMember: $4 the time, $6..$9 the stamp's actor, request id, target, data. */
+const REVOKED_EVENT_COLUMNS = {
   time: '$4::bigint',
   actor: '$6::text',
-  action: `'${action}'`,
+  action: `'ticket.revoked'`,
   target: '$8::text',
   requestId: '$7::text',
   extraData: '$9::jsonb',
-});
+};
 
 /**
  * A member leaving a group loses the tickets of the permissions reaching that group (and only those). The same
@@ -275,7 +230,7 @@ export async function revokeForLeavingMember(
         WHERE tenant_id = $1 AND ${kind.memberColumn} = $3 AND revoked_at IS NULL
           AND access_permission_id IN (SELECT id FROM access_permissions WHERE tenant_id = $1 AND ${kind.groupColumn} = $2)
        RETURNING id
-     ), ${AUDIT_APPEND_CTES('$1', TICKET_EVENT_CHUNKS('revoked', EVENT_COLUMNS('ticket.revoked')))}
+     ), ${AUDIT_APPEND_CTES('$1', TICKET_EVENT_CHUNKS('revoked', REVOKED_EVENT_COLUMNS))}
      SELECT count(*)::int AS revoked FROM revoked`,
     [tenantId, groupId, memberId, now, seq, stamp.actor, stamp.requestId, stamp.target, JSON.stringify(stamp.data)],
   );

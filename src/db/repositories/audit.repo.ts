@@ -13,7 +13,7 @@ export interface AuditEventInput {
   data?: Record<string, unknown>;
 }
 
-/** At most this many ticket ids in one event of a fan-out change (docs/api-reference.md 10). */
+/** At most this many ticket ids in one event of a fan-out change (docs/api-reference.md 10); migration 036 writes it out too. */
 export const EVENT_CHUNK_SIZE = 1000;
 
 /**
@@ -30,22 +30,6 @@ export const TICKET_EVENT_CHUNKS = (
          ${columns.extraData} || jsonb_build_object('${idsKey}', jsonb_agg(c.id))
     FROM (SELECT id, (row_number() OVER () - 1) / ${EVENT_CHUNK_SIZE} AS chunk FROM ${from}) AS c
    GROUP BY c.chunk ORDER BY c.chunk`;
-
-/**
- * TICKET_EVENT_CHUNKS for rows of several owners (e.g. the tickets of several permissions granted together): `from` has
- * an `id` and a `key` column (the owner), chunks never mix keys, and the events come key by key in the order of
- * `keys` (an SQL array expression of the keys), each key's chunks in turn. `columns` may name the key as `c.key`.
- */
-export const TICKET_EVENT_CHUNKS_PER_KEY = (
-  from: string,
-  keys: string,
-  columns: { time: string; actor: string; action: string; target: string; requestId: string; extraData: string },
-  idsKey = 'ticketIds',
-) => `SELECT ${columns.time}, ${columns.actor}, ${columns.action}, ${columns.target}, ${columns.requestId},
-         ${columns.extraData} || jsonb_build_object('${idsKey}', jsonb_agg(c.id))
-    FROM (SELECT f.id, f.key, (row_number() OVER (PARTITION BY f.key) - 1) / ${EVENT_CHUNK_SIZE} AS chunk FROM ${from} AS f) AS c
-    JOIN unnest(${keys}) WITH ORDINALITY AS k (key, ordinal) ON k.key = c.key
-   GROUP BY k.ordinal, c.key, c.chunk ORDER BY k.ordinal, c.chunk`;
 
 /**
  * The CTEs that append the rows of `source` to the audit trail of the tenant in `tenantPlaceholder`, numbered with
@@ -78,31 +62,25 @@ export async function appendAuditEvent(db: Queryable, event: AuditEventInput): P
   await appendAuditEvents(db, [event]);
 }
 
-/** Several events of one change, in one statement per tenant (in practice one tenant). */
+/**
+ * Several events of one change, in one call of append_audit_events (migration 036) per tenant (in practice one): the
+ * counter, then the events, each a statement of its own, which a cluster sharded by tenant runs on the tenant's node
+ * (docs/scaling.md). Same LOCK ORDER as AUDIT_APPEND_CTES: call it last in the transaction.
+ */
 export async function appendAuditEvents(db: Queryable, events: AuditEventInput[]): Promise<void> {
   // Tenants in a fixed order, so two multi-tenant appends never lock their counters in opposite orders.
   const tenants = [...new Set(events.map((event) => event.tenantId))].sort();
   for (const tenantId of tenants) {
     const mine = events.filter((event) => event.tenantId === tenantId);
-    await db.query(
-      `WITH ${AUDIT_APPEND_CTES(
-        '$1',
-        `SELECT time, actor, action, target, request_id, data
-           FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[]) WITH ORDINALITY
-                AS e (time, actor, action, target, request_id, data, ordinal)
-          ORDER BY ordinal`,
-      )}
-      SELECT 1`,
-      [
-        tenantId,
-        mine.map((e) => e.time),
-        mine.map((e) => e.actor),
-        mine.map((e) => e.action),
-        mine.map((e) => e.target),
-        mine.map((e) => e.requestId),
-        mine.map((e) => JSON.stringify(e.data ?? {})),
-      ],
-    );
+    await db.query('SELECT append_audit_events($1::uuid, $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[])', [
+      tenantId,
+      mine.map((e) => e.time),
+      mine.map((e) => e.actor),
+      mine.map((e) => e.action),
+      mine.map((e) => e.target),
+      mine.map((e) => e.requestId),
+      mine.map((e) => JSON.stringify(e.data ?? {})),
+    ]);
   }
 }
 

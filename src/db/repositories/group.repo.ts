@@ -152,7 +152,12 @@ export async function missingMembers(db: Queryable, kind: GroupKind, tenantId: s
   return rows.map((row) => row.id);
 }
 
-/** Adds members (set-based); returns the ids that were not members before. */
+/**
+ * Adds members (set-based) to a group the caller has locked (lockGroup); returns the ids that were not members before.
+ * The rows take their tenant and group from the group's row: Citus runs such an INSERT … SELECT on the shard that
+ * holds the group, where with the tenant as a constant it would pull the rows through the coordinator and copy them to
+ * the shard, and a copy commits in two phases (docs/scaling.md, *Running on Citus*).
+ */
 export async function addMembers(
   db: Queryable,
   kind: GroupKind,
@@ -163,7 +168,9 @@ export async function addMembers(
   if (memberIds.length === 0) return [];
   const { rows } = await db.query<{ member_id: string }>(
     `INSERT INTO ${kind.members} (tenant_id, ${kind.groupColumn}, ${kind.memberColumn})
-     SELECT $1, $2, member_id FROM unnest($3::text[]) AS added (member_id)
+     SELECT g.tenant_id, g.id, added.member_id
+       FROM ${kind.table} g CROSS JOIN unnest($3::text[]) AS added (member_id)
+      WHERE g.tenant_id = $1 AND g.id = $2
      ON CONFLICT DO NOTHING
      RETURNING ${kind.memberColumn} AS member_id`,
     [tenantId, groupId, memberIds],
