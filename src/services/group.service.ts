@@ -207,13 +207,14 @@ export function createGroupService({ db, clock, kind, metrics }: GroupServiceOpt
         if (!(await removeMember(tx, kind, context.tenantId, id, memberId))) {
           throw new NotFoundError(`The ${words.memberNoun} ${memberId} is not a member of ${words.noun} ${id}.`);
         }
-        const count = await revokeForLeavingMember(tx, kind, context.tenantId, id, memberId, clock(), seq, {
-          ...context,
-          target: membership(id, memberId),
-          data: memberIds(id, memberId),
-        });
-        await recordChange(tx, context, clock(), words.events.memberRemoved, membership(id, memberId), memberIds(id, memberId));
-        return count;
+        const revokedIds = await revokeForLeavingMember(tx, kind, context.tenantId, id, memberId, clock(), seq);
+        // The event counter last (audit.repo.ts): the revoked tickets in chunks under the membership, then the change.
+        const target = membership(id, memberId);
+        await recordChanges(tx, [
+          ...ticketChunks(revokedIds).map((ticketIds) => auditEvent(context, clock(), 'ticket.revoked', target, { ...memberIds(id, memberId), ticketIds })),
+          auditEvent(context, clock(), words.events.memberRemoved, target, memberIds(id, memberId)),
+        ]);
+        return revokedIds.length;
       });
       metrics.ticketsRevoked(revoked);
       return current(context.tenantId, id);

@@ -5,10 +5,10 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database, Queryable, QueryResult, TransactionScope } from '../../src/db/database.js';
-import { expandAccessPermissions, issueForNewMembers } from '../../src/db/repositories/access-permission.repo.js';
+import { expandAccessPermissions, issueForNewMembers, revokeForLeavingMember } from '../../src/db/repositories/access-permission.repo.js';
 import { appendAuditEvents } from '../../src/db/repositories/audit.repo.js';
 import { nextChangeSeq } from '../../src/db/repositories/change-log.repo.js';
-import { addMembers, LOCK_GROUPS, lockGroup as lockGroupRow, RESIDENTS } from '../../src/db/repositories/group.repo.js';
+import { addMembers, LOCK_GROUPS, lockGroup as lockGroupRow, removeMember, RESIDENTS } from '../../src/db/repositories/group.repo.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { accessTenant, grant, lockGroup, permissionBody, resident, userToken } from '../helpers/access.js';
 import { citusTestUrl } from '../helpers/citus.js';
@@ -289,7 +289,7 @@ describe.skipIf(!citus)('on Citus, each hot path routes to one node (runs only w
   // migration 036: the writes of a grant and of a membership change, in one transaction on the coordinator as the
   // services run them, each planned for the tenant's node. Before, their statements wrote in CTEs: Citus copied each
   // step's result to every worker, opened the transaction on all of them and committed it in two phases.
-  it("grant and membership: the transaction runs on the tenant's node alone and commits there in one phase", async () => {
+  it("grant, joins and a leave: the transaction runs on the tenant's node alone and commits there in one phase", async () => {
     const access = await accessTenant(t, 'one-node');
     const tenantId = access.tenant.tenantId;
     for (const id of ['door', 'gate', 'lift']) await lock(t, access.operator, id);
@@ -322,11 +322,14 @@ describe.skipIf(!citus)('on Citus, each hot path routes to one node (runs only w
       expect(await lockGroupRow(db, LOCK_GROUPS, tenantId, group.id, 'UPDATE')).toBe(true);
       expect(await addMembers(db, LOCK_GROUPS, tenantId, group.id, ['lift'])).toEqual(['lift']);
       const byLock = await issueForNewMembers(db, LOCK_GROUPS, tenantId, group.id, ['lift'], now, seq, member(group.id, 'lift'));
+      // And as they remove one: the watch leaves the household, its tickets revoked.
+      expect(await removeMember(db, RESIDENTS, tenantId, household.id, 'watch')).toBe(true);
+      const revoked = await revokeForLeavingMember(db, RESIDENTS, tenantId, household.id, 'watch', now, seq);
       await appendAuditEvents(db, [{ tenantId, time: now, actor: 'test', action: 'resident.member_added', target: 'membership', requestId: null }]);
       await coordinator.query('COMMIT');
       // phone × (door, gate); tablet and watch × (door, gate); every device of the household (phone, tablet, watch) ×
-      // lift, the lock group's new lock.
-      expect([[...expanded.entries()], byDevice, byLock]).toEqual([[[permissionId, 2]], 4, 3]);
+      // lift, the lock group's new lock; the watch's three.
+      expect([[...expanded.entries()], byDevice, byLock, revoked.length]).toEqual([[[permissionId, 2]], 4, 3, 3]);
     } finally {
       await coordinator.end();
     }

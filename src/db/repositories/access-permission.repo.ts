@@ -4,7 +4,6 @@ import type { Queryable } from '../database.js';
 import { keysetPage, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
 import { TICKET_COLUMNS, TICKET_KEYSET, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';
 import type { GroupKind } from './group.repo.js';
-import { AUDIT_APPEND_CTES, TICKET_EVENT_CHUNKS } from './audit.repo.js';
 
 export interface AccessPermissionRecord {
   tenantId: string;
@@ -199,20 +198,10 @@ export async function issueForNewMembers(
   return rows[0]!.issued;
 }
 
-/** The event columns of revokeForLeavingMember: $4 the time, $6..$9 the stamp's actor, request id, target, data. */
-const REVOKED_EVENT_COLUMNS = {
-  time: '$4::bigint',
-  actor: '$6::text',
-  action: `'ticket.revoked'`,
-  target: '$8::text',
-  requestId: '$7::text',
-  extraData: '$9::jsonb',
-};
-
 /**
- * A member leaving a group loses the tickets of the permissions reaching that group (and only those). The same
- * statement appends their `ticket.revoked` events in chunks of 1,000 under `target` (the membership), taking the event
- * counter (call it last, audit.repo.ts); returns how many were revoked.
+ * A member leaving a group loses the tickets of the permissions reaching that group (and only those); returns their
+ * ids, for the change's events (ticket.revoked in chunks of 1,000 under the membership, audit.service.ts), which the
+ * caller appends after it. One UPDATE, which a cluster sharded by tenant runs on the tenant's node (docs/scaling.md).
  */
 export async function revokeForLeavingMember(
   db: Queryable,
@@ -222,19 +211,15 @@ export async function revokeForLeavingMember(
   memberId: string,
   now: number,
   seq: number,
-  stamp: EventStamp & { target: string; data: Record<string, unknown> },
-): Promise<number> {
-  const { rows } = await db.query<{ revoked: number }>(
-    `WITH revoked AS (
-       UPDATE tickets SET revoked_at = $4, change_seq = $5
-        WHERE tenant_id = $1 AND ${kind.memberColumn} = $3 AND revoked_at IS NULL
-          AND access_permission_id IN (SELECT id FROM access_permissions WHERE tenant_id = $1 AND ${kind.groupColumn} = $2)
-       RETURNING id
-     ), ${AUDIT_APPEND_CTES('$1', TICKET_EVENT_CHUNKS('revoked', REVOKED_EVENT_COLUMNS))}
-     SELECT count(*)::int AS revoked FROM revoked`,
-    [tenantId, groupId, memberId, now, seq, stamp.actor, stamp.requestId, stamp.target, JSON.stringify(stamp.data)],
+): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `UPDATE tickets SET revoked_at = $4, change_seq = $5
+      WHERE tenant_id = $1 AND ${kind.memberColumn} = $3 AND revoked_at IS NULL
+        AND access_permission_id IN (SELECT id FROM access_permissions WHERE tenant_id = $1 AND ${kind.groupColumn} = $2)
+      RETURNING id`,
+    [tenantId, groupId, memberId, now, seq],
   );
-  return rows[0]!.revoked;
+  return rows.map((row) => row.id);
 }
 
 /**
