@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database, Queryable, QueryResult, TransactionScope } from '../../src/db/database.js';
 import { expandAccessPermissions, issueForNewMembers, revokeForLeavingMember } from '../../src/db/repositories/access-permission.repo.js';
 import { appendAuditEvents } from '../../src/db/repositories/audit.repo.js';
+import { recordDownload } from '../../src/db/repositories/download.repo.js';
 import { nextChangeSeq } from '../../src/db/repositories/change-log.repo.js';
 import { addMembers, LOCK_GROUPS, lockGroup as lockGroupRow, removeMember, RESIDENTS } from '../../src/db/repositories/group.repo.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
@@ -342,6 +343,31 @@ describe.skipIf(!citus)('on Citus, each hot path routes to one node (runs only w
       [tenantId],
     );
     expect(rows.map((row) => [row.action, row.tickets])).toEqual([['ticket.created', 2], ['ticket.created', 4], ['ticket.created', 3], ['resident.member_added', null]]);
+  });
+
+  // The download's writes, as recordDownload runs them in the download's transaction: the devices and tickets locked,
+  // the tickets written, then their `ticket.downloaded` events (a statement of their own; with the events in the
+  // update's CTEs, Citus opened the transaction on every worker and committed it in two phases).
+  it("phone download: the transaction runs on the tenant's node alone and commits there in one phase", async () => {
+    const ticket = await doorTicket();
+    const coordinator = new pg.Client({ connectionString: t.database.url! });
+    const notices: string[] = [];
+    coordinator.on('notice', (notice) => notices.push(notice.message ?? ''));
+    await coordinator.connect();
+    const db: Queryable = { query: (text, params) => coordinator.query(text, params as unknown[]) as never };
+    try {
+      await coordinator.query('BEGIN');
+      await coordinator.query('SET LOCAL citus.log_remote_commands = on; SET LOCAL client_min_messages = log');
+      const stamps = await recordDownload(db, tenant.tenantId, [ticket], [null], t.app.services.clock(), { actor: 'test', requestId: null }, [
+        { mobileDeviceId: 'phone', keyThumbprint: null, boundUntil: 0 },
+      ]);
+      await coordinator.query('COMMIT');
+      expect([...stamps.keys()]).toEqual([ticket]);
+    } finally {
+      await coordinator.end();
+    }
+    expect(notices.filter((notice) => /^issuing BEGIN\b/.test(notice)), notices.join('\n')).toHaveLength(1);
+    expect(notices.filter((notice) => /PREPARE TRANSACTION|^issuing COPY\b/.test(notice)), notices.join('\n')).toEqual([]);
   });
 
   it('finds a statement that spreads over shards (the check itself)', async () => {

@@ -2,7 +2,7 @@
 // credentials stored for them and their download stamp, the revocation lists of their locks, and the tickets explain judges.
 import type { Queryable } from '../database.js';
 import { keysetPage, type KeysetPosition } from '../../shared/keyset.js';
-import { AUDIT_APPEND_CTES } from './audit.repo.js';
+import { appendAuditEvents } from './audit.repo.js';
 import { HOLDER_BINDING_SQL, LOCK_SERIAL_SQL, LOCK_STATE_MODE_SQL, LOCK_STATE_SEQ_SQL } from './change-log.repo.js';
 import type { HolderBinding } from '../../shared/holder-binding.js';
 import type { HolderPublicKey } from '../../shared/holder-keys.js';
@@ -104,7 +104,7 @@ export async function listValidTicketsOfDevice(
  * Stores the credentials signed now (null: the stored one was handed out again) and sets `downloadDate` on first
  * download, appending one `ticket.downloaded` audit event per ticket downloaded for the first time. In the caller's
  * transaction, in statements that each touch the tenant's rows alone (docs/house-style.md convention 6): the devices
- * locked, their key's bound raised, the tickets locked (in id order), then the tickets written with their events. The
+ * locked, their key's bound raised, the tickets locked (in id order), the tickets written, then their events. The
  * rows are locked first, so of two concurrent downloads exactly one stamps each ticket. `credential_expires_at` only rises:
  * it bounds how long the lock needs a revocation of the ticket (docs/api-reference.md 8.2), so it must cover every
  * credential ever handed out. Returns each ticket's download stamp; a ticket removed or revoked meanwhile is absent
@@ -157,40 +157,39 @@ export async function recordDownload(
   if (before.length === 0) return new Map();
   const firsts = before.filter((row) => row.downloaded_at === null);
   const { rows } = await tx.query<{ id: string; downloaded_at: number }>(
-    `WITH updated AS (
-       UPDATE tickets t SET
-              credential_encrypted = coalesce(v.sealed, t.credential_encrypted),
-              credential_kid = coalesce(v.kid, t.credential_kid),
-              credential_issued_at = coalesce(v.issued_at, t.credential_issued_at),
-              credential_expires_at = greatest(t.credential_expires_at, v.expires_at),
-              downloaded_at = coalesce(t.downloaded_at, $4)
-         FROM unnest($2::uuid[], $3::bytea[], $7::text[], $8::bigint[], $9::bigint[]) AS v (id, sealed, kid, issued_at, expires_at)
-        WHERE t.tenant_id = $1 AND t.id = v.id AND t.id = ANY ($10::uuid[])
-        RETURNING t.id, t.downloaded_at
-     ), ${AUDIT_APPEND_CTES(
-       '$1',
-       `SELECT $4::bigint, $5::text, 'ticket.downloaded', 'ticket:' || f.id, $6::text,
-               jsonb_build_object('ticketIds', jsonb_build_array(f.id), 'mobileDeviceId', f.mobile_device_id,
-                                  'securedObjectId', f.secured_object_id)
-          FROM unnest($11::uuid[], $12::text[], $13::text[]) WITH ORDINALITY AS f (id, mobile_device_id, secured_object_id, ordinal)
-         ORDER BY f.ordinal`,
-     )}
-     SELECT id, downloaded_at FROM updated`,
+    `UPDATE tickets t SET
+            credential_encrypted = coalesce(v.sealed, t.credential_encrypted),
+            credential_kid = coalesce(v.kid, t.credential_kid),
+            credential_issued_at = coalesce(v.issued_at, t.credential_issued_at),
+            credential_expires_at = greatest(t.credential_expires_at, v.expires_at),
+            downloaded_at = coalesce(t.downloaded_at, $4)
+       FROM unnest($2::uuid[], $3::bytea[], $5::text[], $6::bigint[], $7::bigint[]) AS v (id, sealed, kid, issued_at, expires_at)
+      WHERE t.tenant_id = $1 AND t.id = v.id AND t.id = ANY ($8::uuid[])
+      RETURNING t.id, t.downloaded_at`,
     [
       tenantId,
       ticketIds,
       credentials.map((credential) => credential?.sealed ?? null),
       now,
-      audit.actor,
-      audit.requestId,
       credentials.map((credential) => credential?.kid ?? null),
       credentials.map((credential) => credential?.issuedAt ?? null),
       credentials.map((credential) => credential?.expiresAt ?? null),
       before.map((row) => row.id),
-      firsts.map((row) => row.id),
-      firsts.map((row) => row.mobile_device_id),
-      firsts.map((row) => row.secured_object_id),
     ],
+  );
+  // The events after the rows they name, taking the audit counter last (audit.repo.ts): a statement of their own, so
+  // a cluster sharded by tenant runs each on the tenant's node (docs/scaling.md, *Running on Citus*).
+  await appendAuditEvents(
+    tx,
+    firsts.map((row) => ({
+      tenantId,
+      time: now,
+      actor: audit.actor,
+      action: 'ticket.downloaded',
+      target: `ticket:${row.id}`,
+      requestId: audit.requestId,
+      data: { ticketIds: [row.id], mobileDeviceId: row.mobile_device_id, securedObjectId: row.secured_object_id },
+    })),
   );
   return new Map(rows.map((row) => [row.id, row.downloaded_at]));
 }
