@@ -33,9 +33,11 @@ export const TICKET_EVENT_CHUNKS = (
 
 /**
  * The CTEs that append the rows of `source` to the audit trail of the tenant in `tenantPlaceholder`, numbered with
- * the tenant's next audit sequence numbers (migration 008), for writes that audit inside one statement (ticket
- * creation, revocation, download). `source` is a SELECT of six columns, in this order: time, actor, action,
- * target, request_id, data (jsonb); its order is the numbering order. It names the CTEs `audit_input`, `audit_seq` and `audited`, so it comes after the statement's other CTEs:
+ * the tenant's next audit sequence numbers (migration 008), for writes that audit inside one statement (a lock's or
+ * device's tickets revoked at its removal, an access-log upload, a lock's contact). On Citus such a statement runs
+ * through every worker and commits in two phases (docs/scaling.md, *Running on Citus*); appendAuditEvents does not.
+ * `source` is a SELECT of six columns, in this order: time, actor, action, target, request_id, data (jsonb); its order
+ * is the numbering order. It names the CTEs `audit_input`, `audit_seq` and `audited`, so it comes after the statement's other CTEs:
  *
  *   WITH changed AS (...), ${AUDIT_APPEND_CTES('$1', 'SELECT ... FROM changed')} SELECT ...
  *
