@@ -25,7 +25,10 @@ interface Store {
   use<T>(work: (db: Queryable) => Promise<T>): Promise<T>;
   /** After a kill -9: waits until the database has finished with the dead server's connections. */
   settle(): Promise<void>;
-  /** Whether the ticket INSERT is running right now, where the database can tell (PostgreSQL). */
+  /**
+   * Whether the expansion (expand_access_permissions, migration 036: it inserts the tickets and their events) is running
+   * right now, where the database can tell (PostgreSQL).
+   */
   expanding?(): Promise<boolean>;
   remove(): void;
 }
@@ -81,7 +84,7 @@ async function postgresStore(): Promise<Store> {
         db.query<{ n: number }>(
           `SELECT count(*)::int AS n FROM pg_stat_activity
             WHERE application_name = 'access-credential-service' AND state = 'active'
-              AND query LIKE '%INSERT INTO tickets%' AND query NOT LIKE '%pg_stat_activity%'`,
+              AND query LIKE '%expand_access_permissions(%' AND query NOT LIKE '%pg_stat_activity%'`,
         ),
       );
       return rows[0]!.n > 0;
@@ -211,7 +214,7 @@ async function crashDuringExpansion(store: Store): Promise<void> {
   await sleep(Math.round(full.ms / 2));
   let midInsert: boolean | undefined;
   if (store.expanding) {
-    // On a loaded machine the second run may be slower to start: make sure the kill lands inside the INSERT.
+    // On a loaded machine the second run may be slower to start: make sure the kill lands inside the expansion.
     const deadline = Date.now() + 2 * full.ms;
     do midInsert = await store.expanding();
     while (!midInsert && Date.now() < deadline && (await Promise.race([inFlight.then(() => true), sleep(20).then(() => false)])) === false);
@@ -233,7 +236,7 @@ async function crashDuringExpansion(store: Store): Promise<void> {
   const outcome = crashed.length === 0 ? 'nothing' : 'all';
   process.stdout.write(
     `[crash ${store.label}] full expansion of ${TICKETS} tickets took ${full.ms} ms; killed ` +
-      `${Math.round(full.ms / 2)} ms into the second${midInsert ? ' (its ticket INSERT running)' : ''} with the request ${answer.status === 0 ? 'unanswered' : `answered ${answer.status}`}; ` +
+      `${Math.round(full.ms / 2)} ms into the second${midInsert ? ' (its expansion running)' : ''} with the request ${answer.status === 0 ? 'unanswered' : `answered ${answer.status}`}; ` +
       `after the restart: ${outcome} (${result.permissions.length} permissions, ${result.tickets} tickets, ${result.orphans} orphans)\n`,
   );
 
