@@ -7,7 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database, Queryable, QueryResult, TransactionScope } from '../../src/db/database.js';
 import { expandAccessPermissions, issueForNewMembers, revokeForLeavingMember } from '../../src/db/repositories/access-permission.repo.js';
 import { appendAuditEvents } from '../../src/db/repositories/audit.repo.js';
+import { insertAccessLogEntries } from '../../src/db/repositories/access-log.repo.js';
 import { recordDownload } from '../../src/db/repositories/download.repo.js';
+import { recordLockContact } from '../../src/db/repositories/lock-telemetry.repo.js';
 import { nextChangeSeq } from '../../src/db/repositories/change-log.repo.js';
 import { addMembers, LOCK_GROUPS, lockGroup as lockGroupRow, removeMember, RESIDENTS } from '../../src/db/repositories/group.repo.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
@@ -368,6 +370,119 @@ describe.skipIf(!citus)('on Citus, each hot path routes to one node (runs only w
     }
     expect(notices.filter((notice) => /^issuing BEGIN\b/.test(notice)), notices.join('\n')).toHaveLength(1);
     expect(notices.filter((notice) => /PREPARE TRANSACTION|^issuing COPY\b/.test(notice)), notices.join('\n')).toEqual([]);
+  });
+
+  // migration 037: a lock's contact and its access-log upload. Before, each was one statement with writes in its CTEs
+  // (the telemetry row, the stamped revocations, the entries, the events), which Citus ran through every worker.
+  describe("a lock's contact and upload run on the tenant's node alone and commit there in one phase", () => {
+    /** A downloaded ticket of the phone for `lockId`, then revoked: a revocation on its way to the lock. */
+    async function pendingRevocation(lockId: string): Promise<string> {
+      await lock(t, operator, lockId);
+      const created = await issueTicket(t, operator, ticketBody(t, lockId, 'phone'));
+      expect(created.statusCode, created.body).toBe(201);
+      const id = created.json().id as string;
+      expect((await download(t, await phoneToken(t, tenant, 'phone'), 'phone')).length).toBeGreaterThan(0);
+      const revoked = await call(t, operator, { method: 'DELETE', url: `/operatorapi/tickets/${id}` });
+      expect(revoked.statusCode, revoked.body).toBe(200);
+      return id;
+    }
+
+    /**
+     * Runs `work` on a connection of its own to the coordinator with Citus's log of what it sends; answers the log, each
+     * command with the node it went to. `work` runs seven times, logged the last time only: PL/pgSQL plans a function's
+     * statements for the first five calls on a connection, then may keep a generic plan, which Citus routes apart.
+     */
+    async function sentByCoordinator(work: (db: Queryable, coordinator: pg.Client, call: number) => Promise<void>): Promise<string[]> {
+      const coordinator = new pg.Client({ connectionString: t.database.url! });
+      const notices: string[] = [];
+      coordinator.on('notice', (notice) => notices.push(`${notice.message ?? ''} [${notice.detail ?? ''}]`));
+      await coordinator.connect();
+      try {
+        const db: Queryable = { query: (text, params) => coordinator.query(text, params as unknown[]) as never };
+        for (let call = 0; call < 6; call++) await work(db, coordinator, call);
+        await coordinator.query("SET citus.log_remote_commands = on; SET client_min_messages = log");
+        await work(db, coordinator, 6);
+      } finally {
+        await coordinator.end();
+      }
+      return notices;
+    }
+
+    /** Everything sent went to one node, in at most one transaction there, committed in one phase. */
+    function expectOneNodeOnePhase(notices: string[]) {
+      const issued = notices.filter((notice) => /^issuing\b/.test(notice));
+      expect(issued.length, notices.join('\n')).toBeGreaterThan(0);
+      expect(new Set(issued.map((notice) => /on server (\S+)/.exec(notice)?.[1])).size, notices.join('\n')).toBe(1);
+      expect(issued.filter((notice) => /^issuing BEGIN\b/.test(notice)).length, notices.join('\n')).toBeLessThanOrEqual(1);
+      expect(issued.filter((notice) => /PREPARE TRANSACTION|^issuing COPY\b/.test(notice)), notices.join('\n')).toEqual([]);
+    }
+
+    async function eventsOf(target: string): Promise<[string, unknown][]> {
+      const { rows } = await t.database.db.query<{ action: string; data: Record<string, unknown> }>(
+        'SELECT action, data FROM audit_events WHERE tenant_id = $1 AND target = $2 AND actor = $3 ORDER BY seq',
+        [tenant.tenantId, target, 'test'],
+      );
+      return rows.map((row) => [row.action, row.data.ticketIds ?? row.data.entryNos ?? row.data.clockOffset]);
+    }
+
+    it('a sync acknowledging a revocation, outside a transaction as the sync records it', async () => {
+      let ticket = '';
+      const notices = await sentByCoordinator(async (db, _coordinator, call) => {
+        // The last call finds a revocation to stamp; the earlier ones warm the plans up, as a pooled connection does.
+        if (call === 6) ticket = await pendingRevocation('vault');
+        const seenAt = t.app.services.clock() + call;
+        const telemetry = await recordLockContact(db, tenant.tenantId, 'vault', { seenAt, appliedThrough: Number.MAX_SAFE_INTEGER, actor: 'test' });
+        expect(telemetry.lastSeenAt).toBe(seenAt);
+      });
+      expectOneNodeOnePhase(notices);
+      expect(await eventsOf('secured_object:vault')).toEqual([['ticket.revocation_applied', [ticket]]]);
+    });
+
+    it("an upload of the lock's word: its contact, its entries and their events in one transaction", async () => {
+      const ticket = await pendingRevocation('safe');
+      const now = t.app.services.clock();
+      const notices = await sentByCoordinator(async (db, coordinator, call) => {
+        if (call < 6) {
+          // Earlier uploads of other entries, which find nothing to stamp.
+          const entries = [{ entryNo: 100 + call, lockTime: now, command: 'open', channel: 'btlespp', result: 'granted' as const }];
+          const stamp = { receivedAt: now, via: 'lock', numbering: 'lock', signed: true, clockOffsetMs: null };
+          expect(await insertAccessLogEntries(db, tenant.tenantId, 'safe', entries, stamp, { actor: 'warm-up', requestId: null, contact: { revocationsApplied: [], driftOffsetMs: null } })).toEqual({ accepted: 1 });
+          return;
+        }
+        await coordinator.query('BEGIN');
+        // As the upload runs them (access-log.service.ts): the contact's events deferred, appended with the entries'.
+        const telemetry = await recordLockContact(db, tenant.tenantId, 'safe', {
+          seenAt: now,
+          appliedThrough: Number.MAX_SAFE_INTEGER,
+          clockOffsetMs: 3_600_000,
+          events: 'defer',
+        });
+        expect(telemetry.events).toEqual({ revocationsApplied: [ticket], driftOffsetMs: 3_600_000 });
+        const entry = (entryNo: number, result: 'granted' | 'denied') => ({ entryNo, lockTime: now, tokenId: ticket, command: 'open', channel: 'btlespp', result });
+        const stored = await insertAccessLogEntries(
+          db,
+          tenant.tenantId,
+          'safe',
+          [entry(2, 'denied'), entry(1, 'granted'), entry(3, 'granted'), entry(1, 'granted')],
+          { receivedAt: now, via: 'lock', numbering: 'lock', signed: true, clockOffsetMs: 3_600_000 },
+          { actor: 'test', requestId: null, contact: telemetry.events },
+        );
+        expect(stored).toEqual({ accepted: 3 });
+        await coordinator.query('COMMIT');
+      });
+      expectOneNodeOnePhase(notices);
+      expect(await eventsOf('secured_object:safe')).toEqual([
+        ['ticket.revocation_applied', [ticket]],
+        ['secured_object.clock_drift', 3_600_000],
+        ['access_log.granted', [1, 3]],
+        ['access_log.denied', [2]],
+      ]);
+      const { rows } = await t.database.db.query<{ entry_no: string; mobile_device_id: string | null }>(
+        'SELECT entry_no, mobile_device_id FROM access_log_entries WHERE tenant_id = $1 AND secured_object_id = $2 ORDER BY entry_no',
+        [tenant.tenantId, 'safe'],
+      );
+      expect(rows.filter((row) => Number(row.entry_no) < 100).map((row) => [Number(row.entry_no), row.mobile_device_id])).toEqual([[1, 'phone'], [2, 'phone'], [3, 'phone']]);
+    });
   });
 
   it('finds a statement that spreads over shards (the check itself)', async () => {

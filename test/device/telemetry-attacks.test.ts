@@ -363,7 +363,8 @@ describe('lock telemetry under attack', () => {
           work(
             Object.assign(Object.create(tx) as typeof tx, {
               query: async (text: string, params?: readonly unknown[]) => {
-                if (text.includes('INSERT INTO access_log_entries') && racer === undefined) {
+                // The entries are written by insert_access_log_entries (migration 037), called once per numbering.
+                if (text.includes('insert_access_log_entries(') && racer === undefined) {
                   racer = reRegister();
                   await Promise.race([racer, new Promise((resolve) => setTimeout(resolve, 500))]);
                 }

@@ -1,7 +1,6 @@
 // SQL for access logs (docs/api-reference.md 8.5): storing what a lock reports, idempotent on (lock, entryNo), and the operator's pages.
 import type { Queryable } from '../database.js';
-import { AUDIT_APPEND_CTES, TICKET_EVENT_CHUNKS } from './audit.repo.js';
-import { CONTACT_EVENTS, type ContactEvents } from './lock-telemetry.repo.js';
+import type { ContactEvents } from './lock-telemetry.repo.js';
 
 /** One entry as a lock reports it (docs/api-reference.md 8.5). */
 export interface ReportedEntry {
@@ -49,21 +48,17 @@ export interface StoredUpload {
 }
 
 /**
- * A ticket id as PostgreSQL's uuid input takes it, in the one form this server writes: a lock may log any `jti` it
- * was shown (another tenant's, a forged one), and casting anything else to uuid would be an error, never a 500.
- */
-const UUID_TEXT = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
-
-/**
- * Stores an upload's entries in one set-based statement, skipping every (lock, registration, numbering, entryNo)
- * already stored (a re-sent upload, or a duplicate within this one). The registration is the lock's current `created_at`, read here:
- * a lock deleted and registered again with the same id counts from its own first entry. An entry's phone is the
- * device of the ticket its `tokenId` names when that is a ticket of this tenant for this lock; any other value (a
- * credential of another tenant, a malformed id) names no phone. Answers null, storing nothing, when the lock is gone.
+ * Stores an upload's entries in one call of insert_access_log_entries (migration 037), skipping every (lock,
+ * registration, numbering, entryNo) already stored (a re-sent upload, or a duplicate within this one). The registration
+ * is the lock's current `created_at`, read there: a lock deleted and registered again with the same id counts from its
+ * own first entry. An entry's phone is the device of the ticket its `tokenId` names when that is a ticket of this
+ * tenant for this lock; any other value (a credential of another tenant, a malformed id) names no phone. Answers null,
+ * storing nothing, when the lock is gone.
  *
- * The same statement appends the upload's events (docs/api-reference.md 10): the contact's deferred ones
+ * The same call appends the upload's events (docs/api-reference.md 10): the contact's deferred ones
  * (`ticket.revocation_applied`, `secured_object.clock_drift`), then `access_log.granted` and `access_log.denied`, each
  * naming up to 1,000 of the entries it stored (`entryNos`). It takes the event counter: call it after every row lock.
+ * Each of its writes is a statement of its own, so a Citus cluster runs them on the tenant's node alone (docs/scaling.md).
  */
 export async function insertAccessLogEntries(
   db: Queryable,
@@ -73,49 +68,11 @@ export async function insertAccessLogEntries(
   stamp: UploadStamp,
   events: UploadEvents,
 ): Promise<StoredUpload | null> {
-  const chunks = (result: 'granted' | 'denied') =>
-    TICKET_EVENT_CHUNKS(
-      result,
-      {
-        time: '$10::bigint',
-        actor: '$13::text',
-        action: `'access_log.${result}'`,
-        target: `'secured_object:' || $2::text`,
-        requestId: '$14::text',
-        extraData: `jsonb_build_object('securedObjectId', $2::text, 'via', $11::text, 'signed', $17::boolean)`,
-      },
-      'entryNos',
-    );
   const { rows } = await db.query<{ registered: boolean; accepted: number }>(
-    `WITH lock AS (
-       SELECT created_at FROM secured_objects WHERE tenant_id = $1 AND id = $2
-     ), inserted AS (
-       INSERT INTO access_log_entries (tenant_id, secured_object_id, lock_registered_at, entry_no, lock_time, token_id,
-                                       mobile_device_id, command, channel, result, reason, received_at, via, clock_offset_ms,
-                                       numbering, signed)
-       SELECT $1, $2, lock.created_at, e.entry_no, e.lock_time, e.token_id, t.mobile_device_id, e.command, e.channel,
-              e.result, e.reason, $10, $11, $12, $18, $17
-         FROM lock,
-              unnest($3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
-                AS e (entry_no, lock_time, token_id, command, channel, result, reason)
-         LEFT JOIN tickets t
-                ON t.tenant_id = $1 AND t.secured_object_id = $2
-               AND t.id = CASE WHEN e.token_id ~ '${UUID_TEXT}' THEN e.token_id::uuid END
-       ON CONFLICT (tenant_id, secured_object_id, lock_registered_at, numbering, entry_no) DO NOTHING
-       RETURNING entry_no, result
-     ), granted AS (
-       SELECT entry_no AS id FROM inserted WHERE result = 'granted' ORDER BY entry_no
-     ), denied AS (
-       SELECT entry_no AS id FROM inserted WHERE result = 'denied' ORDER BY entry_no
-     ), stamped AS (
-       SELECT unnest($15::uuid[]) AS id
-     ), drift AS (
-       SELECT $16::bigint AS clock_offset_ms WHERE $16::bigint IS NOT NULL
-     ), ${AUDIT_APPEND_CTES(
-       '$1',
-       `${CONTACT_EVENTS('$10::bigint', '$13::text', '$14::text', '$2::text')} UNION ALL (${chunks('granted')}) UNION ALL (${chunks('denied')})`,
-     )}
-     SELECT EXISTS (SELECT 1 FROM lock) AS registered, (SELECT count(*) FROM inserted)::int AS accepted`,
+    `SELECT registered, accepted
+       FROM insert_access_log_entries($1::uuid, $2::text, $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[],
+                                      $8::text[], $9::text[], $10::bigint, $11::text, $12::bigint, $13::text, $14::boolean,
+                                      $15::text, $16::text, $17::uuid[], $18::bigint)`,
     [
       tenantId,
       securedObjectId,
@@ -129,12 +86,12 @@ export async function insertAccessLogEntries(
       stamp.receivedAt,
       stamp.via,
       stamp.clockOffsetMs,
+      stamp.numbering,
+      stamp.signed,
       events.actor,
       events.requestId,
       events.contact.revocationsApplied,
       events.contact.driftOffsetMs,
-      stamp.signed,
-      stamp.numbering,
     ],
   );
   const row = rows[0]!;

@@ -13,7 +13,7 @@ export interface AuditEventInput {
   data?: Record<string, unknown>;
 }
 
-/** At most this many ticket ids in one event of a fan-out change (docs/api-reference.md 10); migration 036 writes it out too. */
+/** At most this many ticket ids in one event of a fan-out change (docs/api-reference.md 10); migrations 036 and 037 write it out too. */
 export const EVENT_CHUNK_SIZE = 1000;
 
 /**
@@ -33,9 +33,9 @@ export const TICKET_EVENT_CHUNKS = (
 
 /**
  * The CTEs that append the rows of `source` to the audit trail of the tenant in `tenantPlaceholder`, numbered with
- * the tenant's next audit sequence numbers (migration 008), for writes that audit inside one statement (a lock's or
- * device's tickets revoked at its removal, an access-log upload, a lock's contact). On Citus such a statement runs
- * through every worker and commits in two phases (docs/scaling.md, *Running on Citus*); appendAuditEvents does not.
+ * the tenant's next audit sequence numbers (migration 008), for a write that audits inside one statement (a lock's or
+ * device's tickets revoked at its removal, its one user). On Citus such a statement runs through every worker and
+ * commits in two phases (docs/scaling.md, *Running on Citus*); appendAuditEvents does not.
  * `source` is a SELECT of six columns, in this order: time, actor, action, target, request_id, data (jsonb); its order
  * is the numbering order. It names the CTEs `audit_input`, `audit_seq` and `audited`, so it comes after the statement's other CTEs:
  *

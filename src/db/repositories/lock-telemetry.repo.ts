@@ -2,7 +2,6 @@
 // log (and so which revocations have reached the door), its clock's offset, and the revocations still on their way.
 import type { Queryable } from '../database.js';
 import { keysetPage, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
-import { AUDIT_APPEND_CTES, TICKET_EVENT_CHUNKS } from './audit.repo.js';
 import { LOCK_SERIAL_SQL, LOCK_STATE_MODE_SQL, LOCK_STATE_SEQ_SQL } from './change-log.repo.js';
 import { CLOCK_DRIFT_LIMIT_MS } from '../../shared/clock-drift.js';
 import { TICKET_COLUMNS, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';
@@ -91,39 +90,17 @@ export interface ContactEvents {
   driftOffsetMs: number | null;
 }
 
-/** The events of a contact as AUDIT_APPEND_CTES takes them, over the CTEs `stamped (id)` and `drift (clock_offset_ms)`. */
-export const CONTACT_EVENTS = (time: string, actor: string, requestId: string, securedObjectId: string) => `(${TICKET_EVENT_CHUNKS('stamped', {
-  time,
-  actor,
-  action: `'ticket.revocation_applied'`,
-  target: `'secured_object:' || ${securedObjectId}`,
-  requestId,
-  extraData: `jsonb_build_object('securedObjectId', ${securedObjectId})`,
-})})
-   UNION ALL
-   (SELECT ${time}, ${actor}, 'secured_object.clock_drift', 'secured_object:' || ${securedObjectId}, ${requestId},
-           jsonb_build_object('securedObjectId', ${securedObjectId}, 'clockOffset', clock_offset_ms) FROM drift)`;
-
 /**
- * The tickets of the lock as registered now, over `tickets` aliased `t`: a lock registered again with a deleted lock's
- * id is another lock (docs/api-reference.md 4.1), so the old door's tickets (made before the registration) are not its own
- * to apply. While the id names no lock (deleted, its client still syncing), every ticket of the id is. Only stamping
- * uses it, where erring is safe: a ticket made on an instance whose clock is behind the registering one's by the
- * moment between the two is left pending (it runs out within one lifetime), never marked applied by the wrong door.
- * The pending count keeps every ticket of the id: the old door may still open for them too.
- */
-const OF_CURRENT_REGISTRATION = (tenantId: string, securedObjectId: string) =>
-  `t.created_at >= coalesce((SELECT created_at FROM secured_objects WHERE tenant_id = ${tenantId} AND id = ${securedObjectId}), 0)`;
-
-/**
- * Records a contact with a lock in one statement: `last_seen_at` and `applied_through` only rise, and every revocation
- * of the lock's tickets (OF_CURRENT_REGISTRATION) at or below the applied position that had not reached the lock is
- * stamped `revocation_applied_at` (an index range over the pending revocations only, tickets_pending_revocations_idx).
- * Returns the lock's telemetry after the contact.
+ * Records a contact with a lock in one call of record_lock_contact (migration 037): `last_seen_at` and
+ * `applied_through` only rise, and every revocation of the lock's tickets (those made since the lock's current
+ * registration: a lock registered again with a deleted lock's id is another lock, docs/api-reference.md 4.1) at or below
+ * the applied position that had not reached the lock is stamped `revocation_applied_at` (an index range over the
+ * pending revocations only, tickets_pending_revocations_idx). Returns the lock's telemetry after the contact.
  *
- * The same statement appends its events (docs/api-reference.md 10): `ticket.revocation_applied`, one per 1,000 tickets it
+ * The same call appends its events (docs/api-reference.md 10): `ticket.revocation_applied`, one per 1,000 tickets it
  * stamped, and `secured_object.clock_drift` when this contact first puts the lock's clock beyond CLOCK_DRIFT_LIMIT_MS.
- * Nothing is appended, and the event counter is not touched, when neither happened (the sync's hot path).
+ * Nothing is appended, and the event counter is not touched, when neither happened (the sync's hot path). Each of the
+ * function's writes is a statement of its own, so a Citus cluster runs them on the tenant's node alone (docs/scaling.md).
  *
  * LOCK ORDER: the lock's telemetry row, then its revoked ticket rows, then the event counter (only when there are
  * events; with `events: 'defer'` never: the caller appends them last). A revocation locks the tenant's change counter
@@ -136,46 +113,15 @@ export async function recordLockContact(
   contact: LockContact,
 ): Promise<LockTelemetry & { events: ContactEvents }> {
   const append = (contact.events ?? 'append') === 'append';
-  const { rows } = await db.query<LockTelemetryRow & { stamped_ids: string[]; drift_offset: number | string | null }>(
-    `WITH previous AS MATERIALIZED (
-       -- The offset before this contact. MATERIALIZED: on Citus a statement that writes in a CTE runs as steps, and a
-       -- CTE read once is inlined into the step that uses it (drift, after the upsert), where it would read the row
-       -- as this statement left it and never see a first crossing; materialised, it is its own step and runs first,
-       -- as the WITH list orders them (docs/scaling.md, "Running on Citus"). On PostgreSQL every CTE reads the same
-       -- snapshot, so it changes nothing there.
-       SELECT clock_offset_ms FROM lock_telemetry WHERE tenant_id = $1 AND secured_object_id = $2
-     ), acknowledged AS (
-       -- least() skips NULLs: without the CASE a contact that acknowledges nothing would acknowledge everything.
-       -- Capped at the lock's own serial (docs/api-reference.md 8.3): the last change that concerns it, key-set changes
-       -- included, the furthest any sync answer or revocation list for it ever reached (tickets_sync_idx backwards).
-       SELECT CASE WHEN $4::bigint IS NOT NULL
-                   THEN least($4::bigint, ${LOCK_SERIAL_SQL('$1', '$2')})
-              END AS position
-     ), upserted AS (
-       INSERT INTO lock_telemetry AS t (tenant_id, secured_object_id, last_seen_at, applied_through, clock_offset_ms, clock_checked_at)
-       SELECT $1, $2, $3, coalesce(a.position, 0), $5, CASE WHEN $5::bigint IS NOT NULL THEN $3::bigint END FROM acknowledged a
-       ON CONFLICT (tenant_id, secured_object_id) DO UPDATE SET
-              last_seen_at = greatest(t.last_seen_at, EXCLUDED.last_seen_at),
-              applied_through = greatest(t.applied_through, EXCLUDED.applied_through),
-              clock_offset_ms = coalesce(EXCLUDED.clock_offset_ms, t.clock_offset_ms),
-              clock_checked_at = coalesce(EXCLUDED.clock_checked_at, t.clock_checked_at)
-       RETURNING ${COLUMNS}
-     ), stamped AS (
-       UPDATE tickets t SET revocation_applied_at = $3
-        WHERE t.tenant_id = $1 AND t.secured_object_id = $2
-          AND t.revoked_at IS NOT NULL AND t.revocation_applied_at IS NULL AND t.credential_expires_at IS NOT NULL
-          AND t.change_seq <= (SELECT applied_through FROM upserted)
-          AND ${OF_CURRENT_REGISTRATION('$1', '$2')}
-       RETURNING t.id
-     ), drift AS (
-       -- Flagged when this contact first puts the clock beyond the limit, not on every contact while it stays there.
-       SELECT u.clock_offset_ms FROM upserted u
-        WHERE $5::bigint IS NOT NULL AND abs(u.clock_offset_ms) > $6::bigint
-          AND NOT EXISTS (SELECT 1 FROM previous p WHERE abs(p.clock_offset_ms) > $6::bigint)
-     )${append ? `, ${AUDIT_APPEND_CTES('$1', CONTACT_EVENTS('$3::bigint', '$7::text', '$8::text', '$2::text'))}` : ''}
-     SELECT ${COLUMNS}, ${append ? `'[]'::jsonb` : `(SELECT coalesce(jsonb_agg(id), '[]'::jsonb) FROM stamped)`} AS stamped_ids,
-            (SELECT clock_offset_ms FROM drift) AS drift_offset
-       FROM upserted`,
+  const { rows } = await db.query<LockTelemetryRow & { stamped_ids: string[]; drift_offset_ms: number | string | null }>(
+    // The acknowledged position is capped here, at the lock's own serial (docs/api-reference.md 8.3): the last change
+    // that concerns it, key-set changes included, the furthest any sync answer or revocation list for it ever reached
+    // (tickets_sync_idx backwards). least() skips NULLs: without the CASE a contact that acknowledges nothing would
+    // acknowledge everything.
+    `SELECT ${COLUMNS}, stamped_ids, drift_offset_ms
+       FROM record_lock_contact($1::uuid, $2::text, $3::bigint,
+                                CASE WHEN $4::bigint IS NOT NULL THEN least($4::bigint, ${LOCK_SERIAL_SQL('$1::uuid', '$2::text')}) END,
+                                $5::bigint, $6::bigint, $7::boolean, $8::text, $9::text)`,
     [
       tenantId,
       securedObjectId,
@@ -183,16 +129,17 @@ export async function recordLockContact(
       contact.appliedThrough ?? null,
       contact.clockOffsetMs ?? null,
       CLOCK_DRIFT_LIMIT_MS,
-      // Only the appending statement names the event's actor and request id (a parameter nothing uses is an error).
-      ...(append ? [contact.actor ?? `secured_object:${securedObjectId}`, contact.requestId ?? null] : []),
+      append,
+      contact.actor ?? `secured_object:${securedObjectId}`,
+      contact.requestId ?? null,
     ],
   );
   const row = rows[0]!;
   return {
     ...toTelemetry(row),
     events: {
-      revocationsApplied: append ? [] : row.stamped_ids,
-      driftOffsetMs: append || row.drift_offset === null ? null : Number(row.drift_offset),
+      revocationsApplied: row.stamped_ids,
+      driftOffsetMs: row.drift_offset_ms === null ? null : Number(row.drift_offset_ms),
     },
   };
 }
