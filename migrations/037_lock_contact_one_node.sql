@@ -28,7 +28,7 @@ $$;
 -- when p_drift_offset_ms is not null (the contact first put the lock's clock beyond the limit).
 CREATE FUNCTION lock_contact_events(p_secured_object_id text, p_stamped uuid[], p_drift_offset_ms bigint)
 RETURNS TABLE (ordinal bigint, action text, target text, data jsonb)
-LANGUAGE sql IMMUTABLE AS $$
+LANGUAGE sql STABLE AS $$
   SELECT c.chunk, 'ticket.revocation_applied', 'secured_object:' || p_secured_object_id,
          jsonb_build_object('securedObjectId', p_secured_object_id, 'ticketIds', jsonb_agg(c.id ORDER BY c.n))
     FROM (SELECT x.id, x.n, (x.n - 1) / 1000 AS chunk FROM unnest(p_stamped) WITH ORDINALITY AS x (id, n)) c
@@ -66,7 +66,8 @@ DECLARE
   v_data jsonb[];
 BEGIN
   -- The offset before this contact, read under the row lock the upsert takes anyway: a concurrent contact of the same
-  -- lock commits first, so the first crossing of the drift limit is flagged once.
+  -- lock commits first, so the first crossing of the drift limit is flagged once. (Two first contacts of a lock with
+  -- no row yet both read none, and both may flag it.)
   SELECT t.clock_offset_ms INTO v_previous_offset
     FROM lock_telemetry t WHERE t.tenant_id = p_tenant_id AND t.secured_object_id = p_secured_object_id
      FOR UPDATE;
@@ -118,7 +119,8 @@ $$;
 -- p_drift_offset_ms; lock_contact_events), then `access_log.granted` and `access_log.denied`, each naming up to 1,000
 -- of the entries stored, by entryNo. An entry's phone is the device of the ticket its token id names when that is a
 -- ticket of this lock (any other value, another tenant's credential or a malformed id, names none). Answers
--- registered false, storing nothing, when the lock is gone. Takes the event counter: call it after every row lock.
+-- registered false, storing and appending nothing, when the lock is gone; the caller holds the lock's row (FOR KEY
+-- SHARE), so it cannot go between the two reads of it here. Takes the event counter: call it after every row lock.
 -- Its statements keep the plan cache's default, unlike 036's: each entry costs index probes whatever the upload's size,
 -- and planning each call for its own arrays (force_custom_plan) made an upload of 1,000 entries a third slower.
 CREATE FUNCTION insert_access_log_entries(
