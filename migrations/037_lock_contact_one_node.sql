@@ -23,6 +23,18 @@ BEGIN
 END;
 $$;
 
+-- 036's helper for `ticket.created` events, written again over append_change_events: one way to append the events of
+-- one change. Same arguments, same events in the same order.
+CREATE OR REPLACE FUNCTION append_ticket_created_events(
+  p_tenant_id uuid, p_now bigint, p_actor text, p_request_id text, p_targets text[], p_data jsonb[]
+) RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+  PERFORM append_change_events(p_tenant_id, p_now, p_actor, p_request_id,
+                               array_fill('ticket.created'::text, ARRAY[coalesce(cardinality(p_targets), 0)]), p_targets, p_data);
+END;
+$$;
+
 -- What a lock's contact changed that the event log records (docs/api-reference.md 10), in their order: one
 -- `ticket.revocation_applied` per 1,000 of the tickets p_stamped (in their order), then `secured_object.clock_drift`
 -- when p_drift_offset_ms is not null (the contact first put the lock's clock beyond the limit).

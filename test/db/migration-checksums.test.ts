@@ -41,7 +41,7 @@ const RELEASED: Record<string, string> = {
   '034_issue_tickets_function.sql': '560880fc8ac6dfa151fa54a7cd97aa8d336aa8cbbe12030ac99f82f854c6eca5',
   '035_issue_tickets_local_statements.sql': '4284c32c028e5844e6cada12e7794e9738259236c8892351295dfa898062012b',
   '036_permission_tickets_one_node.sql': '3f9d74e9953a5780575f06fe7a9de142d8ab18accba6924035da5e00a031e9a0',
-  '037_lock_contact_one_node.sql': '1246f610398e00f1195f7d31b9a92be03db78d0e67bc60d0e1ed2827ffc01446',
+  '037_lock_contact_one_node.sql': '95706f147cdffeb558f59cfb28988e5fff1f8a7f116bcbb06825ba41d3917a92',
 };
 
 describe('released migrations', () => {

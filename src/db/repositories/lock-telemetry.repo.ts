@@ -213,8 +213,8 @@ export type LockPropagationRow = { [K in keyof LockTelemetryRow]: LockTelemetryR
  * index range of tickets_pending_revocations_idx (the lock's pending revocations only, never its whole history). A
  * deleted door's whose id was registered again are counted too: that door may still open for them, and nothing it
  * says reaches the server any more (record_lock_contact stamps only the current registration's, migration 037), so
- * they count until their credentials run out. Read with
- * the lock's own row in one statement (findSecuredObjectWithPropagation in secured-object.repo.ts).
+ * they count until their credentials run out. Read with the lock's own row in one statement
+ * (findSecuredObjectWithPropagation in secured-object.repo.ts).
  */
 export const LOCK_PROPAGATION_COLUMNS = `${COLUMNS.split(', ').map((column) => `lt.${column}`).join(', ')},
             (SELECT count(*)::int FROM tickets t
