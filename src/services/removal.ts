@@ -7,7 +7,7 @@ import { revokeTicketsOf } from '../db/repositories/ticket.repo.js';
 import { NotFoundError } from '../errors.js';
 import type { AuditEventInput } from '../db/repositories/audit.repo.js';
 import type { EventType } from '../shared/event-types.js';
-import { auditEvent, recordChanges } from './audit.service.js';
+import { auditEvent, recordChanges, ticketChunks } from './audit.service.js';
 import type { ActionContext, Clock } from './context.js';
 import type { DomainMetrics } from './domain-metrics.js';
 import type { RevocationService } from './oauth/revoked-access-tokens.service.js';
@@ -55,8 +55,8 @@ export interface RemovalDependencies {
  * Removes the row and, in the same transaction, retires its bound clients and revokes every ticket issued for it
  * (docs/api-reference.md 4.1, 4.2); 404 when the tenant has no such row, and then nothing changed. LOCK ORDER: the
  * tenant's change counter first (change-log.repo.ts), then the row, its clients and its tickets, the audit counter
- * last (audit.repo.ts; revokeTicketsOf appends its audit events too, so the clients come before it). Client creation
- * holds the bound row (FOR KEY SHARE) until it commits, so no client can be bound to the row behind this deletion's back.
+ * last (audit.repo.ts). Client creation holds the bound row (FOR KEY SHARE) until it commits, so no client can be
+ * bound to the row behind this deletion's back.
  */
 export async function removeWithTickets(
   dependencies: RemovalDependencies,
@@ -87,9 +87,9 @@ export interface Removal {
 
 /**
  * The removal's work inside the caller's transaction, which took the tenant's change number `seq` first: the row, its
- * clients and its tickets (whose events the revoking statement appends, taking the event counter); null when the tenant
- * has no such row, and then nothing changed. The caller appends `events`, reports the metrics and refreshes the
- * revocations after commit (a claim's replacement does, docs/api-reference.md 12).
+ * clients and its tickets; null when the tenant has no such row, and then nothing changed. The caller appends `events`
+ * (the tickets' `ticket.revoked` first), reports the metrics and refreshes the revocations after commit (a claim's
+ * replacement does, docs/api-reference.md 12).
  */
 export async function removeInTransaction(
   tx: Queryable,
@@ -106,17 +106,16 @@ export async function removeInTransaction(
   const clientIds = await holder.boundClients.retire(tx, context.tenantId, id, seq);
   // Every access token issued before now expires within one lifetime: the revocations need to outlive none longer.
   await revocations.recordMany(tx, holder.boundClients.revocationKind, clientIds, now + accessTokenTtlMs);
-  // The tickets' events in chunks of 1,000, in the statement that revokes them (it takes the event counter).
-  const revoked = await revokeTicketsOf(tx, context.tenantId, holder.ticketColumn, id, now, seq, {
-    ...context,
-    target: `${holder.auditNoun}:${id}`,
-    data: { [holder.dataKey]: id },
-  });
+  const revoked = await revokeTicketsOf(tx, context.tenantId, holder.ticketColumn, id, now, seq);
+  const target = `${holder.auditNoun}:${id}`;
+  const data = { [holder.dataKey]: id };
   return {
     clientIds,
-    revoked,
+    revoked: revoked.length,
     events: [
-      auditEvent(context, now, `${holder.auditNoun}.deleted` as const, `${holder.auditNoun}:${id}`, { [holder.dataKey]: id }),
+      // The tickets' events first, in chunks of 1,000 (docs/api-reference.md 10), then the row's and its clients'.
+      ...ticketChunks(revoked).map((ticketIds) => auditEvent(context, now, 'ticket.revoked', target, { ...data, ticketIds })),
+      auditEvent(context, now, `${holder.auditNoun}.deleted` as const, target, data),
       ...clientIds.map((clientId) => auditEvent(context, now, holder.boundClients.auditAction, `client:${clientId}`, { clientId })),
     ],
   };

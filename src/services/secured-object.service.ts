@@ -78,7 +78,7 @@ export interface SecuredObjectServiceOptions {
 }
 
 /** How a secured object is removed with its tickets, its clients decommissioned (removal.ts). */
-const SECURED_OBJECTS: TicketHolder = {
+export const SECURED_OBJECTS: TicketHolder = {
   remove: deleteSecuredObject,
   ticketColumn: 'secured_object_id',
   // docs/api-reference.md 4.1: the lock's bound clients stay, able to sync only, up to the change that deleted the lock,

@@ -9,6 +9,8 @@ import { expandAccessPermissions, issueForNewMembers, revokeForLeavingMember } f
 import { appendAuditEvents } from '../../src/db/repositories/audit.repo.js';
 import { insertAccessLogEntries } from '../../src/db/repositories/access-log.repo.js';
 import { recordDownload } from '../../src/db/repositories/download.repo.js';
+import { removeInTransaction } from '../../src/services/removal.js';
+import { SECURED_OBJECTS } from '../../src/services/secured-object.service.js';
 import { recordLockContact } from '../../src/db/repositories/lock-telemetry.repo.js';
 import { nextChangeSeq } from '../../src/db/repositories/change-log.repo.js';
 import { addMembers, LOCK_GROUPS, lockGroup as lockGroupRow, removeMember, RESIDENTS } from '../../src/db/repositories/group.repo.js';
@@ -374,7 +376,7 @@ describe.skipIf(!citus)('on Citus, each hot path routes to one node (runs only w
 
   // migration 037: a lock's contact and its access-log upload. Before, each was one statement with writes in its CTEs
   // (the telemetry row, the stamped revocations, the entries, the events), which Citus ran through every worker.
-  describe("a lock's contact and upload run on the tenant's node alone and commit there in one phase", () => {
+  describe("a lock's contact, its upload and its removal run on the tenant's node alone and commit there in one phase", () => {
     /** A downloaded ticket of the phone for `lockId`, then revoked: a revocation on its way to the lock. */
     async function pendingRevocation(lockId: string): Promise<string> {
       await lock(t, operator, lockId);
@@ -482,6 +484,36 @@ describe.skipIf(!citus)('on Citus, each hot path routes to one node (runs only w
         [tenant.tenantId, 'safe'],
       );
       expect(rows.filter((row) => Number(row.entry_no) < 100).map((row) => [Number(row.entry_no), row.mobile_device_id])).toEqual([[1, 'phone'], [2, 'phone'], [3, 'phone']]);
+    });
+
+    it("a lock's removal with no bound client: the row, its tickets revoked and their events in one transaction", async () => {
+      const tickets: string[] = [];
+      const notices = await sentByCoordinator(async (db, coordinator, call) => {
+        // Each call removes a lock of its own with a live ticket (made through the app, on its own connections).
+        await lock(t, operator, `bin-${call}`);
+        const created = await issueTicket(t, operator, ticketBody(t, `bin-${call}`, 'phone'));
+        expect(created.statusCode, created.body).toBe(201);
+        tickets.push(created.json().id as string);
+        await coordinator.query('BEGIN');
+        // As removeWithTickets runs it (removal.ts): the change number, the removal, then its events last.
+        const context = { tenantId: tenant.tenantId, actor: 'test', requestId: null };
+        const seq = await nextChangeSeq(db, tenant.tenantId);
+        const dependencies = { clock: t.app.services.clock, revocations: t.app.services.revocations, accessTokenTtlMs: 3_600_000 };
+        const removal = await removeInTransaction(db, dependencies, SECURED_OBJECTS, context, `bin-${call}`, seq);
+        expect(removal?.revoked).toBe(1);
+        await appendAuditEvents(db, removal!.events);
+        await coordinator.query('COMMIT');
+      });
+      expectOneNodeOnePhase(notices);
+      expect(await eventsOf('secured_object:bin-6')).toEqual([
+        ['ticket.revoked', [tickets[6]]],
+        ['secured_object.deleted', undefined],
+      ]);
+      const { rows } = await t.database.db.query<{ revoked_at: string | null }>('SELECT revoked_at FROM tickets WHERE tenant_id = $1 AND id = $2', [
+        tenant.tenantId,
+        tickets[6],
+      ]);
+      expect(rows[0]?.revoked_at).not.toBeNull();
     });
   });
 

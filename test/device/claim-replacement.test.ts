@@ -101,10 +101,12 @@ describe('replacing a phone with a claim link', () => {
       `SELECT action, target FROM audit_events WHERE tenant_id = $1 AND actor = $2 ORDER BY seq`,
       [acme.tenant.tenantId, `claim:${replacing.id}`],
     );
+    // The new phone's tickets are appended by the statement that makes them; the old phone's removal, its revoked
+    // tickets first, with the claim's other events at the end of the transaction (removal.ts).
     expect(events.map((event) => event.action)).toEqual([
       'claim.opened',
-      'ticket.revoked',
       'ticket.created',
+      'ticket.revoked',
       'mobile_device.deleted',
       'client.deleted',
       'mobile_device.created',

@@ -16,50 +16,6 @@ export interface AuditEventInput {
 /** At most this many ticket ids in one event of a fan-out change (docs/api-reference.md 10); migrations 036 and 037 write it out too. */
 export const EVENT_CHUNK_SIZE = 1000;
 
-/**
- * A SELECT of the six columns AUDIT_APPEND_CTES takes: one event per EVENT_CHUNK_SIZE rows of `from` (a CTE with an
- * `id` column, e.g. the tickets an INSERT … SELECT returned), each with `data` = `extraData` plus `ticketIds` (or `idsKey`). The
- * other columns are SQL expressions. Nothing when `from` is empty. Chunks are formed in the order rows come, so a
- * grant pays one aggregation over its ids and no sort.
- */
-export const TICKET_EVENT_CHUNKS = (
-  from: string,
-  columns: { time: string; actor: string; action: string; target: string; requestId: string; extraData: string },
-  idsKey = 'ticketIds',
-) => `SELECT ${columns.time}, ${columns.actor}, ${columns.action}, ${columns.target}, ${columns.requestId},
-         ${columns.extraData} || jsonb_build_object('${idsKey}', jsonb_agg(c.id))
-    FROM (SELECT id, (row_number() OVER () - 1) / ${EVENT_CHUNK_SIZE} AS chunk FROM ${from}) AS c
-   GROUP BY c.chunk ORDER BY c.chunk`;
-
-/**
- * The CTEs that append the rows of `source` to the audit trail of the tenant in `tenantPlaceholder`, numbered with
- * the tenant's next audit sequence numbers (migration 008), for a write that audits inside one statement (a lock's or
- * device's tickets revoked at its removal, its one user). On Citus such a statement runs through every worker and
- * commits in two phases (docs/scaling.md, *Running on Citus*); appendAuditEvents does not.
- * `source` is a SELECT of six columns, in this order: time, actor, action, target, request_id, data (jsonb); its order
- * is the numbering order. It names the CTEs `audit_input`, `audit_seq` and `audited`, so it comes after the statement's other CTEs:
- *
- *   WITH changed AS (...), ${AUDIT_APPEND_CTES('$1', 'SELECT ... FROM changed')} SELECT ...
- *
- * LOCK ORDER: the counter row is locked until commit, so take it LAST in every transaction: after the tenant's
- * change counter (change-log.repo.ts) and after every row lock. Reading `source` (the rows the statement changed)
- * before bumping the counter orders it after the statement's own locks. Nothing is locked when `source` is empty.
- */
-export const AUDIT_APPEND_CTES = (tenantPlaceholder: string, source: string) => `
-  audit_input AS (
-    SELECT row_number() OVER () AS n, s.* FROM (${source}) AS s (time, actor, action, target, request_id, data)
-  ), audit_seq AS (
-    INSERT INTO tenant_audit_counters AS c (tenant_id, last_seq)
-    SELECT ${tenantPlaceholder}::uuid, count(*) FROM audit_input HAVING count(*) > 0
-    ON CONFLICT (tenant_id) DO UPDATE SET last_seq = c.last_seq + EXCLUDED.last_seq
-    RETURNING last_seq
-  ), audited AS (
-    INSERT INTO audit_events (tenant_id, seq, time, actor, action, target, request_id, data)
-    SELECT ${tenantPlaceholder}::uuid, audit_seq.last_seq - (SELECT count(*) FROM audit_input) + a.n,
-           a.time, a.actor, a.action, a.target, a.request_id, a.data
-      FROM audit_input a, audit_seq
-  )`;
-
 export async function appendAuditEvent(db: Queryable, event: AuditEventInput): Promise<void> {
   await appendAuditEvents(db, [event]);
 }
@@ -67,7 +23,8 @@ export async function appendAuditEvent(db: Queryable, event: AuditEventInput): P
 /**
  * Several events of one change, in one call of append_audit_events (migration 036) per tenant (in practice one): the
  * counter, then the events, each a statement of its own, which a cluster sharded by tenant runs on the tenant's node
- * (docs/scaling.md). Same LOCK ORDER as AUDIT_APPEND_CTES: call it last in the transaction.
+ * (docs/scaling.md). LOCK ORDER: the counter row is locked until commit, so take it LAST in every transaction: after
+ * the tenant's change counter (change-log.repo.ts) and after every row lock.
  */
 export async function appendAuditEvents(db: Queryable, events: AuditEventInput[]): Promise<void> {
   // Tenants in a fixed order, so two multi-tenant appends never lock their counters in opposite orders.

@@ -1,7 +1,6 @@
 // SQL for tickets: create (with its audit events, one call of migration 034's issue_tickets), read, page with filters, revoke.
 import type { Schedule } from '../../shared/schedule/types.js';
 import type { Queryable } from '../database.js';
-import { AUDIT_APPEND_CTES, TICKET_EVENT_CHUNKS } from './audit.repo.js';
 import { announceChange } from './change-log.repo.js';
 import { keysetPage, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
 
@@ -226,8 +225,10 @@ export async function revokeTicket(
 }
 
 /**
- * Revokes every unrevoked ticket of a lock or device (its removal) and appends their `ticket.revoked` events, one per
- * 1,000 tickets under `audit.target` (docs/api-reference.md 10), set-based in one statement. Returns how many were revoked.
+ * Revokes every unrevoked ticket of a lock or device (its removal) in one `UPDATE`; returns their ids, for the change's
+ * `ticket.revoked` events, which the caller appends last with the removal's own (the event counter is taken last,
+ * audit.repo.ts). A statement of one tenant's rows, which a cluster sharded by tenant runs on the tenant's node
+ * (docs/scaling.md, *Running on Citus*), as a member leaving revokes its tickets.
  */
 export async function revokeTicketsOf(
   db: Queryable,
@@ -236,27 +237,13 @@ export async function revokeTicketsOf(
   id: string,
   now: number,
   seq: number,
-  audit: AuditStamp & { target: string; data: Record<string, unknown> },
-): Promise<number> {
-  const { rows } = await db.query<{ revoked: number }>(
-    `WITH revoked AS (
-       UPDATE tickets SET revoked_at = $3, change_seq = $6
-        WHERE tenant_id = $1 AND ${column} = $2 AND revoked_at IS NULL RETURNING id
-     ), ${AUDIT_APPEND_CTES(
-       '$1',
-       TICKET_EVENT_CHUNKS('revoked', {
-         time: '$3::bigint',
-         actor: '$4::text',
-         action: `'ticket.revoked'`,
-         target: '$7::text',
-         requestId: '$5::text',
-         extraData: '$8::jsonb',
-       }),
-     )}
-     SELECT count(*)::int AS revoked FROM revoked`,
-    [tenantId, id, now, audit.actor, audit.requestId, seq, audit.target, JSON.stringify(audit.data)],
+): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `UPDATE tickets SET revoked_at = $3, change_seq = $4
+      WHERE tenant_id = $1 AND ${column} = $2 AND revoked_at IS NULL RETURNING id`,
+    [tenantId, id, now, seq],
   );
-  return rows[0]?.revoked ?? 0;
+  return rows.map((row) => row.id);
 }
 
 /**
