@@ -3,6 +3,7 @@ import { normalizeIP } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { ProblemError } from '../errors.js';
+import { BoundedMap } from '../shared/bounded-map.js';
 
 /** The window of a limit: a budget of `perMinute` requests. */
 const WINDOW_MS = 60_000;
@@ -32,12 +33,13 @@ export interface RateLimitCount {
 }
 
 /**
- * Fixed windows per key, in an LRU of `capacity` keys: the counting @fastify/rate-limit's in-memory store does (a
- * window starts at a key's first request and lasts `windowMs`; a forgotten key starts afresh), without its promises.
+ * Fixed windows per key, in an LRU of `capacity` keys (and up to a tenth more, bounded-map.ts): the counting
+ * @fastify/rate-limit's in-memory store does (a window starts at a key's first request and lasts `windowMs`; a
+ * forgotten key starts afresh), without its promises.
  * `count` returns the same object each call (read it before the next call): this runs on every request.
  */
 export function createRateLimitCounter(windowMs: number, capacity: number, now: () => number = Date.now) {
-  const windows = new Map<string, Window>();
+  const windows = new BoundedMap<string, Window>(capacity);
   /** The key counted last: it is already the most recently used, so it needs no move. */
   let lastKey: string | undefined;
   const result: RateLimitCount = { count: 0, ttlMs: 0 };
@@ -47,12 +49,10 @@ export function createRateLimitCounter(windowMs: number, capacity: number, now: 
       const at = now();
       let window = windows.get(key);
       if (window === undefined) {
-        if (windows.size >= capacity) windows.delete(windows.keys().next().value!);
         window = { count: 0, startedAt: at };
         windows.set(key, window);
       } else if (key !== lastKey) {
-        // A Map keeps insertion order: moved to the end, it is the last to be forgotten.
-        windows.delete(key);
+        // Set again, it is the newest entry: the last to be forgotten.
         windows.set(key, window);
       }
       lastKey = key;

@@ -11,6 +11,7 @@ import { seal, unseal, type SecretsKey } from '../shared/crypto.js';
 import { SEALED_AAD } from './keys/sealed-values.js';
 import { signCompactJws } from '../shared/jws.js';
 import type { TicketKeyService } from './keys/ticket-keys.service.js';
+import { BoundedMap } from '../shared/bounded-map.js';
 
 /** A public ticket key as published (RFC 7517, RFC 8037): never a private member. */
 export interface PublicJwk {
@@ -98,8 +99,8 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
   const lifetimeMs = maxLifetimeSeconds * 1000;
   /** Tenants are never renamed: an id's issuer is cached for the life of the process. */
   const issuers = new Map<string, Promise<string>>();
-  const signedLists = new Map<string, { content: string; signedAt: number; jws: string }>();
-  const signedStates = new Map<string, { content: string; signedAt: number; jws: string }>();
+  const signedLists = new BoundedMap<string, { content: string; signedAt: number; jws: string }>(REVOCATION_LIST_CACHE_SIZE);
+  const signedStates = new BoundedMap<string, { content: string; signedAt: number; jws: string }>(REVOCATION_LIST_CACHE_SIZE);
 
   /** Makes the tenant's first ticket key if it has none (a key-set change of its own, docs/api-reference.md 8.1). */
   async function ensureKey(tenantId: string): Promise<void> {
@@ -203,9 +204,7 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
         holderBinding: lock.holderBinding,
         revokedKeys: lock.revokedKeys,
       });
-      signedLists.delete(cacheKey);
       signedLists.set(cacheKey, { content, signedAt: now, jws });
-      if (signedLists.size > REVOCATION_LIST_CACHE_SIZE) signedLists.delete(signedLists.keys().next().value!);
       return jws;
     },
 
@@ -227,9 +226,7 @@ export function createCredentialService({ db, publicUrl, keys, secretsKey, maxLi
         mode: state.mode,
         iat: Math.floor(now / 1000),
       });
-      signedStates.delete(cacheKey);
       signedStates.set(cacheKey, { content, signedAt: now, jws });
-      if (signedStates.size > REVOCATION_LIST_CACHE_SIZE) signedStates.delete(signedStates.keys().next().value!);
       return jws;
     },
 

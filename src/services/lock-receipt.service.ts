@@ -6,6 +6,7 @@ import { findLockKey } from '../db/repositories/holder-key.repo.js';
 import { BadRequestError } from '../errors.js';
 import { readHolderPublicKey } from '../shared/holder-keys.js';
 import { readLockReceipt, type LockLogEntry } from '../shared/lock-receipt.js';
+import { BoundedMap } from '../shared/bounded-map.js';
 
 /** What the lock itself says in an upload, trusted as the lock's own client is (docs/api-reference.md 8.4, 8.5). */
 export interface LockWord {
@@ -30,7 +31,7 @@ export interface LockReceiptVerifierOptions {
 }
 
 export function createLockReceiptVerifier({ db }: LockReceiptVerifierOptions) {
-  const keys = new Map<string, KeyObject>();
+  const keys = new BoundedMap<string, KeyObject>(KEY_CACHE_MAX_ENTRIES);
 
   async function keyOf(tenantId: string, securedObjectId: string): Promise<KeyObject | null> {
     const stored = await findLockKey(db, tenantId, securedObjectId);
@@ -39,7 +40,6 @@ export function createLockReceiptVerifier({ db }: LockReceiptVerifierOptions) {
     if (cached) return cached;
     const reading = readHolderPublicKey(stored.publicKey);
     if ('error' in reading) return null;
-    if (keys.size >= KEY_CACHE_MAX_ENTRIES) keys.delete(keys.keys().next().value as string);
     keys.set(stored.thumbprint, reading.keyObject);
     return reading.keyObject;
   }

@@ -22,6 +22,7 @@ import type { DomainMetrics } from './domain-metrics.js';
 import { toTicket, type Ticket } from './ticket.service.js';
 import { assertBinding, assertLockClientActive, type DeviceBinding } from '../shared/device-binding.js';
 import { cutPage, decodeSyncCursor, encodeSyncCursor, invalidCursor, syncPositionBefore, type SyncPosition } from '../shared/pagination.js';
+import { BoundedMap } from '../shared/bounded-map.js';
 
 export interface SyncAnswer {
   tokens: Ticket[];
@@ -151,7 +152,7 @@ function hasNews(answer: SyncAnswer, cursor: string | undefined): boolean {
 }
 
 export function createLockSyncService({ db, clock, credentials, telemetry, watermarks, admission, metrics, held }: LockSyncServiceOptions) {
-  const confirmed = new Map<string, ConfirmedSync>();
+  const confirmed = new BoundedMap<string, ConfirmedSync>(MAX_REMEMBERED_SYNCS);
   const syncKey = (tenantId: string, securedObjectId: string, clientId: string) => `${tenantId}\u0000${securedObjectId}\u0000${clientId}`;
 
   /**
@@ -172,11 +173,12 @@ export function createLockSyncService({ db, clock, credentials, telemetry, water
 
   function remember(tenantId: string, securedObjectId: string, clientId: string, answer: ConfirmedSync | null): void {
     const key = syncKey(tenantId, securedObjectId, clientId);
-    confirmed.delete(key);
-    if (answer === null) return;
-    // Re-inserted so the map's order is the order of answers: the oldest is forgotten first.
+    if (answer === null) {
+      confirmed.delete(key);
+      return;
+    }
+    // The newest entry: the oldest answer is forgotten first.
     confirmed.set(key, answer);
-    if (confirmed.size > MAX_REMEMBERED_SYNCS) confirmed.delete(confirmed.keys().next().value!);
   }
 
   /**

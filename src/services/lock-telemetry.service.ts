@@ -11,6 +11,7 @@ import { clockDrifts } from '../shared/clock-drift.js';
 import { isUuid } from '../shared/identifiers.js';
 import { decodeCursor, pageOf, type Page } from '../shared/pagination.js';
 import { toTicket, type Ticket } from './ticket.service.js';
+import { BoundedMap } from '../shared/bounded-map.js';
 
 /**
  * How fine `lastSeenTime` is (docs/glossary.md): a sync that acknowledges nothing new is written at most once per this
@@ -45,7 +46,7 @@ export interface LockTelemetryServiceOptions {
 
 export function createLockTelemetryService({ db, clock, credentialLifetimeMs }: LockTelemetryServiceOptions) {
   /** Per tenant and lock: the applied position this instance last wrote (or the database answered) and when. */
-  const written = new Map<string, { applied: number; at: number }>();
+  const written = new BoundedMap<string, { applied: number; at: number }>(MAX_REMEMBERED_LOCKS);
   const keyOf = (tenantId: string, securedObjectId: string) => `${tenantId}\n${securedObjectId}`;
   /** A write is due unless this instance wrote the lock less than LAST_SEEN_RESOLUTION_MS ago at the same position or further. */
   const due = (last: { applied: number; at: number } | undefined, applied: number | undefined, now: number) =>
@@ -68,9 +69,7 @@ export function createLockTelemetryService({ db, clock, credentialLifetimeMs }: 
         ...(actor !== undefined ? { actor } : {}),
       });
       // Re-inserted so the map's order is the order of writes: the oldest written is forgotten first.
-      written.delete(key);
       written.set(key, { applied: telemetry.appliedThrough, at: now });
-      if (written.size > MAX_REMEMBERED_LOCKS) written.delete(written.keys().next().value!);
     },
 
     /** Whether acknowledgeSync would write: false while the lock's last write here is recent and at least as far. */

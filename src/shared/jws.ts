@@ -3,6 +3,7 @@
 // per-call machinery (what jose signs with; it cost the token endpoint 15 % in a profile). Signing on the event
 // loop instead left the second core idle and the token endpoint 40 % slower.
 import { sign, type KeyObject } from 'node:crypto';
+import { BoundedMap } from './bounded-map.js';
 
 export type SigningAlgorithm = 'EdDSA' | 'ES256';
 
@@ -18,14 +19,13 @@ const base64url = (json: unknown) => Buffer.from(JSON.stringify(json)).toString(
  * The encoded protected header of each key and type: the same few bytes for every token and credential a key signs,
  * so encoded once (a key's `alg` and `kid` never change). Bounded: keys rotate, so old entries are dropped past 64.
  */
-const encodedHeaders = new Map<string, string>();
+const encodedHeaders = new BoundedMap<string, string>(64);
 
 function encodedHeader(key: SigningKey, typ: string): string {
   const cacheKey = `${key.alg}\u0000${key.kid}\u0000${typ}`;
   let encoded = encodedHeaders.get(cacheKey);
   if (encoded === undefined) {
     encoded = base64url({ alg: key.alg, kid: key.kid, typ });
-    if (encodedHeaders.size >= 64) encodedHeaders.delete(encodedHeaders.keys().next().value!);
     encodedHeaders.set(cacheKey, encoded);
   }
   return encoded;

@@ -12,6 +12,7 @@ import {
   type AccessTokenRefusal,
   type AccessTokenClaims,
 } from './access-token.js';
+import { BoundedMap } from '../../shared/bounded-map.js';
 
 export interface AccessTokenVerifierOptions {
   clock: Clock;
@@ -44,8 +45,7 @@ export function createAccessTokenVerifier(options: AccessTokenVerifierOptions) {
    * token for an hour, so the signature is checked once, not on every request. Expiry, audience and revocation are
    * still checked on every use; a different string (any changed byte) is a different key.
    */
-  const verified = new Map<string, AccessTokenClaims>();
-  const VERIFIED_CACHE_SIZE = 10_000;
+  const verified = new BoundedMap<string, AccessTokenClaims>(10_000);
   let lastToken: string | undefined;
   let lastClaims: AccessTokenClaims | undefined;
 
@@ -99,7 +99,6 @@ export function createAccessTokenVerifier(options: AccessTokenVerifierOptions) {
       expiresAt: claims.exp! * 1000,
       issuedAt: claims.iat! * 1000,
     };
-    if (verified.size >= VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value!);
     verified.set(token, result);
     return result;
   }

@@ -10,6 +10,7 @@ import { parseHolderJws, readHolderPublicKey, verifyHolderSignature } from '../.
 import type { Clock } from '../context.js';
 import { pruneEachTenant, sweepPeriodically } from '../retention.js';
 import { toAuthenticatedClient, type AuthenticatedClient } from './client.service.js';
+import { BoundedMap } from '../../shared/bounded-map.js';
 
 /** RFC 7523 2.2: the one `client_assertion_type` this server takes. */
 export const JWT_BEARER_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
@@ -67,7 +68,7 @@ function readClaims(payload: Record<string, unknown>, now: number, audiences: re
 }
 
 export function createClientAssertionService({ db, clock, log, audiences }: ClientAssertionServiceOptions) {
-  const keys = new Map<string, KeyObject>();
+  const keys = new BoundedMap<string, KeyObject>(KEY_CACHE_MAX_ENTRIES);
   let stopSweeping: (() => void) | null = null;
 
   function keyOf(thumbprint: string, publicKey: unknown): KeyObject | null {
@@ -76,7 +77,6 @@ export function createClientAssertionService({ db, clock, log, audiences }: Clie
     const reading = readHolderPublicKey(publicKey);
     if ('error' in reading) return null;
     // Map order is insertion order: the first key is the one read longest ago.
-    if (keys.size >= KEY_CACHE_MAX_ENTRIES) keys.delete(keys.keys().next().value as string);
     keys.set(thumbprint, reading.keyObject);
     return reading.keyObject;
   }

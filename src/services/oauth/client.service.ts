@@ -19,6 +19,7 @@ import { digestsEqual, randomToken, sha256 } from '../../shared/crypto.js';
 import { decodeCursor, pageOf, type Page } from '../../shared/pagination.js';
 import type { RevocationService } from './revoked-access-tokens.service.js';
 import { ALL_SCOPES, BOUND_CLIENT_SCOPES, isKnownScope, ROLE_SCOPES } from '../../shared/scopes.js';
+import { BoundedMap } from '../../shared/bounded-map.js';
 
 /** What the API shows of a client: never the secret or its hash (docs/security-cases.md 36). */
 export interface Client {
@@ -109,7 +110,7 @@ const DUMMY_SECRET_HASH = sha256(randomBytes(32).toString('base64url'));
 
 export function createClientService(options: ClientServiceOptions) {
   const { db, clock, revocations } = options;
-  const cache = new Map<string, CachedClient>();
+  const cache = new BoundedMap<string, CachedClient>(CLIENT_CACHE_MAX_ENTRIES);
   /** Bumped by every invalidation: a look-up that overlapped one does not fill the cache with what it read. */
   let cacheGeneration = 0;
   revocations.onClientChanged((clientId) => {
@@ -118,9 +119,7 @@ export function createClientService(options: ClientServiceOptions) {
   });
 
   function remember(clientId: string, entry: CachedClient): void {
-    cache.delete(clientId);
-    // Map order is insertion order: the first key is the entry loaded longest ago.
-    if (cache.size >= CLIENT_CACHE_MAX_ENTRIES) cache.delete(cache.keys().next().value as string);
+    // The newest entry: the one loaded longest ago is forgotten first.
     cache.set(clientId, entry);
   }
 

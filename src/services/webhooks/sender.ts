@@ -6,6 +6,7 @@ import type { SecretsKey } from '../../shared/crypto.js';
 import type { DeliveryContext } from './delivery-context.js';
 import { unsealWebhookSecret } from './signing-secrets.js';
 import type { WebhookUrlGuard } from './url-guard.js';
+import { BoundedMap } from '../../shared/bounded-map.js';
 
 /** A receiver's answer body is read up to this much and discarded (it is never stored or logged). */
 const MAX_RESPONSE_BYTES = 64 * 1024;
@@ -101,13 +102,12 @@ export function createWebhookSender(context: DeliveryContext, options: { secrets
    * row, each signed with the same secret. Keyed by the sealed value itself, so a rotation (a new sealed value) is never
    * served an old secret.
    */
-  const unsealed = new Map<string, Webhook>();
+  const unsealed = new BoundedMap<string, Webhook>(UNSEALED_CACHE_SIZE);
   const unseal = (tenantId: string, webhookId: string, sealed: Buffer): Webhook => {
     const key = `${tenantId}/${webhookId}/${sealed.toString('base64')}`;
     let signer = unsealed.get(key);
     if (signer === undefined) {
       signer = new Webhook(unsealWebhookSecret(secretsKey, tenantId, webhookId, sealed));
-      if (unsealed.size >= UNSEALED_CACHE_SIZE) unsealed.delete(unsealed.keys().next().value!);
       unsealed.set(key, signer);
     }
     return signer;
