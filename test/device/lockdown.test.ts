@@ -248,6 +248,30 @@ describe('held syncs per instance', () => {
     }
   });
 
+  it('a lock that hangs up while its sync is held stops being held at once, and its slot is free again', async () => {
+    const t = await buildTestApp({ SYNC_WAIT_MAX_HELD: '1' });
+    try {
+      const tenant = await createTenant(t.app, 'hang-up');
+      const operator = await clientToken(t.app, tenant);
+      await lock(t, operator, 'door');
+      const token = await lockToken(t, tenant, 'door');
+      const cursor = (await sync(t, token, 'door')).cursor;
+      const address = await t.app.listen({ port: 0, host: '127.0.0.1' });
+      const gone = new AbortController();
+      const request = fetch(`${address}${syncUrl('door', cursor)}&wait=30`, { headers: bearer(token), signal: gone.signal }).catch((error: unknown) => error);
+      await until(() => t.app.services.heldSyncs.count === 1, 5000, 'the sync being held');
+      gone.abort();
+      expect(await request).toMatchObject({ name: 'AbortError' });
+      await until(() => t.app.services.heldSyncs.count === 0, 2000, 'the hung-up sync being let go');
+      // The slot is free: the next held sync is held, not refused with 503.
+      const next = heldSync(t.app, token, 'door', cursor, 1);
+      await until(() => t.app.services.heldSyncs.count === 1, 5000, 'the next sync being held');
+      expect((await within(next, 5000, 'the next held sync')).statusCode).toBe(200);
+    } finally {
+      await t.close();
+    }
+  });
+
   describe.skipIf(!onPostgres)('on PostgreSQL, two instances', () => {
     it('a lockdown made on one instance answers a sync held on the other', async () => {
       const t = await buildTestApp();

@@ -6,6 +6,9 @@ import { problemResponses } from '../../schemas/problem.js';
 import type { Services } from '../../services/index.js';
 import { linkNextPage } from '../shared/pages.js';
 
+/** Why a held sync stopped waiting: its lock hung up (docs/lock-sync.md). */
+const LOCK_HUNG_UP = new Error('the lock closed the connection before its held sync was answered');
+
 const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   app.get(
     '/securedobjects/:id/sync',
@@ -41,12 +44,23 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
       // A held sync whose lock hung up stops waiting (docs/lock-sync.md): nothing is kept for an answer no one reads.
       // Made only for a sync that may wait: the nothing-new poll stays as cheap as before.
       let held: { seconds: number; signal: AbortSignal } | undefined;
+      let hangUp: (() => void) | undefined;
       if (wait !== undefined && wait > 0) {
         const hungUp = new AbortController();
-        reply.raw.once('close', () => hungUp.abort());
+        // Aborted with a reason of its own: without one, abort() makes a DOMException, stack and all, which a
+        // lockdown answering 10,000 held syncs paid for 10,000 times (docs/scaling.md).
+        hangUp = () => hungUp.abort(LOCK_HUNG_UP);
+        reply.raw.once('close', hangUp);
         held = { seconds: wait, signal: hungUp.signal };
       }
-      const { more, ...answer } = await services.lockSyncs.sync(request.auth.tenantId, request.auth, request.params.id, limit, cursor, held);
+      let synced;
+      try {
+        synced = await services.lockSyncs.sync(request.auth.tenantId, request.auth, request.params.id, limit, cursor, held);
+      } finally {
+        // Answered: the connection's close after the answer aborts nothing.
+        if (hangUp) reply.raw.off('close', hangUp);
+      }
+      const { more, ...answer } = synced;
       // An answer cut at `limit` names the next request like a page does (docs/api-reference.md 7.3).
       if (more) linkNextPage(request, reply, answer.cursor);
       return answer;
