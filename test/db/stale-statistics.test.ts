@@ -1,8 +1,8 @@
-// Reads over a tenant's locks that its statistics do not know yet (docs/scaling.md, *Statistics that lag behind*): a
-// tenant's locks, lock group and lockdown written after the last ANALYZE, as for a new building or a bulk import in
-// the minute before autovacuum analyzes. The planner then expects one lock, and a join of the group's or the
-// lockdown's locks to secured_objects scanned the tenant's locks once per lock: each read here must look at each lock
-// a bounded number of times, counted from its plan as run (EXPLAIN ANALYZE), not timed.
+// Reads over a tenant's locks that its statistics do not know yet (docs/scaling.md, *Plans that hold without fresh
+// statistics*): a tenant's locks, lock group and lockdown written after the last ANALYZE, as for a new building or a
+// bulk import in the minute before autovacuum analyzes. The planner then expects one lock, and a join of the group's or
+// the lockdown's locks to secured_objects scanned the tenant's locks once per lock: each read here must look at each
+// lock a bounded number of times, counted from its plan as run (EXPLAIN ANALYZE), not timed.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database, Queryable } from '../../src/db/database.js';
