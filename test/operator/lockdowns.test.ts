@@ -67,7 +67,9 @@ describe('/operatorapi/lockdowns', () => {
     const response = await start(manager, { scope: { lockGroupId: acmeGroup }, mode: 'normal', reason: 'all clear in the science wing' });
     expect(response.statusCode, response.body).toBe(201);
     const body = response.json();
-    expect(body).toMatchObject({ scope: { lockGroupId: acmeGroup }, mode: 'normal', lockCount: 2 });
+    expect(body).toMatchObject({ scope: { lockGroupId: acmeGroup }, mode: 'normal', lockCount: 2, locksReached: 0, locksNotReached: 2 });
+    // The answer made from what the transaction wrote is what a read of it gives.
+    expect((await call(t, manager, { method: 'GET', url: `/operatorapi/lockdowns/${body.id}` })).json()).toEqual(body);
     const secured = async (id: string) => (await call(t, tenants.token, { method: 'GET', url: `/operatorapi/securedobjects/${id}` })).json();
     expect(await secured('lab')).toMatchObject({ lockMode: 'normal', lockdownApplied: false });
     expect(await secured('hall')).toMatchObject({ lockMode: 'lockdown', lockdownApplied: false });

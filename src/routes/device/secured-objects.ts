@@ -51,6 +51,8 @@ const securedObjectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
         // lockdown answering 10,000 held syncs paid for 10,000 times (docs/scaling.md).
         hangUp = () => hungUp.abort(LOCK_HUNG_UP);
         reply.raw.once('close', hangUp);
+        // Gone before it was listened for (while its token was checked): the close came already.
+        if (request.raw.socket?.destroyed) hangUp();
         held = { seconds: wait, signal: hungUp.signal };
       }
       let synced;
