@@ -77,15 +77,8 @@ export function createLockdownService({ db, clock }: { db: Database; clock: Cloc
       const now = clock();
       const made = await db.transaction(async (tx) => {
         const seq = await nextChangeSeq(tx, context.tenantId);
-        const written = await insertLockdown(tx, context.tenantId, {
-          id,
-          lockGroupId,
-          mode: input.mode,
-          reason: input.reason,
-          createdAt: now,
-          actor: context.actor,
-          changeSeq: seq,
-        });
+        const lockdown = { id, lockGroupId, mode: input.mode, reason: input.reason, createdAt: now, actor: context.actor, changeSeq: seq };
+        const written = await insertLockdown(tx, context.tenantId, lockdown);
         if (!written) throw new NotFoundError(`No lock group ${lockGroupId}.`);
         await recordChange(tx, context, now, input.mode === 'lockdown' ? 'lockdown.started' : 'lockdown.ended', `lockdown:${id}`, {
           lockdownId: id,
@@ -95,18 +88,7 @@ export function createLockdownService({ db, clock }: { db: Database; clock: Cloc
           serial: seq,
           lockCount: written.lockCount,
         });
-        const record: LockdownRecord = {
-          id,
-          lockGroupId,
-          mode: input.mode,
-          reason: input.reason,
-          createdAt: now,
-          actor: context.actor,
-          changeSeq: seq,
-          lockCount: written.lockCount,
-          locksReached: 0,
-          locksNotReached: written.lockCount,
-        };
+        const record: LockdownRecord = { ...lockdown, lockCount: written.lockCount, locksReached: 0, locksNotReached: written.lockCount };
         return record;
       });
       return toLockdown(made);
