@@ -88,10 +88,12 @@ export interface NewLockdown {
 
 /**
  * Writes a lockdown and gives each lock in its scope (every lock of the tenant, or the lock group's members at this
- * moment) its state, in one statement. Null when the lock group does not exist in the tenant (nothing written).
+ * moment) its state, in one statement; answers how many locks it reached. Null when the lock group does not exist in
+ * the tenant (nothing written). The `locks` CTE writes whether or not the outer query reads it (PostgreSQL runs every
+ * data-modifying CTE once).
  */
-export async function insertLockdown(db: Queryable, tenantId: string, lockdown: NewLockdown): Promise<{ lockCount: number; securedObjectIds: string[] } | null> {
-  const { rows } = await db.query<{ group_exists: boolean; lock_count: number | null; ids: string[] | null }>(
+export async function insertLockdown(db: Queryable, tenantId: string, lockdown: NewLockdown): Promise<{ lockCount: number } | null> {
+  const { rows } = await db.query<{ group_exists: boolean; lock_count: number | null }>(
     `WITH scope AS (
        SELECT $2::uuid IS NULL OR EXISTS (SELECT 1 FROM lock_groups WHERE tenant_id = $1 AND id = $2::uuid) AS group_exists
      ), targets AS (
@@ -106,16 +108,13 @@ export async function insertLockdown(db: Queryable, tenantId: string, lockdown: 
      ), locks AS (
        INSERT INTO lockdown_locks (tenant_id, lockdown_id, secured_object_id, mode, change_seq)
        SELECT $1, $3, targets.id, $4, $8 FROM targets
-       RETURNING secured_object_id
      )
-     SELECT scope.group_exists, (SELECT lock_count FROM lockdown) AS lock_count,
-            (SELECT array_agg(secured_object_id ORDER BY secured_object_id) FROM locks) AS ids
-       FROM scope`,
+     SELECT scope.group_exists, (SELECT lock_count FROM lockdown) AS lock_count FROM scope`,
     [tenantId, lockdown.lockGroupId, lockdown.id, lockdown.mode, lockdown.reason, lockdown.createdAt, lockdown.actor, lockdown.changeSeq],
   );
   const row = rows[0]!;
   if (!row.group_exists) return null;
-  return { lockCount: Number(row.lock_count ?? 0), securedObjectIds: row.ids ?? [] };
+  return { lockCount: Number(row.lock_count ?? 0) };
 }
 
 export async function findLockdown(db: Queryable, tenantId: string, id: string): Promise<LockdownRecord | null> {
