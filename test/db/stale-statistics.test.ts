@@ -44,9 +44,26 @@ function securedObjectRowsVisited(node: PlanNode): number {
   return own + joinFiltered + (node.Plans ?? []).reduce((sum, child) => sum + securedObjectRowsVisited(child), 0);
 }
 
+/** Every node of a plan, depth first. */
+function nodesOf(node: PlanNode): PlanNode[] {
+  return [node, ...(node.Plans ?? []).flatMap(nodesOf)];
+}
+
+/**
+ * The rows of secured_objects the statement looked at as it ran, and how it read the table: each read should be a
+ * look-up of one lock by the primary key (`id = …`, not `id = ANY (…)`, which compares every lock it scans with every
+ * id of the array).
+ */
 async function rowsVisited(db: Database, statement: Statement): Promise<number> {
   const { rows } = await db.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`, statement.params);
-  return securedObjectRowsVisited(rows[0]!['QUERY PLAN'][0].Plan);
+  const plan = rows[0]!['QUERY PLAN'][0].Plan;
+  for (const node of nodesOf(plan).filter((each) => each['Relation Name'] === 'secured_objects')) {
+    expect({ index: node['Index Name'], condition: node['Index Cond'] }).toEqual({
+      index: 'secured_objects_pkey',
+      condition: expect.stringMatching(/\(id = [a-z]+\.secured_object_id\)/),
+    });
+  }
+  return securedObjectRowsVisited(plan);
 }
 
 // On Citus the plan a worker runs is not in the coordinator's EXPLAIN in this form; the statements are the same.

@@ -3,7 +3,8 @@ import type { Schedule } from '../../shared/schedule/types.js';
 import type { Queryable } from '../database.js';
 import { keysetPage, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
 import { TICKET_COLUMNS, TICKET_KEYSET, toTicketRecord, type TicketRecord, type TicketRow } from './ticket.repo.js';
-import { GROUP_LOCK_IDS, type GroupKind } from './group.repo.js';
+import type { GroupKind } from './group.repo.js';
+import { LOCK_COLUMN } from './secured-object.repo.js';
 
 export interface AccessPermissionRecord {
   tenantId: string;
@@ -89,9 +90,9 @@ export async function insertAccessPermissions(db: Queryable, tenantId: string, p
 export async function lockGroupTimeZones(db: Queryable, tenantId: string, lockGroupIds: readonly string[]): Promise<Map<string, string[]>> {
   if (lockGroupIds.length === 0) return new Map();
   const { rows } = await db.query<{ id: string; zones: string[] }>(
-    `SELECT g.id, ARRAY(SELECT DISTINCT so.time_zone FROM secured_objects so
-                        WHERE so.tenant_id = $1 AND so.id = ANY (${GROUP_LOCK_IDS('$1', 'g.id')})
-                        ORDER BY so.time_zone) AS zones
+    `SELECT g.id, ARRAY(SELECT DISTINCT ${LOCK_COLUMN('$1', 'lgo.secured_object_id', 'time_zone')} AS zone
+                          FROM lock_group_objects lgo WHERE lgo.tenant_id = $1 AND lgo.lock_group_id = g.id
+                         ORDER BY zone) AS zones
        FROM unnest($2::uuid[]) AS g (id)`,
     [tenantId, lockGroupIds],
   );
@@ -109,10 +110,10 @@ export async function locksLackingChannels(
 ): Promise<string[][]> {
   if (wanted.length === 0) return [];
   const { rows } = await db.query<{ i: number; lacking: string[] }>(
-    `SELECT w.i, ARRAY(SELECT so.id FROM secured_objects so
-                       WHERE so.tenant_id = $1 AND so.id = ANY (${GROUP_LOCK_IDS('$1', 'w.lock_group_id')})
-                         AND NOT so.channels @> w.channels
-                       ORDER BY so.id LIMIT 20) AS lacking
+    `SELECT w.i, ARRAY(SELECT lgo.secured_object_id FROM lock_group_objects lgo
+                       WHERE lgo.tenant_id = $1 AND lgo.lock_group_id = w.lock_group_id
+                         AND NOT ${LOCK_COLUMN('$1', 'lgo.secured_object_id', 'channels')} @> w.channels
+                       ORDER BY lgo.secured_object_id LIMIT 20) AS lacking
        FROM jsonb_to_recordset($2::jsonb) AS w(i integer, lock_group_id uuid, channels text[])`,
     [tenantId, JSON.stringify(wanted.map((entry, i) => ({ i, lock_group_id: entry.lockGroupId, channels: entry.channels })))],
   );

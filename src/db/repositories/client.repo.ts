@@ -1,6 +1,6 @@
 // SQL for OAuth clients. Secrets are stored only as SHA-256 digests.
 import type { Queryable } from '../database.js';
-import { keysetPage, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
+import { keysetPage, PAGE_INDEX_CONDITION, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
 
 export interface ClientRecord {
   clientId: string;
@@ -190,7 +190,9 @@ export async function decommissionClientsOfSecuredObject(
 /** The tenant's console client (docs/console.md): its public client registered with the redirect path `redirectPath`. */
 export async function findConsoleClientId(db: Queryable, tenantId: string, redirectPath: string): Promise<string | null> {
   const { rows } = await db.query<{ client_id: string }>(
-    'SELECT client_id FROM oauth_clients WHERE tenant_id = $1 AND redirect_uri = $2 AND secret_hash IS NULL ORDER BY created_at, client_id LIMIT 1',
+    `SELECT client_id FROM oauth_clients
+      WHERE tenant_id = $1 AND redirect_uri = $2 AND secret_hash IS NULL AND ${PAGE_INDEX_CONDITION('created_at')}
+      ORDER BY created_at, client_id LIMIT 1`,
     [tenantId, redirectPath],
   );
   return rows[0]?.client_id ?? null;

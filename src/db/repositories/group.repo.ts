@@ -1,16 +1,7 @@
 // SQL for the Access API's two kinds of group: residents (of mobile devices) and lock groups (of secured objects).
 // They share one shape, so one set of statements serves both, parameterised by the table names below.
 import type { Queryable } from '../database.js';
-import { keysetPage, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
-
-/**
- * The ids of a lock group's locks as one array, for `so.id = ANY (…)`: secured_objects is then read by its key, once per
- * group, whatever the planner believes. As a join, a lock group written since the tables' statistics were taken (a
- * new building, a bulk import) was expected to hold one lock, and the planner scanned the tenant's locks once per lock
- * of the group: 2.1 s for a group of 5,000 in a tenant of 5,000 locks, measured (docs/scaling.md).
- */
-export const GROUP_LOCK_IDS = (tenant: string, lockGroupId: string) =>
-  `ARRAY(SELECT lgo.secured_object_id FROM lock_group_objects lgo WHERE lgo.tenant_id = ${tenant} AND lgo.lock_group_id = ${lockGroupId})`;
+import { keysetPage, PAGE_INDEX_CONDITION, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
 
 export interface GroupKind {
   /** The group table: `residents` or `lock_groups`. */
@@ -206,7 +197,8 @@ export async function removeMember(
  * (docs/api-reference.md 14). Names are not unique; the caller refuses an ambiguous one.
  */
 export async function findGroupsNamed(db: Queryable, kind: GroupKind, tenantId: string, name: string, limit: number): Promise<GroupRecord[]> {
-  const { rows } = await db.query<GroupRow>(`${selectGroups(kind, 'g.tenant_id = $1 AND g.name = $2')} ORDER BY g.created_at, g.id LIMIT $3`, [
+  const where = `g.tenant_id = $1 AND g.name = $2 AND ${PAGE_INDEX_CONDITION('g.created_at')}`;
+  const { rows } = await db.query<GroupRow>(`${selectGroups(kind, where)} ORDER BY g.created_at, g.id LIMIT $3`, [
     tenantId,
     name,
     limit,

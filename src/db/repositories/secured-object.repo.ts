@@ -34,6 +34,16 @@ interface SecuredObjectRow {
 const COLUMNS = 'tenant_id, id, channels, local_name, uuid, created_at, time_zone, key_thumbprint, holder_binding';
 
 /** Ids are the operator's own strings (docs/api-reference.md 4), ordered as text. */
+/**
+ * One column of one lock, read by its key in a subquery of its own: NULL when the lock is gone. A statement over many
+ * locks of a lock group or a lockdown reads each this way, so PostgreSQL looks each up by the primary key whatever
+ * its statistics say. As a join, locks written since the statistics were taken (a new building, a bulk import) were
+ * one row to the planner, which could then scan the tenant's locks once per lock (docs/scaling.md, *Plans that hold
+ * without fresh statistics*).
+ */
+export const LOCK_COLUMN = (tenant: string, securedObjectId: string, column: 'id' | 'time_zone' | 'channels') =>
+  `(SELECT so.${column} FROM secured_objects so WHERE so.tenant_id = ${tenant} AND so.id = ${securedObjectId})`;
+
 const KEYSET: KeysetColumns = { createdAt: 'created_at', id: 'id', idType: 'text' };
 
 const toRecord = (row: SecuredObjectRow): SecuredObjectRecord => ({
