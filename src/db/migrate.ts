@@ -22,6 +22,8 @@ export const DEFAULT_MIGRATION_LOCK_TIMEOUT_MS = 5000;
 
 /** SQLSTATE 55P03 lock_not_available: `lock_timeout` expired (or NOWAIT found the lock taken). */
 const LOCK_NOT_AVAILABLE = '55P03';
+/** SQLSTATE 40P01 deadlock_detected: PostgreSQL ended this transaction to break a deadlock with another session. */
+const DEADLOCK_DETECTED = '40P01';
 
 export interface MigrateOptions {
   /** `lock_timeout` of every migration transaction, in ms (at least 1). */
@@ -169,7 +171,7 @@ export async function migrate(
       ]);
       return true;
     }).catch((error: unknown) => {
-      throw lockTimeoutError(error, migration, lockTimeoutMs) ?? error;
+      throw lockTimeoutError(error, migration, lockTimeoutMs) ?? deadlockError(error, migration) ?? error;
     });
     if (applied) appliedNow.push(migration.version);
   }
@@ -185,6 +187,19 @@ function lockTimeoutError(error: unknown, migration: Migration, lockTimeoutMs: n
       `holds (${typeof detail === 'string' ? detail : 'lock timeout'}), and gave up so as not to stall the queries ` +
       'queued behind it. Nothing of it was applied. Retry when that session has finished (a long transaction or query; ' +
       'see pg_stat_activity), or raise MIGRATION_LOCK_TIMEOUT_MS.',
+  );
+}
+
+/**
+ * The clear error for a migration PostgreSQL ended to break a deadlock: taking several tables' locks one after another
+ * (038 takes eleven), it met a session holding one of them and waiting for one it held. Undefined for any other error.
+ */
+function deadlockError(error: unknown, migration: Migration): MigrationError | undefined {
+  if (!error || typeof error !== 'object' || (error as { code?: unknown }).code !== DEADLOCK_DETECTED) return undefined;
+  return new MigrationError(
+    `Migration ${migration.version}_${migration.name} was ended by PostgreSQL to break a deadlock with another session ` +
+      'that held a lock it needed while waiting for one it held. Nothing of it was applied. Retry; at a quieter time ' +
+      'the same locks are taken without meeting another session.',
   );
 }
 

@@ -347,6 +347,58 @@ describe('migrate under lock_timeout', () => {
       expect(await tableExists(t.db, 'mt_half_done')).toBe(true);
     },
   );
+
+  // A migration that takes several tables' locks one after another (038) can meet a request holding one of them and
+  // waiting for another: PostgreSQL's deadlock check, run by the session that waited first (the migration here, after
+  // deadlock_timeout, 1 s by default), ends that session.
+  it.runIf(postgresTestUrl() !== undefined)(
+    'ended by PostgreSQL to break a deadlock, says so and to retry, and applies nothing',
+    async () => {
+      await t.db.query('CREATE TABLE mt_first (id integer NOT NULL)');
+      await t.db.query('CREATE TABLE mt_second (id integer NOT NULL)');
+      const migrations = readMigrations(
+        migrationDirectory({
+          '1030_both.sql': 'CREATE INDEX mt_first_idx ON mt_first (id);\nCREATE INDEX mt_second_idx ON mt_second (id);',
+        }),
+      );
+      // Another session writes the second table in an open transaction: the migration's second index waits for it.
+      const other = new pg.Client({ connectionString: t.url });
+      await other.connect();
+      try {
+        await other.query('BEGIN');
+        await other.query('INSERT INTO mt_second VALUES (1)');
+        const migrating = migrate(t.db, migrations, { lockTimeoutMs: 30_000 }).then(
+          () => null,
+          (caught: unknown) => caught,
+        );
+        // Once the migration holds the first table and waits for the second, the other session writes the first.
+        for (;;) {
+          const { rows } = await other.query<{ waiting: number }>(
+            "SELECT count(*)::int AS waiting FROM pg_locks WHERE NOT granted AND relation = 'mt_second'::regclass",
+          );
+          if (rows[0]!.waiting > 0) break;
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        const otherWrite = other.query('INSERT INTO mt_first VALUES (1)');
+
+        const error = await migrating;
+        expect(error).toBeInstanceOf(MigrationError);
+        expect((error as Error).message).toMatch(
+          /^Migration 1030_both was ended by PostgreSQL to break a deadlock with another session .*Nothing of it was applied\. Retry/,
+        );
+        // The other session's write went through once the migration's locks were gone.
+        await otherWrite;
+      } finally {
+        await other.query('ROLLBACK').catch(() => undefined);
+        await other.end();
+      }
+      expect(await ledger(t.db, 1030, 1030)).toEqual([]);
+      const { rows } = await t.db.query<{ indexname: string }>("SELECT indexname FROM pg_indexes WHERE tablename IN ('mt_first', 'mt_second')");
+      expect(rows).toEqual([]);
+
+      expect(await migrate(t.db, migrations, { lockTimeoutMs: 200 })).toEqual([1030]);
+    },
+  );
 });
 
 describe('the repository migrations', () => {

