@@ -171,36 +171,43 @@ export async function migrate(
       ]);
       return true;
     }).catch((error: unknown) => {
-      throw lockTimeoutError(error, migration, lockTimeoutMs) ?? deadlockError(error, migration) ?? error;
+      throw lockLostError(error, migration, lockTimeoutMs) ?? error;
     });
     if (applied) appliedNow.push(migration.version);
   }
   return appliedNow;
 }
 
-/** The clear error for a migration that gave up waiting for a table lock; undefined for any other error. */
-function lockTimeoutError(error: unknown, migration: Migration, lockTimeoutMs: number): MigrationError | undefined {
-  if (!error || typeof error !== 'object' || (error as { code?: unknown }).code !== LOCK_NOT_AVAILABLE) return undefined;
-  const detail = (error as { message?: unknown }).message;
-  return new MigrationError(
-    `Migration ${migration.version}_${migration.name} waited ${lockTimeoutMs} ms for a table lock that another session ` +
-      `holds (${typeof detail === 'string' ? detail : 'lock timeout'}), and gave up so as not to stall the queries ` +
-      'queued behind it. Nothing of it was applied. Retry when that session has finished (a long transaction or query; ' +
-      'see pg_stat_activity), or raise MIGRATION_LOCK_TIMEOUT_MS.',
-  );
+/** The SQLSTATE of a database error, if it is one. */
+function sqlStateOf(error: unknown): unknown {
+  return error && typeof error === 'object' ? (error as { code?: unknown }).code : undefined;
 }
 
 /**
- * The clear error for a migration PostgreSQL ended to break a deadlock: taking several tables' locks one after another
- * (038 takes eleven), it met a session holding one of them and waiting for one it held. Undefined for any other error.
+ * The clear error for a migration that lost a table lock to another session; undefined for any other error. Either it
+ * gave up waiting for the lock, or PostgreSQL ended it to break a deadlock: taking several tables' locks one after
+ * another (038 takes eleven), it met a session holding one of them and waiting for one it held.
  */
-function deadlockError(error: unknown, migration: Migration): MigrationError | undefined {
-  if (!error || typeof error !== 'object' || (error as { code?: unknown }).code !== DEADLOCK_DETECTED) return undefined;
-  return new MigrationError(
-    `Migration ${migration.version}_${migration.name} was ended by PostgreSQL to break a deadlock with another session ` +
-      'that held a lock it needed while waiting for one it held. Nothing of it was applied. Retry; at a quieter time ' +
-      'the same locks are taken without meeting another session.',
-  );
+function lockLostError(error: unknown, migration: Migration, lockTimeoutMs: number): MigrationError | undefined {
+  const state = sqlStateOf(error);
+  const name = `${migration.version}_${migration.name}`;
+  if (state === LOCK_NOT_AVAILABLE) {
+    const detail = (error as { message?: unknown }).message;
+    return new MigrationError(
+      `Migration ${name} waited ${lockTimeoutMs} ms for a table lock that another session ` +
+        `holds (${typeof detail === 'string' ? detail : 'lock timeout'}), and gave up so as not to stall the queries ` +
+        'queued behind it. Nothing of it was applied. Retry when that session has finished (a long transaction or query; ' +
+        'see pg_stat_activity), or raise MIGRATION_LOCK_TIMEOUT_MS.',
+    );
+  }
+  if (state === DEADLOCK_DETECTED) {
+    return new MigrationError(
+      `Migration ${name} was ended by PostgreSQL to break a deadlock with another session ` +
+        'that held a lock it needed while waiting for one it held. Nothing of it was applied. Retry; at a quieter time ' +
+        'the same locks are taken without meeting another session.',
+    );
+  }
+  return undefined;
 }
 
 /** True when every migration file is applied with its checksum: what `/readyz` requires. */

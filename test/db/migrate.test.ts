@@ -38,6 +38,27 @@ async function tableExists(db: Database, name: string): Promise<boolean> {
   return rows[0]!.exists;
 }
 
+/** `work` on another session of the test database, in a transaction it opens and rolls back once `work` is done. */
+async function inOtherSession(url: string | undefined, work: (other: pg.Client) => Promise<void>): Promise<void> {
+  const other = new pg.Client({ connectionString: url });
+  await other.connect();
+  try {
+    await other.query('BEGIN');
+    await work(other);
+  } finally {
+    await other.query('ROLLBACK').catch(() => undefined);
+    await other.end();
+  }
+}
+
+/** What `promise` rejected with; null when it resolved. */
+function rejectionOf(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => null,
+    (caught: unknown) => caught,
+  );
+}
+
 describe('migrate', () => {
   let t: TestDatabase;
   beforeAll(async () => {
@@ -125,10 +146,7 @@ describe('migrate', () => {
       }),
     );
 
-    const error = await migrate(t.db, changed).then(
-      () => null,
-      (caught: unknown) => caught,
-    );
+    const error = await rejectionOf(migrate(t.db, changed));
 
     expect(error).toBeInstanceOf(MigrationError);
     expect((error as Error).message).toMatch(/930_create was changed after it was applied/);
@@ -314,25 +332,16 @@ describe('migrate under lock_timeout', () => {
         }),
       );
       // Another session reads the table in an open transaction: its ACCESS SHARE lock blocks the ALTER's ACCESS EXCLUSIVE.
-      const other = new pg.Client({ connectionString: t.url });
-      await other.connect();
-      try {
-        await other.query('BEGIN');
+      await inOtherSession(t.url, async (other) => {
         await other.query('SELECT count(*) FROM mt_busy');
 
-        const error = await migrate(t.db, migrations, { lockTimeoutMs: 200 }).then(
-          () => null,
-          (caught: unknown) => caught,
-        );
+        const error = await rejectionOf(migrate(t.db, migrations, { lockTimeoutMs: 200 }));
 
         expect(error).toBeInstanceOf(MigrationError);
         expect((error as Error).message).toMatch(
           /^Migration 1021_alter_busy waited 200 ms for a table lock that another session holds \(.*lock timeout.*\), .*Nothing of it was applied\. Retry when that session has finished/,
         );
-      } finally {
-        await other.query('ROLLBACK').catch(() => undefined);
-        await other.end();
-      }
+      });
       // The migration before it stands; of the failed one nothing is left, and nothing after it ran.
       expect((await ledger(t.db, 1020, 1022)).map((row) => row.version)).toEqual([1020]);
       expect(await tableExists(t.db, 'mt_half_done')).toBe(false);
@@ -362,15 +371,9 @@ describe('migrate under lock_timeout', () => {
         }),
       );
       // Another session writes the second table in an open transaction: the migration's second index waits for it.
-      const other = new pg.Client({ connectionString: t.url });
-      await other.connect();
-      try {
-        await other.query('BEGIN');
+      await inOtherSession(t.url, async (other) => {
         await other.query('INSERT INTO mt_second VALUES (1)');
-        const migrating = migrate(t.db, migrations, { lockTimeoutMs: 30_000 }).then(
-          () => null,
-          (caught: unknown) => caught,
-        );
+        const migrating = rejectionOf(migrate(t.db, migrations, { lockTimeoutMs: 30_000 }));
         // Once the migration holds the first table and waits for the second, the other session writes the first.
         for (;;) {
           const { rows } = await other.query<{ waiting: number }>(
@@ -388,10 +391,7 @@ describe('migrate under lock_timeout', () => {
         );
         // The other session's write went through once the migration's locks were gone.
         await otherWrite;
-      } finally {
-        await other.query('ROLLBACK').catch(() => undefined);
-        await other.end();
-      }
+      });
       expect(await ledger(t.db, 1030, 1030)).toEqual([]);
       const { rows } = await t.db.query<{ indexname: string }>("SELECT indexname FROM pg_indexes WHERE tablename IN ('mt_first', 'mt_second')");
       expect(rows).toEqual([]);
