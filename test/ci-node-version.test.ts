@@ -1,5 +1,5 @@
 // CI says which Node.js runs it: the recommended LTS (22), the older supported one (20), or a warning for anything
-// else or anything below package.json's engines, which stays at >=20.11 so Node.js 20 installations keep working.
+// else or anything below package.json's engines, which stays at >=20.12 (node:crypto's one-shot `hash`) so Node.js 20 installations keep working.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
@@ -14,9 +14,9 @@ describe('.ci/node-version.mjs', () => {
     expect(run.indexOf('node .ci/node-version.mjs')).toBeLessThan(run.indexOf('npm ci'));
   });
 
-  it('keeps engines at >=20.11', () => {
+  it('keeps engines at >=20.12', () => {
     const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { engines: { node: string } };
-    expect(manifest.engines.node).toBe('>=20.11');
+    expect(manifest.engines.node).toBe('>=20.12');
   });
 
   it('says the recommended LTS is in use on Node.js 22', () => {
@@ -26,8 +26,8 @@ describe('.ci/node-version.mjs', () => {
     expect(text).not.toContain('WARNING');
   });
 
-  it('accepts Node.js 20 from 20.11 and recommends 22', () => {
-    const text = notice('v20.11.0');
+  it('accepts Node.js 20 from 20.12 and recommends 22', () => {
+    const text = notice('v20.12.0');
     expect(text).toContain('major 20');
     expect(text).toContain('Node.js 22 LTS is recommended');
     expect(text).not.toContain('WARNING');
@@ -35,7 +35,7 @@ describe('.ci/node-version.mjs', () => {
 
   it('warns on any other major, and below the engines floor', () => {
     expect(notice('24.1.0')).toContain('WARNING: Node.js 24 is neither 20 nor 22');
-    expect(notice('20.10.0')).toContain("WARNING: Node.js 20.10.0 is below what package.json's engines asks (>=20.11)");
+    expect(notice('20.11.1')).toContain("WARNING: Node.js 20.11.1 is below what package.json's engines asks (>=20.12)");
     expect(notice('18.20.4')).toContain('WARNING');
   });
 

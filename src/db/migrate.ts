@@ -1,5 +1,5 @@
 // Forward-only SQL migrations from migrations/NNN_name.sql: each in its own transaction, recorded with a checksum.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Database, Queryable } from './database.js';
@@ -70,7 +70,7 @@ export function readMigrations(directory: string = MIGRATIONS_DIR): Migration[] 
         version: Number(match[1]),
         name: match[2]!,
         sql,
-        checksum: createHash('sha256').update(sql).digest('hex'),
+        checksum: hash('sha256', sql, 'hex'),
       };
     })
     .sort((a, b) => a.version - b.version);

@@ -1,5 +1,5 @@
 // The PostgreSQL adapter of the database port: a pg Pool, plus one dedicated connection for LISTEN.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { INT8_OID, parseInt8, type Database, type ListenState, type NotificationHandler, type TransactionScope } from './database.js';
@@ -39,7 +39,7 @@ function statement(text: string, params: readonly unknown[] | undefined): pg.Que
   if (params === undefined || params.length === 0) return text;
   let name = statementNames.get(text);
   if (name === undefined) {
-    name = `acs_${createHash('sha256').update(text).digest('base64url').slice(0, 22)}`;
+    name = `acs_${hash('sha256', text, 'base64url').slice(0, 22)}`;
     statementNames.set(text, name);
   }
   return { name, text, values: params as unknown[] };

@@ -70,7 +70,10 @@ export function createRateLimitCounter(windowMs: number, capacity: number, now: 
 
 /** An address's key: an IPv6 address by its /64 (as @fastify/rate-limit does by default), so one host cannot rotate through its prefix. */
 export function addressKey(request: FastifyRequest): string {
-  return `ip:${normalizeIP(request.ip)}`;
+  const ip = request.ip;
+  // An IPv4 address (no colon) is its own key, as normalizeIP answers it (digits and dots, nothing to lower-case),
+  // without the IPv6 pattern it tests every address against first (on every OAuth request).
+  return ip.includes(':') ? `ip:${normalizeIP(ip)}` : `ip:${ip}`;
 }
 
 export interface RateLimitHookOptions {

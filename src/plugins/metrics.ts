@@ -1,11 +1,12 @@
 // Prometheus metrics at GET /metrics: request count and latency by route and status, database pool figures.
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import { ForbiddenError, UnauthorizedError } from '../errors.js';
+import { sha256 } from '../shared/crypto.js';
 import { isLoopbackHost, isLoopbackUrl } from '../shared/loopback.js';
 import {
   GRANT_OUTCOMES,
@@ -62,8 +63,6 @@ export function ownListenerMetricsAccess(config: Config): MetricsAccess {
   };
 }
 
-const digest = (text: string) => createHash('sha256').update(text).digest();
-
 /**
  * Throws the answer to a scrape this listener refuses. The token is compared as SHA-256 digests with timingSafeEqual,
  * so neither its content nor its length shows in the time taken.
@@ -80,7 +79,7 @@ export function checkMetricsAccess(authorization: string | undefined, access: Me
   if (presented === undefined) {
     throw new UnauthorizedError('GET /metrics needs the METRICS_TOKEN as a bearer token.', 'Bearer realm="metrics"');
   }
-  if (!timingSafeEqual(digest(presented), digest(access.token))) {
+  if (!timingSafeEqual(sha256(presented), sha256(access.token))) {
     throw new UnauthorizedError('The bearer token is not the METRICS_TOKEN.', 'Bearer realm="metrics", error="invalid_token"');
   }
 }

@@ -1,5 +1,4 @@
 // Idempotency-Key (docs/api-reference.md 4.3): the first response to a client's key is replayed to its repeats of the request for 24 h.
-import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Database } from '../db/database.js';
 import {
@@ -11,6 +10,7 @@ import {
   type IdempotencyOwner,
 } from '../db/repositories/idempotency.repo.js';
 import { ConflictError, UnprocessableError } from '../errors.js';
+import { sha256 } from '../shared/crypto.js';
 import type { Clock } from './context.js';
 import { pruneEachTenant } from './retention.js';
 
@@ -46,7 +46,7 @@ function canonicalJson(value: unknown): string {
 }
 
 export function requestFingerprint(method: string, path: string, body: unknown): Buffer {
-  return createHash('sha256').update(`${method} ${path}\n${canonicalJson(body ?? null)}`).digest();
+  return sha256(`${method} ${path}\n${canonicalJson(body ?? null)}`);
 }
 
 const SWEEP_INTERVAL_MS = 15 * 60_000;

@@ -1,13 +1,17 @@
 // Small cryptographic helpers: random secrets, hashes, constant-time comparison, encryption at rest.
-import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** `bytes` of CSPRNG output as base64url (32 bytes = 256 bits, docs/security-cases.md 37). */
 export function randomToken(bytes = 32): string {
   return randomBytes(bytes).toString('base64url');
 }
 
+/**
+ * SHA-256 of the UTF-8 of `value`. node:crypto's one-shot `hash` (Node.js 20.12): no Hash object to make, feed and
+ * finish, which cost the token endpoint's secret check several times the digest itself (bench/README.md, *Token*).
+ */
 export function sha256(value: string): Buffer {
-  return createHash('sha256').update(value, 'utf8').digest();
+  return hash('sha256', value, 'buffer');
 }
 
 /** Compares two digests in constant time; digests of different length never match. */

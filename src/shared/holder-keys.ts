@@ -1,7 +1,7 @@
 // The phone's and the lock's own keys (docs/api-reference.md 11): P-256 public JWKs, their RFC 7638 thumbprints, and
 // the compact JWS they sign (key proofs, client assertions, lock hellos, ticket proofs, receipts). One strict reading
 // for the service and the reference lock and phone alike, so that both refuse the same inputs.
-import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
+import { createPublicKey, hash, verify, type KeyObject } from 'node:crypto';
 
 /** A P-256 public key as a JWK with exactly the members RFC 7518 6.2.1 requires: no private `d`, nothing else. */
 export interface HolderPublicKey {
@@ -46,12 +46,12 @@ export function readHolderPublicKey(value: unknown): PublicKeyReading {
 /** RFC 7638: SHA-256 over the required members in lexicographic order, no whitespace; base64url. */
 export function holderKeyThumbprint(key: HolderPublicKey): string {
   const canonical = `{"crv":"${key.crv}","kty":"${key.kty}","x":"${key.x}","y":"${key.y}"}`;
-  return createHash('sha256').update(canonical).digest('base64url');
+  return hash('sha256', canonical, 'base64url');
 }
 
 /** base64url SHA-256 of a text: a proof's `ath` over the credential it is made for (docs/api-reference.md 11.3). */
 export function sha256Base64url(text: string): string {
-  return createHash('sha256').update(text).digest('base64url');
+  return hash('sha256', text, 'base64url');
 }
 
 export interface ParsedHolderJws {
@@ -91,6 +91,24 @@ export function parseHolderJws(jws: unknown, maxLength = 16_384): ParsedHolderJw
  * The header's `alg` must be ES256 exactly: `none` and every other algorithm are refused (RFC 8725 3.1).
  */
 export function verifyHolderSignature(parsed: ParsedHolderJws, key: KeyObject): boolean {
-  if (parsed.header['alg'] !== HOLDER_KEY_ALGORITHM || parsed.signature.length !== 64) return false;
+  if (!isHolderSigned(parsed)) return false;
   return verify('sha256', Buffer.from(parsed.signingInput), { key, dsaEncoding: 'ieee-p1363' }, parsed.signature);
+}
+
+const isHolderSigned = (parsed: ParsedHolderJws) => parsed.header['alg'] === HOLDER_KEY_ALGORITHM && parsed.signature.length === 64;
+
+/**
+ * The same check on the libuv pool (node:crypto's callback form), beside the event loop rather than on it: for the
+ * token endpoint, where a phone's assertion is verified on every request (private_key_jwt) and the verification is the
+ * largest cost of the request's own, as signing is for every token (shared/jws.ts). The other checks stay synchronous:
+ * the reference lock decides one exchange at a time, and key proofs and lock receipts come once per key or upload.
+ */
+export function verifyHolderSignatureOffLoop(parsed: ParsedHolderJws, key: KeyObject): Promise<boolean> {
+  if (!isHolderSigned(parsed)) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    verify('sha256', Buffer.from(parsed.signingInput), { key, dsaEncoding: 'ieee-p1363' }, parsed.signature, (error, valid) => {
+      // A key node:crypto cannot use for ES256 verifies nothing; it is not the caller's error to answer.
+      resolve(error === null && valid);
+    });
+  });
 }

@@ -242,6 +242,20 @@ describe('docs/security-cases.md A: token endpoint and client authentication', (
     expectOAuthError(password, 400, 'invalid_request');
   });
 
+  it('A6: parameters named like Object.prototype members are parameters, never inherited values', async () => {
+    const auth = { authorization: basic(operator.clientId, operator.clientSecret) };
+    // Unknown parameters are ignored (RFC 6749 3.2), whatever their names.
+    const ignored = await post('__proto__=x&constructor=y&toString=z&hasOwnProperty=w&grant_type=client_credentials', auth);
+    expect(ignored.statusCode).toBe(200);
+    expect(ignored.json().token_type).toBe('Bearer');
+    // Without grant_type, no inherited `grant_type` or `scope` stands in for it.
+    expectOAuthError(await post('__proto__=grant_type&constructor=client_credentials', auth), 400, 'invalid_request', 'The parameter grant_type is missing.');
+    // A repeated __proto__ is refused like any repeated parameter.
+    const repeated = await post('grant_type=client_credentials&__proto__=a&__proto__=b', auth);
+    expectOAuthError(repeated, 400, 'invalid_request');
+    expect(repeated.json().error_description).toBe('The parameter __proto__ is repeated.');
+  });
+
   it('A7: missing grant_type → invalid_request; unknown → unsupported_grant_type', async () => {
     const auth = { authorization: basic(operator.clientId, operator.clientSecret) };
     expectOAuthError(await post(form({ scope: 'tokens:read' }), auth), 400, 'invalid_request', 'The parameter grant_type is missing.');

@@ -1,5 +1,6 @@
 // SQL for OAuth clients. Secrets are stored only as SHA-256 digests.
 import type { Queryable } from '../database.js';
+import { toStoredHolderKey, type HolderKeyRow, type StoredHolderKey } from './holder-key.repo.js';
 import { keysetPage, PAGE_INDEX_CONDITION, type KeysetColumns, type KeysetPosition } from '../../shared/keyset.js';
 
 export interface ClientRecord {
@@ -88,12 +89,39 @@ export async function insertClient(db: Queryable, client: Omit<ClientRecord, 'de
  * node that holds the tenant (docs/scaling.md). Two primary-key reads, found or not.
  */
 export async function findClient(db: Queryable, clientId: string): Promise<ClientRecord | null> {
-  const { rows: directory } = await db.query<{ tenant_id: string }>('SELECT tenant_id FROM client_tenants WHERE client_id = $1', [
-    clientId,
-  ]);
-  // An unknown id pays the second read too, in a tenant that cannot exist (tenant ids are random UUIDs), so it answers
-  // in the time a known id does (docs/security-cases.md 2).
-  return findTenantClient(db, directory[0]?.tenant_id ?? NO_TENANT, clientId);
+  return findTenantClient(db, await tenantOfClient(db, clientId), clientId);
+}
+
+/**
+ * The client's tenant from the reference table. An unknown id is answered a tenant that cannot exist (tenant ids are
+ * random UUIDs), so that it pays the second read too and answers in the time a known id does (docs/security-cases.md 2).
+ */
+async function tenantOfClient(db: Queryable, clientId: string): Promise<string> {
+  const { rows } = await db.query<{ tenant_id: string }>('SELECT tenant_id FROM client_tenants WHERE client_id = $1', [clientId]);
+  return rows[0]?.tenant_id ?? NO_TENANT;
+}
+
+const JOINED_COLUMNS = COLUMNS.split(', ').map((column) => `c.${column}`).join(', ');
+
+/**
+ * The client and the registered key of the mobile device it is bound to (private_key_jwt, docs/api-reference.md 3.1),
+ * as findClient finds it: the tenant from the reference table, then one read of the client joined to its device within
+ * that tenant. `deviceKey` is null when the client is bound to no device or its device has no key.
+ */
+export async function findClientWithDeviceKey(
+  db: Queryable,
+  clientId: string,
+): Promise<{ record: ClientRecord; deviceKey: StoredHolderKey | null } | null> {
+  const tenantId = await tenantOfClient(db, clientId);
+  const { rows } = await db.query<ClientRow & HolderKeyRow>(
+    `SELECT ${JOINED_COLUMNS}, md.public_key, md.key_thumbprint
+       FROM oauth_clients c
+       LEFT JOIN mobile_devices md ON md.tenant_id = $1 AND md.id = c.mobile_device_id
+      WHERE c.tenant_id = $1 AND c.client_id = $2`,
+    [tenantId, clientId],
+  );
+  const row = rows[0];
+  return row ? { record: toClient(row), deviceKey: toStoredHolderKey(row) } : null;
 }
 
 /** The nil UUID (RFC 9562 5.9): never a tenant's id. */

@@ -12,36 +12,22 @@ export interface StoredHolderKey {
   thumbprint: string;
 }
 
-interface KeyRow {
+/** A row's key columns: both null while the device or lock has no key. */
+export interface HolderKeyRow {
   public_key: unknown;
   key_thumbprint: string | null;
 }
 
-const toKey = (row: KeyRow | undefined): StoredHolderKey | null =>
+export const toStoredHolderKey = (row: HolderKeyRow | undefined): StoredHolderKey | null =>
   row && row.public_key !== null && row.key_thumbprint !== null ? { publicKey: row.public_key, thumbprint: row.key_thumbprint } : null;
-
-/**
- * The key of the mobile device the client is bound to (docs/api-reference.md 3.1, private_key_jwt); null when the client
- * is bound to no device, or its device has no key. One primary-key read of the client joined to its device.
- */
-export async function findDeviceKeyOfClient(db: Queryable, tenantId: string, clientId: string): Promise<StoredHolderKey | null> {
-  const { rows } = await db.query<KeyRow>(
-    `SELECT md.public_key, md.key_thumbprint
-       FROM oauth_clients c
-       JOIN mobile_devices md ON md.tenant_id = $1 AND md.id = c.mobile_device_id
-      WHERE c.tenant_id = $1 AND c.client_id = $2`,
-    [tenantId, clientId],
-  );
-  return toKey(rows[0]);
-}
 
 /** The lock's registered key (docs/api-reference.md 8.5); null when the lock is unknown or has none. */
 export async function findLockKey(db: Queryable, tenantId: string, securedObjectId: string): Promise<StoredHolderKey | null> {
-  const { rows } = await db.query<KeyRow>('SELECT public_key, key_thumbprint FROM secured_objects WHERE tenant_id = $1 AND id = $2', [
+  const { rows } = await db.query<HolderKeyRow>('SELECT public_key, key_thumbprint FROM secured_objects WHERE tenant_id = $1 AND id = $2', [
     tenantId,
     securedObjectId,
   ]);
-  return toKey(rows[0]);
+  return toStoredHolderKey(rows[0]);
 }
 
 /** A nonce of `POST /deviceapi/nonces`, bound to the client that asked, until `expiresAt` (ms). */

@@ -4,9 +4,8 @@ import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Database } from '../../db/database.js';
 import { pruneClientAssertionIds, useClientAssertionId } from '../../db/repositories/client-assertion.repo.js';
-import { findClient } from '../../db/repositories/client.repo.js';
-import { findDeviceKeyOfClient } from '../../db/repositories/holder-key.repo.js';
-import { parseHolderJws, readHolderPublicKey, verifyHolderSignature } from '../../shared/holder-keys.js';
+import { findClientWithDeviceKey } from '../../db/repositories/client.repo.js';
+import { parseHolderJws, readHolderPublicKey, verifyHolderSignatureOffLoop } from '../../shared/holder-keys.js';
 import type { Clock } from '../context.js';
 import { pruneEachTenant, sweepPeriodically } from '../retention.js';
 import { toAuthenticatedClient, type AuthenticatedClient } from './client.service.js';
@@ -95,11 +94,11 @@ export function createClientAssertionService({ db, clock, log, audiences }: Clie
       const now = clock();
       const claims = readClaims(parsed.payload, now, audiences);
       if (!claims) return null;
-      const record = await findClient(db, claims.clientId);
-      const stored = record ? await findDeviceKeyOfClient(db, record.tenantId, record.clientId) : null;
-      const key = stored ? keyOf(stored.thumbprint, stored.publicKey) : null;
-      // RFC 8725 3.1: ES256 and nothing else (verifyHolderSignature refuses `none`, HS256 and every other alg).
-      const verified = verifyHolderSignature(parsed, key ?? DUMMY_KEY);
+      const found = await findClientWithDeviceKey(db, claims.clientId);
+      const record = found?.record ?? null;
+      const key = found?.deviceKey ? keyOf(found.deviceKey.thumbprint, found.deviceKey.publicKey) : null;
+      // RFC 8725 3.1: ES256 and nothing else (the check refuses `none`, HS256 and every other alg).
+      const verified = await verifyHolderSignatureOffLoop(parsed, key ?? DUMMY_KEY);
       if (!record || !key || !verified) {
         log.debug({ clientId: claims.clientId }, 'client assertion refused');
         return null;

@@ -1,5 +1,5 @@
 // The OAuth 2.0 grants (docs/api-reference.md 3.1–3.2): client credentials, password with its lockout, refresh with rotation.
-import { createHash, randomUUID } from 'node:crypto';
+import { hash, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Database, Queryable } from '../../db/database.js';
 import { deleteStaleLoginAttempts } from '../../db/repositories/login-failure.repo.js';
@@ -70,7 +70,8 @@ const CODE_VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
 /** RFC 7636 4.6: S256 compares BASE64URL(SHA-256(ASCII(code_verifier))) with the stored challenge, in constant time. */
 function verifierMatches(verifier: string, challenge: string): boolean {
   if (!CODE_VERIFIER.test(verifier)) return false;
-  const computed = createHash('sha256').update(verifier, 'ascii').digest('base64url');
+  // CODE_VERIFIER allows ASCII only, whose UTF-8 is its ASCII.
+  const computed = hash('sha256', verifier, 'base64url');
   return digestsEqual(sha256(computed), sha256(challenge));
 }
 

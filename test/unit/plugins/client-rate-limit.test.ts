@@ -1,6 +1,9 @@
-// The per-client rate limit's counting (plugins/client-rate-limit.ts): fixed windows per key in an LRU of keys.
+// The per-client rate limit's counting (plugins/client-rate-limit.ts): fixed windows per key in an LRU of keys, and
+// the per-address key of the OAuth endpoints.
+import { normalizeIP } from '@fastify/rate-limit';
+import type { FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { createRateLimitCounter } from '../../../src/plugins/client-rate-limit.js';
+import { addressKey, createRateLimitCounter } from '../../../src/plugins/client-rate-limit.js';
 
 describe('rate limit counter', () => {
   it('counts a key within its window and starts afresh when the window has passed', () => {
@@ -43,5 +46,19 @@ describe('rate limit counter', () => {
     counter.count('c');
     expect(counter.count('a').count).toBe(4);
     expect(counter.count('b').count).toBe(1);
+  });
+});
+
+describe('address key', () => {
+  const keyOf = (ip: string) => addressKey({ ip } as FastifyRequest);
+
+  it('is the address as @fastify/rate-limit normalises it: IPv4 as it is, IPv6 by its /64, a mapped IPv4 as IPv4', () => {
+    const addresses = ['127.0.0.1', '203.0.113.7', '::1', '2001:DB8:0:0:8:800:200C:417A', '2001:db8::1', '::ffff:192.0.2.1', '::FFFF:198.51.100.9'];
+    for (const ip of addresses) expect(keyOf(ip)).toBe(`ip:${normalizeIP(ip)}`);
+    expect(keyOf('203.0.113.7')).toBe('ip:203.0.113.7');
+    expect(keyOf('::ffff:192.0.2.1')).toBe('ip:192.0.2.1');
+    // One host rotating through its /64 is one key.
+    expect(keyOf('2001:db8:1:2:aaaa::1')).toBe(keyOf('2001:db8:1:2:bbbb:cccc:dddd:eeee'));
+    expect(keyOf('2001:db8:1:2::1')).not.toBe(keyOf('2001:db8:1:3::1'));
   });
 });

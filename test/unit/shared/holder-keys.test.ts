@@ -1,7 +1,15 @@
 import { generateKeyPairSync, sign } from 'node:crypto';
 import { calculateJwkThumbprint } from 'jose';
 import { describe, expect, it } from 'vitest';
-import { holderKeyThumbprint, parseHolderJws, readHolderPublicKey, sha256Base64url, verifyHolderSignature, type HolderPublicKey } from '../../../src/shared/holder-keys.js';
+import {
+  holderKeyThumbprint,
+  parseHolderJws,
+  readHolderPublicKey,
+  sha256Base64url,
+  verifyHolderSignature,
+  verifyHolderSignatureOffLoop,
+  type HolderPublicKey,
+} from '../../../src/shared/holder-keys.js';
 
 const keyObjectOf = (jwk: HolderPublicKey) => {
   const reading = readHolderPublicKey(jwk);
@@ -53,6 +61,27 @@ describe('holder keys', () => {
     const [h, , s] = jws.split('.');
     const tampered = parseHolderJws(`${h}.${Buffer.from('{"nonce":"m"}').toString('base64url')}.${s}`)!;
     expect(verifyHolderSignature(tampered, keyObject)).toBe(false);
+  });
+
+  it('answers the same off the event loop: the signature, another key, another alg, a tampered payload, a short signature', async () => {
+    const { privateKey, jwk } = pair();
+    const jws = signEs256(privateKey, { alg: 'ES256', typ: 'JWT' }, { iss: 'c', jti: 'j' });
+    const parsed = parseHolderJws(jws)!;
+    const keyObject = keyObjectOf(jwk);
+    const [h, , s] = jws.split('.');
+    const cases: [ReturnType<typeof parseHolderJws>, ReturnType<typeof keyObjectOf>][] = [
+      [parsed, keyObject],
+      [parsed, keyObjectOf(pair().jwk)],
+      [{ ...parsed, header: { ...parsed.header, alg: 'none' } }, keyObject],
+      [{ ...parsed, header: { ...parsed.header, alg: 'HS256' } }, keyObject],
+      [parseHolderJws(`${h}.${Buffer.from('{"iss":"d","jti":"j"}').toString('base64url')}.${s}`), keyObject],
+      [{ ...parsed, signature: parsed.signature.subarray(0, 63) }, keyObject],
+      // R || S of zeros: the right length, never a valid ECDSA signature.
+      [{ ...parsed, signature: Buffer.alloc(64) }, keyObject],
+    ];
+    const answers = await Promise.all(cases.map(([candidate, key]) => verifyHolderSignatureOffLoop(candidate!, key)));
+    expect(answers).toEqual([true, false, false, false, false, false, false]);
+    expect(answers).toEqual(cases.map(([candidate, key]) => verifyHolderSignature(candidate!, key)));
   });
 
   it('parses only three base64url parts of JSON objects', () => {
