@@ -225,6 +225,14 @@ describe('the schema is ready to be distributed by tenant (docs/scaling.md)', ()
     ],
     ['a client id to its tenant (client.repo.ts findClient)', 'SELECT tenant_id FROM client_tenants WHERE client_id = $1', ['client'], 'client_tenants_pkey'],
     ['a client within its tenant (client.repo.ts findTenantClient)', 'SELECT name FROM oauth_clients WHERE tenant_id = $1 AND client_id = $2', [TENANT, 'client'], 'oauth_clients_pkey'],
+    ...(['oauth_clients_pkey', 'mobile_devices_pkey'] as const).map((index): [string, string, unknown[], string] => [
+      `a client and its device's key, private_key_jwt (client.repo.ts findClientWithDeviceKey), by ${index}`,
+      `SELECT c.name, md.public_key, md.key_thumbprint FROM oauth_clients c
+         LEFT JOIN mobile_devices md ON md.tenant_id = $1 AND md.id = c.mobile_device_id
+        WHERE c.tenant_id = $1 AND c.client_id = $2`,
+      [TENANT, 'client'],
+      index,
+    ]),
     [
       "a permission's live tickets (access-permission.repo.ts TOKEN_COUNT)",
       'SELECT count(*) FROM tickets WHERE tenant_id = $1 AND access_permission_id = $2 AND revoked_at IS NULL',

@@ -9,6 +9,7 @@ import { expandAccessPermissions, issueForNewMembers, revokeForLeavingMember } f
 import { appendAuditEvents } from '../../src/db/repositories/audit.repo.js';
 import { insertAccessLogEntries } from '../../src/db/repositories/access-log.repo.js';
 import { recordDownload } from '../../src/db/repositories/download.repo.js';
+import { JWT_BEARER_ASSERTION_TYPE } from '../../src/services/oauth/client-assertion.service.js';
 import { removeInTransaction } from '../../src/services/removal.js';
 import { SECURED_OBJECTS } from '../../src/services/secured-object.service.js';
 import { recordLockContact } from '../../src/db/repositories/lock-telemetry.repo.js';
@@ -18,7 +19,8 @@ import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { accessTenant, grant, lockGroup, permissionBody, resident, userToken } from '../helpers/access.js';
 import { citusTestUrl } from '../helpers/citus.js';
 import { download, lockToken, phoneToken, syncRequest } from '../helpers/device.js';
-import { bearer, clientToken, createClient, createTenant, tokenRequest, type TenantFixture } from '../helpers/oauth.js';
+import { clientAssertion, newKeyPair, putDeviceKey } from '../helpers/holder-keys.js';
+import { bearer, clientToken, createClient, createTenant, form, tokenRequest, type TenantFixture } from '../helpers/oauth.js';
 import { call, device, issueTicket, lock, ticketBody } from '../helpers/operator.js';
 
 interface Recorded {
@@ -150,6 +152,29 @@ describe.skipIf(!citus)('on Citus, each hot path routes to one node (runs only w
     await expectSingleShard(
       await sent(async () => {
         const response = await tokenRequest(t.app, client, { grant_type: 'client_credentials' });
+        expect(response.statusCode, response.body).toBe(200);
+      }),
+    );
+  });
+
+  it('token: the client credentials grant by private_key_jwt (the client and its device\'s key, the jti spent)', async () => {
+    // A phone of its own: a key on the other tests' phone would bind its credentials.
+    await device(t, operator, 'keyed-phone');
+    const key = newKeyPair();
+    await putDeviceKey(t, tenant.tenantId, 'keyed-phone', key);
+    const phoneClient = await createClient(t.app, tenant, ['tokens:download'], { mobileDeviceId: 'keyed-phone' });
+    await expectSingleShard(
+      await sent(async () => {
+        const response = await t.app.inject({
+          method: 'POST',
+          url: '/oauth/token',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          payload: form({
+            grant_type: 'client_credentials',
+            client_assertion_type: JWT_BEARER_ASSERTION_TYPE,
+            client_assertion: clientAssertion(key, phoneClient.clientId, `${t.config.PUBLIC_URL}/oauth/token`),
+          }),
+        });
         expect(response.statusCode, response.body).toBe(200);
       }),
     );
