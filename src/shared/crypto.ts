@@ -8,7 +8,7 @@ export function randomToken(bytes = 32): string {
 
 /**
  * SHA-256 of the UTF-8 of `value`. node:crypto's one-shot `hash` (Node.js 20.12): no Hash object to make, feed and
- * finish, which cost the token endpoint's secret check several times the digest itself (bench/README.md, *Token*).
+ * finish, which cost the token endpoint's secret check several times the digest itself (docs/scaling.md, the eighth machine's runs).
  */
 export function sha256(value: string): Buffer {
   return hash('sha256', value, 'buffer');

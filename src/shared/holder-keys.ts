@@ -86,6 +86,9 @@ export function parseHolderJws(jws: unknown, maxLength = 16_384): ParsedHolderJw
   return { header, payload, signingInput: `${parts[0]}.${parts[1]}`, signature: Buffer.from(parts[2]!, 'base64url') };
 }
 
+/** ES256 by its header and a 64-octet R || S: what either check verifies at all. */
+const isHolderSigned = (parsed: ParsedHolderJws) => parsed.header['alg'] === HOLDER_KEY_ALGORITHM && parsed.signature.length === 64;
+
 /**
  * Verifies an ES256 signature (RFC 7518 3.4: the 64-octet R || S form, which node:crypto reads as `ieee-p1363`).
  * The header's `alg` must be ES256 exactly: `none` and every other algorithm are refused (RFC 8725 3.1).
@@ -95,7 +98,6 @@ export function verifyHolderSignature(parsed: ParsedHolderJws, key: KeyObject): 
   return verify('sha256', Buffer.from(parsed.signingInput), { key, dsaEncoding: 'ieee-p1363' }, parsed.signature);
 }
 
-const isHolderSigned = (parsed: ParsedHolderJws) => parsed.header['alg'] === HOLDER_KEY_ALGORITHM && parsed.signature.length === 64;
 
 /**
  * The same check on the libuv pool (node:crypto's callback form), beside the event loop rather than on it: for the
